@@ -1,0 +1,61 @@
+"""Renders a conversation with the chat template stored in the GGUF file.
+
+The template is untrusted input (it comes with a downloaded model), so it runs in
+Jinja's immutable sandbox.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from inference.errors import RequestError
+
+# Used when the GGUF carries no template: ChatML, what SmolLM2 and many others speak.
+CHATML = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def _raise(message: str) -> None:
+    raise TemplateError(message)
+
+
+class ChatTemplate:
+    def __init__(self, source: str | None, bos_token: str = "", eos_token: str = "") -> None:
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+        )
+        env.globals["raise_exception"] = _raise
+        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        self.source = source or CHATML
+        self._template = env.from_string(self.source)
+        self._bos = bos_token
+        self._eos = eos_token
+
+    @property
+    def bos_token(self) -> str:
+        return self._bos
+
+    def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
+        for i, m in enumerate(messages):
+            if m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+                raise RequestError(
+                    f"message {i} needs a role in {ROLES} and text content, got {m!r:.80}"
+                )
+        try:
+            return self._template.render(
+                messages=messages,
+                add_generation_prompt=add_generation_prompt,
+                bos_token=self._bos,
+                eos_token=self._eos,
+            )
+        except TemplateError as exc:
+            raise RequestError(f"the model's chat template rejected this chat: {exc}") from exc

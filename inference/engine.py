@@ -1,0 +1,310 @@
+"""The engine thread: owns the llama context, takes commands, streams deltas out.
+
+    engine = Engine.start(LoadSettings(model_path=...))
+    handle = engine.submit(ChatRequest(messages=(...,), sampling=SamplingParams()))
+    for delta in handle: print(delta.text, end="")
+    engine.shutdown()
+
+Usable from plain Python (CLI, tests) and, through a thin adapter, from Qt.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from inference.engine_core import EngineCore
+from inference.errors import EngineError, ModelLoadError
+from inference.metrics import MetricsSnapshot
+from inference.outputs import Delta, FinishReason, RequestStats
+from inference.params import ChatRequest, LoadSettings, SamplingParams
+from inference.runner import LlamaRunner, ModelInfo
+
+log = logging.getLogger(__name__)
+
+METRICS_PERIOD_S = 0.1
+DeltaCallback = Callable[[Delta], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    request_id: str
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: FinishReason
+    error: str | None
+    stats: RequestStats | None
+
+
+class RequestHandle:
+    """The caller's side of one request: iterate its deltas or wait for the result."""
+
+    def __init__(self, request_id: str, engine: "Engine", on_delta: DeltaCallback | None) -> None:
+        self.request_id = request_id
+        self._engine = engine
+        self._on_delta = on_delta
+        self._deltas: queue.SimpleQueue[Delta] = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._text: list[str] = []
+        self._tokens: list[int] = []
+        self.final: Delta | None = None
+
+    def _deliver(self, delta: Delta) -> None:
+        self._text.append(delta.text)
+        self._tokens.extend(delta.token_ids)
+        if delta.finished:
+            self.final = delta
+        self._deltas.put(delta)
+        if self._on_delta is not None:
+            try:
+                self._on_delta(delta)
+            except Exception:  # a listener's bug must not stop the engine
+                log.exception("delta callback failed for %s", self.request_id)
+        if delta.finished:
+            self._done.set()
+
+    def __iter__(self) -> Iterator[Delta]:
+        while True:
+            delta = self._deltas.get()
+            yield delta
+            if delta.finished:
+                return
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> Completion:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"request {self.request_id} still running after {timeout}s")
+        final = self.final
+        return Completion(
+            self.request_id,
+            "".join(self._text),
+            tuple(self._tokens),
+            final.finish_reason,
+            final.error,
+            final.stats,
+        )
+
+    def cancel(self) -> None:
+        self._engine.cancel(self.request_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Submit:
+    chat: ChatRequest
+
+
+@dataclass(frozen=True, slots=True)
+class _Cancel:
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    fn: Callable[[EngineCore], Any]
+    future: Future = field(default_factory=Future)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shutdown:
+    pass
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: LoadSettings,
+        on_progress: Callable[[float], None] | None = None,
+        on_metrics: Callable[[MetricsSnapshot], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._on_progress = on_progress
+        self._on_metrics = on_metrics
+        self._commands: queue.SimpleQueue = queue.SimpleQueue()
+        self._handles: dict[str, RequestHandle] = {}
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._load_error: BaseException | None = None
+        self._core: EngineCore | None = None
+        self._snapshot: MetricsSnapshot | None = None
+        self._published_s = 0.0
+        self.info: ModelInfo | None = None
+        self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
+
+    @classmethod
+    def start(cls, settings: LoadSettings, **kwargs: Any) -> "Engine":
+        """Load the model on a new engine thread; raises ModelLoadError if it cannot."""
+        engine = cls(settings, **kwargs)
+        engine._thread.start()
+        engine._ready.wait()
+        if engine._load_error is not None:
+            engine._thread.join()
+            raise engine._load_error
+        return engine
+
+    # ----- API (any thread) --------------------------------------------------------
+
+    def submit(self, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
+        self._check_running()
+        if chat.request_id is None or chat.request_id in self._handles:
+            chat = _with_id(chat, uuid.uuid4().hex[:12])
+        handle = RequestHandle(chat.request_id, self, on_delta)
+        self._handles[chat.request_id] = handle
+        self._commands.put(_Submit(chat))
+        return handle
+
+    def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
+        """Compute a system prompt's KV once and keep it: chats using it start from there."""
+        chat = ChatRequest(
+            messages=({"role": "system", "content": system_prompt},),
+            sampling=SamplingParams(max_tokens=0),
+            priority=10,
+            pin=True,
+        )
+        return self.submit(chat)
+
+    def unpin_system_prompt(self, system_prompt: str) -> bool:
+        return self.call(lambda core: core.unpin(core.system_prefix_tokens(system_prompt)))
+
+    def cancel(self, request_id: str) -> None:
+        if not self._stopped.is_set():
+            self._commands.put(_Cancel(request_id))
+
+    def call(self, fn: Callable[[EngineCore], Any], timeout: float | None = 30.0) -> Any:
+        """Run fn(core) on the engine thread between steps and return its result."""
+        self._check_running()
+        cmd = _Call(fn)
+        self._commands.put(cmd)
+        return cmd.future.result(timeout)
+
+    def tokenize_chat(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+        return self.call(lambda core: core.render_prompt(messages, add_generation_prompt))
+
+    def metrics(self, fresh: bool = False) -> MetricsSnapshot:
+        if fresh or self._snapshot is None:
+            return self.call(lambda core: core.snapshot())
+        return self._snapshot
+
+    def reset_metrics(self) -> None:
+        self.call(lambda core: core.metrics.reset_latency())
+
+    @property
+    def running(self) -> bool:
+        return self._ready.is_set() and not self._stopped.is_set()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        if not self._thread.is_alive():
+            return
+        self._commands.put(_Shutdown())
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise EngineError(f"engine thread did not stop within {timeout}s")
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def _check_running(self) -> None:
+        if not self.running:
+            raise EngineError("the engine is not running")
+
+    # ----- the engine thread -------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            runner = LlamaRunner(self.settings, progress=self._on_progress)
+            self._core = EngineCore(runner, self.settings)
+            self.info = runner.info
+        except BaseException as exc:  # report load failures to start(), never crash silently
+            self._load_error = exc if isinstance(exc, ModelLoadError) else ModelLoadError(str(exc))
+            self._stopped.set()
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            self._loop(self._core)
+        finally:
+            self._stopped.set()
+            self._dispatch(self._core.cancel_all(FinishReason.CANCELLED, "the engine shut down"))
+            self._core.close()
+            runner.close()
+
+    def _loop(self, core: EngineCore) -> None:
+        while True:
+            if not self._apply_commands(core, block=not core.has_work()):
+                return
+            if core.has_work():
+                self._dispatch(self._safe_step(core))
+            self._publish_metrics(core)
+
+    def _safe_step(self, core: EngineCore) -> list:
+        try:
+            return core.step()
+        except Exception as exc:  # a bug in one step ends the running requests, not the app
+            log.exception("engine step failed")
+            deltas = core.cancel_all(FinishReason.ERROR, f"internal engine error: {exc}")
+            core.kv.clear()
+            return deltas
+
+    def _apply_commands(self, core: EngineCore, block: bool) -> bool:
+        """Run queued commands; False once shutdown was asked for."""
+        try:
+            cmd = self._commands.get(timeout=METRICS_PERIOD_S) if block else self._commands.get_nowait()
+        except queue.Empty:
+            return True
+        while True:
+            if isinstance(cmd, _Shutdown):
+                return False
+            self._apply(core, cmd)
+            try:
+                cmd = self._commands.get_nowait()
+            except queue.Empty:
+                return True
+
+    def _apply(self, core: EngineCore, cmd: object) -> None:
+        if isinstance(cmd, _Submit):
+            self._dispatch(core.add_request(cmd.chat))
+        elif isinstance(cmd, _Cancel):
+            self._dispatch(core.cancel(cmd.request_id))
+        elif isinstance(cmd, _Call):
+            try:
+                cmd.future.set_result(cmd.fn(core))
+            except Exception as exc:
+                cmd.future.set_exception(exc)
+
+    def _dispatch(self, deltas: list[Delta]) -> None:
+        for delta in deltas:
+            handle = self._handles.get(delta.request_id)
+            if handle is None:
+                continue
+            if delta.finished:
+                del self._handles[delta.request_id]
+            handle._deliver(delta)
+
+    def _publish_metrics(self, core: EngineCore) -> None:
+        now = time.perf_counter()
+        if now - self._published_s < METRICS_PERIOD_S:
+            return
+        self._published_s = now
+        self._snapshot = core.snapshot()
+        if self._on_metrics is not None:
+            try:
+                self._on_metrics(self._snapshot)
+            except Exception:
+                log.exception("metrics callback failed")
+
+
+def _with_id(chat: ChatRequest, request_id: str) -> ChatRequest:
+    from dataclasses import replace
+
+    return replace(chat, request_id=request_id)

@@ -1,0 +1,278 @@
+"""The synchronous heart of the engine: schedule -> decode -> sample -> emit deltas.
+
+Owned by exactly one thread (see engine.py). Errors end the requests they concern and
+never escape step().
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from inference.chat_template import ChatTemplate
+from inference.errors import RequestError
+from inference.kv_cache import KvCacheManager
+from inference.metrics import EngineMetrics, MetricsSnapshot
+from inference.output_processor import RequestOutput
+from inference.outputs import Delta, FinishReason, Phase
+from inference.params import ChatRequest, LoadSettings
+from inference.request import Request, RequestStatus
+from inference.runner import DECODE_NO_KV_SLOT, DECODE_OK, BatchItem, LlamaRunner
+from inference.sampler_chain import SamplerChain
+from inference.scheduler import Scheduler, StepPlan
+from inference.step_budget import StepBudget
+
+log = logging.getLogger(__name__)
+
+_STATUS_OF = {
+    FinishReason.STOP: RequestStatus.FINISHED_STOPPED,
+    FinishReason.LENGTH: RequestStatus.FINISHED_LENGTH,
+    FinishReason.CONTEXT_FULL: RequestStatus.FINISHED_LENGTH,
+    FinishReason.CANCELLED: RequestStatus.FINISHED_CANCELLED,
+    FinishReason.ERROR: RequestStatus.FINISHED_ERROR,
+}
+
+# How many times one step may free room and retry after llama_decode found no KV slot.
+MAX_DECODE_RETRIES = 8
+
+
+class EngineCore:
+    def __init__(self, runner: LlamaRunner, settings: LoadSettings) -> None:
+        self.runner = runner
+        self.settings = settings
+        self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
+        self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
+        self.scheduler = Scheduler(
+            self.kv, self.budget, settings.decode_reserve, clock=time.perf_counter
+        )
+        self.metrics = EngineMetrics()
+        self.template = ChatTemplate(
+            runner.chat_template(),
+            bos_token=runner.special_text(runner.bos_token),
+            eos_token=runner.special_text(runner.eos_token),
+        )
+        self._outputs: dict[str, RequestOutput] = {}
+        self._samplers: dict[str, SamplerChain] = {}
+
+    # ----- prompts -----------------------------------------------------------------
+
+    def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+        text = self.template.render(messages, add_generation_prompt)
+        bos = self.template.bos_token
+        add_bos = self.runner.adds_bos and not (bos and text.startswith(bos))
+        return self.runner.tokenize(text, add_special=add_bos)
+
+    def system_prefix_tokens(self, system_prompt: str) -> list[int]:
+        """The tokens a chat with this system prompt starts with (what pinning caches)."""
+        return self.render_prompt([{"role": "system", "content": system_prompt}], False)
+
+    # ----- commands ----------------------------------------------------------------
+
+    def has_work(self) -> bool:
+        return self.scheduler.has_work()
+
+    def add_request(self, chat: ChatRequest) -> list[Delta]:
+        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        try:
+            chat.sampling.validate()
+            tokens = self._prompt_tokens(chat)
+        except RequestError as exc:
+            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc))]
+        if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
+            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.STOP)]
+        req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
+        out = RequestOutput(req, n_ctx=self.runner.n_ctx)
+        self._outputs[request_id] = out
+        if req.wants_output:
+            sampler = SamplerChain(chat.sampling, self.runner.n_vocab, self.runner.eog_tokens)
+            sampler.accept_prompt(tokens)
+            self._samplers[request_id] = sampler
+        self.scheduler.add(req)
+        return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
+
+    def _prompt_tokens(self, chat: ChatRequest) -> list[int]:
+        if chat.prompt_tokens is not None:
+            tokens = list(chat.prompt_tokens)
+        else:
+            tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin)
+        if not tokens:
+            raise RequestError("the prompt is empty")
+        n_ctx = self.runner.n_ctx
+        if len(tokens) >= n_ctx:
+            raise RequestError(
+                f"the prompt is {len(tokens)} tokens but the context holds {n_ctx}; "
+                "shorten the conversation or load the model with a larger context"
+            )
+        bad = [t for t in tokens if not 0 <= t < self.runner.n_vocab]
+        if bad:
+            raise RequestError(f"token id {bad[0]} is outside the vocabulary")
+        return tokens
+
+    def cancel(self, request_id: str) -> list[Delta]:
+        out = self._outputs.get(request_id)
+        if out is None:
+            return []
+        return [self._finish(out, FinishReason.CANCELLED, out._flush())]
+
+    def cancel_all(self, reason: FinishReason = FinishReason.CANCELLED, error: str | None = None) -> list[Delta]:
+        return [self._finish(out, reason, "", error) for out in list(self._outputs.values())]
+
+    def unpin(self, tokens: list[int]) -> bool:
+        seq = self.kv.pinned_seq_for(tokens)
+        if seq is None:
+            return False
+        self.kv.unpin(seq)
+        return True
+
+    # ----- the step ----------------------------------------------------------------
+
+    def step(self) -> list[Delta]:
+        deltas: list[Delta] = []
+        plan = self.scheduler.schedule()
+        self._record_admissions(plan)
+        deltas += self._requeued(plan.preempted)
+        deltas += self._finish_fully_cached(plan)
+        if plan.empty:
+            return deltas + (self._fail_unschedulable() if not deltas else [])
+        started = time.perf_counter()
+        code, rows = self.runner.decode(self._batch_items(plan))
+        retries = 0
+        while code == DECODE_NO_KV_SLOT and retries < MAX_DECODE_RETRIES:
+            retries += 1
+            preempted = self.scheduler.make_room_after_failed_decode()
+            deltas += self._requeued([preempted] if preempted else [])
+            plan = self.scheduler.schedule()
+            self._record_admissions(plan)
+            deltas += self._requeued(plan.preempted)
+            if plan.empty:
+                return deltas
+            code, rows = self.runner.decode(self._batch_items(plan))
+        if code != DECODE_OK:
+            return deltas + self._fail_plan(plan, f"llama_decode failed with code {code}")
+        self.scheduler.commit(plan)
+        duration = time.perf_counter() - started
+        step_deltas, sampled = self._sample(plan, rows)
+        deltas += step_deltas
+        self._record(plan, duration, sampled)
+        return deltas
+
+    def _finish_fully_cached(self, plan: StepPlan) -> list[Delta]:
+        """A prefill-only request (pinning) whose prompt was wholly in the cache is done."""
+        done = [r for r in plan.admitted if not r.wants_output and r.num_uncomputed == 0]
+        return [self._finish(self._outputs[r.request_id], FinishReason.STOP, "") for r in done]
+
+    def _batch_items(self, plan: StepPlan) -> list[BatchItem]:
+        return [BatchItem(c.request.seq, c.start, c.tokens, c.wants_logits) for c in plan.chunks]
+
+    def _sample(self, plan: StepPlan, rows: list[int]) -> tuple[list[Delta], int]:
+        deltas: list[Delta] = []
+        sampled = 0
+        ctx = self.runner.context
+        for chunk, row in zip(plan.chunks, rows):
+            req = chunk.request
+            out = self._outputs.get(req.request_id)
+            if out is None:
+                continue
+            if row < 0:
+                deltas.append(self._progress_or_done(out))
+                continue
+            token = self._samplers[req.request_id].sample(ctx, row)
+            sampled += 1
+            deltas.append(self._on_token(out, token))
+        return deltas, sampled
+
+    def _on_token(self, out: RequestOutput, token: int) -> Delta:
+        now = time.perf_counter()
+        first = out.first_token_s is None
+        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), now)
+        if first:
+            self.metrics.record_ttft(out.ttft_s)
+        else:
+            self.metrics.record_itl(out.itls[-1])
+        if verdict.finish is not None:
+            return self._finish(out, verdict.finish, verdict.text)
+        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING)
+
+    def _progress_or_done(self, out: RequestOutput) -> Delta:
+        req = out.request
+        if not req.wants_output and req.num_uncomputed == 0:
+            return self._finish(out, FinishReason.STOP, "")
+        return Delta(out.request_id, phase=Phase.PREFILLING, progress=(req.num_computed, len(req.tokens)))
+
+    def _record_admissions(self, plan: StepPlan) -> None:
+        for req in plan.admitted:
+            if req.preemptions == 0:
+                self.metrics.record_admission(req.num_prompt, req.num_cached)
+
+    def _requeued(self, requests: list[Request]) -> list[Delta]:
+        self.metrics.preemptions += len(requests)
+        return [
+            Delta(r.request_id, phase=Phase.QUEUED, progress=(self.scheduler.queue_position(r), len(r.tokens)))
+            for r in requests
+        ]
+
+    def _fail_unschedulable(self) -> list[Delta]:
+        """Nothing runs, yet the head of the queue cannot be admitted: it never will be."""
+        if self.scheduler.running or not self.scheduler.waiting:
+            return []
+        head = min(self.scheduler.waiting, key=self.scheduler._order_key(self.scheduler.clock()))
+        out = self._outputs[head.request_id]
+        stats = self.kv.stats()
+        msg = (
+            f"the KV cache cannot hold this request: it needs about {len(head.tokens)} cells "
+            f"and {stats.cells_used} of {stats.cells_total} are pinned; unpin a system prompt "
+            "or load the model with a larger context"
+        )
+        return [self._finish(out, FinishReason.ERROR, "", msg)]
+
+    def _fail_plan(self, plan: StepPlan, message: str) -> list[Delta]:
+        log.error("%s; failing %d request(s)", message, len(plan.chunks))
+        deltas = []
+        for chunk in plan.chunks:
+            out = self._outputs.get(chunk.request.request_id)
+            if out is not None:
+                deltas.append(self._finish(out, FinishReason.ERROR, "", message, keep_cache=False))
+        return deltas
+
+    def _finish(
+        self,
+        out: RequestOutput,
+        reason: FinishReason,
+        text: str,
+        error: str | None = None,
+        keep_cache: bool = True,
+    ) -> Delta:
+        req = out.request
+        self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
+        self._outputs.pop(req.request_id, None)
+        sampler = self._samplers.pop(req.request_id, None)
+        if sampler is not None:
+            sampler.close()
+        if reason is FinishReason.ERROR:
+            self.metrics.requests_failed += 1
+        else:
+            self.metrics.requests_finished += 1
+        return out.finished_delta(text, reason, time.perf_counter(), error)
+
+    def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
+        n_decode = plan.num_decode_tokens
+        n_prefill = plan.num_prefill_tokens
+        self.metrics.record_step(duration, n_prefill, n_decode, len(plan.chunks), sampled)
+        self.metrics.record_kv(self.kv.cells_used)
+        queued = len(self.scheduler.waiting) + sum(1 for r in self.scheduler.running if not r.is_decoding)
+        self.budget.observe(duration, n_decode, n_prefill, queued)
+
+    # ----- observation -------------------------------------------------------------
+
+    def snapshot(self) -> MetricsSnapshot:
+        return self.metrics.snapshot(
+            queued=len(self.scheduler.waiting),
+            running=len(self.scheduler.running),
+            kv=self.kv.stats(),
+        )
+
+    def close(self) -> None:
+        for sampler in self._samplers.values():
+            sampler.close()
+        self._samplers.clear()

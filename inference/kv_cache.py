@@ -1,0 +1,233 @@
+"""Sequence ids and KV cells of the one llama.cpp context.
+
+The scheduler asks three things of this module: "give this prompt a sequence and tell
+me how much of it is cached", "make room for n more cells", and "this request is done".
+How cells are shared and which idle sequence is evicted stays in here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+from inference.prefix_tree import PrefixTree
+
+
+class KvBackend(Protocol):
+    """The two llama.cpp memory calls the manager needs (positions: [p0, p1), -1 = end)."""
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> None: ...
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None: ...
+
+
+class SeqState(enum.Enum):
+    FREE = "free"
+    ACTIVE = "active"  # a running request owns it
+    IDLE = "idle"  # cached for reuse, evictable
+    PINNED = "pinned"  # a pinned prefix, never evicted
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    seq: int
+    cached: int  # tokens already in this sequence's KV
+
+
+@dataclass(frozen=True, slots=True)
+class KvStats:
+    cells_total: int
+    cells_used: int
+    cells_shared: int
+    seqs_total: int
+    seqs_active: int
+    seqs_idle: int
+    seqs_pinned: int
+
+
+class KvCacheManager:
+    def __init__(self, n_cells: int, n_seqs: int, backend: KvBackend) -> None:
+        self.n_cells = n_cells
+        self.n_seqs = n_seqs
+        self._backend = backend
+        self._tree = PrefixTree()
+        self._state = [SeqState.FREE] * n_seqs
+        self._last_used = [0] * n_seqs
+        self._clock = 0
+
+    # ----- queries -----------------------------------------------------------------
+
+    @property
+    def cells_used(self) -> int:
+        return self._tree.cells_used
+
+    @property
+    def cells_free(self) -> int:
+        return self.n_cells - self._tree.cells_used
+
+    def cached_prefix_len(self, tokens: list[int]) -> int:
+        return self._tree.match(tokens).length
+
+    def seq_len(self, seq: int) -> int:
+        return self._tree.length(seq)
+
+    def seq_tokens(self, seq: int) -> list[int]:
+        return self._tree.tokens(seq)
+
+    def state(self, seq: int) -> SeqState:
+        return self._state[seq]
+
+    def stats(self) -> KvStats:
+        count = {s: self._state.count(s) for s in SeqState}
+        return KvStats(
+            cells_total=self.n_cells,
+            cells_used=self._tree.cells_used,
+            cells_shared=self._tree.cells_shared(),
+            seqs_total=self.n_seqs,
+            seqs_active=count[SeqState.ACTIVE],
+            seqs_idle=count[SeqState.IDLE],
+            seqs_pinned=count[SeqState.PINNED],
+        )
+
+    def pinned_seq_for(self, tokens: list[int]) -> int | None:
+        """A pinned sequence that holds exactly these tokens, if any."""
+        for seq, state in enumerate(self._state):
+            if state is SeqState.PINNED and self._tree.tokens(seq) == tokens:
+                return seq
+        return None
+
+    # ----- admission ---------------------------------------------------------------
+
+    def allocate(self, tokens: list[int], reuse_limit: int, reserve_cells: int) -> Allocation | None:
+        """Give a new request a sequence, reusing the longest cached prefix of tokens.
+
+        reuse_limit caps how many tokens may come from the cache (the last prompt token
+        must be computed to get logits). The request needs room for its uncached tokens
+        plus reserve_cells (its first decode tokens and what others have been promised).
+        None means "not now": no sequence id or not enough cells.
+        """
+        match = self._tree.match(tokens[:reuse_limit])
+        cached = match.length
+        extra_cells = len(tokens) - cached + reserve_cells
+        if self._room_after_eviction(match.holders) < extra_cells:
+            return None
+        seq = self._take_over_idle(match.holders, cached)
+        if seq is None:
+            seq = self._free_seq(protect=match.holders)
+            if seq is None:
+                return None
+            if cached:
+                source = self._tree.fork(tokens, cached, seq)
+                self._backend.seq_cp(source, seq, 0, cached)
+        self._state[seq] = SeqState.ACTIVE
+        self._touch(seq)
+        if not self.make_room(extra_cells):
+            self.release(seq, keep=False)
+            return None
+        return Allocation(seq, cached)
+
+    def _take_over_idle(self, holders: frozenset[int], cached: int) -> int | None:
+        """Continue an idle sequence in place when it holds the matched prefix.
+
+        The next turn of a conversation lands here: its own previous KV, no copy.
+        Prefer a holder whose whole content is the match, so nothing cached is lost.
+        """
+        idle = [s for s in holders if self._state[s] is SeqState.IDLE]
+        if not idle:
+            return None
+        exact = [s for s in idle if self._tree.length(s) == cached]
+        if exact:
+            return exact[0]
+        if self._state.count(SeqState.FREE) or self._evictable(protect=holders):
+            return None  # copying keeps the idle tail cached for someone else
+        seq = min(idle, key=lambda s: self._last_used[s])
+        self._truncate(seq, cached)
+        return seq
+
+    def _free_seq(self, protect: frozenset[int]) -> int | None:
+        for seq, state in enumerate(self._state):
+            if state is SeqState.FREE:
+                return seq
+        victim = self._lru_idle(protect)
+        if victim is None:
+            return None
+        self._evict(victim)
+        return victim
+
+    # ----- growth and room ---------------------------------------------------------
+
+    def append(self, seq: int, tokens: list[int]) -> None:
+        """tokens were just decoded into seq (after its current end)."""
+        self._tree.append(seq, tokens)
+        self._touch(seq)
+
+    def make_room(self, n_cells: int, protect: frozenset[int] = frozenset()) -> bool:
+        """Evict idle sequences, least recently used first, until n_cells are free."""
+        while self.cells_free < n_cells:
+            victim = self._lru_idle(protect)
+            if victim is None:
+                return False
+            self._evict(victim)
+        return True
+
+    def _room_after_eviction(self, protect: frozenset[int]) -> int:
+        """Free cells if every evictable idle sequence (outside protect) were evicted."""
+        keep = {s for s, st in enumerate(self._state) if st in (SeqState.ACTIVE, SeqState.PINNED)}
+        return self.n_cells - self._tree.cells_held_by(keep | protect)
+
+    def evict_one(self) -> bool:
+        victim = self._lru_idle(frozenset())
+        if victim is None:
+            return False
+        self._evict(victim)
+        return True
+
+    # ----- release -----------------------------------------------------------------
+
+    def release(self, seq: int, keep: bool = True) -> None:
+        """The request on seq ended. keep: leave its KV cached for a later turn."""
+        if keep and self._tree.length(seq) > 0:
+            self._state[seq] = SeqState.IDLE
+            self._touch(seq)
+        else:
+            self._evict(seq)
+
+    def pin(self, seq: int) -> None:
+        self._state[seq] = SeqState.PINNED
+
+    def unpin(self, seq: int) -> None:
+        if self._state[seq] is SeqState.PINNED:
+            self._state[seq] = SeqState.IDLE
+            self._touch(seq)
+
+    def clear(self) -> None:
+        for seq in range(self.n_seqs):
+            if self._state[seq] is not SeqState.FREE:
+                self._evict(seq)
+
+    # ----- internals ---------------------------------------------------------------
+
+    def _touch(self, seq: int) -> None:
+        self._clock += 1
+        self._last_used[seq] = self._clock
+
+    def _evictable(self, protect: frozenset[int]) -> list[int]:
+        return [
+            s for s, st in enumerate(self._state) if st is SeqState.IDLE and s not in protect
+        ]
+
+    def _lru_idle(self, protect: frozenset[int]) -> int | None:
+        candidates = self._evictable(protect)
+        return min(candidates, key=lambda s: self._last_used[s]) if candidates else None
+
+    def _truncate(self, seq: int, length: int) -> None:
+        if self._tree.length(seq) > length:
+            self._tree.truncate(seq, length)
+            self._backend.seq_rm(seq, length, -1)
+
+    def _evict(self, seq: int) -> None:
+        # Unconditional: after a failed decode llama.cpp may hold cells the tree never saw.
+        self._tree.remove(seq)
+        self._backend.seq_rm(seq, 0, -1)
+        self._state[seq] = SeqState.FREE

@@ -1,0 +1,178 @@
+"""Counters and rolling rates of the engine, read by the live panel and the benchmark.
+
+Written only by the engine thread; readers get an immutable MetricsSnapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+WINDOW_S = 10.0
+LATENCY_SAMPLES = 4096
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no data."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, int(round(q / 100.0 * (len(ordered) - 1)))))
+    return ordered[rank]
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    end_s: float
+    duration_s: float
+    prefill_tokens: int
+    decode_tokens: int
+    seqs: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    time_s: float
+    prefill_tok_s: float  # rolling window
+    decode_tok_s: float
+    seqs_per_step: float
+    tokens_per_step: float
+    last_step_seqs: int
+    last_step_tokens: int
+    max_step_seqs: int
+    queued: int
+    running: int
+    kv_cells_used: int
+    kv_cells_total: int
+    kv_cells_shared: int
+    kv_cells_peak: int
+    seqs_active: int
+    seqs_idle: int
+    seqs_pinned: int
+    prefix_lookups: int
+    prefix_hits: int
+    prompt_tokens_total: int  # prompt tokens of all admitted requests
+    prompt_tokens_saved: int  # of those, reused from the cache
+    prompt_tokens_computed: int  # tokens actually run through prefill (incl. recompute)
+    generated_tokens: int
+    steps: int
+    decode_only_tokens: int  # tokens generated in steps that held no prompt tokens
+    decode_only_s: float  # time of those steps
+    requests_finished: int
+    requests_failed: int
+    preemptions: int
+    ttft_p50_s: float | None
+    ttft_p95_s: float | None
+    itl_p50_s: float | None
+    itl_p95_s: float | None
+
+    @property
+    def prefix_hit_rate(self) -> float:
+        return self.prefix_hits / self.prefix_lookups if self.prefix_lookups else 0.0
+
+    @property
+    def decode_only_tok_s(self) -> float:
+        return self.decode_only_tokens / self.decode_only_s if self.decode_only_s else 0.0
+
+
+class EngineMetrics:
+    def __init__(self, clock=time.perf_counter) -> None:
+        self._clock = clock
+        self._steps: deque[StepRecord] = deque()
+        self._ttft: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self._itl: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self.steps = 0
+        self.max_step_seqs = 0
+        self.prefix_lookups = 0
+        self.prefix_hits = 0
+        self.prompt_tokens_total = 0
+        self.prompt_tokens_saved = 0
+        self.prompt_tokens_computed = 0
+        self.generated_tokens = 0
+        self.decode_only_tokens = 0
+        self.decode_only_s = 0.0
+        self.requests_finished = 0
+        self.requests_failed = 0
+        self.preemptions = 0
+        self.kv_cells_peak = 0
+
+    def reset_latency(self) -> None:
+        """Forget latency samples and counters (a benchmark starts its clock)."""
+        fresh = EngineMetrics(self._clock)
+        fresh.kv_cells_peak = 0
+        self.__dict__.update(fresh.__dict__)
+
+    def record_admission(self, prompt_tokens: int, cached_tokens: int) -> None:
+        self.prefix_lookups += 1
+        self.prompt_tokens_total += prompt_tokens
+        self.prompt_tokens_saved += cached_tokens
+        if cached_tokens:
+            self.prefix_hits += 1
+
+    def record_step(
+        self, duration_s: float, prefill_tokens: int, decode_tokens: int, seqs: int, sampled: int
+    ) -> None:
+        now = self._clock()
+        self.steps += 1
+        self.max_step_seqs = max(self.max_step_seqs, seqs)
+        self.prompt_tokens_computed += prefill_tokens
+        self.generated_tokens += sampled
+        if prefill_tokens == 0:
+            self.decode_only_tokens += sampled
+            self.decode_only_s += duration_s
+        self._steps.append(StepRecord(now, duration_s, prefill_tokens, decode_tokens, seqs))
+        while self._steps and self._steps[0].end_s < now - WINDOW_S:
+            self._steps.popleft()
+
+    def record_ttft(self, seconds: float) -> None:
+        self._ttft.append(seconds)
+
+    def record_itl(self, seconds: float) -> None:
+        self._itl.append(seconds)
+
+    def record_kv(self, cells_used: int) -> None:
+        self.kv_cells_peak = max(self.kv_cells_peak, cells_used)
+
+    def snapshot(self, queued: int, running: int, kv) -> MetricsSnapshot:
+        now = self._clock()
+        steps = [s for s in self._steps if s.end_s >= now - WINDOW_S]
+        span = max(1e-9, min(WINDOW_S, now - steps[0].end_s + steps[0].duration_s)) if steps else 1.0
+        n = len(steps)
+        last = steps[-1] if steps else None
+        ttft, itl = list(self._ttft), list(self._itl)
+        return MetricsSnapshot(
+            time_s=now,
+            prefill_tok_s=sum(s.prefill_tokens for s in steps) / span,
+            decode_tok_s=sum(s.decode_tokens for s in steps) / span,
+            seqs_per_step=sum(s.seqs for s in steps) / n if n else 0.0,
+            tokens_per_step=sum(s.prefill_tokens + s.decode_tokens for s in steps) / n if n else 0.0,
+            last_step_seqs=last.seqs if last else 0,
+            last_step_tokens=(last.prefill_tokens + last.decode_tokens) if last else 0,
+            max_step_seqs=self.max_step_seqs,
+            queued=queued,
+            running=running,
+            kv_cells_used=kv.cells_used,
+            kv_cells_total=kv.cells_total,
+            kv_cells_shared=kv.cells_shared,
+            kv_cells_peak=self.kv_cells_peak,
+            seqs_active=kv.seqs_active,
+            seqs_idle=kv.seqs_idle,
+            seqs_pinned=kv.seqs_pinned,
+            prefix_lookups=self.prefix_lookups,
+            prefix_hits=self.prefix_hits,
+            prompt_tokens_total=self.prompt_tokens_total,
+            prompt_tokens_saved=self.prompt_tokens_saved,
+            prompt_tokens_computed=self.prompt_tokens_computed,
+            generated_tokens=self.generated_tokens,
+            steps=self.steps,
+            decode_only_tokens=self.decode_only_tokens,
+            decode_only_s=self.decode_only_s,
+            requests_finished=self.requests_finished,
+            requests_failed=self.requests_failed,
+            preemptions=self.preemptions,
+            ttft_p50_s=percentile(ttft, 50),
+            ttft_p95_s=percentile(ttft, 95),
+            itl_p50_s=percentile(itl, 50),
+            itl_p95_s=percentile(itl, 95),
+        )

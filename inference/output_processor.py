@@ -1,0 +1,96 @@
+"""Turns one request's sampled tokens into text deltas, finish decisions and stats."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from inference.detokenizer import IncrementalDetokenizer
+from inference.metrics import percentile
+from inference.outputs import Delta, FinishReason, Phase, RequestStats
+from inference.request import Request
+from inference.stop_strings import StopStringMatcher
+
+
+@dataclass(slots=True)
+class TokenVerdict:
+    text: str
+    finish: FinishReason | None
+
+
+@dataclass(eq=False, slots=True)
+class RequestOutput:
+    request: Request
+    n_ctx: int
+    submitted_s: float = field(default_factory=time.perf_counter)
+    first_token_s: float | None = None
+    last_token_s: float | None = None
+    itls: list[float] = field(default_factory=list)
+    detok: IncrementalDetokenizer = field(default_factory=IncrementalDetokenizer)
+    stops: StopStringMatcher = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stops = StopStringMatcher(self.request.sampling.stop)
+
+    @property
+    def request_id(self) -> str:
+        return self.request.request_id
+
+    def on_token(self, token: int, piece: bytes, is_eog: bool, now: float) -> TokenVerdict:
+        """Account one sampled token. The caller appends it to the request if not finished."""
+        self._record_time(now)
+        req = self.request
+        if is_eog and not req.sampling.ignore_eos:
+            return TokenVerdict(self._flush(), FinishReason.STOP)
+        req.append_token(token)
+        pushed = self.stops.push(self.detok.feed(piece))
+        if pushed.stopped:
+            return TokenVerdict(pushed.text, FinishReason.STOP)
+        max_tokens = req.sampling.max_tokens
+        if max_tokens > 0 and req.num_output >= max_tokens:
+            return TokenVerdict(pushed.text + self._flush(), FinishReason.LENGTH)
+        if len(req.tokens) >= self.n_ctx:
+            return TokenVerdict(pushed.text + self._flush(), FinishReason.CONTEXT_FULL)
+        return TokenVerdict(pushed.text, None)
+
+    def _flush(self) -> str:
+        return self.stops.push(self.detok.flush()).text + self.stops.flush()
+
+    def _record_time(self, now: float) -> None:
+        if self.first_token_s is None:
+            self.first_token_s = now
+        else:
+            self.itls.append(now - self.last_token_s)
+        self.last_token_s = now
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_s is None else self.first_token_s - self.submitted_s
+
+    def stats(self, now: float) -> RequestStats:
+        req = self.request
+        decode_s = (self.last_token_s - self.first_token_s) if self.first_token_s else 0.0
+        admitted = req.admitted_s if req.admitted_s is not None else now
+        return RequestStats(
+            prompt_tokens=req.num_prompt,
+            cached_tokens=req.num_cached,
+            generated_tokens=req.num_output,
+            queue_s=max(0.0, admitted - self.submitted_s),
+            ttft_s=self.ttft_s,
+            decode_tok_s=len(self.itls) / decode_s if decode_s > 0 else None,
+            itl_p50_s=percentile(self.itls, 50),
+            itl_p95_s=percentile(self.itls, 95),
+            total_s=now - self.submitted_s,
+        )
+
+    def finished_delta(
+        self, text: str, reason: FinishReason, now: float, error: str | None = None
+    ) -> Delta:
+        return Delta(
+            self.request_id,
+            text=text,
+            phase=Phase.FINISHED,
+            finish_reason=reason,
+            error=error,
+            stats=self.stats(now),
+        )

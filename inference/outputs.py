@@ -1,0 +1,58 @@
+"""Small immutable messages that leave the engine thread."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class FinishReason(str, enum.Enum):
+    STOP = "stop"  # end-of-generation token or a stop string
+    LENGTH = "length"  # max_tokens reached
+    CONTEXT_FULL = "context_full"  # the sequence reached the context size
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class Phase(str, enum.Enum):
+    """What a request is doing, as a tab would show it."""
+
+    QUEUED = "queued"
+    PREFILLING = "prefilling"
+    DECODING = "decoding"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStats:
+    prompt_tokens: int
+    cached_tokens: int  # prompt tokens reused from the prefix cache
+    generated_tokens: int
+    queue_s: float  # from submit to admission
+    ttft_s: float | None  # from submit to first generated token
+    decode_tok_s: float | None  # after the first token
+    itl_p50_s: float | None
+    itl_p95_s: float | None
+    total_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """A change of one request: new text, a phase change, or its end.
+
+    text holds only what is new since the previous delta, never the whole reply.
+    """
+
+    request_id: str
+    text: str = ""
+    token_ids: tuple[int, ...] = ()
+    phase: Phase = Phase.DECODING
+    # PREFILLING: prompt tokens computed so far / total. QUEUED: position in the queue.
+    progress: tuple[int, int] | None = None
+    finish_reason: FinishReason | None = None
+    error: str | None = None
+    stats: RequestStats | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None

@@ -1,0 +1,110 @@
+"""Input dataclasses: how to load a model, how to sample, what to generate."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inference.errors import RequestError
+
+# Generous but finite: a chat that forgets max_tokens still ends when the context fills.
+UNLIMITED = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    repeat_last_n: int = 64
+    seed: int | None = None
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    ignore_eos: bool = False
+
+    @classmethod
+    def greedy(cls, max_tokens: int = 512, **overrides: object) -> "SamplingParams":
+        return cls(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, **overrides)
+
+    def validate(self) -> None:
+        problems = []
+        if self.temperature < 0:
+            problems.append(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k < 0:
+            problems.append(f"top_k must be >= 0, got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            problems.append(f"top_p must be in (0, 1], got {self.top_p}")
+        if not 0.0 <= self.min_p <= 1.0:
+            problems.append(f"min_p must be in [0, 1], got {self.min_p}")
+        if self.repeat_penalty <= 0:
+            problems.append(f"repeat_penalty must be > 0, got {self.repeat_penalty}")
+        if self.repeat_last_n < -1:
+            problems.append(f"repeat_last_n must be >= -1, got {self.repeat_last_n}")
+        if self.max_tokens < UNLIMITED:
+            problems.append(f"max_tokens must be >= 0 (or -1 for unlimited), got {self.max_tokens}")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            problems.append("stop strings must be non-empty strings")
+        if problems:
+            raise RequestError("; ".join(problems))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One generation: a chat (messages) or raw prompt tokens, plus how to sample it.
+
+    priority: higher runs first (the tab the user looks at); waiting time ages every
+    request upwards so nothing starves.
+    """
+
+    messages: tuple[dict, ...] = ()
+    prompt_tokens: tuple[int, ...] | None = None
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    priority: int = 0
+    request_id: str | None = None
+    # Keep this request's prompt KV pinned when it finishes (a shared system prompt).
+    pin: bool = False
+
+
+def physical_cores() -> int:
+    try:
+        import psutil
+
+        return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    except Exception:  # psutil missing or unable to read the topology
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    model_path: Path
+    n_ctx: int = 8192
+    n_seq_max: int = 16
+    n_batch: int = 512
+    n_ubatch: int = 512
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    # None: offload everything when llama.cpp was built with GPU support, else 0.
+    n_gpu_layers: int | None = None
+    # The step latency the adaptive prefill budget aims to stay under while others decode.
+    target_itl_s: float = 0.15
+    # Cells held back at admission for each request's first decode tokens.
+    decode_reserve: int = 64
+
+    def threads(self) -> int:
+        return self.n_threads or physical_cores()
+
+    def threads_batch(self) -> int:
+        return self.n_threads_batch or self.threads()
+
+    def validate(self) -> None:
+        if self.n_ctx < 64:
+            raise ValueError(f"n_ctx must be at least 64, got {self.n_ctx}")
+        if not 1 <= self.n_seq_max <= 256:
+            raise ValueError(f"n_seq_max must be in 1..256, got {self.n_seq_max}")
+        if self.n_batch < self.n_seq_max:
+            raise ValueError("n_batch must be at least n_seq_max (one decode token per sequence)")
+        if self.n_ubatch > self.n_batch:
+            raise ValueError("n_ubatch must not exceed n_batch")

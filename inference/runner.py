@@ -1,0 +1,287 @@
+"""The only module that drives the llama.cpp context (through llama-cpp-python's ctypes).
+
+Loads the model, tokenizes and detokenizes, fills one reusable llama_batch, decodes,
+and edits sequences in the KV memory. Not thread-safe: the engine thread owns it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import llama_cpp as ll
+
+from inference.errors import ModelLoadError
+from inference.params import LoadSettings
+
+log = logging.getLogger(__name__)
+
+GGUF_MAGIC = b"GGUF"
+# Smallest sane GGUF: header + a few metadata entries. Anything shorter is certainly broken.
+MIN_GGUF_BYTES = 1024
+
+# llama_decode return codes (llama.h)
+DECODE_OK = 0
+DECODE_NO_KV_SLOT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    seq: int
+    start: int  # position of tokens[0]
+    tokens: list[int]
+    logits: bool  # need logits for the last token
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    path: Path
+    description: str
+    n_params: int
+    size_bytes: int
+    n_ctx_train: int
+    n_ctx: int
+    n_seq_max: int
+    n_gpu_layers: int
+    gpu_offload_supported: bool
+
+
+def check_gguf_file(path: Path) -> None:
+    """Fail early, with a message a user understands, on files llama.cpp would reject."""
+    if not path.exists():
+        raise ModelLoadError(f"model file not found: {path}")
+    if not path.is_file():
+        raise ModelLoadError(f"model path is not a file: {path}")
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic != GGUF_MAGIC:
+        raise ModelLoadError(f"{path.name} is not a GGUF model file (starts with {magic!r})")
+    if size < MIN_GGUF_BYTES:
+        raise ModelLoadError(f"{path.name} is too small to be a model ({size} bytes)")
+
+
+_backend_ready = False
+_log_callback = None
+
+
+def _init_backend() -> None:
+    global _backend_ready, _log_callback
+    if _backend_ready:
+        return
+
+    @ll.llama_log_callback
+    def forward(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        # llama.cpp is chatty at load; keep its warnings and errors, drop the rest.
+        if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
+            log.warning("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+    _log_callback = forward
+    ll.llama_log_set(forward, ctypes.c_void_p())
+    ll.llama_backend_init()
+    _backend_ready = True
+
+
+class LlamaRunner:
+    def __init__(
+        self, settings: LoadSettings, progress: Callable[[float], None] | None = None
+    ) -> None:
+        settings.validate()
+        path = Path(settings.model_path)
+        check_gguf_file(path)
+        _init_backend()
+        self.settings = settings
+        self._model = self._load_model(path, settings, progress)
+        try:
+            self._ctx = self._create_context(settings)
+        except Exception:
+            ll.llama_model_free(self._model)
+            raise
+        self._vocab = ll.llama_model_get_vocab(self._model)
+        self._mem = ll.llama_get_memory(self._ctx)
+        self.n_ctx = ll.llama_n_ctx(self._ctx)
+        self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
+        self.n_batch = settings.n_batch
+        self._batch = ll.llama_batch_init(settings.n_batch, 0, settings.n_seq_max)
+        self._pieces: dict[int, bytes] = {}
+        self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
+        self._eog = frozenset(self.eog_tokens)
+        self.info = ModelInfo(
+            path=path,
+            description=self._model_desc(),
+            n_params=ll.llama_model_n_params(self._model),
+            size_bytes=ll.llama_model_size(self._model),
+            n_ctx_train=ll.llama_model_n_ctx_train(self._model),
+            n_ctx=self.n_ctx,
+            n_seq_max=settings.n_seq_max,
+            n_gpu_layers=self._n_gpu_layers,
+            gpu_offload_supported=bool(ll.llama_supports_gpu_offload()),
+        )
+
+    # ----- load --------------------------------------------------------------------
+
+    def _load_model(self, path: Path, settings: LoadSettings, progress) -> ctypes.c_void_p:
+        params = ll.llama_model_default_params()
+        gpu_ok = bool(ll.llama_supports_gpu_offload())
+        layers = settings.n_gpu_layers
+        self._n_gpu_layers = (999 if gpu_ok else 0) if layers is None else layers
+        params.n_gpu_layers = self._n_gpu_layers
+        self._progress_cb = None
+        if progress is not None:
+
+            @ll.llama_progress_callback
+            def on_progress(fraction: float, _user: ctypes.c_void_p) -> bool:
+                progress(float(fraction))
+                return True
+
+            self._progress_cb = on_progress
+            params.progress_callback = on_progress
+        model = ll.llama_model_load_from_file(str(path).encode(), params)
+        if not model:
+            raise ModelLoadError(
+                f"llama.cpp could not load {path.name}: the file is damaged, truncated, "
+                "or uses an architecture this llama.cpp build does not support"
+            )
+        return model
+
+    def _create_context(self, s: LoadSettings) -> ctypes.c_void_p:
+        params = ll.llama_context_default_params()
+        params.n_ctx = s.n_ctx
+        params.n_batch = s.n_batch
+        params.n_ubatch = s.n_ubatch
+        params.n_seq_max = s.n_seq_max
+        params.n_threads = s.threads()
+        params.n_threads_batch = s.threads_batch()
+        # One cell pool for all sequences: seq_cp shares cells instead of copying them.
+        params.kv_unified = True
+        params.no_perf = True
+        ctx = ll.llama_init_from_model(self._model, params)
+        if not ctx:
+            raise ModelLoadError(
+                f"llama.cpp could not create a context of {s.n_ctx} tokens "
+                f"for {s.n_seq_max} sequences (out of memory?)"
+            )
+        return ctx
+
+    def _model_desc(self) -> str:
+        buf = ctypes.create_string_buffer(256)
+        ll.llama_model_desc(self._model, buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None) is not None:
+            ll.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "_ctx", None):
+            ll.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            ll.llama_model_free(self._model)
+            self._model = None
+
+    # ----- vocabulary --------------------------------------------------------------
+
+    @property
+    def context(self) -> ctypes.c_void_p:
+        return self._ctx
+
+    @property
+    def vocab(self) -> ctypes.c_void_p:
+        return self._vocab
+
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        buf = (ll.llama_token * capacity)()
+        n = ll.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, True)
+        if n < 0:
+            capacity = -n
+            buf = (ll.llama_token * capacity)()
+            n = ll.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, True)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token as it appears in generated text (specials hidden)."""
+        cached = self._pieces.get(token)
+        if cached is None:
+            cached = self._token_bytes(token, special=False)
+            self._pieces[token] = cached
+        return cached
+
+    def special_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._token_bytes(token, special=True).decode("utf-8", "replace")
+
+    def _token_bytes(self, token: int, special: bool) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
+        return buf.raw[:n]
+
+    def is_eog(self, token: int) -> bool:
+        return token in self._eog
+
+    @property
+    def bos_token(self) -> int:
+        return ll.llama_vocab_bos(self._vocab)
+
+    @property
+    def eos_token(self) -> int:
+        return ll.llama_vocab_eos(self._vocab)
+
+    @property
+    def adds_bos(self) -> bool:
+        return bool(ll.llama_vocab_get_add_bos(self._vocab))
+
+    def chat_template(self) -> str | None:
+        raw = ll.llama_model_chat_template(self._model, None)
+        return raw.decode("utf-8") if raw else None
+
+    # ----- decode ------------------------------------------------------------------
+
+    def decode(self, items: list[BatchItem]) -> tuple[int, list[int]]:
+        """Decode one batch. Returns llama_decode's code and the batch index of each
+        item's logits (-1 where none were asked for)."""
+        b = self._batch
+        i = 0
+        logit_rows: list[int] = []
+        for item in items:
+            seq, pos = item.seq, item.start
+            for tok in item.tokens:
+                b.token[i] = tok
+                b.pos[i] = pos
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = seq
+                b.logits[i] = 0
+                pos += 1
+                i += 1
+            if item.logits:
+                b.logits[i - 1] = 1
+                logit_rows.append(i - 1)
+            else:
+                logit_rows.append(-1)
+        if i > self.n_batch:
+            raise ValueError(f"batch of {i} tokens exceeds n_batch={self.n_batch}")
+        b.n_tokens = i
+        return ll.llama_decode(self._ctx, b), logit_rows
+
+    # ----- KV memory (the KvBackend protocol) -----------------------------------------
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> None:
+        if not ll.llama_memory_seq_rm(self._mem, seq, p0, p1):
+            raise RuntimeError(f"llama_memory_seq_rm({seq}, {p0}, {p1}) failed")
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        ll.llama_memory_seq_cp(self._mem, src, dst, p0, p1)
+
+    def seq_pos_max(self, seq: int) -> int:
+        return ll.llama_memory_seq_pos_max(self._mem, seq)
+
+    def clear_memory(self) -> None:
+        ll.llama_memory_clear(self._mem, True)

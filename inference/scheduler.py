@@ -1,0 +1,225 @@
+"""Decides, each step, which tokens of which requests go into the next llama_decode.
+
+Decode tokens go first (one per running sequence: latency), then prompt chunks of
+admitted requests, then new admissions, all within the step's token budget. Order is
+priority first (the tab the user looks at), aged by waiting time so nothing starves,
+then arrival.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from inference.kv_cache import KvCacheManager
+from inference.prefix_tree import common_prefix_len
+from inference.request import Request, RequestStatus
+from inference.step_budget import StepBudget
+
+# A waiting request holds back for an in-flight prompt only when that saves at least this
+# many tokens of prefill; a shorter shared head is cheaper to compute again.
+MIN_SHARED_WAIT = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledChunk:
+    request: Request
+    start: int  # first position fed (== request.num_computed when scheduled)
+    n_tokens: int
+    wants_logits: bool
+    is_decode: bool = False
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.request.tokens[self.start : self.start + self.n_tokens]
+
+
+@dataclass(slots=True)
+class StepPlan:
+    chunks: list[ScheduledChunk] = field(default_factory=list)
+    preempted: list[Request] = field(default_factory=list)
+    admitted: list[Request] = field(default_factory=list)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(c.n_tokens for c in self.chunks)
+
+    @property
+    def num_decode_tokens(self) -> int:
+        return sum(1 for c in self.chunks if c.is_decode)
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return self.num_tokens - self.num_decode_tokens
+
+    @property
+    def empty(self) -> bool:
+        return not self.chunks
+
+
+class Scheduler:
+    def __init__(
+        self,
+        kv: KvCacheManager,
+        budget: StepBudget,
+        decode_reserve: int = 64,
+        aging_s: float = 30.0,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.kv = kv
+        self.budget = budget
+        self.decode_reserve = decode_reserve
+        self.aging_s = aging_s
+        self.clock = clock
+        self.waiting: list[Request] = []
+        self.running: list[Request] = []
+        self._arrivals = 0
+
+    # ----- bookkeeping -------------------------------------------------------------
+
+    def add(self, request: Request) -> None:
+        request.arrival_s = self.clock()
+        request.arrival_index = self._arrivals
+        self._arrivals += 1
+        request.status = RequestStatus.WAITING
+        self.waiting.append(request)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def queue_position(self, request: Request) -> int:
+        order = sorted(self.waiting, key=self._order_key(self.clock()))
+        return order.index(request) + 1 if request in order else 0
+
+    def finish(self, request: Request, status: RequestStatus, keep_cache: bool = True) -> None:
+        """Take a request out of the scheduler and give its sequence back."""
+        request.status = status
+        if request in self.waiting:
+            self.waiting.remove(request)
+        if request in self.running:
+            self.running.remove(request)
+        if request.seq is not None:
+            if request.pin and status is RequestStatus.FINISHED_STOPPED:
+                self.kv.pin(request.seq)
+            else:
+                self.kv.release(request.seq, keep=keep_cache)
+            request.seq = None
+
+    def commit(self, plan: StepPlan) -> None:
+        """The plan's tokens are now in the KV cache."""
+        for chunk in plan.chunks:
+            req = chunk.request
+            self.kv.append(req.seq, chunk.tokens)
+            req.num_computed += chunk.n_tokens
+
+    # ----- the step ----------------------------------------------------------------
+
+    def schedule(self) -> StepPlan:
+        now = self.clock()
+        plan = StepPlan()
+        order = self._order_key(now)
+        decoding = sorted((r for r in self.running if r.is_decoding), key=order)
+        while decoding and not self.kv.make_room(len(decoding)):
+            victim = self._preempt_one(decoding)
+            plan.preempted.append(victim)
+        for req in decoding:
+            plan.chunks.append(ScheduledChunk(req, req.num_computed, 1, True, is_decode=True))
+        committed = len(decoding)
+        left = self.budget.prefill_tokens(len(decoding))
+
+        prefilling = sorted((r for r in self.running if not r.is_decoding), key=order)
+        for req in prefilling:
+            if left <= 0:
+                break
+            n = min(req.num_uncomputed, left)
+            if not self.kv.make_room(committed + n):
+                n = self.kv.cells_free - committed
+                if n <= 0:
+                    break
+            plan.chunks.append(self._prefill_chunk(req, n))
+            committed += n
+            left -= n
+
+        outstanding = committed + sum(r.num_uncomputed for r in prefilling)
+        for req in sorted(self.waiting, key=order):
+            if left <= 0:
+                break
+            if self._waits_for_inflight(req):
+                continue
+            if not self._admit(req, now, outstanding):
+                break  # head of line waits for room; those behind it do not jump ahead
+            plan.admitted.append(req)
+            n = min(req.num_uncomputed, left)
+            if n > 0:  # zero when a prefill-only request is wholly cached
+                plan.chunks.append(self._prefill_chunk(req, n))
+            outstanding += req.num_uncomputed + self.decode_reserve
+            left -= n
+        return plan
+
+    def make_room_after_failed_decode(self) -> Request | None:
+        """llama_decode found no KV slot: evict an idle sequence, else preempt a request.
+
+        Returns the preempted request, if one had to go back to the queue.
+        """
+        if self.kv.evict_one():
+            return None
+        if not self.running:
+            return None
+        return self._preempt_one(sorted(self.running, key=self._order_key(self.clock())))
+
+    # ----- internals ---------------------------------------------------------------
+
+    def _order_key(self, now: float):
+        aging = self.aging_s
+
+        def key(req: Request) -> tuple[float, int]:
+            effective = req.priority + (now - req.arrival_s) / aging
+            return (-effective, req.arrival_index)
+
+        return key
+
+    def _prefill_chunk(self, req: Request, n: int) -> ScheduledChunk:
+        end = req.num_computed + n
+        wants_logits = end == len(req.tokens) and req.wants_output
+        return ScheduledChunk(req, req.num_computed, n, wants_logits)
+
+    def _admit(self, req: Request, now: float, outstanding: int) -> bool:
+        alloc = self.kv.allocate(
+            req.tokens, req.reuse_limit, reserve_cells=outstanding + self.decode_reserve
+        )
+        if alloc is None:
+            return False
+        req.seq = alloc.seq
+        req.num_computed = alloc.cached
+        if req.admitted_s is None:
+            req.num_cached = alloc.cached
+            req.admitted_s = now
+        req.status = RequestStatus.PREFILLING
+        self.waiting.remove(req)
+        self.running.append(req)
+        return True
+
+    def _waits_for_inflight(self, req: Request) -> bool:
+        """True while another admitted request is computing a long prefix req could share."""
+        limit = req.tokens[: req.reuse_limit]
+        cached = self.kv.cached_prefix_len(limit)
+        for other in self.running:
+            if other.is_decoding:
+                continue
+            shared = common_prefix_len(other.tokens, limit)
+            if shared - cached >= MIN_SHARED_WAIT and other.num_computed < shared:
+                return True
+        return False
+
+    def _preempt_one(self, candidates: list[Request]) -> Request:
+        """Send the last request in priority order back to the queue, dropping its KV."""
+        victim = candidates.pop()
+        self.running.remove(victim)
+        self.kv.release(victim.seq, keep=False)
+        victim.seq = None
+        victim.num_computed = 0
+        victim.status = RequestStatus.WAITING
+        victim.preemptions += 1
+        self.waiting.append(victim)
+        return victim

@@ -1,0 +1,37 @@
+"""How many prompt tokens the next step may carry besides the decode tokens.
+
+Additive-increase / multiplicative-decrease on the prefill share: it grows while
+requests queue and shrinks as soon as a step that held decoding sequences took longer
+than the target inter-token latency. With nobody decoding there is no latency to
+protect, so a step takes the whole batch.
+"""
+
+from __future__ import annotations
+
+
+class StepBudget:
+    def __init__(self, max_tokens: int, target_step_s: float, min_tokens: int = 16) -> None:
+        self.max_tokens = max_tokens
+        self.min_tokens = min(min_tokens, max_tokens)
+        self.target_step_s = target_step_s
+        self._prefill = max(self.min_tokens, max_tokens // 4)
+
+    @property
+    def prefill_share(self) -> int:
+        return self._prefill
+
+    def prefill_tokens(self, n_decoding: int) -> int:
+        room = self.max_tokens - n_decoding
+        if n_decoding == 0:
+            return room
+        return max(0, min(self._prefill, room))
+
+    def observe(self, step_s: float, n_decoding: int, n_prefill: int, n_queued: int) -> None:
+        """Feed back one finished step."""
+        if n_decoding == 0:
+            return
+        if step_s > self.target_step_s and n_prefill > 0:
+            self._prefill = max(self.min_tokens, int(self._prefill * 0.7))
+        elif n_queued > 0 and step_s <= self.target_step_s:
+            growth = max(self.min_tokens // 2, 4 * min(n_queued, 16))
+            self._prefill = min(self.max_tokens, self._prefill + growth)
