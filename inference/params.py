@@ -8,7 +8,7 @@ from pathlib import Path
 
 from inference.errors import RequestError
 
-# Generous but finite: a chat that forgets max_tokens still ends when the context fills.
+# max_tokens meaning "until end-of-generation or a full context".
 UNLIMITED = -1
 
 
@@ -92,6 +92,9 @@ class LoadSettings:
     target_itl_s: float = 0.15
     # Cells held back at admission for each request's first decode tokens.
     decode_reserve: int = 64
+    # Bit-identical results whatever the batch holds (greedy output alone == in a batch),
+    # at some speed cost: Q8_0 KV cache and the order-preserving attention kernel.
+    reproducible: bool = False
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()

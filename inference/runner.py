@@ -27,6 +27,8 @@ MIN_GGUF_BYTES = 1024
 DECODE_OK = 0
 DECODE_NO_KV_SLOT = 1
 
+GGML_TYPE_Q8_0 = 8
+
 
 @dataclass(frozen=True, slots=True)
 class BatchItem:
@@ -66,6 +68,8 @@ def check_gguf_file(path: Path) -> None:
 
 _backend_ready = False
 _log_callback = None
+# The last error llama.cpp logged: the real reason behind a NULL from a load call.
+_last_error = ""
 
 
 def _init_backend() -> None:
@@ -76,8 +80,12 @@ def _init_backend() -> None:
     @ll.llama_log_callback
     def forward(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
         # llama.cpp is chatty at load; keep its warnings and errors, drop the rest.
+        global _last_error
         if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
-            log.warning("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+            line = text.decode("utf-8", "replace").rstrip()
+            log.warning("llama.cpp: %s", line)
+            if level == 4 and "failed to load model" not in line:
+                _last_error = line.split(": ", 1)[-1]
 
     _log_callback = forward
     ll.llama_log_set(forward, ctypes.c_void_p())
@@ -139,11 +147,14 @@ class LlamaRunner:
 
             self._progress_cb = on_progress
             params.progress_callback = on_progress
+        global _last_error
+        _last_error = ""
         model = ll.llama_model_load_from_file(str(path).encode(), params)
         if not model:
+            reason = f" ({_last_error})" if _last_error else ""
             raise ModelLoadError(
-                f"llama.cpp could not load {path.name}: the file is damaged, truncated, "
-                "or uses an architecture this llama.cpp build does not support"
+                f"llama.cpp could not load {path.name}{reason}: the file is damaged, "
+                "truncated, or uses an architecture this llama.cpp build does not support"
             )
         return model
 
@@ -158,6 +169,13 @@ class LlamaRunner:
         # One cell pool for all sequences: seq_cp shares cells instead of copying them.
         params.kv_unified = True
         params.no_perf = True
+        if s.reproducible:
+            # A quantized KV cache sends every attention through llama.cpp's CPU kernel
+            # that walks a sequence's own cells in order and skips masked ones; the tiled
+            # and split-KV kernels chosen by batch shape round differently. So a sequence
+            # gets bit-identical logits whatever else shares its batch.
+            params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            params.type_k = params.type_v = GGML_TYPE_Q8_0
         ctx = ll.llama_init_from_model(self._model, params)
         if not ctx:
             raise ModelLoadError(

@@ -1,0 +1,1 @@
+"""Composition root: configuration, command line and wiring of engine, storage and UI."""

@@ -1,0 +1,113 @@
+"""`chorus` command line: chat, bench, models."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from app import model_catalog
+from app.paths import data_dir, models_dir
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chorus", description=__doc__)
+    parser.add_argument("--data-dir", help="folder for models and chats (default: user data folder; env CHORUS_DATA_DIR)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log engine details")
+    sub = parser.add_subparsers(dest="command")
+
+    chat = sub.add_parser("chat", help="chat in the terminal, streaming")
+    _add_model_args(chat)
+    chat.add_argument("--system", default=None, help="system prompt")
+    chat.add_argument("--max-tokens", type=int, default=512)
+    chat.add_argument("--temperature", type=float, default=0.7)
+    chat.add_argument("--seed", type=int, default=None)
+
+    bench = sub.add_parser("bench", help="N chats through the engine vs one after another")
+    _add_model_args(bench)
+    bench.add_argument("--chats", type=int, default=8)
+    bench.add_argument("--system-tokens", type=int, default=1000)
+    bench.add_argument("--max-tokens", type=int, default=128)
+    bench.add_argument("--warm", action="store_true", help="pin the system prompt before the clock starts")
+    bench.add_argument("--n-seq-max", type=int, default=None, help="engine sequences (default: chats + 2)")
+    bench.add_argument("--skip-baseline", action="store_true", help="run only the engine")
+    bench.add_argument("--native", action="store_true", help="also time llama.cpp's raw batched decode")
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+
+    models = sub.add_parser("models", help="list or fetch models")
+    msub = models.add_subparsers(dest="models_command")
+    msub.add_parser("list", help="known models and whether they are installed")
+    fetch = msub.add_parser("fetch", help="download and verify models (default: the default model)")
+    fetch.add_argument("names", nargs="*")
+    path = msub.add_parser("path", help="print the file path of an installed model")
+    path.add_argument("name", nargs="?", default=model_catalog.DEFAULT_MODEL)
+    return parser
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="catalog name or GGUF path (default: smollm2-135m)")
+    p.add_argument("--ctx", type=int, default=None, help="context size in tokens")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: physical cores)")
+    p.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
+    p.add_argument("--reproducible", action="store_true", help="bit-identical results whatever the batch holds (slower)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    base = data_dir(args.data_dir)
+    try:
+        if args.command == "models":
+            return _models(args, models_dir(base))
+        if args.command == "bench":
+            from app.bench import run_bench
+
+            return run_bench(args, _model_path(args, base))
+        if args.command in (None, "chat"):
+            from app.chat_cli import run_chat
+
+            if args.command is None:
+                args = build_parser().parse_args([*(argv or sys.argv[1:]), "chat"])
+            return run_chat(args, _model_path(args, base))
+    except model_catalog.ModelFetchError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+def _model_path(args: argparse.Namespace, base: Path) -> Path:
+    """The chosen model; the default one is fetched on first use, no questions asked."""
+    mdir = models_dir(base)
+    name = args.model or model_catalog.DEFAULT_MODEL
+    spec = model_catalog.CATALOG.get(name)
+    if spec is not None and not model_catalog.is_installed(spec, mdir):
+        model_catalog.fetch(spec, mdir, say=lambda m: print(f"chorus: {m}", file=sys.stderr))
+    return model_catalog.resolve(name, mdir)
+
+
+def _models(args: argparse.Namespace, mdir: Path) -> int:
+    cmd = args.models_command or "list"
+    if cmd == "list":
+        for spec in model_catalog.CATALOG.values():
+            installed = model_catalog.is_installed(spec, mdir)
+            mark = "installed" if installed else "not installed"
+            default = " (default)" if spec.key == model_catalog.DEFAULT_MODEL else ""
+            print(f"{spec.key:<14} {mark:<14} {spec.title}{default}  [{spec.license}]")
+            if installed:
+                print(f"{'':<14} {model_catalog.model_path(spec, mdir)}")
+        return 0
+    if cmd == "fetch":
+        names = args.names or [model_catalog.DEFAULT_MODEL]
+        unknown = [n for n in names if n not in model_catalog.CATALOG]
+        if unknown:
+            print(f"chorus: unknown model(s): {', '.join(unknown)}; known: {', '.join(model_catalog.CATALOG)}", file=sys.stderr)
+            return 2
+        for name in names:
+            path = model_catalog.fetch(model_catalog.CATALOG[name], mdir, say=lambda m: print(f"chorus: {m}", file=sys.stderr))
+            print(f"{name}: {path} (sha256 verified)")
+        return 0
+    if cmd == "path":
+        print(model_catalog.resolve(args.name, mdir))
+        return 0
+    return 1
