@@ -200,6 +200,9 @@ class Engine:
     def running(self) -> bool:
         return self._ready.is_set() and not self._stopped.is_set()
 
+    def thread_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def shutdown(self, timeout: float = 30.0) -> None:
         if not self._thread.is_alive():
             return

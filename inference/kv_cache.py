@@ -44,6 +44,7 @@ class KvStats:
     seqs_active: int
     seqs_idle: int
     seqs_pinned: int
+    evictions: int  # idle sequences dropped to make room
 
 
 class KvCacheManager:
@@ -55,6 +56,7 @@ class KvCacheManager:
         self._state = [SeqState.FREE] * n_seqs
         self._last_used = [0] * n_seqs
         self._clock = 0
+        self._evictions = 0
 
     # ----- queries -----------------------------------------------------------------
 
@@ -88,6 +90,7 @@ class KvCacheManager:
             seqs_active=count[SeqState.ACTIVE],
             seqs_idle=count[SeqState.IDLE],
             seqs_pinned=count[SeqState.PINNED],
+            evictions=self._evictions,
         )
 
     def pinned_seq_for(self, tokens: list[int]) -> int | None:
@@ -142,6 +145,7 @@ class KvCacheManager:
         if self._state.count(SeqState.FREE) or self._evictable(protect=holders):
             return None  # copying keeps the idle tail cached for someone else
         seq = min(idle, key=lambda s: self._last_used[s])
+        self._evictions += 1  # its tail beyond the shared prefix is dropped
         self._truncate(seq, cached)
         return seq
 
@@ -152,7 +156,7 @@ class KvCacheManager:
         victim = self._lru_idle(protect)
         if victim is None:
             return None
-        self._evict(victim)
+        self._evict_idle(victim)
         return victim
 
     # ----- growth and room ---------------------------------------------------------
@@ -168,7 +172,7 @@ class KvCacheManager:
             victim = self._lru_idle(protect)
             if victim is None:
                 return False
-            self._evict(victim)
+            self._evict_idle(victim)
         return True
 
     def _room_after_eviction(self, protect: frozenset[int]) -> int:
@@ -180,7 +184,7 @@ class KvCacheManager:
         victim = self._lru_idle(frozenset())
         if victim is None:
             return False
-        self._evict(victim)
+        self._evict_idle(victim)
         return True
 
     # ----- release -----------------------------------------------------------------
@@ -225,6 +229,10 @@ class KvCacheManager:
         if self._tree.length(seq) > length:
             self._tree.truncate(seq, length)
             self._backend.seq_rm(seq, length, -1)
+
+    def _evict_idle(self, seq: int) -> None:
+        self._evictions += 1
+        self._evict(seq)
 
     def _evict(self, seq: int) -> None:
         # Unconditional: after a failed decode llama.cpp may hold cells the tree never saw.

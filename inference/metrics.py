@@ -50,6 +50,7 @@ class MetricsSnapshot:
     seqs_active: int
     seqs_idle: int
     seqs_pinned: int
+    kv_evictions: int
     prefix_lookups: int
     prefix_hits: int
     prompt_tokens_total: int  # prompt tokens of all admitted requests
@@ -159,6 +160,7 @@ class EngineMetrics:
             seqs_active=kv.seqs_active,
             seqs_idle=kv.seqs_idle,
             seqs_pinned=kv.seqs_pinned,
+            kv_evictions=kv.evictions,
             prefix_lookups=self.prefix_lookups,
             prefix_hits=self.prefix_hits,
             prompt_tokens_total=self.prompt_tokens_total,

@@ -1,0 +1,49 @@
+"""Shared fixtures. Real-model tests use the default model from the data folder; if it is
+missing they fetch it through the same code path as `chorus models fetch`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    from app import model_catalog
+    from app.paths import data_dir, models_dir
+
+    spec = model_catalog.CATALOG[model_catalog.DEFAULT_MODEL]
+    return model_catalog.fetch(spec, models_dir(data_dir()))
+
+
+@pytest.fixture(scope="session")
+def shared_engine(model_path):
+    """One engine for tests that only read from it (no KV clearing, no shutdown)."""
+    from inference.engine import Engine
+    from inference.params import LoadSettings
+
+    engine = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8))
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture
+def make_engine(model_path):
+    """Start engines with custom settings; all are shut down after the test."""
+    from inference.engine import Engine
+    from inference.params import LoadSettings
+
+    started = []
+
+    def start(**settings):
+        engine = Engine.start(LoadSettings(model_path=model_path, **settings))
+        started.append(engine)
+        return engine
+
+    yield start
+    for engine in started:
+        engine.shutdown()

@@ -1,0 +1,278 @@
+"""The engine on the real default model (SmolLM2 135M): batching, sharing, errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from inference import ChatRequest, FinishReason, SamplingParams
+from inference.errors import EngineError, ModelLoadError
+from inference.outputs import Phase
+
+QUESTIONS = [
+    "What is the capital of France?",
+    "Write a poem about cats.",
+    "Explain recursion.",
+    "List three fruits.",
+    "How do planes fly?",
+    "What is 2+2?",
+    "Tell me a joke.",
+    "Describe the moon.",
+]
+SYSTEM = " ".join(f"Rule {i}: answer briefly, politely and with care for detail." for i in range(30))
+
+
+def user(text: str, system: str | None = None) -> tuple[dict, ...]:
+    msgs = [{"role": "system", "content": system}] if system else []
+    return (*msgs, {"role": "user", "content": text})
+
+
+def greedy(messages, n: int = 32, **kw) -> ChatRequest:
+    return ChatRequest(messages=messages, sampling=SamplingParams.greedy(n, **kw))
+
+
+def test_greedy_output_is_identical_alone_and_in_a_batch_of_8(make_engine):
+    engine = make_engine(n_ctx=4096, n_seq_max=8, reproducible=True)
+    alone = []
+    for q in QUESTIONS:
+        alone.append(engine.submit(greedy(user(q), 48)).result(120).token_ids)
+        engine.call(lambda core: core.kv.clear())  # nothing cached: same work as in the batch
+    handles = [engine.submit(greedy(user(q), 48)) for q in QUESTIONS]
+    batched = [h.result(120).token_ids for h in handles]
+    assert engine.metrics(fresh=True).max_step_seqs == 8
+    assert batched == alone
+
+
+def test_requests_share_one_batch_and_a_system_prompt_is_computed_once(make_engine):
+    engine = make_engine(n_ctx=4096, n_seq_max=8)
+    prompts = [engine.tokenize_chat(list(user(q, SYSTEM))) for q in QUESTIONS[:4]]
+    shared = min(
+        next(i for i, (a, b) in enumerate(zip(prompts[0], p)) if a != b) for p in prompts[1:]
+    )
+    assert shared > 300
+    handles = [engine.submit(greedy(user(q, SYSTEM), 16)) for q in QUESTIONS[:4]]
+    results = [h.result(120) for h in handles]
+    m = engine.metrics(fresh=True)
+    own = sum(len(p) - shared for p in prompts)
+    assert m.prompt_tokens_computed <= shared + own + 8
+    assert m.prefix_hits == 3
+    assert sorted(r.stats.cached_tokens >= shared for r in results) == [False, True, True, True]
+    assert m.kv_cells_shared >= shared
+    assert m.max_step_seqs == 4
+
+
+def test_pinned_system_prompt_is_reused_by_new_chats(make_engine):
+    engine = make_engine(n_ctx=4096, n_seq_max=8)
+    pin = engine.pin_system_prompt(SYSTEM).result(60)
+    assert pin.finish_reason is FinishReason.STOP and pin.error is None
+    prefix = engine.call(lambda core: core.system_prefix_tokens(SYSTEM))
+    before = engine.metrics(fresh=True).prompt_tokens_computed
+    results = [engine.submit(greedy(user(q, SYSTEM), 8)).result(60) for q in QUESTIONS[:3]]
+    computed = engine.metrics(fresh=True).prompt_tokens_computed - before
+    assert all(r.stats.cached_tokens >= len(prefix) for r in results)
+    assert computed <= sum(r.stats.prompt_tokens - len(prefix) for r in results)
+    stats = engine.call(lambda core: core.kv.stats())
+    assert stats.seqs_pinned == 1
+    # Pinning the same prompt again computes nothing new.
+    again = engine.pin_system_prompt(SYSTEM).result(60)
+    assert again.finish_reason is FinishReason.STOP
+    assert engine.call(lambda core: core.kv.stats()).seqs_pinned == 1
+
+
+def test_next_turn_of_a_conversation_reuses_its_own_kv(shared_engine):
+    first = list(user("Name a colour.", "You are terse."))
+    reply = shared_engine.submit(greedy(tuple(first), 12)).result(60)
+    turn1_len = reply.stats.prompt_tokens
+    second = first + [
+        {"role": "assistant", "content": reply.text},
+        {"role": "user", "content": "Another one?"},
+    ]
+    again = shared_engine.submit(greedy(tuple(second), 8)).result(60)
+    assert again.stats.cached_tokens >= turn1_len
+
+
+def test_cancel_ends_only_that_request(shared_engine):
+    long = ChatRequest(messages=user("Tell a long story."), sampling=SamplingParams.greedy(400, ignore_eos=True))
+    victim = shared_engine.submit(long)
+    other = shared_engine.submit(greedy(user("What is 2+2?"), 24, ignore_eos=True))
+    for delta in victim:
+        if delta.token_ids:
+            break
+    victim.cancel()
+    cancelled = victim.result(60)
+    finished = other.result(60)
+    assert cancelled.finish_reason is FinishReason.CANCELLED
+    assert 0 < cancelled.stats.generated_tokens < 400
+    assert finished.finish_reason is FinishReason.LENGTH
+    assert finished.stats.generated_tokens == 24
+
+
+def test_idle_sequences_are_evicted_when_the_cache_is_small(make_engine):
+    engine = make_engine(n_ctx=512, n_seq_max=4)
+    results = [
+        engine.submit(greedy(user(f"{q} Answer in detail."), 80, ignore_eos=True)).result(120)
+        for q in QUESTIONS
+    ]
+    assert all(r.finish_reason is FinishReason.LENGTH for r in results)
+    stats = engine.call(lambda core: core.kv.stats())
+    assert stats.cells_used <= stats.cells_total == 512
+    assert stats.seqs_idle + stats.seqs_active <= 4
+    assert stats.evictions >= 4  # 8 chats through 4 sequences and 512 cells
+
+
+def test_requests_wait_or_get_preempted_instead_of_failing_when_cells_run_out(make_engine):
+    engine = make_engine(n_ctx=512, n_seq_max=4)
+    handles = [
+        engine.submit(greedy(user(q), 150, ignore_eos=True)) for q in QUESTIONS[:4]
+    ]
+    results = [h.result(300) for h in handles]
+    assert [r.finish_reason for r in results] == [FinishReason.LENGTH] * 4
+    assert all(r.stats.generated_tokens == 150 for r in results)
+    m = engine.metrics(fresh=True)
+    assert m.kv_cells_peak <= 512
+    assert m.preemptions >= 1  # 4 x (prompt + 150) does not fit in 512 cells
+
+
+def test_prompt_longer_than_the_context_fails_alone(make_engine):
+    engine = make_engine(n_ctx=256, n_seq_max=2)
+    ok = engine.submit(greedy(user("Say hi."), 8))
+    too_long = engine.submit(greedy(user("word " * 400), 8))
+    bad = too_long.result(30)
+    assert bad.finish_reason is FinishReason.ERROR
+    assert "context holds 256" in bad.error
+    assert ok.result(60).finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+
+
+def test_bad_sampling_parameters_are_a_clear_error(shared_engine):
+    bad = shared_engine.submit(
+        ChatRequest(messages=user("hi"), sampling=SamplingParams(temperature=-1, top_p=2.0))
+    ).result(30)
+    assert bad.finish_reason is FinishReason.ERROR
+    assert "temperature" in bad.error and "top_p" in bad.error
+
+
+def test_generation_stops_at_max_tokens_and_at_stop_strings(shared_engine):
+    full = shared_engine.submit(greedy(user("Count from 1 to 20, comma separated."), 40)).result(60)
+    assert full.stats.generated_tokens <= 40
+    assert len(full.text) > 6
+    stop = full.text[3:6]
+    cut = shared_engine.submit(
+        greedy(user("Count from 1 to 20, comma separated."), 40, stop=(stop,))
+    ).result(60)
+    assert cut.finish_reason is FinishReason.STOP
+    assert cut.text == full.text[: full.text.index(stop)]
+    exact = shared_engine.submit(greedy(user("Tell a story."), 10, ignore_eos=True)).result(60)
+    assert exact.finish_reason is FinishReason.LENGTH
+    assert exact.stats.generated_tokens == 10
+
+
+def test_streamed_text_is_utf8_correct_when_characters_span_tokens(shared_engine):
+    from inference.detokenizer import IncrementalDetokenizer
+
+    text = "🎉🌍 日本語"
+    tokens = shared_engine.call(lambda core: core.runner.tokenize(text, add_special=False))
+    pieces = shared_engine.call(lambda core: [core.runner.piece(t) for t in tokens])
+    assert any(_not_utf8(p) for p in pieces), "the tokenizer should split a character here"
+    detok = IncrementalDetokenizer()
+    streamed = [detok.feed(p) for p in pieces] + [detok.flush()]
+    assert "".join(streamed) == text
+    assert "\ufffd" not in "".join(streamed)
+
+    deltas = []
+    result = shared_engine.submit(
+        greedy(user("Repeat exactly: 🎉🌍 日本語 🎉🌍 日本語"), 40), on_delta=deltas.append
+    ).result(60)
+    all_bytes = b"".join(shared_engine.call(lambda core: [core.runner.piece(t) for t in result.token_ids]))
+    assert "".join(d.text for d in deltas) == all_bytes.decode("utf-8", errors="replace")
+
+
+def _not_utf8(piece: bytes) -> bool:
+    try:
+        piece.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True
+
+
+def test_deltas_report_queue_prefill_and_decode_phases(make_engine):
+    engine = make_engine(n_ctx=2048, n_seq_max=1, n_batch=64, n_ubatch=64)
+    first = engine.submit(greedy(user("Tell me about the sea. " * 20), 8))
+    phases: list[Phase] = []
+    second = engine.submit(greedy(user("Hi"), 4), on_delta=lambda d: phases.append(d.phase))
+    first.result(60)
+    second.result(60)
+    assert phases[0] is Phase.QUEUED
+    assert Phase.DECODING in phases and phases[-1] is Phase.FINISHED
+
+
+def test_foreground_request_overtakes_queued_background_ones(make_engine):
+    engine = make_engine(n_ctx=2048, n_seq_max=1)
+    running = engine.submit(greedy(user("Tell a story."), 60, ignore_eos=True))
+    background = [
+        engine.submit(ChatRequest(messages=user(q), sampling=SamplingParams.greedy(20, ignore_eos=True), priority=0))
+        for q in QUESTIONS[:3]
+    ]
+    time.sleep(0.05)
+    foreground = engine.submit(
+        ChatRequest(messages=user("Quick: 1+1?"), sampling=SamplingParams.greedy(5, ignore_eos=True), priority=5)
+    )
+    running.result(120)
+    fg = foreground.result(120)
+    bg = [h.result(120) for h in background]
+    assert all(fg.stats.ttft_s < b.stats.ttft_s for b in bg)
+
+
+def test_sixty_four_chats_on_eight_sequences_all_finish(make_engine):
+    engine = make_engine(n_ctx=4096, n_seq_max=8)
+    handles = [engine.submit(greedy(user(f"Count to {i}."), 12)) for i in range(64)]
+    results = [h.result(300) for h in handles]
+    assert all(r.error is None for r in results)
+    assert all(r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH) for r in results)
+    assert all(r.stats.generated_tokens >= 1 for r in results)
+    m = engine.metrics(fresh=True)
+    assert m.max_step_seqs == 8
+    assert m.requests_finished == 64
+
+
+def test_metrics_report_rates_and_latencies(shared_engine):
+    handles = [shared_engine.submit(greedy(user(q), 16, ignore_eos=True)) for q in QUESTIONS[:4]]
+    [h.result(60) for h in handles]
+    m = shared_engine.metrics(fresh=True)
+    assert m.ttft_p50_s is not None and m.ttft_p95_s >= m.ttft_p50_s > 0
+    assert m.itl_p95_s >= m.itl_p50_s > 0
+    assert m.decode_only_tok_s > 0
+    assert m.kv_cells_total == 4096 and 0 < m.kv_cells_used <= m.kv_cells_total
+    assert m.generated_tokens >= 64
+
+
+def test_shutdown_cancels_running_requests_and_stops_the_thread(make_engine):
+    engine = make_engine(n_ctx=2048, n_seq_max=4)
+    handle = engine.submit(greedy(user("Tell a long story."), 2000, ignore_eos=True))
+    for delta in handle:
+        if delta.token_ids:
+            break
+    engine.shutdown()
+    result = handle.result(10)
+    assert result.finish_reason is FinishReason.CANCELLED
+    assert not engine.thread_alive()
+    assert not engine.running
+    with pytest.raises(EngineError):
+        engine.submit(greedy(user("hi"), 4))
+
+
+def test_broken_model_files_are_clear_errors(tmp_path, model_path):
+    from inference.engine import Engine
+    from inference.params import LoadSettings
+
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(model_path.read_bytes()[: 3_000_000])
+    not_gguf = tmp_path / "notes.gguf"
+    not_gguf.write_text("hello " * 500)
+    for path, words in [
+        (truncated, "could not load truncated.gguf"),
+        (not_gguf, "not a GGUF model file"),
+        (tmp_path / "missing.gguf", "not found"),
+    ]:
+        with pytest.raises(ModelLoadError, match=words):
+            Engine.start(LoadSettings(model_path=path))
