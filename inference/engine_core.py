@@ -82,12 +82,11 @@ class EngineCore:
         if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
             return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.STOP)]
         req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
-        out = RequestOutput(req, n_ctx=self.runner.n_ctx)
-        self._outputs[request_id] = out
         if req.wants_output:
             sampler = SamplerChain(chat.sampling, self.runner.n_vocab, self.runner.eog_tokens)
             sampler.accept_prompt(tokens)
             self._samplers[request_id] = sampler
+        self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx)
         self.scheduler.add(req)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
 

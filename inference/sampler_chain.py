@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import inspect
 import random
 
 import llama_cpp as ll
@@ -13,6 +14,16 @@ from inference.params import SamplingParams
 NEVER = -float("inf")
 
 
+def _penalties(n_vocab: int, last_n: int, repeat: float):
+    # llama.cpp added n_vocab as the first argument in 2026; accept both signatures.
+    if _PENALTIES_TAKES_VOCAB:
+        return ll.llama_sampler_init_penalties(n_vocab, last_n, repeat, 0.0, 0.0)
+    return ll.llama_sampler_init_penalties(last_n, repeat, 0.0, 0.0)
+
+
+_PENALTIES_TAKES_VOCAB = len(inspect.signature(ll.llama_sampler_init_penalties).parameters) == 5
+
+
 class SamplerChain:
     def __init__(self, params: SamplingParams, n_vocab: int, eog_tokens: list[int]) -> None:
         self._chain = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
@@ -20,7 +31,7 @@ class SamplerChain:
         if params.ignore_eos and eog_tokens:
             self._add(self._logit_bias(n_vocab, eog_tokens))
         if params.repeat_penalty != 1.0 and params.repeat_last_n != 0:
-            self._add(ll.llama_sampler_init_penalties(params.repeat_last_n, params.repeat_penalty, 0.0, 0.0))
+            self._add(_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty))
         if params.temperature <= 0.0:
             self._add(ll.llama_sampler_init_greedy())
         else:

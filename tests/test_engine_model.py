@@ -276,3 +276,19 @@ def test_broken_model_files_are_clear_errors(tmp_path, model_path):
     ]:
         with pytest.raises(ModelLoadError, match=words):
             Engine.start(LoadSettings(model_path=path))
+
+
+def test_seeded_sampling_with_penalties_repeats_and_seeds_differ(make_engine):
+    engine = make_engine(n_ctx=2048, n_seq_max=4, reproducible=True)
+
+    def sample(seed: int) -> tuple[int, ...]:
+        params = SamplingParams(temperature=1.0, top_k=40, top_p=0.95, min_p=0.05,
+                                repeat_penalty=1.3, seed=seed, max_tokens=24, ignore_eos=True)
+        out = engine.submit(ChatRequest(messages=user("Write a sentence."), sampling=params)).result(60)
+        assert out.error is None
+        return out.token_ids
+
+    first = sample(7)
+    assert sample(7) == first
+    assert sample(8) != first
+    assert len(first) == 24

@@ -1,0 +1,78 @@
+"""The `chorus` command line, run as a real subprocess on the real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def chorus(data_dir: Path, *args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        input=stdin, capture_output=True, text=True, env=env, timeout=timeout,
+    )
+
+
+@pytest.fixture
+def data_dir(tmp_path, model_path) -> Path:
+    """A fresh data folder holding (a link to) the already verified default model."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / model_path.name).symlink_to(model_path)
+    return tmp_path
+
+
+def test_models_list_shows_what_is_installed(data_dir, tmp_path_factory):
+    out = chorus(data_dir, "models", "list")
+    assert out.returncode == 0
+    assert "smollm2-135m   installed" in out.stdout
+    assert "gemma3-270m    not installed" in out.stdout
+    empty = chorus(tmp_path_factory.mktemp("empty"), "models", "list")
+    assert "smollm2-135m   not installed" in empty.stdout
+
+
+def test_models_errors_are_one_line_and_nonzero(tmp_path):
+    unknown = chorus(tmp_path, "models", "fetch", "no-such-model")
+    assert unknown.returncode == 2
+    assert "unknown model(s): no-such-model" in unknown.stderr
+    missing = chorus(tmp_path, "models", "path", "gemma3-270m")
+    assert missing.returncode == 2
+    assert "chorus models fetch gemma3-270m" in missing.stderr
+
+
+def test_terminal_chat_streams_a_reply(data_dir):
+    out = chorus(data_dir, "chat", "--max-tokens", "16", "--temperature", "0", stdin="Hello!\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "bot> " in out.stdout
+    reply = out.stdout.split("bot> ", 1)[1].strip()
+    assert reply
+    assert "tokens, first after" in out.stderr
+
+
+def test_chat_on_a_broken_model_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_text("not a model")
+    out = chorus(tmp_path, "chat", "--model", str(bad), stdin="hi\n")
+    assert out.returncode == 2
+    assert "not a GGUF model file" in out.stderr
+
+
+def test_bench_prints_engine_baseline_and_ratios(data_dir):
+    out = chorus(
+        data_dir, "bench", "--chats", "3", "--system-tokens", "120", "--max-tokens", "6", "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    fields = {"wall_s", "gen_tok_s", "decode_tok_s", "ttft_p50_s", "ttft_p95_s", "itl_p50_s",
+              "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak"}
+    assert fields <= set(report["engine"]) and fields <= set(report["baseline"])
+    assert set(report["ratio"]) == {"gen_tok_s", "ttft_p95_s"}
+    assert report["engine"]["max_batch_seqs"] == 3
+    # The shared system prompt is computed once by the engine.
+    assert report["engine"]["prompt_tokens_computed"] <= report["ideal"]["prompt_tokens"] + 3
