@@ -190,7 +190,8 @@ class EngineCore:
         else:
             self.metrics.record_itl(out.itls[-1])
         if verdict.finish is not None:
-            return self._finish(out, verdict.finish, verdict.text)
+            kept = (token,) if verdict.kept else ()
+            return self._finish(out, verdict.finish, verdict.text, token_ids=kept)
         return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING)
 
     def _progress_or_done(self, out: RequestOutput) -> Delta:
@@ -241,6 +242,7 @@ class EngineCore:
         text: str,
         error: str | None = None,
         keep_cache: bool = True,
+        token_ids: tuple[int, ...] = (),
     ) -> Delta:
         req = out.request
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
@@ -252,7 +254,7 @@ class EngineCore:
             self.metrics.requests_failed += 1
         else:
             self.metrics.requests_finished += 1
-        return out.finished_delta(text, reason, time.perf_counter(), error)
+        return out.finished_delta(text, reason, time.perf_counter(), error, token_ids)
 
     def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
         n_decode = plan.num_decode_tokens

@@ -16,6 +16,7 @@ from inference.stop_strings import StopStringMatcher
 class TokenVerdict:
     text: str
     finish: FinishReason | None
+    kept: bool = True  # the token became part of the output (end-of-generation does not)
 
 
 @dataclass(eq=False, slots=True)
@@ -41,7 +42,7 @@ class RequestOutput:
         self._record_time(now)
         req = self.request
         if is_eog and not req.sampling.ignore_eos:
-            return TokenVerdict(self._flush(), FinishReason.STOP)
+            return TokenVerdict(self._flush(), FinishReason.STOP, kept=False)
         req.append_token(token)
         pushed = self.stops.push(self.detok.feed(piece))
         if pushed.stopped:
@@ -84,11 +85,17 @@ class RequestOutput:
         )
 
     def finished_delta(
-        self, text: str, reason: FinishReason, now: float, error: str | None = None
+        self,
+        text: str,
+        reason: FinishReason,
+        now: float,
+        error: str | None = None,
+        token_ids: tuple[int, ...] = (),
     ) -> Delta:
         return Delta(
             self.request_id,
             text=text,
+            token_ids=token_ids,
             phase=Phase.FINISHED,
             finish_reason=reason,
             error=error,
