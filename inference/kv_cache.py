@@ -113,7 +113,7 @@ class KvCacheManager:
         match = self._tree.match(tokens[:reuse_limit])
         cached = match.length
         extra_cells = len(tokens) - cached + reserve_cells
-        if self._room_after_eviction(match.holders) < extra_cells:
+        if self._room_after_eviction(tokens[:cached]) < extra_cells:
             return None
         seq = self._take_over_idle(match.holders, cached)
         if seq is None:
@@ -175,10 +175,14 @@ class KvCacheManager:
             self._evict_idle(victim)
         return True
 
-    def _room_after_eviction(self, protect: frozenset[int]) -> int:
-        """Free cells if every evictable idle sequence (outside protect) were evicted."""
+    def _room_after_eviction(self, prefix: list[int]) -> int:
+        """Free cells if every idle sequence were evicted but the cached prefix kept.
+
+        An idle holder of the prefix is copied from (or truncated) before make_room runs,
+        so only the prefix's cells must stay, not the holder's whole tail.
+        """
         keep = {s for s, st in enumerate(self._state) if st in (SeqState.ACTIVE, SeqState.PINNED)}
-        return self.n_cells - self._tree.cells_held_by(keep | protect)
+        return self.n_cells - self._tree.cells_held_by(keep, prefix)
 
     def evict_one(self) -> bool:
         victim = self._lru_idle(frozenset())

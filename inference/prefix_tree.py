@@ -96,9 +96,18 @@ class PrefixTree:
             node = node.parent
         return total
 
-    def cells_held_by(self, seqs: set[int]) -> int:
-        """Cells that at least one of these sequences holds."""
-        return sum(len(n.tokens) for n in self._nodes() if not n.holders.isdisjoint(seqs))
+    def cells_held_by(self, seqs: set[int], prefix: list[int] | None = None) -> int:
+        """Cells that at least one of these sequences holds, plus the cells of the cached
+        part of prefix (the path match() finds) that none of them holds."""
+        total = sum(len(n.tokens) for n in self._nodes() if not n.holders.isdisjoint(seqs))
+        if prefix:
+            node, count = self._walk(prefix)
+            while node is not self._root:
+                if node.holders.isdisjoint(seqs):
+                    total += count
+                node = node.parent
+                count = len(node.tokens)
+        return total
 
     def match(self, tokens: list[int]) -> PrefixMatch:
         node, offset = self._walk(tokens)

@@ -141,7 +141,9 @@ class Scheduler:
             committed += n
             left -= n
 
-        outstanding = committed + sum(r.num_uncomputed for r in prefilling)
+        # Cells promised but not yet used: this step's decode tokens and every admitted
+        # prompt's remaining tokens (this step's chunks included).
+        outstanding = len(decoding) + sum(r.num_uncomputed for r in prefilling)
         for req in sorted(self.waiting, key=order):
             if left <= 0:
                 break

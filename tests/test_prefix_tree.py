@@ -19,10 +19,6 @@ def tree_with(**seqs: list[int]) -> PrefixTree:
     return tree
 
 
-def forked(tree: PrefixTree, src_tokens: list[int], length: int, dst: int) -> int:
-    return tree.fork(src_tokens, length, dst)
-
-
 # ----- common_prefix_len --------------------------------------------------------------
 
 
@@ -159,6 +155,21 @@ def test_fork_of_a_fork_splits_a_split_node_again() -> None:
     assert tree.cells_held_by({0, 1, 2}) == 12
     assert tree.cells_held_by(set()) == 0
     assert tree.cells_held_by({42}) == 0
+
+
+def test_cells_held_by_with_a_prefix_adds_its_cached_cells_once() -> None:
+    tree = tree_with(s0=list(range(10)))
+    tree.fork(list(range(10)), 4, 1)
+    tree.append(1, [50, 51])
+    # seq 0: [0..3]{0,1} [4..9]{0};  seq 1: [0..3]{0,1} [50,51]{1}
+    assert tree.cells_held_by(set(), list(range(7)) + [99]) == 7
+    assert tree.cells_held_by({1}, list(range(7))) == 6 + 3  # [0..3] counted once
+    assert tree.cells_held_by({0}, list(range(7))) == 10
+    assert tree.cells_held_by({1}, [0, 1, 50, 51]) == 6  # the prefix path is seq 1's own
+    assert tree.cells_held_by({1}, [0, 1, 2, 3, 50]) == 6
+    assert tree.cells_held_by({1}, [77]) == 6  # nothing cached
+    assert tree.cells_held_by({1}, []) == 6
+    assert tree.cells_held_by(set(), [0, 1, 2, 3, 50]) == 5
 
 
 def test_fork_into_a_non_empty_sequence_is_refused() -> None:
@@ -310,6 +321,15 @@ def assert_agrees(tree: PrefixTree, ref: ReferenceKv, seqs: range) -> None:
     assert sorted(tree.sequences()) == sorted(s for s in seqs if ref.seq_len(s))
     group = set(seqs[::2])
     assert tree.cells_held_by(group) == ref.held_by(group)
+    for seq in seqs:  # the cells a request forking a prefix of seq would need kept
+        query = tree.tokens(seq)[: max(1, tree.length(seq) // 2)] + [ALPHABET]
+        match = tree.match(query)
+        path = set()
+        if match.length:
+            holder = next(iter(match.holders))
+            path = {id(c) for c in ref.seq_cells(holder) if c.pos < match.length}
+        expected = {id(c) for c in ref.cells if c.seqs & group} | path
+        assert tree.cells_held_by(group, query) == len(expected)
 
 
 def random_tokens(rng: random.Random, n: int) -> list[int]:
@@ -356,6 +376,20 @@ def test_direct_tree_ops_match_reference_kv(seed: int) -> None:
         assert_agrees(tree, ref, range(n_seqs))
 
 
+def _could_allocate(kv: KvCacheManager, ref: ReferenceKv, reusable: list[int], needed: int) -> bool:
+    """Whether evicting idle sequences (keeping the reused prefix) would fit the request."""
+    states = [kv.state(s) for s in range(kv.n_seqs)]
+    if SeqState.FREE not in states and SeqState.IDLE not in states:
+        return False
+    keep = {s for s, st in enumerate(states) if st in (SeqState.ACTIVE, SeqState.PINNED)}
+    match = kv._tree.match(reusable)
+    path = set()
+    if match.length:
+        path = {id(c) for c in ref.seq_cells(next(iter(match.holders))) if c.pos < match.length}
+    stay = {id(c) for c in ref.cells if c.seqs & keep} | path
+    return kv.n_cells - len(stay) >= needed - match.length
+
+
 def _kv_step(kv: KvCacheManager, ref: ReferenceKv, rng: random.Random, prompts: list[list[int]]) -> None:
     """One random thing the scheduler could ask of the KV manager."""
     active = [s for s in range(kv.n_seqs) if kv.state(s) is SeqState.ACTIVE]
@@ -364,8 +398,12 @@ def _kv_step(kv: KvCacheManager, ref: ReferenceKv, rng: random.Random, prompts: 
         base = rng.choice(prompts + [kv.seq_tokens(s) for s in range(kv.n_seqs)])
         tokens = base[: rng.randint(0, len(base))] + random_tokens(rng, rng.randint(1, 8))
         reuse = rng.choice([len(tokens) - 1, len(tokens)])
-        alloc = kv.allocate(tokens, reuse_limit=reuse, reserve_cells=rng.randint(0, 6))
+        reserve = rng.randint(0, 6)
+        before = (kv.stats(), len(ref.calls))
+        alloc = kv.allocate(tokens, reuse_limit=reuse, reserve_cells=reserve)
         if alloc is None:
+            assert (kv.stats(), len(ref.calls)) == before, "a refused allocation changed state"
+            assert not _could_allocate(kv, ref, tokens[:reuse], len(tokens) + reserve)
             return
         assert 0 <= alloc.cached <= reuse
         assert ref.seq_tokens(alloc.seq) == tokens[: alloc.cached]
