@@ -292,3 +292,59 @@ def test_seeded_sampling_with_penalties_repeats_and_seeds_differ(make_engine):
     assert sample(7) == first
     assert sample(8) != first
     assert len(first) == 24
+
+
+def test_a_long_prompt_is_chunked_while_others_keep_decoding(make_engine):
+    engine = make_engine(n_ctx=4096, n_seq_max=4, n_batch=512, n_ubatch=512, target_itl_s=0.05)
+    events: list[tuple[str, Phase, int]] = []
+    lock = __import__("threading").Lock()
+
+    def record(name):
+        def on_delta(d):
+            with lock:
+                events.append((name, d.phase, len(d.token_ids)))
+        return on_delta
+
+    decoders = [
+        engine.submit(greedy(user(q), 200, ignore_eos=True), on_delta=record(f"d{i}"))
+        for i, q in enumerate(QUESTIONS[:2])
+    ]
+    while not any(e[0] == "d0" and e[2] for e in events):
+        time.sleep(0.01)
+    long = engine.submit(greedy(user("Summarise this. " + "The sea is wide and deep. " * 220), 4),
+                         on_delta=record("long"))
+    long.result(120)
+    [d.result(120) for d in decoders]
+    with lock:
+        timeline = list(events)
+    start = next(i for i, e in enumerate(timeline) if e[0] == "long" and e[1] is Phase.PREFILLING)
+    first_token = next(i for i, e in enumerate(timeline) if e[0] == "long" and e[2])
+    chunks = sum(1 for e in timeline[start:first_token] if e[0] == "long" and e[1] is Phase.PREFILLING)
+    decoded_meanwhile = sum(e[2] for e in timeline[start:first_token] if e[0] == "d0")
+    assert chunks >= 3  # ~1,500 prompt tokens, never all in one step while others decode
+    assert decoded_meanwhile >= chunks - 1
+
+
+def test_decode_without_a_kv_slot_evicts_or_preempts_and_retries(make_engine):
+    engine = make_engine(n_ctx=2048, n_seq_max=4)
+    engine.submit(greedy(user("Warm up the cache."), 8)).result(60)  # leaves an idle sequence
+    failures = {"left": 3}
+
+    def install(core):
+        real = core.runner.decode
+
+        def flaky(items):
+            if failures["left"] and len(items) > 1:
+                failures["left"] -= 1
+                return 1, [-1] * len(items)  # what llama_decode says when no slot is free
+            return real(items)
+
+        core.runner.decode = flaky
+
+    engine.call(install)
+    handles = [engine.submit(greedy(user(q), 20, ignore_eos=True)) for q in QUESTIONS[:3]]
+    results = [h.result(120) for h in handles]
+    assert failures["left"] == 0
+    assert all(r.finish_reason is FinishReason.LENGTH and r.stats.generated_tokens == 20 for r in results)
+    m = engine.metrics(fresh=True)
+    assert m.kv_evictions + m.preemptions >= 3
