@@ -72,7 +72,7 @@ _log_callback = None
 _last_error = ""
 
 
-def _init_backend() -> None:
+def init_backend() -> None:
     global _backend_ready, _log_callback
     if _backend_ready:
         return
@@ -100,7 +100,7 @@ class LlamaRunner:
         settings.validate()
         path = Path(settings.model_path)
         check_gguf_file(path)
-        _init_backend()
+        init_backend()
         self.settings = settings
         self._model = self._load_model(path, settings, progress)
         try:

@@ -4,6 +4,10 @@ Additive-increase / multiplicative-decrease on the prefill share: it grows while
 requests queue and shrinks as soon as a step that held decoding sequences took longer
 than the target inter-token latency. With nobody decoding there is no latency to
 protect, so a step takes the whole batch.
+
+The target stretches with queue pressure: when more requests wait for their first token
+than are decoding, holding each decoding one to the target would make all the waiting
+ones wait longer (one slow step for 1 reader versus many steps for 7 queued ones).
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ class StepBudget:
             return room
         return max(0, min(self._prefill, room))
 
+    def target_for(self, n_decoding: int, n_queued: int) -> float:
+        """The step latency to aim at: the configured target, stretched by queue pressure."""
+        return self.target_step_s * max(1.0, n_queued / max(1, n_decoding))
+
     def observe(self, step_s: float, n_decoding: int, n_prefill: int, n_queued: int) -> None:
         """Feed back one finished step."""
         if n_decoding == 0:
             return
-        if step_s > self.target_step_s and n_prefill > 0:
+        target = self.target_for(n_decoding, n_queued)
+        if step_s > target and n_prefill > 0:
             self._prefill = max(self.min_tokens, int(self._prefill * 0.7))
-        elif n_queued > 0 and step_s <= self.target_step_s:
+        elif n_queued > 0 and step_s <= target:
             growth = max(self.min_tokens // 2, 4 * min(n_queued, 16))
             self._prefill = min(self.max_tokens, self._prefill + growth)

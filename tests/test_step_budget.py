@@ -54,7 +54,7 @@ def test_shrinking_stops_at_min_tokens() -> None:
 
 def test_slow_step_without_prefill_is_not_the_prefills_fault() -> None:
     b = budget(512)
-    b.observe(SLOW, n_decoding=4, n_prefill=0, n_queued=10)
+    b.observe(SLOW, n_decoding=4, n_prefill=0, n_queued=2)
     assert b.prefill_share == 128
 
 
@@ -97,3 +97,15 @@ def test_recovers_after_a_slow_phase() -> None:
     for _ in range(10):
         b.observe(FAST, n_decoding=8, n_prefill=low, n_queued=4)
     assert b.prefill_share == low + 10 * 16
+
+
+def test_a_long_queue_stretches_the_latency_target() -> None:
+    budget = StepBudget(max_tokens=512, target_step_s=0.1)
+    assert budget.target_for(n_decoding=4, n_queued=2) == 0.1
+    assert budget.target_for(n_decoding=1, n_queued=7) == pytest.approx(0.7)
+    start = budget.prefill_share
+    # 0.5 s is over the plain target but within the stretched one: 7 wait on 1 reader.
+    budget.observe(step_s=0.5, n_decoding=1, n_prefill=100, n_queued=7)
+    assert budget.prefill_share > start
+    budget.observe(step_s=0.5, n_decoding=7, n_prefill=100, n_queued=1)
+    assert budget.prefill_share < start + 64
