@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app import model_catalog
 from app.paths import data_dir, models_dir
+from storage.errors import StorageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +24,22 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, default=512)
     chat.add_argument("--temperature", type=float, default=0.7)
     chat.add_argument("--seed", type=int, default=None)
+    chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
+
+    export = sub.add_parser("export", help="export conversations to Markdown or JSON")
+    export.add_argument("--format", choices=("md", "json"), default="json")
+    export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
+    export.add_argument("path", help="file to write ('-' for standard output)")
+
+    imp = sub.add_parser("import", help="import conversations from a Chorus JSON export")
+    imp.add_argument("path")
+
+    sub.add_parser("list", help="list saved conversations")
+
+    sbench = sub.add_parser("bench-storage", help="time checkpoints, opening and search on a scratch database")
+    sbench.add_argument("--messages", type=int, default=100_000, help="messages in the search corpus")
+    sbench.add_argument("--long", type=int, default=10_000, help="messages in the long conversation")
+    sbench.add_argument("--json", action="store_true")
 
     bench = sub.add_parser("bench", help="N chats through the engine vs one after another")
     _add_model_args(bench)
@@ -64,13 +81,21 @@ def main(argv: list[str] | None = None) -> int:
             from app.bench import run_bench
 
             return run_bench(args, _model_path(args, base))
+        if args.command in ("export", "import", "list"):
+            from app import chats_cli
+
+            return getattr(chats_cli, f"run_{args.command}")(args, base)
+        if args.command == "bench-storage":
+            from app.storage_bench import run_storage_bench
+
+            return run_storage_bench(args)
         if args.command in (None, "chat"):
             from app.chat_cli import run_chat
 
             if args.command is None:
                 args = build_parser().parse_args([*(argv or sys.argv[1:]), "chat"])
-            return run_chat(args, _model_path(args, base))
-    except model_catalog.ModelFetchError as exc:
+            return run_chat(args, _model_path(args, base), base)
+    except (model_catalog.ModelFetchError, StorageError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     return 1

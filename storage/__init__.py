@@ -1,4 +1,36 @@
-"""Chat storage (SQLite through SQLAlchemy). Imports no Qt and no engine.
+"""Chat storage: SQLite through SQLAlchemy 2.0, migrated with Alembic.
 
-Not built yet: see the storage issue.
+Imports no Qt and no engine. Everything that leaves this package is a plain dataclass.
 """
+
+from storage.catalog import CatalogRepository
+from storage.database import DEFAULT_FILENAME, Database, open_database
+from storage.errors import ImportRejected, NotFoundError, StorageError
+from storage.records import (
+    ActivePath,
+    BranchPosition,
+    ConversationRecord,
+    MessageRecord,
+    MessageStatus,
+    SearchHit,
+)
+from storage.repository import ChatRepository
+from storage.search import search
+
+__all__ = [
+    "ActivePath",
+    "BranchPosition",
+    "CatalogRepository",
+    "ChatRepository",
+    "ConversationRecord",
+    "DEFAULT_FILENAME",
+    "Database",
+    "ImportRejected",
+    "MessageRecord",
+    "MessageStatus",
+    "NotFoundError",
+    "SearchHit",
+    "StorageError",
+    "open_database",
+    "search",
+]

@@ -1,0 +1,149 @@
+"""Presets, model profiles, comparisons and app settings."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from storage.database import Database
+from storage.errors import NotFoundError, StorageError
+from storage.records import ComparisonRecord, ModelProfileRecord, PresetRecord
+from storage.schema import Comparison, Conversation, ModelProfile, Preset, Setting
+
+PROFILE_KINDS = ("gguf", "remote")
+PROFILE_FIELDS = (
+    "path", "size_bytes", "sha256", "architecture", "context_length", "base_url", "remote_model",
+)
+
+
+def _preset(p: Preset) -> PresetRecord:
+    return PresetRecord(p.id, p.name, p.system_prompt, json.loads(p.sampling_json), p.created_at)
+
+
+def _profile(p: ModelProfile) -> ModelProfileRecord:
+    return ModelProfileRecord(
+        p.id, p.name, p.kind, p.path, p.size_bytes, p.sha256, p.architecture,
+        p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), p.created_at,
+    )
+
+
+class CatalogRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ----- presets -----------------------------------------------------------------
+
+    def create_preset(self, name: str, system_prompt: str, sampling: dict | None = None) -> PresetRecord:
+        if not name.strip():
+            raise StorageError("a preset needs a name")
+        with self.db.begin() as s:
+            if s.scalar(select(Preset.id).where(Preset.name == name)) is not None:
+                raise StorageError(f"a preset named {name!r} already exists")
+            preset = Preset(name=name, system_prompt=system_prompt, sampling_json=json.dumps(sampling or {}))
+            s.add(preset)
+            s.flush()
+            return _preset(preset)
+
+    def list_presets(self) -> list[PresetRecord]:
+        with self.db.begin() as s:
+            return [_preset(p) for p in s.scalars(select(Preset).order_by(Preset.name))]
+
+    def get_preset(self, preset_id: int) -> PresetRecord:
+        with self.db.begin() as s:
+            return _preset(self._get(s, Preset, preset_id))
+
+    def update_preset(self, preset_id: int, **fields) -> PresetRecord:
+        with self.db.begin() as s:
+            preset = self._get(s, Preset, preset_id)
+            if "name" in fields:
+                preset.name = fields.pop("name")
+            if "system_prompt" in fields:
+                preset.system_prompt = fields.pop("system_prompt")
+            if "sampling" in fields:
+                preset.sampling_json = json.dumps(fields.pop("sampling") or {})
+            if fields:
+                raise StorageError(f"cannot update preset field(s): {', '.join(sorted(fields))}")
+            return _preset(preset)
+
+    def delete_preset(self, preset_id: int) -> None:
+        """Conversations that used it keep their messages; their preset becomes none."""
+        with self.db.begin() as s:
+            s.delete(self._get(s, Preset, preset_id))
+
+    # ----- model profiles --------------------------------------------------------------
+
+    def save_model_profile(
+        self, name: str, kind: str, load_settings: dict | None = None, **fields
+    ) -> ModelProfileRecord:
+        """Create or replace the profile called name."""
+        if kind not in PROFILE_KINDS:
+            raise StorageError(f"model profile kind must be one of {PROFILE_KINDS}")
+        unknown = set(fields) - set(PROFILE_FIELDS)
+        if unknown:
+            raise StorageError(f"unknown model profile field(s): {', '.join(sorted(unknown))}")
+        if kind == "gguf" and not fields.get("path"):
+            raise StorageError("a GGUF model profile needs a path")
+        if kind == "remote" and not fields.get("base_url"):
+            raise StorageError("a remote model profile needs a base URL")
+        with self.db.begin() as s:
+            profile = s.scalar(select(ModelProfile).where(ModelProfile.name == name))
+            if profile is None:
+                profile = ModelProfile(name=name)
+                s.add(profile)
+            profile.kind = kind
+            profile.load_settings_json = json.dumps(load_settings or {})
+            for f in PROFILE_FIELDS:
+                setattr(profile, f, fields.get(f))
+            s.flush()
+            return _profile(profile)
+
+    def list_model_profiles(self) -> list[ModelProfileRecord]:
+        with self.db.begin() as s:
+            return [_profile(p) for p in s.scalars(select(ModelProfile).order_by(ModelProfile.name))]
+
+    def delete_model_profile(self, profile_id: int) -> None:
+        with self.db.begin() as s:
+            s.delete(self._get(s, ModelProfile, profile_id))
+
+    # ----- comparisons ---------------------------------------------------------------
+
+    def create_comparison(self, title: str, conversation_ids: list[int], settings: dict | None = None) -> ComparisonRecord:
+        with self.db.begin() as s:
+            comp = Comparison(title=title, settings_json=json.dumps(settings or {}))
+            s.add(comp)
+            s.flush()
+            for conv_id in conversation_ids:
+                self._get(s, Conversation, conv_id).comparison_id = comp.id
+            return ComparisonRecord(comp.id, title, settings or {}, comp.created_at, tuple(conversation_ids))
+
+    def get_comparison(self, comparison_id: int) -> ComparisonRecord:
+        with self.db.begin() as s:
+            comp = self._get(s, Comparison, comparison_id)
+            ids = tuple(s.scalars(
+                select(Conversation.id).where(Conversation.comparison_id == comparison_id).order_by(Conversation.id)
+            ))
+            return ComparisonRecord(comp.id, comp.title, json.loads(comp.settings_json), comp.created_at, ids)
+
+    # ----- settings ------------------------------------------------------------------
+
+    def get_setting(self, key: str, default=None):
+        with self.db.begin() as s:
+            row = s.get(Setting, key)
+            return default if row is None else json.loads(row.value_json)
+
+    def set_setting(self, key: str, value) -> None:
+        encoded = json.dumps(value)
+        with self.db.begin() as s:
+            row = s.get(Setting, key)
+            if row is None:
+                s.add(Setting(key=key, value_json=encoded))
+            else:
+                row.value_json = encoded
+
+    @staticmethod
+    def _get(s, model, ident):
+        row = s.get(model, ident)
+        if row is None:
+            raise NotFoundError(f"{model.__tablename__[:-1].replace('_', ' ')} {ident} does not exist")
+        return row

@@ -1,0 +1,113 @@
+"""Opening the SQLite file: connection settings, migrations (after a backup), sessions."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FILENAME = "chorus.db"
+MIGRATIONS = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_MS = 5000
+
+
+def _configure_connection(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL: readers never block the writer. NORMAL sync in WAL mode survives a killed
+    # process (committed pages are in the OS); only a power cut may lose the last commit.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cur.close()
+
+
+class Database:
+    """One SQLite file. Thread-safe: every unit of work gets its own session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.engine: Engine = create_engine(f"sqlite:///{self.path}")
+        event.listen(self.engine, "connect", _configure_connection)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.backup_path: Path | None = None
+
+    def session(self) -> Session:
+        return self._sessions()
+
+    def begin(self):
+        """`with db.begin() as s:` one transaction, committed on success."""
+        return self._sessions.begin()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ----- migrations --------------------------------------------------------------
+
+    def current_revision(self) -> str | None:
+        with self.engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    def upgrade(self, revision: str = "head") -> None:
+        with self.engine.connect() as conn:
+            # Batch migrations rebuild tables; constraints are checked again afterwards.
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+            try:
+                with conn.begin():
+                    command.upgrade(_alembic_config(conn), revision)
+                problems = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                conn.commit()
+                if problems:
+                    raise RuntimeError(f"foreign key violations after migration: {problems[:3]}")
+            finally:
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
+
+    def backup(self, label: str) -> Path:
+        """A consistent copy of the file (SQLite's online backup), next to it."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.bak-{label}-{stamp}")
+        with sqlite3.connect(self.path) as src, sqlite3.connect(target) as dst:
+            src.backup(dst)
+        return target
+
+
+def head_revision() -> str:
+    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+
+
+def _alembic_config(connection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def open_database(path: Path) -> Database:
+    """Open (or create) the chat database and bring its schema to head.
+
+    An existing database that needs migrating is first copied to
+    `<name>.bak-<revision>-<time>`; a new one is created at head.
+    """
+    path = Path(path)
+    existed = path.exists() and path.stat().st_size > 0
+    db = Database(path)
+    current = db.current_revision() if existed else None
+    if current != head_revision():
+        if existed:
+            db.backup_path = db.backup(current or "unversioned")
+            log.info("backed up %s to %s before migrating from %s", path, db.backup_path, current)
+        db.upgrade()
+    return db

@@ -1,0 +1,410 @@
+"""Conversations and their message trees: the unit-of-work API the app calls.
+
+Every method is one transaction on its own session, so it is safe from any thread
+(the GUI never calls it on its own). Results are plain dataclasses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+from sqlalchemy import and_, func, literal, select, update
+from sqlalchemy.orm import Session
+
+from storage.database import Database
+from storage.errors import NotFoundError, StorageError
+from storage.records import (
+    ROLES,
+    ActivePath,
+    BranchPosition,
+    ConversationRecord,
+    MessageRecord,
+    MessageStatus,
+)
+from storage.schema import Conversation, Message, utcnow
+
+# parent_id default for add_message: continue the branch on screen.
+ACTIVE = object()
+
+def _path_query(leaf: int):
+    """The branch from the root down to leaf, root first (one recursive query)."""
+    path = (
+        select(Message.id, Message.parent_id, literal(0).label("depth"))
+        .where(Message.id == leaf)
+        .cte("path", recursive=True)
+    )
+    path = path.union_all(
+        select(Message.id, Message.parent_id, path.c.depth + 1).join(path, Message.id == path.c.parent_id)
+    )
+    return select(*_RECORD_COLUMNS).join(path, Message.id == path.c.id).order_by(path.c.depth.desc())
+
+
+# MessageRecord's fields, in its order: rows of these turn into records positionally.
+_RECORD_COLUMNS = (
+    Message.id, Message.conversation_id, Message.parent_id, Message.role, Message.content,
+    Message.status, Message.error_text, Message.prompt_tokens, Message.completion_tokens,
+    Message.ttft_s, Message.tokens_per_s, Message.model, Message.created_at, Message.updated_at,
+)
+
+
+def _row_record(row) -> MessageRecord:
+    """Fast path for many messages: a row of _RECORD_COLUMNS, read by position."""
+    *head, status, error, pt, ct, ttft, tps, model, created, updated = row
+    return MessageRecord(
+        *head, _STATUS[status], error, pt, ct, ttft, tps, model,
+        created.replace(tzinfo=timezone.utc), updated.replace(tzinfo=timezone.utc),
+    )
+
+
+def conversation_record(c: Conversation) -> ConversationRecord:
+    return ConversationRecord(
+        id=c.id,
+        title=c.title,
+        created_at=_aware(c.created_at),
+        updated_at=_aware(c.updated_at),
+        model_ref=c.model_ref,
+        preset_id=c.preset_id,
+        comparison_id=c.comparison_id,
+        sampling=json.loads(c.sampling_json or "{}"),
+        pinned=bool(c.pinned),
+        archived=bool(c.archived),
+        active_message_id=c.active_message_id,
+        deleted=c.deleted_at is not None,
+    )
+
+
+def message_record(m: Message) -> MessageRecord:
+    return MessageRecord(
+        id=m.id,
+        conversation_id=m.conversation_id,
+        parent_id=m.parent_id,
+        role=m.role,
+        content=m.content,
+        status=_STATUS[m.status],
+        error_text=m.error_text,
+        prompt_tokens=m.prompt_tokens,
+        completion_tokens=m.completion_tokens,
+        ttft_s=m.ttft_s,
+        tokens_per_s=m.tokens_per_s,
+        model=m.model,
+        created_at=_aware(m.created_at),
+        updated_at=_aware(m.updated_at),
+    )
+
+
+_STATUS = {s.value: s for s in MessageStatus}
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite stores no zone; every timestamp written here is UTC.
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ChatRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ----- conversations -----------------------------------------------------------
+
+    def create_conversation(
+        self,
+        title: str = "",
+        model_ref: str | None = None,
+        preset_id: int | None = None,
+        sampling: dict | None = None,
+        comparison_id: int | None = None,
+    ) -> ConversationRecord:
+        with self.db.begin() as s:
+            now = utcnow()
+            conv = Conversation(
+                title=title,
+                model_ref=model_ref,
+                preset_id=preset_id,
+                comparison_id=comparison_id,
+                sampling_json=json.dumps(sampling or {}),
+                pinned=False,
+                archived=False,
+                created_at=now,
+                updated_at=now,
+            )
+            s.add(conv)
+            s.flush()
+            return conversation_record(conv)
+
+    def get_conversation(self, conversation_id: int) -> ConversationRecord:
+        with self.db.begin() as s:
+            return conversation_record(self._conversation(s, conversation_id))
+
+    def list_conversations(
+        self, include_archived: bool = False, include_deleted: bool = False
+    ) -> list[ConversationRecord]:
+        query = select(Conversation)
+        if not include_archived:
+            query = query.where(Conversation.archived.is_(False))
+        if not include_deleted:
+            query = query.where(Conversation.deleted_at.is_(None))
+        query = query.order_by(Conversation.pinned.desc(), Conversation.updated_at.desc())
+        with self.db.begin() as s:
+            return [conversation_record(c) for c in s.scalars(query)]
+
+    def update_conversation(self, conversation_id: int, **fields) -> ConversationRecord:
+        """Change title, model_ref, preset_id, sampling (dict), pinned or archived."""
+        allowed = {"title", "model_ref", "preset_id", "sampling", "pinned", "archived", "comparison_id"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise StorageError(f"cannot update conversation field(s): {', '.join(sorted(unknown))}")
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            for name, value in fields.items():
+                if name == "sampling":
+                    conv.sampling_json = json.dumps(value or {})
+                else:
+                    setattr(conv, name, value)
+            conv.updated_at = utcnow()
+            return conversation_record(conv)
+
+    def rename(self, conversation_id: int, title: str) -> ConversationRecord:
+        return self.update_conversation(conversation_id, title=title)
+
+    def delete(self, conversation_id: int) -> None:
+        """Soft delete: hidden from lists and search until restored or purged."""
+        with self.db.begin() as s:
+            self._conversation(s, conversation_id).deleted_at = utcnow()
+
+    def restore(self, conversation_id: int) -> None:
+        with self.db.begin() as s:
+            self._conversation(s, conversation_id).deleted_at = None
+
+    def purge_deleted(self, deleted_before: datetime | None = None) -> int:
+        """Really delete soft-deleted conversations (all, or those deleted before a time)."""
+        cond = Conversation.deleted_at.is_not(None)
+        if deleted_before is not None:
+            cond = and_(cond, Conversation.deleted_at < deleted_before)
+        with self.db.begin() as s:
+            ids = list(s.scalars(select(Conversation.id).where(cond)))
+            for conv_id in ids:
+                s.execute(Message.__table__.delete().where(Message.conversation_id == conv_id))
+                s.execute(Conversation.__table__.delete().where(Conversation.id == conv_id))
+            return len(ids)
+
+    # ----- messages ----------------------------------------------------------------
+
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        parent_id: int | None | object = ACTIVE,
+        status: MessageStatus = MessageStatus.COMPLETE,
+        model: str | None = None,
+        **stats,
+    ) -> MessageRecord:
+        """Append a message under parent_id (default: the active leaf) and make it active."""
+        if role not in ROLES:
+            raise StorageError(f"role must be one of {ROLES}, got {role!r}")
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            parent = conv.active_message_id if parent_id is ACTIVE else parent_id
+            if parent is not None:
+                self._check_parent(s, conversation_id, parent)
+            now = utcnow()
+            msg = Message(
+                conversation_id=conversation_id,
+                parent_id=parent,
+                role=role,
+                content=content,
+                status=MessageStatus(status).value,
+                model=model,
+                owner_pid=os.getpid() if status == MessageStatus.STREAMING else None,
+                created_at=now,
+                updated_at=now,
+                **stats,
+            )
+            s.add(msg)
+            s.flush()
+            conv.active_message_id = msg.id
+            conv.updated_at = now
+            return message_record(msg)
+
+    def start_reply(
+        self, conversation_id: int, parent_id: int | None | object = ACTIVE, model: str | None = None
+    ) -> MessageRecord:
+        """An empty assistant message in `streaming` state: checkpoint it, then finish it."""
+        return self.add_message(
+            conversation_id, "assistant", "", parent_id, MessageStatus.STREAMING, model
+        )
+
+    def checkpoint(self, message_id: int, content: str, completion_tokens: int | None = None) -> None:
+        """Save the text generated so far. One small UPDATE; cheap enough for every second."""
+        values = {"content": content, "updated_at": utcnow()}
+        if completion_tokens is not None:
+            values["completion_tokens"] = completion_tokens
+        with self.db.begin() as s:
+            done = s.execute(
+                update(Message)
+                .where(Message.id == message_id, Message.status == MessageStatus.STREAMING.value)
+                .values(**values)
+            )
+            if done.rowcount != 1:
+                raise StorageError(f"message {message_id} is not streaming")
+
+    def finish_reply(
+        self,
+        message_id: int,
+        content: str,
+        status: MessageStatus = MessageStatus.COMPLETE,
+        error_text: str | None = None,
+        **stats,
+    ) -> MessageRecord:
+        """Final text, status and stats (prompt_tokens, completion_tokens, ttft_s, tokens_per_s)."""
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            msg.content = content
+            msg.status = MessageStatus(status).value
+            msg.error_text = error_text
+            msg.owner_pid = None
+            msg.updated_at = utcnow()
+            for name, value in stats.items():
+                setattr(msg, name, value)
+            return message_record(msg)
+
+    def edit_message(self, message_id: int, content: str) -> MessageRecord:
+        """Edit-and-resend: a new sibling with the new text; the old branch stays."""
+        original = self.get_message(message_id)
+        return self.add_message(
+            original.conversation_id, original.role, content, parent_id=original.parent_id
+        )
+
+    def get_message(self, message_id: int) -> MessageRecord:
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            return message_record(msg)
+
+    def siblings(self, message_id: int) -> list[int]:
+        """Ids of the message and its siblings (same parent), oldest first."""
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            return self._sibling_ids(s, msg.conversation_id, msg.parent_id)
+
+    def switch_to(self, message_id: int) -> int:
+        """Show the branch through message_id, down to its most recent leaf. Returns the leaf."""
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            leaf = msg.id
+            while True:
+                child = s.scalar(
+                    select(func.max(Message.id)).where(Message.parent_id == leaf)
+                )
+                if child is None:
+                    break
+                leaf = child
+            conv = self._conversation(s, msg.conversation_id)
+            conv.active_message_id = leaf
+            return leaf
+
+    def active_path(self, conversation_id: int) -> ActivePath:
+        """The branch on screen, root first, with each message's position among siblings."""
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            record = conversation_record(conv)
+            if conv.active_message_id is None:
+                return ActivePath(record, [])
+            messages = [_row_record(row) for row in s.execute(_path_query(conv.active_message_id))]
+            return ActivePath(record, messages, self._branches(s, conversation_id, messages))
+
+    def recover_interrupted(self) -> int:
+        """Mark messages left `streaming` by a process that is gone as `interrupted`.
+
+        Their text up to the last checkpoint is kept. Returns how many were marked.
+        """
+        me = os.getpid()
+        with self.db.begin() as s:
+            streaming = s.execute(
+                select(Message.id, Message.owner_pid).where(
+                    Message.status == MessageStatus.STREAMING.value
+                )
+            )
+            # At start-up nothing of ours streams yet, so our own pid is stale too
+            # (a pid reused after a reboot).
+            stale = [m.id for m in streaming if m.owner_pid == me or not pid_alive(m.owner_pid)]
+            if stale:
+                s.execute(
+                    update(Message)
+                    .where(Message.id.in_(stale))
+                    .values(status=MessageStatus.INTERRUPTED.value, owner_pid=None)
+                )
+            return len(stale)
+
+    # ----- internals ---------------------------------------------------------------
+
+    def _conversation(self, s: Session, conversation_id: int) -> Conversation:
+        conv = s.get(Conversation, conversation_id)
+        if conv is None:
+            raise NotFoundError(f"conversation {conversation_id} does not exist")
+        return conv
+
+    def _check_parent(self, s: Session, conversation_id: int, parent_id: int) -> None:
+        owner = s.scalar(select(Message.conversation_id).where(Message.id == parent_id))
+        if owner != conversation_id:
+            raise StorageError(f"message {parent_id} is not in conversation {conversation_id}")
+
+    def _sibling_ids(self, s: Session, conversation_id: int, parent_id: int | None) -> list[int]:
+        parent_cond = Message.parent_id.is_(None) if parent_id is None else Message.parent_id == parent_id
+        return list(
+            s.scalars(
+                select(Message.id)
+                .where(Message.conversation_id == conversation_id, parent_cond)
+                .order_by(Message.id)
+            )
+        )
+
+    def _branches(
+        self, s: Session, conversation_id: int, path: list[MessageRecord]
+    ) -> dict[int, BranchPosition]:
+        """Positions of the path's messages that have siblings (most have none)."""
+        in_conv = Message.conversation_id == conversation_id
+        forks = (
+            select(Message.parent_id)
+            .where(in_conv)
+            .group_by(Message.parent_id)
+            .having(func.count() > 1)
+        )
+        fork_parents = set(s.scalars(forks))
+        if not fork_parents:
+            return {}
+        cond = Message.parent_id.in_([p for p in fork_parents if p is not None])
+        if None in fork_parents:
+            cond = cond | Message.parent_id.is_(None)
+        children: dict[int | None, list[int]] = {}
+        for parent, msg_id in s.execute(
+            select(Message.parent_id, Message.id).where(in_conv, cond).order_by(Message.id)
+        ):
+            children.setdefault(parent, []).append(msg_id)
+        out = {}
+        for m in path:
+            sibs = children.get(m.parent_id)
+            if sibs:
+                out[m.id] = BranchPosition(sibs.index(m.id) + 1, len(sibs), tuple(sibs))
+        return out

@@ -1,0 +1,124 @@
+"""The SQLAlchemy models: what a chat history is made of.
+
+Repositories turn these into plain dataclasses (storage/records.py); no ORM object
+leaves this package.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Preset(Base):
+    """A named system prompt with default sampling: the shared KV prefix of many tabs."""
+
+    __tablename__ = "presets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    sampling_json: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ModelProfile(Base):
+    """A local GGUF file or a remote OpenAI-compatible endpoint, with load settings."""
+
+    __tablename__ = "model_profiles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "gguf" | "remote"
+    path: Mapped[str | None] = mapped_column(Text)
+    size_bytes: Mapped[int | None] = mapped_column(Integer)
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    architecture: Mapped[str | None] = mapped_column(String(64))
+    context_length: Mapped[int | None] = mapped_column(Integer)
+    base_url: Mapped[str | None] = mapped_column(Text)
+    remote_model: Mapped[str | None] = mapped_column(String(200))
+    load_settings_json: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Comparison(Base):
+    """Conversations created together by one side-by-side run."""
+
+    __tablename__ = "comparisons"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(500), default="")
+    settings_json: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(500), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    model_ref: Mapped[str | None] = mapped_column(Text)
+    preset_id: Mapped[int | None] = mapped_column(ForeignKey("presets.id", ondelete="SET NULL"))
+    comparison_id: Mapped[int | None] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="SET NULL")
+    )
+    sampling_json: Mapped[str] = mapped_column(Text, default="{}")
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The leaf of the branch on screen. No foreign key: messages point at conversations,
+    # and a cycle of constraints makes SQLite migrations needlessly hard.
+    active_message_id: Mapped[int | None] = mapped_column(Integer)
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    messages: Mapped[list["Message"]] = relationship(
+        back_populates="conversation", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class Message(Base):
+    """One node of a conversation's tree: regenerate and edit add siblings."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_conversation_parent", "conversation_id", "parent_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), index=True
+    )
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="complete")
+    error_text: Mapped[str | None] = mapped_column(Text)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    ttft_s: Mapped[float | None] = mapped_column(Float)
+    tokens_per_s: Mapped[float | None] = mapped_column(Float)
+    model: Mapped[str | None] = mapped_column(Text)
+    # Process writing a streaming message; recovery leaves a live writer's message alone.
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    conversation: Mapped[Conversation] = relationship(back_populates="messages")
+
+
+class Setting(Base):
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value_json: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,78 @@
+"""Full-text search over message text and conversation titles (FTS5, bm25 ranking)."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import text
+
+from storage.database import Database
+from storage.records import SearchHit
+
+# Private-use characters mark matches inside FTS5 snippets; they never occur in chats.
+_START, _END = "\ue000", "\ue001"
+_WORD = re.compile(r"\w+", re.UNICODE)
+SNIPPET_TOKENS = 12
+
+_MESSAGES_SQL = text(
+    f"""
+    SELECT m.id, m.conversation_id, c.title, m.role,
+           snippet(messages_fts, 0, '{_START}', '{_END}', '…', {SNIPPET_TOKENS}) AS snip,
+           messages_fts.rank AS rank
+    FROM messages_fts
+    JOIN messages m ON m.id = messages_fts.rowid
+    JOIN conversations c ON c.id = m.conversation_id
+    WHERE messages_fts MATCH :query AND c.deleted_at IS NULL
+    ORDER BY messages_fts.rank
+    LIMIT :limit OFFSET :offset
+    """
+)
+
+_TITLES_SQL = text(
+    f"""
+    SELECT c.id, c.title,
+           highlight(conversations_fts, 0, '{_START}', '{_END}') AS snip,
+           conversations_fts.rank AS rank
+    FROM conversations_fts
+    JOIN conversations c ON c.id = conversations_fts.rowid
+    WHERE conversations_fts MATCH :query AND c.deleted_at IS NULL
+    ORDER BY conversations_fts.rank
+    LIMIT :limit
+    """
+)
+
+
+def fts_query(user_text: str) -> str | None:
+    """Words as quoted terms (all must match); the last one also matches as a prefix,
+    so results appear while the user is still typing. None when there is no word."""
+    words = _WORD.findall(user_text)
+    if not words:
+        return None
+    terms = [f'"{w}"' for w in words]
+    terms[-1] += "*"
+    return " ".join(terms)
+
+
+def split_snippet(snippet: str) -> tuple[tuple[str, bool], ...]:
+    runs: list[tuple[str, bool]] = []
+    for i, part in enumerate(re.split(f"[{_START}{_END}]", snippet)):
+        if part:
+            runs.append((part, i % 2 == 1))
+    return tuple(runs)
+
+
+def search(db: Database, user_text: str, limit: int = 20, offset: int = 0) -> list[SearchHit]:
+    """Best matches first: matching titles (first page only), then messages of every
+    branch. Deleted conversations are left out."""
+    query = fts_query(user_text)
+    if query is None:
+        return []
+    hits: list[SearchHit] = []
+    with db.engine.connect() as conn:
+        if offset == 0:
+            for conv_id, title, snip, rank in conn.execute(_TITLES_SQL, {"query": query, "limit": limit}):
+                hits.append(SearchHit(conv_id, title, None, None, split_snippet(snip), rank))
+        rows = conn.execute(_MESSAGES_SQL, {"query": query, "limit": limit, "offset": offset})
+        for msg_id, conv_id, title, role, snip, rank in rows:
+            hits.append(SearchHit(conv_id, title, msg_id, role, split_snippet(snip), rank))
+    return hits
