@@ -112,7 +112,7 @@ class EngineCore:
         out = self._outputs.get(request_id)
         if out is None:
             return []
-        return [self._finish(out, FinishReason.CANCELLED, out._flush())]
+        return [self._finish(out, FinishReason.CANCELLED, out.flush())]
 
     def cancel_all(self, reason: FinishReason = FinishReason.CANCELLED, error: str | None = None) -> list[Delta]:
         return [self._finish(out, reason, "", error) for out in list(self._outputs.values())]
@@ -131,6 +131,7 @@ class EngineCore:
         plan = self.scheduler.schedule()
         self._record_admissions(plan)
         deltas += self._requeued(plan.preempted)
+        deltas += self._finish_out_of_cells(plan)
         deltas += self._finish_fully_cached(plan)
         if plan.empty:
             return deltas + (self._fail_unschedulable() if not deltas else [])
@@ -155,6 +156,10 @@ class EngineCore:
         deltas += step_deltas
         self._record(plan, duration, sampled)
         return deltas
+
+    def _finish_out_of_cells(self, plan: StepPlan) -> list[Delta]:
+        outs = [self._outputs[r.request_id] for r in plan.out_of_cells]
+        return [self._finish(out, FinishReason.CONTEXT_FULL, out.flush()) for out in outs]
 
     def _finish_fully_cached(self, plan: StepPlan) -> list[Delta]:
         """A prefill-only request (pinning) whose prompt was wholly in the cache is done."""
@@ -214,9 +219,9 @@ class EngineCore:
 
     def _fail_unschedulable(self) -> list[Delta]:
         """Nothing runs, yet the head of the queue cannot be admitted: it never will be."""
-        if self.scheduler.running or not self.scheduler.waiting:
+        head = self.scheduler.next_waiting()
+        if self.scheduler.running or head is None:
             return []
-        head = min(self.scheduler.waiting, key=self.scheduler._order_key(self.scheduler.clock()))
         out = self._outputs[head.request_id]
         stats = self.kv.stats()
         msg = (

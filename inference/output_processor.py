@@ -42,19 +42,19 @@ class RequestOutput:
         self._record_time(now)
         req = self.request
         if is_eog and not req.sampling.ignore_eos:
-            return TokenVerdict(self._flush(), FinishReason.STOP, kept=False)
+            return TokenVerdict(self.flush(), FinishReason.STOP, kept=False)
         req.append_token(token)
         pushed = self.stops.push(self.detok.feed(piece))
         if pushed.stopped:
             return TokenVerdict(pushed.text, FinishReason.STOP)
         max_tokens = req.sampling.max_tokens
         if max_tokens > 0 and req.num_output >= max_tokens:
-            return TokenVerdict(pushed.text + self._flush(), FinishReason.LENGTH)
+            return TokenVerdict(pushed.text + self.flush(), FinishReason.LENGTH)
         if len(req.tokens) >= self.n_ctx:
-            return TokenVerdict(pushed.text + self._flush(), FinishReason.CONTEXT_FULL)
+            return TokenVerdict(pushed.text + self.flush(), FinishReason.CONTEXT_FULL)
         return TokenVerdict(pushed.text, None)
 
-    def _flush(self) -> str:
+    def flush(self) -> str:
         return self.stops.push(self.detok.flush()).text + self.stops.flush()
 
     def _record_time(self, now: float) -> None:

@@ -39,6 +39,8 @@ class ScheduledChunk:
 class StepPlan:
     chunks: list[ScheduledChunk] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
+    # Running alone, yet no cell left for its next token: it ends, its text kept.
+    out_of_cells: list[Request] = field(default_factory=list)
     admitted: list[Request] = field(default_factory=list)
 
     @property
@@ -88,6 +90,10 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def next_waiting(self) -> Request | None:
+        """The request the scheduler will admit next, if any waits."""
+        return min(self.waiting, key=self._order_key(self.clock()), default=None)
+
     def queue_position(self, request: Request) -> int:
         order = sorted(self.waiting, key=self._order_key(self.clock()))
         return order.index(request) + 1 if request in order else 0
@@ -121,8 +127,10 @@ class Scheduler:
         order = self._order_key(now)
         decoding = sorted((r for r in self.running if r.is_decoding), key=order)
         while decoding and not self.kv.make_room(len(decoding)):
-            victim = self._preempt_one(decoding)
-            plan.preempted.append(victim)
+            if len(self.running) == 1:
+                plan.out_of_cells.append(decoding.pop())
+            else:
+                plan.preempted.append(self._preempt_one(decoding))
         for req in decoding:
             plan.chunks.append(ScheduledChunk(req, req.num_computed, 1, True, is_decode=True))
         committed = len(decoding)
@@ -155,7 +163,7 @@ class Scheduler:
             n = min(req.num_uncomputed, left)
             if n > 0:  # zero when a prefill-only request is wholly cached
                 plan.chunks.append(self._prefill_chunk(req, n))
-            outstanding += req.num_uncomputed + self.decode_reserve
+            outstanding += req.num_uncomputed + self._reserve_for(req)
             left -= n
         return plan
 
@@ -188,7 +196,7 @@ class Scheduler:
 
     def _admit(self, req: Request, now: float, outstanding: int) -> bool:
         alloc = self.kv.allocate(
-            req.tokens, req.reuse_limit, reserve_cells=outstanding + self.decode_reserve
+            req.tokens, req.reuse_limit, reserve_cells=outstanding + self._reserve_for(req)
         )
         if alloc is None:
             return False
@@ -201,6 +209,14 @@ class Scheduler:
         self.waiting.remove(req)
         self.running.append(req)
         return True
+
+    def _reserve_for(self, req: Request) -> int:
+        """Cells held back for a new request's first decode tokens, so admitting it does not
+        at once force a preemption. Alone it only needs one: nobody could be preempted."""
+        if not self.running:
+            return 1
+        limit = req.sampling.max_tokens
+        return min(self.decode_reserve, limit) if limit > 0 else self.decode_reserve
 
     def _waits_for_inflight(self, req: Request) -> bool:
         """True while another admitted request is computing a long prefix req could share."""

@@ -76,3 +76,51 @@ def test_bench_prints_engine_baseline_and_ratios(data_dir):
     assert report["engine"]["max_batch_seqs"] == 3
     # The shared system prompt is computed once by the engine.
     assert report["engine"]["prompt_tokens_computed"] <= report["ideal"]["prompt_tokens"] + 3
+
+
+def test_terminal_chat_is_saved_and_can_be_continued(data_dir):
+    first = chorus(data_dir, "chat", "--max-tokens", "8", "--temperature", "0", stdin="Hello!\n/quit\n")
+    assert first.returncode == 0, first.stderr
+    assert "saved as conversation 1" in first.stderr
+    listed = chorus(data_dir, "list")
+    assert "Hello!" in listed.stdout
+    again = chorus(data_dir, "chat", "--conversation", "1", "--max-tokens", "8", "--temperature", "0",
+                   stdin="And again?\n/quit\n")
+    assert again.returncode == 0, again.stderr
+    assert "continuing conversation 1 (2 messages)" in again.stderr
+    md = chorus(data_dir, "export", "--format", "md", "--conversation", "1", "-")
+    assert md.returncode == 0
+    body = md.stdout
+    assert body.index("### You\n\nHello!") < body.index("### You\n\nAnd again?")
+    assert body.count("### Assistant") == 2
+    missing = chorus(data_dir, "chat", "--conversation", "99", stdin="hi\n")
+    assert missing.returncode == 2 and "conversation 99 does not exist" in missing.stderr
+
+
+def test_export_import_round_trip_and_rejection(data_dir, tmp_path):
+    chorus(data_dir, "chat", "--max-tokens", "6", "--temperature", "0", stdin="Question one\n/quit\n")
+    exported = tmp_path / "chats.json"
+    out = chorus(data_dir, "export", "--format", "json", str(exported))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(exported.read_text())
+    assert data["format"] == "chorus-chats" and len(data["conversations"]) == 1
+    imported = chorus(data_dir, "import", str(exported))
+    assert imported.returncode == 0
+    assert "imported 1 conversation(s), 2 message(s)" in imported.stdout
+    assert len(chorus(data_dir, "list").stdout.strip().splitlines()) == 2
+    broken = tmp_path / "broken.json"
+    broken.write_text(exported.read_text()[:200])
+    rejected = chorus(data_dir, "import", str(broken))
+    assert rejected.returncode == 2
+    assert rejected.stderr.count("\n") == 1 and "not valid JSON" in rejected.stderr
+    assert len(chorus(data_dir, "list").stdout.strip().splitlines()) == 2
+
+
+def test_bench_storage_reports_the_three_timings(tmp_path):
+    out = chorus(tmp_path, "bench-storage", "--messages", "2000", "--long", "500", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["long_conversation_messages"] == 500
+    assert report["messages_total"] >= 2500
+    for key in ("checkpoint_ms_p50", "open_long_conversation_ms_p50", "search_common_word_ms_p50"):
+        assert report[key] > 0

@@ -348,3 +348,28 @@ def test_decode_without_a_kv_slot_evicts_or_preempts_and_retries(make_engine):
     assert all(r.finish_reason is FinishReason.LENGTH and r.stats.generated_tokens == 20 for r in results)
     m = engine.metrics(fresh=True)
     assert m.kv_evictions + m.preemptions >= 3
+
+
+def test_a_request_that_can_never_fit_beside_pinned_prompts_fails_clearly(make_engine):
+    engine = make_engine(n_ctx=256, n_seq_max=4)
+    big_system = "You are careful. " * 45
+    assert engine.pin_system_prompt(big_system).result(60).error is None
+    assert engine.call(lambda core: core.kv.stats()).cells_used > 150
+    other = engine.submit(greedy(user("Tell me about the sea and the sky. " * 6), 8)).result(60)
+    assert other.finish_reason is FinishReason.ERROR
+    assert "KV cache cannot hold this request" in other.error
+    assert "unpin" in other.error
+    # The pinned prompt itself still serves chats that fit.
+    ok = engine.submit(greedy(user("Hi", big_system), 4)).result(60)
+    assert ok.error is None and ok.stats.cached_tokens > 150
+
+
+def test_a_reply_that_fills_the_cache_ends_with_its_text_kept(make_engine):
+    engine = make_engine(n_ctx=256, n_seq_max=2)
+    big_system = "You are careful. " * 45
+    engine.pin_system_prompt(big_system).result(60)
+    out = engine.submit(greedy(user("Hi", big_system), 500, ignore_eos=True)).result(60)
+    assert out.finish_reason is FinishReason.CONTEXT_FULL
+    assert out.error is None
+    assert 20 < out.stats.generated_tokens < 256 - 180
+    assert len(out.text) > 20
