@@ -9,6 +9,7 @@ from sqlalchemy import select
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
 from storage.records import ComparisonRecord, ModelProfileRecord, PresetRecord
+from storage.repository import _aware
 from storage.schema import Comparison, Conversation, ModelProfile, Preset, Setting
 
 PROFILE_KINDS = ("gguf", "remote")
@@ -18,13 +19,13 @@ PROFILE_FIELDS = (
 
 
 def _preset(p: Preset) -> PresetRecord:
-    return PresetRecord(p.id, p.name, p.system_prompt, json.loads(p.sampling_json), p.created_at)
+    return PresetRecord(p.id, p.name, p.system_prompt, json.loads(p.sampling_json), _aware(p.created_at))
 
 
 def _profile(p: ModelProfile) -> ModelProfileRecord:
     return ModelProfileRecord(
         p.id, p.name, p.kind, p.path, p.size_bytes, p.sha256, p.architecture,
-        p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), p.created_at,
+        p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), _aware(p.created_at),
     )
 
 
@@ -123,7 +124,7 @@ class CatalogRepository:
             ids = tuple(s.scalars(
                 select(Conversation.id).where(Conversation.comparison_id == comparison_id).order_by(Conversation.id)
             ))
-            return ComparisonRecord(comp.id, comp.title, json.loads(comp.settings_json), comp.created_at, ids)
+            return ComparisonRecord(comp.id, comp.title, json.loads(comp.settings_json), _aware(comp.created_at), ids)
 
     # ----- settings ------------------------------------------------------------------
 

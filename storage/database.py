@@ -11,8 +11,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class Database:
 
     def backup(self, label: str) -> Path:
         """A consistent copy of the file (SQLite's online backup), next to it."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%f")
         target = self.path.with_name(f"{self.path.name}.bak-{label}-{stamp}")
         with sqlite3.connect(self.path) as src, sqlite3.connect(target) as dst:
             src.backup(dst)
@@ -86,6 +90,13 @@ class Database:
 
 def head_revision() -> str:
     return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+
+
+def _known(revision: str) -> bool:
+    try:
+        return ScriptDirectory(str(MIGRATIONS)).get_revision(revision) is not None
+    except (ResolutionError, CommandError):  # alembic wraps one in the other
+        return False
 
 
 def _alembic_config(connection) -> Config:
@@ -105,6 +116,12 @@ def open_database(path: Path) -> Database:
     existed = path.exists() and path.stat().st_size > 0
     db = Database(path)
     current = db.current_revision() if existed else None
+    if current is not None and not _known(current):
+        db.close()
+        raise StorageError(
+            f"{path.name} was written by a newer Chorus (schema revision {current}); this "
+            f"version knows up to {head_revision()}. Update Chorus; the file was not changed."
+        )
     if current != head_revision():
         if existed:
             db.backup_path = db.backup(current or "unversioned")

@@ -312,14 +312,13 @@ class ChatRepository:
             msg = s.get(Message, message_id)
             if msg is None:
                 raise NotFoundError(f"message {message_id} does not exist")
-            leaf = msg.id
-            while True:
-                child = s.scalar(
-                    select(func.max(Message.id)).where(Message.parent_id == leaf)
-                )
-                if child is None:
-                    break
-                leaf = child
+            # The newest message of the subtree: a child is always newer than its
+            # parent, so it is a leaf (the newest child at each level may not lead there).
+            subtree = select(Message.id).where(Message.id == msg.id).cte("subtree", recursive=True)
+            subtree = subtree.union_all(
+                select(Message.id).join(subtree, Message.parent_id == subtree.c.id)
+            )
+            leaf = s.scalar(select(func.max(subtree.c.id)))
             conv = self._conversation(s, msg.conversation_id)
             conv.active_message_id = leaf
             return leaf

@@ -8,6 +8,7 @@ a malformed, truncated or oversized file changes nothing.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -120,7 +121,7 @@ def import_file(db: Database, path: Path) -> ImportResult:
         raise ImportRejected(f"{path.name} is {size:,} bytes; the limit is {MAX_IMPORT_BYTES:,}")
     raw = path.read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark is fine
     except UnicodeDecodeError:
         raise ImportRejected(f"{path.name} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -155,13 +156,17 @@ def _validate(data: Any) -> list[dict]:
 def _validate_conversation(conv: Any, where: str) -> int:
     _require(isinstance(conv, dict), f"{where} must be an object")
     _require(isinstance(conv.get("title", ""), str), f"{where}: title must be text")
+    _require(_is_text_or_none(conv.get("model")), f"{where}: model must be text")
     for key in ("created_at", "updated_at"):
         if key in conv:
             _parse_time(conv[key], f"{where}: {key}")
     _require(isinstance(conv.get("sampling", {}), dict), f"{where}: sampling must be an object")
+    for flag in ("pinned", "archived"):
+        _require(isinstance(conv.get(flag, False), bool), f"{where}: {flag} must be true or false")
     preset = conv.get("preset")
     _require(preset is None or (isinstance(preset, dict) and isinstance(preset.get("name"), str)
-             and isinstance(preset.get("system_prompt", ""), str)), f"{where}: preset must have a name")
+             and isinstance(preset.get("system_prompt", ""), str)
+             and isinstance(preset.get("sampling", {}), dict)), f"{where}: preset must have a name")
     messages = conv.get("messages")
     _require(isinstance(messages, list), f"{where}: messages must be a list")
     seen: set = set()
@@ -169,23 +174,26 @@ def _validate_conversation(conv: Any, where: str) -> int:
         _validate_message(m, seen, f"{where}, message {j + 1}")
         seen.add(m["id"])
     active = conv.get("active_message")
-    _require(active is None or active in seen, f"{where}: active_message {active!r} is not one of its messages")
+    _require(active is None or (_is_id(active) and active in seen), f"{where}: active_message {active!r} is not one of its messages")
     return len(messages)
 
 
 def _validate_message(m: Any, seen: set, where: str) -> None:
     _require(isinstance(m, dict), f"{where} must be an object")
-    _require(isinstance(m.get("id"), (int, str)) and not isinstance(m.get("id"), bool), f"{where}: id must be a number or text")
+    _require(_is_id(m.get("id")), f"{where}: id must be a number or text")
     _require(m["id"] not in seen, f"{where}: duplicate id {m['id']!r}")
-    _require(m.get("parent") is None or m.get("parent") in seen,
+    _require(m.get("parent") is None or (_is_id(m.get("parent")) and m.get("parent") in seen),
              f"{where}: parent {m.get('parent')!r} must be an earlier message of the same conversation")
     _require(m.get("role") in ROLES, f"{where}: role must be one of {ROLES}")
     _require(isinstance(m.get("content"), str), f"{where}: content must be text")
     status = m.get("status", "complete")
-    _require(status in {s.value for s in MessageStatus}, f"{where}: unknown status {status!r}")
+    _require(isinstance(status, str) and status in {s.value for s in MessageStatus}, f"{where}: unknown status {status!r}")
+    for key in ("error", "model"):
+        _require(_is_text_or_none(m.get(key)), f"{where}: {key} must be text")
     for key in STATS:
         value = m.get(key)
-        _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)), f"{where}: {key} must be a number")
+        _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                   and abs(value) < 2**63 and math.isfinite(value)), f"{where}: {key} must be a number")
     if "created_at" in m:
         _parse_time(m["created_at"], f"{where}: created_at")
 
@@ -242,6 +250,14 @@ def _preset_id(s, preset: dict | None) -> int | None:
     return row.id
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def _is_text_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise ImportRejected(f"import rejected, nothing was written: {message}")
@@ -254,7 +270,8 @@ def _parse_time(value: Any, where: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except (TypeError, ValueError):
         raise ImportRejected(f"import rejected, nothing was written: {where} is not an ISO date-time") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    # Stored as UTC wall time (SQLite keeps no zone), so other offsets are converted.
+    return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def _iso(value: datetime | None) -> str | None:

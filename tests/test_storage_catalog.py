@@ -1,0 +1,219 @@
+"""Presets, model profiles, comparisons and settings in a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from storage import ChatRepository, NotFoundError, StorageError, open_database
+from storage.catalog import CatalogRepository
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = open_database(tmp_path / "chats.db")
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def catalog(db):
+    return CatalogRepository(db)
+
+
+@pytest.fixture
+def repo(db):
+    return ChatRepository(db)
+
+
+def count(db, table: str) -> int:
+    with sqlite3.connect(db.path) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+# ----- presets -----------------------------------------------------------------------------
+
+
+def test_create_and_list_presets(catalog):
+    b = catalog.create_preset("Brief", "Answer briefly.", {"temperature": 0.2})
+    a = catalog.create_preset("Archivist", "Quote sources.")
+    assert (b.name, b.system_prompt, b.sampling) == ("Brief", "Answer briefly.", {"temperature": 0.2})
+    assert a.sampling == {}
+    assert [p.name for p in catalog.list_presets()] == ["Archivist", "Brief"]  # by name
+    got = catalog.get_preset(b.id)
+    assert (got.id, got.name, got.system_prompt, got.sampling) == (b.id, "Brief", "Answer briefly.", {"temperature": 0.2})
+
+
+def test_duplicate_or_empty_preset_name_is_refused(catalog, db):
+    catalog.create_preset("Brief", "one")
+    with pytest.raises(StorageError, match="already exists"):
+        catalog.create_preset("Brief", "two")
+    with pytest.raises(StorageError, match="name"):
+        catalog.create_preset("   ", "nameless")
+    assert count(db, "presets") == 1
+    assert catalog.list_presets()[0].system_prompt == "one"
+
+
+def test_update_preset(catalog):
+    p = catalog.create_preset("Brief", "Answer briefly.", {"temperature": 0.2})
+    updated = catalog.update_preset(p.id, name="Short", sampling={"top_k": 3})
+    assert (updated.name, updated.system_prompt, updated.sampling) == ("Short", "Answer briefly.", {"top_k": 3})
+    catalog.update_preset(p.id, system_prompt="Be short.")
+    got = catalog.get_preset(p.id)
+    assert (got.name, got.system_prompt, got.sampling) == ("Short", "Be short.", {"top_k": 3})
+    with pytest.raises(StorageError, match="colour"):
+        catalog.update_preset(p.id, colour="red")
+    with pytest.raises(NotFoundError):
+        catalog.update_preset(999, name="x")
+    assert catalog.get_preset(p.id).name == "Short"
+
+
+def test_update_preset_refuses_unknown_field_without_partial_write(catalog):
+    p = catalog.create_preset("Brief", "Answer briefly.")
+    with pytest.raises(StorageError):
+        catalog.update_preset(p.id, name="Renamed", colour="red")
+    assert catalog.get_preset(p.id).name == "Brief"  # the transaction rolled back
+
+
+def test_delete_preset_keeps_conversations(catalog, repo, db):
+    p = catalog.create_preset("Brief", "Answer briefly.")
+    keep = catalog.create_preset("Other", "x")
+    c1 = repo.create_conversation("uses it", preset_id=p.id)
+    c2 = repo.create_conversation("uses other", preset_id=keep.id)
+    repo.add_message(c1.id, "user", "hello")
+
+    catalog.delete_preset(p.id)
+    assert [x.name for x in catalog.list_presets()] == ["Other"]
+    with pytest.raises(NotFoundError):
+        catalog.get_preset(p.id)
+    assert repo.get_conversation(c1.id).preset_id is None
+    assert [m.content for m in repo.active_path(c1.id).messages] == ["hello"]
+    assert repo.get_conversation(c2.id).preset_id == keep.id
+    with pytest.raises(NotFoundError):
+        catalog.delete_preset(p.id)
+
+
+# ----- model profiles ----------------------------------------------------------------------
+
+
+def test_gguf_profile_needs_path(catalog, db):
+    with pytest.raises(StorageError, match="path"):
+        catalog.save_model_profile("local", "gguf")
+    with pytest.raises(StorageError, match="path"):
+        catalog.save_model_profile("local", "gguf", path="")
+    prof = catalog.save_model_profile(
+        "local", "gguf", {"n_ctx": 4096}, path="/models/tiny.gguf", size_bytes=123,
+        architecture="llama", context_length=8192,
+    )
+    assert (prof.kind, prof.path, prof.size_bytes, prof.architecture, prof.context_length) == (
+        "gguf", "/models/tiny.gguf", 123, "llama", 8192)
+    assert prof.load_settings == {"n_ctx": 4096}
+    assert prof.base_url is None
+    assert count(db, "model_profiles") == 1
+
+
+def test_remote_profile_needs_base_url(catalog, db):
+    with pytest.raises(StorageError, match="base URL"):
+        catalog.save_model_profile("api", "remote", remote_model="gpt")
+    prof = catalog.save_model_profile("api", "remote", base_url="http://localhost:8080/v1", remote_model="gpt")
+    assert (prof.kind, prof.base_url, prof.remote_model, prof.path) == (
+        "remote", "http://localhost:8080/v1", "gpt", None)
+    assert count(db, "model_profiles") == 1
+
+
+def test_profile_kind_and_fields_are_checked(catalog, db):
+    with pytest.raises(StorageError, match="kind"):
+        catalog.save_model_profile("x", "onnx", path="/m")
+    with pytest.raises(StorageError, match="flavour"):
+        catalog.save_model_profile("x", "gguf", path="/m", flavour="sweet")
+    assert count(db, "model_profiles") == 0
+
+
+def test_save_replaces_profile_by_name(catalog):
+    first = catalog.save_model_profile("main", "gguf", {"n_ctx": 2048}, path="/a.gguf", sha256="ab" * 32)
+    other = catalog.save_model_profile("second", "gguf", path="/b.gguf")
+    again = catalog.save_model_profile("main", "remote", base_url="http://h/v1")
+    assert again.id == first.id
+    profiles = {p.name: p for p in catalog.list_model_profiles()}
+    assert list(profiles) == ["main", "second"]
+    main = profiles["main"]
+    assert (main.kind, main.base_url, main.path, main.sha256, main.load_settings) == (
+        "remote", "http://h/v1", None, None, {})
+    assert profiles["second"].id == other.id
+    catalog.delete_model_profile(other.id)
+    assert [p.name for p in catalog.list_model_profiles()] == ["main"]
+    with pytest.raises(NotFoundError):
+        catalog.delete_model_profile(other.id)
+
+
+# ----- comparisons -------------------------------------------------------------------------
+
+
+def test_comparison_with_conversations(catalog, repo):
+    a = repo.create_conversation("model A")
+    b = repo.create_conversation("model B")
+    lone = repo.create_conversation("not compared")
+    comp = catalog.create_comparison("A vs B", [a.id, b.id], {"prompt": "hi"})
+    assert comp.conversation_ids == (a.id, b.id)
+    assert comp.settings == {"prompt": "hi"}
+    got = catalog.get_comparison(comp.id)
+    assert (got.id, got.title, got.settings, got.conversation_ids) == (comp.id, "A vs B", {"prompt": "hi"}, (a.id, b.id))
+    assert repo.get_conversation(a.id).comparison_id == comp.id
+    assert repo.get_conversation(lone.id).comparison_id is None
+    with pytest.raises(NotFoundError):
+        catalog.get_comparison(comp.id + 100)
+
+
+def test_comparison_with_unknown_conversation_writes_nothing(catalog, repo, db):
+    a = repo.create_conversation("model A")
+    with pytest.raises(NotFoundError):
+        catalog.create_comparison("broken", [a.id, 999])
+    assert count(db, "comparisons") == 0
+    assert repo.get_conversation(a.id).comparison_id is None
+
+
+# ----- settings ------------------------------------------------------------------------------
+
+
+def test_settings_json_values_and_defaults(catalog, tmp_path, db):
+    assert catalog.get_setting("missing") is None
+    assert catalog.get_setting("missing", {"x": 1}) == {"x": 1}
+    values = {
+        "theme": "dark",
+        "font_size": 13,
+        "ratio": 0.5,
+        "enabled": True,
+        "layout": {"columns": [1, 2], "nested": {"a": None}},
+        "recent": ["a", "ü"],
+    }
+    for key, value in values.items():
+        catalog.set_setting(key, value)
+    for key, value in values.items():
+        assert catalog.get_setting(key, "default") == value
+    assert catalog.get_setting("enabled") is True
+    catalog.set_setting("theme", "light")  # overwrite, not a second row
+    assert catalog.get_setting("theme") == "light"
+    assert count(db, "settings") == len(values)
+    catalog.set_setting("nothing", None)
+    assert catalog.get_setting("nothing", "default") is None  # stored null is not missing
+
+    # persisted in the file
+    db.close()
+    reopened = open_database(db.path)
+    try:
+        assert CatalogRepository(reopened).get_setting("layout") == values["layout"]
+    finally:
+        reopened.close()
+
+
+def test_catalog_times_are_utc_aware_when_read_back(catalog):
+    """Like every record of the package: the same value whether just made or read back."""
+    p = catalog.create_preset("Brief", "x")
+    m = catalog.save_model_profile("local", "gguf", path="/m.gguf")
+    c = catalog.create_comparison("A vs B", [])
+    assert catalog.get_preset(p.id).created_at == p.created_at
+    assert catalog.list_model_profiles()[0].created_at == m.created_at
+    assert catalog.get_comparison(c.id).created_at == c.created_at
+    for record in (catalog.get_preset(p.id), catalog.list_model_profiles()[0], catalog.get_comparison(c.id)):
+        assert record.created_at.utcoffset().total_seconds() == 0

@@ -1,0 +1,324 @@
+"""Alembic migrations against the models, and upgrading an old database with its data."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from storage import ChatRepository, Database, MessageStatus, open_database, search
+from storage.catalog import CatalogRepository
+from storage.database import head_revision
+from storage.schema import Base
+
+FTS_PREFIXES = ("messages_fts", "conversations_fts")
+
+
+def skip_fts(obj, name, type_, reflected, compare_to):
+    return not (type_ == "table" and name and name.startswith(FTS_PREFIXES))
+
+
+def schema_diff(db: Database) -> list:
+    with db.engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={"include_object": skip_fts, "compare_type": True, "compare_server_default": True},
+        )
+        return compare_metadata(ctx, Base.metadata)
+
+
+def columns(path, table: str) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+# ----- models and migrations agree -----------------------------------------------------------
+
+
+def test_models_and_migrations_agree(tmp_path):
+    db = open_database(tmp_path / "fresh.db")
+    try:
+        assert db.current_revision() == head_revision()
+        assert schema_diff(db) == []
+    finally:
+        db.close()
+
+
+def test_schema_comparison_sees_a_difference(tmp_path):
+    """The agreement check is not vacuous: a database one revision behind differs."""
+    db = Database(tmp_path / "old.db")
+    try:
+        db.upgrade("0002")
+        diff = schema_diff(db)
+        assert len(diff) == 1
+        op, _schema, table, column = diff[0]
+        assert (op, table, column.name) == ("add_column", "messages", "owner_pid")
+    finally:
+        db.close()
+
+
+def test_head_is_the_newest_revision():
+    assert head_revision() == "0003"
+
+
+# ----- upgrading an old database ------------------------------------------------------------------
+
+T0 = "2024-03-01 09:00:00.000000"
+T1 = "2024-03-01 09:00:05.000000"
+T2 = "2024-03-01 09:01:00.000000"
+
+
+def make_0001_database(path) -> None:
+    """A database as revision 0001 left it, filled through raw SQL of that schema."""
+    db = Database(path)
+    db.upgrade("0001")
+    assert db.current_revision() == "0001"
+    db.close()
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript(
+            f"""
+            INSERT INTO presets (id, name, system_prompt, sampling_json, created_at)
+                VALUES (1, 'Terse', 'Answer briefly.', '{{"temperature": 0.2}}', '{T0}');
+            INSERT INTO conversations (id, title, created_at, updated_at, model_ref, preset_id,
+                    comparison_id, sampling_json, pinned, archived, active_message_id, deleted_at)
+                VALUES (1, 'Penguin facts', '{T0}', '{T2}', 'tiny.gguf', 1, NULL,
+                        '{{"top_k": 40}}', 1, 0, 4, NULL),
+                       (2, 'Second chat', '{T0}', '{T1}', NULL, NULL, NULL, '{{}}', 0, 1, 5, NULL);
+            INSERT INTO messages (id, conversation_id, parent_id, role, content, status,
+                    error_text, prompt_tokens, completion_tokens, ttft_s, tokens_per_s, model,
+                    created_at, updated_at)
+                VALUES (1, 1, NULL, 'user', 'Where do penguins live?', 'complete',
+                        NULL, NULL, NULL, NULL, NULL, NULL, '{T0}', '{T0}'),
+                       (2, 1, 1, 'assistant', 'Mostly in Antarctica.', 'complete',
+                        NULL, 20, 6, 0.5, 30.0, 'tiny.gguf', '{T1}', '{T1}'),
+                       (3, 1, 1, 'assistant', 'In the southern hemisph', 'streaming',
+                        NULL, NULL, 5, NULL, NULL, 'tiny.gguf', '{T1}', '{T1}'),
+                       (4, 1, 1, 'assistant', '', 'error',
+                        'context full', NULL, NULL, NULL, NULL, 'tiny.gguf', '{T2}', '{T2}'),
+                       (5, 2, NULL, 'user', 'An archived walrus question', 'complete',
+                        NULL, NULL, NULL, NULL, NULL, NULL, '{T1}', '{T1}');
+            INSERT INTO settings (key, value_json) VALUES ('theme', '"dark"');
+            """
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_old_database_upgrades_with_data_intact(tmp_path):
+    path = tmp_path / "chats.db"
+    make_0001_database(path)
+    assert "owner_pid" not in columns(path, "messages")
+
+    db = open_database(path)
+    try:
+        # at head, after a backup of the old file
+        assert db.current_revision() == head_revision()
+        backups = sorted(tmp_path.glob("chats.db.bak-0001-*"))
+        assert len(backups) == 1
+        assert db.backup_path == backups[0]
+        with sqlite3.connect(backups[0]) as old:
+            assert old.execute("SELECT version_num FROM alembic_version").fetchone() == ("0001",)
+            assert old.execute("SELECT count(*) FROM messages").fetchone() == (5,)
+            assert old.execute("SELECT title FROM conversations ORDER BY id").fetchall() == [
+                ("Penguin facts",), ("Second chat",)]
+        assert "owner_pid" not in columns(backups[0], "messages")
+
+        # the new column, empty for old rows
+        assert "owner_pid" in columns(path, "messages")
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT count(*) FROM messages WHERE owner_pid IS NOT NULL").fetchone() == (0,)
+        assert schema_diff(db) == []
+
+        repo = ChatRepository(db)
+        conv = repo.get_conversation(1)
+        assert (conv.title, conv.model_ref, conv.sampling, conv.pinned, conv.archived) == (
+            "Penguin facts", "tiny.gguf", {"top_k": 40}, True, False)
+        assert CatalogRepository(db).get_preset(conv.preset_id).name == "Terse"
+        assert CatalogRepository(db).get_setting("theme") == "dark"
+        assert [c.id for c in repo.list_conversations(include_archived=True)] == [1, 2]
+        path1 = repo.active_path(1)
+        assert [m.id for m in path1.messages] == [1, 4]
+        assert path1.position(4).sibling_ids == (2, 3, 4)
+        answer = repo.get_message(2)
+        assert (answer.content, answer.prompt_tokens, answer.completion_tokens, answer.ttft_s,
+                answer.tokens_per_s, answer.model) == ("Mostly in Antarctica.", 20, 6, 0.5, 30.0, "tiny.gguf")
+        assert answer.created_at.isoformat() == "2024-03-01T09:00:05+00:00"
+        failed = repo.get_message(4)
+        assert (failed.status, failed.error_text) == (MessageStatus.ERROR, "context full")
+
+        # 0002 indexed the rows that were already there: messages, titles, other branches
+        assert [h.message_id for h in search(db, "antarctica")] == [2]
+        assert [h.message_id for h in search(db, "hemisph")] == [3]
+        assert [(h.conversation_id, h.message_id) for h in search(db, "penguin")] == [(1, None), (1, 1)]
+        assert [h.message_id for h in search(db, "walrus")] == [5]
+
+        # a message left streaming by the old version recovers as interrupted
+        assert repo.recover_interrupted() == 1
+        partial = repo.get_message(3)
+        assert (partial.status, partial.content) == (MessageStatus.INTERRUPTED, "In the southern hemisph")
+
+        # the index triggers survived the upgrade: new rows, updates and deletes follow
+        new = repo.add_message(1, "user", "And puffins?")
+        assert [h.message_id for h in search(db, "puffins")] == [new.id]
+        repo.rename(2, "Walrus notes")
+        assert (2, None) in [(h.conversation_id, h.message_id) for h in search(db, "notes")]
+        repo.delete(2)
+        repo.purge_deleted()
+        assert search(db, "walrus") == []
+        # new rows get ids after the old ones
+        assert new.id == 6
+    finally:
+        db.close()
+
+
+def test_new_database_is_created_at_head_without_backup(tmp_path):
+    path = tmp_path / "sub" / "new.db"
+    db = open_database(path)
+    try:
+        assert path.exists()
+        assert db.current_revision() == head_revision()
+        assert db.backup_path is None
+        assert list(path.parent.glob("*.bak-*")) == []
+        conv = ChatRepository(db).create_conversation("works")
+        assert ChatRepository(db).get_conversation(conv.id).title == "works"
+    finally:
+        db.close()
+
+
+def test_empty_file_counts_as_new(tmp_path):
+    path = tmp_path / "empty.db"
+    path.touch()
+    db = open_database(path)
+    try:
+        assert db.current_revision() == head_revision()
+        assert db.backup_path is None
+        assert list(tmp_path.glob("*.bak-*")) == []
+    finally:
+        db.close()
+
+
+def test_reopening_up_to_date_database_makes_no_backup(tmp_path):
+    path = tmp_path / "chats.db"
+    make_0001_database(path)
+    open_database(path).close()
+    assert len(list(tmp_path.glob("chats.db.bak-*"))) == 1
+    for _ in range(2):
+        db = open_database(path)
+        try:
+            assert db.backup_path is None
+            assert db.current_revision() == head_revision()
+            assert ChatRepository(db).get_message(2).content == "Mostly in Antarctica."
+        finally:
+            db.close()
+    assert len(list(tmp_path.glob("chats.db.bak-*"))) == 1
+
+
+def test_upgrade_from_each_old_revision(tmp_path):
+    for rev in ("0001", "0002"):
+        path = tmp_path / f"at-{rev}.db"
+        old = Database(path)
+        old.upgrade(rev)
+        old.close()
+        db = open_database(path)
+        try:
+            assert db.current_revision() == head_revision()
+            assert db.backup_path is not None and db.backup_path.name.startswith(f"at-{rev}.db.bak-{rev}-")
+            assert schema_diff(db) == []
+        finally:
+            db.close()
+
+
+# ----- connection settings ------------------------------------------------------------------------
+
+
+def pragmas(conn) -> tuple:
+    return tuple(
+        conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+        for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+    )
+
+
+EXPECTED = ("wal", 1, 5000, 1)  # synchronous NORMAL
+
+
+def test_pragmas_on_every_connection(tmp_path):
+    path = tmp_path / "chats.db"
+    db = open_database(path)
+    try:
+        # several pooled connections open at once: each one is configured
+        conns = [db.engine.connect() for _ in range(4)]
+        try:
+            assert [pragmas(c) for c in conns] == [EXPECTED] * 4
+        finally:
+            for c in conns:
+                c.close()
+        with db.begin() as s:
+            assert pragmas(s.connection()) == EXPECTED
+
+        seen = []
+
+        def worker():
+            with db.engine.connect() as c:
+                seen.append(pragmas(c))
+
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [EXPECTED] * 3
+
+        # a second Database on the same file too, and after the pool was thrown away
+        other = Database(path)
+        try:
+            with other.engine.connect() as c:
+                assert pragmas(c) == EXPECTED
+        finally:
+            other.close()
+        db.engine.dispose()
+        with db.engine.connect() as c:
+            assert pragmas(c) == EXPECTED
+    finally:
+        db.close()
+
+    # A plain connection shows these are set by the engine (only WAL sticks to the file).
+    with sqlite3.connect(path) as plain:
+        assert plain.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert plain.execute("PRAGMA foreign_keys").fetchone() == (0,)
+
+
+def test_foreign_keys_are_enforced(tmp_path):
+    db = open_database(tmp_path / "chats.db")
+    try:
+        from sqlalchemy.exc import IntegrityError
+
+        with pytest.raises(IntegrityError):
+            with db.begin() as s:
+                s.connection().exec_driver_sql(
+                    "INSERT INTO messages (conversation_id, role, content, status, created_at, updated_at)"
+                    " VALUES (999, 'user', 'orphan', 'complete', '2024-01-01', '2024-01-01')"
+                )
+    finally:
+        db.close()
+
+
+def test_a_database_from_a_newer_chorus_is_refused_untouched(tmp_path):
+    import sqlite3
+
+    from storage import open_database
+    from storage.errors import StorageError
+
+    path = tmp_path / "future.db"
+    open_database(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    before = path.read_bytes()
+    with pytest.raises(StorageError, match="newer Chorus"):
+        open_database(path)
+    assert path.read_bytes() == before
+    assert not list(tmp_path.glob("future.db.bak-*"))

@@ -1,0 +1,407 @@
+"""Export to JSON/Markdown and import back: round trips and all-or-nothing rejections."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from datetime import datetime, timezone
+
+import pytest
+
+from storage import ChatRepository, ImportRejected, MessageStatus, open_database
+from storage import transfer
+from storage.catalog import CatalogRepository
+from storage.transfer import export_json, export_markdown, import_data, import_file
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = open_database(tmp_path / "chats.db")
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def repo(db):
+    return ChatRepository(db)
+
+
+@pytest.fixture
+def other_db(tmp_path):
+    database = open_database(tmp_path / "other.db")
+    yield database
+    database.close()
+
+
+def counts(db) -> tuple[int, int, int]:
+    with sqlite3.connect(db.path) as conn:
+        return tuple(
+            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("conversations", "messages", "presets")
+        )
+
+
+def build_tree(db, repo) -> int:
+    """A conversation with branches at two levels, every status, stats and a preset;
+    the active branch is not the newest one."""
+    preset = CatalogRepository(db).create_preset("Terse", "Answer briefly.", {"temperature": 0.2})
+    conv = repo.create_conversation(
+        "Tree", model_ref="tiny.gguf", preset_id=preset.id, sampling={"top_p": 0.9}
+    )
+    system = repo.add_message(conv.id, "system", "Answer briefly.")
+    user = repo.add_message(conv.id, "user", "Tell me about owls")
+    a1 = repo.start_reply(conv.id, model="tiny.gguf")
+    repo.finish_reply(a1.id, "Owls are birds.", prompt_tokens=12, completion_tokens=5,
+                      ttft_s=0.125, tokens_per_s=88.5)
+    a2 = repo.start_reply(conv.id, parent_id=user.id, model="tiny.gguf")
+    repo.checkpoint(a2.id, "Owls hoot at ni")
+    repo.finish_reply(a2.id, "Owls hoot at ni", status=MessageStatus.INTERRUPTED)
+    a3 = repo.start_reply(conv.id, parent_id=user.id, model="other.gguf")
+    repo.finish_reply(a3.id, "", status=MessageStatus.ERROR, error_text="context full")
+    repo.switch_to(a1.id)
+    follow = repo.add_message(conv.id, "user", "And their eyes?")
+    a4 = repo.add_message(conv.id, "assistant", "Big, fixed in their sockets.", model="tiny.gguf")
+    repo.edit_message(follow.id, "And their ears?")  # a user-level branch
+    repo.switch_to(follow.id)  # active: follow -> a4, older than the edited branch
+    assert repo.get_conversation(conv.id).active_message_id == a4.id
+    repo.update_conversation(conv.id, pinned=True)
+    assert system.parent_id is None
+    return conv.id
+
+
+def tree_shape(repo, conv_id: int) -> dict:
+    """Everything of a conversation except its ids: parents as positions."""
+    conv = repo.get_conversation(conv_id)
+    with repo.db.engine.connect() as conn:
+        msg_ids = [r[0] for r in conn.exec_driver_sql(
+            "SELECT id FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,))]
+    messages = [repo.get_message(i) for i in msg_ids]
+    pos = {m.id: i for i, m in enumerate(messages)}
+    path = repo.active_path(conv_id)
+    return {
+        "title": conv.title,
+        "model_ref": conv.model_ref,
+        "sampling": conv.sampling,
+        "pinned": conv.pinned,
+        "archived": conv.archived,
+        "created_at": conv.created_at,
+        "updated_at": conv.updated_at,
+        "active": pos[conv.active_message_id],
+        "active_path": [pos[m.id] for m in path.messages],
+        "branches": {pos[k]: (v.index, v.count) for k, v in path.branches.items()},
+        "messages": [
+            (None if m.parent_id is None else pos[m.parent_id], m.role, m.content, m.status,
+             m.error_text, m.prompt_tokens, m.completion_tokens, m.ttft_s, m.tokens_per_s,
+             m.model, m.created_at)
+            for m in messages
+        ],
+    }
+
+
+# ----- round trip ----------------------------------------------------------------------
+
+
+def test_json_round_trip_gives_same_tree(db, repo, other_db):
+    conv_id = build_tree(db, repo)
+    data = export_json(db)
+    assert data["format"] == "chorus-chats" and data["version"] == 1
+    text = json.dumps(data, ensure_ascii=False)  # what `chorus export` writes
+
+    result = import_data(other_db, json.loads(text))
+    assert result.messages == 8
+    (new_id,) = result.conversation_ids
+    other_repo = ChatRepository(other_db)
+    assert tree_shape(other_repo, new_id) == tree_shape(repo, conv_id)
+
+    new_conv = other_repo.get_conversation(new_id)
+    (preset,) = CatalogRepository(other_db).list_presets()
+    assert new_conv.preset_id == preset.id
+    assert (preset.name, preset.system_prompt, preset.sampling) == ("Terse", "Answer briefly.", {"temperature": 0.2})
+
+    # exporting the imported copy gives the same file apart from ids and export time
+    again = export_json(other_db)
+    strip = lambda d: [{**c, "active_message": None, "messages": [
+        {**m, "id": None, "parent": None} for m in c["messages"]]} for c in d["conversations"]]
+    assert strip(again) == strip(data)
+
+
+def test_round_trip_into_same_database_reuses_preset_by_name(db, repo):
+    conv_id = build_tree(db, repo)
+    before = counts(db)
+    result = import_data(db, export_json(db, [conv_id]))
+    (copy_id,) = result.conversation_ids
+    assert copy_id != conv_id
+    assert counts(db) == (before[0] + 1, before[1] + 8, before[2])  # no second preset
+    assert repo.get_conversation(copy_id).preset_id == repo.get_conversation(conv_id).preset_id
+    assert tree_shape(repo, copy_id) == tree_shape(repo, conv_id)
+
+
+def test_import_file_round_trip(tmp_path, db, repo, other_db):
+    conv_id = build_tree(db, repo)
+    path = tmp_path / "chats.json"
+    path.write_text(json.dumps(export_json(db), indent=1), encoding="utf-8")
+    (new_id,) = import_file(other_db, path).conversation_ids
+    assert tree_shape(ChatRepository(other_db), new_id) == tree_shape(repo, conv_id)
+
+
+def test_export_selects_conversations_and_skips_deleted(db, repo):
+    a = repo.create_conversation("a")
+    b = repo.create_conversation("b")
+    c = repo.create_conversation("c")
+    repo.delete(c.id)
+    assert [x["title"] for x in export_json(db)["conversations"]] == ["a", "b"]
+    assert [x["title"] for x in export_json(db, [b.id])["conversations"]] == ["b"]
+    assert export_json(db, [c.id])["conversations"] == []
+    assert a.id
+
+
+def test_streaming_message_imports_as_interrupted(db, repo, other_db):
+    conv = repo.create_conversation("live")
+    repo.add_message(conv.id, "user", "q")
+    reply = repo.start_reply(conv.id)
+    repo.checkpoint(reply.id, "half an ans")
+    data = export_json(db)
+    assert data["conversations"][0]["messages"][1]["status"] == "streaming"
+    (new_id,) = import_data(other_db, data).conversation_ids
+    msgs = ChatRepository(other_db).active_path(new_id).messages
+    assert [m.status for m in msgs] == [MessageStatus.COMPLETE, MessageStatus.INTERRUPTED]
+    assert msgs[1].content == "half an ans"
+    with sqlite3.connect(other_db.path) as conn:
+        assert conn.execute("SELECT count(*) FROM messages WHERE owner_pid IS NOT NULL").fetchone()[0] == 0
+
+
+def minimal(**conv) -> dict:
+    body = {"title": "t", "messages": [
+        {"id": "a", "parent": None, "role": "user", "content": "hello"},
+        {"id": "b", "parent": "a", "role": "assistant", "content": "hi"},
+    ]}
+    body.update(conv)
+    return {"format": "chorus-chats", "version": 1, "conversations": [body]}
+
+
+def test_minimal_file_with_defaults(db, repo):
+    (conv_id,) = import_data(db, minimal()).conversation_ids
+    conv = repo.get_conversation(conv_id)
+    path = repo.active_path(conv_id)
+    # without active_message the newest message is active
+    assert [m.content for m in path.messages] == ["hello", "hi"]
+    assert conv.active_message_id == path.messages[-1].id
+    assert conv.preset_id is None and conv.sampling == {} and not conv.pinned
+    assert all(m.status is MessageStatus.COMPLETE for m in path.messages)
+
+
+def test_imported_times_are_kept_in_utc(db, repo):
+    data = minimal(created_at="2024-05-01T12:00:00+02:00", updated_at="2024-05-01T10:30:00")
+    data["conversations"][0]["messages"][0]["created_at"] = "2024-05-01T09:00:00-03:00"
+    (conv_id,) = import_data(db, data).conversation_ids
+    conv = repo.get_conversation(conv_id)
+    assert conv.created_at == datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+    assert conv.updated_at == datetime(2024, 5, 1, 10, 30, tzinfo=timezone.utc)  # naive: UTC
+    first = repo.active_path(conv_id).messages[0]
+    assert first.created_at == datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+
+
+# ----- Markdown ----------------------------------------------------------------------------
+
+
+def test_markdown_has_active_branch_in_order_with_marks(db, repo):
+    conv = repo.create_conversation("Owl chat", model_ref="tiny.gguf")
+    user = repo.add_message(conv.id, "user", "Tell me about owls")
+    good = repo.add_message(conv.id, "assistant", "OLD ANSWER owls are birds", model="tiny.gguf")
+    cut = repo.start_reply(conv.id, parent_id=user.id, model="tiny.gguf")
+    repo.finish_reply(cut.id, "They hoot at ni", status=MessageStatus.INTERRUPTED, tokens_per_s=50.0)
+    md = export_markdown(repo, [conv.id])
+    assert md.startswith("# Owl chat\n")
+    assert "model: tiny.gguf" in md
+    assert "OLD ANSWER" not in md  # not on the active branch
+    q = md.index("Tell me about owls")
+    a = md.index("They hoot at ni")
+    assert q < a
+    assert md.index("### You") < q < md.index("### Assistant") < a
+    assert "### Assistant · tiny.gguf · 50.0 tok/s" in md
+    assert "_(interrupted)_" in md[a:]
+    assert "_(branch 2 of 2)_" in md[a:]
+
+    repo.switch_to(good.id)
+    err = repo.add_message(conv.id, "user", "and?")
+    failed = repo.start_reply(conv.id)
+    repo.finish_reply(failed.id, "", status=MessageStatus.ERROR, error_text="model crashed")
+    md = export_markdown(repo, [conv.id])
+    assert "OLD ANSWER" in md and "They hoot" not in md
+    assert "_(branch 1 of 2)_" in md
+    assert md.index("OLD ANSWER") < md.index("and?") < md.index("_(error: model crashed)_")
+    assert "_(interrupted)_" not in md
+    assert err.id
+
+
+def test_markdown_of_several_conversations(db, repo):
+    a = repo.create_conversation("")
+    repo.add_message(a.id, "user", "first chat")
+    b = repo.create_conversation("Second")
+    repo.add_message(b.id, "user", "second chat")
+    md = export_markdown(repo, [a.id, b.id])
+    assert md.count("\n---\n") == 1
+    assert md.index("# Untitled chat") < md.index("first chat") < md.index("# Second") < md.index("second chat")
+    assert md.endswith("\n")
+
+
+# ----- rejections ------------------------------------------------------------------------------
+
+
+def good_then(bad_conversation: dict) -> dict:
+    """A valid conversation followed by a bad one: all or nothing."""
+    data = minimal()
+    data["conversations"].append(bad_conversation)
+    return data
+
+
+def msg(id, parent=None, role="user", content="x", **extra) -> dict:
+    return {"id": id, "parent": parent, "role": role, "content": content, **extra}
+
+
+BAD = {
+    "not an object": ([1, 2], "JSON object"),
+    "wrong format": ({"format": "other-app", "version": 1, "conversations": []}, '"format"'),
+    "no format": ({"version": 1, "conversations": []}, '"format"'),
+    "wrong version": ({"format": "chorus-chats", "version": 2, "conversations": []}, "version 2"),
+    "no conversations": ({"format": "chorus-chats", "version": 1}, '"conversations"'),
+    "conversation not object": (good_then("oops"), "conversation 2 must be an object"),
+    "missing messages": (good_then({"title": "t"}), "conversation 2: messages"),
+    "title not text": (good_then({"title": 5, "messages": []}), "title"),
+    "sampling not object": (good_then({"messages": [], "sampling": [1]}), "sampling"),
+    "preset without name": (good_then({"messages": [], "preset": {"system_prompt": "x"}}), "preset"),
+    "bad conversation time": (good_then({"messages": [], "created_at": "yesterday"}), "created_at"),
+    "message not object": (good_then({"messages": ["hi"]}), "message 1 must be an object"),
+    "missing id": (good_then({"messages": [{"role": "user", "content": "x"}]}), "id"),
+    "bool id": (good_then({"messages": [msg(True)]}), "id"),
+    "missing role": (good_then({"messages": [{"id": 1, "content": "x"}]}), "role"),
+    "bad role": (good_then({"messages": [msg(1, role="wizard")]}), "role must be one of"),
+    "missing content": (good_then({"messages": [{"id": 1, "role": "user"}]}), "content"),
+    "content not text": (good_then({"messages": [msg(1, content=["x"])]}), "content"),
+    "bad status": (good_then({"messages": [msg(1, status="done")]}), "unknown status"),
+    "stat not number": (good_then({"messages": [msg(1, prompt_tokens="12")]}), "prompt_tokens"),
+    "bad message time": (good_then({"messages": [msg(1, created_at=12)]}), "created_at"),
+    "duplicate id": (good_then({"messages": [msg(1), msg(1)]}), "duplicate id 1"),
+    "parent forward": (good_then({"messages": [msg(1, parent=2), msg(2)]}), "parent 2"),
+    "parent missing": (good_then({"messages": [msg(1), msg(2, parent=7)]}), "parent 7"),
+    "parent in other conversation": (good_then({"messages": [msg(2, parent="a")]}), "parent 'a'"),
+    "self parent": (good_then({"messages": [msg(1, parent=1)]}), "parent 1"),
+    "active not a message": (good_then({"messages": [msg(1)], "active_message": 9}), "active_message 9"),
+    # malformed values of the right names: refused, not a crash further down
+    "parent is a list": (good_then({"messages": [msg(1), msg(2, parent=[1])]}), "parent"),
+    "parent is true": (good_then({"messages": [msg(1), msg(2, parent=True)]}), "parent"),
+    "status is a list": (good_then({"messages": [msg(1, status=["complete"])]}), "status"),
+    "active is a list": (good_then({"messages": [msg(1)], "active_message": [1]}), "active_message"),
+    "message model not text": (good_then({"messages": [msg(1, model={"name": "x"})]}), "model"),
+    "error not text": (good_then({"messages": [msg(1, error={"code": 1})]}), "error"),
+    "conversation model not text": (good_then({"messages": [], "model": ["x"]}), "model"),
+    "stat too large": (good_then({"messages": [msg(1, prompt_tokens=10**30)]}), "prompt_tokens"),
+    "stat far too large": (good_then({"messages": [msg(1, completion_tokens=10**400)]}), "completion_tokens"),
+    "stat infinite": (good_then({"messages": [msg(1, tokens_per_s=float("inf"))]}), "tokens_per_s"),
+    "stat not finite": (good_then({"messages": [msg(1, ttft_s=float("nan"))]}), "ttft_s"),
+    "preset sampling not object": (
+        good_then({"messages": [], "preset": {"name": "p", "sampling": [1]}}), "preset"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_rejected_data_writes_nothing(db, repo, name):
+    build_tree(db, repo)
+    before = counts(db)
+    data, reason = BAD[name]
+    with pytest.raises(ImportRejected) as info:
+        import_data(db, copy.deepcopy(data))
+    message = str(info.value)
+    assert message.startswith("import rejected, nothing was written: ")
+    assert reason in message
+    assert "\n" not in message
+    assert counts(db) == before
+
+
+def test_the_good_conversation_alone_would_import(db):
+    """Guards the rejection tests: their first conversation is valid on its own."""
+    before = counts(db)
+    import_data(db, minimal())
+    assert counts(db) == (before[0] + 1, before[1] + 2, before[2])
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"this is not json", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b"[1, 2, 3]", "JSON object"),
+    ],
+)
+def test_rejected_files(tmp_path, db, repo, content, reason):
+    build_tree(db, repo)
+    before = counts(db)
+    path = tmp_path / "in.json"
+    path.write_bytes(content)
+    with pytest.raises(ImportRejected, match=reason):
+        import_file(db, path)
+    assert counts(db) == before
+
+
+def test_truncated_file_is_rejected(tmp_path, db, repo, other_db):
+    build_tree(db, repo)
+    text = json.dumps(export_json(db), indent=1)
+    before = counts(other_db)
+    path = tmp_path / "cut.json"
+    for cut in (len(text) // 3, len(text) // 2, len(text) - 2):
+        path.write_text(text[:cut], encoding="utf-8")
+        with pytest.raises(ImportRejected, match="not valid JSON .*truncated"):
+            import_file(other_db, path)
+    assert counts(other_db) == before
+
+
+def test_missing_file_is_rejected(tmp_path, db):
+    with pytest.raises(ImportRejected, match="cannot read"):
+        import_file(db, tmp_path / "nope.json")
+
+
+def test_oversized_file_is_rejected(tmp_path, db, repo, monkeypatch):
+    build_tree(db, repo)
+    text = json.dumps(export_json(db))
+    path = tmp_path / "big.json"
+    path.write_text(text, encoding="utf-8")
+    before = counts(db)
+    monkeypatch.setattr(transfer, "MAX_IMPORT_BYTES", len(text.encode()) - 1)
+    with pytest.raises(ImportRejected, match="the limit is"):
+        import_file(db, path)
+    assert counts(db) == before
+    monkeypatch.setattr(transfer, "MAX_IMPORT_BYTES", len(text.encode()))
+    import_file(db, path)  # exactly at the limit is fine
+    assert counts(db)[1] == before[1] + 8
+
+
+def test_too_many_messages_is_rejected(db, repo, monkeypatch):
+    build_tree(db, repo)
+    before = counts(db)
+    data = minimal()  # 2 messages
+    data["conversations"].append({"title": "second", "messages": [msg(1), msg(2, parent=1)]})
+    monkeypatch.setattr(transfer, "MAX_MESSAGES", 3)
+    with pytest.raises(ImportRejected, match="more than 3 messages"):
+        import_data(db, data)
+    assert counts(db) == before
+    monkeypatch.setattr(transfer, "MAX_MESSAGES", 4)
+    assert import_data(db, data).messages == 4
+
+
+def test_flags_must_be_booleans_and_a_byte_order_mark_is_accepted(tmp_path):
+    from storage import open_database
+    from storage.errors import ImportRejected
+    from storage.transfer import import_data, import_file
+
+    db = open_database(tmp_path / "flags.db")
+    bad = {"format": "chorus-chats", "version": 1,
+           "conversations": [{"title": "x", "pinned": "false", "messages": []}]}
+    with pytest.raises(ImportRejected, match="pinned must be true or false"):
+        import_data(db, bad)
+    good = dict(bad, conversations=[{"title": "x", "pinned": True, "messages": []}])
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(good).encode())
+    assert len(import_file(db, path).conversation_ids) == 1
+    db.close()
