@@ -9,7 +9,6 @@ ignored).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import time
 from dataclasses import asdict, dataclass

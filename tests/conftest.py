@@ -47,3 +47,27 @@ def make_engine(model_path):
     yield start
     for engine in started:
         engine.shutdown()
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A fresh chat database file, migrated to head."""
+    from storage import open_database
+
+    database = open_database(tmp_path / "chats.db")
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def repo(db):
+    from storage import ChatRepository
+
+    return ChatRepository(db)
+
+
+@pytest.fixture
+def catalog(db):
+    from storage.catalog import CatalogRepository
+
+    return CatalogRepository(db)

@@ -6,25 +6,8 @@ import sqlite3
 
 import pytest
 
-from storage import ChatRepository, NotFoundError, StorageError, open_database
+from storage import NotFoundError, StorageError, open_database
 from storage.catalog import CatalogRepository
-
-
-@pytest.fixture
-def db(tmp_path):
-    database = open_database(tmp_path / "chats.db")
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def catalog(db):
-    return CatalogRepository(db)
-
-
-@pytest.fixture
-def repo(db):
-    return ChatRepository(db)
 
 
 def count(db, table: str) -> int:

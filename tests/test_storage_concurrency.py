@@ -6,18 +6,9 @@ import sqlite3
 import threading
 import time
 
-import pytest
-
 from storage import ChatRepository, Database, MessageStatus, open_database, search
 
 CHECKPOINTS = 200
-
-
-@pytest.fixture
-def db(tmp_path):
-    database = open_database(tmp_path / "chats.db")
-    yield database
-    database.close()
 
 
 def run_threads(targets, timeout: float = 30.0) -> list[BaseException]:

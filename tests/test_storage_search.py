@@ -4,19 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import ChatRepository, SearchHit, open_database, search
-
-
-@pytest.fixture
-def db(tmp_path):
-    database = open_database(tmp_path / "chats.db")
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def repo(db):
-    return ChatRepository(db)
+from storage import SearchHit, search
 
 
 def message_hits(hits: list[SearchHit]) -> list[SearchHit]:

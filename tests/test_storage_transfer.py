@@ -16,18 +16,6 @@ from storage.transfer import export_json, export_markdown, import_data, import_f
 
 
 @pytest.fixture
-def db(tmp_path):
-    database = open_database(tmp_path / "chats.db")
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def repo(db):
-    return ChatRepository(db)
-
-
-@pytest.fixture
 def other_db(tmp_path):
     database = open_database(tmp_path / "other.db")
     yield database

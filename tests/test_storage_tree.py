@@ -10,26 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from storage import (
-    ChatRepository,
-    MessageStatus,
-    NotFoundError,
-    StorageError,
-    open_database,
-    search,
-)
-
-
-@pytest.fixture
-def db(tmp_path):
-    database = open_database(tmp_path / "chats.db")
-    yield database
-    database.close()
-
-
-@pytest.fixture
-def repo(db):
-    return ChatRepository(db)
+from storage import MessageStatus, NotFoundError, StorageError, search
 
 
 def raw_count(db, sql: str, *args) -> int:
