@@ -1,0 +1,235 @@
+"""Runs an engine in its own process and talks to it over a pipe.
+
+A llama.cpp abort (or any crash) in the engine then takes down only that process: the
+client notices the closed pipe, ends every request that was in flight with an error, and
+the caller may restart it. No Qt here; callbacks run on the client's reader thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import threading
+import uuid
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from inference.errors import EngineError, ModelLoadError
+from inference.metrics import MetricsSnapshot
+from inference.outputs import Delta, FinishReason, Phase
+from inference.params import ChatRequest, LoadSettings
+from inference.runner import ModelInfo
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 120.0
+CRASH_MESSAGE = "the engine process stopped unexpectedly (exit code {code}); it is restarting"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    """What the client knows about its engine process, for status bars and tabs."""
+
+    status: str  # "starting" | "ready" | "crashed" | "stopped" | "failed"
+    info: ModelInfo | None = None
+    error: str | None = None
+    pid: int | None = None
+
+
+# ----- the child process ----------------------------------------------------------------
+
+
+def _worker_main(settings: LoadSettings, conn) -> None:
+    from inference.engine import Engine
+
+    send_lock = threading.Lock()
+
+    def send(message: tuple) -> None:
+        with send_lock:
+            try:
+                conn.send(message)
+            except (BrokenPipeError, OSError):
+                pass  # the parent is gone; the loop below ends on its own
+
+    try:
+        engine = Engine.start(settings, on_metrics=lambda m: send(("metrics", m)))
+    except ModelLoadError as exc:
+        send(("load_error", str(exc)))
+        return
+    send(("ready", engine.info))
+    forward = lambda delta: send(("delta", delta))  # noqa: E731
+    try:
+        while True:
+            try:
+                kind, *args = conn.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "submit":
+                engine.submit(args[0], on_delta=forward)
+            elif kind == "cancel":
+                engine.cancel(args[0])
+            elif kind == "pin":
+                engine.pin_system_prompt(args[0])
+            elif kind == "shutdown":
+                break
+    finally:
+        engine.shutdown()
+
+
+# ----- the parent side ----------------------------------------------------------------------
+
+
+class EngineClient:
+    def __init__(
+        self,
+        settings: LoadSettings,
+        on_delta: Callable[[Delta], None],
+        on_metrics: Callable[[MetricsSnapshot], None] = lambda m: None,
+        on_state: Callable[[EngineState], None] = lambda s: None,
+    ) -> None:
+        self.settings = settings
+        self._on_delta = on_delta
+        self._on_metrics = on_metrics
+        self._on_state = on_state
+        self._ctx = mp.get_context("spawn")  # no inherited threads or llama state
+        self._in_flight: set[str] = set()
+        self._lock = threading.Lock()
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._process = None
+        self._conn = None
+        self._stopping = False
+        self.state = EngineState("stopped")
+
+    # ----- lifecycle ---------------------------------------------------------------
+
+    def start(self, wait: bool = True) -> None:
+        """Spawn the engine process. wait=False returns at once; state reports progress."""
+        parent, child = self._ctx.Pipe()
+        self._outbox = queue.SimpleQueue()  # one per process: nothing stale reaches a new one
+        self._process = self._ctx.Process(
+            target=_worker_main, args=(self.settings, child), name="chorus-engine", daemon=True
+        )
+        self._stopping = False
+        self._process.start()
+        child.close()
+        self._conn = parent
+        self._set_state(EngineState("starting", pid=self._process.pid))
+        ready = threading.Event()
+        outbox = self._outbox
+        threading.Thread(target=self._read, args=(parent, ready, outbox), name="engine-reader", daemon=True).start()
+        threading.Thread(target=self._write, args=(parent, outbox), name="engine-writer", daemon=True).start()
+        if wait:
+            if not ready.wait(START_TIMEOUT_S):
+                raise EngineError("the engine process did not start in time")
+            if self.state.status != "ready":
+                raise ModelLoadError(self.state.error or "the engine process failed to start")
+
+    def restart(self, wait: bool = True) -> None:
+        self.shutdown()
+        self.start(wait)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        if self._process is None:
+            return
+        self._stopping = True
+        self._outbox.put(("shutdown",))
+        self._outbox.put(None)
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._fail_in_flight("the engine was stopped")
+        self._process = None
+        self._set_state(EngineState("stopped"))
+
+    def kill(self) -> None:
+        """Hard-kill the engine process (what a crash looks like from here)."""
+        if self._process is not None:
+            self._process.kill()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    # ----- requests ------------------------------------------------------------------
+
+    def submit(self, chat: ChatRequest) -> str:
+        if self.state.status not in ("ready", "starting"):
+            raise EngineError(f"the engine is {self.state.status}")
+        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        with self._lock:
+            self._in_flight.add(request_id)
+        self._outbox.put(("submit", replace(chat, request_id=request_id)))
+        return request_id
+
+    def cancel(self, request_id: str) -> None:
+        self._outbox.put(("cancel", request_id))
+
+    def pin_system_prompt(self, text: str) -> None:
+        self._outbox.put(("pin", text))
+
+    def in_flight(self) -> set[str]:
+        with self._lock:
+            return set(self._in_flight)
+
+    # ----- threads -------------------------------------------------------------------
+
+    def _write(self, conn, outbox: queue.SimpleQueue) -> None:
+        while True:
+            message = outbox.get()
+            if message is None:
+                return
+            try:
+                conn.send(message)
+            except (BrokenPipeError, OSError):
+                return
+
+    def _read(self, conn, ready: threading.Event, outbox: queue.SimpleQueue) -> None:
+        process = self._process
+        try:
+            while True:
+                kind, payload = conn.recv()
+                if kind == "delta":
+                    self._deliver(payload)
+                elif kind == "metrics":
+                    self._on_metrics(payload)
+                elif kind == "ready":
+                    self._set_state(EngineState("ready", info=payload, pid=process.pid))
+                    ready.set()
+                elif kind == "load_error":
+                    self._set_state(EngineState("failed", error=payload))
+                    ready.set()
+                    return
+        except (EOFError, OSError):
+            pass
+        finally:
+            ready.set()
+            outbox.put(None)
+        if not self._stopping and self.state.status != "failed":
+            process.join(5)
+            code = process.exitcode
+            self._fail_in_flight(CRASH_MESSAGE.format(code=code))
+            self._set_state(EngineState("crashed", error=f"exit code {code}"))
+
+    def _deliver(self, delta: Delta) -> None:
+        if delta.finished:
+            with self._lock:
+                self._in_flight.discard(delta.request_id)
+        try:
+            self._on_delta(delta)
+        except Exception:
+            log.exception("delta listener failed")
+
+    def _fail_in_flight(self, message: str) -> None:
+        with self._lock:
+            ids, self._in_flight = self._in_flight, set()
+        for request_id in ids:
+            self._deliver(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message))
+
+    def _set_state(self, state: EngineState) -> None:
+        self.state = state
+        try:
+            self._on_state(state)
+        except Exception:
+            log.exception("state listener failed")
