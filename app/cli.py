@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--seed", type=int, default=None)
     chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
 
+    gui = sub.add_parser("app", help="the desktop window")
+    _add_model_args(gui)
+    gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
+
     export = sub.add_parser("export", help="export conversations to Markdown or JSON")
     export.add_argument("--format", choices=("md", "json"), default="json")
     export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
@@ -85,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             from app import chats_cli
 
             return getattr(chats_cli, f"run_{args.command}")(args, base)
+        if args.command == "app":
+            from app.gui_main import run_app
+
+            return run_app(args, _model_path(args, base), base)
         if args.command == "bench-storage":
             from app.storage_bench import run_storage_bench
 

@@ -24,7 +24,7 @@ from inference.runner import ModelInfo
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 120.0
-CRASH_MESSAGE = "the engine process stopped unexpectedly (exit code {code}); it is restarting"
+CRASH_MESSAGE = "the engine process stopped unexpectedly (exit code {code})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +209,7 @@ class EngineClient:
         if not self._stopping and self.state.status != "failed":
             process.join(5)
             code = process.exitcode
-            self._fail_in_flight(CRASH_MESSAGE.format(code=code))
+            self._fail_in_flight(CRASH_MESSAGE.format(code=code), FinishReason.INTERRUPTED)
             self._set_state(EngineState("crashed", error=f"exit code {code}"))
 
     def _deliver(self, delta: Delta) -> None:
@@ -221,11 +221,11 @@ class EngineClient:
         except Exception:
             log.exception("delta listener failed")
 
-    def _fail_in_flight(self, message: str) -> None:
+    def _fail_in_flight(self, message: str, reason: FinishReason = FinishReason.CANCELLED) -> None:
         with self._lock:
             ids, self._in_flight = self._in_flight, set()
         for request_id in ids:
-            self._deliver(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message))
+            self._deliver(Delta(request_id, phase=Phase.FINISHED, finish_reason=reason, error=message))
 
     def _set_state(self, state: EngineState) -> None:
         self.state = state

@@ -17,6 +17,7 @@ _STATUS = {
     FinishReason.CONTEXT_FULL: MessageStatus.COMPLETE,
     FinishReason.CANCELLED: MessageStatus.INTERRUPTED,
     FinishReason.ERROR: MessageStatus.ERROR,
+    FinishReason.INTERRUPTED: MessageStatus.INTERRUPTED,
 }
 
 

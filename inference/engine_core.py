@@ -31,6 +31,7 @@ _STATUS_OF = {
     FinishReason.CONTEXT_FULL: RequestStatus.FINISHED_LENGTH,
     FinishReason.CANCELLED: RequestStatus.FINISHED_CANCELLED,
     FinishReason.ERROR: RequestStatus.FINISHED_ERROR,
+    FinishReason.INTERRUPTED: RequestStatus.FINISHED_CANCELLED,
 }
 
 # How many times one step may free room and retry after llama_decode found no KV slot.

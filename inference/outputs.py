@@ -12,6 +12,7 @@ class FinishReason(str, enum.Enum):
     CONTEXT_FULL = "context_full"  # the sequence reached the context size
     CANCELLED = "cancelled"
     ERROR = "error"
+    INTERRUPTED = "interrupted"  # the engine went away mid-reply (its process died)
 
 
 class Phase(str, enum.Enum):

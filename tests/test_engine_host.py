@@ -61,7 +61,7 @@ def test_a_killed_engine_fails_its_requests_and_restarts(model_path):
                 break
         client.kill()
         finished, _ = wait_finished(deltas, [victim])
-        assert finished[victim].finish_reason is FinishReason.ERROR
+        assert finished[victim].finish_reason is FinishReason.INTERRUPTED
         assert "stopped unexpectedly" in finished[victim].error
         assert states[-1] == "crashed"
         client.restart()

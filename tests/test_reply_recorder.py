@@ -133,6 +133,7 @@ def test_no_deltas_no_writes(repo, clock, reply):
         (FinishReason.CONTEXT_FULL, MessageStatus.COMPLETE, None),
         (FinishReason.CANCELLED, MessageStatus.INTERRUPTED, None),
         (FinishReason.ERROR, MessageStatus.ERROR, "decode failed"),
+        (FinishReason.INTERRUPTED, MessageStatus.INTERRUPTED, "the engine process stopped unexpectedly"),
     ],
 )
 def test_final_delta_finishes_with_status_and_stats(repo, clock, reply, reason, status, error):

@@ -1,0 +1,380 @@
+"""Wires the window to storage and to the engine process.
+
+Threads: the GUI thread only touches widgets; storage calls run in order on one storage
+thread; engine deltas arrive on the engine client's reader thread and are coalesced into
+one UI update per frame (FRAME_MS). Every reply is checkpointed by a ReplyRecorder on the
+storage thread, so the GUI never waits on the model or the disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+
+from app.engine_host import EngineClient, EngineState
+from app.reply_recorder import ReplyRecorder
+from inference import ChatRequest, LoadSettings, SamplingParams
+from inference.metrics import MetricsSnapshot
+from inference.outputs import Delta, FinishReason, Phase
+from storage import ChatRepository, MessageRecord, MessageStatus, search
+from ui.chat_tab import ChatTab
+from ui.main_window import ConversationItem, MainWindow
+from ui.message_model import MessageView
+
+log = logging.getLogger(__name__)
+
+FRAME_MS = 30
+TITLE_CHARS = 60
+FOREGROUND, BACKGROUND = 1, 0
+
+
+class GuiCalls(QObject):
+    """Runs callables on the GUI thread, in order, from any thread."""
+
+    _call = Signal(object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._call.connect(lambda fn: fn(), Qt.ConnectionType.QueuedConnection)
+
+    def post(self, fn: Callable[[], None]) -> None:
+        self._call.emit(fn)
+
+
+@dataclass(eq=False)
+class Stream:
+    """One reply being written into one tab."""
+
+    request_id: str
+    conversation_id: int
+    message_id: int
+    recorder: ReplyRecorder
+    tokens: int = 0
+    finished: Delta | None = None
+
+
+@dataclass
+class _Pending:
+    text: list[str] = field(default_factory=list)
+    tokens: int = 0
+    last: Delta | None = None
+
+
+def message_view(m: MessageRecord, branch: tuple[int, int] | None = None) -> MessageView:
+    return MessageView(
+        key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
+        meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
+    )
+
+
+def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
+    parts = []
+    if ttft is not None:
+        parts.append(f"{ttft:.2f} s to first token")
+    if rate:
+        parts.append(f"{rate:.0f} tok/s")
+    if tokens:
+        parts.append(f"{tokens} tokens")
+    return " · ".join(parts)
+
+
+class ChatController(QObject):
+    def __init__(
+        self,
+        window: MainWindow,
+        repo: ChatRepository,
+        settings: LoadSettings,
+        sampling: SamplingParams | None = None,
+    ) -> None:
+        super().__init__()
+        self.sampling = sampling or SamplingParams()
+        self.window = window
+        self.repo = repo
+        self.model_name = settings.model_path.name
+        self.gui = GuiCalls()
+        self.storage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
+        self.metrics: MetricsSnapshot | None = None
+        self._streams: dict[str, Stream] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._timer = QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self._flush)
+        self._attached: weakref.WeakSet[ChatTab] = weakref.WeakSet()
+        # The client calls these on its reader thread.
+        self.engine = EngineClient(
+            settings,
+            on_delta=self._on_delta,
+            on_metrics=self._on_metrics,
+            on_state=lambda state: self.gui.post(lambda: self._on_engine_state(state)),
+        )
+        window.new_chat_requested.connect(self.new_chat)
+        window.open_requested.connect(self.open_conversation)
+        window.search_changed.connect(self.search)
+
+    # ----- start and stop --------------------------------------------------------------
+
+    def start(self) -> None:
+        self._timer.start()
+        self.refresh_conversations()
+        threading.Thread(target=self._start_engine, name="engine-start", daemon=True).start()
+
+    def _start_engine(self) -> None:
+        try:
+            self.engine.start(wait=True)
+        except Exception as exc:  # shown in the status bar; the window stays usable
+            log.error("engine failed to start: %s", exc)
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        self.engine.shutdown()
+        self.storage.shutdown(wait=True)
+
+    # ----- storage on its thread ---------------------------------------------------------
+
+    def _in_storage(self, work: Callable, then: Callable | None = None) -> Future:
+        future = self.storage.submit(work)
+
+        def done(f: Future) -> None:
+            if f.exception() is not None:
+                log.error("storage call failed: %s", f.exception())
+                self.gui.post(lambda: self.window.statusBar().showMessage(f"Storage error: {f.exception()}", 8000))
+            elif then is not None:
+                result = f.result()
+                self.gui.post(lambda: then(result))
+
+        future.add_done_callback(done)
+        return future
+
+    # ----- conversations -----------------------------------------------------------------
+
+    def refresh_conversations(self) -> Future:
+        def items():
+            return [ConversationItem(c.id, c.title, c.pinned) for c in self.repo.list_conversations()]
+
+        return self._in_storage(items, self.window.set_conversations)
+
+    def search(self, text: str) -> Future:
+        if not text.strip():
+            return self.refresh_conversations()
+
+        def hits():
+            seen, items = set(), []
+            for hit in search(self.repo.db, text, limit=50):
+                if hit.conversation_id not in seen:
+                    seen.add(hit.conversation_id)
+                    items.append(ConversationItem(hit.conversation_id, hit.conversation_title, subtitle=hit.snippet_text))
+            return items
+
+        return self._in_storage(hits, self.window.set_conversations)
+
+    def new_chat(self) -> Future:
+        return self._in_storage(
+            lambda: self.repo.create_conversation(model_ref=self.model_name),
+            lambda conv: (self._attach(self.window.open_tab(conv.id, conv.title)), self.refresh_conversations()),
+        )
+
+    def open_conversation(self, conversation_id: int) -> Future:
+        def load():
+            return self.repo.active_path(conversation_id)
+
+        def show(path):
+            tab = self.window.open_tab(conversation_id, path.conversation.title)
+            self._attach(tab)
+            self._show_path(tab, path)
+
+        return self._in_storage(load, show)
+
+    def _attach(self, tab: ChatTab) -> None:
+        if tab in self._attached:
+            return
+        self._attached.add(tab)
+        tab.send_requested.connect(lambda text, t=tab: self.send(t, text))
+        tab.stop_requested.connect(lambda t=tab: self.stop(t))
+        tab.regenerate_requested.connect(lambda t=tab: self.regenerate(t))
+
+    def _show_path(self, tab: ChatTab, path) -> None:
+        views = []
+        for m in path.messages:
+            pos = path.branches.get(m.id)
+            views.append(message_view(m, (pos.index, pos.count) if pos else None))
+        streaming = self._stream_for(tab.conversation_id)
+        tab.model.set_messages(views)
+        tab.set_busy(streaming is not None)
+
+    # ----- sending -------------------------------------------------------------------
+
+    def send(self, tab: ChatTab, text: str) -> Future:
+        conv_id = tab.conversation_id
+        tab.set_busy(True)
+
+        def work():
+            user = self.repo.add_message(conv_id, "user", text)
+            if not self.repo.get_conversation(conv_id).title:
+                self.repo.rename(conv_id, text[:TITLE_CHARS])
+            reply = self.repo.start_reply(conv_id, parent_id=user.id, model=self.model_name)
+            return self.repo.active_path(conv_id), reply
+
+        return self._in_storage(work, lambda result: self._start_stream(tab, *result))
+
+    def regenerate(self, tab: ChatTab) -> Future | None:
+        conv_id = tab.conversation_id
+        if self._stream_for(conv_id) is not None:
+            return None
+        tab.set_busy(True)
+
+        def work():
+            path = self.repo.active_path(conv_id)
+            if not path.messages:
+                return None
+            last = path.messages[-1]
+            parent = last.parent_id if last.role == "assistant" else last.id
+            reply = self.repo.start_reply(conv_id, parent_id=parent, model=self.model_name)
+            return self.repo.active_path(conv_id), reply
+
+        return self._in_storage(work, lambda result: result and self._start_stream(tab, *result))
+
+    def _start_stream(self, tab: ChatTab, path, reply: MessageRecord) -> None:
+        self._show_path(tab, path)
+        self.window.set_tab_title(tab, path.conversation.title)
+        prompt = tuple(
+            {"role": m.role, "content": m.content}
+            for m in path.messages[:-1]
+            if m.status is not MessageStatus.ERROR
+        )
+        request_id = uuid.uuid4().hex[:12]
+        stream = Stream(request_id, tab.conversation_id, reply.id, ReplyRecorder(self.repo, reply.id))
+        with self._lock:
+            self._streams[request_id] = stream
+        priority = FOREGROUND if self.window.current_tab() is tab else BACKGROUND
+        chat = ChatRequest(messages=prompt, sampling=self.sampling, priority=priority, request_id=request_id)
+        tab.set_busy(True)
+        tab.set_state("queued")
+        try:
+            self.engine.submit(chat)
+        except Exception as exc:
+            self._on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc)))
+        self.refresh_conversations()
+
+    def stop(self, tab: ChatTab) -> None:
+        stream = self._stream_for(tab.conversation_id)
+        if stream is not None:
+            self.engine.cancel(stream.request_id)
+
+    def _stream_for(self, conversation_id: int) -> Stream | None:
+        with self._lock:
+            return next((s for s in self._streams.values() if s.conversation_id == conversation_id), None)
+
+    # ----- engine callbacks (reader thread) ------------------------------------------------
+
+    def _on_delta(self, delta: Delta) -> None:
+        with self._lock:
+            stream = self._streams.get(delta.request_id)
+            if stream is None:
+                return
+            pending = self._pending.setdefault(delta.request_id, _Pending())
+            pending.text.append(delta.text)
+            pending.tokens += len(delta.token_ids)
+            pending.last = delta
+        # In order, off the GUI thread: checkpoints at most once a second, and the end.
+        self.storage.submit(stream.recorder.on_delta, delta)
+
+    def _on_metrics(self, snapshot: MetricsSnapshot) -> None:
+        self.metrics = snapshot
+
+    # ----- one UI update per frame ---------------------------------------------------------
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for request_id, update in pending.items():
+            with self._lock:
+                stream = self._streams.get(request_id)
+            if stream is not None:
+                self._apply(stream, update)
+        self._show_engine_metrics()
+
+    def _apply(self, stream: Stream, update: _Pending) -> None:
+        tab = self.window.tab_for(stream.conversation_id)
+        delta = update.last
+        stream.tokens += update.tokens
+        if delta.finished:
+            with self._lock:
+                self._streams.pop(stream.request_id, None)
+        if tab is None:
+            return  # closed tab: the reply goes on and is saved; nothing to draw
+        key = f"m{stream.message_id}"
+        text = "".join(update.text)
+        if delta.finished:
+            status = _final_status(delta)
+            stats = delta.stats
+            meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
+            tab.model.append_text(key, text, status=status, meta=meta or (delta.error or ""))
+            tab.set_busy(False)
+            tab.set_state(_done_text(delta))
+            self.window.set_writing(tab, False)
+            return
+        tab.model.append_text(key, text, status=_live_status(delta))
+        tab.set_state(_live_text(delta, stream.tokens))
+        self.window.set_writing(tab, delta.phase is Phase.DECODING)
+
+    def _show_engine_metrics(self) -> None:
+        m = self.metrics
+        state = self.engine.state
+        if state.status != "ready" or m is None:
+            return
+        self.window.set_engine_status(
+            f"{self.model_name} · {m.running} running · {m.queued} queued · "
+            f"{m.decode_tok_s:.0f} tok/s · batch {m.last_step_seqs}"
+        )
+
+    def _on_engine_state(self, state: EngineState) -> None:
+        if state.status == "ready":
+            self.window.set_engine_status(f"{self.model_name} ready")
+        elif state.status == "crashed":
+            self.window.set_engine_status("engine stopped unexpectedly — restarting…")
+            threading.Thread(target=self._start_engine, name="engine-restart", daemon=True).start()
+        elif state.status == "failed":
+            self.window.set_engine_status(f"engine failed: {state.error}")
+        else:
+            self.window.set_engine_status(f"engine {state.status}")
+
+
+def _final_status(delta: Delta) -> str:
+    return {
+        FinishReason.ERROR: "error",
+        FinishReason.CANCELLED: "interrupted",
+        FinishReason.INTERRUPTED: "interrupted",
+    }.get(delta.finish_reason, "complete")
+
+
+def _live_status(delta: Delta) -> str:
+    return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
+
+
+def _live_text(delta: Delta, tokens: int) -> str:
+    if delta.phase is Phase.QUEUED:
+        pos = delta.progress[0] if delta.progress else "?"
+        return f"queued (position {pos})"
+    if delta.phase is Phase.PREFILLING and delta.progress:
+        done, total = delta.progress
+        return f"reading the prompt ({100 * done // max(1, total)}%)"
+    return f"writing… {tokens} tokens"
+
+
+def _done_text(delta: Delta) -> str:
+    if delta.finish_reason is FinishReason.INTERRUPTED:
+        return f"interrupted: {delta.error}"
+    if delta.finish_reason is FinishReason.CANCELLED:
+        return "stopped"
+    if delta.finish_reason is FinishReason.ERROR:
+        return f"error: {delta.error}"
+    s = delta.stats
+    return f"done · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s" if s else "done"

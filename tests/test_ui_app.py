@@ -1,0 +1,206 @@
+"""The desktop app, offscreen, on the real model in its own engine process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from inference import LoadSettings, SamplingParams
+from storage import MessageStatus
+
+pytest.importorskip("PySide6")
+
+SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent.parent / "artifacts" / "screenshots"))
+WAIT_MS = 120_000
+
+
+class App:
+    """A window, its controller, and helpers to drive them like a user."""
+
+    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40) -> None:
+        from app.chat_controller import ChatController
+        from app.store import open_store
+        from ui.main_window import MainWindow
+
+        self.qtbot = qtbot
+        self.db, self.repo = open_store(data_dir)
+        self.window = MainWindow()
+        qtbot.addWidget(self.window)
+        sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
+        settings = LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8)
+        self.controller = ChatController(self.window, self.repo, settings, sampling=sampling)
+        self.window.show()
+        self.controller.start()
+        qtbot.waitUntil(lambda: self.controller.engine.state.status == "ready", timeout=WAIT_MS)
+
+    def new_tab(self):
+        before = self.window.tabs.count()
+        self.controller.new_chat()
+        self.qtbot.waitUntil(lambda: self.window.tabs.count() == before + 1, timeout=10_000)
+        return self.window.tabs.widget(before)
+
+    def send(self, tab, text: str) -> None:
+        tab.composer.setPlainText(text)
+        tab.send_button.click()
+
+    def last(self, tab):
+        return tab.model.view(tab.model.rowCount() - 1)
+
+    def wait_done(self, *tabs, timeout: int = WAIT_MS) -> None:
+        self.qtbot.waitUntil(
+            lambda: all(t.model.rowCount() >= 2 and self.last(t).status in ("complete", "interrupted", "error")
+                        and not t.stop_button.isEnabled() for t in tabs),
+            timeout=timeout,
+        )
+
+    def wait_streaming(self, *tabs) -> None:
+        self.qtbot.waitUntil(
+            lambda: all(t.model.rowCount() >= 2 and self.last(t).status == "streaming" and self.last(t).text
+                        for t in tabs),
+            timeout=WAIT_MS,
+        )
+
+    def close(self) -> None:
+        self.controller.shutdown()
+        self.db.close()
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path
+
+
+@pytest.fixture
+def app(qtbot, data_dir, model_path):
+    instance = App(qtbot, data_dir, model_path)
+    yield instance
+    instance.close()
+
+
+def test_three_tabs_stream_at_once_in_one_batch(app):
+    tabs = [app.new_tab() for _ in range(3)]
+    for i, tab in enumerate(tabs):
+        app.send(tab, f"Tell me fact number {i} about the sea.")
+    app.wait_done(*tabs)
+    app.qtbot.waitUntil(lambda: app.controller.metrics is not None and app.controller.metrics.max_step_seqs >= 3,
+                        timeout=5_000)
+    for tab in tabs:
+        reply = app.last(tab)
+        assert reply.role == "assistant" and reply.status == "complete" and reply.text
+        assert "40 tokens" in reply.meta
+        stored = app.repo.active_path(tab.conversation_id).messages
+        assert [m.role for m in stored] == ["user", "assistant"]
+        assert stored[1].status is MessageStatus.COMPLETE and stored[1].content == reply.text
+
+
+def test_switching_tabs_mid_stream_cancels_nothing(app):
+    a, b = app.new_tab(), app.new_tab()
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=150, ignore_eos=True)
+    app.send(a, "Describe a forest.")
+    app.send(b, "Describe a desert.")
+    app.wait_streaming(a, b)
+    for _ in range(6):
+        app.window.tabs.setCurrentWidget(a)
+        app.qtbot.wait(50)
+        app.window.tabs.setCurrentWidget(b)
+        app.qtbot.wait(50)
+    app.wait_done(a, b)
+    assert app.last(a).status == app.last(b).status == "complete"
+    assert "150 tokens" in app.last(a).meta and "150 tokens" in app.last(b).meta
+
+
+def test_stop_stops_only_its_tab(app):
+    a, b = app.new_tab(), app.new_tab()
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
+    app.send(a, "Count slowly.")
+    app.send(b, "Count quickly.")
+    app.wait_streaming(a, b)
+    a.stop_button.click()
+    app.wait_done(a, b)
+    assert app.last(a).status == "interrupted"
+    assert app.last(b).status == "complete"
+    stored = app.repo.active_path(a.conversation_id).messages[-1]
+    assert stored.status is MessageStatus.INTERRUPTED and stored.content == app.last(a).text
+
+
+def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):
+    tab = app.new_tab()
+    app.send(tab, "Name a colour.")
+    app.wait_done(tab)
+    first = app.last(tab)
+    tab.regenerate_button.click()
+    app.qtbot.waitUntil(lambda: app.last(tab).key != first.key, timeout=10_000)
+    app.wait_done(tab)
+    assert app.last(tab).branch == (2, 2)
+    siblings = app.repo.siblings(app.last(tab).message_id)
+    assert siblings == [first.message_id, app.last(tab).message_id]
+    assert app.repo.get_message(first.message_id).content == first.text
+
+
+def test_restarted_app_shows_the_same_conversations(qtbot, data_dir, model_path):
+    first = App(qtbot, data_dir, model_path)
+    tab = first.new_tab()
+    first.send(tab, "Remember the word pineapple.")
+    first.wait_done(tab)
+    reply = first.last(tab).text
+    first.close()
+    second = App(qtbot, data_dir, model_path)
+    try:
+        titles = [second.window.conversation_list.item(i).text() for i in range(second.window.conversation_list.count())]
+        assert titles == ["Remember the word pineapple."]
+        second.controller.open_conversation(tab.conversation_id)
+        qtbot.waitUntil(lambda: second.window.tabs.count() == 1 and second.window.tabs.widget(0).model.rowCount() == 2)
+        reopened = second.window.tabs.widget(0)
+        assert [v.text for v in reopened.model.views()] == ["Remember the word pineapple.", reply]
+    finally:
+        second.close()
+
+
+def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
+    tab = app.new_tab()
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=2000, ignore_eos=True)
+    app.send(tab, "Tell a very long story.")
+    app.wait_streaming(tab)
+    app.qtbot.wait(1200)  # past one checkpoint
+    old_pid = app.controller.engine.pid
+    app.controller.engine.kill()
+    app.wait_done(tab)
+    assert app.last(tab).status == "interrupted"
+    assert "stopped unexpectedly" in tab.state_label.text()
+    partial = app.repo.active_path(tab.conversation_id).messages[-1]
+    assert partial.status is MessageStatus.INTERRUPTED and partial.content
+    assert app.last(tab).text.startswith(partial.content)
+    app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready" and app.controller.engine.pid != old_pid,
+                        timeout=WAIT_MS)
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    app.send(tab, "Are you back?")
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
+    from ui.theme import apply_theme
+
+    old_palette = qapp.palette()
+    apply_theme(qapp, theme)
+    shot = App(qtbot, data_dir, model_path, max_tokens=300)
+    try:
+        tabs = [shot.new_tab() for _ in range(3)]
+        prompts = ["Explain how a **hash map** works, with a short Python example.",
+                   "Write a haiku about the sea.", "List three tips for learning to cook."]
+        for tab, prompt in zip(tabs, prompts):
+            shot.send(tab, prompt)
+        shot.wait_streaming(*tabs)
+        qtbot.wait(1500)
+        shot.window.tabs.setCurrentWidget(tabs[0])
+        qtbot.wait(100)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"main-window-{theme}.png"
+        assert shot.window.grab().save(str(path))
+        assert path.stat().st_size > 10_000
+    finally:
+        shot.close()
+        qapp.setPalette(old_palette)

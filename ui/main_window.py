@@ -1,0 +1,191 @@
+"""The main window: conversations on the left, one tab per open conversation, the engine's
+state in the status bar. Widgets only: the controller feeds it and listens to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.chat_tab import ChatTab
+
+WRITING_BADGE = "● "
+TAB_TITLE_CHARS = 28
+
+
+def tab_title(title: str) -> str:
+    title = title or "New chat"
+    return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationItem:
+    id: int
+    title: str
+    pinned: bool = False
+    subtitle: str = ""
+
+
+class MainWindow(QMainWindow):
+    new_chat_requested = Signal()
+    open_requested = Signal(int)
+    tab_closed = Signal(int)
+    search_changed = Signal(str)
+    delete_requested = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle("Chorus")
+        self.resize(1200, 800)
+        self.search_box = QLineEdit()
+        self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
+        self.search_box.setClearButtonEnabled(True)
+        self.conversation_list = QListWidget()
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.conversation_list.setSpacing(2)
+        self.new_button = QPushButton("New chat")
+        self.tabs = QTabWidget()
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
+        self.tabs.setUsesScrollButtons(True)
+        self.engine_label = QLabel("engine: starting…")
+        self.statusBar().addPermanentWidget(self.engine_label)
+        self._layout()
+        self._actions()
+        self.new_button.clicked.connect(self.new_chat_requested)
+        self.search_box.textChanged.connect(self.search_changed)
+        self.conversation_list.itemActivated.connect(self._open_item)
+        self.conversation_list.itemClicked.connect(self._open_item)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        self.tabs.currentChanged.connect(self._clear_badge)
+
+    def _layout(self) -> None:
+        side = QWidget()
+        box = QVBoxLayout(side)
+        box.setContentsMargins(6, 6, 6, 6)
+        box.addWidget(self.search_box)
+        box.addWidget(self.conversation_list, 1)
+        box.addWidget(self.new_button)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(side)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(1, 1)
+        split.setSizes([260, 940])
+        self.setCentralWidget(split)
+
+    def _actions(self) -> None:
+        shortcuts = [
+            ("New chat", QKeySequence.StandardKey.New, self.new_chat_requested.emit),
+            ("Close tab", QKeySequence.StandardKey.Close, lambda: self._close_tab(self.tabs.currentIndex())),
+            ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
+            ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
+            ("Search", QKeySequence.StandardKey.Find, self.search_box.setFocus),
+            ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
+            ("Stop", QKeySequence("Escape"), self._stop_current),
+        ]
+        for name, keys, slot in shortcuts:
+            action = QAction(name, self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+
+    # ----- conversations ---------------------------------------------------------------
+
+    def set_conversations(self, items: list[ConversationItem]) -> None:
+        self.conversation_list.clear()
+        for item in items:
+            text = ("📌 " if item.pinned else "") + (item.title or "New chat")
+            widget_item = QListWidgetItem(text)
+            widget_item.setData(Qt.ItemDataRole.UserRole, item.id)
+            if item.subtitle:
+                widget_item.setToolTip(item.subtitle)
+            self.conversation_list.addItem(widget_item)
+
+    def _open_item(self, item: QListWidgetItem) -> None:
+        self.open_requested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    # ----- tabs ---------------------------------------------------------------------
+
+    def tab_for(self, conversation_id: int) -> ChatTab | None:
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if tab.conversation_id == conversation_id:
+                return tab
+        return None
+
+    def open_tab(self, conversation_id: int, title: str) -> ChatTab:
+        tab = self.tab_for(conversation_id)
+        if tab is None:
+            tab = ChatTab(conversation_id, title)
+            index = self.tabs.addTab(tab, tab_title(title))
+            self.tabs.setTabToolTip(index, title)
+        self.tabs.setCurrentWidget(tab)
+        return tab
+
+    def open_tabs(self) -> list[ChatTab]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def set_tab_title(self, tab: ChatTab, title: str) -> None:
+        tab.title = title
+        i = self.tabs.indexOf(tab)
+        badge = WRITING_BADGE if self.tabs.tabText(i).startswith(WRITING_BADGE) else ""
+        self.tabs.setTabText(i, badge + tab_title(title))
+        self.tabs.setTabToolTip(i, title)
+
+    def set_writing(self, tab: ChatTab, writing: bool) -> None:
+        """A badge on background tabs that are writing."""
+        i = self.tabs.indexOf(tab)
+        show = writing and self.tabs.currentWidget() is not tab
+        self.tabs.setTabText(i, (WRITING_BADGE if show else "") + tab_title(tab.title))
+
+    def _clear_badge(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        if tab is not None:
+            self.tabs.setTabText(index, tab_title(tab.title))
+
+    def _close_tab(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        if tab is None:
+            return
+        self.tabs.removeTab(index)
+        self.tab_closed.emit(tab.conversation_id)
+        tab.deleteLater()
+
+    def _step_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+
+    def current_tab(self) -> ChatTab | None:
+        return self.tabs.currentWidget()
+
+    def _focus_composer(self) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.composer.setFocus()
+
+    def _stop_current(self) -> None:
+        tab = self.current_tab()
+        if tab is not None and tab.stop_button.isEnabled():
+            tab.stop_requested.emit()
+
+    # ----- status ---------------------------------------------------------------------
+
+    def set_engine_status(self, text: str) -> None:
+        self.engine_label.setText(text)

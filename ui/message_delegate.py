@@ -1,0 +1,116 @@
+"""Paints one message: a header line (who, state, timing) over Markdown rendered text.
+
+Only rows that change are laid out again: documents are cached by (row key, text, width),
+so a streaming reply costs one layout per frame, whatever the history's length.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from ui.message_model import MessageView, ViewRole
+
+PAD = 10
+GAP = 6
+HEADER_H = 18
+CACHE_SIZE = 512
+WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+STATE_TEXT = {
+    "streaming": "writing…",
+    "queued": "queued",
+    "prefilling": "reading the prompt…",
+    "interrupted": "interrupted",
+    "error": "error",
+}
+
+
+def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
+    base = palette.color(QPalette.ColorRole.Base)
+    dark = base.lightness() < 128
+    if status == "error":
+        return QColor("#5a2626") if dark else QColor("#fbe3e3")
+    if role == "user":
+        return QColor("#27415e") if dark else QColor("#e3eefc")
+    if role == "system":
+        return QColor("#3b3b3b") if dark else QColor("#f1f1f1")
+    return palette.color(QPalette.ColorRole.AlternateBase)
+
+
+class MessageDelegate(QStyledItemDelegate):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
+
+    def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
+        key = (view.key, view.text, width, color.rgb())
+        doc = self._docs.get(key)
+        if doc is None:
+            doc = QTextDocument()
+            doc.setDefaultFont(font)
+            doc.setDefaultStyleSheet(
+                f"body {{ color: {color.name()}; }} "
+                "pre, code { font-family: monospace; background-color: rgba(127,127,127,40); }"
+            )
+            doc.setMarkdown(view.text or " ")
+            doc.setTextWidth(max(50, width))
+            self._docs[key] = doc
+            if len(self._docs) > CACHE_SIZE:
+                self._docs.popitem(last=False)
+        else:
+            self._docs.move_to_end(key)
+        return doc
+
+    def _text_width(self, option: QStyleOptionViewItem) -> int:
+        return option.rect.width() - 4 * PAD
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
+        view: MessageView = index.data(ViewRole)
+        width = self._text_width(option)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, width, option.font, color)
+        return QSize(option.rect.width(), int(doc.size().height()) + HEADER_H + 2 * PAD + GAP)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        view: MessageView = index.data(ViewRole)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        palette = option.palette
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(bubble_color(palette, view.role, view.status))
+        painter.drawRoundedRect(QRectF(rect), 8, 8)
+        if option.state & QStyle.StateFlag.State_Selected:
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(QRectF(rect), 8, 8)
+        self._paint_header(painter, rect, view, palette, option.font)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, text_color)
+        painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        doc.drawContents(painter)
+        painter.restore()
+
+    def _paint_header(self, painter, rect, view: MessageView, palette: QPalette, font: QFont) -> None:
+        bold = QFont(font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
+        header.setHeight(HEADER_H)
+        who = WHO.get(view.role, view.role)
+        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
+        details = [STATE_TEXT.get(view.status, ""), view.meta]
+        if view.branch:
+            details.insert(0, f"‹ {view.branch[0]}/{view.branch[1]} ›")
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        painter.setFont(small)
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(
+            header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            "   ".join(d for d in details if d),
+        )
