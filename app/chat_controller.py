@@ -42,7 +42,11 @@ class GuiCalls(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self._call.connect(lambda fn: fn(), Qt.ConnectionType.QueuedConnection)
+        self._call.connect(self._run, Qt.ConnectionType.QueuedConnection)
+
+    @staticmethod
+    def _run(fn: Callable[[], object]) -> None:
+        fn()  # a slot returns nothing: PySide6 mishandles some returned values
 
     def post(self, fn: Callable[[], None]) -> None:
         self._call.emit(fn)
@@ -57,7 +61,9 @@ class Stream:
     message_id: int
     recorder: ReplyRecorder
     tokens: int = 0
-    finished: Delta | None = None
+    # Text for a tab that is not on screen: drawn when the user switches to it, so
+    # background tabs cost no layout per frame however many are writing.
+    backlog: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -118,6 +124,7 @@ class ChatController(QObject):
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
         window.search_changed.connect(self.search)
+        window.tabs.currentChanged.connect(self._show_backlog)
 
     # ----- start and stop --------------------------------------------------------------
 
@@ -305,25 +312,36 @@ class ChatController(QObject):
         tab = self.window.tab_for(stream.conversation_id)
         delta = update.last
         stream.tokens += update.tokens
+        stream.backlog.extend(update.text)
         if delta.finished:
             with self._lock:
                 self._streams.pop(stream.request_id, None)
         if tab is None:
             return  # closed tab: the reply goes on and is saved; nothing to draw
-        key = f"m{stream.message_id}"
-        text = "".join(update.text)
         if delta.finished:
-            status = _final_status(delta)
             stats = delta.stats
             meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
-            tab.model.append_text(key, text, status=status, meta=meta or (delta.error or ""))
+            self._draw(tab, stream, status=_final_status(delta), meta=meta or (delta.error or ""))
             tab.set_busy(False)
             tab.set_state(_done_text(delta))
             self.window.set_writing(tab, False)
             return
-        tab.model.append_text(key, text, status=_live_status(delta))
-        tab.set_state(_live_text(delta, stream.tokens))
+        on_screen = self.window.current_tab() is tab
+        if on_screen:
+            self._draw(tab, stream, status=_live_status(delta))
+        # A hidden tab's state line changes with the phase only, not with every token.
+        tab.set_state(_live_text(delta, stream.tokens if on_screen else None))
         self.window.set_writing(tab, delta.phase is Phase.DECODING)
+
+    def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
+        text, stream.backlog = "".join(stream.backlog), []
+        tab.model.append_text(f"m{stream.message_id}", text, **changes)
+
+    def _show_backlog(self, index: int) -> None:
+        tab = self.window.tabs.widget(index)
+        stream = self._stream_for(tab.conversation_id) if tab is not None else None
+        if stream is not None and stream.backlog:
+            self._draw(tab, stream, status="streaming")
 
     def _show_engine_metrics(self) -> None:
         m = self.metrics
@@ -359,14 +377,14 @@ def _live_status(delta: Delta) -> str:
     return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
 
 
-def _live_text(delta: Delta, tokens: int) -> str:
+def _live_text(delta: Delta, tokens: int | None) -> str:
     if delta.phase is Phase.QUEUED:
         pos = delta.progress[0] if delta.progress else "?"
         return f"queued (position {pos})"
     if delta.phase is Phase.PREFILLING and delta.progress:
         done, total = delta.progress
         return f"reading the prompt ({100 * done // max(1, total)}%)"
-    return f"writing… {tokens} tokens"
+    return "writing…" if tokens is None else f"writing… {tokens} tokens"
 
 
 def _done_text(delta: Delta) -> str:

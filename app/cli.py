@@ -30,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(gui)
     gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
 
+    ubench = sub.add_parser("bench-ui", help="GUI event-loop stalls while N tabs stream")
+    _add_model_args(ubench)
+    ubench.add_argument("--tabs", type=int, default=16)
+    ubench.add_argument("--max-tokens", type=int, default=128)
+    ubench.add_argument("--json", action="store_true")
+
     export = sub.add_parser("export", help="export conversations to Markdown or JSON")
     export.add_argument("--format", choices=("md", "json"), default="json")
     export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
@@ -93,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             from app.gui_main import run_app
 
             return run_app(args, _model_path(args, base), base)
+        if args.command == "bench-ui":
+            from app.ui_bench import run_ui_bench
+
+            return run_ui_bench(args, _model_path(args, base))
         if args.command == "bench-storage":
             from app.storage_bench import run_storage_bench
 

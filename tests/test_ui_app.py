@@ -56,9 +56,9 @@ class App:
         )
 
     def wait_streaming(self, *tabs) -> None:
+        """Until every tab's reply is being written (background tabs draw it when shown)."""
         self.qtbot.waitUntil(
-            lambda: all(t.model.rowCount() >= 2 and self.last(t).status == "streaming" and self.last(t).text
-                        for t in tabs),
+            lambda: all(t.state_label.text().startswith("writing") for t in tabs),
             timeout=WAIT_MS,
         )
 

@@ -39,6 +39,15 @@ class ConversationItem:
     subtitle: str = ""
 
 
+def _ignoring_result(slot):
+    """A slot that takes triggered()'s `checked` flag and returns nothing to PySide6."""
+
+    def run(*_args) -> None:
+        slot()
+
+    return run
+
+
 class MainWindow(QMainWindow):
     new_chat_requested = Signal()
     open_requested = Signal(int)
@@ -91,11 +100,11 @@ class MainWindow(QMainWindow):
 
     def _actions(self) -> None:
         shortcuts = [
-            ("New chat", QKeySequence.StandardKey.New, self.new_chat_requested.emit),
+            ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
             ("Close tab", QKeySequence.StandardKey.Close, lambda: self._close_tab(self.tabs.currentIndex())),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
-            ("Search", QKeySequence.StandardKey.Find, self.search_box.setFocus),
+            ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
             ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
             ("Stop", QKeySequence("Escape"), self._stop_current),
         ]
@@ -103,7 +112,7 @@ class MainWindow(QMainWindow):
             action = QAction(name, self)
             action.setShortcut(keys)
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
+            action.triggered.connect(_ignoring_result(slot))
             self.addAction(action)
 
     # ----- conversations ---------------------------------------------------------------
@@ -153,7 +162,9 @@ class MainWindow(QMainWindow):
         """A badge on background tabs that are writing."""
         i = self.tabs.indexOf(tab)
         show = writing and self.tabs.currentWidget() is not tab
-        self.tabs.setTabText(i, (WRITING_BADGE if show else "") + tab_title(tab.title))
+        text = (WRITING_BADGE if show else "") + tab_title(tab.title)
+        if self.tabs.tabText(i) != text:  # a new text lays the tab bar out again
+            self.tabs.setTabText(i, text)
 
     def _clear_badge(self, index: int) -> None:
         tab = self.tabs.widget(index)
