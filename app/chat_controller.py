@@ -16,14 +16,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, Signal
 
 from app.engine_host import EngineClient, EngineState
 from app.reply_recorder import ReplyRecorder
 from inference import ChatRequest, LoadSettings, SamplingParams
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase
-from storage import ChatRepository, MessageRecord, MessageStatus, search
+from storage import CatalogRepository, ChatRepository, MessageRecord, MessageStatus, search
 from ui.chat_tab import ChatTab
 from ui.main_window import ConversationItem, MainWindow
 from ui.message_model import MessageView
@@ -31,6 +31,7 @@ from ui.message_model import MessageView
 log = logging.getLogger(__name__)
 
 FRAME_MS = 30
+WINDOW_SETTING = "window"
 TITLE_CHARS = 60
 FOREGROUND, BACKGROUND = 1, 0
 
@@ -103,6 +104,7 @@ class ChatController(QObject):
         self.sampling = sampling or SamplingParams()
         self.window = window
         self.repo = repo
+        self.catalog = CatalogRepository(repo.db)
         self.model_name = settings.model_path.name
         self.gui = GuiCalls()
         self.storage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
@@ -131,7 +133,32 @@ class ChatController(QObject):
     def start(self) -> None:
         self._timer.start()
         self.refresh_conversations()
+        self._in_storage(self._saved_window, self._restore_window)
         threading.Thread(target=self._start_engine, name="engine-start", daemon=True).start()
+
+    def _saved_window(self) -> dict | None:
+        saved = self.catalog.get_setting(WINDOW_SETTING)
+        if saved:
+            alive = {c.id for c in self.repo.list_conversations(include_archived=True)}
+            saved["tabs"] = [i for i in saved.get("tabs", []) if i in alive]
+        return saved
+
+    def _restore_window(self, saved: dict | None) -> None:
+        """Geometry and open tabs of the last session."""
+        if not saved:
+            return
+        geometry = saved.get("geometry")
+        if geometry:
+            self.window.restoreGeometry(QByteArray.fromBase64(geometry.encode()))
+        for conv_id in saved.get("tabs", []):
+            self.open_conversation(conv_id)
+
+    def save_window(self) -> Future:
+        state = {
+            "geometry": bytes(self.window.saveGeometry().toBase64()).decode(),
+            "tabs": [t.conversation_id for t in self.window.open_tabs()],
+        }
+        return self.storage.submit(self.catalog.set_setting, WINDOW_SETTING, state)
 
     def _start_engine(self) -> None:
         try:
@@ -140,6 +167,7 @@ class ChatController(QObject):
             log.error("engine failed to start: %s", exc)
 
     def shutdown(self) -> None:
+        self.save_window()
         self._timer.stop()
         self.engine.shutdown()
         self.storage.shutdown(wait=True)

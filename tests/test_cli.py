@@ -124,3 +124,12 @@ def test_bench_storage_reports_the_three_timings(tmp_path):
     assert report["messages_total"] >= 2500
     for key in ("checkpoint_ms_p50", "open_long_conversation_ms_p50", "search_common_word_ms_p50"):
         assert report[key] > 0
+
+
+def test_bench_ui_reports_event_loop_stalls(data_dir):
+    out = chorus(data_dir, "bench-ui", "--tabs", "2", "--max-tokens", "8", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["tabs"] == 2 and report["max_batch_seqs"] == 2
+    assert report["probes"] > 10
+    assert 0 <= report["stall_p50_ms"] <= report["stall_p99_ms"] <= report["stall_max_ms"]

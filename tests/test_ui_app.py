@@ -139,21 +139,23 @@ def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):
     assert app.repo.get_message(first.message_id).content == first.text
 
 
-def test_restarted_app_shows_the_same_conversations(qtbot, data_dir, model_path):
+def test_restarted_app_shows_the_same_conversations_and_tabs(qtbot, data_dir, model_path):
     first = App(qtbot, data_dir, model_path)
     tab = first.new_tab()
     first.send(tab, "Remember the word pineapple.")
     first.wait_done(tab)
     reply = first.last(tab).text
+    first.window.resize(700, 520)
     first.close()
     second = App(qtbot, data_dir, model_path)
     try:
         titles = [second.window.conversation_list.item(i).text() for i in range(second.window.conversation_list.count())]
         assert titles == ["Remember the word pineapple."]
-        second.controller.open_conversation(tab.conversation_id)
         qtbot.waitUntil(lambda: second.window.tabs.count() == 1 and second.window.tabs.widget(0).model.rowCount() == 2)
         reopened = second.window.tabs.widget(0)
+        assert reopened.conversation_id == tab.conversation_id
         assert [v.text for v in reopened.model.views()] == ["Remember the word pineapple.", reply]
+        assert (second.window.width(), second.window.height()) == (700, 520)
     finally:
         second.close()
 
