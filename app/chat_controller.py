@@ -234,6 +234,8 @@ class ChatController(QObject):
         tab.send_requested.connect(lambda text, t=tab: self.send(t, text))
         tab.stop_requested.connect(lambda t=tab: self.stop(t))
         tab.regenerate_requested.connect(lambda t=tab: self.regenerate(t))
+        tab.edit_requested.connect(lambda message_id, text, t=tab: self.edit_and_resend(t, message_id, text))
+        tab.branch_requested.connect(lambda message_id, step, t=tab: self.switch_branch(t, message_id, step))
 
     def _show_path(self, tab: ChatTab, path) -> None:
         views = []
@@ -275,6 +277,34 @@ class ChatController(QObject):
             return self.repo.active_path(conv_id), reply
 
         return self._in_storage(work, lambda result: result and self._start_stream(tab, *result))
+
+    def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> Future | None:
+        """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
+        conv_id = tab.conversation_id
+        if self._stream_for(conv_id) is not None:
+            return None
+        tab.set_busy(True)
+
+        def work():
+            edited = self.repo.edit_message(message_id, text)
+            reply = self.repo.start_reply(conv_id, parent_id=edited.id, model=self.model_name)
+            return self.repo.active_path(conv_id), reply
+
+        return self._in_storage(work, lambda result: self._start_stream(tab, *result))
+
+    def switch_branch(self, tab: ChatTab, message_id: int, step: int) -> Future | None:
+        conv_id = tab.conversation_id
+        if self._stream_for(conv_id) is not None:
+            return None  # the branch on screen is being written
+
+        def work():
+            siblings = self.repo.siblings(message_id)
+            target = siblings.index(message_id) + step
+            if 0 <= target < len(siblings):
+                self.repo.switch_to(siblings[target])
+            return self.repo.active_path(conv_id)
+
+        return self._in_storage(work, lambda path: self._show_path(tab, path))
 
     def _start_stream(self, tab: ChatTab, path, reply: MessageRecord) -> None:
         self._show_path(tab, path)

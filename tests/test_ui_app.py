@@ -206,3 +206,27 @@ def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
     finally:
         shot.close()
         qapp.setPalette(old_palette)
+
+
+def test_edit_and_resend_branches_and_arrows_switch_back(app):
+    tab = app.new_tab()
+    app.send(tab, "Name a fruit.")
+    app.wait_done(tab)
+    original_user, original_reply = tab.model.view(0), tab.model.view(1)
+    tab.start_editing(original_user.message_id, "Name a vegetable.")
+    tab.send_button.click()
+    app.qtbot.waitUntil(lambda: tab.model.view(0).text == "Name a vegetable.", timeout=10_000)
+    app.wait_done(tab)
+    assert tab.model.view(0).branch == (2, 2)
+    assert tab.model.rowCount() == 2 and tab.model.view(1).key != original_reply.key
+    tab.branch_requested.emit(tab.model.view(0).message_id, -1)
+    app.qtbot.waitUntil(lambda: tab.model.view(0).text == "Name a fruit.", timeout=10_000)
+    assert tab.model.view(0).branch == (1, 2)
+    assert tab.model.view(1).text == original_reply.text
+
+
+def test_code_blocks_are_found_for_copying():
+    from ui.chat_tab import code_blocks
+
+    text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
+    assert code_blocks(text) == ["print('hi')", "ls -l"]

@@ -3,10 +3,14 @@ asks for; the controller decides what happens."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
+    QMenu,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -17,6 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from ui.message_delegate import MessageDelegate
+
+PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
 from ui.message_model import MessageListModel
 
 
@@ -36,10 +42,19 @@ class Composer(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def code_blocks(markdown: str) -> list[str]:
+    return [block.rstrip("\n") for block in CODE_BLOCK.findall(markdown)]
+
+
 class ChatTab(QWidget):
     send_requested = Signal(str)
     stop_requested = Signal()
     regenerate_requested = Signal()
+    edit_requested = Signal(int, str)  # message id, new text: a new branch from there
+    branch_requested = Signal(int, int)  # message id, step (-1 previous, +1 next sibling)
 
     def __init__(self, conversation_id: int, title: str, parent=None) -> None:
         super().__init__(parent)
@@ -57,18 +72,21 @@ class ChatTab(QWidget):
         self.view.setWordWrap(True)
         self.view.setResizeMode(QListView.ResizeMode.Adjust)
         self.composer = Composer()
-        self.composer.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
+        self.composer.setPlaceholderText(PLACEHOLDER)
         self.composer.setFixedHeight(70)
         self.send_button = QPushButton("Send")
         self.stop_button = QPushButton("Stop")
         self.regenerate_button = QPushButton("Regenerate")
         self._layout()
-        self.composer.submitted.connect(self.send_requested)
+        self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.model.rowsInserted.connect(lambda *_: self.view.scrollToBottom())
         self.model.dataChanged.connect(self._follow_stream)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
+        self.editing: int | None = None  # message id being edited in the composer
         self.set_busy(False)
 
     def _layout(self) -> None:
@@ -88,7 +106,44 @@ class ChatTab(QWidget):
         text = self.composer.toPlainText().strip()
         if text:
             self.composer.clear()
+            self._submit(text)
+
+    def _submit(self, text: str) -> None:
+        if self.editing is not None:
+            message_id, self.editing = self.editing, None
+            self.composer.setPlaceholderText(PLACEHOLDER)
+            self.edit_requested.emit(message_id, text)
+        else:
             self.send_requested.emit(text)
+
+    def start_editing(self, message_id: int, text: str) -> None:
+        """Put a sent message back in the composer; sending it makes a new branch."""
+        self.editing = message_id
+        self.composer.setPlainText(text)
+        self.composer.setPlaceholderText("Editing a message: Enter resends it as a new branch")
+        self.composer.setFocus()
+
+    def _context_menu(self, pos) -> None:
+        index = self.view.indexAt(pos)
+        if not index.isValid():
+            return
+        view = self.model.view(index.row())
+        menu = QMenu(self)
+        clipboard = QApplication.clipboard()
+        menu.addAction("Copy text", lambda: clipboard.setText(view.text))
+        for i, block in enumerate(code_blocks(view.text), 1):
+            menu.addAction(f"Copy code block {i}", lambda b=block: clipboard.setText(b))
+        if view.message_id is not None and view.role == "user":
+            menu.addAction("Edit and resend…", lambda: self.start_editing(view.message_id, view.text))
+        if view.branch and view.message_id is not None:
+            index_, count = view.branch
+            prev = menu.addAction(f"Previous branch ({index_ - 1}/{count})",
+                                  lambda: self.branch_requested.emit(view.message_id, -1))
+            prev.setEnabled(index_ > 1)
+            nxt = menu.addAction(f"Next branch ({index_ + 1}/{count})",
+                                 lambda: self.branch_requested.emit(view.message_id, 1))
+            nxt.setEnabled(index_ < count)
+        menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def _follow_stream(self, first, _last, _roles=()) -> None:
         # Keep the newest text in sight while it streams, unless the user scrolled up.
