@@ -126,6 +126,10 @@ class ChatController(QObject):
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
         window.search_changed.connect(self.search)
+        window.rename_requested.connect(self.rename)
+        window.pin_requested.connect(self.set_pinned)
+        window.delete_requested.connect(self.delete)
+        window.undo_delete_requested.connect(self.restore)
         window.tabs.currentChanged.connect(self._show_backlog)
 
     # ----- start and stop --------------------------------------------------------------
@@ -209,6 +213,44 @@ class ChatController(QObject):
             return items
 
         return self._in_storage(hits, self.window.set_conversations)
+
+    def rename(self, conversation_id: int, title: str) -> Future:
+        def shown(conv) -> None:
+            tab = self.window.tab_for(conversation_id)
+            if tab is not None:
+                self.window.set_tab_title(tab, conv.title)
+            self.refresh_conversations()
+
+        return self._in_storage(lambda: self.repo.rename(conversation_id, title), shown)
+
+    def set_pinned(self, conversation_id: int, pinned: bool) -> Future:
+        return self._in_storage(
+            lambda: self.repo.update_conversation(conversation_id, pinned=pinned),
+            lambda _conv: self.refresh_conversations(),
+        )
+
+    def delete(self, conversation_id: int) -> Future:
+        """Soft delete, undoable from the status bar; a reply being written is stopped."""
+        stream = self._stream_for(conversation_id)
+        if stream is not None:
+            self.engine.cancel(stream.request_id)
+        self.window.close_tab_of(conversation_id)
+
+        def work():
+            conv = self.repo.get_conversation(conversation_id)
+            self.repo.delete(conversation_id)
+            return conv
+
+        def done(conv) -> None:
+            self.window.offer_undo_delete(conversation_id, conv.title)
+            self.refresh_conversations()
+
+        return self._in_storage(work, done)
+
+    def restore(self, conversation_id: int) -> Future:
+        return self._in_storage(
+            lambda: self.repo.restore(conversation_id), lambda _none: self.refresh_conversations()
+        )
 
     def new_chat(self) -> Future:
         return self._in_storage(

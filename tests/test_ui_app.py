@@ -230,3 +230,25 @@ def test_code_blocks_are_found_for_copying():
 
     text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
     assert code_blocks(text) == ["print('hi')", "ls -l"]
+
+
+def test_sidebar_rename_pin_delete_and_undo(app):
+    first, second = app.new_tab(), app.new_tab()
+    app.send(first, "First chat")
+    app.wait_done(first)
+    lst = app.window.conversation_list
+
+    def titles():
+        return [lst.item(i).text() for i in range(lst.count())]
+
+    app.controller.rename(second.conversation_id, "Renamed chat")
+    app.qtbot.waitUntil(lambda: "Renamed chat" in titles())
+    assert app.window.tabs.tabText(app.window.tabs.indexOf(second)) == "Renamed chat"
+    app.controller.set_pinned(first.conversation_id, True)
+    app.qtbot.waitUntil(lambda: titles()[0] == "📌 First chat")
+    app.controller.delete(first.conversation_id)
+    app.qtbot.waitUntil(lambda: titles() == ["Renamed chat"] and app.window.undo_button.isVisibleTo(app.window))
+    assert app.window.tab_for(first.conversation_id) is None
+    app.window.undo_button.click()
+    app.qtbot.waitUntil(lambda: titles() == ["📌 First chat", "Renamed chat"])
+    assert not app.repo.get_conversation(first.conversation_id).deleted

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QInputDialog,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
+    QMenu,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -23,6 +25,9 @@ from PySide6.QtWidgets import (
 from ui.chat_tab import ChatTab
 
 WRITING_BADGE = "● "
+PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
+UNDO_MS = 10_000
 TAB_TITLE_CHARS = 28
 
 
@@ -54,6 +59,9 @@ class MainWindow(QMainWindow):
     tab_closed = Signal(int)
     search_changed = Signal(str)
     delete_requested = Signal(int)
+    undo_delete_requested = Signal(int)
+    rename_requested = Signal(int, str)
+    pin_requested = Signal(int, bool)
 
     def __init__(self) -> None:
         super().__init__()
@@ -81,6 +89,13 @@ class MainWindow(QMainWindow):
         self.search_box.textChanged.connect(self.search_changed)
         self.conversation_list.itemActivated.connect(self._open_item)
         self.conversation_list.itemClicked.connect(self._open_item)
+        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.conversation_list.customContextMenuRequested.connect(self._conversation_menu)
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.hide()
+        self.statusBar().addWidget(self.undo_button)
+        self.undo_button.clicked.connect(self._undo_clicked)
+        self._undo_id: int | None = None
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.tabs.currentChanged.connect(self._clear_badge)
 
@@ -123,9 +138,52 @@ class MainWindow(QMainWindow):
             text = ("📌 " if item.pinned else "") + (item.title or "New chat")
             widget_item = QListWidgetItem(text)
             widget_item.setData(Qt.ItemDataRole.UserRole, item.id)
+            widget_item.setData(PINNED_ROLE, item.pinned)
+            widget_item.setData(TITLE_ROLE, item.title)
             if item.subtitle:
                 widget_item.setToolTip(item.subtitle)
             self.conversation_list.addItem(widget_item)
+
+    def _conversation_menu(self, pos) -> None:
+        item = self.conversation_list.itemAt(pos)
+        if item is None:
+            return
+        conv_id = int(item.data(Qt.ItemDataRole.UserRole))
+        pinned = bool(item.data(PINNED_ROLE))
+        menu = QMenu(self)
+        menu.addAction("Open", lambda: self.open_requested.emit(conv_id))
+        menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE)))
+        menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(conv_id, not pinned))
+        menu.addSeparator()
+        menu.addAction("Delete", lambda: self.delete_requested.emit(conv_id))
+        menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
+
+    def _ask_rename(self, conv_id: int, title: str) -> None:
+        new, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=title or "")
+        if ok and new.strip():
+            self.rename_requested.emit(conv_id, new.strip())
+
+    def offer_undo_delete(self, conv_id: int, title: str) -> None:
+        """'Deleted' in the status bar with an Undo button, for a while."""
+        self._undo_id = conv_id
+        self.statusBar().showMessage(f"Deleted “{title or 'New chat'}”", UNDO_MS)
+        self.undo_button.show()
+        QTimer.singleShot(UNDO_MS, self._hide_undo)
+
+    def _undo_clicked(self) -> None:
+        if self._undo_id is not None:
+            self.undo_delete_requested.emit(self._undo_id)
+        self._hide_undo()
+
+    def _hide_undo(self) -> None:
+        self._undo_id = None
+        self.undo_button.hide()
+        self.statusBar().clearMessage()
+
+    def close_tab_of(self, conversation_id: int) -> None:
+        tab = self.tab_for(conversation_id)
+        if tab is not None:
+            self._close_tab(self.tabs.indexOf(tab))
 
     def _open_item(self, item: QListWidgetItem) -> None:
         self.open_requested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
