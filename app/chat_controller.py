@@ -14,6 +14,8 @@ import uuid
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
+from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, Signal
@@ -122,6 +124,7 @@ class ChatController(QObject):
             on_delta=self._on_delta,
             on_metrics=self._on_metrics,
             on_state=lambda state: self.gui.post(lambda: self._on_engine_state(state)),
+            on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
         )
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
@@ -130,6 +133,7 @@ class ChatController(QObject):
         window.pin_requested.connect(self.set_pinned)
         window.delete_requested.connect(self.delete)
         window.undo_delete_requested.connect(self.restore)
+        window.model_requested.connect(self.load_model)
         window.tabs.currentChanged.connect(self._show_backlog)
 
     # ----- start and stop --------------------------------------------------------------
@@ -169,6 +173,26 @@ class ChatController(QObject):
             self.engine.start(wait=True)
         except Exception as exc:  # shown in the status bar; the window stays usable
             log.error("engine failed to start: %s", exc)
+
+    def load_model(self, path: str) -> threading.Thread:
+        """Switch the engine to another GGUF file; on failure say why and keep the old one."""
+        previous = self.engine.settings
+        wanted = dataclass_replace(previous, model_path=Path(path))
+        self.window.set_engine_status(f"loading {Path(path).name}…")
+
+        def switch() -> None:
+            try:
+                self.engine.restart(wait=True, settings=wanted)
+                self.model_name = wanted.model_path.name
+            except Exception as exc:
+                message = str(exc)
+                self.gui.post(lambda: self.window.show_model_error(message))
+                self.engine.restart(wait=True, settings=previous)
+            self.gui.post(lambda: self.window.set_load_progress(None))
+
+        thread = threading.Thread(target=switch, name="engine-switch", daemon=True)
+        thread.start()
+        return thread
 
     def shutdown(self) -> None:
         self.save_window()

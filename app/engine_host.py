@@ -53,7 +53,11 @@ def _worker_main(settings: LoadSettings, conn) -> None:
                 pass  # the parent is gone; the loop below ends on its own
 
     try:
-        engine = Engine.start(settings, on_metrics=lambda m: send(("metrics", m)))
+        engine = Engine.start(
+            settings,
+            on_metrics=lambda m: send(("metrics", m)),
+            on_progress=lambda fraction: send(("progress", fraction)),
+        )
     except ModelLoadError as exc:
         send(("load_error", str(exc)))
         return
@@ -87,11 +91,13 @@ class EngineClient:
         on_delta: Callable[[Delta], None],
         on_metrics: Callable[[MetricsSnapshot], None] = lambda m: None,
         on_state: Callable[[EngineState], None] = lambda s: None,
+        on_progress: Callable[[float], None] = lambda f: None,
     ) -> None:
         self.settings = settings
         self._on_delta = on_delta
         self._on_metrics = on_metrics
         self._on_state = on_state
+        self._on_progress = on_progress
         self._ctx = mp.get_context("spawn")  # no inherited threads or llama state
         self._in_flight: set[str] = set()
         self._lock = threading.Lock()
@@ -125,8 +131,11 @@ class EngineClient:
             if self.state.status != "ready":
                 raise ModelLoadError(self.state.error or "the engine process failed to start")
 
-    def restart(self, wait: bool = True) -> None:
+    def restart(self, wait: bool = True, settings: LoadSettings | None = None) -> None:
+        """Start again, on other settings (another model) if given."""
         self.shutdown()
+        if settings is not None:
+            self.settings = settings
         self.start(wait)
 
     def shutdown(self, timeout: float = 30.0) -> None:
@@ -194,6 +203,8 @@ class EngineClient:
                     self._deliver(payload)
                 elif kind == "metrics":
                     self._on_metrics(payload)
+                elif kind == "progress":
+                    self._on_progress(payload)
                 elif kind == "ready":
                     self._set_state(EngineState("ready", info=payload, pid=process.pid))
                     ready.set()

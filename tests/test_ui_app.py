@@ -252,3 +252,35 @@ def test_sidebar_rename_pin_delete_and_undo(app):
     app.window.undo_button.click()
     app.qtbot.waitUntil(lambda: titles() == ["📌 First chat", "Renamed chat"])
     assert not app.repo.get_conversation(first.conversation_id).deleted
+
+
+def test_a_broken_model_file_is_a_dialog_and_the_old_model_stays(app, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 5000)
+    old_pid = app.controller.engine.pid
+    app.controller.load_model(str(broken)).join(120)
+    app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+    assert "broken.gguf" in shown[0]
+    app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready", timeout=WAIT_MS)
+    assert app.controller.engine.pid != old_pid
+    assert app.controller.engine.settings.model_path.name != "broken.gguf"
+    tab = app.new_tab()
+    app.send(tab, "Still there?")
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete"
+
+
+def test_opening_another_model_switches_the_engine(app, model_path, tmp_path):
+    copy = tmp_path / "copy-of-smollm.gguf"
+    copy.symlink_to(model_path)
+    app.controller.load_model(str(copy)).join(120)
+    assert app.controller.engine.state.status == "ready"
+    assert app.controller.model_name == "copy-of-smollm.gguf"
+    tab = app.new_tab()
+    app.send(tab, "Hello")
+    app.wait_done(tab)
+    assert app.repo.active_path(tab.conversation_id).messages[-1].model == "copy-of-smollm.gguf"

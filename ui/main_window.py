@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QFileDialog,
     QInputDialog,
     QLabel,
     QLineEdit,
@@ -15,6 +16,8 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QMenu,
+    QMessageBox,
+    QProgressBar,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -62,6 +65,7 @@ class MainWindow(QMainWindow):
     undo_delete_requested = Signal(int)
     rename_requested = Signal(int, str)
     pin_requested = Signal(int, bool)
+    model_requested = Signal(str)  # path of a GGUF file to load
 
     def __init__(self) -> None:
         super().__init__()
@@ -82,6 +86,11 @@ class MainWindow(QMainWindow):
         self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         self.tabs.setUsesScrollButtons(True)
         self.engine_label = QLabel("engine: starting…")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 100)
+        self.load_progress.setMaximumWidth(160)
+        self.load_progress.hide()
+        self.statusBar().addPermanentWidget(self.load_progress)
         self.statusBar().addPermanentWidget(self.engine_label)
         self._layout()
         self._actions()
@@ -122,6 +131,7 @@ class MainWindow(QMainWindow):
             ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
             ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
             ("Stop", QKeySequence("Escape"), self._stop_current),
+            ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
         ]
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
@@ -258,3 +268,19 @@ class MainWindow(QMainWindow):
 
     def set_engine_status(self, text: str) -> None:
         self.engine_label.setText(text)
+
+    def set_load_progress(self, fraction: float | None) -> None:
+        """Model loading progress; None hides the bar."""
+        if fraction is None or fraction >= 1.0:
+            self.load_progress.hide()
+        else:
+            self.load_progress.show()
+            self.load_progress.setValue(int(fraction * 100))
+
+    def _choose_model(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.model_requested.emit(path)
+
+    def show_model_error(self, message: str) -> None:
+        QMessageBox.warning(self, "Could not load the model", message)
