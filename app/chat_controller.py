@@ -28,6 +28,7 @@ from inference.outputs import Delta, FinishReason, Phase
 from storage import CatalogRepository, ChatRepository, MessageRecord, MessageStatus, search
 from ui.chat_tab import ChatTab
 from ui.main_window import ConversationItem, MainWindow
+from ui.preset_editor import PresetEditor
 from ui.message_model import MessageView
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,7 @@ class GuiCalls(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self._call.connect(self._run, Qt.ConnectionType.QueuedConnection)
-
-    @staticmethod
-    def _run(fn: Callable[[], object]) -> None:
-        fn()  # a slot returns nothing: PySide6 mishandles some returned values
+        self._call.connect(lambda fn: fn(), Qt.ConnectionType.QueuedConnection)
 
     def post(self, fn: Callable[[], None]) -> None:
         self._call.emit(fn)
@@ -134,6 +131,8 @@ class ChatController(QObject):
         window.delete_requested.connect(self.delete)
         window.undo_delete_requested.connect(self.restore)
         window.model_requested.connect(self.load_model)
+        window.presets_requested.connect(self.edit_presets)
+        self.preset_editor: PresetEditor | None = None
         window.tabs.currentChanged.connect(self._show_backlog)
 
     # ----- start and stop --------------------------------------------------------------
@@ -141,6 +140,7 @@ class ChatController(QObject):
     def start(self) -> None:
         self._timer.start()
         self.refresh_conversations()
+        self.refresh_presets()
         self._in_storage(self._saved_window, self._restore_window)
         threading.Thread(target=self._start_engine, name="engine-start", daemon=True).start()
 
@@ -276,11 +276,60 @@ class ChatController(QObject):
             lambda: self.repo.restore(conversation_id), lambda _none: self.refresh_conversations()
         )
 
-    def new_chat(self) -> Future:
-        return self._in_storage(
-            lambda: self.repo.create_conversation(model_ref=self.model_name),
-            lambda conv: (self._attach(self.window.open_tab(conv.id, conv.title)), self.refresh_conversations()),
-        )
+    def new_chat(self, preset_id: int | None | object = ...) -> Future:
+        """A new tab; with a preset, its system prompt opens the chat and is pinned in the
+        engine, so every tab using that preset starts from the same cached cells."""
+        chosen = self.window.selected_preset() if preset_id is ... else preset_id
+
+        def work():
+            preset = self.catalog.get_preset(chosen) if chosen is not None else None
+            conv = self.repo.create_conversation(
+                model_ref=self.model_name,
+                preset_id=chosen,
+                sampling=preset.sampling if preset else None,
+            )
+            if preset and preset.system_prompt:
+                self.repo.add_message(conv.id, "system", preset.system_prompt)
+                self.engine.pin_system_prompt(preset.system_prompt)
+            return conv
+
+        def show(conv) -> None:
+            tab = self.window.open_tab(conv.id, conv.title)
+            self._attach(tab)
+            self.open_conversation(conv.id)
+            self.refresh_conversations()
+
+        return self._in_storage(work, show)
+
+    # ----- presets -------------------------------------------------------------------
+
+    def refresh_presets(self) -> Future:
+        def shown(presets) -> None:
+            self.window.set_presets([(p.id, p.name) for p in presets])
+            if self.preset_editor is not None:
+                self.preset_editor.set_presets(presets)
+
+        return self._in_storage(self.catalog.list_presets, shown)
+
+    def save_preset(self, preset_id: int | None, name: str, system_prompt: str, sampling: dict) -> Future:
+        def work():
+            if preset_id is None:
+                return self.catalog.create_preset(name, system_prompt, sampling)
+            return self.catalog.update_preset(preset_id, name=name, system_prompt=system_prompt, sampling=sampling)
+
+        return self._in_storage(work, lambda _p: self.refresh_presets())
+
+    def delete_preset(self, preset_id: int) -> Future:
+        return self._in_storage(lambda: self.catalog.delete_preset(preset_id), lambda _n: self.refresh_presets())
+
+    def edit_presets(self) -> PresetEditor:
+        if self.preset_editor is None:
+            self.preset_editor = PresetEditor(self.window)
+            self.preset_editor.save_requested.connect(self.save_preset)
+            self.preset_editor.delete_requested.connect(self.delete_preset)
+        self.refresh_presets()
+        self.preset_editor.show()
+        return self.preset_editor
 
     def open_conversation(self, conversation_id: int) -> Future:
         def load():
@@ -385,7 +434,8 @@ class ChatController(QObject):
         with self._lock:
             self._streams[request_id] = stream
         priority = FOREGROUND if self.window.current_tab() is tab else BACKGROUND
-        chat = ChatRequest(messages=prompt, sampling=self.sampling, priority=priority, request_id=request_id)
+        sampling = _chat_sampling(self.sampling, path.conversation.sampling)
+        chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id)
         tab.set_busy(True)
         tab.set_state("queued")
         try:
@@ -487,6 +537,12 @@ class ChatController(QObject):
             self.window.set_engine_status(f"engine failed: {state.error}")
         else:
             self.window.set_engine_status(f"engine {state.status}")
+
+
+def _chat_sampling(defaults: SamplingParams, overrides: dict) -> SamplingParams:
+    """The app's sampling with a chat's own settings (from its preset) on top."""
+    known = {k: v for k, v in (overrides or {}).items() if k in SamplingParams.__dataclass_fields__}
+    return dataclass_replace(defaults, **known) if known else defaults
 
 
 def _final_status(delta: Delta) -> str:

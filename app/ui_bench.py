@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -87,11 +86,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     else:
         for key, value in result.items():
             print(f"{key:<16}{value:>12.2f}" if isinstance(value, float) else f"{key:<16}{value!s:>12}")
-    # After a long run PySide6 6.12 aborts in interpreter finalization ("bool_dealloc"
-    # while garbage-collecting, no Python frame). Everything is saved and printed by now;
-    # leave without finalization until the cause is found.
-    sys.stdout.flush()
-    os._exit(0)
+    return 0
 
 
 def _run_until(loop, condition, timeout_s: float) -> None:

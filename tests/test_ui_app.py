@@ -284,3 +284,35 @@ def test_opening_another_model_switches_the_engine(app, model_path, tmp_path):
     app.send(tab, "Hello")
     app.wait_done(tab)
     assert app.repo.active_path(tab.conversation_id).messages[-1].model == "copy-of-smollm.gguf"
+
+
+def test_tabs_from_one_preset_share_its_system_prompt_cache(app):
+    system = "You are a patient teacher. " * 30
+    app.controller.save_preset(None, "Teacher", system, {"temperature": 0.0})
+    app.qtbot.waitUntil(lambda: app.window.preset_box.count() == 2)
+    app.window.preset_box.setCurrentIndex(1)
+    tabs = [app.new_tab() for _ in range(2)]
+    app.qtbot.waitUntil(lambda: all(t.model.rowCount() == 1 for t in tabs))
+    assert all(t.model.view(0).role == "system" and t.model.view(0).text == system for t in tabs)
+    for i, tab in enumerate(tabs):
+        app.send(tab, f"Question {i}: what is {i} plus {i}?")
+    app.wait_done(*tabs)
+    app.qtbot.waitUntil(lambda: app.controller.metrics is not None and app.controller.metrics.prefix_hits >= 2,
+                        timeout=5_000)
+    m = app.controller.metrics
+    assert m.seqs_pinned == 1
+    assert m.prompt_tokens_saved >= 2 * 150  # both chats started from the pinned prompt
+    conv = app.repo.get_conversation(tabs[0].conversation_id)
+    assert conv.preset_id is not None and conv.sampling == {"temperature": 0.0}
+
+
+def test_preset_editor_creates_and_deletes(app):
+    editor = app.controller.edit_presets()
+    editor.name.setText("Poet")
+    editor.prompt.setPlainText("Answer in verse.")
+    editor.save_button.click()
+    app.qtbot.waitUntil(lambda: editor.list.count() == 1 and app.window.preset_box.count() == 2)
+    editor.list.setCurrentRow(0)
+    assert editor.prompt.toPlainText() == "Answer in verse."
+    editor.delete_button.click()
+    app.qtbot.waitUntil(lambda: editor.list.count() == 0 and app.window.preset_box.count() == 1)

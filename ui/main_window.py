@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
+    QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
@@ -48,7 +50,7 @@ class ConversationItem:
 
 
 def _ignoring_result(slot):
-    """A slot that takes triggered()'s `checked` flag and returns nothing to PySide6."""
+    """A slot for QAction.triggered(checked) that calls a function taking no arguments."""
 
     def run(*_args) -> None:
         slot()
@@ -66,6 +68,7 @@ class MainWindow(QMainWindow):
     rename_requested = Signal(int, str)
     pin_requested = Signal(int, bool)
     model_requested = Signal(str)  # path of a GGUF file to load
+    presets_requested = Signal()  # open the preset editor
 
     def __init__(self) -> None:
         super().__init__()
@@ -79,6 +82,9 @@ class MainWindow(QMainWindow):
         self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.conversation_list.setSpacing(2)
         self.new_button = QPushButton("New chat")
+        self.preset_box = QComboBox()
+        self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
+        self.presets_button = QPushButton("Presets…")
         self.tabs = QTabWidget()
         self.tabs.setTabsClosable(True)
         self.tabs.setMovable(True)
@@ -95,6 +101,7 @@ class MainWindow(QMainWindow):
         self._layout()
         self._actions()
         self.new_button.clicked.connect(self.new_chat_requested)
+        self.presets_button.clicked.connect(self.presets_requested)
         self.search_box.textChanged.connect(self.search_changed)
         self.conversation_list.itemActivated.connect(self._open_item)
         self.conversation_list.itemClicked.connect(self._open_item)
@@ -114,6 +121,10 @@ class MainWindow(QMainWindow):
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.search_box)
         box.addWidget(self.conversation_list, 1)
+        presets = QHBoxLayout()
+        presets.addWidget(self.preset_box, 1)
+        presets.addWidget(self.presets_button)
+        box.addLayout(presets)
         box.addWidget(self.new_button)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(side)
@@ -194,6 +205,19 @@ class MainWindow(QMainWindow):
         tab = self.tab_for(conversation_id)
         if tab is not None:
             self._close_tab(self.tabs.indexOf(tab))
+
+    def set_presets(self, presets: list[tuple[int, str]]) -> None:
+        """(id, name) pairs; the first entry is always 'No preset'."""
+        current = self.selected_preset()
+        self.preset_box.clear()
+        self.preset_box.addItem("No preset", None)
+        for preset_id, name in presets:
+            self.preset_box.addItem(name, preset_id)
+            if preset_id == current:
+                self.preset_box.setCurrentIndex(self.preset_box.count() - 1)
+
+    def selected_preset(self) -> int | None:
+        return self.preset_box.currentData()
 
     def _open_item(self, item: QListWidgetItem) -> None:
         self.open_requested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
