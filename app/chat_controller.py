@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,6 +62,7 @@ class Stream:
     message_id: int
     recorder: ReplyRecorder
     tokens: int = 0
+    first_token_s: float | None = None
     # Text for a tab that is not on screen: drawn when the user switches to it, so
     # background tabs cost no layout per frame however many are writing.
     backlog: list[str] = field(default_factory=list)
@@ -435,7 +437,9 @@ class ChatController(QObject):
             self._streams[request_id] = stream
         priority = FOREGROUND if self.window.current_tab() is tab else BACKGROUND
         sampling = _chat_sampling(self.sampling, path.conversation.sampling)
-        chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id)
+        chat = ChatRequest(
+            messages=prompt, sampling=sampling, priority=priority, request_id=request_id, fit_context=True
+        )
         tab.set_busy(True)
         tab.set_state("queued")
         try:
@@ -485,6 +489,8 @@ class ChatController(QObject):
     def _apply(self, stream: Stream, update: _Pending) -> None:
         tab = self.window.tab_for(stream.conversation_id)
         delta = update.last
+        if update.tokens and stream.first_token_s is None:
+            stream.first_token_s = time.monotonic()
         stream.tokens += update.tokens
         stream.backlog.extend(update.text)
         if delta.finished:
@@ -504,7 +510,7 @@ class ChatController(QObject):
         if on_screen:
             self._draw(tab, stream, status=_live_status(delta))
         # A hidden tab's state line changes with the phase only, not with every token.
-        tab.set_state(_live_text(delta, stream.tokens if on_screen else None))
+        tab.set_state(_live_text(delta, stream if on_screen else None))
         self.window.set_writing(tab, delta.phase is Phase.DECODING)
 
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
@@ -557,14 +563,18 @@ def _live_status(delta: Delta) -> str:
     return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
 
 
-def _live_text(delta: Delta, tokens: int | None) -> str:
+def _live_text(delta: Delta, stream: Stream | None) -> str:
     if delta.phase is Phase.QUEUED:
         pos = delta.progress[0] if delta.progress else "?"
         return f"queued (position {pos})"
     if delta.phase is Phase.PREFILLING and delta.progress:
         done, total = delta.progress
         return f"reading the prompt ({100 * done // max(1, total)}%)"
-    return "writing…" if tokens is None else f"writing… {tokens} tokens"
+    if stream is None or stream.first_token_s is None:
+        return "writing…"
+    elapsed = time.monotonic() - stream.first_token_s
+    rate = f" · {stream.tokens / elapsed:.0f} tok/s" if elapsed > 0.5 else ""
+    return f"writing… {stream.tokens} tokens{rate}"
 
 
 def _done_text(delta: Delta) -> str:

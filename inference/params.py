@@ -66,6 +66,9 @@ class ChatRequest:
     request_id: str | None = None
     # Keep this request's prompt KV pinned when it finishes (a shared system prompt).
     pin: bool = False
+    # A chat longer than the context drops its oldest turns (never the system prompt)
+    # instead of failing, keeping room for the reply.
+    fit_context: bool = False
 
 
 def physical_cores() -> int:

@@ -373,3 +373,23 @@ def test_a_reply_that_fills_the_cache_ends_with_its_text_kept(make_engine):
     assert out.error is None
     assert 20 < out.stats.generated_tokens < 256 - 180
     assert len(out.text) > 20
+
+
+def test_a_chat_longer_than_the_context_keeps_its_newest_turns(make_engine):
+    engine = make_engine(n_ctx=512, n_seq_max=2)
+    history = [{"role": "system", "content": "You are brief."}]
+    for i in range(60):
+        history += [{"role": "user", "content": f"Tell me about item {i}."},
+                    {"role": "assistant", "content": f"Item {i} is a fine thing."}]
+    history.append({"role": "user", "content": "And the last one?"})
+    refused = engine.submit(ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(16))).result(60)
+    assert refused.finish_reason is FinishReason.ERROR and "context holds 512" in refused.error
+    fitted = engine.submit(
+        ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(16), fit_context=True)
+    ).result(60)
+    assert fitted.error is None
+    assert 300 < fitted.stats.prompt_tokens <= 512 - 16
+    tokens = engine.call(lambda core: core._fitted_prompt(history, 16))
+    text = engine.call(lambda core: "".join(core.runner.piece(t).decode("utf-8", "replace") for t in tokens))
+    assert "You are brief." in text and "And the last one?" in text
+    assert "item 0." not in text and "item 59." in text

@@ -19,7 +19,7 @@ WAIT_MS = 120_000
 class App:
     """A window, its controller, and helpers to drive them like a user."""
 
-    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40) -> None:
+    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
         from app.chat_controller import ChatController
         from app.store import open_store
         from ui.main_window import MainWindow
@@ -29,7 +29,7 @@ class App:
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
-        settings = LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8)
+        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
         self.controller = ChatController(self.window, self.repo, settings, sampling=sampling)
         self.window.show()
         self.controller.start()
@@ -62,6 +62,14 @@ class App:
             timeout=WAIT_MS,
         )
 
+    def stored_last(self, tab, status: MessageStatus):
+        """The tab's last stored message once storage (written on its own thread) has it."""
+        def last():
+            return self.repo.active_path(tab.conversation_id).messages[-1]
+
+        self.qtbot.waitUntil(lambda: last().status is status, timeout=10_000)
+        return last()
+
     def close(self) -> None:
         self.controller.shutdown()
         self.db.close()
@@ -90,9 +98,8 @@ def test_three_tabs_stream_at_once_in_one_batch(app):
         reply = app.last(tab)
         assert reply.role == "assistant" and reply.status == "complete" and reply.text
         assert "40 tokens" in reply.meta
-        stored = app.repo.active_path(tab.conversation_id).messages
-        assert [m.role for m in stored] == ["user", "assistant"]
-        assert stored[1].status is MessageStatus.COMPLETE and stored[1].content == reply.text
+        assert app.stored_last(tab, MessageStatus.COMPLETE).content == reply.text
+        assert [m.role for m in app.repo.active_path(tab.conversation_id).messages] == ["user", "assistant"]
 
 
 def test_switching_tabs_mid_stream_cancels_nothing(app):
@@ -121,8 +128,7 @@ def test_stop_stops_only_its_tab(app):
     app.wait_done(a, b)
     assert app.last(a).status == "interrupted"
     assert app.last(b).status == "complete"
-    stored = app.repo.active_path(a.conversation_id).messages[-1]
-    assert stored.status is MessageStatus.INTERRUPTED and stored.content == app.last(a).text
+    assert app.stored_last(a, MessageStatus.INTERRUPTED).content == app.last(a).text
 
 
 def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):
@@ -171,8 +177,8 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     app.wait_done(tab)
     assert app.last(tab).status == "interrupted"
     assert "stopped unexpectedly" in tab.state_label.text()
-    partial = app.repo.active_path(tab.conversation_id).messages[-1]
-    assert partial.status is MessageStatus.INTERRUPTED and partial.content
+    partial = app.stored_last(tab, MessageStatus.INTERRUPTED)
+    assert partial.content
     assert app.last(tab).text.startswith(partial.content)
     app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready" and app.controller.engine.pid != old_pid,
                         timeout=WAIT_MS)
@@ -316,3 +322,38 @@ def test_preset_editor_creates_and_deletes(app):
     assert editor.prompt.toPlainText() == "Answer in verse."
     editor.delete_button.click()
     app.qtbot.waitUntil(lambda: editor.list.count() == 0 and app.window.preset_box.count() == 1)
+
+
+def test_a_long_conversation_opens_and_streams_without_relaying_the_history(qtbot, data_dir, model_path):
+
+    from app.storage_bench import build_long_conversation
+
+    app = App(qtbot, data_dir, model_path, n_ctx=1024)
+    try:
+        _stream_into_long_conversation(app, build_long_conversation)
+    finally:
+        app.close()
+
+
+def _stream_into_long_conversation(app, build_long_conversation):
+    import time
+
+    conv_id = build_long_conversation(app.repo, 2000)
+    started = time.perf_counter()
+    app.controller.open_conversation(conv_id)
+    app.qtbot.waitUntil(lambda: app.window.tab_for(conv_id) is not None
+                        and app.window.tab_for(conv_id).model.rowCount() == 2000, timeout=30_000)
+    opened_s = time.perf_counter() - started
+    tab = app.window.tab_for(conv_id)
+    tab.view.scrollToBottom()
+    app.qtbot.wait(300)
+    delegate = tab.view.itemDelegate()
+    before = delegate.layouts
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=60, ignore_eos=True)
+    app.send(tab, "One more thing.")
+    app.wait_done(tab)
+    assert tab.model.rowCount() == 2002
+    assert app.last(tab).status == "complete"
+    # Each frame lays out the growing reply (and little else), never the 2,000 rows above.
+    assert delegate.layouts - before < 300
+    assert opened_s < 10

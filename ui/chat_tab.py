@@ -71,6 +71,9 @@ class ChatTab(QWidget):
         self.view.setUniformItemSizes(False)
         self.view.setWordWrap(True)
         self.view.setResizeMode(QListView.ResizeMode.Adjust)
+        # Lay long histories out in slices between events, so opening one never freezes.
+        self.view.setLayoutMode(QListView.LayoutMode.Batched)
+        self.view.setBatchSize(50)
         self.composer = Composer()
         self.composer.setPlaceholderText(PLACEHOLDER)
         self.composer.setFixedHeight(70)

@@ -12,12 +12,14 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from ui.code_highlight import highlight_code_blocks
 from ui.message_model import MessageView, ViewRole
 
 PAD = 10
 GAP = 6
 HEADER_H = 18
 CACHE_SIZE = 512
+HEIGHT_CACHE_SIZE = 200_000
 WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 STATE_TEXT = {
     "streaming": "writing…",
@@ -44,11 +46,16 @@ class MessageDelegate(QStyledItemDelegate):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
+        # Row heights outlive the documents: the list view asks every row's size again
+        # when one row grows, and that must not rebuild the history's documents.
+        self._heights: dict[tuple, int] = {}
+        self.layouts = 0  # documents built: a measure of work per frame
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (view.key, view.text, width, color.rgb())
         doc = self._docs.get(key)
         if doc is None:
+            self.layouts += 1
             doc = QTextDocument()
             doc.setDefaultFont(font)
             doc.setDefaultStyleSheet(
@@ -56,6 +63,7 @@ class MessageDelegate(QStyledItemDelegate):
                 "pre, code { font-family: monospace; background-color: rgba(127,127,127,40); }"
             )
             doc.setMarkdown(view.text or " ")
+            highlight_code_blocks(doc, dark=color.lightness() > 128)
             doc.setTextWidth(max(50, width))
             self._docs[key] = doc
             if len(self._docs) > CACHE_SIZE:
@@ -70,9 +78,15 @@ class MessageDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         view: MessageView = index.data(ViewRole)
         width = self._text_width(option)
-        color = option.palette.color(QPalette.ColorRole.Text)
-        doc = self._document(view, width, option.font, color)
-        return QSize(option.rect.width(), int(doc.size().height()) + HEADER_H + 2 * PAD + GAP)
+        key = (view.key, view.text, width)
+        height = self._heights.get(key)
+        if height is None:
+            color = option.palette.color(QPalette.ColorRole.Text)
+            height = int(self._document(view, width, option.font, color).size().height())
+            if len(self._heights) > HEIGHT_CACHE_SIZE:
+                self._heights.clear()
+            self._heights[key] = height
+        return QSize(option.rect.width(), height + HEADER_H + 2 * PAD + GAP)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         view: MessageView = index.data(ViewRole)
