@@ -1,10 +1,13 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run test bench setup
+.PHONY: run chat test bench setup
 
 setup:
 	bash packaging/bootstrap.sh
 
 run: setup
+	.venv/bin/chorus app
+
+chat: setup
 	.venv/bin/chorus chat
 
 test: setup

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui = sub.add_parser("app", help="the desktop window")
     _add_model_args(gui)
     gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
+    gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
 
     ubench = sub.add_parser("bench-ui", help="GUI event-loop stalls while N tabs stream")
     _add_model_args(ubench)

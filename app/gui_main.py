@@ -13,6 +13,7 @@ from app.store import open_store
 
 def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     import qasync
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from app.chat_controller import ChatController
@@ -27,6 +28,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     controller = ChatController(window, repo, settings_from_args(args, model))
     window.show()
     controller.start()
+    if args.quit_after:  # smoke tests: start, run a while, quit cleanly
+        QTimer.singleShot(int(args.quit_after * 1000), app.quit)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     closing = asyncio.Event()

@@ -133,3 +133,13 @@ def test_bench_ui_reports_event_loop_stalls(data_dir):
     assert report["tabs"] == 2 and report["max_batch_seqs"] == 2
     assert report["probes"] > 10
     assert 0 <= report["stall_p50_ms"] <= report["stall_p99_ms"] <= report["stall_max_ms"]
+
+
+def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
+    env_extra = {"QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir), **env_extra}
+    out = subprocess.run([sys.executable, "-m", "app", "app", "--quit-after", "4"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (data_dir / "chorus.db").exists()
+    assert "Traceback" not in out.stderr

@@ -62,10 +62,10 @@ class App:
             timeout=WAIT_MS,
         )
 
-    def stored_last(self, tab, status: MessageStatus):
-        """The tab's last stored message once storage (written on its own thread) has it."""
+    def stored_last(self, conversation_id: int, status: MessageStatus):
+        """The last stored message once storage (written on its own thread) has it."""
         def last():
-            return self.repo.active_path(tab.conversation_id).messages[-1]
+            return self.repo.active_path(conversation_id).messages[-1]
 
         self.qtbot.waitUntil(lambda: last().status is status, timeout=10_000)
         return last()
@@ -98,7 +98,7 @@ def test_three_tabs_stream_at_once_in_one_batch(app):
         reply = app.last(tab)
         assert reply.role == "assistant" and reply.status == "complete" and reply.text
         assert "40 tokens" in reply.meta
-        assert app.stored_last(tab, MessageStatus.COMPLETE).content == reply.text
+        assert app.stored_last(tab.conversation_id, MessageStatus.COMPLETE).content == reply.text
         assert [m.role for m in app.repo.active_path(tab.conversation_id).messages] == ["user", "assistant"]
 
 
@@ -128,7 +128,7 @@ def test_stop_stops_only_its_tab(app):
     app.wait_done(a, b)
     assert app.last(a).status == "interrupted"
     assert app.last(b).status == "complete"
-    assert app.stored_last(a, MessageStatus.INTERRUPTED).content == app.last(a).text
+    assert app.stored_last(a.conversation_id, MessageStatus.INTERRUPTED).content == app.last(a).text
 
 
 def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):
@@ -177,7 +177,7 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     app.wait_done(tab)
     assert app.last(tab).status == "interrupted"
     assert "stopped unexpectedly" in tab.state_label.text()
-    partial = app.stored_last(tab, MessageStatus.INTERRUPTED)
+    partial = app.stored_last(tab.conversation_id, MessageStatus.INTERRUPTED)
     assert partial.content
     assert app.last(tab).text.startswith(partial.content)
     app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready" and app.controller.engine.pid != old_pid,
@@ -357,3 +357,22 @@ def _stream_into_long_conversation(app, build_long_conversation):
     # Each frame lays out the growing reply (and little else), never the 2,000 rows above.
     assert delegate.layouts - before < 300
     assert opened_s < 10
+
+
+def test_closing_a_writing_tab_keeps_it_writing_in_the_background(app):
+    tab = app.new_tab()
+    other = app.new_tab()
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    app.send(tab, "Write about mountains.")
+    app.send(other, "Write about rivers.")
+    app.wait_streaming(tab, other)
+    conv_id = tab.conversation_id
+    app.window.tabs.tabCloseRequested.emit(app.window.tabs.indexOf(tab))
+    assert app.window.tab_for(conv_id) is None
+    app.wait_done(other)
+    finished = app.stored_last(conv_id, MessageStatus.COMPLETE)
+    assert finished.completion_tokens == 120 and finished.content
+    app.controller.open_conversation(conv_id)
+    app.qtbot.waitUntil(lambda: app.window.tab_for(conv_id) is not None
+                        and app.window.tab_for(conv_id).model.rowCount() == 2)
+    assert app.last(app.window.tab_for(conv_id)).text == finished.content
