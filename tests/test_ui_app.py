@@ -376,3 +376,24 @@ def test_closing_a_writing_tab_keeps_it_writing_in_the_background(app):
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv_id) is not None
                         and app.window.tab_for(conv_id).model.rowCount() == 2)
     assert app.last(app.window.tab_for(conv_id)).text == finished.content
+
+
+def test_clicking_the_branch_arrows_switches_branches(app):
+    from PySide6.QtCore import QPoint, Qt
+
+    tab = app.new_tab()
+    app.send(tab, "Say something.")
+    app.wait_done(tab)
+    first = app.last(tab)
+    tab.regenerate_button.click()
+    app.qtbot.waitUntil(lambda: app.last(tab).key != first.key, timeout=10_000)
+    app.wait_done(tab)
+    assert app.last(tab).branch == (2, 2)
+    row = tab.model.rowCount() - 1
+    rect = tab.view.visualRect(tab.model.index(row))
+    view = tab.model.view(row)
+    left = next(QPoint(x, rect.top() + 18) for x in range(rect.left(), rect.right())
+                if tab.delegate.arrow_at(rect, view, tab.view.font(), QPoint(x, rect.top() + 18)) == -1)
+    app.qtbot.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=left)
+    app.qtbot.waitUntil(lambda: app.last(tab).key == first.key, timeout=10_000)
+    assert app.last(tab).branch == (1, 2) and app.last(tab).text == first.text

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QTextDocument
+from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from ui.code_highlight import highlight_code_blocks
@@ -43,6 +43,8 @@ def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
 
 
 class MessageDelegate(QStyledItemDelegate):
+    branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
@@ -108,23 +110,53 @@ class MessageDelegate(QStyledItemDelegate):
         doc.drawContents(painter)
         painter.restore()
 
+    def _header_parts(self, rect, view: MessageView, font: QFont):
+        """The header's rectangle, small font, details text, and the arrows' hit boxes."""
+        header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
+        header.setHeight(HEADER_H)
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
+        details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), view.meta) if d)
+        arrows = None
+        if branch:
+            fm = QFontMetrics(small)
+            left = header.right() - fm.horizontalAdvance(details)
+            width = fm.horizontalAdvance(branch)
+            arrow = fm.horizontalAdvance("‹ ") + 4
+            arrows = (QRect(left - 4, header.top(), arrow, HEADER_H),
+                      QRect(left + width - arrow + 4, header.top(), arrow, HEADER_H))
+        return header, small, details, arrows
+
     def _paint_header(self, painter, rect, view: MessageView, palette: QPalette, font: QFont) -> None:
+        header, small, details, _arrows = self._header_parts(rect, view, font)
         bold = QFont(font)
         bold.setBold(True)
         painter.setFont(bold)
         painter.setPen(palette.color(QPalette.ColorRole.Text))
-        header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
-        header.setHeight(HEADER_H)
         who = WHO.get(view.role, view.role)
         painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
-        details = [STATE_TEXT.get(view.status, ""), view.meta]
-        if view.branch:
-            details.insert(0, f"‹ {view.branch[0]}/{view.branch[1]} ›")
-        small = QFont(font)
-        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         painter.setFont(small)
         painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
-        painter.drawText(
-            header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-            "   ".join(d for d in details if d),
-        )
+        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, details)
+
+    def arrow_at(self, option_rect, view: MessageView, font: QFont, pos) -> int:
+        """-1 or +1 when pos is on the ‹ or › of a branched message's header, else 0."""
+        rect = option_rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        _h, _f, _d, arrows = self._header_parts(rect, view, font)
+        if not arrows or view.message_id is None:
+            return 0
+        if arrows[0].contains(pos) and view.branch[0] > 1:
+            return -1
+        if arrows[1].contains(pos) and view.branch[0] < view.branch[1]:
+            return 1
+        return 0
+
+    def editorEvent(self, event, model, option, index) -> bool:
+        if event.type() == QEvent.Type.MouseButtonRelease:
+            view: MessageView = index.data(ViewRole)
+            step = self.arrow_at(option.rect, view, option.font, event.position().toPoint())
+            if step:
+                self.branch_clicked.emit(view.message_id, step)
+                return True
+        return super().editorEvent(event, model, option, index)
