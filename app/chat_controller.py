@@ -29,6 +29,8 @@ from inference.outputs import Delta, FinishReason, Phase
 from storage import CatalogRepository, ChatRepository, MessageRecord, MessageStatus, search
 from ui.chat_tab import ChatTab
 from ui.main_window import ConversationItem, MainWindow
+from ui.chat_settings import FIELDS as SETTINGS_FIELDS
+from ui.chat_settings import ChatSettingsDialog
 from ui.preset_editor import PresetEditor
 from ui.message_model import MessageView
 
@@ -353,6 +355,7 @@ class ChatController(QObject):
         tab.regenerate_requested.connect(lambda t=tab: self.regenerate(t))
         tab.edit_requested.connect(lambda message_id, text, t=tab: self.edit_and_resend(t, message_id, text))
         tab.branch_requested.connect(lambda message_id, step, t=tab: self.switch_branch(t, message_id, step))
+        tab.settings_requested.connect(lambda t=tab: self.edit_chat_settings(t))
 
     def _show_path(self, tab: ChatTab, path) -> None:
         views = []
@@ -422,6 +425,26 @@ class ChatController(QObject):
             return self.repo.active_path(conv_id)
 
         return self._in_storage(work, lambda path: self._show_path(tab, path))
+
+    def edit_chat_settings(self, tab: ChatTab, accept: Callable[[ChatSettingsDialog], bool] | None = None) -> Future:
+        """The chat's sampling settings in a dialog; saved with the conversation."""
+        conv_id = tab.conversation_id
+
+        def load():
+            conv = self.repo.get_conversation(conv_id)
+            preset = self.catalog.get_preset(conv.preset_id) if conv.preset_id else None
+            return conv, preset
+
+        def show(loaded) -> None:
+            conv, preset = loaded
+            defaults = {name: getattr(self.sampling, name) for name in (*SETTINGS_FIELDS, "max_tokens")}
+            dialog = ChatSettingsDialog(conv.title, conv.sampling, defaults, preset.name if preset else None, self.window)
+            ok = accept(dialog) if accept is not None else dialog.exec() == ChatSettingsDialog.DialogCode.Accepted
+            if ok:
+                values = dialog.values()
+                self._in_storage(lambda: self.repo.update_conversation(conv_id, sampling={**conv.sampling, **values}))
+
+        return self._in_storage(load, show)
 
     def _start_stream(self, tab: ChatTab, path, reply: MessageRecord) -> None:
         self._show_path(tab, path)

@@ -397,3 +397,22 @@ def test_clicking_the_branch_arrows_switches_branches(app):
     app.qtbot.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=left)
     app.qtbot.waitUntil(lambda: app.last(tab).key == first.key, timeout=10_000)
     assert app.last(tab).branch == (1, 2) and app.last(tab).text == first.text
+
+
+def test_chat_settings_are_saved_and_used_for_the_next_reply(app):
+    tab = app.new_tab()
+    changed = []
+
+    def accept(dialog):
+        dialog.spins["max_tokens"].setValue(7)
+        dialog.spins["temperature"].setValue(0.0)
+        changed.append(dialog.values())
+        return True
+
+    app.controller.edit_chat_settings(tab, accept=accept)
+    app.qtbot.waitUntil(lambda: app.repo.get_conversation(tab.conversation_id).sampling.get("max_tokens") == 7)
+    app.controller.sampling = SamplingParams(max_tokens=40, ignore_eos=True)
+    app.send(tab, "Count to ten.")
+    app.wait_done(tab)
+    assert "7 tokens" in app.last(tab).meta
+    assert changed[0]["temperature"] == 0.0

@@ -55,6 +55,7 @@ class ChatTab(QWidget):
     regenerate_requested = Signal()
     edit_requested = Signal(int, str)  # message id, new text: a new branch from there
     branch_requested = Signal(int, int)  # message id, step (-1 previous, +1 next sibling)
+    settings_requested = Signal()
 
     def __init__(self, conversation_id: int, title: str, parent=None) -> None:
         super().__init__(parent)
@@ -78,15 +79,17 @@ class ChatTab(QWidget):
         self.view.setBatchSize(50)
         self.composer = Composer()
         self.composer.setPlaceholderText(PLACEHOLDER)
-        self.composer.setFixedHeight(70)
+        self.composer.setFixedHeight(96)
         self.send_button = QPushButton("Send")
         self.stop_button = QPushButton("Stop")
         self.regenerate_button = QPushButton("Regenerate")
+        self.settings_button = QPushButton("Settings…")
         self._layout()
         self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
+        self.settings_button.clicked.connect(self.settings_requested)
         self.model.rowsInserted.connect(lambda *_: self.view.scrollToBottom())
         self.model.dataChanged.connect(self._follow_stream)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -96,7 +99,7 @@ class ChatTab(QWidget):
 
     def _layout(self) -> None:
         buttons = QVBoxLayout()
-        for b in (self.send_button, self.stop_button, self.regenerate_button):
+        for b in (self.send_button, self.stop_button, self.regenerate_button, self.settings_button):
             buttons.addWidget(b)
         bottom = QHBoxLayout()
         bottom.addWidget(self.composer, 1)

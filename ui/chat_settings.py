@@ -1,0 +1,43 @@
+"""Per-chat sampling settings: they override the preset's and the app's defaults."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QSpinBox
+
+FIELDS = {  # name: (label, minimum, maximum, step, decimals)
+    "temperature": ("Temperature", 0.0, 2.0, 0.05, 2),
+    "top_p": ("Top-p", 0.05, 1.0, 0.05, 2),
+    "min_p": ("Min-p", 0.0, 1.0, 0.01, 2),
+    "repeat_penalty": ("Repeat penalty", 0.5, 2.0, 0.05, 2),
+}
+
+
+class ChatSettingsDialog(QDialog):
+    def __init__(self, title: str, sampling: dict, defaults: dict, preset_name: str | None, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"Settings: {title or 'New chat'}")
+        form = QFormLayout(self)
+        form.addRow("Preset", QLabel(preset_name or "none"))
+        self.spins: dict[str, QDoubleSpinBox | QSpinBox] = {}
+        for name, (label, lo, hi, step, decimals) in FIELDS.items():
+            spin = QDoubleSpinBox()
+            spin.setRange(lo, hi)
+            spin.setSingleStep(step)
+            spin.setDecimals(decimals)
+            spin.setValue(float(sampling.get(name, defaults[name])))
+            self.spins[name] = spin
+            form.addRow(label, spin)
+        tokens = QSpinBox()
+        tokens.setRange(1, 32768)
+        tokens.setValue(int(sampling.get("max_tokens", defaults["max_tokens"])))
+        self.spins["max_tokens"] = tokens
+        form.addRow("Max tokens", tokens)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> dict:
+        out = {name: round(spin.value(), 3) for name, spin in self.spins.items()}
+        out["max_tokens"] = int(out["max_tokens"])
+        return out
