@@ -70,6 +70,16 @@ class App:
         self.qtbot.waitUntil(lambda: last().status is status, timeout=10_000)
         return last()
 
+    def reply_twice(self, tab, text: str):
+        """Send, then regenerate: returns the first reply's view (now on the other branch)."""
+        self.send(tab, text)
+        self.wait_done(tab)
+        first = self.last(tab)
+        tab.regenerate_button.click()
+        self.qtbot.waitUntil(lambda: self.last(tab).key != first.key, timeout=10_000)
+        self.wait_done(tab)
+        return first
+
     def close(self) -> None:
         self.controller.shutdown()
         self.db.close()
@@ -133,12 +143,7 @@ def test_stop_stops_only_its_tab(app):
 
 def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):
     tab = app.new_tab()
-    app.send(tab, "Name a colour.")
-    app.wait_done(tab)
-    first = app.last(tab)
-    tab.regenerate_button.click()
-    app.qtbot.waitUntil(lambda: app.last(tab).key != first.key, timeout=10_000)
-    app.wait_done(tab)
+    first = app.reply_twice(tab, "Name a colour.")
     assert app.last(tab).branch == (2, 2)
     siblings = app.repo.siblings(app.last(tab).message_id)
     assert siblings == [first.message_id, app.last(tab).message_id]
@@ -382,12 +387,7 @@ def test_clicking_the_branch_arrows_switches_branches(app):
     from PySide6.QtCore import QPoint, Qt
 
     tab = app.new_tab()
-    app.send(tab, "Say something.")
-    app.wait_done(tab)
-    first = app.last(tab)
-    tab.regenerate_button.click()
-    app.qtbot.waitUntil(lambda: app.last(tab).key != first.key, timeout=10_000)
-    app.wait_done(tab)
+    first = app.reply_twice(tab, "Say something.")
     assert app.last(tab).branch == (2, 2)
     row = tab.model.rowCount() - 1
     rect = tab.view.visualRect(tab.model.index(row))
