@@ -416,3 +416,22 @@ def test_chat_settings_are_saved_and_used_for_the_next_reply(app):
     app.wait_done(tab)
     assert "7 tokens" in app.last(tab).meta
     assert changed[0]["temperature"] == 0.0
+
+
+def test_screenshot_of_markdown_and_code(app):
+    conv = app.repo.create_conversation("Hash maps")
+    app.repo.add_message(conv.id, "user", "Show me a hash map in Python.")
+    reply = app.repo.start_reply(conv.id, model="SmolLM2")
+    answer = ("A **hash map** stores *key → value* pairs:\n\n"
+              "```python\ndef count_words(text):  # one pass\n    counts = {}\n"
+              "    for word in text.split():\n        counts[word] = counts.get(word, 0) + 1\n"
+              "    return counts\n```\n\n1. Lookups are O(1) on average.\n2. Keys must be hashable.\n")
+    app.repo.finish_reply(reply.id, answer, completion_tokens=64, ttft_s=0.12, tokens_per_s=118.0)
+    app.controller.open_conversation(conv.id)
+    app.qtbot.waitUntil(lambda: app.window.tab_for(conv.id) is not None
+                        and app.window.tab_for(conv.id).model.rowCount() == 2)
+    app.qtbot.wait(200)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / "markdown-code.png"
+    assert app.window.grab().save(str(path))
+    assert path.stat().st_size > 10_000

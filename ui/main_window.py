@@ -144,12 +144,24 @@ class MainWindow(QMainWindow):
             ("Stop", QKeySequence("Escape"), self._stop_current),
             ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
         ]
+        file_menu = self.menuBar().addMenu("&File")
+        chat_menu = self.menuBar().addMenu("&Chat")
+        in_file = {"New chat", "Open model…", "Close tab"}
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
             action.setShortcut(keys)
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             action.triggered.connect(_ignoring_result(slot))
             self.addAction(action)
+            (file_menu if name in in_file else chat_menu).addAction(action)
+        presets = QAction("Presets…", self)
+        presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
+        file_menu.addAction(presets)
+        file_menu.addSeparator()
+        quit_action = QAction("Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(_ignoring_result(self.close))
+        file_menu.addAction(quit_action)
 
     # ----- conversations ---------------------------------------------------------------
 
