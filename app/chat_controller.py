@@ -8,6 +8,7 @@ storage thread, so the GUI never waits on the model or the disk.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -206,29 +207,31 @@ class ChatController(QObject):
 
     # ----- storage on its thread ---------------------------------------------------------
 
-    def _in_storage(self, work: Callable, then: Callable | None = None) -> Future:
-        future = self.storage.submit(work)
+    def _in_storage(self, work: Callable, then: Callable | None = None) -> asyncio.Task:
+        """Run work on the storage thread; then(result) back on the GUI thread, as an
+        asyncio task on qasync's loop (the Qt event loop)."""
 
-        def done(f: Future) -> None:
-            if f.exception() is not None:
-                log.error("storage call failed: %s", f.exception())
-                self.gui.post(lambda: self.window.statusBar().showMessage(f"Storage error: {f.exception()}", 8000))
-            elif then is not None:
-                result = f.result()
-                self.gui.post(lambda: then(result))
+        async def run() -> None:
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(self.storage, work)
+            except Exception as exc:
+                log.error("storage call failed: %s", exc)
+                self.window.statusBar().showMessage(f"Storage error: {exc}", 8000)
+                return
+            if then is not None:
+                then(result)
 
-        future.add_done_callback(done)
-        return future
+        return asyncio.ensure_future(run())
 
     # ----- conversations -----------------------------------------------------------------
 
-    def refresh_conversations(self) -> Future:
+    def refresh_conversations(self) -> asyncio.Task:
         def items():
             return [ConversationItem(c.id, c.title, c.pinned) for c in self.repo.list_conversations()]
 
         return self._in_storage(items, self.window.set_conversations)
 
-    def search(self, text: str) -> Future:
+    def search(self, text: str) -> asyncio.Task:
         if not text.strip():
             return self.refresh_conversations()
 
@@ -242,7 +245,7 @@ class ChatController(QObject):
 
         return self._in_storage(hits, self.window.set_conversations)
 
-    def rename(self, conversation_id: int, title: str) -> Future:
+    def rename(self, conversation_id: int, title: str) -> asyncio.Task:
         def shown(conv) -> None:
             tab = self.window.tab_for(conversation_id)
             if tab is not None:
@@ -251,13 +254,13 @@ class ChatController(QObject):
 
         return self._in_storage(lambda: self.repo.rename(conversation_id, title), shown)
 
-    def set_pinned(self, conversation_id: int, pinned: bool) -> Future:
+    def set_pinned(self, conversation_id: int, pinned: bool) -> asyncio.Task:
         return self._in_storage(
             lambda: self.repo.update_conversation(conversation_id, pinned=pinned),
             lambda _conv: self.refresh_conversations(),
         )
 
-    def delete(self, conversation_id: int) -> Future:
+    def delete(self, conversation_id: int) -> asyncio.Task:
         """Soft delete, undoable from the status bar; a reply being written is stopped."""
         stream = self._stream_for(conversation_id)
         if stream is not None:
@@ -275,12 +278,12 @@ class ChatController(QObject):
 
         return self._in_storage(work, done)
 
-    def restore(self, conversation_id: int) -> Future:
+    def restore(self, conversation_id: int) -> asyncio.Task:
         return self._in_storage(
             lambda: self.repo.restore(conversation_id), lambda _none: self.refresh_conversations()
         )
 
-    def new_chat(self, preset_id: int | None | object = ...) -> Future:
+    def new_chat(self, preset_id: int | None | object = ...) -> asyncio.Task:
         """A new tab; with a preset, its system prompt opens the chat and is pinned in the
         engine, so every tab using that preset starts from the same cached cells."""
         chosen = self.window.selected_preset() if preset_id is ... else preset_id
@@ -307,7 +310,7 @@ class ChatController(QObject):
 
     # ----- presets -------------------------------------------------------------------
 
-    def refresh_presets(self) -> Future:
+    def refresh_presets(self) -> asyncio.Task:
         def shown(presets) -> None:
             self.window.set_presets([(p.id, p.name) for p in presets])
             if self.preset_editor is not None:
@@ -315,7 +318,7 @@ class ChatController(QObject):
 
         return self._in_storage(self.catalog.list_presets, shown)
 
-    def save_preset(self, preset_id: int | None, name: str, system_prompt: str, sampling: dict) -> Future:
+    def save_preset(self, preset_id: int | None, name: str, system_prompt: str, sampling: dict) -> asyncio.Task:
         def work():
             if preset_id is None:
                 return self.catalog.create_preset(name, system_prompt, sampling)
@@ -323,7 +326,7 @@ class ChatController(QObject):
 
         return self._in_storage(work, lambda _p: self.refresh_presets())
 
-    def delete_preset(self, preset_id: int) -> Future:
+    def delete_preset(self, preset_id: int) -> asyncio.Task:
         return self._in_storage(lambda: self.catalog.delete_preset(preset_id), lambda _n: self.refresh_presets())
 
     def edit_presets(self) -> PresetEditor:
@@ -335,7 +338,7 @@ class ChatController(QObject):
         self.preset_editor.show()
         return self.preset_editor
 
-    def open_conversation(self, conversation_id: int) -> Future:
+    def open_conversation(self, conversation_id: int) -> asyncio.Task:
         def load():
             return self.repo.active_path(conversation_id)
 
@@ -368,7 +371,7 @@ class ChatController(QObject):
 
     # ----- sending -------------------------------------------------------------------
 
-    def send(self, tab: ChatTab, text: str) -> Future:
+    def send(self, tab: ChatTab, text: str) -> asyncio.Task:
         conv_id = tab.conversation_id
         tab.set_busy(True)
 
@@ -381,7 +384,7 @@ class ChatController(QObject):
 
         return self._in_storage(work, lambda result: self._start_stream(tab, *result))
 
-    def regenerate(self, tab: ChatTab) -> Future | None:
+    def regenerate(self, tab: ChatTab) -> asyncio.Task | None:
         conv_id = tab.conversation_id
         if self._stream_for(conv_id) is not None:
             return None
@@ -398,7 +401,7 @@ class ChatController(QObject):
 
         return self._in_storage(work, lambda result: result and self._start_stream(tab, *result))
 
-    def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> Future | None:
+    def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
         conv_id = tab.conversation_id
         if self._stream_for(conv_id) is not None:
@@ -412,7 +415,7 @@ class ChatController(QObject):
 
         return self._in_storage(work, lambda result: self._start_stream(tab, *result))
 
-    def switch_branch(self, tab: ChatTab, message_id: int, step: int) -> Future | None:
+    def switch_branch(self, tab: ChatTab, message_id: int, step: int) -> asyncio.Task | None:
         conv_id = tab.conversation_id
         if self._stream_for(conv_id) is not None:
             return None  # the branch on screen is being written
@@ -426,7 +429,7 @@ class ChatController(QObject):
 
         return self._in_storage(work, lambda path: self._show_path(tab, path))
 
-    def edit_chat_settings(self, tab: ChatTab, accept: Callable[[ChatSettingsDialog], bool] | None = None) -> Future:
+    def edit_chat_settings(self, tab: ChatTab, accept: Callable[[ChatSettingsDialog], bool] | None = None) -> asyncio.Task:
         """The chat's sampling settings in a dialog; saved with the conversation."""
         conv_id = tab.conversation_id
 

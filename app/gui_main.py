@@ -27,11 +27,11 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     window = MainWindow()
     controller = ChatController(window, repo, settings_from_args(args, model))
     window.show()
-    controller.start()
-    if args.quit_after:  # smoke tests: start, run a while, quit cleanly
-        QTimer.singleShot(int(args.quit_after * 1000), app.quit)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    loop.call_soon(controller.start)  # the controller's work runs as tasks on this loop
+    if args.quit_after:  # smoke tests: start, run a while, quit cleanly
+        QTimer.singleShot(int(args.quit_after * 1000), app.quit)
     closing = asyncio.Event()
     app.aboutToQuit.connect(closing.set)
     with loop:

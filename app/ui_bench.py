@@ -27,6 +27,9 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")
+    import qasync
+
+    qasync.QEventLoop(app, already_running=True)  # the controller's asyncio tasks run on Qt
     with tempfile.TemporaryDirectory(prefix="chorus-bench-ui-") as tmp:
         db, repo = open_store(Path(tmp))
         window = MainWindow()

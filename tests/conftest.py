@@ -71,3 +71,12 @@ def catalog(db):
     from storage.catalog import CatalogRepository
 
     return CatalogRepository(db)
+
+
+@pytest.fixture(scope="session")
+def qt_asyncio(qapp):
+    """qasync's asyncio loop on the Qt event loop that pytest-qt runs, as in the app."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp, already_running=True)
+    yield loop

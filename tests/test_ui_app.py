@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ class App:
     """A window, its controller, and helpers to drive them like a user."""
 
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
+        assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
         from app.chat_controller import ChatController
         from app.store import open_store
         from ui.main_window import MainWindow
@@ -83,6 +85,11 @@ class App:
     def close(self) -> None:
         self.controller.shutdown()
         self.db.close()
+
+
+@pytest.fixture(autouse=True)
+def _asyncio_on_qt(qt_asyncio):
+    return qt_asyncio
 
 
 @pytest.fixture
