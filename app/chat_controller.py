@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 FRAME_MS = 30
 WINDOW_SETTING = "window"
+RECENT_MODELS_SETTING = "recent_models"
+RECENT_MODELS = 8
 TITLE_CHARS = 60
 FOREGROUND, BACKGROUND = 1, 0
 
@@ -147,6 +149,7 @@ class ChatController(QObject):
         self.refresh_conversations()
         self.refresh_presets()
         self._in_storage(self._saved_window, self._restore_window)
+        self._in_storage(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.window.set_recent_models)
         threading.Thread(target=self._start_engine, name="engine-start", daemon=True).start()
 
     def _saved_window(self) -> dict | None:
@@ -189,6 +192,8 @@ class ChatController(QObject):
             try:
                 self.engine.restart(wait=True, settings=wanted)
                 self.model_name = wanted.model_path.name
+                recent = self._remember_model(str(wanted.model_path))
+                self.gui.post(lambda: self.window.set_recent_models(recent))
             except Exception as exc:
                 message = str(exc)
                 self.gui.post(lambda: self.window.show_model_error(message))
@@ -198,6 +203,12 @@ class ChatController(QObject):
         thread = threading.Thread(target=switch, name="engine-switch", daemon=True)
         thread.start()
         return thread
+
+    def _remember_model(self, path: str) -> list[str]:
+        recent = [p for p in self.catalog.get_setting(RECENT_MODELS_SETTING, []) if p != path]
+        recent = [path, *recent][:RECENT_MODELS]
+        self.catalog.set_setting(RECENT_MODELS_SETTING, recent)
+        return recent
 
     def shutdown(self) -> None:
         self.save_window()

@@ -302,6 +302,8 @@ def test_opening_another_model_switches_the_engine(app, model_path, tmp_path):
     app.send(tab, "Hello")
     app.wait_done(tab)
     assert app.repo.active_path(tab.conversation_id).messages[-1].model == "copy-of-smollm.gguf"
+    app.qtbot.waitUntil(lambda: app.window.recent_menu.isEnabled())
+    assert [a.text() for a in app.window.recent_menu.actions()] == [str(copy)]
 
 
 def test_tabs_from_one_preset_share_its_system_prompt_cache(app):

@@ -154,6 +154,8 @@ class MainWindow(QMainWindow):
             action.triggered.connect(_ignoring_result(slot))
             self.addAction(action)
             (file_menu if name in in_file else chat_menu).addAction(action)
+        self.recent_menu = file_menu.addMenu("Recent models")
+        self.recent_menu.setEnabled(False)
         presets = QAction("Presets…", self)
         presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
         file_menu.addAction(presets)
@@ -317,6 +319,12 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)")
         if path:
             self.model_requested.emit(path)
+
+    def set_recent_models(self, paths: list[str]) -> None:
+        self.recent_menu.clear()
+        for path in paths:
+            self.recent_menu.addAction(path, lambda p=path: self.model_requested.emit(p))
+        self.recent_menu.setEnabled(bool(paths))
 
     def show_model_error(self, message: str) -> None:
         QMessageBox.warning(self, "Could not load the model", message)
