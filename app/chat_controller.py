@@ -1,9 +1,9 @@
 """Wires the window to storage and to the engine process.
 
 Threads: the GUI thread only touches widgets; storage calls run in order on one storage
-thread; engine deltas arrive on the engine client's reader thread and are coalesced into
-one UI update per frame (FRAME_MS). Every reply is checkpointed by a ReplyRecorder on the
-storage thread, so the GUI never waits on the model or the disk.
+thread (as asyncio tasks on qasync's loop); engine deltas arrive on the engine client's
+reader thread and StreamPresenter draws them once per frame. Every reply is checkpointed
+by a ReplyRecorder on the storage thread, so the GUI never waits on the model or the disk.
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import uuid
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 
 from app.engine_host import EngineClient, EngineState
 from app.reply_recorder import ReplyRecorder
+from app.stream_presenter import Stream, StreamPresenter, message_view
 from inference import ChatRequest, LoadSettings, SamplingParams
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase
@@ -33,11 +32,9 @@ from ui.main_window import ConversationItem, MainWindow
 from ui.chat_settings import FIELDS as SETTINGS_FIELDS
 from ui.chat_settings import ChatSettingsDialog
 from ui.preset_editor import PresetEditor
-from ui.message_model import MessageView
 
 log = logging.getLogger(__name__)
 
-FRAME_MS = 30
 WINDOW_SETTING = "window"
 RECENT_MODELS_SETTING = "recent_models"
 RECENT_MODELS = 8
@@ -58,46 +55,6 @@ class GuiCalls(QObject):
         self._call.emit(fn)
 
 
-@dataclass(eq=False)
-class Stream:
-    """One reply being written into one tab."""
-
-    request_id: str
-    conversation_id: int
-    message_id: int
-    recorder: ReplyRecorder
-    tokens: int = 0
-    first_token_s: float | None = None
-    # Text for a tab that is not on screen: drawn when the user switches to it, so
-    # background tabs cost no layout per frame however many are writing.
-    backlog: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Pending:
-    text: list[str] = field(default_factory=list)
-    tokens: int = 0
-    last: Delta | None = None
-
-
-def message_view(m: MessageRecord, branch: tuple[int, int] | None = None) -> MessageView:
-    return MessageView(
-        key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
-        meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
-    )
-
-
-def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
-    parts = []
-    if ttft is not None:
-        parts.append(f"{ttft:.2f} s to first token")
-    if rate:
-        parts.append(f"{rate:.0f} tok/s")
-    if tokens:
-        parts.append(f"{tokens} tokens")
-    return " · ".join(parts)
-
-
 class ChatController(QObject):
     def __init__(
         self,
@@ -115,17 +72,12 @@ class ChatController(QObject):
         self.gui = GuiCalls()
         self.storage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
         self.metrics: MetricsSnapshot | None = None
-        self._streams: dict[str, Stream] = {}
-        self._pending: dict[str, _Pending] = {}
-        self._lock = threading.Lock()
-        self._timer = QTimer(self)
-        self._timer.setInterval(FRAME_MS)
-        self._timer.timeout.connect(self._flush)
+        self.streams = StreamPresenter(window, self.storage, on_frame=self._show_engine_metrics)
         self._attached: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         # The client calls these on its reader thread.
         self.engine = EngineClient(
             settings,
-            on_delta=self._on_delta,
+            on_delta=self.streams.on_delta,
             on_metrics=self._on_metrics,
             on_state=lambda state: self.gui.post(lambda: self._on_engine_state(state)),
             on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
@@ -140,12 +92,11 @@ class ChatController(QObject):
         window.model_requested.connect(self.load_model)
         window.presets_requested.connect(self.edit_presets)
         self.preset_editor: PresetEditor | None = None
-        window.tabs.currentChanged.connect(self._show_backlog)
 
     # ----- start and stop --------------------------------------------------------------
 
     def start(self) -> None:
-        self._timer.start()
+        self.streams.start()
         self.refresh_conversations()
         self.refresh_presets()
         self._in_storage(self._saved_window, self._restore_window)
@@ -212,7 +163,7 @@ class ChatController(QObject):
 
     def shutdown(self) -> None:
         self.save_window()
-        self._timer.stop()
+        self.streams.stop()
         self.engine.shutdown()
         self.storage.shutdown(wait=True)
 
@@ -273,7 +224,7 @@ class ChatController(QObject):
 
     def delete(self, conversation_id: int) -> asyncio.Task:
         """Soft delete, undoable from the status bar; a reply being written is stopped."""
-        stream = self._stream_for(conversation_id)
+        stream = self.streams.stream_for(conversation_id)
         if stream is not None:
             self.engine.cancel(stream.request_id)
         self.window.close_tab_of(conversation_id)
@@ -376,7 +327,7 @@ class ChatController(QObject):
         for m in path.messages:
             pos = path.branches.get(m.id)
             views.append(message_view(m, (pos.index, pos.count) if pos else None))
-        streaming = self._stream_for(tab.conversation_id)
+        streaming = self.streams.stream_for(tab.conversation_id)
         tab.model.set_messages(views)
         tab.set_busy(streaming is not None)
 
@@ -397,7 +348,7 @@ class ChatController(QObject):
 
     def regenerate(self, tab: ChatTab) -> asyncio.Task | None:
         conv_id = tab.conversation_id
-        if self._stream_for(conv_id) is not None:
+        if self.streams.stream_for(conv_id) is not None:
             return None
         tab.set_busy(True)
 
@@ -415,7 +366,7 @@ class ChatController(QObject):
     def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
         conv_id = tab.conversation_id
-        if self._stream_for(conv_id) is not None:
+        if self.streams.stream_for(conv_id) is not None:
             return None
         tab.set_busy(True)
 
@@ -428,7 +379,7 @@ class ChatController(QObject):
 
     def switch_branch(self, tab: ChatTab, message_id: int, step: int) -> asyncio.Task | None:
         conv_id = tab.conversation_id
-        if self._stream_for(conv_id) is not None:
+        if self.streams.stream_for(conv_id) is not None:
             return None  # the branch on screen is being written
 
         def work():
@@ -470,8 +421,7 @@ class ChatController(QObject):
         )
         request_id = uuid.uuid4().hex[:12]
         stream = Stream(request_id, tab.conversation_id, reply.id, ReplyRecorder(self.repo, reply.id))
-        with self._lock:
-            self._streams[request_id] = stream
+        self.streams.add(stream)
         priority = FOREGROUND if self.window.current_tab() is tab else BACKGROUND
         sampling = _chat_sampling(self.sampling, path.conversation.sampling)
         chat = ChatRequest(
@@ -482,83 +432,18 @@ class ChatController(QObject):
         try:
             self.engine.submit(chat)
         except Exception as exc:
-            self._on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc)))
+            self.streams.on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc)))
         self.refresh_conversations()
 
     def stop(self, tab: ChatTab) -> None:
-        stream = self._stream_for(tab.conversation_id)
+        stream = self.streams.stream_for(tab.conversation_id)
         if stream is not None:
             self.engine.cancel(stream.request_id)
 
-    def _stream_for(self, conversation_id: int) -> Stream | None:
-        with self._lock:
-            return next((s for s in self._streams.values() if s.conversation_id == conversation_id), None)
-
     # ----- engine callbacks (reader thread) ------------------------------------------------
-
-    def _on_delta(self, delta: Delta) -> None:
-        with self._lock:
-            stream = self._streams.get(delta.request_id)
-            if stream is None:
-                return
-            pending = self._pending.setdefault(delta.request_id, _Pending())
-            pending.text.append(delta.text)
-            pending.tokens += len(delta.token_ids)
-            pending.last = delta
-        # In order, off the GUI thread: checkpoints at most once a second, and the end.
-        self.storage.submit(stream.recorder.on_delta, delta)
 
     def _on_metrics(self, snapshot: MetricsSnapshot) -> None:
         self.metrics = snapshot
-
-    # ----- one UI update per frame ---------------------------------------------------------
-
-    def _flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        for request_id, update in pending.items():
-            with self._lock:
-                stream = self._streams.get(request_id)
-            if stream is not None:
-                self._apply(stream, update)
-        self._show_engine_metrics()
-
-    def _apply(self, stream: Stream, update: _Pending) -> None:
-        tab = self.window.tab_for(stream.conversation_id)
-        delta = update.last
-        if update.tokens and stream.first_token_s is None:
-            stream.first_token_s = time.monotonic()
-        stream.tokens += update.tokens
-        stream.backlog.extend(update.text)
-        if delta.finished:
-            with self._lock:
-                self._streams.pop(stream.request_id, None)
-        if tab is None:
-            return  # closed tab: the reply goes on and is saved; nothing to draw
-        if delta.finished:
-            stats = delta.stats
-            meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
-            self._draw(tab, stream, status=_final_status(delta), meta=meta or (delta.error or ""))
-            tab.set_busy(False)
-            tab.set_state(_done_text(delta))
-            self.window.set_writing(tab, False)
-            return
-        on_screen = self.window.current_tab() is tab
-        if on_screen:
-            self._draw(tab, stream, status=_live_status(delta))
-        # A hidden tab's state line changes with the phase only, not with every token.
-        tab.set_state(_live_text(delta, stream if on_screen else None))
-        self.window.set_writing(tab, delta.phase is Phase.DECODING)
-
-    def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
-        text, stream.backlog = "".join(stream.backlog), []
-        tab.model.append_text(f"m{stream.message_id}", text, **changes)
-
-    def _show_backlog(self, index: int) -> None:
-        tab = self.window.tabs.widget(index)
-        stream = self._stream_for(tab.conversation_id) if tab is not None else None
-        if stream is not None and stream.backlog:
-            self._draw(tab, stream, status="streaming")
 
     def _show_engine_metrics(self) -> None:
         m = self.metrics
@@ -586,40 +471,3 @@ def _chat_sampling(defaults: SamplingParams, overrides: dict) -> SamplingParams:
     """The app's sampling with a chat's own settings (from its preset) on top."""
     known = {k: v for k, v in (overrides or {}).items() if k in SamplingParams.__dataclass_fields__}
     return dataclass_replace(defaults, **known) if known else defaults
-
-
-def _final_status(delta: Delta) -> str:
-    return {
-        FinishReason.ERROR: "error",
-        FinishReason.CANCELLED: "interrupted",
-        FinishReason.INTERRUPTED: "interrupted",
-    }.get(delta.finish_reason, "complete")
-
-
-def _live_status(delta: Delta) -> str:
-    return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
-
-
-def _live_text(delta: Delta, stream: Stream | None) -> str:
-    if delta.phase is Phase.QUEUED:
-        pos = delta.progress[0] if delta.progress else "?"
-        return f"queued (position {pos})"
-    if delta.phase is Phase.PREFILLING and delta.progress:
-        done, total = delta.progress
-        return f"reading the prompt ({100 * done // max(1, total)}%)"
-    if stream is None or stream.first_token_s is None:
-        return "writing…"
-    elapsed = time.monotonic() - stream.first_token_s
-    rate = f" · {stream.tokens / elapsed:.0f} tok/s" if elapsed > 0.5 else ""
-    return f"writing… {stream.tokens} tokens{rate}"
-
-
-def _done_text(delta: Delta) -> str:
-    if delta.finish_reason is FinishReason.INTERRUPTED:
-        return f"interrupted: {delta.error}"
-    if delta.finish_reason is FinishReason.CANCELLED:
-        return "stopped"
-    if delta.finish_reason is FinishReason.ERROR:
-        return f"error: {delta.error}"
-    s = delta.stats
-    return f"done · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s" if s else "done"
