@@ -21,6 +21,7 @@ from typing import Callable
 from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 
 from app.engine_host import EngineClient, EngineState
+from app.perf_monitor import PerfMonitor
 from app.reply_recorder import ReplyRecorder
 from app.stream_presenter import Stream, StreamPresenter, message_view
 from inference import ChatRequest, LoadSettings, SamplingParams
@@ -73,6 +74,10 @@ class ChatController(QObject):
         self.storage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
         self.metrics: MetricsSnapshot | None = None
         self.streams = StreamPresenter(window, self.storage, on_frame=self._show_engine_metrics)
+        self.monitor = PerfMonitor(
+            lambda: self.metrics,
+            lambda m, hw: self.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
+        )
         self._attached: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         # The client calls these on its reader thread.
         self.engine = EngineClient(
@@ -97,6 +102,7 @@ class ChatController(QObject):
 
     def start(self) -> None:
         self.streams.start()
+        self.monitor.start()
         self.refresh_conversations()
         self.refresh_presets()
         self._in_storage(self._saved_window, self._restore_window)
@@ -164,6 +170,7 @@ class ChatController(QObject):
     def shutdown(self) -> None:
         self.save_window()
         self.streams.stop()
+        self.monitor.stop()
         self.engine.shutdown()
         self.storage.shutdown(wait=True)
 

@@ -444,3 +444,24 @@ def test_screenshot_of_markdown_and_code(app):
     path = SCREENSHOTS / "markdown-code.png"
     assert app.window.grab().save(str(path))
     assert path.stat().st_size > 10_000
+
+
+def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
+    panel = app.window.perf_panel
+    panel.show()
+    tabs = [app.new_tab() for _ in range(3)]
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    start = len(panel.series("sequences"))
+    for i, tab in enumerate(tabs):
+        app.send(tab, f"Tell me about planet number {i}.")
+    app.wait_done(*tabs)
+    app.qtbot.wait(600)
+    sequences = [v for v in panel.series("sequences")[start:] if v == v]
+    assert len(panel.series("sequences")) - start >= 8  # about four samples a second
+    assert max(sequences) >= 3  # the batch held the three streaming tabs
+    assert max(v for v in panel.series("decode tok/s") if v == v) > 0
+    assert max(v for v in panel.series("cells used") if v == v) > 0
+    assert panel.series("CPU %")[-1] >= 0 and panel.series("RAM MiB")[-1] > 0
+    assert "No NVIDIA GPU" in panel.gpu_label.text()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert app.window.grab().save(str(SCREENSHOTS / "performance-panel.png"))

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui.chat_tab import ChatTab
+from ui.perf_panel import PerfPanel
 
 WRITING_BADGE = "● "
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -98,6 +99,9 @@ class MainWindow(QMainWindow):
         self.load_progress.hide()
         self.statusBar().addPermanentWidget(self.load_progress)
         self.statusBar().addPermanentWidget(self.engine_label)
+        self.perf_panel = PerfPanel(self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
+        self.perf_panel.hide()
         self._layout()
         self._actions()
         self.new_button.clicked.connect(self.new_chat_requested)
@@ -156,6 +160,11 @@ class MainWindow(QMainWindow):
             (file_menu if name in in_file else chat_menu).addAction(action)
         self.recent_menu = file_menu.addMenu("Recent models")
         self.recent_menu.setEnabled(False)
+        view_menu = self.menuBar().addMenu("&View")
+        panel = self.perf_panel.toggleViewAction()
+        panel.setText("Performance panel")
+        panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
+        view_menu.addAction(panel)
         presets = QAction("Presets…", self)
         presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
         file_menu.addAction(presets)
