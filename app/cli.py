@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(ubench)
     ubench.add_argument("--tabs", type=int, default=16)
     ubench.add_argument("--max-tokens", type=int, default=128)
+    ubench.add_argument("--panel", action="store_true", help="with the performance panel open")
     ubench.add_argument("--json", action="store_true")
 
     export = sub.add_parser("export", help="export conversations to Markdown or JSON")

@@ -37,6 +37,8 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         settings = LoadSettings(model_path=model, n_ctx=max(4096, args.tabs * (args.max_tokens + 96)),
                                 n_seq_max=args.tabs)
         controller = ChatController(window, repo, settings, sampling=sampling)
+        if args.panel:
+            window.perf_panel.show()
         window.show()
         controller.start()
         loop = QEventLoop()
@@ -75,6 +77,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     stalls = sorted(max(0.0, g - PROBE_MS / 1000) * 1000 for g in gaps[1:])
     result = {
         "tabs": args.tabs,
+        "panel": args.panel,
         "max_tokens": args.max_tokens,
         "probes": len(stalls),
         "stall_p50_ms": statistics.median(stalls),

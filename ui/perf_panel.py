@@ -8,11 +8,13 @@ from collections import deque
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QDockWidget, QGridLayout, QLabel, QVBoxLayout, QWidget
 
-WINDOW_S = 300.0  # the scrolling window: the last five minutes
+WINDOW_S = 300.0  # samples kept: the last five minutes
+VIEW_S = 120.0  # shown: the last two minutes
+STAGGER_MS = 25
 PALETTE = ("#4c8bf5", "#e8710a", "#12b5cb", "#9334e6", "#188038", "#d93025")
 
 
@@ -43,6 +45,7 @@ class PerfPanel(QDockWidget):
         self._times: deque[float] = deque()
         self._data: dict[str, deque[float]] = {s: deque() for c in CHARTS for s in c.series}
         self._curves: dict[str, pg.PlotDataItem] = {}
+        self._plots: list[tuple[str, ...]] = [c.series for c in CHARTS]
         self.summary = QLabel("waiting for the engine…")
         self.summary.setWordWrap(True)
         self.gpu_label = QLabel("")
@@ -66,8 +69,13 @@ class PerfPanel(QDockWidget):
         for axis in ("left", "bottom"):
             plot.getAxis(axis).setTextPen(text)
         plot.setMinimumHeight(120)
-        plot.showGrid(x=True, y=True, alpha=0.2)
-        plot.setLabel("bottom", "s")
+        # A fixed x range keeps the axes' cached drawing valid while the curves scroll;
+        # grid lines are left out for the same reason (they are drawn by the axes).
+        plot.setXRange(-VIEW_S, 0, padding=0)
+        plot.enableAutoRange(x=False, y=True)
+        plot.setLabel("bottom", "seconds ago")
+        plot.hideButtons()
+        plot.setMenuEnabled(False)
         plot.addLegend(offset=(4, 4), labelTextSize="7pt")
         plot.setMouseEnabled(x=False, y=False)
         for color, name in zip(PALETTE, chart.series):
@@ -100,8 +108,16 @@ class PerfPanel(QDockWidget):
         if not self.isVisible():
             return  # nothing to draw for a hidden dock; the data keeps its window
         xs = [t - now for t in self._times]
-        for name, curve in self._curves.items():
-            curve.setData(xs, list(self._data[name]))
+        # One chart per slot, spread over the sample period, so the GUI thread never
+        # spends one long stretch repainting all of them.
+        for k, names in enumerate(self._plots):
+            QTimer.singleShot(k * STAGGER_MS, lambda names=names: self._draw_chart(names, xs))
+
+    def _draw_chart(self, names: tuple[str, ...], xs: list[float]) -> None:
+        n = len(xs)
+        for name in names:
+            ys = list(self._data[name])[-n:]
+            self._curves[name].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
 
 
 def _values(m, hw) -> dict[str, float]:
