@@ -360,8 +360,10 @@ def _stream_into_long_conversation(app, build_long_conversation):
     opened_s = time.perf_counter() - started
     tab = app.window.tab_for(conv_id)
     tab.view.scrollToBottom()
-    app.qtbot.wait(300)
     delegate = tab.view.itemDelegate()
+    # The history is laid out in batches between events; measure once all rows have been.
+    app.qtbot.waitUntil(lambda: delegate.layouts >= 2000, timeout=30_000)
+    app.qtbot.wait(200)
     before = delegate.layouts
     app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=60, ignore_eos=True)
     app.send(tab, "One more thing.")
