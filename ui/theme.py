@@ -6,9 +6,15 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
 
+def _palette(colors: dict) -> QPalette:
+    palette = QPalette()
+    for role, color in colors.items():
+        palette.setColor(role, QColor(color))
+    return palette
+
+
 def dark_palette() -> QPalette:
-    p = QPalette()
-    colors = {
+    return _palette({
         QPalette.ColorRole.Window: "#202124",
         QPalette.ColorRole.WindowText: "#e8eaed",
         QPalette.ColorRole.Base: "#17181a",
@@ -21,15 +27,11 @@ def dark_palette() -> QPalette:
         QPalette.ColorRole.PlaceholderText: "#9aa0a6",
         QPalette.ColorRole.ToolTipBase: "#2b2d31",
         QPalette.ColorRole.ToolTipText: "#e8eaed",
-    }
-    for role, color in colors.items():
-        p.setColor(role, QColor(color))
-    return p
+    })
 
 
 def light_palette() -> QPalette:
-    p = QPalette()
-    colors = {
+    return _palette({
         QPalette.ColorRole.Window: "#f3f4f6",
         QPalette.ColorRole.WindowText: "#1f2328",
         QPalette.ColorRole.Base: "#ffffff",
@@ -40,10 +42,7 @@ def light_palette() -> QPalette:
         QPalette.ColorRole.Highlight: "#1a73e8",
         QPalette.ColorRole.HighlightedText: "#ffffff",
         QPalette.ColorRole.PlaceholderText: "#6b7280",
-    }
-    for role, color in colors.items():
-        p.setColor(role, QColor(color))
-    return p
+    })
 
 
 def apply_theme(app: QApplication, theme: str = "system") -> None:
