@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     ubench.add_argument("--panel", action="store_true", help="with the performance panel open")
     ubench.add_argument("--json", action="store_true")
 
+    serve = sub.add_parser("serve", help="OpenAI-compatible server on the engine")
+    _add_model_args(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (or env CHORUS_API_KEY)")
+    serve.add_argument("--parallel", type=int, default=8, help="sequences decoded together")
+
     export = sub.add_parser("export", help="export conversations to Markdown or JSON")
     export.add_argument("--format", choices=("md", "json"), default="json")
     export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
@@ -101,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
             from app.gui_main import run_app
 
             return run_app(args, _model_path(args, base), base)
+        if args.command == "serve":
+            from app.serve_cli import run_serve
+
+            return run_serve(args, _model_path(args, base))
         if args.command == "bench-ui":
             from app.ui_bench import run_ui_bench
 

@@ -143,3 +143,24 @@ def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
     assert out.returncode == 0, out.stderr[-2000:]
     assert (data_dir / "chorus.db").exists()
     assert "Traceback" not in out.stderr
+
+
+def test_chorus_serve_answers_on_loopback_and_stops_on_interrupt(data_dir):
+    import signal
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--parallel", "2"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()
+        assert f"at http://127.0.0.1:{port}/v1 (no API key)" in line, line
+        models = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=30).read())
+        assert models["data"][0]["id"] == "SmolLM2-135M-Instruct.Q4_1"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
