@@ -1,0 +1,92 @@
+"""The remote model source, over loopback HTTP to Chorus's own server on the real model."""
+
+from __future__ import annotations
+
+import queue
+import socket
+
+import pytest
+
+from app.openai_server import ChorusHTTPServer, ServerConfig
+from app.remote_client import RemoteClient, RemoteEndpoint
+from inference import ChatRequest, FinishReason, SamplingParams
+
+KEY = "sekrit-key-123"
+
+
+@pytest.fixture
+def server(shared_engine):
+    srv = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2"))
+    srv.serve_in_thread()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | None = None):
+    deltas: queue.SimpleQueue = queue.SimpleQueue()
+    client = RemoteClient(endpoint, deltas.put)
+    chat = ChatRequest(messages=({"role": "user", "content": text},),
+                       sampling=SamplingParams(temperature=0.0, max_tokens=n))
+    rid = client.submit(chat)
+    parts, seen = [], 0
+    while True:
+        d = deltas.get(timeout=60)
+        assert d.request_id == rid
+        parts.append(d.text)
+        seen += bool(d.text)
+        if cancel_after is not None and seen == cancel_after:
+            client.cancel(rid)
+        if d.finished:
+            return "".join(parts), d
+
+
+def test_streams_from_a_chorus_server(server):
+    endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
+    assert RemoteClient(endpoint, lambda d: None).models() == ["smollm2"]
+    text, final = run(endpoint, "Name three fruits.", 24)
+    assert text and final.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+    assert final.stats.ttft_s is not None and final.stats.generated_tokens > 0
+    again, _ = run(endpoint, "Name three fruits.", 24)
+    assert again == text  # greedy: the same answer twice
+
+
+def test_cancel_closes_the_stream(server):
+    endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
+    text, final = run(endpoint, "Tell a very long story.", 400, cancel_after=3)
+    assert final.finish_reason is FinishReason.CANCELLED
+    assert text
+
+
+def test_a_refused_connection_is_a_clear_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket closes
+    _, final = run(RemoteEndpoint(f"http://127.0.0.1:{port}/v1", "m"), "hi")
+    assert final.finish_reason is FinishReason.ERROR
+    assert "refused the connection" in final.error
+
+
+def test_a_bad_key_and_a_wrong_path_are_clear_errors(server):
+    _, final = run(RemoteEndpoint(f"{server.url}/v1", "smollm2", "wrong-key"), "hi")
+    assert final.finish_reason is FinishReason.ERROR and "refused the API key (401)" in final.error
+    assert "wrong-key" not in final.error
+    _, final = run(RemoteEndpoint(server.url, "smollm2", KEY), "hi")  # forgot /v1
+    assert "no such endpoint" in final.error
+
+
+def test_a_silent_server_times_out():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)  # accepts the connection, never answers
+        port = listener.getsockname()[1]
+        _, final = run(RemoteEndpoint(f"http://127.0.0.1:{port}/v1", "m", timeout_s=1.0), "hi")
+    assert final.finish_reason is FinishReason.ERROR
+    assert "did not answer within 1 s" in final.error
+
+
+def test_the_key_stays_out_of_reprs_and_bad_urls_are_refused():
+    endpoint = RemoteEndpoint("http://127.0.0.1:1/v1", "m", KEY)
+    assert KEY not in repr(endpoint)
+    with pytest.raises(ValueError, match="not an http"):
+        RemoteClient(RemoteEndpoint("ftp://example/v1", "m"), lambda d: None)
