@@ -22,6 +22,7 @@ from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 
 from app.engine_host import EngineClient, EngineState
 from app.perf_monitor import PerfMonitor
+from app.remote_client import RemoteEndpoint, RemoteEngine, RemoteError
 from app.reply_recorder import ReplyRecorder
 from app.stream_presenter import Stream, StreamPresenter, message_view
 from inference import ChatRequest, LoadSettings, SamplingParams
@@ -79,14 +80,8 @@ class ChatController(QObject):
             lambda m, hw: self.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
         )
         self._attached: weakref.WeakSet[ChatTab] = weakref.WeakSet()
-        # The client calls these on its reader thread.
-        self.engine = EngineClient(
-            settings,
-            on_delta=self.streams.on_delta,
-            on_metrics=self._on_metrics,
-            on_state=lambda state: self.gui.post(lambda: self._on_engine_state(state)),
-            on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
-        )
+        self._local_settings = settings
+        self.engine = self._local_engine(settings)
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
         window.search_changed.connect(self.search)
@@ -96,7 +91,44 @@ class ChatController(QObject):
         window.undo_delete_requested.connect(self.restore)
         window.model_requested.connect(self.load_model)
         window.presets_requested.connect(self.edit_presets)
+        window.remote_requested.connect(
+            lambda url, model, key: self.connect_remote(RemoteEndpoint(url, model, key or None))
+        )
         self.preset_editor: PresetEditor | None = None
+
+    def _local_engine(self, settings: LoadSettings) -> EngineClient:
+        # The client calls these on its reader thread.
+        return EngineClient(
+            settings,
+            on_delta=self.streams.on_delta,
+            on_metrics=self._on_metrics,
+            on_state=self._post_state,
+            on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
+        )
+
+    def _post_state(self, state: EngineState) -> None:
+        self.gui.post(lambda: self._on_engine_state(state))
+
+    def connect_remote(self, endpoint: RemoteEndpoint) -> threading.Thread:
+        """Serve the tabs from an OpenAI-compatible server instead of the local engine."""
+        self.window.set_engine_status(f"connecting to {endpoint.base_url}…")
+
+        def switch() -> None:
+            remote = RemoteEngine(endpoint, self.streams.on_delta, self._post_state)
+            try:
+                remote.start()
+            except RemoteError as exc:
+                message = str(exc)
+                self.gui.post(lambda: self.window.show_model_error(message))
+                return
+            old, self.engine = self.engine, remote
+            self.model_name = endpoint.model
+            self.metrics = None
+            old.shutdown()
+
+        thread = threading.Thread(target=switch, name="engine-remote", daemon=True)
+        thread.start()
+        return thread
 
     # ----- start and stop --------------------------------------------------------------
 
@@ -141,6 +173,9 @@ class ChatController(QObject):
 
     def load_model(self, path: str) -> threading.Thread:
         """Switch the engine to another GGUF file; on failure say why and keep the old one."""
+        if not isinstance(self.engine, EngineClient):  # back from a remote server
+            self.engine.shutdown()
+            self.engine = self._local_engine(self._local_settings)
         previous = self.engine.settings
         wanted = dataclass_replace(previous, model_path=Path(path))
         self.window.set_engine_status(f"loading {Path(path).name}…")
@@ -149,6 +184,7 @@ class ChatController(QObject):
             try:
                 self.engine.restart(wait=True, settings=wanted)
                 self.model_name = wanted.model_path.name
+                self._local_settings = wanted
                 recent = self._remember_model(str(wanted.model_path))
                 self.gui.post(lambda: self.window.set_recent_models(recent))
             except Exception as exc:

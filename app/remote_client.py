@@ -198,3 +198,52 @@ def _stats(started: float, first: float | None, tokens: int) -> RequestStats:
         decode_tok_s=(tokens - 1) / decode_s if decode_s > 0 and tokens > 1 else None,
         itl_p50_s=None, itl_p95_s=None, total_s=now - started,
     )
+
+
+class RemoteEngine:
+    """A remote endpoint where the app expects its engine client: ready at once (the
+    server is checked with /models), no process of its own, no KV cache to pin into."""
+
+    def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
+                 on_state: Callable[[object], None] = lambda s: None) -> None:
+        from app.engine_host import EngineState
+
+        self.endpoint = endpoint
+        self._client = RemoteClient(endpoint, on_delta)
+        self._on_state = on_state
+        self._state_type = EngineState
+        self.state = EngineState("stopped")
+        self.settings = None
+        self.pid = None
+
+    def start(self, wait: bool = True) -> None:
+        try:
+            models = self._client.models()
+        except (OSError, RemoteError) as exc:
+            message = self._client._explain(exc) if isinstance(exc, OSError) else str(exc)
+            self._set(self._state_type("failed", error=message))
+            raise RemoteError(message) from None
+        if self.endpoint.model not in models:
+            message = f"{self.endpoint.base_url} has no model {self.endpoint.model!r} (it has: {', '.join(models)})"
+            self._set(self._state_type("failed", error=message))
+            raise RemoteError(message)
+        self._set(self._state_type("ready"))
+
+    def submit(self, chat: ChatRequest) -> str:
+        return self._client.submit(chat)
+
+    def cancel(self, request_id: str) -> None:
+        self._client.cancel(request_id)
+
+    def pin_system_prompt(self, text: str) -> None:
+        pass  # the remote server manages its own cache
+
+    def shutdown(self) -> None:
+        self._set(self._state_type("stopped"))
+
+    def kill(self) -> None:
+        pass
+
+    def _set(self, state) -> None:
+        self.state = state
+        self._on_state(state)

@@ -467,3 +467,30 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     assert "No NVIDIA GPU" in panel.gpu_label.text()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert app.window.grab().save(str(SCREENSHOTS / "performance-panel.png"))
+
+
+def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.openai_server import ChorusHTTPServer, ServerConfig
+    from app.remote_client import RemoteEndpoint
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))
+    server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol"))
+    server.serve_in_thread()
+    try:
+        app.controller.connect_remote(RemoteEndpoint(f"{server.url}/v1", "remote-smol", "k")).join(30)
+        assert app.controller.model_name == "remote-smol"
+        tab = app.new_tab()
+        app.send(tab, "Hello there")
+        app.wait_done(tab)
+        assert app.last(tab).status == "complete" and app.last(tab).text
+        assert app.stored_last(tab.conversation_id, MessageStatus.COMPLETE).model == "remote-smol"
+        app.controller.connect_remote(RemoteEndpoint("http://127.0.0.1:1/v1", "m")).join(30)
+        app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+        assert "refused the connection" in shown[0]
+        assert app.controller.model_name == "remote-smol"  # the working server stays
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -70,6 +70,7 @@ class MainWindow(QMainWindow):
     pin_requested = Signal(int, bool)
     model_requested = Signal(str)  # path of a GGUF file to load
     presets_requested = Signal()  # open the preset editor
+    remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
 
     def __init__(self) -> None:
         super().__init__()
@@ -165,6 +166,9 @@ class MainWindow(QMainWindow):
         panel.setText("Performance panel")
         panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
         view_menu.addAction(panel)
+        remote = QAction("Connect to a server…", self)
+        remote.triggered.connect(_ignoring_result(self._ask_remote))
+        file_menu.addAction(remote)
         presets = QAction("Presets…", self)
         presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
         file_menu.addAction(presets)
@@ -334,6 +338,19 @@ class MainWindow(QMainWindow):
         for path in paths:
             self.recent_menu.addAction(path, lambda p=path: self.model_requested.emit(p))
         self.recent_menu.setEnabled(bool(paths))
+
+    def _ask_remote(self) -> None:
+        url, ok = QInputDialog.getText(self, "Connect to a server", "Base URL (OpenAI-compatible):",
+                                       text="http://127.0.0.1:8080/v1")
+        if not ok or not url.strip():
+            return
+        model, ok = QInputDialog.getText(self, "Connect to a server", "Model:")
+        if not ok or not model.strip():
+            return
+        key, ok = QInputDialog.getText(self, "Connect to a server", "API key (empty for none):",
+                                       QLineEdit.EchoMode.Password)
+        if ok:
+            self.remote_requested.emit(url.strip(), model.strip(), key.strip())
 
     def show_model_error(self, message: str) -> None:
         QMessageBox.warning(self, "Could not load the model", message)
