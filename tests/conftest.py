@@ -22,11 +22,14 @@ def model_path() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_engine(model_path):
-    """One engine for tests that only read from it (no KV clearing, no shutdown)."""
+    """One engine for tests that only read from it (no KV clearing, no shutdown).
+
+    Reproducible, so that a greedy answer is the same whether its prompt was computed
+    fresh or partly came from the prefix cache of an earlier test."""
     from inference.engine import Engine
     from inference.params import LoadSettings
 
-    engine = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8))
+    engine = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8, reproducible=True))
     yield engine
     engine.shutdown()
 
