@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -125,6 +126,35 @@ class CatalogRepository:
                 select(Conversation.id).where(Conversation.comparison_id == comparison_id).order_by(Conversation.id)
             ))
             return ComparisonRecord(comp.id, comp.title, json.loads(comp.settings_json), _aware(comp.created_at), ids)
+
+    def update_comparison(self, comparison_id: int, title: str | None = None, settings: dict | None = None) -> None:
+        with self.db.begin() as s:
+            comp = self._get(s, Comparison, comparison_id)
+            if title is not None:
+                comp.title = title
+            if settings is not None:
+                comp.settings_json = json.dumps(settings)
+
+    def list_comparisons(self) -> list[ComparisonRecord]:
+        """Comparisons with at least one conversation not deleted, most recently active
+        first (a comparison is as recent as its newest conversation)."""
+        with self.db.begin() as s:
+            rows = s.execute(
+                select(Comparison, Conversation.id, Conversation.updated_at)
+                .join(Conversation, Conversation.comparison_id == Comparison.id)
+                .where(Conversation.deleted_at.is_(None))
+                .order_by(Conversation.id)
+            ).all()
+            found: dict[int, tuple[Comparison, list[int], datetime]] = {}
+            for comp, conv_id, updated in rows:
+                _, ids, newest = found.setdefault(comp.id, (comp, [], updated))
+                ids.append(conv_id)
+                found[comp.id] = (comp, ids, max(newest, updated))
+            ordered = sorted(found.values(), key=lambda item: item[2], reverse=True)
+            return [
+                ComparisonRecord(c.id, c.title, json.loads(c.settings_json), _aware(c.created_at), tuple(ids), _aware(newest))
+                for c, ids, newest in ordered
+            ]
 
     # ----- settings ------------------------------------------------------------------
 

@@ -118,3 +118,4 @@ class ComparisonRecord:
     settings: dict
     created_at: datetime
     conversation_ids: tuple[int, ...]
+    updated_at: datetime | None = None

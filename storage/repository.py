@@ -150,9 +150,12 @@ class ChatRepository:
             return conversation_record(self._conversation(s, conversation_id))
 
     def list_conversations(
-        self, include_archived: bool = False, include_deleted: bool = False
+        self, include_archived: bool = False, include_deleted: bool = False, standalone_only: bool = False
     ) -> list[ConversationRecord]:
+        """standalone_only leaves out the panes of comparisons (listed as comparisons)."""
         query = select(Conversation)
+        if standalone_only:
+            query = query.where(Conversation.comparison_id.is_(None))
         if not include_archived:
             query = query.where(Conversation.archived.is_(False))
         if not include_deleted:
@@ -176,6 +179,41 @@ class ChatRepository:
                     setattr(conv, name, value)
             conv.updated_at = utcnow()
             return conversation_record(conv)
+
+    def copy_active_path(self, conversation_id: int, title: str | None = None) -> ConversationRecord:
+        """A new standalone conversation holding the branch on screen of another one, with
+        its settings: how one pane of a comparison goes on as a normal chat."""
+        with self.db.begin() as s:
+            source = self._conversation(s, conversation_id)
+            now = utcnow()
+            copy = Conversation(
+                title=source.title if title is None else title,
+                model_ref=source.model_ref,
+                preset_id=source.preset_id,
+                sampling_json=source.sampling_json,
+                pinned=False,
+                archived=False,
+                created_at=now,
+                updated_at=now,
+            )
+            s.add(copy)
+            s.flush()
+            parent = None
+            leaf = source.active_message_id
+            rows = s.execute(_path_query(leaf)) if leaf is not None else ()
+            for m in map(_row_record, rows):
+                status = MessageStatus.INTERRUPTED if m.status is MessageStatus.STREAMING else m.status
+                msg = Message(
+                    conversation_id=copy.id, parent_id=parent, role=m.role, content=m.content,
+                    status=status.value, error_text=m.error_text, prompt_tokens=m.prompt_tokens,
+                    completion_tokens=m.completion_tokens, ttft_s=m.ttft_s, tokens_per_s=m.tokens_per_s,
+                    model=m.model, created_at=m.created_at, updated_at=m.updated_at,
+                )
+                s.add(msg)
+                s.flush()
+                parent = msg.id
+            copy.active_message_id = parent
+            return conversation_record(copy)
 
     def rename(self, conversation_id: int, title: str) -> ConversationRecord:
         return self.update_conversation(conversation_id, title=title)

@@ -156,6 +156,35 @@ def test_comparison_with_unknown_conversation_writes_nothing(catalog, repo, db):
     assert repo.get_conversation(a.id).comparison_id is None
 
 
+def test_comparisons_list_newest_first_and_hide_fully_deleted_ones(catalog, repo):
+    a, b, c, d = (repo.create_conversation(t) for t in "abcd")
+    first = catalog.create_comparison("first", [a.id, b.id])
+    second = catalog.create_comparison("second", [c.id, d.id])
+    repo.add_message(a.id, "user", "newer activity in the first comparison")
+    listed = catalog.list_comparisons()
+    assert [x.id for x in listed] == [first.id, second.id]
+    assert listed[0].conversation_ids == (a.id, b.id)
+    assert listed[0].updated_at >= listed[1].updated_at
+    repo.delete(c.id)
+    assert [x.conversation_ids for x in catalog.list_comparisons()] == [(a.id, b.id), (d.id,)]
+    repo.delete(d.id)
+    assert [x.id for x in catalog.list_comparisons()] == [first.id]
+    assert [x.id for x in repo.list_conversations(standalone_only=True)] == []
+    lone = repo.create_conversation("lone")
+    assert [x.id for x in repo.list_conversations(standalone_only=True)] == [lone.id]
+
+
+def test_update_comparison_settings_and_title(catalog, repo):
+    a = repo.create_conversation("a")
+    comp = catalog.create_comparison("A", [a.id], {"blind": False})
+    catalog.update_comparison(comp.id, settings={"blind": True, "favourite": a.id})
+    catalog.update_comparison(comp.id, title="renamed")
+    got = catalog.get_comparison(comp.id)
+    assert (got.title, got.settings) == ("renamed", {"blind": True, "favourite": a.id})
+    with pytest.raises(NotFoundError):
+        catalog.update_comparison(comp.id + 1, title="x")
+
+
 # ----- settings ------------------------------------------------------------------------------
 
 

@@ -513,3 +513,26 @@ def test_records_are_plain_and_frozen(repo):
         conv.title = "changed"  # type: ignore[misc]
     assert type(msg).__module__ == "storage.records"
     assert type(repo.active_path(conv.id)).__module__ == "storage.records"
+
+
+def test_copy_active_path_makes_a_standalone_chat_of_one_branch(repo, catalog):
+    conv = repo.create_conversation("pane", model_ref="m.gguf", sampling={"temperature": 0.2})
+    catalog.create_comparison("cmp", [conv.id])
+    repo.add_message(conv.id, "system", "be brief")
+    user = repo.add_message(conv.id, "user", "hi")
+    repo.add_message(conv.id, "assistant", "old answer", completion_tokens=2)
+    kept = repo.add_message(conv.id, "assistant", "new answer", parent_id=user.id, ttft_s=0.2)
+    streaming = repo.start_reply(conv.id)
+    copy = repo.copy_active_path(conv.id, title="continued")
+    assert copy.id != conv.id and copy.comparison_id is None
+    assert (copy.title, copy.model_ref, copy.sampling) == ("continued", "m.gguf", {"temperature": 0.2})
+    path = repo.active_path(copy.id)
+    assert [(m.role, m.content) for m in path.messages] == [
+        ("system", "be brief"), ("user", "hi"), ("assistant", "new answer"), ("assistant", "")]
+    assert path.messages[2].ttft_s == 0.2
+    assert path.messages[-1].status is MessageStatus.INTERRUPTED  # nobody writes the copy
+    assert all(m.conversation_id == copy.id for m in path.messages)
+    # The original keeps its branches and its streaming reply.
+    assert len(repo.siblings(kept.id)) == 2
+    assert repo.get_message(streaming.id).status is MessageStatus.STREAMING
+    assert repo.get_conversation(conv.id).comparison_id is not None
