@@ -1,0 +1,160 @@
+"""The engine pool's bookkeeping, with a scripted engine (fast), then real engine
+processes: one on a broken GGUF file, one on the real model."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app.engine_pool import EnginePool
+from app.model_sources import ModelSource, SourceError
+from inference import ChatRequest, SamplingParams
+from inference.outputs import FinishReason
+
+
+class ScriptedEngine:
+    """Starts when told to (or fails), records what it is asked."""
+
+    def __init__(self, fail_with: str | None = None) -> None:
+        self.go = threading.Event()
+        self.fail_with = fail_with
+        self.submitted: list[str] = []
+        self.cancelled: list[str] = []
+        self.stopped = False
+        self.state = None
+
+    def start(self, wait: bool = True) -> None:
+        assert self.go.wait(10)
+        if self.fail_with:
+            raise RuntimeError(self.fail_with)
+
+    def submit(self, chat: ChatRequest) -> str:
+        self.submitted.append(chat.request_id)
+        return chat.request_id
+
+    def cancel(self, request_id: str) -> None:
+        self.cancelled.append(request_id)
+
+    def shutdown(self) -> None:
+        self.stopped = True
+
+
+def chat(rid: str) -> ChatRequest:
+    return ChatRequest(messages=({"role": "user", "content": "hi"},), request_id=rid)
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def pool_parts():
+    made: dict[str, ScriptedEngine] = {}
+    failed = []
+
+    def make(source, on_state):
+        engine = ScriptedEngine(fail_with="bad file" if "broken" in source.path else None)
+        made[source.key] = engine
+        return engine
+
+    return EnginePool(make, failed.append), made, failed
+
+
+def test_requests_wait_for_the_engine_then_go_in_order(pool_parts):
+    pool, made, failed = pool_parts
+    source = ModelSource.local("/models/a.gguf")
+    pooled = pool.acquire(source)
+    pooled.submit(chat("r1"))
+    pooled.submit(chat("r2"))
+    pooled.cancel("r2")  # cancelled while it waited: never reaches the engine
+    engine = made[source.key]
+    assert engine.submitted == []
+    engine.go.set()
+    assert pooled.wait_started(5)
+    assert pooled.status == "ready" and engine.submitted == ["r1"]
+    assert [(d.request_id, d.finish_reason) for d in failed] == [("r2", FinishReason.CANCELLED)]
+    pooled.submit(chat("r3"))
+    assert engine.submitted == ["r1", "r3"]
+
+
+def test_panes_on_one_model_share_one_engine_until_the_last_lets_go(pool_parts):
+    pool, made, _ = pool_parts
+    source = ModelSource.local("/models/a.gguf")
+    first, second = pool.acquire(source), pool.acquire(source)
+    assert first is second and len(made) == 1 and first.users == 2
+    made[source.key].go.set()
+    pool.release(source)
+    assert pool.get(source) is first and not made[source.key].stopped
+    pool.release(source)
+    assert pool.get(source) is None
+    wait_for(lambda: made[source.key].stopped)
+
+
+def test_an_engine_that_cannot_start_fails_its_requests_with_the_reason(pool_parts):
+    pool, made, failed = pool_parts
+    source = ModelSource.local("/models/broken.gguf")
+    pooled = pool.acquire(source)
+    pooled.submit(chat("r1"))
+    made[source.key].go.set()
+    assert pooled.wait_started(5)
+    assert pooled.status == "failed"
+    assert failed[0].finish_reason is FinishReason.ERROR
+    assert "broken.gguf could not be loaded: bad file" in failed[0].error
+    pooled.submit(chat("r2"))  # later requests fail at once, with the same reason
+    assert failed[1].request_id == "r2" and "bad file" in failed[1].error
+    # Choosing the model again tries again.
+    again = pool.acquire(source)
+    assert again is not pooled and again.users == 2
+
+
+def test_sources_round_trip_and_refuse_garbage():
+    remote = ModelSource.remote("http://127.0.0.1:8080/v1/", "smol")
+    assert remote.base_url == "http://127.0.0.1:8080/v1" and remote.label == "smol @ 127.0.0.1:8080"
+    assert ModelSource.from_dict(remote.to_dict()) == remote
+    local = ModelSource.local("/m/x.gguf")
+    assert ModelSource.from_dict(local.to_dict()) == local and local.label == "x.gguf"
+    assert local.key != remote.key
+    for bad in ({}, {"kind": "local"}, {"kind": "remote", "base_url": "http://x"}, ["local"], {"kind": "ftp"}):
+        with pytest.raises(SourceError):
+            ModelSource.from_dict(bad)
+
+
+def test_real_engine_processes_broken_file_and_real_model(model_path, tmp_path):
+    from app.engine_host import EngineClient
+    from inference import LoadSettings
+
+    deltas = []
+    done = threading.Event()
+
+    def on_delta(delta):
+        deltas.append(delta)
+        if delta.finished and delta.request_id == "good":
+            done.set()
+
+    def make(source, on_state):
+        return EngineClient(LoadSettings(model_path=source.path, n_ctx=1024, n_seq_max=2),
+                            on_delta=on_delta, on_state=on_state)
+
+    pool = EnginePool(make, on_delta)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    bad = pool.acquire(ModelSource.local(broken))
+    bad.submit(chat("bad"))
+    good = pool.acquire(ModelSource.local(model_path))
+    good.submit(ChatRequest(messages=({"role": "user", "content": "Say hello."},), request_id="good",
+                            sampling=SamplingParams.greedy(max_tokens=8)))
+    try:
+        assert done.wait(120)
+        finished = {d.request_id: d for d in deltas if d.finished}
+        assert finished["good"].finish_reason in (FinishReason.LENGTH, FinishReason.STOP)
+        assert "".join(d.text for d in deltas if d.request_id == "good").strip()
+        assert finished["bad"].finish_reason is FinishReason.ERROR
+        assert "broken.gguf could not be loaded" in finished["bad"].error
+    finally:
+        pool.shutdown()
+    assert good.engine.state.status == "stopped"
