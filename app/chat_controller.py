@@ -20,7 +20,9 @@ from typing import Callable
 
 from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 
+from app.compare_controller import CompareController
 from app.engine_host import EngineClient, EngineState
+from app.model_sources import ModelSource, source_of
 from app.perf_monitor import PerfMonitor
 from app.remote_client import RemoteEndpoint, RemoteEngine, RemoteError
 from app.reply_recorder import ReplyRecorder
@@ -28,7 +30,7 @@ from app.stream_presenter import Stream, StreamPresenter, message_view
 from inference import ChatRequest, LoadSettings, SamplingParams
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase
-from storage import CatalogRepository, ChatRepository, MessageRecord, MessageStatus, search
+from storage import CatalogRepository, ChatRepository, ConversationRecord, MessageRecord, MessageStatus, search
 from ui.chat_tab import ChatTab
 from ui.main_window import ConversationItem, MainWindow
 from ui.chat_settings import FIELDS as SETTINGS_FIELDS
@@ -64,6 +66,7 @@ class ChatController(QObject):
         repo: ChatRepository,
         settings: LoadSettings,
         sampling: SamplingParams | None = None,
+        models_dir: Path | None = None,
     ) -> None:
         super().__init__()
         self.sampling = sampling or SamplingParams()
@@ -76,12 +79,15 @@ class ChatController(QObject):
         self.metrics: MetricsSnapshot | None = None
         self.streams = StreamPresenter(window, self.storage, on_frame=self._show_engine_metrics)
         self.monitor = PerfMonitor(
-            lambda: self.metrics,
+            self.engines_metrics,
             lambda m, hw: self.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
         )
         self._attached: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         self._local_settings = settings
         self.engine = self._local_engine(settings)
+        if models_dir is None:
+            models_dir = Path(repo.db.path).parent / "models"
+        self.compare = CompareController(self, models_dir)
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
         window.search_changed.connect(self.search)
@@ -106,6 +112,32 @@ class ChatController(QObject):
             on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
         )
 
+    @property
+    def local_settings(self) -> LoadSettings:
+        return self._local_settings
+
+    def main_source(self) -> ModelSource:
+        """The model the main engine serves: new chats, and panes that share its batch."""
+        if isinstance(self.engine, RemoteEngine):
+            return ModelSource.remote(self.engine.endpoint.base_url, self.engine.endpoint.model)
+        return ModelSource.local(self._local_settings.model_path)
+
+    def engines_metrics(self) -> dict[str, MetricsSnapshot | None]:
+        """The latest snapshot of every loaded engine, the main one first."""
+        return {self.model_name: self.metrics, **self.compare.engine_metrics}
+
+    def _engine_for(self, conversation: ConversationRecord):
+        """A conversation on a model of its own (a compare pane, or a chat continued from
+        one) has its own engine; every other chat shares the main engine's batch."""
+        source = source_of(conversation.model_ref)
+        if source is None or source.key == self.main_source().key:
+            return self.engine
+        return self.compare.engine_for(conversation.id, source)
+
+    def _model_label(self, conversation: ConversationRecord) -> str:
+        source = source_of(conversation.model_ref)
+        return source.label if source is not None else self.model_name
+
     def _post_state(self, state: EngineState) -> None:
         self.gui.post(lambda: self._on_engine_state(state))
 
@@ -123,6 +155,7 @@ class ChatController(QObject):
                 return
             old, self.engine = self.engine, remote
             self.model_name = endpoint.model
+            self.compare.remote_keys[remote.endpoint.base_url.rstrip("/")] = endpoint.api_key or ""
             self.metrics = None
             old.shutdown()
 
@@ -146,6 +179,8 @@ class ChatController(QObject):
         if saved:
             alive = {c.id for c in self.repo.list_conversations(include_archived=True)}
             saved["tabs"] = [i for i in saved.get("tabs", []) if i in alive]
+            comparisons = {c.id for c in self.catalog.list_comparisons()}
+            saved["comparisons"] = [i for i in saved.get("comparisons", []) if i in comparisons]
         return saved
 
     def _restore_window(self, saved: dict | None) -> None:
@@ -157,11 +192,14 @@ class ChatController(QObject):
             self.window.restoreGeometry(QByteArray.fromBase64(geometry.encode()))
         for conv_id in saved.get("tabs", []):
             self.open_conversation(conv_id)
+        for comparison_id in saved.get("comparisons", []):
+            self.compare.open_comparison(comparison_id)
 
     def save_window(self) -> Future:
         state = {
             "geometry": bytes(self.window.saveGeometry().toBase64()).decode(),
             "tabs": [t.conversation_id for t in self.window.open_tabs()],
+            "comparisons": self.compare.open_ids(),
         }
         return self.storage.submit(self.catalog.set_setting, WINDOW_SETTING, state)
 
@@ -207,6 +245,7 @@ class ChatController(QObject):
         self.save_window()
         self.streams.stop()
         self.monitor.stop()
+        self.compare.shutdown()
         self.engine.shutdown()
         self.storage.shutdown(wait=True)
 
@@ -232,7 +271,12 @@ class ChatController(QObject):
 
     def refresh_conversations(self) -> asyncio.Task:
         def items():
-            return [ConversationItem(c.id, c.title, c.pinned) for c in self.repo.list_conversations()]
+            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned))
+                     for c in self.repo.list_conversations(standalone_only=True)]
+            comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True))
+                           for c in self.catalog.list_comparisons()]
+            merged = sorted(chats + comparisons, key=lambda pair: (pair[1].pinned, pair[0]), reverse=True)
+            return [item for _, item in merged]
 
         return self._in_storage(items, self.window.set_conversations)
 
@@ -269,7 +313,7 @@ class ChatController(QObject):
         """Soft delete, undoable from the status bar; a reply being written is stopped."""
         stream = self.streams.stream_for(conversation_id)
         if stream is not None:
-            self.engine.cancel(stream.request_id)
+            stream.engine.cancel(stream.request_id)
         self.window.close_tab_of(conversation_id)
 
         def work():
@@ -344,10 +388,14 @@ class ChatController(QObject):
         return self.preset_editor
 
     def open_conversation(self, conversation_id: int) -> asyncio.Task:
+        """Its tab; a conversation that is a pane of a comparison opens the comparison."""
         def load():
             return self.repo.active_path(conversation_id)
 
         def show(path):
+            if path.conversation.comparison_id is not None:
+                self.compare.open_comparison(path.conversation.comparison_id)
+                return
             tab = self.window.open_tab(conversation_id, path.conversation.title)
             self._attach(tab)
             self._show_path(tab, path)
@@ -382,9 +430,10 @@ class ChatController(QObject):
 
         def work():
             user = self.repo.add_message(conv_id, "user", text)
-            if not self.repo.get_conversation(conv_id).title:
+            conv = self.repo.get_conversation(conv_id)
+            if not conv.title:
                 self.repo.rename(conv_id, text[:TITLE_CHARS])
-            reply = self.repo.start_reply(conv_id, parent_id=user.id, model=self.model_name)
+            reply = self.repo.start_reply(conv_id, parent_id=user.id, model=self._model_label(conv))
             return self.repo.active_path(conv_id), reply
 
         return self._in_storage(work, lambda result: self._start_stream(tab, *result))
@@ -401,7 +450,7 @@ class ChatController(QObject):
                 return None
             last = path.messages[-1]
             parent = last.parent_id if last.role == "assistant" else last.id
-            reply = self.repo.start_reply(conv_id, parent_id=parent, model=self.model_name)
+            reply = self.repo.start_reply(conv_id, parent_id=parent, model=self._model_label(path.conversation))
             return self.repo.active_path(conv_id), reply
 
         return self._in_storage(work, lambda result: result and self._start_stream(tab, *result))
@@ -415,7 +464,8 @@ class ChatController(QObject):
 
         def work():
             edited = self.repo.edit_message(message_id, text)
-            reply = self.repo.start_reply(conv_id, parent_id=edited.id, model=self.model_name)
+            conv = self.repo.get_conversation(conv_id)
+            reply = self.repo.start_reply(conv_id, parent_id=edited.id, model=self._model_label(conv))
             return self.repo.active_path(conv_id), reply
 
         return self._in_storage(work, lambda result: self._start_stream(tab, *result))
@@ -463,9 +513,10 @@ class ChatController(QObject):
             if m.status is not MessageStatus.ERROR
         )
         request_id = uuid.uuid4().hex[:12]
-        stream = Stream(request_id, tab.conversation_id, reply.id, ReplyRecorder(self.repo, reply.id))
+        engine = self._engine_for(path.conversation)
+        stream = Stream(request_id, tab.conversation_id, reply.id, ReplyRecorder(self.repo, reply.id), engine)
         self.streams.add(stream)
-        priority = FOREGROUND if self.window.current_tab() is tab else BACKGROUND
+        priority = FOREGROUND if self.window.is_showing(tab) else BACKGROUND
         sampling = _chat_sampling(self.sampling, path.conversation.sampling)
         chat = ChatRequest(
             messages=prompt, sampling=sampling, priority=priority, request_id=request_id, fit_context=True
@@ -473,7 +524,7 @@ class ChatController(QObject):
         tab.set_busy(True)
         tab.set_state("queued")
         try:
-            self.engine.submit(chat)
+            engine.submit(chat)
         except Exception as exc:
             self.streams.on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc)))
         self.refresh_conversations()
@@ -481,7 +532,7 @@ class ChatController(QObject):
     def stop(self, tab: ChatTab) -> None:
         stream = self.streams.stream_for(tab.conversation_id)
         if stream is not None:
-            self.engine.cancel(stream.request_id)
+            stream.engine.cancel(stream.request_id)
 
     # ----- engine callbacks (reader thread) ------------------------------------------------
 

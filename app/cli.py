@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--native", action="store_true", help="also time llama.cpp's raw batched decode")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
 
+    ebench = sub.add_parser("bench-engines", help="two models decoding at once: all cores each vs cores split")
+    ebench.add_argument("--models", nargs=2, default=["smollm2-135m", "gemma3-270m"], help="catalog names or GGUF paths")
+    ebench.add_argument("--threads", type=int, default=None, help="cores to use (default: physical cores)")
+    ebench.add_argument("--max-tokens", type=int, default=150)
+    ebench.add_argument("--json", action="store_true")
+
     models = sub.add_parser("models", help="list or fetch models")
     msub = models.add_subparsers(dest="models_command")
     msub.add_parser("list", help="known models and whether they are installed")
@@ -112,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             from app.serve_cli import run_serve
 
             return run_serve(args, _model_path(args, base))
+        if args.command == "bench-engines":
+            from app.engines_bench import run_engines_bench
+
+            return run_engines_bench(args, [model_catalog.resolve(m, models_dir(base)) for m in args.models])
         if args.command == "bench-ui":
             from app.ui_bench import run_ui_bench
 

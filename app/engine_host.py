@@ -75,6 +75,8 @@ def _worker_main(settings: LoadSettings, conn) -> None:
                 engine.cancel(args[0])
             elif kind == "pin":
                 engine.pin_system_prompt(args[0])
+            elif kind == "threads":
+                engine.set_threads(args[0])
             elif kind == "shutdown":
                 break
     finally:
@@ -177,6 +179,11 @@ class EngineClient:
 
     def pin_system_prompt(self, text: str) -> None:
         self._outbox.put(("pin", text))
+
+    def set_threads(self, n_threads: int) -> None:
+        """CPU threads for the engine from its next step (and after a restart)."""
+        self.settings = replace(self.settings, n_threads=n_threads, n_threads_batch=n_threads)
+        self._outbox.put(("threads", n_threads))
 
     def in_flight(self) -> set[str]:
         with self._lock:

@@ -103,7 +103,8 @@ class EnginePool:
         self._fail = fail
         self._on_state = on_state
         self._engines: dict[str, PooledEngine] = {}
-        self._lock = threading.Lock()
+        # Reentrant: the factory may ask which engines there are (to share the CPU).
+        self._lock = threading.RLock()
 
     def acquire(self, source: ModelSource) -> PooledEngine:
         """The engine for source, started if it is new; every acquire needs a release."""

@@ -57,6 +57,20 @@ class ModelSource:
         raise SourceError(f"not a model source: {data!r}")
 
 
+def source_of(model_ref: str | None) -> ModelSource | None:
+    """The source a conversation's model_ref names (a source key), or None for a plain
+    model name: such chats run on whatever model the main engine has."""
+    if not model_ref:
+        return None
+    if model_ref.startswith("local:") and len(model_ref) > 6:
+        return ModelSource.local(model_ref[6:])
+    if model_ref.startswith("remote:") and "#" in model_ref:
+        base_url, model = model_ref[7:].rsplit("#", 1)
+        if base_url and model:
+            return ModelSource.remote(base_url, model)
+    return None
+
+
 def unique_sources(sources: list[ModelSource]) -> list[ModelSource]:
     """In order, each source once (by key)."""
     seen: set[str] = set()

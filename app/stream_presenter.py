@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer
@@ -30,11 +30,20 @@ class Stream:
     conversation_id: int
     message_id: int
     recorder: ReplyRecorder
+    engine: object = None  # where the request went: cancel it there
     tokens: int = 0
     first_token_s: float | None = None
+    # Sent and first-token times as the user lives them (queueing, process hops included):
+    # the engine's own TTFT starts when the request reaches it.
+    sent_s: float = field(default_factory=time.monotonic)
+    first_seen_s: float | None = None
     # Text for a tab that is not on screen: drawn when the user switches to it, so
     # background tabs cost no layout per frame however many are writing.
     backlog: list[str] = field(default_factory=list)
+
+
+    def waited_s(self) -> float | None:
+        return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
 
 
 @dataclass
@@ -98,6 +107,11 @@ class StreamPresenter(QObject):
             stream = self._streams.get(delta.request_id)
             if stream is None:
                 return
+            if delta.token_ids and stream.first_seen_s is None:
+                stream.first_seen_s = time.monotonic()
+            if delta.finished and delta.stats is not None and stream.waited_s() is not None:
+                # Shown and saved: the wait the user had, not only the engine's part of it.
+                delta = replace(delta, stats=replace(delta.stats, ttft_s=stream.waited_s()))
             pending = self._pending.setdefault(delta.request_id, _Pending())
             pending.text.append(delta.text)
             pending.tokens += len(delta.token_ids)
@@ -118,7 +132,7 @@ class StreamPresenter(QObject):
         self._on_frame()
 
     def _apply(self, stream: Stream, update: _Pending) -> None:
-        tab = self.window.tab_for(stream.conversation_id)
+        tab = self.window.view_for(stream.conversation_id)  # a chat tab or a compare pane
         delta = update.last
         if update.tokens and stream.first_token_s is None:
             stream.first_token_s = time.monotonic()
@@ -135,9 +149,10 @@ class StreamPresenter(QObject):
             self._draw(tab, stream, status=_final_status(delta), meta=meta or (delta.error or ""))
             tab.set_busy(False)
             tab.set_state(_done_text(delta))
+            tab.set_result(result_text(delta))
             self.window.set_writing(tab, False)
             return
-        on_screen = self.window.current_tab() is tab
+        on_screen = self.window.is_showing(tab)
         if on_screen:
             self._draw(tab, stream, status=_live_status(delta))
         # A hidden tab's state line changes with the phase only, not with every token.
@@ -149,10 +164,12 @@ class StreamPresenter(QObject):
         tab.model.append_text(f"m{stream.message_id}", text, **changes)
 
     def _show_backlog(self, index: int) -> None:
-        tab = self.window.tabs.widget(index)
-        stream = self.stream_for(tab.conversation_id) if tab is not None else None
-        if stream is not None and stream.backlog:
-            self._draw(tab, stream, status="streaming")
+        widget = self.window.tabs.widget(index)
+        views = widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
+        for view in views:
+            stream = self.stream_for(view.conversation_id)
+            if stream is not None and stream.backlog:
+                self._draw(view, stream, status="streaming")
 
 
 def _final_status(delta: Delta) -> str:
@@ -179,6 +196,23 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
     elapsed = time.monotonic() - stream.first_token_s
     rate = f" · {stream.tokens / elapsed:.0f} tok/s" if elapsed > 0.5 else ""
     return f"writing… {stream.tokens} tokens{rate}"
+
+
+def result_text(delta: Delta) -> str:
+    """A finished reply's numbers, as a compare pane shows them."""
+    s = delta.stats
+    parts = []
+    if s is not None:
+        if s.ttft_s is not None:
+            parts.append(f"TTFT {s.ttft_s:.2f} s")
+        if s.decode_tok_s:
+            parts.append(f"{s.decode_tok_s:.0f} tok/s")
+        parts.append(f"{s.generated_tokens} tokens")
+        if s.cached_tokens:
+            parts.append(f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached")
+    reason = delta.finish_reason.value if delta.finish_reason is not None else "?"
+    parts.append(f"finish: {reason}")
+    return " · ".join(parts)
 
 
 def _done_text(delta: Delta) -> str:

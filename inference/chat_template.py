@@ -14,13 +14,36 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inference.errors import RequestError
 
-# Used when the GGUF carries no template: ChatML, what SmolLM2 and many others speak.
+# Used when the GGUF carries no template and its architecture has none of its own below:
+# ChatML, what SmolLM2 and many others speak.
 CHATML = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+
+# Gemma's turns (what its own template renders). Gemma has no system role: the system
+# prompt opens the first user turn.
+GEMMA = (
+    "{{ bos_token }}"
+    "{% if messages and messages[0]['role'] == 'system' %}"
+    "{% set prefix = messages[0]['content'] + '\n\n' %}{% set turns = messages[1:] %}"
+    "{% else %}{% set prefix = '' %}{% set turns = messages %}{% endif %}"
+    "{% for message in turns %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else 'user' %}"
+    "{{ '<start_of_turn>' + role + '\n' + (prefix if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+
+# For GGUF files that carry no template, by general.architecture (as llama.cpp guesses).
+BUILTIN_BY_ARCHITECTURE = {"gemma": GEMMA, "gemma2": GEMMA, "gemma3": GEMMA, "gemma3n": GEMMA}
+
+
+def builtin_template(architecture: str | None) -> str:
+    return BUILTIN_BY_ARCHITECTURE.get(architecture or "", CHATML)
+
 
 ROLES = ("system", "user", "assistant", "tool")
 

@@ -185,6 +185,10 @@ class Engine:
         self._commands.put(cmd)
         return cmd.future.result(timeout)
 
+    def set_threads(self, n_threads: int) -> None:
+        """Decode with n_threads from the next step on."""
+        self.call(lambda core: core.runner.set_threads(n_threads))
+
     def tokenize_chat(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
         return self.call(lambda core: core.render_prompt(messages, add_generation_prompt))
 

@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 
-from inference.chat_template import ChatTemplate
+from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.kv_cache import KvCacheManager
 from inference.metrics import EngineMetrics, MetricsSnapshot
@@ -49,7 +49,7 @@ class EngineCore:
         )
         self.metrics = EngineMetrics()
         self.template = ChatTemplate(
-            runner.chat_template(),
+            runner.chat_template() or builtin_template(runner.metadata("general.architecture")),
             bos_token=runner.special_text(runner.bos_token),
             eos_token=runner.special_text(runner.eos_token),
         )

@@ -113,6 +113,7 @@ class LlamaRunner:
         self.n_ctx = ll.llama_n_ctx(self._ctx)
         self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
         self.n_batch = settings.n_batch
+        self.threads = settings.threads()
         self._batch = ll.llama_batch_init(settings.n_batch, 0, settings.n_seq_max)
         self._pieces: dict[int, bytes] = {}
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
@@ -260,6 +261,22 @@ class LlamaRunner:
     def chat_template(self) -> str | None:
         raw = ll.llama_model_chat_template(self._model, None)
         return raw.decode("utf-8") if raw else None
+
+    def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
+        """Threads for decoding from now on (engines sharing a CPU split its cores)."""
+        ll.llama_set_n_threads(self._ctx, max(1, n_threads), max(1, n_threads_batch or n_threads))
+        self.threads = max(1, n_threads)
+
+    def metadata(self, key: str) -> str | None:
+        """One GGUF metadata value as text, or None when the file has no such key."""
+        buf = ctypes.create_string_buffer(256)
+        n = ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        if n < 0:
+            return None
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", errors="replace")
 
     # ----- decode ------------------------------------------------------------------
 

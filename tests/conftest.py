@@ -21,6 +21,15 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def gemma_path() -> Path:
+    """The second real model, for comparisons across models (fetched like the default)."""
+    from app import model_catalog
+    from app.paths import data_dir, models_dir
+
+    return model_catalog.fetch(model_catalog.CATALOG["gemma3-270m"], models_dir(data_dir()))
+
+
+@pytest.fixture(scope="session")
 def shared_engine(model_path):
     """One engine for tests that only read from it (no KV clearing, no shutdown).
 

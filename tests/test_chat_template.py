@@ -150,3 +150,36 @@ def test_a_template_that_does_not_compile_falls_back_to_chatml(source: str) -> N
     assert template.source == CHATML
     out = template.render([{"role": "user", "content": "hi"}])
     assert out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_gemma_files_without_a_template_get_gemmas_turns_not_chatml():
+    from inference.chat_template import CHATML, GEMMA, builtin_template
+
+    assert builtin_template("gemma3") is GEMMA and builtin_template("llama") is CHATML
+    assert builtin_template(None) is CHATML
+    t = ChatTemplate(builtin_template("gemma3"), bos_token="<bos>")
+    text = t.render([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi "},
+                     {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "And you?"}])
+    assert text == ("<bos><start_of_turn>user\nBe brief.\n\nhi<end_of_turn>\n"
+                    "<start_of_turn>model\nHello!<end_of_turn>\n"
+                    "<start_of_turn>user\nAnd you?<end_of_turn>\n<start_of_turn>model\n")
+
+
+def test_the_real_gemma_file_is_read_as_gemma(gemma_path):
+    from inference.chat_template import GEMMA
+    from inference.engine_core import EngineCore
+    from inference.params import LoadSettings
+    from inference.runner import LlamaRunner
+
+    runner = LlamaRunner(LoadSettings(model_path=gemma_path, n_ctx=256, n_seq_max=1))
+    try:
+        assert runner.chat_template() is None  # this GGUF carries none
+        assert runner.metadata("general.architecture") == "gemma3"
+        assert runner.metadata("no.such.key") is None
+        core = EngineCore(runner, LoadSettings(model_path=gemma_path, n_ctx=256, n_seq_max=1))
+        assert core.template.source == GEMMA
+        tokens = core.render_prompt([{"role": "user", "content": "hi"}])
+        assert tokens[:2] == [runner.bos_token, 105]  # <bos><start_of_turn> as special tokens
+        assert tokens.count(runner.bos_token) == 1
+    finally:
+        runner.close()

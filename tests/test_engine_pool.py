@@ -9,7 +9,7 @@ import time
 import pytest
 
 from app.engine_pool import EnginePool
-from app.model_sources import ModelSource, SourceError
+from app.model_sources import ModelSource, SourceError, source_of
 from inference import ChatRequest, SamplingParams
 from inference.outputs import FinishReason
 
@@ -119,6 +119,9 @@ def test_sources_round_trip_and_refuse_garbage():
     local = ModelSource.local("/m/x.gguf")
     assert ModelSource.from_dict(local.to_dict()) == local and local.label == "x.gguf"
     assert local.key != remote.key
+    assert source_of(remote.key) == remote and source_of(local.key) == local
+    assert source_of("SmolLM2-135M-Instruct.Q4_1.gguf") is None and source_of(None) is None
+    assert source_of("remote:http://x#") is None and source_of("local:") is None
     for bad in ({}, {"kind": "local"}, {"kind": "remote", "base_url": "http://x"}, ["local"], {"kind": "ftp"}):
         with pytest.raises(SourceError):
             ModelSource.from_dict(bad)

@@ -8,19 +8,17 @@ import re
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
     QMenu,
     QHBoxLayout,
     QLabel,
-    QListView,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
-from ui.message_delegate import MessageDelegate
+from ui.message_list import MessageList
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
 from ui.message_model import MessageListModel
@@ -64,19 +62,9 @@ class ChatTab(QWidget):
         self.model = MessageListModel(self)
         self.state_label = QLabel("ready")
         self.state_label.setObjectName("tabState")
-        self.view = QListView()
-        self.view.setModel(self.model)
-        self.delegate = MessageDelegate(self.view)
-        self.view.setItemDelegate(self.delegate)
+        self.view = MessageList(self.model)
+        self.delegate = self.view.delegate
         self.delegate.branch_clicked.connect(self.branch_requested)
-        self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.view.setUniformItemSizes(False)
-        self.view.setWordWrap(True)
-        self.view.setResizeMode(QListView.ResizeMode.Adjust)
-        # Lay long histories out in slices between events, so opening one never freezes.
-        self.view.setLayoutMode(QListView.LayoutMode.Batched)
-        self.view.setBatchSize(50)
         self.composer = Composer()
         self.composer.setPlaceholderText(PLACEHOLDER)
         self.composer.setFixedHeight(96)
@@ -90,8 +78,6 @@ class ChatTab(QWidget):
         self.stop_button.clicked.connect(self.stop_requested)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.settings_button.clicked.connect(self.settings_requested)
-        self.model.rowsInserted.connect(lambda *_: self.view.scrollToBottom())
-        self.model.dataChanged.connect(self._follow_stream)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         self.editing: int | None = None  # message id being edited in the composer
@@ -153,14 +139,11 @@ class ChatTab(QWidget):
             nxt.setEnabled(index_ < count)
         menu.popup(self.view.viewport().mapToGlobal(pos))
 
-    def _follow_stream(self, first, _last, _roles=()) -> None:
-        # Keep the newest text in sight while it streams, unless the user scrolled up.
-        bar = self.view.verticalScrollBar()
-        if first.row() == self.model.rowCount() - 1 and bar.value() >= bar.maximum() - 80:
-            self.view.scrollToBottom()
-
     def set_state(self, text: str) -> None:
         self.state_label.setText(text)
+
+    def set_result(self, text: str) -> None:
+        """A finished reply's numbers: a tab shows them on the message itself."""
 
     def set_busy(self, busy: bool) -> None:
         self.stop_button.setEnabled(busy)

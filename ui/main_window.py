@@ -28,11 +28,15 @@ from PySide6.QtWidgets import (
 )
 
 from ui.chat_tab import ChatTab
+from ui.compare_view import ComparePane, CompareView
 from ui.perf_panel import PerfPanel
+from ui.remote_dialog import ask_remote_endpoint
 
 WRITING_BADGE = "● "
+COMPARE_MARK = "⚖ "
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
+COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
 UNDO_MS = 10_000
 TAB_TITLE_CHARS = 28
 
@@ -48,6 +52,7 @@ class ConversationItem:
     title: str
     pinned: bool = False
     subtitle: str = ""
+    comparison: bool = False  # a comparison (id is its id), opened as a compare view
 
 
 def _ignoring_result(slot):
@@ -71,6 +76,12 @@ class MainWindow(QMainWindow):
     model_requested = Signal(str)  # path of a GGUF file to load
     presets_requested = Signal()  # open the preset editor
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
+    new_comparison_requested = Signal()
+    open_comparison_requested = Signal(int)
+    comparison_closed = Signal(int)
+    rename_comparison_requested = Signal(int, str)
+    delete_comparison_requested = Signal(int)
+    undo_comparison_delete_requested = Signal(int)
 
     def __init__(self) -> None:
         super().__init__()
@@ -84,6 +95,8 @@ class MainWindow(QMainWindow):
         self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.conversation_list.setSpacing(2)
         self.new_button = QPushButton("New chat")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("Send one message to 2–4 models or settings side by side")
         self.preset_box = QComboBox()
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
@@ -106,6 +119,7 @@ class MainWindow(QMainWindow):
         self._layout()
         self._actions()
         self.new_button.clicked.connect(self.new_chat_requested)
+        self.compare_button.clicked.connect(self.new_comparison_requested)
         self.presets_button.clicked.connect(self.presets_requested)
         self.search_box.textChanged.connect(self.search_changed)
         self.conversation_list.itemActivated.connect(self._open_item)
@@ -116,7 +130,7 @@ class MainWindow(QMainWindow):
         self.undo_button.hide()
         self.statusBar().addWidget(self.undo_button)
         self.undo_button.clicked.connect(self._undo_clicked)
-        self._undo_id: int | None = None
+        self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.tabs.currentChanged.connect(self._clear_badge)
 
@@ -130,7 +144,10 @@ class MainWindow(QMainWindow):
         presets.addWidget(self.preset_box, 1)
         presets.addWidget(self.presets_button)
         box.addLayout(presets)
-        box.addWidget(self.new_button)
+        new = QHBoxLayout()
+        new.addWidget(self.new_button, 1)
+        new.addWidget(self.compare_button)
+        box.addLayout(new)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(side)
         split.addWidget(self.tabs)
@@ -141,6 +158,7 @@ class MainWindow(QMainWindow):
     def _actions(self) -> None:
         shortcuts = [
             ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
+            ("New comparison", QKeySequence("Ctrl+Shift+N"), lambda: self.new_comparison_requested.emit()),
             ("Close tab", QKeySequence.StandardKey.Close, lambda: self._close_tab(self.tabs.currentIndex())),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
@@ -151,7 +169,7 @@ class MainWindow(QMainWindow):
         ]
         file_menu = self.menuBar().addMenu("&File")
         chat_menu = self.menuBar().addMenu("&Chat")
-        in_file = {"New chat", "Open model…", "Close tab"}
+        in_file = {"New chat", "New comparison", "Open model…", "Close tab"}
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
             action.setShortcut(keys)
@@ -183,9 +201,10 @@ class MainWindow(QMainWindow):
     def set_conversations(self, items: list[ConversationItem]) -> None:
         self.conversation_list.clear()
         for item in items:
-            text = ("📌 " if item.pinned else "") + (item.title or "New chat")
-            widget_item = QListWidgetItem(text)
+            mark = COMPARE_MARK if item.comparison else "📌 " if item.pinned else ""
+            widget_item = QListWidgetItem(mark + (item.title or ("Comparison" if item.comparison else "New chat")))
             widget_item.setData(Qt.ItemDataRole.UserRole, item.id)
+            widget_item.setData(COMPARISON_ROLE, item.comparison)
             widget_item.setData(PINNED_ROLE, item.pinned)
             widget_item.setData(TITLE_ROLE, item.title)
             if item.subtitle:
@@ -199,6 +218,13 @@ class MainWindow(QMainWindow):
         conv_id = int(item.data(Qt.ItemDataRole.UserRole))
         pinned = bool(item.data(PINNED_ROLE))
         menu = QMenu(self)
+        if item.data(COMPARISON_ROLE):
+            menu.addAction("Open", lambda: self.open_comparison_requested.emit(conv_id))
+            menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE), comparison=True))
+            menu.addSeparator()
+            menu.addAction("Delete", lambda: self.delete_comparison_requested.emit(conv_id))
+            menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
+            return
         menu.addAction("Open", lambda: self.open_requested.emit(conv_id))
         menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE)))
         menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(conv_id, not pinned))
@@ -206,25 +232,27 @@ class MainWindow(QMainWindow):
         menu.addAction("Delete", lambda: self.delete_requested.emit(conv_id))
         menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
 
-    def _ask_rename(self, conv_id: int, title: str) -> None:
-        new, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=title or "")
+    def _ask_rename(self, conv_id: int, title: str, comparison: bool = False) -> None:
+        new, ok = QInputDialog.getText(self, "Rename", "Title:", text=title or "")
         if ok and new.strip():
-            self.rename_requested.emit(conv_id, new.strip())
+            signal = self.rename_comparison_requested if comparison else self.rename_requested
+            signal.emit(conv_id, new.strip())
 
-    def offer_undo_delete(self, conv_id: int, title: str) -> None:
+    def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
-        self._undo_id = conv_id
+        self._undo = (comparison, conv_id)
         self.statusBar().showMessage(f"Deleted “{title or 'New chat'}”", UNDO_MS)
         self.undo_button.show()
         QTimer.singleShot(UNDO_MS, self._hide_undo)
 
     def _undo_clicked(self) -> None:
-        if self._undo_id is not None:
-            self.undo_delete_requested.emit(self._undo_id)
+        if self._undo is not None:
+            comparison, ident = self._undo
+            (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
         self._hide_undo()
 
     def _hide_undo(self) -> None:
-        self._undo_id = None
+        self._undo = None
         self.undo_button.hide()
         self.statusBar().clearMessage()
 
@@ -247,16 +275,48 @@ class MainWindow(QMainWindow):
         return self.preset_box.currentData()
 
     def _open_item(self, item: QListWidgetItem) -> None:
-        self.open_requested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
+        ident = int(item.data(Qt.ItemDataRole.UserRole))
+        if item.data(COMPARISON_ROLE):
+            self.open_comparison_requested.emit(ident)
+        else:
+            self.open_requested.emit(ident)
 
     # ----- tabs ---------------------------------------------------------------------
 
     def tab_for(self, conversation_id: int) -> ChatTab | None:
-        for i in range(self.tabs.count()):
-            tab = self.tabs.widget(i)
-            if tab.conversation_id == conversation_id:
-                return tab
+        return next((t for t in self.open_tabs() if t.conversation_id == conversation_id), None)
+
+    def view_for(self, conversation_id: int) -> ChatTab | ComparePane | None:
+        """Where a conversation is on screen: its tab, or its pane in a compare view."""
+        tab = self.tab_for(conversation_id)
+        if tab is not None:
+            return tab
+        for compare in self.open_comparisons():
+            pane = compare.pane_for(conversation_id)
+            if pane is not None:
+                return pane
         return None
+
+    def compare_for(self, comparison_id: int) -> CompareView | None:
+        return next((c for c in self.open_comparisons() if c.comparison_id == comparison_id), None)
+
+    def open_compare(self, comparison_id: int, title: str) -> tuple[CompareView, bool]:
+        """The comparison's view, and whether it was just made (then it has no panes yet)."""
+        view = self.compare_for(comparison_id)
+        made = view is None
+        if made:
+            view = CompareView(comparison_id, title)
+            index = self.tabs.addTab(view, _label(view))
+            self.tabs.setTabToolTip(index, title)
+        self.tabs.setCurrentWidget(view)
+        return view, made
+
+    def open_comparisons(self) -> list[CompareView]:
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, CompareView)]
+
+    def is_showing(self, view: ChatTab | ComparePane) -> bool:
+        return self.tabs.currentWidget() is _top(view)
 
     def open_tab(self, conversation_id: int, title: str) -> ChatTab:
         tab = self.tab_for(conversation_id)
@@ -268,41 +328,49 @@ class MainWindow(QMainWindow):
         return tab
 
     def open_tabs(self) -> list[ChatTab]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, ChatTab)]
 
-    def set_tab_title(self, tab: ChatTab, title: str) -> None:
+    def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
         tab.title = title
         i = self.tabs.indexOf(tab)
         badge = WRITING_BADGE if self.tabs.tabText(i).startswith(WRITING_BADGE) else ""
-        self.tabs.setTabText(i, badge + tab_title(title))
+        self.tabs.setTabText(i, badge + _label(tab))
         self.tabs.setTabToolTip(i, title)
 
-    def set_writing(self, tab: ChatTab, writing: bool) -> None:
-        """A badge on background tabs that are writing."""
+    def set_writing(self, view: ChatTab | ComparePane, writing: bool) -> None:
+        """A badge on background tabs that are writing (a compare tab: any of its panes)."""
+        tab = _top(view)
+        if isinstance(view, ComparePane):
+            view.writing = writing
+            writing = any(getattr(p, "writing", False) for p in tab.panes())
         i = self.tabs.indexOf(tab)
         show = writing and self.tabs.currentWidget() is not tab
-        text = (WRITING_BADGE if show else "") + tab_title(tab.title)
+        text = (WRITING_BADGE if show else "") + _label(tab)
         if self.tabs.tabText(i) != text:  # a new text lays the tab bar out again
             self.tabs.setTabText(i, text)
 
     def _clear_badge(self, index: int) -> None:
         tab = self.tabs.widget(index)
         if tab is not None:
-            self.tabs.setTabText(index, tab_title(tab.title))
+            self.tabs.setTabText(index, _label(tab))
 
     def _close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
         if tab is None:
             return
         self.tabs.removeTab(index)
-        self.tab_closed.emit(tab.conversation_id)
+        if isinstance(tab, CompareView):
+            self.comparison_closed.emit(tab.comparison_id)
+        else:
+            self.tab_closed.emit(tab.conversation_id)
         tab.deleteLater()
 
     def _step_tab(self, step: int) -> None:
         if self.tabs.count():
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
-    def current_tab(self) -> ChatTab | None:
+    def current_tab(self) -> ChatTab | CompareView | None:
         return self.tabs.currentWidget()
 
     def _focus_composer(self) -> None:
@@ -340,17 +408,18 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(paths))
 
     def _ask_remote(self) -> None:
-        url, ok = QInputDialog.getText(self, "Connect to a server", "Base URL (OpenAI-compatible):",
-                                       text="http://127.0.0.1:8080/v1")
-        if not ok or not url.strip():
-            return
-        model, ok = QInputDialog.getText(self, "Connect to a server", "Model:")
-        if not ok or not model.strip():
-            return
-        key, ok = QInputDialog.getText(self, "Connect to a server", "API key (empty for none):",
-                                       QLineEdit.EchoMode.Password)
-        if ok:
-            self.remote_requested.emit(url.strip(), model.strip(), key.strip())
+        answer = ask_remote_endpoint(self)
+        if answer is not None:
+            self.remote_requested.emit(*answer)
 
     def show_model_error(self, message: str) -> None:
         QMessageBox.warning(self, "Could not load the model", message)
+
+
+def _top(view: ChatTab | ComparePane) -> QWidget:
+    """The widget in the tab bar that holds view."""
+    return view.compare if isinstance(view, ComparePane) else view
+
+
+def _label(tab: ChatTab | CompareView) -> str:
+    return (COMPARE_MARK if isinstance(tab, CompareView) else "") + tab_title(tab.title)

@@ -118,6 +118,11 @@ class MessageDelegate(QStyledItemDelegate):
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
         details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), view.meta) if d)
+        # In a narrow column (a compare pane) the details give way to the role's name.
+        bold = QFont(font)
+        bold.setBold(True)
+        room = header.width() - QFontMetrics(bold).horizontalAdvance(WHO.get(view.role, view.role)) - 12
+        details = QFontMetrics(small).elidedText(details, Qt.TextElideMode.ElideRight, max(0, room))
         arrows = None
         if branch:
             fm = QFontMetrics(small)

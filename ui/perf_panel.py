@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QDockWidget, QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QDockWidget, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 WINDOW_S = 300.0  # samples kept: the last five minutes
 VIEW_S = 120.0  # shown: the last two minutes
@@ -25,6 +25,7 @@ class Chart:
     series: tuple[str, ...]
 
 
+HARDWARE_SERIES = ("CPU %", "RAM MiB", "GPU util %", "GPU mem %")
 CHARTS = (
     Chart("Tokens per second", "tok/s", ("prefill tok/s", "decode tok/s")),
     Chart("Batch", "per step", ("sequences", "tokens")),
@@ -43,7 +44,12 @@ class PerfPanel(QDockWidget):
         self.setObjectName("performancePanel")
         self._t0 = time.monotonic()
         self._times: deque[float] = deque()
-        self._data: dict[str, deque[float]] = {s: deque() for c in CHARTS for s in c.series}
+        # Series per engine (by its model's name), and the machine's under "".
+        self._data: dict[str, dict[str, deque[float]]] = {}
+        self._latest: dict[str, object] = {}
+        self.engine_box = QComboBox()
+        self.engine_box.setToolTip("The engine the charts show, when several models are loaded")
+        self.engine_box.currentIndexChanged.connect(lambda _i: self._redraw(self._times[-1] if self._times else 0.0))
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._plots: list[tuple[str, ...]] = [c.series for c in CHARTS]
         self.summary = QLabel("waiting for the engine…")
@@ -54,6 +60,10 @@ class PerfPanel(QDockWidget):
         for i, chart in enumerate(CHARTS):
             grid.addWidget(self._plot(chart), i // 2, i % 2)
         box = QVBoxLayout(body)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Engine:"))
+        top.addWidget(self.engine_box, 1)
+        box.addLayout(top)
         box.addWidget(self.summary)
         box.addWidget(self.gpu_label)
         box.addLayout(grid, 1)
@@ -86,23 +96,64 @@ class PerfPanel(QDockWidget):
 
     # ----- samples ----------------------------------------------------------------------
 
-    def add_sample(self, metrics, hardware, now: float | None = None) -> None:
-        """One point per series. metrics: MetricsSnapshot or None (no engine yet)."""
+    def add_sample(self, engines: dict, hardware, now: float | None = None) -> None:
+        """One point per series. engines: {name: MetricsSnapshot or None (not ready yet)},
+        the main engine first."""
         now = time.monotonic() if now is None else now
-        values = _values(metrics, hardware)
         self._times.append(now)
-        for name, series in self._data.items():
-            series.append(values.get(name, float("nan")))
+        for name, metrics in engines.items():
+            self._append(name, _engine_values(metrics))
+            self._latest[name] = metrics
+        for name in [n for n in self._data if n and n not in engines]:
+            self._append(name, {})  # an engine that was unloaded: a gap, until it scrolls off
+        self._append("", _hardware_values(hardware))
         while self._times and self._times[0] < now - WINDOW_S:
             self._times.popleft()
             for series in self._data.values():
-                series.popleft()
+                for values in series.values():
+                    values.popleft()
+        self._forget_gone(engines)
+        self._sync_engine_box(engines)
         self._redraw(now)
-        self.summary.setText(_summary(metrics))
+        self.summary.setText(_summary(self._latest.get(self.engine()), engines, self._latest))
         self.gpu_label.setText(_gpu_text(hardware))
 
-    def series(self, name: str) -> list[float]:
-        return list(self._data[name])
+    def _append(self, engine: str, values: dict[str, float]) -> None:
+        names = HARDWARE_SERIES if engine == "" else [s for c in CHARTS for s in c.series if s not in HARDWARE_SERIES]
+        if engine not in self._data:  # a new engine: its past is empty, not missing
+            self._data[engine] = {n: deque([float("nan")] * (len(self._times) - 1)) for n in names}
+        for name, series in self._data[engine].items():
+            series.append(values.get(name, float("nan")))
+
+    def _forget_gone(self, engines: dict) -> None:
+        for name in [n for n in self._data if n and n not in engines]:
+            if all(v != v for v in self._data[name]["sequences"]):  # nothing left in the window
+                del self._data[name]
+                self._latest.pop(name, None)
+
+    def _sync_engine_box(self, engines: dict) -> None:
+        names = [n for n in self._data if n]
+        if [self.engine_box.itemText(i) for i in range(self.engine_box.count())] == names:
+            return
+        current = self.engine()
+        self.engine_box.blockSignals(True)
+        self.engine_box.clear()
+        self.engine_box.addItems(names)
+        self.engine_box.setCurrentIndex(max(0, names.index(current)) if current in names else 0)
+        self.engine_box.blockSignals(False)
+
+    def engine(self) -> str:
+        """The engine on the charts."""
+        return self.engine_box.currentText()
+
+    def engines(self) -> list[str]:
+        return [n for n in self._data if n]
+
+    def series(self, name: str, engine: str | None = None) -> list[float]:
+        if name in HARDWARE_SERIES:
+            return list(self._data.get("", {}).get(name, ()))
+        engine = self.engine() if engine is None else engine
+        return list(self._data.get(engine, {}).get(name, ()))
 
     def _redraw(self, now: float) -> None:
         if not self.isVisible():
@@ -111,16 +162,17 @@ class PerfPanel(QDockWidget):
         # One chart per slot, spread over the sample period, so the GUI thread never
         # spends one long stretch repainting all of them.
         for k, names in enumerate(self._plots):
-            QTimer.singleShot(k * STAGGER_MS, lambda names=names: self._draw_chart(names, xs))
+            # With the panel as context, a pending draw dies with the panel.
+            QTimer.singleShot(k * STAGGER_MS, self, lambda names=names: self._draw_chart(names, xs))
 
     def _draw_chart(self, names: tuple[str, ...], xs: list[float]) -> None:
         n = len(xs)
         for name in names:
-            ys = list(self._data[name])[-n:]
+            ys = self.series(name)[-n:]
             self._curves[name].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
 
 
-def _values(m, hw) -> dict[str, float]:
+def _engine_values(m) -> dict[str, float]:
     out: dict[str, float] = {}
     if m is not None:
         out.update({
@@ -139,6 +191,11 @@ def _values(m, hw) -> dict[str, float]:
                            ("ITL p50", m.itl_p50_s), ("ITL p95", m.itl_p95_s)):
             if value is not None:
                 out[key] = 1000.0 * value
+    return out
+
+
+def _hardware_values(hw) -> dict[str, float]:
+    out: dict[str, float] = {}
     if hw is not None:
         out["CPU %"] = hw.cpu_pct
         out["RAM MiB"] = hw.rss_mib
@@ -148,15 +205,21 @@ def _values(m, hw) -> dict[str, float]:
     return out
 
 
-def _summary(m) -> str:
+def _summary(m, engines: dict, latest: dict) -> str:
+    others = ""
+    if len(engines) > 1:  # one line on every engine, so a comparison's are side by side
+        others = "\n" + " · ".join(
+            f"{name}: {x.decode_tok_s:.0f} tok/s, batch {x.last_step_seqs}" if x is not None else f"{name}: loading"
+            for name, x in ((n, latest.get(n)) for n in engines)
+        )
     if m is None:
-        return "waiting for the engine…"
+        return "waiting for the engine…" + others
     return (
         f"{m.decode_tok_s:.0f} tok/s decode · {m.prefill_tok_s:.0f} tok/s prefill · "
         f"batch {m.last_step_seqs} (max {m.max_step_seqs}) · {m.running} running · {m.queued} queued · "
         f"KV {m.kv_cells_used}/{m.kv_cells_total} cells, {m.kv_cells_shared} shared · "
         f"prefix hits {m.prefix_hits}/{m.prefix_lookups}, {m.prompt_tokens_saved} prompt tokens saved"
-    )
+    ) + others
 
 
 def _gpu_text(hw) -> str:

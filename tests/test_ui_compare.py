@@ -1,0 +1,257 @@
+"""The compare view, offscreen, on real models: panes on one model share a batch, panes on
+two models run in two engines, blind mode, differences, follow-ups and reopening."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.model_sources import ModelSource
+from inference import SamplingParams
+from storage import MessageStatus
+from tests.test_ui_app import SCREENSHOTS, WAIT_MS, App
+from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
+
+pytest.importorskip("PySide6")
+
+
+def open_comparison(app, **kwargs):
+    before = len(app.window.open_comparisons())
+    app.controller.compare.new_comparison(**kwargs)
+    app.qtbot.waitUntil(lambda: len(app.window.open_comparisons()) == before + 1, timeout=10_000)
+    view = app.window.open_comparisons()[-1]
+    app.qtbot.waitUntil(lambda: len(view.panes()) >= kwargs.get("panes", len(kwargs.get("sources") or [1, 1])),
+                        timeout=10_000)
+    return view
+
+
+def send(view, text: str) -> None:
+    view.composer.setPlainText(text)
+    view.send_button.click()
+
+
+def last(pane):
+    return pane.model.view(pane.model.rowCount() - 1)
+
+
+def wait_done(app, view, timeout: int = WAIT_MS) -> None:
+    app.qtbot.waitUntil(
+        lambda: all(p.model.rowCount() >= 2 and last(p).role == "assistant"
+                    and last(p).status in ("complete", "interrupted", "error") for p in view.panes())
+        and not view.busy(),
+        timeout=timeout,
+    )
+
+
+def test_two_panes_on_one_model_stream_in_one_batch(app):
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    view = open_comparison(app)
+    a, b = view.panes()
+    assert (a.source_label, b.source_label) == (app.controller.model_name,) * 2
+    batches = []
+    app.controller.monitor._deliver = lambda m, hw: batches.append(
+        (m[app.controller.model_name].last_step_seqs if m.get(app.controller.model_name) else 0))
+    send(view, "Describe the moon in two sentences.")
+    app.qtbot.waitUntil(lambda: a.busy and b.busy, timeout=10_000)
+    assert view.stop_button.isEnabled() and not view.send_button.isEnabled()
+    wait_done(app, view)
+    assert max(batches) == 2  # both panes decoded in the same engine steps
+    for pane in (a, b):
+        assert last(pane).status == "complete"
+        stats = pane.stats_label.text()
+        assert re.search(r"TTFT \d+\.\d\d s · \d+ tok/s · 120 tokens", stats), stats
+        assert stats.endswith("finish: length")
+        messages = app.repo.active_path(pane.conversation_id).messages
+        assert [m.role for m in messages] == ["user", "assistant"]
+        assert messages[0].content == "Describe the moon in two sentences."
+    assert re.fullmatch(r"B vs A: \d+% of words agree", view.agreement_label.text())
+    record = app.controller.catalog.get_comparison(view.comparison_id)
+    assert set(record.conversation_ids) == {a.conversation_id, b.conversation_id}
+    assert record.title == "Describe the moon in two sentences."
+    assert app.controller.compare.pool.engines() == []  # same model: no second engine
+
+
+def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemma_path):
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=60, ignore_eos=True)
+    app.window.perf_panel.show()
+    smol, gemma = ModelSource.local(model_path), ModelSource.local(gemma_path)
+    view = open_comparison(app, sources=[smol, gemma])
+    a, b = view.panes()
+    assert b.source_label == gemma_path.name and b.source_box.currentData() == gemma.key
+    pooled = app.controller.compare.pool.get(gemma)
+    assert pooled is not None and pooled.wait_started(120) and pooled.status == "ready"
+    assert pooled.engine.pid != app.controller.engine.pid  # its own process
+    # The two engines split the cores instead of fighting over them.
+    share = max(1, app.controller.compare.cpu_threads // 2)
+    assert pooled.engine.settings.n_threads == app.controller.engine.settings.n_threads == share
+    send(view, "What is the capital of France?")
+    wait_done(app, view)
+    for pane, name in ((a, model_path.name), (b, gemma_path.name)):
+        assert last(pane).status == "complete" and last(pane).text.strip()
+        assert "60 tokens" in pane.stats_label.text()
+        assert app.stored_last(pane.conversation_id, MessageStatus.COMPLETE).model == name
+    assert last(a).text != last(b).text
+    # The panel has charts for each loaded engine.
+    app.qtbot.waitUntil(lambda: set(app.window.perf_panel.engines()) >= {model_path.name, gemma_path.name},
+                        timeout=5_000)
+    panel = app.window.perf_panel
+    assert max((v for v in panel.series("decode tok/s", engine=gemma_path.name) if v == v), default=0) > 0
+    assert f"{gemma_path.name}:" in panel.summary.text()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    app.window.perf_panel.hide()
+    app.qtbot.wait(100)
+    assert app.window.grab().save(str(SCREENSHOTS / "compare-two-models.png"))
+    # Closing the comparison stops the engine no pane needs any more.
+    app.window._close_tab(app.window.tabs.indexOf(view))
+    app.qtbot.waitUntil(lambda: pooled.engine.state.status == "stopped", timeout=30_000)
+    assert app.controller.compare.pool.engines() == []
+    assert app.controller.engine.settings.n_threads == app.controller.compare.cpu_threads
+
+
+def test_a_model_that_cannot_load_fails_only_its_pane(app, tmp_path):
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 100)
+    view = open_comparison(app)
+    a, b = view.panes()
+    view.source_file_chosen.emit(b.conversation_id, str(broken))
+    assert b.source_label == "broken.gguf"
+    send(view, "Hello")
+    wait_done(app, view)
+    assert last(a).status == "complete"
+    assert last(b).status == "error" and "broken.gguf could not be loaded" in last(b).meta
+    assert "finish: error" in b.stats_label.text()
+
+
+def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
+    view = open_comparison(app, panes=3)
+    comparison_id = view.comparison_id
+    view.blind_box.setChecked(True)
+    names = [p.name_label.text() for p in view.panes()]
+    assert names == ["Model A", "Model B", "Model C"]
+    assert not any(p.source_box.isVisible() for p in view.panes())
+    assert all(p.pick_button.isVisible() for p in view.panes())
+    send(view, "Name a colour.")
+    wait_done(app, view)
+    dialog = app.controller.compare.show_differences(view, modal=False)
+    assert dialog.left.itemText(0) == "Model A"  # no model names in the diff either
+    dialog.close()
+    chosen = view.panes()[1]
+    chosen.pick_button.click()
+    assert chosen.name_label.text() == "★ B"
+    assert all(p.source_box.isVisible() and not p.pick_button.isVisible() for p in view.panes())
+    order = [p.conversation_id for p in view.panes()]
+    app.qtbot.waitUntil(lambda: app.controller.catalog.get_comparison(comparison_id).settings.get("favourite")
+                        == chosen.conversation_id, timeout=5_000)
+    app.window._close_tab(app.window.tabs.indexOf(view))
+    app.controller.compare.open_comparison(comparison_id)
+    app.qtbot.waitUntil(lambda: app.window.compare_for(comparison_id) is not None
+                        and len(app.window.compare_for(comparison_id).panes()) == 3, timeout=10_000)
+    again = app.window.compare_for(comparison_id)
+    assert [p.conversation_id for p in again.panes()] == order
+    assert again.pane_for(chosen.conversation_id).name_label.text() == "★ B"
+    assert all(p.model.rowCount() == 2 and p.stats_label.text() for p in again.panes())
+
+
+def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_path, model_path):
+    app = App(qtbot, tmp_path, model_path, max_tokens=16)
+    try:
+        view = open_comparison(app)
+        send(view, "Hi, who are you?")
+        wait_done(app, view)
+        send(view, "And what can you do?")
+        app.qtbot.waitUntil(lambda: all(p.model.rowCount() == 4 for p in view.panes()), timeout=10_000)
+        wait_done(app, view)
+        for pane in view.panes():
+            roles = [m.role for m in app.repo.active_path(pane.conversation_id).messages]
+            assert roles == ["user", "assistant", "user", "assistant"]
+        b = view.panes()[1]
+        b.continue_button.click()
+        qtbot.waitUntil(lambda: app.window.tabs.count() == 2, timeout=10_000)
+        tab = app.window.open_tabs()[0]
+        qtbot.waitUntil(lambda: tab.model.rowCount() == 4, timeout=10_000)
+        assert [v.text for v in tab.model.views()] == [v.text for v in b.model.views()]
+        assert tab.conversation_id != b.conversation_id
+        app.send(tab, "Thanks!")
+        app.wait_done(tab)
+        assert tab.model.rowCount() == 6 and b.model.rowCount() == 4  # the comparison stays as it was
+        # The sidebar lists the comparison once, and the continued chat.
+        qtbot.waitUntil(lambda: app.window.conversation_list.count() == 2, timeout=10_000)
+        texts = [app.window.conversation_list.item(i).text() for i in range(2)]
+        assert any(t.startswith("⚖ Hi, who are you?") for t in texts)
+        comparison_id = view.comparison_id
+    finally:
+        app.close()
+    # A restart restores the open comparison with its panes and stats.
+    again = App(qtbot, tmp_path, model_path)
+    try:
+        qtbot.waitUntil(lambda: again.window.compare_for(comparison_id) is not None
+                        and all(p.model.rowCount() == 4 for p in again.window.compare_for(comparison_id).panes()),
+                        timeout=10_000)
+        panes = again.window.compare_for(comparison_id).panes()
+        assert len(panes) == 2 and all("16 tokens" in p.stats_label.text() for p in panes)
+        assert again.window.open_tabs()[0].model.rowCount() == 6
+    finally:
+        again.close()
+
+
+def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_engine):
+    from app.openai_server import ChorusHTTPServer, ServerConfig
+
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
+    server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="secret", model_id="remote-smol"))
+    server.serve_in_thread()
+    try:
+        view = open_comparison(app, panes=3)
+        a, b, c = view.panes()
+        view.source_remote_chosen.emit(b.conversation_id, f"{server.url}/v1", "remote-smol", "secret")
+        view.source_remote_chosen.emit(c.conversation_id, "http://127.0.0.1:1/v1", "nothing", "")
+        assert b.source_label.startswith("remote-smol @ 127.0.0.1:")
+        send(view, "Say something.")
+        wait_done(app, view)
+        assert last(a).status == "complete" and last(b).status == "complete" and last(b).text
+        assert last(c).status == "error" and "refused the connection" in last(c).meta
+        settings = app.controller.catalog.get_comparison(view.comparison_id).settings
+        assert settings["panes"][str(b.conversation_id)]["source"]["kind"] == "remote"
+        assert "secret" not in str(settings)  # keys stay in memory
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_panes_add_and_remove_within_two_to_four(app):
+    view = open_comparison(app)
+    view.add_button.click()
+    app.qtbot.waitUntil(lambda: len(view.panes()) == 3, timeout=10_000)
+    view.add_button.click()
+    app.qtbot.waitUntil(lambda: len(view.panes()) == 4, timeout=10_000)
+    assert not view.add_button.isEnabled()
+    gone = view.panes()[0].conversation_id
+    view.panes()[0].remove_button.click()
+    app.qtbot.waitUntil(lambda: len(view.panes()) == 3, timeout=10_000)
+    app.qtbot.waitUntil(lambda: gone not in app.controller.catalog.get_comparison(view.comparison_id).settings["order"],
+                        timeout=5_000)
+    assert app.repo.get_conversation(gone).deleted
+    view.panes()[0].remove_button.click()
+    app.qtbot.waitUntil(lambda: len(view.panes()) == 2, timeout=10_000)
+    assert not any(p.remove_button.isEnabled() for p in view.panes())
+    assert [p.name_label.text() for p in view.panes()] == ["A", "B"]
+
+
+def test_screenshot_of_the_compare_view(app):
+    app.controller.sampling = SamplingParams(temperature=0.8, max_tokens=160)
+    view = open_comparison(app, panes=3)
+    send(view, "Give me three tips for writing clear code.")
+    wait_done(app, view)
+    app.qtbot.wait(200)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / "compare-view.png"
+    assert app.window.grab().save(str(path))
+    assert path.stat().st_size > 10_000
+    dialog = app.controller.compare.show_differences(view, modal=False)
+    app.qtbot.wait(200)
+    assert dialog.grab().save(str(SCREENSHOTS / "compare-differences.png"))
+    assert "line-through" in dialog.browser.toHtml() or dialog.similarity.text().startswith("100%")
+    dialog.close()
