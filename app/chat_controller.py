@@ -399,6 +399,9 @@ class ChatController(QObject):
             tab = self.window.open_tab(conversation_id, path.conversation.title)
             self._attach(tab)
             self._show_path(tab, path)
+            source = source_of(path.conversation.model_ref)
+            if source is not None and self.streams.stream_for(conversation_id) is None:
+                tab.set_state(f"on {source.label}")  # a chat with a model of its own says which
 
         return self._in_storage(load, show)
 

@@ -50,7 +50,7 @@ CATALOG: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             key="gemma3-270m",
-            title="Gemma 3 270M (Q4_K_M)",
+            title="Gemma 3 270M, pretrained base (Q4_K_M)",
             filename="gemma-3-270m-q4_k_m.gguf",
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             parts=tuple(

@@ -174,6 +174,7 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
         qtbot.waitUntil(lambda: tab.model.rowCount() == 4, timeout=10_000)
         assert [v.text for v in tab.model.views()] == [v.text for v in b.model.views()]
         assert tab.conversation_id != b.conversation_id
+        assert tab.state_label.text() == f"on {b.source_label}"
         app.send(tab, "Thanks!")
         app.wait_done(tab)
         assert tab.model.rowCount() == 6 and b.model.rowCount() == 4  # the comparison stays as it was
