@@ -170,8 +170,8 @@ class ChatController(QObject):
         self.monitor.start()
         self.refresh_conversations()
         self.refresh_presets()
-        self._in_storage(self._saved_window, self._restore_window)
-        self._in_storage(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.window.set_recent_models)
+        self.in_storage(self._saved_window, self._restore_window)
+        self.in_storage(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.window.set_recent_models)
         threading.Thread(target=self._start_engine, name="engine-start", daemon=True).start()
 
     def _saved_window(self) -> dict | None:
@@ -251,7 +251,7 @@ class ChatController(QObject):
 
     # ----- storage on its thread ---------------------------------------------------------
 
-    def _in_storage(self, work: Callable, then: Callable | None = None) -> asyncio.Task:
+    def in_storage(self, work: Callable, then: Callable | None = None) -> asyncio.Task:
         """Run work on the storage thread; then(result) back on the GUI thread, as an
         asyncio task on qasync's loop (the Qt event loop)."""
 
@@ -278,7 +278,7 @@ class ChatController(QObject):
             merged = sorted(chats + comparisons, key=lambda pair: (pair[1].pinned, pair[0]), reverse=True)
             return [item for _, item in merged]
 
-        return self._in_storage(items, self.window.set_conversations)
+        return self.in_storage(items, self.window.set_conversations)
 
     def search(self, text: str) -> asyncio.Task:
         if not text.strip():
@@ -292,7 +292,7 @@ class ChatController(QObject):
                     items.append(ConversationItem(hit.conversation_id, hit.conversation_title, subtitle=hit.snippet_text))
             return items
 
-        return self._in_storage(hits, self.window.set_conversations)
+        return self.in_storage(hits, self.window.set_conversations)
 
     def rename(self, conversation_id: int, title: str) -> asyncio.Task:
         def shown(conv) -> None:
@@ -301,10 +301,10 @@ class ChatController(QObject):
                 self.window.set_tab_title(tab, conv.title)
             self.refresh_conversations()
 
-        return self._in_storage(lambda: self.repo.rename(conversation_id, title), shown)
+        return self.in_storage(lambda: self.repo.rename(conversation_id, title), shown)
 
     def set_pinned(self, conversation_id: int, pinned: bool) -> asyncio.Task:
-        return self._in_storage(
+        return self.in_storage(
             lambda: self.repo.update_conversation(conversation_id, pinned=pinned),
             lambda _conv: self.refresh_conversations(),
         )
@@ -325,10 +325,10 @@ class ChatController(QObject):
             self.window.offer_undo_delete(conversation_id, conv.title)
             self.refresh_conversations()
 
-        return self._in_storage(work, done)
+        return self.in_storage(work, done)
 
     def restore(self, conversation_id: int) -> asyncio.Task:
-        return self._in_storage(
+        return self.in_storage(
             lambda: self.repo.restore(conversation_id), lambda _none: self.refresh_conversations()
         )
 
@@ -355,7 +355,7 @@ class ChatController(QObject):
             self.open_conversation(conv.id)
             self.refresh_conversations()
 
-        return self._in_storage(work, show)
+        return self.in_storage(work, show)
 
     # ----- presets -------------------------------------------------------------------
 
@@ -365,7 +365,7 @@ class ChatController(QObject):
             if self.preset_editor is not None:
                 self.preset_editor.set_presets(presets)
 
-        return self._in_storage(self.catalog.list_presets, shown)
+        return self.in_storage(self.catalog.list_presets, shown)
 
     def save_preset(self, preset_id: int | None, name: str, system_prompt: str, sampling: dict) -> asyncio.Task:
         def work():
@@ -373,10 +373,10 @@ class ChatController(QObject):
                 return self.catalog.create_preset(name, system_prompt, sampling)
             return self.catalog.update_preset(preset_id, name=name, system_prompt=system_prompt, sampling=sampling)
 
-        return self._in_storage(work, lambda _p: self.refresh_presets())
+        return self.in_storage(work, lambda _p: self.refresh_presets())
 
     def delete_preset(self, preset_id: int) -> asyncio.Task:
-        return self._in_storage(lambda: self.catalog.delete_preset(preset_id), lambda _n: self.refresh_presets())
+        return self.in_storage(lambda: self.catalog.delete_preset(preset_id), lambda _n: self.refresh_presets())
 
     def edit_presets(self) -> PresetEditor:
         if self.preset_editor is None:
@@ -398,12 +398,12 @@ class ChatController(QObject):
                 return
             tab = self.window.open_tab(conversation_id, path.conversation.title)
             self._attach(tab)
-            self._show_path(tab, path)
+            self.show_path(tab, path)
             source = source_of(path.conversation.model_ref)
             if source is not None and self.streams.stream_for(conversation_id) is None:
                 tab.set_state(f"on {source.label}")  # a chat with a model of its own says which
 
-        return self._in_storage(load, show)
+        return self.in_storage(load, show)
 
     def _attach(self, tab: ChatTab) -> None:
         if tab in self._attached:
@@ -416,7 +416,7 @@ class ChatController(QObject):
         tab.branch_requested.connect(lambda message_id, step, t=tab: self.switch_branch(t, message_id, step))
         tab.settings_requested.connect(lambda t=tab: self.edit_chat_settings(t))
 
-    def _show_path(self, tab: ChatTab, path) -> None:
+    def show_path(self, tab: ChatTab, path) -> None:
         views = []
         for m in path.messages:
             pos = path.branches.get(m.id)
@@ -439,7 +439,7 @@ class ChatController(QObject):
             reply = self.repo.start_reply(conv_id, parent_id=user.id, model=self._model_label(conv))
             return self.repo.active_path(conv_id), reply
 
-        return self._in_storage(work, lambda result: self._start_stream(tab, *result))
+        return self.in_storage(work, lambda result: self.start_stream(tab, *result))
 
     def regenerate(self, tab: ChatTab) -> asyncio.Task | None:
         conv_id = tab.conversation_id
@@ -456,7 +456,7 @@ class ChatController(QObject):
             reply = self.repo.start_reply(conv_id, parent_id=parent, model=self._model_label(path.conversation))
             return self.repo.active_path(conv_id), reply
 
-        return self._in_storage(work, lambda result: result and self._start_stream(tab, *result))
+        return self.in_storage(work, lambda result: result and self.start_stream(tab, *result))
 
     def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
@@ -471,7 +471,7 @@ class ChatController(QObject):
             reply = self.repo.start_reply(conv_id, parent_id=edited.id, model=self._model_label(conv))
             return self.repo.active_path(conv_id), reply
 
-        return self._in_storage(work, lambda result: self._start_stream(tab, *result))
+        return self.in_storage(work, lambda result: self.start_stream(tab, *result))
 
     def switch_branch(self, tab: ChatTab, message_id: int, step: int) -> asyncio.Task | None:
         conv_id = tab.conversation_id
@@ -485,7 +485,7 @@ class ChatController(QObject):
                 self.repo.switch_to(siblings[target])
             return self.repo.active_path(conv_id)
 
-        return self._in_storage(work, lambda path: self._show_path(tab, path))
+        return self.in_storage(work, lambda path: self.show_path(tab, path))
 
     def edit_chat_settings(self, tab: ChatTab, accept: Callable[[ChatSettingsDialog], bool] | None = None) -> asyncio.Task:
         """The chat's sampling settings in a dialog; saved with the conversation."""
@@ -503,12 +503,12 @@ class ChatController(QObject):
             ok = accept(dialog) if accept is not None else dialog.exec() == ChatSettingsDialog.DialogCode.Accepted
             if ok:
                 values = dialog.values()
-                self._in_storage(lambda: self.repo.update_conversation(conv_id, sampling={**conv.sampling, **values}))
+                self.in_storage(lambda: self.repo.update_conversation(conv_id, sampling={**conv.sampling, **values}))
 
-        return self._in_storage(load, show)
+        return self.in_storage(load, show)
 
-    def _start_stream(self, tab: ChatTab, path, reply: MessageRecord) -> None:
-        self._show_path(tab, path)
+    def start_stream(self, tab: ChatTab, path, reply: MessageRecord) -> None:
+        self.show_path(tab, path)
         self.window.set_tab_title(tab, path.conversation.title)
         prompt = tuple(
             {"role": m.role, "content": m.content}

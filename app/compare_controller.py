@@ -156,10 +156,10 @@ class CompareController:
             record = self.catalog.create_comparison("", [c.id for c in convs], state.to_settings())
             return self._load(record.id)
 
-        return self.chats._in_storage(work, self._show)
+        return self.chats.in_storage(work, self._show)
 
     def open_comparison(self, comparison_id: int) -> asyncio.Task:
-        return self.chats._in_storage(lambda: self._load(comparison_id), self._show)
+        return self.chats.in_storage(lambda: self._load(comparison_id), self._show)
 
     def _load(self, comparison_id: int) -> dict:
         """Everything a compare view needs, read on the storage thread."""
@@ -206,7 +206,7 @@ class CompareController:
         pane.set_source_choices([(s.key, s.label) for s in choices], source.key)
         pane.set_presets(presets, path.conversation.preset_id)
         pane.lock_preset(bool(path.messages))
-        self.chats._show_path(pane, path)
+        self.chats.show_path(pane, path)
         last = path.messages[-1] if path.messages else None
         if last is not None and last.role == "assistant":
             pane.set_result(_stored_result(last))
@@ -249,7 +249,7 @@ class CompareController:
             self._add_pane(view, path.conversation.id, path, choices, presets)
             view.set_blind(state.blind, state.favourite)
 
-        return self.chats._in_storage(work, show)
+        return self.chats.in_storage(work, show)
 
     def remove_pane(self, view: CompareView, conv_id: int) -> asyncio.Task:
         """The pane's conversation is deleted like a chat (restorable for a day)."""
@@ -262,7 +262,7 @@ class CompareController:
             self.repo.delete(conv_id)
             self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
 
-        return self.chats._in_storage(work, lambda _none: self._show_agreement(view))
+        return self.chats.in_storage(work, lambda _none: self._show_agreement(view))
 
     def set_source_key(self, view: CompareView, conv_id: int, key: str) -> asyncio.Task | None:
         source = self.known_sources.get(key)
@@ -291,14 +291,14 @@ class CompareController:
             self.repo.update_conversation(conv_id, model_ref=source.key)
             self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
 
-        return self.chats._in_storage(work)
+        return self.chats.in_storage(work)
 
     def set_preset(self, conv_id: int, preset_id: int | None) -> asyncio.Task:
         def work():
             preset = self.catalog.get_preset(preset_id) if preset_id is not None else None
             self.repo.update_conversation(conv_id, preset_id=preset_id, sampling=preset.sampling if preset else {})
 
-        return self.chats._in_storage(work)
+        return self.chats.in_storage(work)
 
     # ----- talking -------------------------------------------------------------------
 
@@ -342,10 +342,10 @@ class CompareController:
                 pane = view.pane_for(conv_id)
                 if pane is not None:
                     pane.set_result("")
-                    self.chats._start_stream(pane, path, reply)
+                    self.chats.start_stream(pane, path, reply)
             self.chats.refresh_conversations()
 
-        return self.chats._in_storage(work, start)
+        return self.chats.in_storage(work, start)
 
     def stop(self, view: CompareView) -> None:
         for pane in view.panes():
@@ -358,7 +358,7 @@ class CompareController:
             conv = self.repo.get_conversation(conv_id)
             return self.repo.copy_active_path(conv_id, title=conv.title or "Continued from a comparison")
 
-        return self.chats._in_storage(work, lambda copy: (self.chats.open_conversation(copy.id),
+        return self.chats.in_storage(work, lambda copy: (self.chats.open_conversation(copy.id),
                                                           self.chats.refresh_conversations()))
 
     # ----- blind mode and differences --------------------------------------------------
@@ -382,7 +382,7 @@ class CompareController:
 
     def _save_state(self, view: CompareView) -> asyncio.Task:
         settings = self.states[view.comparison_id].to_settings()
-        return self.chats._in_storage(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
+        return self.chats.in_storage(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
 
     def answers(self, view: CompareView) -> list[tuple[str, str, str]]:
         """(short name, name for the diff view, last answer) of each pane, left to right."""
@@ -424,7 +424,7 @@ class CompareController:
                 self.window.set_tab_title(view, title)
             self.chats.refresh_conversations()
 
-        return self.chats._in_storage(lambda: self.catalog.update_comparison(comparison_id, title=title), shown)
+        return self.chats.in_storage(lambda: self.catalog.update_comparison(comparison_id, title=title), shown)
 
     def delete(self, comparison_id: int) -> asyncio.Task:
         """Its conversations are soft-deleted together; Undo brings them all back."""
@@ -445,14 +445,14 @@ class CompareController:
             self.window.offer_undo_delete(comparison_id, record.title or "Comparison", comparison=True)
             self.chats.refresh_conversations()
 
-        return self.chats._in_storage(work, done)
+        return self.chats.in_storage(work, done)
 
     def restore(self, comparison_id: int) -> asyncio.Task:
         def work():
             for conv_id in self.catalog.get_comparison(comparison_id).conversation_ids:
                 self.repo.restore(conv_id)
 
-        return self.chats._in_storage(work, lambda _none: self.chats.refresh_conversations())
+        return self.chats.in_storage(work, lambda _none: self.chats.refresh_conversations())
 
     def _closed(self, comparison_id: int) -> None:
         state = self.states.pop(comparison_id, None)
