@@ -124,7 +124,7 @@ class ChatController(QObject):
 
     def engines_metrics(self) -> dict[str, MetricsSnapshot | None]:
         """The latest snapshot of every loaded engine, the main one first."""
-        return {self.model_name: self.metrics, **self.compare.engine_metrics}
+        return {self.model_name: self.metrics, **self.compare.metrics()}
 
     def _engine_for(self, conversation: ConversationRecord):
         """A conversation on a model of its own (a compare pane, or a chat continued from

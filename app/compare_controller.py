@@ -86,7 +86,8 @@ class CompareController:
         if source is not None:
             self.pool.release(source)
             if self.pool.get(source) is None:
-                self.engine_metrics.pop(source.label, None)
+                with self._lock:
+                    self.engine_metrics.pop(source.label, None)
                 self._share_cpu()
 
     def _local_engines(self) -> list:
@@ -117,7 +118,8 @@ class CompareController:
                                      n_threads=share, n_threads_batch=share)
 
         def metrics(snapshot: MetricsSnapshot, label=source.label) -> None:
-            self.engine_metrics[label] = snapshot
+            with self._lock:
+                self.engine_metrics[label] = snapshot
 
         return EngineClient(settings, on_delta=on_delta, on_metrics=metrics, on_state=on_state)
 
@@ -459,6 +461,11 @@ class CompareController:
         if state is not None:
             for conv_id in state.sources:
                 self.release_conversation(conv_id)
+
+    def metrics(self) -> dict[str, MetricsSnapshot]:
+        """The latest snapshot of each pool engine (read from the monitor thread)."""
+        with self._lock:
+            return dict(self.engine_metrics)
 
     def open_ids(self) -> list[int]:
         return [v.comparison_id for v in self.window.open_comparisons()]

@@ -291,7 +291,6 @@ class CompareView(QWidget):
             for widget in (pane.source_box, pane.preset_box, pane.settings_button):
                 widget.setVisible(not hidden)
             pane.pick_button.setVisible(hidden)
-        self.blind_box.setEnabled(self.favourite is None)
 
     # ----- composer ----------------------------------------------------------------
 
