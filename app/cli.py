@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list saved conversations")
 
+    backup = sub.add_parser("backup", help="copy the chat database consistently (safe while the app runs)")
+    backup.add_argument("path", help="new file, or a folder for a dated file")
+
     sbench = sub.add_parser("bench-storage", help="time checkpoints, opening and search on a scratch database")
     sbench.add_argument("--messages", type=int, default=100_000, help="messages in the search corpus")
     sbench.add_argument("--long", type=int, default=10_000, help="messages in the long conversation")
@@ -104,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             from app import chats_cli
 
             return getattr(chats_cli, f"run_{args.command}")(args, base)
+        if args.command == "backup":
+            from app.backup_cli import run_backup
+
+            return run_backup(args, base)
         if args.command == "app":
             from app.gui_main import run_app
 
