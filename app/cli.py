@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(gui)
     gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
     gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
+    # Packaging's smoke test: one prompt through the real window and engine, then exit.
+    gui.add_argument("--smoke-prompt", default=None, help=argparse.SUPPRESS)
 
     ubench = sub.add_parser("bench-ui", help="GUI event-loop stalls while N tabs stream")
     _add_model_args(ubench)
