@@ -114,6 +114,12 @@ def test_the_dialog_shows_the_estimate_of_the_chosen_file(qtbot, probe, model_pa
     assert "Weights: 92.1 MiB (30 layers)" in text  # llama.cpp logs 92.10 MiB for this file
 
 
+def test_sizes_read_like_a_person_writes_them() -> None:
+    from ui.model_dialog import format_bytes
+
+    assert [format_bytes(n) for n in (512, 1536, 96576768, 5 * 2**30)] == ["512 B", "1.5 KiB", "92.1 MiB", "5.0 GiB"]
+
+
 def test_without_gpu_support_the_layers_are_disabled_with_a_note(qtbot, probe) -> None:
     from ui.model_dialog import NO_GPU_NOTE
 

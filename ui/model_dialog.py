@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -24,15 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.model_probe import ModelProbe
+if TYPE_CHECKING:  # the window gets one from the controller; importing it would load llama.cpp
+    from app.model_probe import ModelProbe
 
 ALL_LAYERS = -1  # the spin box's lowest value: llama.cpp's default, everything it can
 NO_GPU_NOTE = "This llama.cpp build has no GPU support (CPU only)"
 
 
-def format_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
