@@ -1,5 +1,5 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run chat test bench setup
+.PHONY: run chat test bench setup bundle smoke-bundle install-desktop uninstall-desktop
 
 setup:
 	bash packaging/bootstrap.sh
@@ -15,3 +15,17 @@ test: setup
 
 bench: setup
 	.venv/bin/chorus bench --chats 8 --system-tokens 1000 --max-tokens 128 --warm --native
+
+# The desktop bundle (dist/chorus/, PyInstaller) and its end-to-end check; CI runs both.
+bundle: setup
+	bash packaging/build_bundle.sh
+
+smoke-bundle: bundle
+	bash packaging/smoke_bundle.sh
+
+# The desktop entry and icon for this user (XDG): runs the bundle if built, else `chorus`.
+install-desktop:
+	bash packaging/install_desktop.sh
+
+uninstall-desktop:
+	bash packaging/install_desktop.sh --uninstall

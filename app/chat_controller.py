@@ -23,6 +23,7 @@ from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 from app.compare_controller import CompareController
 from app.engine_host import EngineClient, EngineState
 from app.model_sources import ModelSource, source_of
+from app.model_probe import ModelProbe
 from app.perf_monitor import PerfMonitor
 from app.remote_client import RemoteEndpoint, RemoteEngine, RemoteError
 from app.reply_recorder import ReplyRecorder
@@ -96,6 +97,8 @@ class ChatController(QObject):
         window.delete_requested.connect(self.delete)
         window.undo_delete_requested.connect(self.restore)
         window.model_requested.connect(self.load_model)
+        window.model_load_requested.connect(lambda path, layers: self.load_model(path, None if layers < 0 else layers))
+        window.model_probe = ModelProbe(lambda: self._local_settings)
         window.presets_requested.connect(self.edit_presets)
         window.remote_requested.connect(
             lambda url, model, key: self.connect_remote(RemoteEndpoint(url, model, key or None))
@@ -209,13 +212,15 @@ class ChatController(QObject):
         except Exception as exc:  # shown in the status bar; the window stays usable
             log.error("engine failed to start: %s", exc)
 
-    def load_model(self, path: str) -> threading.Thread:
-        """Switch the engine to another GGUF file; on failure say why and keep the old one."""
+    def load_model(self, path: str, gpu_layers: int | None = None) -> threading.Thread:
+        """Switch the engine to another GGUF file; on failure say why and keep the old one.
+        gpu_layers None keeps the current setting."""
         if not isinstance(self.engine, EngineClient):  # back from a remote server
             self.engine.shutdown()
             self.engine = self._local_engine(self._local_settings)
         previous = self.engine.settings
-        wanted = dataclass_replace(previous, model_path=Path(path))
+        layers = previous.n_gpu_layers if gpu_layers is None else gpu_layers
+        wanted = dataclass_replace(previous, model_path=Path(path), n_gpu_layers=layers)
         self.window.set_engine_status(f"loading {Path(path).name}…")
 
         def switch() -> None:

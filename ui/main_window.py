@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from ui.chat_tab import ChatTab
 from ui.compare_view import ComparePane, CompareView
+from ui.model_dialog import ModelDialog
 from ui.perf_panel import PerfPanel
 from ui.remote_dialog import ask_remote_endpoint
 
@@ -74,6 +74,8 @@ class MainWindow(QMainWindow):
     rename_requested = Signal(int, str)
     pin_requested = Signal(int, bool)
     model_requested = Signal(str)  # path of a GGUF file to load
+    model_load_requested = Signal(str, int)  # path and GPU layers (-1: the default), from the model dialog
+    about_requested = Signal()
     presets_requested = Signal()  # open the preset editor
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
     new_comparison_requested = Signal()
@@ -86,6 +88,7 @@ class MainWindow(QMainWindow):
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle("Chorus")
+        self.model_probe = None  # the app's ModelProbe, for the model dialog's estimates
         self.resize(1200, 800)
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
@@ -195,6 +198,9 @@ class MainWindow(QMainWindow):
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(_ignoring_result(self.close))
         file_menu.addAction(quit_action)
+        about = QAction("About Chorus", self)
+        about.triggered.connect(_ignoring_result(self.about_requested.emit))
+        self.menuBar().addMenu("&Help").addAction(about)
 
     # ----- conversations ---------------------------------------------------------------
 
@@ -396,10 +402,12 @@ class MainWindow(QMainWindow):
             self.load_progress.show()
             self.load_progress.setValue(int(fraction * 100))
 
-    def _choose_model(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)")
-        if path:
-            self.model_requested.emit(path)
+    def _choose_model(self) -> ModelDialog:
+        dialog = ModelDialog(self.model_probe, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use, not one per use kept
+        dialog.model_chosen.connect(self.model_load_requested)
+        dialog.open()
+        return dialog
 
     def set_recent_models(self, paths: list[str]) -> None:
         self.recent_menu.clear()

@@ -1,0 +1,82 @@
+"""The versions the About dialog shows, gathered without Qt (the dialog adds Qt's own)."""
+
+from __future__ import annotations
+
+import platform
+import sqlite3
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from inference import backend_info
+
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class AboutInfo:
+    chorus: str
+    llama_cpp_python: str
+    llama_cpp: str  # libllama's version
+    llama_system_info: str  # backends and CPU features of the build
+    gpu_offload: bool
+    pyside6: str
+    sqlite: str
+    python: str
+    data_dir: Path
+    frozen: bool  # running from the PyInstaller bundle
+
+    def rows(self, qt_version: str | None = None) -> list[tuple[str, str]]:
+        """(label, value) pairs in the order a person reads them. Qt's runtime version
+        comes from Qt itself, so the (Qt) caller passes it in."""
+        qt = f"{qt_version} (PySide6 {self.pyside6})" if qt_version else f"PySide6 {self.pyside6}"
+        return [
+            ("Chorus", self.chorus + (" (bundle)" if self.frozen else "")),
+            ("llama.cpp", f"{self.llama_cpp} via llama-cpp-python {self.llama_cpp_python}"),
+            ("GPU offload", "yes" if self.gpu_offload else "no (CPU only)"),
+            ("llama.cpp build", self.llama_system_info),
+            ("Qt", qt),
+            ("SQLite", self.sqlite),
+            ("Python", self.python),
+            ("Data folder", str(self.data_dir)),
+        ]
+
+
+def chorus_version() -> str:
+    """From the installed package's metadata; a source checkout that was never installed
+    reads pyproject.toml instead."""
+    try:
+        return metadata.version("chorus")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+
+        return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
+    except (OSError, KeyError, ImportError, ValueError):
+        return "unknown"
+
+
+def _distribution_version(*names: str) -> str:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def gather_about(data_dir: Path) -> AboutInfo:
+    return AboutInfo(
+        chorus=chorus_version(),
+        llama_cpp_python=backend_info.llama_cpp_python_version(),
+        llama_cpp=backend_info.llama_cpp_version(),
+        llama_system_info=backend_info.system_info(),
+        gpu_offload=backend_info.gpu_offload_supported(),
+        pyside6=_distribution_version("PySide6-Essentials", "PySide6"),
+        sqlite=sqlite3.sqlite_version,
+        python=f"{platform.python_version()} ({platform.python_implementation()})",
+        data_dir=Path(data_dir),
+        frozen=bool(getattr(sys, "frozen", False)),
+    )
