@@ -461,7 +461,7 @@ class ChatController(QObject):
             reply = self.repo.start_reply(conv_id, parent_id=parent, model=self._model_label(path.conversation))
             return self.repo.active_path(conv_id), reply
 
-        return self.in_storage(work, lambda result: result and self.start_stream(tab, *result))
+        return self.in_storage(work, lambda result: self.start_stream(tab, *result) if result else tab.set_busy(False))
 
     def edit_and_resend(self, tab: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""

@@ -219,6 +219,9 @@ class CompareController:
     def _wire(self, view: CompareView) -> None:
         view.send_requested.connect(lambda text, v=view: self.send(v, text))
         view.stop_requested.connect(lambda v=view: self.stop(v))
+        view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
+        view.branch_requested.connect(
+            lambda conv_id, message_id, step, v=view: self.chats.switch_branch(v.pane_for(conv_id), message_id, step))
         view.add_pane_requested.connect(lambda v=view: self.add_pane(v))
         view.remove_pane_requested.connect(lambda conv_id, v=view: self.remove_pane(v, conv_id))
         view.source_chosen.connect(lambda conv_id, key, v=view: self.set_source_key(v, conv_id, key))
@@ -348,6 +351,14 @@ class CompareController:
             self.chats.refresh_conversations()
 
         return self.chats.in_storage(work, start)
+
+    def regenerate(self, view: CompareView) -> list:
+        """A new answer to the last message in every pane, on each pane's model."""
+        started = []
+        for pane in view.panes():
+            pane.set_result("")
+            started.append(self.chats.regenerate(pane))
+        return started
 
     def stop(self, view: CompareView) -> None:
         for pane in view.panes():

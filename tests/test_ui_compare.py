@@ -131,17 +131,22 @@ def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
     view.blind_box.setChecked(True)
     names = [p.name_label.text() for p in view.panes()]
     assert names == ["Model A", "Model B", "Model C"]
-    assert not any(p.source_box.isVisible() for p in view.panes())
+    assert not any(p.source_box.isVisible() or p.stats_label.isVisible() for p in view.panes())
     assert all(p.pick_button.isVisible() for p in view.panes())
     send(view, "Name a colour.")
     wait_done(app, view)
+    assert not any(p.view.delegate.show_meta for p in view.panes())  # no speeds to tell them apart
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert app.window.grab().save(str(SCREENSHOTS / "compare-blind.png"))
     dialog = app.controller.compare.show_differences(view, modal=False)
     assert dialog.left.itemText(0) == "Model A"  # no model names in the diff either
     dialog.close()
     chosen = view.panes()[1]
     chosen.pick_button.click()
     assert chosen.name_label.text() == "★ B"
-    assert all(p.source_box.isVisible() and not p.pick_button.isVisible() for p in view.panes())
+    assert all(p.source_box.isVisible() and p.stats_label.isVisible() and not p.pick_button.isVisible()
+               for p in view.panes())
+    assert all(p.view.delegate.show_meta for p in view.panes())
     order = [p.conversation_id for p in view.panes()]
     app.qtbot.waitUntil(lambda: app.controller.catalog.get_comparison(comparison_id).settings.get("favourite")
                         == chosen.conversation_id, timeout=5_000)
@@ -220,6 +225,25 @@ def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_en
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_regenerate_all_branches_every_pane_and_the_arrows_go_back(app):
+    app.controller.sampling = SamplingParams(temperature=1.0, max_tokens=12, ignore_eos=True)
+    view = open_comparison(app)
+    assert not view.regenerate_button.isEnabled()  # nothing to regenerate yet
+    send(view, "Name an animal.")
+    wait_done(app, view)
+    first = [last(p).text for p in view.panes()]
+    view.regenerate_button.click()
+    app.qtbot.waitUntil(lambda: all(last(p).branch == (2, 2) for p in view.panes()), timeout=10_000)
+    wait_done(app, view)
+    for pane in view.panes():
+        assert last(pane).status == "complete" and "12 tokens" in pane.stats_label.text()
+    pane = view.panes()[0]
+    pane.branch_requested.emit(last(pane).message_id, -1)
+    app.qtbot.waitUntil(lambda: last(pane).branch == (1, 2), timeout=10_000)
+    assert last(pane).text == first[0]
+    assert last(view.panes()[1]).branch == (2, 2)  # the other pane stays where it was
 
 
 def test_panes_add_and_remove_within_two_to_four(app):

@@ -38,6 +38,7 @@ class ComparePane(QFrame):
     continue_requested = Signal(int)
     favourite_picked = Signal(int)
     remove_requested = Signal(int)
+    branch_requested = Signal(int, int)  # message id, step: the ‹ › arrows on a message
     busy_changed = Signal()
 
     def __init__(self, conversation_id: int, title: str, parent=None) -> None:
@@ -63,6 +64,7 @@ class ComparePane(QFrame):
         self.remove_button.setText("✕")
         self.remove_button.setToolTip("Remove this pane")
         self.view = MessageList(self.model)
+        self.view.delegate.branch_clicked.connect(self.branch_requested)
         self.state_label = QLabel("ready")
         self.state_label.setObjectName("tabState")
         self.stats_label = QLabel("")
@@ -139,6 +141,15 @@ class ComparePane(QFrame):
     def set_state(self, text: str) -> None:
         self.state_label.setText(text)
 
+    def set_blinded(self, blinded: bool) -> None:
+        """Blind mode hides what could tell the models apart besides their words: speed,
+        timings and cached tokens."""
+        for widget in (self.source_box, self.preset_box, self.settings_button, self.state_label, self.stats_label):
+            widget.setVisible(not blinded)
+        self.pick_button.setVisible(blinded)
+        self.view.delegate.show_meta = not blinded
+        self.view.viewport().update()
+
     def set_busy(self, busy: bool) -> None:
         self.busy = busy
         self.continue_button.setEnabled(not busy and self.model.rowCount() > 0)
@@ -159,6 +170,7 @@ class ComparePane(QFrame):
 class CompareView(QWidget):
     send_requested = Signal(str)
     stop_requested = Signal()
+    regenerate_requested = Signal()
     add_pane_requested = Signal()
     blind_toggled = Signal(bool)
     diff_requested = Signal()
@@ -171,6 +183,7 @@ class CompareView(QWidget):
     continue_requested = Signal(int)
     favourite_picked = Signal(int)
     remove_pane_requested = Signal(int)
+    branch_requested = Signal(int, int, int)  # conversation id, message id, step
     all_done = Signal()  # the last pane still writing has finished
 
     conversation_id = None  # not one conversation: the main window tells tabs apart by this
@@ -197,6 +210,8 @@ class CompareView(QWidget):
         self.composer.setFixedHeight(80)
         self.send_button = QPushButton("Send to all")
         self.stop_button = QPushButton("Stop")
+        self.regenerate_button = QPushButton("Regenerate all")
+        self.regenerate_button.setToolTip("A new answer in every pane (the old ones stay, ‹ › on the message)")
         self._layout()
         self.add_button.clicked.connect(self.add_pane_requested)
         self.blind_box.toggled.connect(self.blind_toggled)
@@ -204,6 +219,7 @@ class CompareView(QWidget):
         self.composer.submitted.connect(self.send_requested)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
+        self.regenerate_button.clicked.connect(self.regenerate_requested)
         self._update_buttons()
 
     def _layout(self) -> None:
@@ -215,6 +231,7 @@ class CompareView(QWidget):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.regenerate_button)
         bottom = QHBoxLayout()
         bottom.addWidget(self.composer, 1)
         bottom.addLayout(buttons)
@@ -234,6 +251,7 @@ class CompareView(QWidget):
             (pane.settings_requested, self.settings_requested), (pane.continue_requested, self.continue_requested),
             (pane.favourite_picked, self.favourite_picked), (pane.remove_requested, self.remove_pane_requested),
             (pane.busy_changed, self._update_buttons),
+            (pane.branch_requested, lambda message_id, step, p=pane: self.branch_requested.emit(p.conversation_id, message_id, step)),
         )
         for signal, slot in forwards:
             signal.connect(slot)
@@ -288,9 +306,7 @@ class CompareView(QWidget):
             letter = LETTERS[i] if i < len(LETTERS) else "?"
             star = "★ " if pane.conversation_id == self.favourite else ""
             pane.set_name(star + (f"Model {letter}" if hidden else letter))
-            for widget in (pane.source_box, pane.preset_box, pane.settings_button):
-                widget.setVisible(not hidden)
-            pane.pick_button.setVisible(hidden)
+            pane.set_blinded(hidden)
 
     # ----- composer ----------------------------------------------------------------
 
@@ -316,6 +332,7 @@ class CompareView(QWidget):
         self._was_busy = busy
         self.send_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
+        self.regenerate_button.setEnabled(not busy and any(p.model.rowCount() for p in self._panes))
         self.add_button.setEnabled(len(self._panes) < MAX_PANES and not busy)
         for pane in self._panes:
             pane.remove_button.setEnabled(len(self._panes) > MIN_PANES and not busy)

@@ -47,6 +47,7 @@ class MessageDelegate(QStyledItemDelegate):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self.show_meta = True  # speeds and timings; blind comparisons hide them
         self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
         # Row heights outlive the documents: the list view asks every row's size again
         # when one row grows, and that must not rebuild the history's documents.
@@ -117,7 +118,8 @@ class MessageDelegate(QStyledItemDelegate):
         small = QFont(font)
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
-        details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), view.meta) if d)
+        meta = view.meta if self.show_meta else ""
+        details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), meta) if d)
         # In a narrow column (a compare pane) the details give way to the role's name.
         bold = QFont(font)
         bold.setBold(True)
