@@ -21,7 +21,10 @@ from typing import Callable
 from PySide6.QtCore import QByteArray, QObject, Qt, Signal
 
 from app.compare_controller import CompareController
+from app.app_server import AppServer, ServerError
+from app.engine_gateway import EngineGateway
 from app.engine_host import EngineClient, EngineState
+from app.openai_server import ServerConfig
 from app.model_sources import ModelSource, source_of
 from app.model_probe import ModelProbe
 from app.perf_monitor import PerfMonitor
@@ -79,6 +82,9 @@ class ChatController(QObject):
         self.storage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
         self.metrics: MetricsSnapshot | None = None
         self.streams = StreamPresenter(window, self.storage, on_frame=self._show_engine_metrics)
+        # Deltas of the main engine: HTTP clients' go to their handles, the rest to the tabs.
+        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.streams.on_delta)
+        self.server = AppServer(self.gateway)
         self.monitor = PerfMonitor(
             self.engines_metrics,
             lambda m, hw: self.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -100,6 +106,8 @@ class ChatController(QObject):
         window.model_load_requested.connect(lambda path, layers: self.load_model(path, None if layers < 0 else layers))
         window.model_probe = ModelProbe(lambda: self._local_settings)
         window.presets_requested.connect(self.edit_presets)
+        window.server_start_requested.connect(self.start_server)
+        window.server_stop_requested.connect(self.stop_server)
         window.remote_requested.connect(
             lambda url, model, key: self.connect_remote(RemoteEndpoint(url, model, key or None))
         )
@@ -109,7 +117,7 @@ class ChatController(QObject):
         # The client calls these on its reader thread.
         return EngineClient(
             settings,
-            on_delta=self.streams.on_delta,
+            on_delta=self.gateway.on_delta,
             on_metrics=self._on_metrics,
             on_state=self._post_state,
             on_progress=lambda fraction: self.gui.post(lambda: self.window.set_load_progress(fraction)),
@@ -149,7 +157,7 @@ class ChatController(QObject):
         self.window.set_engine_status(f"connecting to {endpoint.base_url}…")
 
         def switch() -> None:
-            remote = RemoteEngine(endpoint, self.streams.on_delta, self._post_state)
+            remote = RemoteEngine(endpoint, self.gateway.on_delta, self._post_state)
             try:
                 remote.start()
             except RemoteError as exc:
@@ -228,6 +236,7 @@ class ChatController(QObject):
                 self.engine.restart(wait=True, settings=wanted)
                 self.model_name = wanted.model_path.name
                 self._local_settings = wanted
+                self.server.rename_model(wanted.model_path.stem)
                 recent = self._remember_model(str(wanted.model_path))
                 self.gui.post(lambda: self.window.set_recent_models(recent))
             except Exception as exc:
@@ -246,7 +255,30 @@ class ChatController(QObject):
         self.catalog.set_setting(RECENT_MODELS_SETTING, recent)
         return recent
 
+    # ----- the OpenAI-compatible server (off by default) --------------------------------------
+
+    def start_server(self, host: str, port: int, api_key: str = "") -> str | None:
+        """Serve the main engine over HTTP; its requests join the tabs' batch."""
+        if not isinstance(self.engine, EngineClient):
+            self.window.show_error("Cannot serve", "Serving needs a local model (this window uses a remote server).")
+            self.window.set_server_url(None)
+            return None
+        config = ServerConfig(host, port, api_key or None, Path(self.model_name).stem)
+        try:
+            url = self.server.start(config)
+        except ServerError as exc:
+            self.window.show_error("Cannot serve", str(exc))
+            self.window.set_server_url(None)
+            return None
+        self.window.set_server_url(url)
+        return url
+
+    def stop_server(self) -> None:
+        self.server.stop()
+        self.window.set_server_url(None)
+
     def shutdown(self) -> None:
+        self.server.stop()
         self.save_window()
         self.streams.stop()
         self.monitor.stop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.engine import Engine
-from inference.errors import RequestError
+from inference.errors import EngineError, RequestError
 from inference.metrics import MetricsSnapshot
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
             model = {"id": self.server.config.model_id, "object": "model", "created": 0, "owned_by": "chorus"}
             self._json(200, {"object": "list", "data": [model]})
         elif self.path == "/metrics":
-            self._text(200, prometheus(self.server.engine.metrics(fresh=True)), "text/plain; version=0.0.4")
+            try:
+                snapshot = self.server.engine.metrics(fresh=True)
+            except EngineError as exc:  # e.g. the app's engine is still loading
+                self._error(503, str(exc), "server_error")
+                return
+            self._text(200, prometheus(snapshot), "text/plain; version=0.0.4")
         else:
             self._error(404, f"no route for GET {self.path}")
 
@@ -245,7 +251,34 @@ class ChorusHTTPServer(ThreadingHTTPServer):
     def __init__(self, engine: Engine, config: ServerConfig) -> None:
         self.engine = engine
         self.config = config
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
         super().__init__((config.host, config.port), _Handler)
+
+    # Open connections are tracked so that stopping the server also ends kept-alive ones:
+    # closing the listening socket alone leaves their threads serving.
+    def get_request(self):
+        sock, address = super().get_request()
+        with self._connections_lock:
+            self._connections.add(sock)
+        return sock, address
+
+    def shutdown_request(self, request) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close(self) -> None:
+        """Stop listening and end every open connection."""
+        self.shutdown()
+        self.server_close()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for sock in connections:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its client
 
     @property
     def url(self) -> str:

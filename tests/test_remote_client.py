@@ -14,9 +14,21 @@ from inference import ChatRequest, FinishReason, SamplingParams
 KEY = "sekrit-key-123"
 
 
+@pytest.fixture(scope="module")
+def engine(model_path):
+    """An engine of this module's own: the greedy answers compared below must not depend
+    on what earlier tests left in a shared cache (see README, Reproducible mode)."""
+    from inference.engine import Engine
+    from inference.params import LoadSettings
+
+    started = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8, reproducible=True))
+    yield started
+    started.shutdown()
+
+
 @pytest.fixture
-def server(shared_engine):
-    srv = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2"))
+def server(engine):
+    srv = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2"))
     srv.serve_in_thread()
     yield srv
     srv.shutdown()

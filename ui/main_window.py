@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
+    QDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -31,6 +32,7 @@ from ui.compare_view import ComparePane, CompareView
 from ui.model_dialog import ModelDialog
 from ui.perf_panel import PerfPanel
 from ui.remote_dialog import ask_remote_endpoint
+from ui.server_dialog import ServerDialog
 
 WRITING_BADGE = "● "
 COMPARE_MARK = "⚖ "
@@ -79,6 +81,8 @@ class MainWindow(QMainWindow):
     presets_requested = Signal()  # open the preset editor
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
     new_comparison_requested = Signal()
+    server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
+    server_stop_requested = Signal()
     open_comparison_requested = Signal(int)
     comparison_closed = Signal(int)
     rename_comparison_requested = Signal(int, str)
@@ -116,6 +120,10 @@ class MainWindow(QMainWindow):
         self.load_progress.hide()
         self.statusBar().addPermanentWidget(self.load_progress)
         self.statusBar().addPermanentWidget(self.engine_label)
+        self.server_label = QLabel("")
+        self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
+        self.server_label.hide()
+        self.statusBar().addPermanentWidget(self.server_label)
         self.perf_panel = PerfPanel(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
         self.perf_panel.hide()
@@ -187,6 +195,10 @@ class MainWindow(QMainWindow):
         panel.setText("Performance panel")
         panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
         view_menu.addAction(panel)
+        self.serve_action = QAction("Serve over HTTP (OpenAI API)…", self)
+        self.serve_action.setCheckable(True)  # off by default, every start
+        self.serve_action.toggled.connect(self._serve_toggled)
+        file_menu.addAction(self.serve_action)
         remote = QAction("Connect to a server…", self)
         remote.triggered.connect(_ignoring_result(self._ask_remote))
         file_menu.addAction(remote)
@@ -419,6 +431,27 @@ class MainWindow(QMainWindow):
         answer = ask_remote_endpoint(self)
         if answer is not None:
             self.remote_requested.emit(*answer)
+
+    def _serve_toggled(self, on: bool) -> None:
+        if not on:
+            self.server_stop_requested.emit()
+            return
+        dialog = ServerDialog(self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.server_start_requested.emit(*dialog.values())
+        else:
+            self.set_server_url(None)
+
+    def set_server_url(self, url: str | None) -> None:
+        """The server's address in the status bar, or nothing when it is off."""
+        self.serve_action.blockSignals(True)
+        self.serve_action.setChecked(url is not None)
+        self.serve_action.blockSignals(False)
+        self.server_label.setText(f"API: {url}" if url else "")
+        self.server_label.setVisible(url is not None)
+
+    def show_error(self, title: str, message: str) -> None:
+        QMessageBox.warning(self, title, message)
 
     def show_model_error(self, message: str) -> None:
         QMessageBox.warning(self, "Could not load the model", message)

@@ -1,0 +1,68 @@
+"""The app's engine, as the OpenAI-compatible server sees an engine.
+
+In the app the engine lives in its own process and its deltas arrive on one reader thread.
+The gateway gives the server what `inference.engine.Engine` gives it (submit returning a
+handle to iterate or wait on, cancel, metrics) and routes each delta either to a server
+request's handle or to the app's tabs. So HTTP requests are requests of the same engine
+as the tabs: they share one batch. No Qt here.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import replace
+from typing import Callable
+
+from inference.engine import RequestHandle
+from inference.errors import EngineError
+from inference.metrics import MetricsSnapshot
+from inference.outputs import Delta
+from inference.params import ChatRequest
+
+
+class EngineGateway:
+    def __init__(self, engine: Callable[[], object], metrics: Callable[[], MetricsSnapshot | None],
+                 to_app: Callable[[Delta], None]) -> None:
+        self._engine = engine  # the app's current engine (it changes when a model is loaded)
+        self._metrics = metrics
+        self._to_app = to_app
+        self._handles: dict[str, RequestHandle] = {}
+        self._lock = threading.Lock()
+
+    def on_delta(self, delta: Delta) -> None:
+        """Every delta of the engine comes through here (on its reader thread)."""
+        with self._lock:
+            handle = self._handles.get(delta.request_id)
+            if handle is not None and delta.finished:
+                del self._handles[delta.request_id]
+        if handle is None:
+            self._to_app(delta)
+        else:
+            handle._deliver(delta)
+
+    def submit(self, chat: ChatRequest) -> RequestHandle:
+        request_id = chat.request_id or f"http-{uuid.uuid4().hex[:10]}"
+        handle = RequestHandle(request_id, self, None)
+        with self._lock:
+            self._handles[request_id] = handle
+        try:
+            self._engine().submit(replace(chat, request_id=request_id))
+        except Exception:
+            with self._lock:
+                self._handles.pop(request_id, None)
+            raise
+        return handle
+
+    def cancel(self, request_id: str) -> None:
+        self._engine().cancel(request_id)
+
+    def metrics(self, fresh: bool = False) -> MetricsSnapshot:
+        snapshot = self._metrics()
+        if snapshot is None:
+            raise EngineError("the engine has published no metrics yet")
+        return snapshot
+
+    def open_requests(self) -> int:
+        with self._lock:
+            return len(self._handles)

@@ -1,0 +1,67 @@
+"""The app's own server switch: HTTP clients use the app's engine process and share the
+batch with the tabs; off by default, 401 without the key, refused once switched off."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference import SamplingParams
+from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
+
+openai = pytest.importorskip("openai")
+
+
+def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
+    assert not app.window.serve_action.isChecked() and not app.controller.server.running
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
+    url = app.controller.start_server("127.0.0.1", 0, "sekrit")
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+    assert app.window.serve_action.isChecked() and app.window.server_label.text() == f"API: {url}"
+    tab = app.new_tab()
+    app.send(tab, "Describe a river in detail.")
+    app.wait_streaming(tab)
+    before = app.controller.metrics.max_step_seqs
+    client = openai.OpenAI(base_url=url, api_key="sekrit", max_retries=0)
+    stream = client.chat.completions.create(
+        model="whatever", messages=[{"role": "user", "content": "Name three birds."}],
+        max_tokens=40, temperature=0, stream=True)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text.strip()
+    assert app.controller.gateway.open_requests() == 0
+    app.wait_done(tab)
+    assert before == 1 and app.controller.metrics.max_step_seqs >= 2  # the HTTP request joined the tab's steps
+    assert app.last(tab).status == "complete" and text not in app.last(tab).text
+    assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
+    plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
+    assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
+    app.controller.stop_server()
+    assert not app.window.serve_action.isChecked() and not app.window.server_label.isVisible()
+    with pytest.raises(openai.APIConnectionError):
+        client.models.list()
+
+
+def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkeypatch):
+    import socket
+
+    shown = []
+    monkeypatch.setattr(app.window, "show_error", lambda title, message: shown.append(message))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert app.controller.start_server("127.0.0.1", port) is None
+    assert shown and f"cannot listen on 127.0.0.1:{port}" in shown[0]
+    assert not app.window.serve_action.isChecked() and not app.controller.server.running
+
+
+def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
+    from ui.server_dialog import ServerDialog
+
+    dialog = ServerDialog(port=9000)
+    qtbot.addWidget(dialog)
+    dialog.key.setText(" k ")
+    assert dialog.values() == ("127.0.0.1", 9000, "k")
+    dialog.network.setChecked(True)
+    assert dialog.values()[0] == "0.0.0.0"
