@@ -99,6 +99,10 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     assert max((v for v in panel.series("decode tok/s", engine=gemma_path.name) if v == v), default=0) > 0
     assert f"{gemma_path.name}:" in panel.summary.text()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    panel.engine_box.setCurrentText(gemma_path.name)
+    app.qtbot.wait(400)
+    assert panel.engine() == gemma_path.name
+    assert app.window.grab().save(str(SCREENSHOTS / "performance-two-engines.png"))
     app.window.perf_panel.hide()
     app.qtbot.wait(100)
     assert app.window.grab().save(str(SCREENSHOTS / "compare-two-models.png"))
