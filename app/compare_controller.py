@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,7 @@ class CompareController:
         self.engine_metrics: dict[str, MetricsSnapshot] = {}
         self._held: dict[int, ModelSource] = {}  # conversation -> the pool engine it holds
         self._lock = threading.Lock()
+        self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
         self.pool = EnginePool(self._make_engine, chats.streams.on_delta, self._on_pool_state)
         w = self.window
         for signal, slot in (
@@ -407,17 +409,27 @@ class CompareController:
             out.append((short, short if view.hidden() else f"{short}: {pane.source_label}", last))
         return out
 
-    def _show_agreement(self, view: CompareView) -> None:
-        """How much each pane's last answer agrees with the first pane's, word by word."""
+    def _show_agreement(self, view: CompareView) -> asyncio.Future | None:
+        """How much each pane's last answer agrees with the first pane's, word by word;
+        worked out off the GUI thread (long answers take tens of milliseconds)."""
         answers = self.answers(view)
         if len(answers) < 2 or not all(text for _, _, text in answers):
             view.set_agreement("")
-            return
-        (first, _, reference), rest = answers[0], answers[1:]
-        view.set_agreement(" · ".join(
-            f"{short} vs {first}: {100 * diff_words(reference, text).similarity:.0f}% of words agree"
-            for short, _, text in rest
-        ))
+            return None
+
+        def work() -> str:
+            (first, _, reference), rest = answers[0], answers[1:]
+            return " · ".join(
+                f"{short} vs {first}: {100 * diff_words(reference, text).similarity:.0f}% of words agree"
+                for short, _, text in rest
+            )
+
+        async def run() -> None:
+            text = await asyncio.get_running_loop().run_in_executor(self._work, work)
+            if self.window.compare_for(view.comparison_id) is view:  # still open
+                view.set_agreement(text)
+
+        return asyncio.ensure_future(run())
 
     def show_differences(self, view: CompareView, modal: bool = True) -> DiffDialog:
         def diff(old: str, new: str):
@@ -482,6 +494,7 @@ class CompareController:
         return [v.comparison_id for v in self.window.open_comparisons()]
 
     def shutdown(self) -> None:
+        self._work.shutdown(wait=True)
         self.pool.shutdown()
 
 
