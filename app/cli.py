@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     ubench.add_argument("--tabs", type=int, default=16)
     ubench.add_argument("--max-tokens", type=int, default=128)
     ubench.add_argument("--panel", action="store_true", help="with the performance panel open")
+    ubench.add_argument("--compare", action="store_true", help="4 of the tabs are panes of a compare view on screen")
     ubench.add_argument("--json", action="store_true")
 
     serve = sub.add_parser("serve", help="OpenAI-compatible server on the engine")

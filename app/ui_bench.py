@@ -1,5 +1,6 @@
 """`chorus bench-ui --tabs N`: the real window (offscreen) with N tabs streaming at once on
-the engine process, while a 5 ms timer probes how long the GUI event loop stalls."""
+the engine process, while a 5 ms timer probes how long the GUI event loop stalls. With
+--compare, 4 of them are the panes of a compare view on screen (all drawing each frame)."""
 
 from __future__ import annotations
 
@@ -43,11 +44,18 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         controller.start()
         loop = QEventLoop()
         _run_until(loop, lambda: controller.engine.state.status == "ready", 120)
+        panes = min(4, args.tabs) if args.compare else 0
         tabs = []
-        for i in range(args.tabs):
+        for i in range(args.tabs - panes):
             controller.new_chat()
             _run_until(loop, lambda: window.tabs.count() == i + 1, 30)
             tabs.append(window.tabs.widget(i))
+        view = None
+        if panes:
+            controller.compare.new_comparison(panes=panes)
+            _run_until(loop, lambda: window.open_comparisons() and len(window.open_comparisons()[0].panes()) == panes, 30)
+            view = window.open_comparisons()[0]
+            window.tabs.setCurrentWidget(view)
         gaps: list[float] = []
         last = [time.perf_counter()]
 
@@ -64,8 +72,12 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         for i, tab in enumerate(tabs):
             tab.composer.setPlainText(f"Write a short story about a lighthouse keeper, part {i + 1}.")
             tab.send_button.click()
+        if view is not None:
+            view.composer.setPlainText("Write a short story about a lighthouse keeper.")
+            view.send_button.click()
+        writers = tabs + (view.panes() if view is not None else [])
         done = lambda: all(  # noqa: E731
-            t.model.rowCount() >= 2 and t.model.view(t.model.rowCount() - 1).status == "complete" for t in tabs
+            t.model.rowCount() >= 2 and t.model.view(t.model.rowCount() - 1).status == "complete" for t in writers
         )
         _run_until(loop, done, 1800)
         wall = time.perf_counter() - started
@@ -78,6 +90,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     result = {
         "tabs": args.tabs,
         "panel": args.panel,
+        "compare_panes": panes,
         "max_tokens": args.max_tokens,
         "probes": len(stalls),
         "stall_p50_ms": statistics.median(stalls),
