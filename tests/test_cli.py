@@ -135,6 +135,24 @@ def test_bench_ui_reports_event_loop_stalls(data_dir):
     assert 0 <= report["stall_p50_ms"] <= report["stall_p99_ms"] <= report["stall_max_ms"]
 
 
+def test_bench_ui_with_a_compare_view(data_dir):
+    out = chorus(data_dir, "bench-ui", "--tabs", "5", "--compare", "--max-tokens", "8", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["compare_panes"] == 4 and report["max_batch_seqs"] == 5
+
+
+def test_bench_engines_runs_two_models_both_ways(data_dir, gemma_path):
+    (data_dir / "models" / gemma_path.name).symlink_to(gemma_path)
+    out = chorus(data_dir, "bench-engines", "--threads", "2", "--max-tokens", "8", "--json")
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(out.stdout)
+    assert [r["threads"] for r in runs] == [2, 1]
+    for run in runs:
+        assert set(run["tok_s"]) == {"SmolLM2-135M-Instruct.Q4_1.gguf", gemma_path.name}
+        assert all(rate > 0 for rate in run["tok_s"].values())
+
+
 def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
     env_extra = {"QT_QPA_PLATFORM": "offscreen"}
     env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir), **env_extra}
