@@ -24,6 +24,7 @@ from app.compare_controller import CompareController
 from app.app_server import AppServer, ServerError
 from app.engine_gateway import EngineGateway
 from app.engine_host import EngineClient, EngineState
+from app.engine_router import EngineRouter
 from app.openai_server import ServerConfig
 from app.model_sources import ModelSource, source_of
 from app.model_probe import ModelProbe
@@ -94,6 +95,10 @@ class ChatController(QObject):
         self.engine = self._local_engine(settings)
         if models_dir is None:
             models_dir = Path(repo.db.path).parent / "models"
+        self.engines = EngineRouter(
+            lambda: self.engine, lambda: self._local_settings, self.streams.on_delta,
+            lambda source, state: self.compare.on_engine_state(source, state),
+        )
         self.compare = CompareController(self, models_dir)
         window.new_chat_requested.connect(self.new_chat)
         window.open_requested.connect(self.open_conversation)
@@ -135,7 +140,7 @@ class ChatController(QObject):
 
     def engines_metrics(self) -> dict[str, MetricsSnapshot | None]:
         """The latest snapshot of every loaded engine, the main one first."""
-        return {self.model_name: self.metrics, **self.compare.metrics()}
+        return {self.model_name: self.metrics, **self.engines.metrics()}
 
     def _engine_for(self, conversation: ConversationRecord):
         """A conversation on a model of its own (a compare pane, or a chat continued from
@@ -143,7 +148,7 @@ class ChatController(QObject):
         source = source_of(conversation.model_ref)
         if source is None or source.key == self.main_source().key:
             return self.engine
-        return self.compare.engine_for(conversation.id, source)
+        return self.engines.engine_for(conversation.id, source)
 
     def _model_label(self, conversation: ConversationRecord) -> str:
         source = source_of(conversation.model_ref)
@@ -166,7 +171,7 @@ class ChatController(QObject):
                 return
             old, self.engine = self.engine, remote
             self.model_name = endpoint.model
-            self.compare.remote_keys[remote.endpoint.base_url.rstrip("/")] = endpoint.api_key or ""
+            self.engines.remote_keys[remote.endpoint.base_url.rstrip("/")] = endpoint.api_key or ""
             self.metrics = None
             old.shutdown()
 
@@ -283,6 +288,7 @@ class ChatController(QObject):
         self.streams.stop()
         self.monitor.stop()
         self.compare.shutdown()
+        self.engines.shutdown()
         self.engine.shutdown()
         self.storage.shutdown(wait=True)
 

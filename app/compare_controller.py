@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import model_catalog
 from app.comparison_state import ComparisonState
-from app.engine_host import EngineClient, EngineState
-from app.engine_pool import EnginePool, PooledEngine
-from app.model_sources import LOCAL, REMOTE, ModelSource, unique_sources
-from app.remote_client import RemoteEndpoint, RemoteEngine
+from app.engine_host import EngineState
+from app.model_sources import ModelSource, unique_sources
 from app.word_diff import diff_words
-from inference.metrics import MetricsSnapshot
 from storage import MessageStatus
 from ui.compare_view import MIN_PANES, ComparePane, CompareView
 from ui.diff_dialog import DiffDialog
@@ -45,88 +40,24 @@ class CompareController:
         self.repo = chats.repo
         self.catalog = chats.catalog
         self.models_dir = models_dir
-        self.cpu_threads = chats.local_settings.threads()  # what one engine alone gets
         self.states: dict[int, ComparisonState] = {}  # open comparisons
-        self.remote_keys: dict[str, str] = {}  # base URL -> API key, for this session only
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
         self.known_sources: dict[str, ModelSource] = {}  # every source a pane offers, by key
-        self.engine_metrics: dict[str, MetricsSnapshot] = {}
-        self._held: dict[int, ModelSource] = {}  # conversation -> the pool engine it holds
-        self._lock = threading.Lock()
+        self.engines = chats.engines
         self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
-        self.pool = EnginePool(self._make_engine, chats.streams.on_delta, self._on_pool_state)
         w = self.window
         for signal, slot in (
             (w.new_comparison_requested, lambda: self.new_comparison()),
             (w.open_comparison_requested, self.open_comparison), (w.comparison_closed, self._closed),
             (w.rename_comparison_requested, self.rename), (w.delete_comparison_requested, self.delete),
-            (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.release_conversation),
+            (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.engines.release),
         ):
             signal.connect(slot)
 
     # ----- engines -------------------------------------------------------------------
 
-    def engine_for(self, conversation_id: int, source: ModelSource) -> PooledEngine:
-        """The pool engine of a conversation on another model than the main one; held until
-        its tab or pane closes, or it changes model."""
-        with self._lock:
-            held = self._held.get(conversation_id)
-        if held is not None and held.key == source.key:
-            engine = self.pool.get(source)
-            if engine is not None and engine.status != "failed":
-                return engine
-        self.release_conversation(conversation_id)
-        engine = self.pool.acquire(source)
-        with self._lock:
-            self._held[conversation_id] = source
-        self._share_cpu()
-        return engine
-
-    def release_conversation(self, conversation_id: int) -> None:
-        with self._lock:
-            source = self._held.pop(conversation_id, None)
-        if source is not None:
-            self.pool.release(source)
-            if self.pool.get(source) is None:
-                with self._lock:
-                    self.engine_metrics.pop(source.label, None)
-                self._share_cpu()
-
-    def _local_engines(self) -> list:
-        main = [self.chats.engine] if isinstance(self.chats.engine, EngineClient) else []
-        return main + [p.engine for p in self.pool.engines() if p.source.kind == LOCAL]
-
-    def _cpu_share(self, engines: int) -> int:
-        return max(1, self.cpu_threads // max(1, engines))
-
-    def _share_cpu(self) -> None:
-        """Engines running at once split the CPU's cores between them. llama.cpp's threads
-        spin while they wait for each other, so more threads than cores makes every engine
-        crawl: two engines with 2 threads each on 2 cores decoded 1.5 tok/s each; with 1
-        thread each, 32 and 25 tok/s."""
-        engines = self._local_engines()
-        share = self._cpu_share(len(engines))
-        for engine in engines:
-            if engine.settings.n_threads != share:
-                engine.set_threads(share)
-
-    def _make_engine(self, source: ModelSource, on_state):
-        on_delta = self.chats.streams.on_delta
-        if source.kind == REMOTE:
-            endpoint = RemoteEndpoint(source.base_url, source.model, self.remote_keys.get(source.base_url))
-            return RemoteEngine(endpoint, on_delta, on_state)
-        share = self._cpu_share(len(self._local_engines()) + 1)
-        settings = dataclass_replace(self.chats.local_settings, model_path=Path(source.path),
-                                     n_threads=share, n_threads_batch=share)
-
-        def metrics(snapshot: MetricsSnapshot, label=source.label) -> None:
-            with self._lock:
-                self.engine_metrics[label] = snapshot
-
-        return EngineClient(settings, on_delta=on_delta, on_metrics=metrics, on_state=on_state)
-
-    def _on_pool_state(self, source: ModelSource, state: EngineState) -> None:
-        # The engine's thread: hop to the GUI, where the panes on that model say it.
+    def on_engine_state(self, source: ModelSource, state: EngineState) -> None:
+        """A pool engine's state (on its thread): the panes on that model say it."""
         text = {"starting": f"loading {source.label}…", "ready": f"{source.label} ready",
                 "failed": f"{source.label} failed: {state.error}"}.get(state.status)
         if text is not None:
@@ -215,7 +146,7 @@ class CompareController:
         if last is not None and last.role == "assistant":
             pane.set_result(_stored_result(last))
         if source.key != self.chats.main_source().key:
-            self.engine_for(conv_id, source)  # load it now, not on the first send
+            self.engines.engine_for(conv_id, source)  # load it now, not on the first send
         return pane
 
     def _wire(self, view: CompareView) -> None:
@@ -261,7 +192,7 @@ class CompareController:
     def remove_pane(self, view: CompareView, conv_id: int) -> asyncio.Task:
         """The pane's conversation is deleted like a chat (restorable for a day)."""
         state = self.states[view.comparison_id]
-        self.release_conversation(conv_id)
+        self.engines.release(conv_id)
         view.remove_pane(conv_id)
 
         def work():
@@ -278,7 +209,7 @@ class CompareController:
     def _remote_chosen(self, view: CompareView, conv_id: int, url: str, model: str, key: str) -> None:
         source = ModelSource.remote(url, model)
         if key:
-            self.remote_keys[source.base_url] = key
+            self.engines.remote_keys[source.base_url] = key
         if (source.base_url, source.model) not in self.remote_models:
             self.remote_models.append((source.base_url, source.model))
         self.set_source(view, conv_id, source)
@@ -290,9 +221,9 @@ class CompareController:
         state.sources[conv_id] = source
         self.known_sources[source.key] = source
         view.pane_for(conv_id).set_source(source.key, source.label)
-        self.release_conversation(conv_id)
+        self.engines.release(conv_id)
         if source.key != self.chats.main_source().key:
-            self.engine_for(conv_id, source)
+            self.engines.engine_for(conv_id, source)
 
         def work():
             self.repo.update_conversation(conv_id, model_ref=source.key)
@@ -483,19 +414,13 @@ class CompareController:
         state = self.states.pop(comparison_id, None)
         if state is not None:
             for conv_id in state.sources:
-                self.release_conversation(conv_id)
-
-    def metrics(self) -> dict[str, MetricsSnapshot]:
-        """The latest snapshot of each pool engine (read from the monitor thread)."""
-        with self._lock:
-            return dict(self.engine_metrics)
+                self.engines.release(conv_id)
 
     def open_ids(self) -> list[int]:
         return [v.comparison_id for v in self.window.open_comparisons()]
 
     def shutdown(self) -> None:
         self._work.shutdown(wait=True)
-        self.pool.shutdown()
 
 
 def _stored_result(message) -> str:

@@ -70,7 +70,7 @@ def test_two_panes_on_one_model_stream_in_one_batch(app):
     record = app.controller.catalog.get_comparison(view.comparison_id)
     assert set(record.conversation_ids) == {a.conversation_id, b.conversation_id}
     assert record.title == "Describe the moon in two sentences."
-    assert app.controller.compare.pool.engines() == []  # same model: no second engine
+    assert app.controller.engines.pool.engines() == []  # same model: no second engine
 
 
 def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemma_path):
@@ -80,11 +80,11 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     view = open_comparison(app, sources=[smol, gemma])
     a, b = view.panes()
     assert b.source_label == gemma_path.name and b.source_box.currentData() == gemma.key
-    pooled = app.controller.compare.pool.get(gemma)
+    pooled = app.controller.engines.pool.get(gemma)
     assert pooled is not None and pooled.wait_started(120) and pooled.status == "ready"
     assert pooled.engine.pid != app.controller.engine.pid  # its own process
     # The two engines split the cores instead of fighting over them.
-    share = max(1, app.controller.compare.cpu_threads // 2)
+    share = max(1, app.controller.engines.cpu_threads // 2)
     assert pooled.engine.settings.n_threads == app.controller.engine.settings.n_threads == share
     send(view, "What is the capital of France?")
     wait_done(app, view)
@@ -110,8 +110,8 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     # Closing the comparison stops the engine no pane needs any more.
     app.window._close_tab(app.window.tabs.indexOf(view))
     app.qtbot.waitUntil(lambda: pooled.engine.state.status == "stopped", timeout=30_000)
-    assert app.controller.compare.pool.engines() == []
-    assert app.controller.engine.settings.n_threads == app.controller.compare.cpu_threads
+    assert app.controller.engines.pool.engines() == []
+    assert app.controller.engine.settings.n_threads == app.controller.engines.cpu_threads
 
 
 def test_a_model_that_cannot_load_fails_only_its_pane(app, tmp_path):
