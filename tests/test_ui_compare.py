@@ -285,3 +285,26 @@ def test_screenshot_of_the_compare_view(app):
     assert dialog.grab().save(str(SCREENSHOTS / "compare-differences.png"))
     assert "line-through" in dialog.browser.toHtml() or dialog.similarity.text().startswith("100%")
     dialog.close()
+
+
+def test_a_pane_engine_that_dies_interrupts_only_its_pane_and_comes_back(app, model_path, gemma_path):
+    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=300, ignore_eos=True)
+    view = open_comparison(app, sources=[ModelSource.local(model_path), ModelSource.local(gemma_path)])
+    a, b = view.panes()
+    pooled = app.controller.engines.pool.get(ModelSource.local(gemma_path))
+    assert pooled.wait_started(120) and pooled.status == "ready"
+    old_pid = pooled.engine.pid
+    send(view, "Tell me a long story.")
+    app.qtbot.waitUntil(lambda: b.model.rowCount() == 2 and len(last(b).text) > 20, timeout=60_000)
+    pooled.engine.kill()
+    wait_done(app, view)
+    assert last(b).status == "interrupted" and "stopped unexpectedly" in last(b).meta
+    assert last(a).status == "complete"  # the main engine never noticed
+    stored = app.stored_last(b.conversation_id, MessageStatus.INTERRUPTED)
+    assert stored.content and last(b).text.startswith(stored.content[:20])
+    app.qtbot.waitUntil(lambda: pooled.status == "ready" and pooled.engine.pid not in (None, old_pid), timeout=120_000)
+    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    send(view, "Go on.")
+    app.qtbot.waitUntil(lambda: b.model.rowCount() == 4, timeout=10_000)
+    wait_done(app, view)
+    assert last(b).status == "complete" and "8 tokens" in b.stats_label.text()
