@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from app.comparison_state import ComparisonState
 from app.store import open_store
 from storage import ImportRejected, NotFoundError
 from storage.transfer import export_json, export_markdown, import_file
@@ -38,7 +39,7 @@ def run_export(args: argparse.Namespace, base: Path) -> int:
 def run_import(args: argparse.Namespace, base: Path) -> int:
     db, _repo = open_store(base)
     try:
-        result = import_file(db, Path(args.path))
+        result = import_file(db, Path(args.path), remap=ComparisonState.remap_settings)
     except ImportRejected as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2

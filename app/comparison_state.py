@@ -45,6 +45,20 @@ class ComparisonState:
         extra = {k: v for k, v in settings.items() if k not in ("panes", "order", "blind", "favourite")}
         return cls(sources, order, bool(settings.get("blind")), favourite if favourite in sources else None, extra)
 
+    @staticmethod
+    def remap_settings(settings: dict, ids: dict) -> dict:
+        """The same settings after the panes' conversations got new ids (an import)."""
+        new = {str(old): fresh for old, fresh in ids.items()}
+        out = dict(settings)
+        panes = settings.get("panes")
+        if isinstance(panes, dict):
+            out["panes"] = {str(new[k]): v for k, v in panes.items() if k in new}
+        if isinstance(settings.get("order"), list):
+            out["order"] = [new[str(i)] for i in settings["order"] if str(i) in new]
+        if "favourite" in settings:
+            out["favourite"] = new.get(str(settings["favourite"]))
+        return out
+
     def add(self, conversation_id: int, source: ModelSource) -> None:
         self.sources[conversation_id] = source
         self.order.append(conversation_id)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import select
 
@@ -20,7 +20,7 @@ from storage.database import Database
 from storage.errors import ImportRejected
 from storage.records import ROLES, ActivePath, MessageStatus
 from storage.repository import ChatRepository
-from storage.schema import Conversation, Message, Preset
+from storage.schema import Comparison, Conversation, Message, Preset
 
 FORMAT = "chorus-chats"
 VERSION = 1
@@ -40,13 +40,25 @@ def export_json(db: Database, conversation_ids: list[int] | None = None) -> dict
         convs = list(s.scalars(query))
         presets = {p.id: p for p in s.scalars(select(Preset))}
         out = [_conversation_json(s, c, presets.get(c.preset_id)) for c in convs]
-    return {"format": FORMAT, "version": VERSION, "exported_at": _iso(datetime.now(timezone.utc)), "conversations": out}
+        grouped = sorted({c.comparison_id for c in convs if c.comparison_id is not None})
+        comparisons = [_comparison_json(s.get(Comparison, i)) for i in grouped]
+    data = {"format": FORMAT, "version": VERSION, "exported_at": _iso(datetime.now(timezone.utc)), "conversations": out}
+    if comparisons:  # optional, so files without comparisons read as before
+        data["comparisons"] = comparisons
+    return data
+
+
+def _comparison_json(comp: Comparison) -> dict:
+    return {"id": comp.id, "title": comp.title, "created_at": _iso(comp.created_at),
+            "settings": json.loads(comp.settings_json or "{}")}
 
 
 def _conversation_json(s, conv: Conversation, preset: Preset | None) -> dict:
     messages = s.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
     return {
+        "id": conv.id,
         "title": conv.title,
+        "comparison": conv.comparison_id,
         "created_at": _iso(conv.created_at),
         "updated_at": _iso(conv.updated_at),
         "model": conv.model_ref,
@@ -111,7 +123,12 @@ class ImportResult:
     messages: int
 
 
-def import_file(db: Database, path: Path) -> ImportResult:
+# (a comparison's settings, {conversation id in the file: id given on import}) -> settings;
+# the app knows which settings name conversations, storage does not.
+SettingsRemap = Callable[[dict, dict], dict]
+
+
+def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) -> ImportResult:
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -126,18 +143,34 @@ def import_file(db: Database, path: Path) -> ImportResult:
         raise ImportRejected(f"{path.name} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ImportRejected(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg}); truncated?") from None
-    return import_data(db, data)
+    return import_data(db, data, remap)
 
 
-def import_data(db: Database, data: Any) -> ImportResult:
+def import_data(db: Database, data: Any, remap: SettingsRemap | None = None) -> ImportResult:
     conversations = _validate(data)
     ids: list[int] = []
     count = 0
     with db.begin() as s:
+        comparisons = {c["id"]: _insert_comparison(s, c) for c in data.get("comparisons", [])}
+        members: dict[Any, dict] = {key: {} for key in comparisons}
         for conv in conversations:
-            ids.append(_insert_conversation(s, conv))
+            new_id = _insert_conversation(s, conv, comparisons.get(conv.get("comparison")))
+            ids.append(new_id)
+            if conv.get("comparison") is not None:
+                members[conv["comparison"]][conv.get("id")] = new_id
             count += len(conv["messages"])
+        for key, row in comparisons.items():
+            if remap is not None:
+                row.settings_json = json.dumps(remap(json.loads(row.settings_json), members[key]))
     return ImportResult(ids, count)
+
+
+def _insert_comparison(s, comp: dict) -> Comparison:
+    row = Comparison(title=comp.get("title", ""), settings_json=json.dumps(comp.get("settings", {})),
+                     created_at=_parse_time(comp.get("created_at"), "") or datetime.now(timezone.utc))
+    s.add(row)
+    s.flush()
+    return row
 
 
 def _validate(data: Any) -> list[dict]:
@@ -146,11 +179,34 @@ def _validate(data: Any) -> list[dict]:
     _require(data.get("version") == VERSION, f"unsupported version {data.get('version')!r} (this Chorus reads {VERSION})")
     convs = data.get("conversations")
     _require(isinstance(convs, list), '"conversations" must be a list')
+    groups = _validate_comparisons(data.get("comparisons", []))
     total = 0
+    seen: set = set()
     for i, conv in enumerate(convs):
-        total += _validate_conversation(conv, f"conversation {i + 1}")
+        where = f"conversation {i + 1}"
+        total += _validate_conversation(conv, where)
         _require(total <= MAX_MESSAGES, f"more than {MAX_MESSAGES:,} messages")
+        ident = conv.get("id")
+        _require(ident is None or (_is_id(ident) and ident not in seen), f"{where}: id must be a unique number or text")
+        seen.add(ident)
+        group = conv.get("comparison")
+        _require(group is None or (_is_id(group) and group in groups), f"{where}: comparison {group!r} is not in the file")
     return convs
+
+
+def _validate_comparisons(comparisons: Any) -> set:
+    _require(isinstance(comparisons, list), '"comparisons" must be a list')
+    ids: set = set()
+    for i, comp in enumerate(comparisons):
+        where = f"comparison {i + 1}"
+        _require(isinstance(comp, dict), f"{where} must be an object")
+        _require(_is_id(comp.get("id")) and comp["id"] not in ids, f"{where}: id must be a unique number or text")
+        _require(isinstance(comp.get("title", ""), str), f"{where}: title must be text")
+        _require(isinstance(comp.get("settings", {}), dict), f"{where}: settings must be an object")
+        if "created_at" in comp:
+            _parse_time(comp["created_at"], f"{where}: created_at")
+        ids.add(comp["id"])
+    return ids
 
 
 def _validate_conversation(conv: Any, where: str) -> int:
@@ -198,10 +254,11 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
         _parse_time(m["created_at"], f"{where}: created_at")
 
 
-def _insert_conversation(s, conv: dict) -> int:
+def _insert_conversation(s, conv: dict, comparison: Comparison | None = None) -> int:
     now = datetime.now(timezone.utc)
     row = Conversation(
         title=conv.get("title", ""),
+        comparison_id=comparison.id if comparison is not None else None,
         created_at=_parse_time(conv.get("created_at"), "") or now,
         updated_at=_parse_time(conv.get("updated_at"), "") or now,
         model_ref=conv.get("model"),

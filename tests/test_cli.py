@@ -135,6 +135,38 @@ def test_bench_ui_reports_event_loop_stalls(data_dir):
     assert 0 <= report["stall_p50_ms"] <= report["stall_p99_ms"] <= report["stall_max_ms"]
 
 
+def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
+    from app.comparison_state import ComparisonState
+    from app.model_sources import ModelSource
+    from storage import CatalogRepository, ChatRepository, open_database
+
+    source_dir, target_dir = tmp_path / "a", tmp_path / "b"
+    db = open_database(source_dir / "chorus.db")
+    repo, catalog = ChatRepository(db), CatalogRepository(db)
+    convs = [repo.create_conversation(f"pane {i}") for i in range(2)]
+    sources = {convs[0].id: ModelSource.local("/m/smol.gguf"), convs[1].id: ModelSource.local("/m/gemma.gguf")}
+    state = ComparisonState(sources, [convs[1].id, convs[0].id], blind=True, favourite=convs[1].id)
+    catalog.create_comparison("smol vs gemma", [c.id for c in convs], state.to_settings())
+    repo.create_conversation("already there")
+    db.close()
+    other = open_database(target_dir / "chorus.db")
+    ChatRepository(other).create_conversation("shifts the ids")
+    other.close()
+    assert chorus(source_dir, "export", "--format", "json", str(tmp_path / "all.json")).returncode == 0
+    out = chorus(target_dir, "import", str(tmp_path / "all.json"))
+    assert out.returncode == 0, out.stderr
+    db = open_database(target_dir / "chorus.db")
+    try:
+        [comp] = CatalogRepository(db).list_comparisons()
+        back = ComparisonState.from_settings(comp.settings, comp.conversation_ids, ModelSource.local("/x"))
+        titles = {i: ChatRepository(db).get_conversation(i).title for i in comp.conversation_ids}
+        assert [titles[i] for i in back.order] == ["pane 1", "pane 0"]
+        assert titles[back.favourite] == "pane 1" and back.blind
+        assert {titles[i]: s.path for i, s in back.sources.items()} == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
+    finally:
+        db.close()
+
+
 def test_bench_ui_with_a_compare_view(data_dir):
     out = chorus(data_dir, "bench-ui", "--tabs", "5", "--compare", "--max-tokens", "8", "--json")
     assert out.returncode == 0, out.stderr

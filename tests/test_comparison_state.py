@@ -34,3 +34,14 @@ def test_blind_mode_shuffles_and_forgets_the_old_favourite():
     assert 2 not in state.order and 2 not in state.sources
     state.add(5, GEMMA)
     assert state.order[-1] == 5 and state.sources[5] == GEMMA
+
+
+def test_settings_follow_the_conversations_to_their_new_ids():
+    state = ComparisonState({1: SMOL, 2: GEMMA}, [2, 1], blind=True, favourite=2, extra={"note": "x"})
+    moved = ComparisonState.remap_settings(state.to_settings(), {1: 11, 2: 12})
+    back = ComparisonState.from_settings(moved, (11, 12), default=REMOTE)
+    assert back.sources == {11: SMOL, 12: GEMMA} and back.order == [12, 11]
+    assert back.favourite == 12 and back.blind and back.extra == {"note": "x"}
+    partial = ComparisonState.remap_settings(state.to_settings(), {"1": 21})  # ids as text, one missing
+    assert partial["panes"] == {"21": {"source": SMOL.to_dict()}} and partial["order"] == [21]
+    assert partial["favourite"] is None

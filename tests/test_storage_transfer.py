@@ -234,6 +234,36 @@ def test_markdown_of_several_conversations(db, repo):
     assert md.endswith("\n")
 
 
+def test_comparisons_travel_as_groups_and_their_settings_follow_new_ids(db, repo, other_db):
+    catalog = CatalogRepository(db)
+    a, b, lone = (repo.create_conversation(t) for t in ("pane a", "pane b", "lone"))
+    for conv in (a, b):
+        repo.add_message(conv.id, "user", "same question")
+    settings = {"order": [b.id, a.id], "favourite": a.id}
+    catalog.create_comparison("A vs B", [a.id, b.id], settings)
+    data = json.loads(json.dumps(export_json(db)))
+    assert [c["title"] for c in data["comparisons"]] == ["A vs B"]
+    by_title = {c["title"]: c for c in data["conversations"]}
+    assert by_title["pane a"]["comparison"] == data["comparisons"][0]["id"] and by_title["lone"]["comparison"] is None
+    seen = []
+
+    def remap(old_settings, ids):
+        seen.append(ids)
+        return {"order": [ids[i] for i in old_settings["order"]], "favourite": ids[old_settings["favourite"]]}
+
+    result = import_data(other_db, data, remap=remap)
+    other_repo, other_catalog = ChatRepository(other_db), CatalogRepository(other_db)
+    [comp] = other_catalog.list_comparisons()
+    new_a, new_b = (next(i for i in result.conversation_ids if other_repo.get_conversation(i).title == t)
+                    for t in ("pane a", "pane b"))
+    assert comp.title == "A vs B" and set(comp.conversation_ids) == {new_a, new_b}
+    assert comp.settings == {"order": [new_b, new_a], "favourite": new_a}
+    assert seen == [{a.id: new_a, b.id: new_b}]
+    assert [c.title for c in other_repo.list_conversations(standalone_only=True)] == ["lone"]
+    plain = import_data(other_db, data)  # without a remap the settings come as they were
+    assert len(plain.conversation_ids) == 3 and len(other_catalog.list_comparisons()) == 2
+
+
 # ----- rejections ------------------------------------------------------------------------------
 
 
@@ -290,6 +320,13 @@ BAD = {
     "stat not finite": (good_then({"messages": [msg(1, ttft_s=float("nan"))]}), "ttft_s"),
     "preset sampling not object": (
         good_then({"messages": [], "preset": {"name": "p", "sampling": [1]}}), "preset"),
+    "comparison not in the file": (good_then({"messages": [], "comparison": 3}), "comparison 3 is not in the file"),
+    "comparisons not a list": ({**minimal(), "comparisons": {"id": 1}}, '"comparisons" must be a list'),
+    "comparison without id": ({**minimal(), "comparisons": [{"title": "t"}]}, "comparison 1: id"),
+    "duplicate comparison": ({**minimal(), "comparisons": [{"id": 1}, {"id": 1}]}, "comparison 2: id"),
+    "comparison settings not object": ({**minimal(), "comparisons": [{"id": 1, "settings": []}]}, "settings"),
+    "duplicate conversation id": (
+        {**minimal(), "conversations": [{"id": 4, "messages": []}, {"id": 4, "messages": []}]}, "conversation 2: id"),
 }
 
 
