@@ -65,7 +65,7 @@ def test_two_panes_on_one_model_stream_in_one_batch(app):
         messages = app.repo.active_path(pane.conversation_id).messages
         assert [m.role for m in messages] == ["user", "assistant"]
         assert messages[0].content == "Describe the moon in two sentences."
-    app.qtbot.waitUntil(lambda: re.fullmatch(r"B vs A: \d+% of words agree", view.agreement_label.text()),
+    app.qtbot.waitUntil(lambda: bool(re.fullmatch(r"B vs A: \d+% of words agree", view.agreement_label.text())),
                         timeout=5_000)
     record = app.controller.catalog.get_comparison(view.comparison_id)
     assert set(record.conversation_ids) == {a.conversation_id, b.conversation_id}
