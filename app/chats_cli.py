@@ -8,19 +8,26 @@ import sys
 from pathlib import Path
 
 from app.comparison_state import ComparisonState
+from app.comparison_export import comparison_markdown
 from app.store import open_store
-from storage import ImportRejected, NotFoundError
+from storage import CatalogRepository, ImportRejected, NotFoundError
 from storage.transfer import export_json, export_markdown, import_file
 
 
 def run_export(args: argparse.Namespace, base: Path) -> int:
     db, repo = open_store(base)
     try:
-        ids = args.conversation or [c.id for c in repo.list_conversations(include_archived=True)]
+        if args.comparison is not None:
+            catalog = CatalogRepository(db)
+            ids = list(catalog.get_comparison(args.comparison).conversation_ids)
+        else:
+            ids = args.conversation or [c.id for c in repo.list_conversations(include_archived=True)]
         for conv_id in ids:
             repo.get_conversation(conv_id)  # a clear error for a wrong id
         if args.format == "json":
             text = json.dumps(export_json(db, ids), ensure_ascii=False, indent=1)
+        elif args.comparison is not None:
+            text = comparison_markdown(repo, catalog, args.comparison)
         else:
             text = export_markdown(repo, ids)
     except NotFoundError as exc:

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="export conversations to Markdown or JSON")
     export.add_argument("--format", choices=("md", "json"), default="json")
     export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
+    export.add_argument("--comparison", type=int, default=None,
+                        help="one comparison: its panes side by side (md) or its conversations as a group (json)")
     export.add_argument("path", help="file to write ('-' for standard output)")
 
     imp = sub.add_parser("import", help="import conversations from a Chorus JSON export")

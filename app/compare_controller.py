@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app import model_catalog
+from app.comparison_export import comparison_markdown, reply_stats
 from app.comparison_state import ComparisonState
 from app.engine_host import EngineState
 from app.model_sources import ModelSource, unique_sources
 from app.word_diff import diff_words
-from storage import MessageStatus
 from ui.compare_view import MIN_PANES, ComparePane, CompareView
 from ui.diff_dialog import DiffDialog
 
@@ -144,7 +144,7 @@ class CompareController:
         self.chats.show_path(pane, path)
         last = path.messages[-1] if path.messages else None
         if last is not None and last.role == "assistant":
-            pane.set_result(_stored_result(last))
+            pane.set_result(reply_stats(last))
         if source.key != self.chats.main_source().key:
             self.engines.engine_for(conv_id, source)  # load it now, not on the first send
         return pane
@@ -167,6 +167,7 @@ class CompareController:
         view.blind_toggled.connect(lambda blind, v=view: self.set_blind(v, blind))
         view.diff_requested.connect(lambda v=view: self.show_differences(v))
         view.all_done.connect(lambda v=view: self._show_agreement(v))
+        view.export_requested.connect(lambda path, v=view: self.export_markdown(v, path))
 
     # ----- panes ---------------------------------------------------------------------
 
@@ -371,6 +372,16 @@ class CompareController:
         dialog.show() if not modal else dialog.open()
         return dialog
 
+    def export_markdown(self, view: CompareView, path: str) -> asyncio.Task:
+        def work() -> None:
+            text = comparison_markdown(self.repo, self.catalog, view.comparison_id)
+            Path(path).write_text(text, encoding="utf-8")
+
+        def done(_none) -> None:
+            self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)
+
+        return self.chats.in_storage(work, done)
+
     # ----- the sidebar ----------------------------------------------------------------
 
     def rename(self, comparison_id: int, title: str) -> asyncio.Task:
@@ -421,16 +432,3 @@ class CompareController:
 
     def shutdown(self) -> None:
         self._work.shutdown(wait=True)
-
-
-def _stored_result(message) -> str:
-    parts = []
-    if message.ttft_s is not None:
-        parts.append(f"TTFT {message.ttft_s:.2f} s")
-    if message.tokens_per_s:
-        parts.append(f"{message.tokens_per_s:.0f} tok/s")
-    if message.completion_tokens:
-        parts.append(f"{message.completion_tokens} tokens")
-    if message.status is not MessageStatus.COMPLETE:
-        parts.append(message.status.value)
-    return " · ".join(parts)

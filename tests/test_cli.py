@@ -165,6 +165,11 @@ def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
         assert {titles[i]: s.path for i, s in back.sources.items()} == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
     finally:
         db.close()
+    markdown = chorus(target_dir, "export", "--format", "md", "--comparison", str(comp.id), "-")
+    assert markdown.returncode == 0, markdown.stderr
+    assert markdown.stdout.startswith("# smol vs gemma\n") and "- **A**: gemma.gguf" in markdown.stdout
+    wrong = chorus(target_dir, "export", "--format", "md", "--comparison", "999", "-")
+    assert wrong.returncode == 2 and "comparison 999 does not exist" in wrong.stderr
 
 
 def test_bench_ui_with_a_compare_view(data_dir):

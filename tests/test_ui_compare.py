@@ -177,6 +177,12 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
         for pane in view.panes():
             roles = [m.role for m in app.repo.active_path(pane.conversation_id).messages]
             assert roles == ["user", "assistant", "user", "assistant"]
+        exported = tmp_path / "comparison.md"
+        app.controller.compare.export_markdown(view, str(exported))
+        qtbot.waitUntil(exported.exists, timeout=10_000)
+        markdown = exported.read_text()
+        assert "## 1. Hi, who are you?" in markdown and "## 2. And what can you do?" in markdown
+        assert all(last(p).text in markdown for p in view.panes())
         b = view.panes()[1]
         b.continue_button.click()
         qtbot.waitUntil(lambda: app.window.tabs.count() == 2, timeout=10_000)

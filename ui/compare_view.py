@@ -174,6 +174,7 @@ class CompareView(QWidget):
     add_pane_requested = Signal()
     blind_toggled = Signal(bool)
     diff_requested = Signal()
+    export_requested = Signal(str)  # a Markdown file to write the comparison into
     # Re-emitted from the panes, with the pane's conversation id:
     source_chosen = Signal(int, str)
     source_file_chosen = Signal(int, str)  # a GGUF path
@@ -203,6 +204,8 @@ class CompareView(QWidget):
         self.blind_box.setToolTip("Hide which model wrote which answer until you pick a favourite")
         self.diff_button = QPushButton("Differences…")
         self.diff_button.setToolTip("Word-level differences between two panes' last answers")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("The comparison as Markdown: each question, then every pane's answer")
         self.agreement_label = QLabel("")
         self.agreement_label.setObjectName("agreement")
         self.composer = Composer()
@@ -216,6 +219,7 @@ class CompareView(QWidget):
         self.add_button.clicked.connect(self.add_pane_requested)
         self.blind_box.toggled.connect(self.blind_toggled)
         self.diff_button.clicked.connect(self.diff_requested)
+        self.export_button.clicked.connect(self._export_clicked)
         self.composer.submitted.connect(self.send_requested)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
@@ -227,6 +231,7 @@ class CompareView(QWidget):
         bar.addWidget(self.add_button)
         bar.addWidget(self.blind_box)
         bar.addWidget(self.diff_button)
+        bar.addWidget(self.export_button)
         bar.addWidget(self.agreement_label, 1)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
@@ -309,6 +314,12 @@ class CompareView(QWidget):
             pane.set_blinded(hidden)
 
     # ----- composer ----------------------------------------------------------------
+
+    def _export_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the comparison", f"{self.title or 'comparison'}.md",
+                                              "Markdown (*.md);;All files (*)")
+        if path:
+            self.export_requested.emit(path)
 
     def _send_clicked(self) -> None:
         text = self.composer.toPlainText().strip()
