@@ -242,7 +242,7 @@ class ChatController(QObject):
                 self.model_name = wanted.model_path.name
                 self._local_settings = wanted
                 self.server.rename_model(wanted.model_path.stem)
-                recent = self._remember_model(str(wanted.model_path))
+                recent = self.remember_model(str(wanted.model_path))
                 self.gui.post(lambda: self.window.set_recent_models(recent))
             except Exception as exc:
                 message = str(exc)
@@ -254,7 +254,7 @@ class ChatController(QObject):
         thread.start()
         return thread
 
-    def _remember_model(self, path: str) -> list[str]:
+    def remember_model(self, path: str) -> list[str]:
         recent = [p for p in self.catalog.get_setting(RECENT_MODELS_SETTING, []) if p != path]
         recent = [path, *recent][:RECENT_MODELS]
         self.catalog.set_setting(RECENT_MODELS_SETTING, recent)

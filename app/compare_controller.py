@@ -19,7 +19,7 @@ from app import model_catalog
 from app.comparison_export import comparison_markdown, reply_stats
 from app.comparison_state import ComparisonState
 from app.engine_host import EngineState
-from app.model_sources import ModelSource, unique_sources
+from app.model_sources import LOCAL, ModelSource, unique_sources
 from app.word_diff import diff_words
 from ui.compare_view import MIN_PANES, ComparePane, CompareView
 from ui.diff_dialog import DiffDialog
@@ -62,6 +62,9 @@ class CompareController:
                 "failed": f"{source.label} failed: {state.error}"}.get(state.status)
         if text is not None:
             self.chats.gui.post(lambda: self._show_engine_state(source, text))
+        if state.status == "ready" and source.kind == LOCAL:  # a model that loads is worth offering again
+            self.chats.gui.post(lambda: self.chats.in_storage(
+                lambda: self.chats.remember_model(source.path), self.window.set_recent_models))
 
     def _show_engine_state(self, source: ModelSource, text: str) -> None:
         for comparison_id, state in self.states.items():

@@ -86,6 +86,10 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     # The two engines split the cores instead of fighting over them.
     share = max(1, app.controller.engines.cpu_threads // 2)
     assert pooled.engine.settings.n_threads == app.controller.engine.settings.n_threads == share
+    # A model that loaded in a pane is offered again (File → Recent models, every pane's list).
+    app.qtbot.waitUntil(lambda: str(gemma_path) in [a.text() for a in app.window.recent_menu.actions()],
+                        timeout=10_000)
+    assert str(gemma_path) in app.controller.catalog.get_setting("recent_models", [])
     send(view, "What is the capital of France?")
     wait_done(app, view)
     for pane, name in ((a, model_path.name), (b, gemma_path.name)):
@@ -127,6 +131,7 @@ def test_a_model_that_cannot_load_fails_only_its_pane(app, tmp_path):
     assert last(a).status == "complete"
     assert last(b).status == "error" and "broken.gguf could not be loaded" in last(b).meta
     assert "finish: error" in b.stats_label.text()
+    assert str(broken) not in app.controller.catalog.get_setting("recent_models", [])  # only models that load
 
 
 def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
