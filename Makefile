@@ -1,19 +1,25 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run chat test bench setup bundle smoke-bundle install-desktop uninstall-desktop
+.PHONY: run chat test bench setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
 
 setup:
 	bash packaging/bootstrap.sh
 
+setup-tests:
+	bash packaging/bootstrap.sh --tests
+
+setup-terminal:
+	bash packaging/bootstrap.sh --terminal
+
 run: setup
 	.venv/bin/chorus app
 
-chat: setup
+chat: setup-terminal
 	.venv/bin/chorus chat
 
-test: setup
+test: setup-tests
 	.venv/bin/python -m pytest
 
-bench: setup
+bench: setup-terminal
 	.venv/bin/chorus bench --chats 8 --system-tokens 1000 --max-tokens 128 --warm --native
 
 # The desktop bundle (dist/chorus/, PyInstaller) and its end-to-end check; CI runs both.

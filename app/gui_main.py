@@ -20,6 +20,12 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     smoke_prompt = getattr(args, "smoke_prompt", None)
     if smoke_prompt:  # a smoke run is headless unless told otherwise
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from ui.qt_platform import display_problem
+
+    problem = display_problem()
+    if problem:  # said plainly, instead of Qt aborting the process (exit status 134)
+        print(problem, file=sys.stderr)
+        return 1
     import qasync
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -74,9 +80,11 @@ async def _smoke(controller, window, repo, prompt: str) -> int:
           f"conversation {result.conversation_id} saved", file=sys.stderr)
     # What the About dialog would show: proves the bundle carries its metadata and libraries.
     from PySide6.QtCore import qVersion
+    from PySide6.QtGui import QGuiApplication
 
     from app.about import gather_about
 
     about = dict(gather_about(repo.db.path.parent).rows(qt_version=qVersion()))
-    print(f"chorus: Chorus {about['Chorus']}; llama.cpp {about['llama.cpp']}; Qt {about['Qt']}", file=sys.stderr)
+    print(f"chorus: Chorus {about['Chorus']}; llama.cpp {about['llama.cpp']}; Qt {about['Qt']}; "
+          f"platform: {QGuiApplication.platformName()}", file=sys.stderr)
     return 0

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -x .venv/bin/python ] || bash packaging/bootstrap.sh
+# Also installs Qt's X11 libraries (as root) so that PyInstaller finds and bundles them.
+bash packaging/bootstrap.sh
 if ! .venv/bin/python -c "import PyInstaller" 2>/dev/null; then
     .venv/bin/python -m pip install --disable-pip-version-check -q -e '.[test,packaging]'
 fi

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The built bundle, end to end, on a scratch data folder: it starts offscreen, creates and
+# The built bundle, end to end, on a scratch data folder: it starts on a real X server
+# (Xvfb, through Qt's xcb plugin as on a desktop; offscreen where Xvfb is missing, never in
+# CI), creates and
 # migrates its database, loads the default model in its engine process, answers one prompt
 # through the real window and controller, checks the reply is saved, and exits 0.
 #
@@ -19,11 +21,20 @@ if [ "${1:-}" != --fetch ]; then
         ln -s "$model" "$scratch/models/"  # no second 98 MB download
     fi
 fi
-export CHORUS_DATA_DIR=$scratch QT_QPA_PLATFORM=offscreen
+export CHORUS_DATA_DIR=$scratch
+display=()
+if command -v xvfb-run >/dev/null; then
+    export QT_QPA_PLATFORM=xcb
+    display=(xvfb-run -a -s "-screen 0 1280x800x24")
+elif [ "${CI:-}" = true ]; then
+    echo "smoke: xvfb-run is missing (packaging/bootstrap.sh --tests installs it)" >&2; exit 1
+else
+    export QT_QPA_PLATFORM=offscreen
+fi
 start=$(date +%s%N)
 # The bundle fetches the default model itself if it is not there (first start).
 status=0
-timeout 900 "$bundle/chorus" app --smoke-prompt "Say hi in three words." 2>"$scratch/stderr" || status=$?
+timeout 900 "${display[@]}" "$bundle/chorus" app --smoke-prompt "Say hi in three words." 2>"$scratch/stderr" || status=$?
 grep -v "propagateSizeHints" "$scratch/stderr" >&2 || true  # drop the offscreen plugin's noise
 [ "$status" = 0 ] || { echo "smoke: the bundle exited with status $status" >&2; exit 1; }
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
@@ -31,6 +42,7 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 about=$(grep "^chorus: Chorus " "$scratch/stderr" || true)
 grep -q "Chorus $version (bundle)" <<<"$about" || { echo "smoke: the bundle does not report Chorus $version" >&2; exit 1; }
 if grep -q unknown <<<"$about"; then echo "smoke: a version is unknown in the bundle: $about" >&2; exit 1; fi
+grep -q "platform: $QT_QPA_PLATFORM" <<<"$about" || { echo "smoke: the bundle did not run on $QT_QPA_PLATFORM: $about" >&2; exit 1; }
 # A second process of the same bundle reads what the first one saved.
 listed=$("$bundle/chorus" list)
 echo "$listed"
