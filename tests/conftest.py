@@ -13,7 +13,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    from app import model_catalog
+    from app.models import catalog as model_catalog
     from app.paths import data_dir, models_dir
 
     spec = model_catalog.CATALOG[model_catalog.DEFAULT_MODEL]
@@ -23,7 +23,7 @@ def model_path() -> Path:
 @pytest.fixture(scope="session")
 def gemma_path() -> Path:
     """The second real model, for comparisons across models (fetched like the default)."""
-    from app import model_catalog
+    from app.models import catalog as model_catalog
     from app.paths import data_dir, models_dir
 
     return model_catalog.fetch(model_catalog.CATALOG["gemma3-270m"], models_dir(data_dir()))

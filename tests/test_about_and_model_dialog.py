@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.about import chorus_version, gather_about
-from app.model_probe import ModelProbe
+from app.models.probe import ModelProbe
 from inference import backend_info
 from inference.params import LoadSettings
 
@@ -47,7 +47,7 @@ def test_about_dialog_shows_every_version_and_the_data_folder(qtbot, tmp_path) -
     from PySide6 import __version__ as pyside_version
     from PySide6.QtCore import qVersion
 
-    from ui.about_dialog import AboutDialog
+    from ui.widgets.about_dialog import AboutDialog
 
     dialog = AboutDialog(gather_about(tmp_path))
     qtbot.addWidget(dialog)
@@ -62,7 +62,7 @@ def test_about_dialog_shows_every_version_and_the_data_folder(qtbot, tmp_path) -
 
 
 def test_help_menu_asks_for_about(qtbot) -> None:
-    from ui.main_window import MainWindow
+    from ui.widgets.main_window import MainWindow
 
     window = MainWindow()
     qtbot.addWidget(window)
@@ -92,7 +92,7 @@ def probe(model_path) -> ModelProbe:
 
 
 def open_dialog(qtbot, probe, path: str = ""):
-    from ui.model_dialog import ModelDialog
+    from ui.widgets.model_dialog import ModelDialog
 
     dialog = ModelDialog(probe, path=path)
     qtbot.addWidget(dialog)
@@ -102,7 +102,7 @@ def open_dialog(qtbot, probe, path: str = ""):
 
 @pytest.mark.model
 def test_the_dialog_shows_the_estimate_of_the_chosen_file(qtbot, probe, model_path) -> None:
-    from ui.model_dialog import format_bytes
+    from ui.widgets.model_dialog import format_bytes
 
     dialog = open_dialog(qtbot, probe)
     dialog.path_edit.setText(str(model_path))
@@ -115,13 +115,13 @@ def test_the_dialog_shows_the_estimate_of_the_chosen_file(qtbot, probe, model_pa
 
 
 def test_sizes_read_like_a_person_writes_them() -> None:
-    from ui.model_dialog import format_bytes
+    from ui.widgets.model_dialog import format_bytes
 
     assert [format_bytes(n) for n in (512, 1536, 96576768, 5 * 2**30)] == ["512 B", "1.5 KiB", "92.1 MiB", "5.0 GiB"]
 
 
 def test_without_gpu_support_the_layers_are_disabled_with_a_note(qtbot, probe) -> None:
-    from ui.model_dialog import NO_GPU_NOTE
+    from ui.widgets.model_dialog import NO_GPU_NOTE
 
     if backend_info.gpu_offload_supported():
         pytest.skip("this llama.cpp build has GPU support")
@@ -167,8 +167,8 @@ def test_open_emits_the_path_and_the_layers(qtbot, probe, model_path) -> None:
 
 
 def test_file_open_model_opens_the_dialog_with_the_window_probe(qtbot, probe) -> None:
-    from ui.main_window import MainWindow
-    from ui.model_dialog import ModelDialog
+    from ui.widgets.main_window import MainWindow
+    from ui.widgets.model_dialog import ModelDialog
 
     window = MainWindow()
     qtbot.addWidget(window)

@@ -136,8 +136,8 @@ def test_bench_ui_reports_event_loop_stalls(data_dir):
 
 
 def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
-    from app.comparison_state import ComparisonState
-    from app.model_sources import ModelSource
+    from app.compare.state import ComparisonState
+    from app.engines.sources import ModelSource
     from storage import CatalogRepository, ChatRepository, open_database
 
     source_dir, target_dir = tmp_path / "a", tmp_path / "b"

@@ -1,8 +1,8 @@
 """A comparison as Markdown, from a real SQLite file."""
 
-from app.comparison_export import comparison_markdown
-from app.comparison_state import ComparisonState
-from app.model_sources import ModelSource
+from app.compare.export import comparison_markdown
+from app.compare.state import ComparisonState
+from app.engines.sources import ModelSource
 
 
 def test_each_question_once_then_every_panes_answer(repo, catalog):

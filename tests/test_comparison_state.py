@@ -1,7 +1,7 @@
 import random
 
-from app.comparison_state import ComparisonState
-from app.model_sources import ModelSource
+from app.compare.state import ComparisonState
+from app.engines.sources import ModelSource
 
 SMOL = ModelSource.local("/m/smol.gguf")
 GEMMA = ModelSource.local("/m/gemma.gguf")

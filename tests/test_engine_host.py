@@ -6,7 +6,7 @@ import queue
 
 import pytest
 
-from app.engine_host import EngineClient
+from app.engines.host import EngineClient
 from inference import ChatRequest, FinishReason, LoadSettings, SamplingParams
 from inference.errors import ModelLoadError
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from app.engine_pool import EnginePool
-from app.model_sources import ModelSource, SourceError, source_of
+from app.engines.pool import EnginePool
+from app.engines.sources import ModelSource, SourceError, source_of
 from inference import ChatRequest, SamplingParams
 from inference.outputs import FinishReason
 
@@ -128,7 +128,7 @@ def test_sources_round_trip_and_refuse_garbage():
 
 
 def test_real_engine_processes_broken_file_and_real_model(model_path, tmp_path):
-    from app.engine_host import EngineClient
+    from app.engines.host import EngineClient
     from inference import LoadSettings
 
     deltas = []

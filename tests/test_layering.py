@@ -77,7 +77,7 @@ def test_the_check_sees_the_engine_sources() -> None:
         ("from PySide6.QtWidgets import QWidget", {"PySide6"}),
         ("import qasync as q", {"qasync"}),
         ("def f():\n    from app import cli", {"app"}),
-        ("from ui.main_window import MainWindow", {"ui"}),
+        ("from ui.widgets.main_window import MainWindow", {"ui"}),
         ("try:\n    import shiboken6\nexcept ImportError:\n    pass", {"shiboken6"}),
         ("import importlib\nimportlib.import_module('storage.db')", {"importlib", "storage"}),
         ("__import__('PySide6')", {"PySide6"}),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app import model_catalog as mc
-from app.model_catalog import ModelFetchError, ModelSpec, WheelPart
+from app.models import catalog as mc
+from app.models.catalog import ModelFetchError, ModelSpec, WheelPart
 
 
 def sha(data: bytes) -> str:

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from app.openai_server import ChorusHTTPServer, ServerConfig
+from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
 openai = pytest.importorskip("openai")
 

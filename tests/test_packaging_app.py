@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.model_probe import ModelProbe
+from app.models.probe import ModelProbe
 from tests.test_ui_app import WAIT_MS, App
 
 ROOT = Path(__file__).resolve().parent.parent

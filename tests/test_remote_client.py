@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from app.openai_server import ChorusHTTPServer, ServerConfig
-from app.remote_client import RemoteClient, RemoteEndpoint
+from app.server.openai_api import ChorusHTTPServer, ServerConfig
+from app.engines.remote import RemoteClient, RemoteEndpoint
 from inference import ChatRequest, FinishReason, SamplingParams
 
 KEY = "sekrit-key-123"

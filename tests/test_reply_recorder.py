@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.reply_recorder import ReplyRecorder
+from app.chats.recorder import ReplyRecorder
 from inference.outputs import Delta, FinishReason, RequestStats
 from storage import ChatRepository, MessageStatus, open_database
 

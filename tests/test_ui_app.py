@@ -22,9 +22,9 @@ class App:
 
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chat_controller import ChatController
-        from app.store import open_store
-        from ui.main_window import MainWindow
+        from ui.controllers.chat import ChatController
+        from app.chats.store import open_store
+        from ui.widgets.main_window import MainWindow
 
         self.qtbot = qtbot
         self.db, self.repo = open_store(data_dir)
@@ -244,7 +244,7 @@ def test_edit_and_resend_branches_and_arrows_switch_back(app):
 
 
 def test_code_blocks_are_found_for_copying():
-    from ui.chat_tab import code_blocks
+    from ui.widgets.chat_tab import code_blocks
 
     text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
     assert code_blocks(text) == ["print('hi')", "ls -l"]
@@ -340,7 +340,7 @@ def test_preset_editor_creates_and_deletes(app):
 
 def test_a_long_conversation_opens_and_streams_without_relaying_the_history(qtbot, data_dir, model_path):
 
-    from app.storage_bench import build_long_conversation
+    from app.bench.storage import build_long_conversation
 
     app = App(qtbot, data_dir, model_path, n_ctx=1024)
     try:
@@ -472,8 +472,8 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
 def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.openai_server import ChorusHTTPServer, ServerConfig
-    from app.remote_client import RemoteEndpoint
+    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+    from app.engines.remote import RemoteEndpoint
 
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))

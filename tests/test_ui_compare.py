@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.model_sources import ModelSource
+from app.engines.sources import ModelSource
 from inference import SamplingParams
 from storage import MessageStatus
 from tests.test_ui_app import SCREENSHOTS, WAIT_MS, App
@@ -220,7 +220,7 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
 
 
 def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_engine):
-    from app.openai_server import ChorusHTTPServer, ServerConfig
+    from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
     app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
     server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="secret", model_id="remote-smol"))

@@ -57,7 +57,7 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
 
 
 def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
-    from ui.server_dialog import ServerDialog
+    from ui.widgets.server_dialog import ServerDialog
 
     dialog = ServerDialog(port=9000)
     qtbot.addWidget(dialog)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 
-from ui.code_highlight import highlight_code_blocks
-from ui.message_model import MessageListModel, MessageView
+from ui.widgets.code_highlight import highlight_code_blocks
+from ui.widgets.message_model import MessageListModel, MessageView
 
 
 def test_code_blocks_are_coloured_and_prose_is_not(qapp):
@@ -48,7 +48,7 @@ def test_streaming_updates_touch_one_row(qapp):
 
 
 def test_composer_enter_sends_and_shift_enter_adds_a_line(qtbot):
-    from ui.chat_tab import ChatTab
+    from ui.widgets.chat_tab import ChatTab
 
     tab = ChatTab(1, "t")
     qtbot.addWidget(tab)

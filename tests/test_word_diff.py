@@ -1,4 +1,4 @@
-from app.word_diff import Op, diff_words, pieces
+from app.compare.word_diff import Op, diff_words, pieces
 
 
 def test_pieces_keep_words_whole_and_rebuild_the_text():

@@ -1,0 +1,143 @@
+"""A terminal chat on one engine: streams replies, keeps the conversation's KV warm, and
+saves every turn in the chat database (the same one the desktop app uses)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from app.cli.engine_args import settings_from_args
+from app.chats.recorder import ReplyRecorder
+from app.chats.store import open_store
+from inference import ChatRequest, ModelLoadError, SamplingParams
+from inference.engine import Engine
+from storage import ChatRepository, MessageStatus, NotFoundError
+
+HELP = "commands: /reset (new conversation), /system TEXT, /quit"
+TITLE_CHARS = 60
+
+
+class Conversation:
+    """The conversation being typed into: its id in storage and its messages so far."""
+
+    def __init__(self, repo: ChatRepository, model_name: str) -> None:
+        self.repo = repo
+        self.model_name = model_name
+        self.id: int | None = None
+        self.messages: list[dict] = []
+        self.system: str | None = None
+
+    def start(self, system: str | None) -> None:
+        self.id, self.messages, self.system = None, [], system
+
+    def load(self, conversation_id: int) -> None:
+        path = self.repo.active_path(conversation_id)
+        self.id = conversation_id
+        self.messages = [
+            {"role": m.role, "content": m.content}
+            for m in path.messages
+            if m.status is not MessageStatus.ERROR and m.content
+        ]
+        self.system = next((m["content"] for m in self.messages if m["role"] == "system"), None)
+
+    def add_user(self, text: str) -> int:
+        if self.id is None:
+            conv = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_name)
+            self.id = conv.id
+            if self.system:
+                self.repo.add_message(self.id, "system", self.system)
+                self.messages.append({"role": "system", "content": self.system})
+        self.messages.append({"role": "user", "content": text})
+        return self.repo.add_message(self.id, "user", text).id
+
+
+def run_chat(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
+    db, repo = open_store(data_dir)
+    conv = Conversation(repo, model.name)
+    try:
+        if args.conversation is not None:
+            conv.load(args.conversation)
+        else:
+            conv.start(args.system)
+    except NotFoundError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    try:
+        engine = Engine.start(settings_from_args(args, model))
+    except ModelLoadError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    print(f"Chorus chat on {engine.info.description} ({model.name}). {HELP}", file=sys.stderr)
+    if conv.id is not None:
+        print(f"continuing conversation {conv.id} ({len(conv.messages)} messages)", file=sys.stderr)
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+    try:
+        _loop(engine, conv, sampling)
+    finally:
+        engine.shutdown()
+        db.close()
+    if conv.id is not None:
+        print(f"saved as conversation {conv.id}; continue with: chorus chat --conversation {conv.id}", file=sys.stderr)
+    return 0
+
+
+def _loop(engine: Engine, conv: Conversation, sampling: SamplingParams) -> None:
+    while True:
+        try:
+            line = input("you> ")
+        except (EOFError, KeyboardInterrupt):
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return
+        if text == "/reset":
+            conv.start(conv.system)
+            continue
+        if text.startswith("/system"):
+            conv.start(text[len("/system"):].strip() or None)
+            continue
+        user_id = conv.add_user(text)
+        reply = _stream_reply(engine, conv, user_id, sampling)
+        conv.messages.append({"role": "assistant", "content": reply})
+
+
+def _stream_reply(engine: Engine, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
+    record = conv.repo.start_reply(conv.id, parent_id=user_id, model=conv.model_name)
+    recorder = ReplyRecorder(conv.repo, record.id)
+    handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=1))
+    sys.stdout.write("bot> ")
+    try:
+        for delta in handle:
+            recorder.on_delta(delta)
+            if delta.text:
+                sys.stdout.write(delta.text)
+                sys.stdout.flush()
+            if delta.finished:
+                _report(delta)
+    except KeyboardInterrupt:
+        handle.cancel()
+        if not recorder.finished:
+            for delta in handle:  # what was still queued, up to the cancelled end
+                recorder.on_delta(delta)
+        print("\n[stopped]", file=sys.stderr)
+    return recorder.text
+
+
+def _report(delta) -> None:
+    print()
+    if delta.error:
+        print(f"[error: {delta.error}]", file=sys.stderr)
+        return
+    s = delta.stats
+    if s is None:
+        return
+    rate = f"{s.decode_tok_s:.0f} tok/s" if s.decode_tok_s else "-"
+    ttft = f"{s.ttft_s:.2f}s" if s.ttft_s is not None else "-"
+    print(
+        f"[{s.generated_tokens} tokens, first after {ttft}, {rate}, "
+        f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached, {delta.finish_reason.value}]",
+        file=sys.stderr,
+    )

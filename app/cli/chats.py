@@ -1,0 +1,68 @@
+"""`chorus export`, `chorus import` and `chorus list` on the chat database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.compare.state import ComparisonState
+from app.compare.export import comparison_markdown
+from app.chats.store import open_store
+from storage import CatalogRepository, ImportRejected, NotFoundError
+from storage.transfer import export_json, export_markdown, import_file
+
+
+def run_export(args: argparse.Namespace, base: Path) -> int:
+    db, repo = open_store(base)
+    try:
+        if args.comparison is not None:
+            catalog = CatalogRepository(db)
+            ids = list(catalog.get_comparison(args.comparison).conversation_ids)
+        else:
+            ids = args.conversation or [c.id for c in repo.list_conversations(include_archived=True)]
+        for conv_id in ids:
+            repo.get_conversation(conv_id)  # a clear error for a wrong id
+        if args.format == "json":
+            text = json.dumps(export_json(db, ids), ensure_ascii=False, indent=1)
+        elif args.comparison is not None:
+            text = comparison_markdown(repo, catalog, args.comparison)
+        else:
+            text = export_markdown(repo, ids)
+    except NotFoundError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        db.close()
+    if args.path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.path).write_text(text, encoding="utf-8")
+        print(f"exported {len(ids)} conversation(s) to {args.path}", file=sys.stderr)
+    return 0
+
+
+def run_import(args: argparse.Namespace, base: Path) -> int:
+    db, _repo = open_store(base)
+    try:
+        result = import_file(db, Path(args.path), remap=ComparisonState.remap_settings)
+    except ImportRejected as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        db.close()
+    print(f"imported {len(result.conversation_ids)} conversation(s), {result.messages} message(s): "
+          f"ids {', '.join(map(str, result.conversation_ids))}")
+    return 0
+
+
+def run_list(args: argparse.Namespace, base: Path) -> int:
+    db, repo = open_store(base)
+    try:
+        for conv in repo.list_conversations():
+            pin = "*" if conv.pinned else " "
+            print(f"{conv.id:>6} {pin} {conv.updated_at:%Y-%m-%d %H:%M}  {conv.title or '(untitled)'}")
+    finally:
+        db.close()
+    return 0

@@ -1,0 +1,77 @@
+"""What a comparison remembers beyond its conversations: each pane's model source, the
+order the panes are shown in, blind mode and the favourite. Saved as the Comparison's
+settings JSON; read back tolerantly (a damaged entry falls back, it never fails to open)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from app.engines.sources import ModelSource, SourceError
+
+
+@dataclass
+class ComparisonState:
+    sources: dict[int, ModelSource]
+    order: list[int]
+    blind: bool = False
+    favourite: int | None = None
+    extra: dict = field(default_factory=dict)  # keys written by other versions, kept
+
+    def to_settings(self) -> dict:
+        return {
+            **self.extra,
+            "panes": {str(conv_id): {"source": s.to_dict()} for conv_id, s in self.sources.items()},
+            "order": list(self.order),
+            "blind": self.blind,
+            "favourite": self.favourite,
+        }
+
+    @classmethod
+    def from_settings(cls, settings: dict, conversation_ids: tuple[int, ...], default: ModelSource) -> "ComparisonState":
+        settings = settings if isinstance(settings, dict) else {}
+        panes = settings.get("panes") if isinstance(settings.get("panes"), dict) else {}
+        sources = {}
+        for conv_id in conversation_ids:
+            entry = panes.get(str(conv_id))
+            try:
+                sources[conv_id] = ModelSource.from_dict(entry.get("source") if isinstance(entry, dict) else None)
+            except SourceError:
+                sources[conv_id] = default
+        saved = settings.get("order") if isinstance(settings.get("order"), list) else []
+        order = [i for i in saved if i in sources]
+        order += [i for i in conversation_ids if i not in order]
+        favourite = settings.get("favourite")
+        extra = {k: v for k, v in settings.items() if k not in ("panes", "order", "blind", "favourite")}
+        return cls(sources, order, bool(settings.get("blind")), favourite if favourite in sources else None, extra)
+
+    @staticmethod
+    def remap_settings(settings: dict, ids: dict) -> dict:
+        """The same settings after the panes' conversations got new ids (an import)."""
+        new = {str(old): fresh for old, fresh in ids.items()}
+        out = dict(settings)
+        panes = settings.get("panes")
+        if isinstance(panes, dict):
+            out["panes"] = {str(new[k]): v for k, v in panes.items() if k in new}
+        if isinstance(settings.get("order"), list):
+            out["order"] = [new[str(i)] for i in settings["order"] if str(i) in new]
+        if "favourite" in settings:
+            out["favourite"] = new.get(str(settings["favourite"]))
+        return out
+
+    def add(self, conversation_id: int, source: ModelSource) -> None:
+        self.sources[conversation_id] = source
+        self.order.append(conversation_id)
+
+    def remove(self, conversation_id: int) -> None:
+        self.sources.pop(conversation_id, None)
+        self.order = [i for i in self.order if i != conversation_id]
+        if self.favourite == conversation_id:
+            self.favourite = None
+
+    def go_blind(self, blind: bool, rng: random.Random | None = None) -> None:
+        """Blind mode shuffles the panes, so their places say nothing about their models."""
+        self.blind = blind
+        self.favourite = None
+        if blind:
+            (rng or random.Random()).shuffle(self.order)

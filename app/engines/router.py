@@ -1,0 +1,108 @@
+"""Which engine serves a conversation, when conversations may use different models.
+
+Chats on the main model use the main engine (one batch for all of them). A conversation on
+another model (a compare pane, or a chat continued from one) holds an engine from the pool
+until it lets go; local engines running together split the CPU cores. No Qt here.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from app.engines.host import EngineClient
+from app.engines.pool import EnginePool, PooledEngine
+from app.engines.sources import LOCAL, REMOTE, ModelSource
+from app.engines.remote import RemoteEndpoint, RemoteEngine
+from inference.metrics import MetricsSnapshot
+from inference.outputs import Delta
+from inference.params import LoadSettings
+
+
+class EngineRouter:
+    def __init__(
+        self,
+        main_engine: Callable[[], object],
+        local_settings: Callable[[], LoadSettings],
+        on_delta: Callable[[Delta], None],
+        on_state: Callable[[ModelSource, object], None],
+    ) -> None:
+        self._main_engine = main_engine
+        self._local_settings = local_settings
+        self._on_delta = on_delta
+        self.cpu_threads = local_settings().threads()  # what one engine alone gets
+        self.remote_keys: dict[str, str] = {}  # base URL -> API key, for this session only
+        self._metrics: dict[str, MetricsSnapshot] = {}
+        self._held: dict[int, ModelSource] = {}  # conversation -> the pool engine it holds
+        self._lock = threading.Lock()
+        self.pool = EnginePool(self._make_engine, on_delta, on_state)
+
+    def engine_for(self, conversation_id: int, source: ModelSource) -> PooledEngine:
+        """The pool engine of a conversation on a model other than the main one; held until
+        the conversation is released (its tab or pane closed) or asks for another model."""
+        with self._lock:
+            held = self._held.get(conversation_id)
+        if held is not None and held.key == source.key:
+            engine = self.pool.get(source)
+            if engine is not None and engine.status != "failed":
+                return engine
+        self.release(conversation_id)
+        engine = self.pool.acquire(source)
+        with self._lock:
+            self._held[conversation_id] = source
+        self._share_cpu()
+        return engine
+
+    def release(self, conversation_id: int) -> None:
+        with self._lock:
+            source = self._held.pop(conversation_id, None)
+        if source is None:
+            return
+        self.pool.release(source)
+        if self.pool.get(source) is None:
+            with self._lock:
+                self._metrics.pop(source.label, None)
+            self._share_cpu()
+
+    def metrics(self) -> dict[str, MetricsSnapshot]:
+        """The latest snapshot of each pool engine (read from the monitor thread)."""
+        with self._lock:
+            return dict(self._metrics)
+
+    def shutdown(self) -> None:
+        self.pool.shutdown()
+
+    # ----- CPU sharing -------------------------------------------------------------------
+
+    def _local_engines(self) -> list:
+        main = self._main_engine()
+        engines = [main] if isinstance(main, EngineClient) else []
+        return engines + [p.engine for p in self.pool.engines() if p.source.kind == LOCAL]
+
+    def _cpu_share(self, engines: int) -> int:
+        return max(1, self.cpu_threads // max(1, engines))
+
+    def _share_cpu(self) -> None:
+        """Engines running at once split the CPU's cores between them. llama.cpp's threads
+        spin while they wait for each other, so more threads than cores makes every engine
+        crawl (`chorus bench-engines`: about 3x the total tokens/s with the cores split)."""
+        engines = self._local_engines()
+        share = self._cpu_share(len(engines))
+        for engine in engines:
+            if engine.settings.n_threads != share:
+                engine.set_threads(share)
+
+    def _make_engine(self, source: ModelSource, on_state):
+        if source.kind == REMOTE:
+            endpoint = RemoteEndpoint(source.base_url, source.model, self.remote_keys.get(source.base_url))
+            return RemoteEngine(endpoint, self._on_delta, on_state)
+        share = self._cpu_share(len(self._local_engines()) + 1)
+        settings = replace(self._local_settings(), model_path=Path(source.path), n_threads=share, n_threads_batch=share)
+
+        def metrics(snapshot: MetricsSnapshot, label=source.label) -> None:
+            with self._lock:
+                self._metrics[label] = snapshot
+
+        return EngineClient(settings, on_delta=self._on_delta, on_metrics=metrics, on_state=on_state)

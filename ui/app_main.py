@@ -1,0 +1,90 @@
+"""`chorus app`: the desktop window on the default (or chosen) model."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from app.cli.engine_args import settings_from_args
+from app.chats.store import open_store
+
+# A smoke run answers briefly and greedily: it checks the pipeline, not the model.
+SMOKE_MAX_TOKENS = 32
+SMOKE_TIMEOUT_S = 300.0
+
+
+def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
+    smoke_prompt = getattr(args, "smoke_prompt", None)
+    if smoke_prompt:  # a smoke run is headless unless told otherwise
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from ui.qt_platform import display_problem
+
+    problem = display_problem()
+    if problem:  # said plainly, instead of Qt aborting the process (exit status 134)
+        print(problem, file=sys.stderr)
+        return 1
+    import qasync
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.about import gather_about
+    from ui.controllers.chat import ChatController
+    from inference import SamplingParams
+    from ui.widgets.about_dialog import AboutDialog
+    from ui.icon import app_icon
+    from ui.widgets.main_window import MainWindow
+    from ui.theme import apply_theme
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Chorus")
+    app.setDesktopFileName("chorus")  # matches packaging/linux/chorus.desktop (Wayland app id)
+    app.setWindowIcon(app_icon())
+    apply_theme(app, args.theme)
+    db, repo = open_store(data_dir)
+    window = MainWindow()
+    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).exec())
+    sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
+    controller = ChatController(window, repo, settings_from_args(args, model), sampling=sampling)
+    window.show()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    loop.call_soon(controller.start)  # the controller's work runs as tasks on this loop
+    if args.quit_after:  # smoke tests: start, run a while, quit cleanly
+        QTimer.singleShot(int(args.quit_after * 1000), app.quit)
+    status = 0
+    with loop:
+        if smoke_prompt:
+            status = loop.run_until_complete(_smoke(controller, window, repo, smoke_prompt))
+        else:
+            closing = asyncio.Event()
+            app.aboutToQuit.connect(closing.set)
+            loop.run_until_complete(closing.wait())
+    controller.shutdown()
+    db.close()
+    return status
+
+
+async def _smoke(controller, window, repo, prompt: str) -> int:
+    from ui.smoke import SmokeFailure, run_smoke
+
+    try:
+        result = await run_smoke(controller, window, repo, prompt, SMOKE_TIMEOUT_S)
+    except SmokeFailure as exc:
+        print(f"chorus: smoke test failed: {exc}", file=sys.stderr)
+        return 1
+    print(result.reply)
+    print(f"chorus: smoke test passed in {result.seconds:.1f} s: model {result.model}, "
+          f"conversation {result.conversation_id} saved", file=sys.stderr)
+    # What the About dialog would show: proves the bundle carries its metadata and libraries.
+    from PySide6.QtCore import qVersion
+    from PySide6.QtGui import QGuiApplication
+
+    from app.about import gather_about
+
+    about = dict(gather_about(repo.db.path.parent).rows(qt_version=qVersion()))
+    print(f"chorus: Chorus {about['Chorus']}; llama.cpp {about['llama.cpp']}; Qt {about['Qt']}; "
+          f"platform: {QGuiApplication.platformName()}", file=sys.stderr)
+    return 0

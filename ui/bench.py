@@ -1,0 +1,127 @@
+"""`chorus bench-ui --tabs N`: the real window (offscreen) with N tabs streaming at once on
+the engine process, while a 5 ms timer probes how long the GUI event loop stalls. With
+--compare, 4 of them are the panes of a compare view on screen (all drawing each frame)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+PROBE_MS = 5
+
+
+def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from ui.controllers.chat import ChatController
+    from app.chats.store import open_store
+    from inference import LoadSettings, SamplingParams
+    from ui.widgets.main_window import MainWindow
+    from ui.theme import apply_theme
+
+    app = QApplication.instance() or QApplication([])
+    apply_theme(app, "light")
+    import qasync
+
+    qasync.QEventLoop(app, already_running=True)  # the controller's asyncio tasks run on Qt
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-ui-") as tmp:
+        db, repo = open_store(Path(tmp))
+        window = MainWindow()
+        sampling = SamplingParams(temperature=0.7, seed=1, max_tokens=args.max_tokens, ignore_eos=True)
+        settings = LoadSettings(model_path=model, n_ctx=max(4096, args.tabs * (args.max_tokens + 96)),
+                                n_seq_max=args.tabs)
+        controller = ChatController(window, repo, settings, sampling=sampling)
+        if args.panel:
+            window.perf_panel.show()
+        window.show()
+        controller.start()
+        loop = QEventLoop()
+        _run_until(loop, lambda: controller.engine.state.status == "ready", 120)
+        panes = min(4, args.tabs) if args.compare else 0
+        tabs = []
+        for i in range(args.tabs - panes):
+            controller.new_chat()
+            _run_until(loop, lambda: window.tabs.count() == i + 1, 30)
+            tabs.append(window.tabs.widget(i))
+        view = None
+        if panes:
+            controller.compare.new_comparison(panes=panes)
+            _run_until(loop, lambda: window.open_comparisons() and len(window.open_comparisons()[0].panes()) == panes, 30)
+            view = window.open_comparisons()[0]
+            window.tabs.setCurrentWidget(view)
+        gaps: list[float] = []
+        last = [time.perf_counter()]
+
+        def probe() -> None:
+            now = time.perf_counter()
+            gaps.append(now - last[0])
+            last[0] = now
+
+        timer = QTimer()
+        timer.setInterval(PROBE_MS)
+        timer.timeout.connect(probe)
+        started = time.perf_counter()
+        timer.start()
+        for i, tab in enumerate(tabs):
+            tab.composer.setPlainText(f"Write a short story about a lighthouse keeper, part {i + 1}.")
+            tab.send_button.click()
+        if view is not None:
+            view.composer.setPlainText("Write a short story about a lighthouse keeper.")
+            view.send_button.click()
+        writers = tabs + (view.panes() if view is not None else [])
+        done = lambda: all(  # noqa: E731
+            t.model.rowCount() >= 2 and t.model.view(t.model.rowCount() - 1).status == "complete" for t in writers
+        )
+        _run_until(loop, done, 1800)
+        wall = time.perf_counter() - started
+        timer.stop()
+        metrics = controller.metrics
+        controller.shutdown()
+        db.close()
+        window.close()
+    stalls = sorted(max(0.0, g - PROBE_MS / 1000) * 1000 for g in gaps[1:])
+    result = {
+        "tabs": args.tabs,
+        "panel": args.panel,
+        "compare_panes": panes,
+        "max_tokens": args.max_tokens,
+        "probes": len(stalls),
+        "stall_p50_ms": statistics.median(stalls),
+        "stall_p99_ms": stalls[int(0.99 * (len(stalls) - 1))],
+        "stall_max_ms": stalls[-1],
+        "wall_s": wall,
+        "engine_tok_s": args.tabs * args.max_tokens / wall,
+        "max_batch_seqs": metrics.max_step_seqs if metrics else None,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:<16}{value:>12.2f}" if isinstance(value, float) else f"{key:<16}{value!s:>12}")
+    return 0
+
+
+def _run_until(loop, condition, timeout_s: float) -> None:
+    from PySide6.QtCore import QTimer
+
+    deadline = time.monotonic() + timeout_s
+    check = QTimer()
+    check.setInterval(20)
+    def tick() -> None:
+        if condition() or time.monotonic() > deadline:
+            loop.quit()
+
+    check.timeout.connect(tick)
+    check.start()
+    if not condition():
+        loop.exec()
+    check.stop()
+    if not condition():
+        raise TimeoutError(f"UI benchmark step did not finish within {timeout_s:.0f} s")

@@ -1,0 +1,437 @@
+"""Wires compare views to storage and engines.
+
+A comparison is a group of conversations, one per pane. Sending writes the same user
+message into each of them and starts one reply per pane through the chat controller, which
+sends each conversation to the engine of its model: panes on the main model share the main
+engine (one batch, one cached prompt prefix); panes on other models get engines of their own
+from the pool, which run at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.models import catalog as model_catalog
+from app.compare.export import comparison_markdown, reply_stats
+from app.compare.state import ComparisonState
+from app.engines.host import EngineState
+from app.engines.sources import LOCAL, ModelSource, unique_sources
+from app.compare.word_diff import diff_words
+from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
+from ui.widgets.diff_dialog import DiffDialog
+
+if TYPE_CHECKING:
+    from ui.controllers.chat import ChatController
+
+log = logging.getLogger(__name__)
+
+TITLE_CHARS = 60
+RECENT_MODELS_SETTING = "recent_models"
+
+
+class CompareController:
+    def __init__(self, chats: "ChatController", models_dir: Path | None) -> None:
+        self.chats = chats
+        self.window = chats.window
+        self.repo = chats.repo
+        self.catalog = chats.catalog
+        self.models_dir = models_dir
+        self.states: dict[int, ComparisonState] = {}  # open comparisons
+        self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
+        self.known_sources: dict[str, ModelSource] = {}  # every source a pane offers, by key
+        self.engines = chats.engines
+        self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
+        w = self.window
+        for signal, slot in (
+            (w.new_comparison_requested, lambda: self.new_comparison()),
+            (w.open_comparison_requested, self.open_comparison), (w.comparison_closed, self._closed),
+            (w.rename_comparison_requested, self.rename), (w.delete_comparison_requested, self.delete),
+            (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.engines.release),
+        ):
+            signal.connect(slot)
+
+    # ----- engines -------------------------------------------------------------------
+
+    def on_engine_state(self, source: ModelSource, state: EngineState) -> None:
+        """A pool engine's state (on its thread): the panes on that model say it."""
+        text = {"starting": f"loading {source.label}…", "ready": f"{source.label} ready",
+                "failed": f"{source.label} failed: {state.error}"}.get(state.status)
+        if text is not None:
+            self.chats.gui.post(lambda: self._show_engine_state(source, text))
+        if state.status == "ready" and source.kind == LOCAL:  # a model that loads is worth offering again
+            self.chats.gui.post(lambda: self.chats.in_storage(
+                lambda: self.chats.remember_model(source.path), self.window.set_recent_models))
+
+    def _show_engine_state(self, source: ModelSource, text: str) -> None:
+        for comparison_id, state in self.states.items():
+            view = self.window.compare_for(comparison_id)
+            for conv_id, pane_source in state.sources.items():
+                pane = view.pane_for(conv_id) if view is not None else None
+                if pane is not None and pane_source.key == source.key and not pane.busy:
+                    pane.set_state(text)
+
+    # ----- creating and opening ------------------------------------------------------
+
+    def new_comparison(self, panes: int = MIN_PANES, sources: list[ModelSource] | None = None) -> asyncio.Task:
+        """A comparison of `panes` panes, on the main model unless sources are given, each
+        starting from the preset chosen in the sidebar."""
+        main = self.chats.main_source()
+        chosen = sources or [main] * panes
+        preset_id = self.window.selected_preset()
+
+        def work():
+            preset = self.catalog.get_preset(preset_id) if preset_id is not None else None
+            convs = [
+                self.repo.create_conversation(model_ref=s.key, preset_id=preset_id,
+                                              sampling=preset.sampling if preset else None)
+                for s in chosen
+            ]
+            state = ComparisonState({c.id: s for c, s in zip(convs, chosen)}, [c.id for c in convs])
+            record = self.catalog.create_comparison("", [c.id for c in convs], state.to_settings())
+            return self._load(record.id)
+
+        return self.chats.in_storage(work, self._show)
+
+    def open_comparison(self, comparison_id: int) -> asyncio.Task:
+        return self.chats.in_storage(lambda: self._load(comparison_id), self._show)
+
+    def _load(self, comparison_id: int) -> dict:
+        """Everything a compare view needs, read on the storage thread."""
+        record = self.catalog.get_comparison(comparison_id)
+        alive = [i for i in record.conversation_ids if not self.repo.get_conversation(i).deleted]
+        state = ComparisonState.from_settings(record.settings, tuple(alive), self.chats.main_source())
+        return {
+            "record": record,
+            "state": state,
+            "paths": {i: self.repo.active_path(i) for i in alive},
+            "presets": [(p.id, p.name) for p in self.catalog.list_presets()],
+            "choices": self._source_choices(state),
+        }
+
+    def _source_choices(self, state: ComparisonState) -> list[ModelSource]:
+        sources = [self.chats.main_source()]
+        if self.models_dir is not None:
+            for spec in model_catalog.CATALOG.values():
+                if model_catalog.is_installed(spec, self.models_dir):
+                    sources.append(ModelSource.local(model_catalog.model_path(spec, self.models_dir)))
+        sources += [ModelSource.local(p) for p in self.catalog.get_setting(RECENT_MODELS_SETTING, [])]
+        sources += [ModelSource.remote(url, model) for url, model in self.remote_models]
+        sources += list(state.sources.values())
+        return unique_sources(sources)
+
+    def _show(self, loaded: dict) -> None:
+        record, state = loaded["record"], loaded["state"]
+        view, made = self.window.open_compare(record.id, record.title or "Comparison")
+        if not made:
+            return
+        self.states[record.id] = state
+        self._wire(view)
+        for conv_id in state.order:
+            self._add_pane(view, conv_id, loaded["paths"][conv_id], loaded["choices"], loaded["presets"])
+        view.set_blind(state.blind, state.favourite)
+        view.set_order(state.order)
+        self._show_agreement(view)
+
+    def _add_pane(self, view: CompareView, conv_id: int, path, choices, presets) -> ComparePane:
+        state = self.states[view.comparison_id]
+        source = state.sources[conv_id]
+        pane = view.add_pane(conv_id, path.conversation.title)
+        self.known_sources.update((s.key, s) for s in choices)
+        pane.set_source_choices([(s.key, s.label) for s in choices], source.key)
+        pane.set_presets(presets, path.conversation.preset_id)
+        pane.lock_preset(bool(path.messages))
+        self.chats.show_path(pane, path)
+        last = path.messages[-1] if path.messages else None
+        if last is not None and last.role == "assistant":
+            pane.set_result(reply_stats(last))
+        if source.key != self.chats.main_source().key:
+            self.engines.engine_for(conv_id, source)  # load it now, not on the first send
+        return pane
+
+    def _wire(self, view: CompareView) -> None:
+        view.send_requested.connect(lambda text, v=view: self.send(v, text))
+        view.stop_requested.connect(lambda v=view: self.stop(v))
+        view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
+        view.branch_requested.connect(
+            lambda conv_id, message_id, step, v=view: self.chats.switch_branch(v.pane_for(conv_id), message_id, step))
+        view.add_pane_requested.connect(lambda v=view: self.add_pane(v))
+        view.remove_pane_requested.connect(lambda conv_id, v=view: self.remove_pane(v, conv_id))
+        view.source_chosen.connect(lambda conv_id, key, v=view: self.set_source_key(v, conv_id, key))
+        view.source_file_chosen.connect(lambda conv_id, path, v=view: self.set_source(v, conv_id, ModelSource.local(path)))
+        view.source_remote_chosen.connect(lambda conv_id, url, model, key, v=view: self._remote_chosen(v, conv_id, url, model, key))
+        view.preset_chosen.connect(lambda conv_id, preset_id: self.set_preset(conv_id, preset_id))
+        view.settings_requested.connect(lambda conv_id, v=view: self.chats.edit_chat_settings(v.pane_for(conv_id)))
+        view.continue_requested.connect(self.continue_with)
+        view.favourite_picked.connect(lambda conv_id, v=view: self.pick_favourite(v, conv_id))
+        view.blind_toggled.connect(lambda blind, v=view: self.set_blind(v, blind))
+        view.diff_requested.connect(lambda v=view: self.show_differences(v))
+        view.all_done.connect(lambda v=view: self._show_agreement(v))
+        view.export_requested.connect(lambda path, v=view: self.export_markdown(v, path))
+
+    # ----- panes ---------------------------------------------------------------------
+
+    def add_pane(self, view: CompareView) -> asyncio.Task:
+        state = self.states[view.comparison_id]
+        source = self.chats.main_source()
+
+        def work():
+            conv = self.repo.create_conversation(model_ref=source.key)
+            self.repo.update_conversation(conv.id, comparison_id=view.comparison_id)
+            state.add(conv.id, source)
+            self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
+            presets = [(p.id, p.name) for p in self.catalog.list_presets()]
+            return self.repo.active_path(conv.id), self._source_choices(state), presets
+
+        def show(result) -> None:
+            path, choices, presets = result
+            self._add_pane(view, path.conversation.id, path, choices, presets)
+            view.set_blind(state.blind, state.favourite)
+
+        return self.chats.in_storage(work, show)
+
+    def remove_pane(self, view: CompareView, conv_id: int) -> asyncio.Task:
+        """The pane's conversation is deleted like a chat (restorable for a day)."""
+        state = self.states[view.comparison_id]
+        self.engines.release(conv_id)
+        view.remove_pane(conv_id)
+
+        def work():
+            state.remove(conv_id)
+            self.repo.delete(conv_id)
+            self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
+
+        return self.chats.in_storage(work, lambda _none: self._show_agreement(view))
+
+    def set_source_key(self, view: CompareView, conv_id: int, key: str) -> asyncio.Task | None:
+        source = self.known_sources.get(key)
+        return self.set_source(view, conv_id, source) if source is not None else None
+
+    def _remote_chosen(self, view: CompareView, conv_id: int, url: str, model: str, key: str) -> None:
+        source = ModelSource.remote(url, model)
+        if key:
+            self.engines.remote_keys[source.base_url] = key
+        if (source.base_url, source.model) not in self.remote_models:
+            self.remote_models.append((source.base_url, source.model))
+        self.set_source(view, conv_id, source)
+
+    def set_source(self, view: CompareView, conv_id: int, source: ModelSource) -> asyncio.Task | None:
+        state = self.states[view.comparison_id]
+        if state.sources.get(conv_id) == source:
+            return None
+        state.sources[conv_id] = source
+        self.known_sources[source.key] = source
+        view.pane_for(conv_id).set_source(source.key, source.label)
+        self.engines.release(conv_id)
+        if source.key != self.chats.main_source().key:
+            self.engines.engine_for(conv_id, source)
+
+        def work():
+            self.repo.update_conversation(conv_id, model_ref=source.key)
+            self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
+
+        return self.chats.in_storage(work)
+
+    def set_preset(self, conv_id: int, preset_id: int | None) -> asyncio.Task:
+        def work():
+            preset = self.catalog.get_preset(preset_id) if preset_id is not None else None
+            self.repo.update_conversation(conv_id, preset_id=preset_id, sampling=preset.sampling if preset else {})
+
+        return self.chats.in_storage(work)
+
+    # ----- talking -------------------------------------------------------------------
+
+    def send(self, view: CompareView, text: str) -> asyncio.Task | None:
+        """The same message to every pane; each replies on its own model and settings."""
+        panes = [p for p in view.panes() if self.chats.streams.stream_for(p.conversation_id) is None]
+        if not panes:
+            return None
+        conv_ids = [p.conversation_id for p in panes]
+        sources = self.states[view.comparison_id].sources
+        labels = {c: s.label for c, s in sources.items()}
+        on_main = {c for c, s in sources.items() if s.key == self.chats.main_source().key}
+        for pane in panes:
+            pane.set_busy(True)
+            pane.lock_preset(True)
+
+        def work():
+            started = []
+            for conv_id in conv_ids:
+                conv = self.repo.get_conversation(conv_id)
+                if self.repo.active_path(conv_id).messages == [] and conv.preset_id is not None:
+                    system = self.catalog.get_preset(conv.preset_id).system_prompt
+                    if system:
+                        self.repo.add_message(conv_id, "system", system)
+                        if conv_id in on_main:  # every pane on the main model starts from its cells
+                            self.chats.engine.pin_system_prompt(system)
+                user = self.repo.add_message(conv_id, "user", text)
+                if not conv.title:
+                    self.repo.rename(conv_id, text[:TITLE_CHARS])
+                reply = self.repo.start_reply(conv_id, parent_id=user.id, model=labels.get(conv_id))
+                started.append((conv_id, self.repo.active_path(conv_id), reply))
+            record = self.catalog.get_comparison(view.comparison_id)
+            if not record.title:
+                self.catalog.update_comparison(view.comparison_id, title=text[:TITLE_CHARS])
+            return started
+
+        def start(started) -> None:
+            if not view.title:
+                self.window.set_tab_title(view, text[:TITLE_CHARS])
+            for conv_id, path, reply in started:
+                pane = view.pane_for(conv_id)
+                if pane is not None:
+                    pane.set_result("")
+                    self.chats.start_stream(pane, path, reply)
+            self.chats.refresh_conversations()
+
+        return self.chats.in_storage(work, start)
+
+    def regenerate(self, view: CompareView) -> list:
+        """A new answer to the last message in every pane, on each pane's model."""
+        started = []
+        for pane in view.panes():
+            pane.set_result("")
+            started.append(self.chats.regenerate(pane))
+        return started
+
+    def stop(self, view: CompareView) -> None:
+        for pane in view.panes():
+            self.chats.stop(pane)
+
+    def continue_with(self, conv_id: int) -> asyncio.Task:
+        """The pane's conversation goes on as a normal chat tab (a copy: the comparison
+        stays as it was); it keeps the pane's model."""
+        def work():
+            conv = self.repo.get_conversation(conv_id)
+            return self.repo.copy_active_path(conv_id, title=conv.title or "Continued from a comparison")
+
+        return self.chats.in_storage(work, lambda copy: (self.chats.open_conversation(copy.id),
+                                                          self.chats.refresh_conversations()))
+
+    # ----- blind mode and differences --------------------------------------------------
+
+    def set_blind(self, view: CompareView, blind: bool) -> asyncio.Task:
+        state = self.states[view.comparison_id]
+        state.go_blind(blind)
+        view.set_order(state.order)
+        view.set_blind(state.blind, state.favourite)
+        self._show_agreement(view)
+        return self._save_state(view)
+
+    def pick_favourite(self, view: CompareView, conv_id: int) -> asyncio.Task:
+        state = self.states[view.comparison_id]
+        state.favourite = conv_id
+        view.set_blind(state.blind, conv_id)
+        pane = view.pane_for(conv_id)
+        self.window.statusBar().showMessage(f"Your pick: {pane.source_label}", 8000)
+        self._show_agreement(view)
+        return self._save_state(view)
+
+    def _save_state(self, view: CompareView) -> asyncio.Task:
+        settings = self.states[view.comparison_id].to_settings()
+        return self.chats.in_storage(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
+
+    def answers(self, view: CompareView) -> list[tuple[str, str, str]]:
+        """(short name, name for the diff view, last answer) of each pane, left to right."""
+        out = []
+        for pane in view.panes():
+            rows = pane.model.views()
+            last = rows[-1].text if rows and rows[-1].role == "assistant" else ""
+            short = pane.name_label.text().removeprefix("★ ")
+            out.append((short, short if view.hidden() else f"{short}: {pane.source_label}", last))
+        return out
+
+    def _show_agreement(self, view: CompareView) -> asyncio.Future | None:
+        """How much each pane's last answer agrees with the first pane's, word by word;
+        worked out off the GUI thread (long answers take tens of milliseconds)."""
+        answers = self.answers(view)
+        if len(answers) < 2 or not all(text for _, _, text in answers):
+            view.set_agreement("")
+            return None
+
+        def work() -> str:
+            (first, _, reference), rest = answers[0], answers[1:]
+            return " · ".join(
+                f"{short} vs {first}: {100 * diff_words(reference, text).similarity:.0f}% of words agree"
+                for short, _, text in rest
+            )
+
+        async def run() -> None:
+            text = await asyncio.get_running_loop().run_in_executor(self._work, work)
+            if self.window.compare_for(view.comparison_id) is view:  # still open
+                view.set_agreement(text)
+
+        return asyncio.ensure_future(run())
+
+    def show_differences(self, view: CompareView, modal: bool = True) -> DiffDialog:
+        def diff(old: str, new: str):
+            d = diff_words(old, new)
+            return [(r.op.value, r.text) for r in d.runs], d.similarity
+
+        dialog = DiffDialog([(name, text) for _, name, text in self.answers(view)], diff, self.window)
+        dialog.show() if not modal else dialog.open()
+        return dialog
+
+    def export_markdown(self, view: CompareView, path: str) -> asyncio.Task:
+        def work() -> None:
+            text = comparison_markdown(self.repo, self.catalog, view.comparison_id)
+            Path(path).write_text(text, encoding="utf-8")
+
+        def done(_none) -> None:
+            self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)
+
+        return self.chats.in_storage(work, done)
+
+    # ----- the sidebar ----------------------------------------------------------------
+
+    def rename(self, comparison_id: int, title: str) -> asyncio.Task:
+        def shown(_none) -> None:
+            view = self.window.compare_for(comparison_id)
+            if view is not None:
+                self.window.set_tab_title(view, title)
+            self.chats.refresh_conversations()
+
+        return self.chats.in_storage(lambda: self.catalog.update_comparison(comparison_id, title=title), shown)
+
+    def delete(self, comparison_id: int) -> asyncio.Task:
+        """Its conversations are soft-deleted together; Undo brings them all back."""
+        view = self.window.compare_for(comparison_id)
+        if view is not None:
+            self.stop(view)
+            self.window.tabs.removeTab(self.window.tabs.indexOf(view))
+            self._closed(comparison_id)
+            view.deleteLater()
+
+        def work():
+            record = self.catalog.get_comparison(comparison_id)
+            for conv_id in record.conversation_ids:
+                self.repo.delete(conv_id)
+            return record
+
+        def done(record) -> None:
+            self.window.offer_undo_delete(comparison_id, record.title or "Comparison", comparison=True)
+            self.chats.refresh_conversations()
+
+        return self.chats.in_storage(work, done)
+
+    def restore(self, comparison_id: int) -> asyncio.Task:
+        def work():
+            for conv_id in self.catalog.get_comparison(comparison_id).conversation_ids:
+                self.repo.restore(conv_id)
+
+        return self.chats.in_storage(work, lambda _none: self.chats.refresh_conversations())
+
+    def _closed(self, comparison_id: int) -> None:
+        state = self.states.pop(comparison_id, None)
+        if state is not None:
+            for conv_id in state.sources:
+                self.engines.release(conv_id)
+
+    def open_ids(self) -> list[int]:
+        return [v.comparison_id for v in self.window.open_comparisons()]
+
+    def shutdown(self) -> None:
+        self._work.shutdown(wait=True)

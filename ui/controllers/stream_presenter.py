@@ -1,0 +1,226 @@
+"""Draws replies as they stream: deltas from the engine's reader thread are gathered and
+applied to the tabs once per frame (FRAME_MS). A tab that is not on screen keeps its text in
+a backlog drawn when it is shown, so background tabs cost no layout however many write."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from PySide6.QtCore import QObject, QTimer
+
+from app.chats.recorder import ReplyRecorder
+from inference.outputs import Delta, FinishReason, Phase
+from storage import MessageRecord
+from ui.widgets.chat_tab import ChatTab
+from ui.widgets.main_window import MainWindow
+from ui.widgets.message_model import MessageView
+
+FRAME_MS = 30
+
+
+@dataclass(eq=False)
+class Stream:
+    """One reply being written into one tab."""
+
+    request_id: str
+    conversation_id: int
+    message_id: int
+    recorder: ReplyRecorder
+    engine: object = None  # where the request went: cancel it there
+    tokens: int = 0
+    first_token_s: float | None = None
+    # Sent and first-token times as the user lives them (queueing, process hops included):
+    # the engine's own TTFT starts when the request reaches it.
+    sent_s: float = field(default_factory=time.monotonic)
+    first_seen_s: float | None = None
+    # Text for a tab that is not on screen: drawn when the user switches to it, so
+    # background tabs cost no layout per frame however many are writing.
+    backlog: list[str] = field(default_factory=list)
+
+
+    def waited_s(self) -> float | None:
+        return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
+
+
+@dataclass
+class _Pending:
+    text: list[str] = field(default_factory=list)
+    tokens: int = 0
+    last: Delta | None = None
+
+
+def message_view(m: MessageRecord, branch: tuple[int, int] | None = None) -> MessageView:
+    return MessageView(
+        key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
+        meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
+    )
+
+
+def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
+    parts = []
+    if ttft is not None:
+        parts.append(f"{ttft:.2f} s to first token")
+    if rate:
+        parts.append(f"{rate:.0f} tok/s")
+    if tokens:
+        parts.append(f"{tokens} tokens")
+    return " · ".join(parts)
+
+
+class StreamPresenter(QObject):
+    def __init__(self, window: MainWindow, storage: Executor, on_frame: Callable[[], None]) -> None:
+        super().__init__()
+        self.window = window
+        self.storage = storage
+        self._on_frame = on_frame
+        self._streams: dict[str, Stream] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._timer = QTimer(self)
+        self._timer.setInterval(FRAME_MS)
+        self._timer.timeout.connect(self._flush)
+        window.tabs.currentChanged.connect(self._show_backlog)
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def add(self, stream: Stream) -> None:
+        with self._lock:
+            self._streams[stream.request_id] = stream
+
+    def stream_for(self, conversation_id: int) -> Stream | None:
+        with self._lock:
+            return next((s for s in self._streams.values() if s.conversation_id == conversation_id), None)
+
+    # ----- the engine's reader thread ----------------------------------------------------
+
+
+    def on_delta(self, delta: Delta) -> None:
+        with self._lock:
+            stream = self._streams.get(delta.request_id)
+            if stream is None:
+                return
+            if delta.token_ids and stream.first_seen_s is None:
+                stream.first_seen_s = time.monotonic()
+            if delta.finished and delta.stats is not None and stream.waited_s() is not None:
+                # Shown and saved: the wait the user had, not only the engine's part of it.
+                delta = replace(delta, stats=replace(delta.stats, ttft_s=stream.waited_s()))
+            pending = self._pending.setdefault(delta.request_id, _Pending())
+            pending.text.append(delta.text)
+            pending.tokens += len(delta.token_ids)
+            pending.last = delta
+        # In order, off the GUI thread: checkpoints at most once a second, and the end.
+        self.storage.submit(stream.recorder.on_delta, delta)
+
+    # ----- one UI update per frame ---------------------------------------------------------
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for request_id, update in pending.items():
+            with self._lock:
+                stream = self._streams.get(request_id)
+            if stream is not None:
+                self._apply(stream, update)
+        self._on_frame()
+
+    def _apply(self, stream: Stream, update: _Pending) -> None:
+        tab = self.window.view_for(stream.conversation_id)  # a chat tab or a compare pane
+        delta = update.last
+        if update.tokens and stream.first_token_s is None:
+            stream.first_token_s = time.monotonic()
+        stream.tokens += update.tokens
+        stream.backlog.extend(update.text)
+        if delta.finished:
+            with self._lock:
+                self._streams.pop(stream.request_id, None)
+        if tab is None:
+            return  # closed tab: the reply goes on and is saved; nothing to draw
+        if delta.finished:
+            stats = delta.stats
+            meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
+            self._draw(tab, stream, status=_final_status(delta), meta=meta or (delta.error or ""))
+            tab.set_busy(False)
+            tab.set_state(_done_text(delta))
+            tab.set_result(result_text(delta))
+            self.window.set_writing(tab, False)
+            return
+        on_screen = self.window.is_showing(tab)
+        if on_screen:
+            self._draw(tab, stream, status=_live_status(delta))
+        # A hidden tab's state line changes with the phase only, not with every token.
+        tab.set_state(_live_text(delta, stream if on_screen else None))
+        self.window.set_writing(tab, delta.phase is Phase.DECODING)
+
+    def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
+        text, stream.backlog = "".join(stream.backlog), []
+        tab.model.append_text(f"m{stream.message_id}", text, **changes)
+
+    def _show_backlog(self, index: int) -> None:
+        widget = self.window.tabs.widget(index)
+        views = widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
+        for view in views:
+            stream = self.stream_for(view.conversation_id)
+            if stream is not None and stream.backlog:
+                self._draw(view, stream, status="streaming")
+
+
+def _final_status(delta: Delta) -> str:
+    return {
+        FinishReason.ERROR: "error",
+        FinishReason.CANCELLED: "interrupted",
+        FinishReason.INTERRUPTED: "interrupted",
+    }.get(delta.finish_reason, "complete")
+
+
+def _live_status(delta: Delta) -> str:
+    return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
+
+
+def _live_text(delta: Delta, stream: Stream | None) -> str:
+    if delta.phase is Phase.QUEUED:
+        pos = delta.progress[0] if delta.progress else "?"
+        return f"queued (position {pos})"
+    if delta.phase is Phase.PREFILLING and delta.progress:
+        done, total = delta.progress
+        return f"reading the prompt ({100 * done // max(1, total)}%)"
+    if stream is None or stream.first_token_s is None:
+        return "writing…"
+    elapsed = time.monotonic() - stream.first_token_s
+    rate = f" · {stream.tokens / elapsed:.0f} tok/s" if elapsed > 0.5 else ""
+    return f"writing… {stream.tokens} tokens{rate}"
+
+
+def result_text(delta: Delta) -> str:
+    """A finished reply's numbers, as a compare pane shows them."""
+    s = delta.stats
+    parts = []
+    if s is not None:
+        if s.ttft_s is not None:
+            parts.append(f"TTFT {s.ttft_s:.2f} s")
+        if s.decode_tok_s:
+            parts.append(f"{s.decode_tok_s:.0f} tok/s")
+        parts.append(f"{s.generated_tokens} tokens")
+        if s.cached_tokens:
+            parts.append(f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached")
+    reason = delta.finish_reason.value if delta.finish_reason is not None else "?"
+    parts.append(f"finish: {reason}")
+    return " · ".join(parts)
+
+
+def _done_text(delta: Delta) -> str:
+    if delta.finish_reason is FinishReason.INTERRUPTED:
+        return f"interrupted: {delta.error}"
+    if delta.finish_reason is FinishReason.CANCELLED:
+        return "stopped"
+    if delta.finish_reason is FinishReason.ERROR:
+        return f"error: {delta.error}"
+    s = delta.stats
+    return f"done · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s" if s else "done"

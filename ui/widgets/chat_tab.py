@@ -1,0 +1,150 @@
+"""One conversation: its messages, its state line and the composer. Emits what the user
+asks for; the controller decides what happens."""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QApplication,
+    QMenu,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.widgets.message_list import MessageList
+
+PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
+from ui.widgets.message_model import MessageListModel
+
+
+class Composer(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line."""
+
+    submitted = Signal(str)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            text = self.toPlainText().strip()
+            if text:
+                self.clear()
+                self.submitted.emit(text)
+            return
+        super().keyPressEvent(event)
+
+
+CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def code_blocks(markdown: str) -> list[str]:
+    return [block.rstrip("\n") for block in CODE_BLOCK.findall(markdown)]
+
+
+class ChatTab(QWidget):
+    send_requested = Signal(str)
+    stop_requested = Signal()
+    regenerate_requested = Signal()
+    edit_requested = Signal(int, str)  # message id, new text: a new branch from there
+    branch_requested = Signal(int, int)  # message id, step (-1 previous, +1 next sibling)
+    settings_requested = Signal()
+
+    def __init__(self, conversation_id: int, title: str, parent=None) -> None:
+        super().__init__(parent)
+        self.conversation_id = conversation_id
+        self.title = title
+        self.model = MessageListModel(self)
+        self.state_label = QLabel("ready")
+        self.state_label.setObjectName("tabState")
+        self.view = MessageList(self.model)
+        self.delegate = self.view.delegate
+        self.delegate.branch_clicked.connect(self.branch_requested)
+        self.composer = Composer()
+        self.composer.setPlaceholderText(PLACEHOLDER)
+        self.composer.setFixedHeight(96)
+        self.send_button = QPushButton("Send")
+        self.stop_button = QPushButton("Stop")
+        self.regenerate_button = QPushButton("Regenerate")
+        self.settings_button = QPushButton("Settings…")
+        self._layout()
+        self.composer.submitted.connect(self._submit)
+        self.send_button.clicked.connect(self._send_clicked)
+        self.stop_button.clicked.connect(self.stop_requested)
+        self.regenerate_button.clicked.connect(self.regenerate_requested)
+        self.settings_button.clicked.connect(self.settings_requested)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
+        self.editing: int | None = None  # message id being edited in the composer
+        self.set_busy(False)
+
+    def _layout(self) -> None:
+        buttons = QVBoxLayout()
+        for b in (self.send_button, self.stop_button, self.regenerate_button, self.settings_button):
+            buttons.addWidget(b)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.composer, 1)
+        bottom.addLayout(buttons)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.state_label)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(bottom)
+
+    def _send_clicked(self) -> None:
+        text = self.composer.toPlainText().strip()
+        if text:
+            self.composer.clear()
+            self._submit(text)
+
+    def _submit(self, text: str) -> None:
+        if self.editing is not None:
+            message_id, self.editing = self.editing, None
+            self.composer.setPlaceholderText(PLACEHOLDER)
+            self.edit_requested.emit(message_id, text)
+        else:
+            self.send_requested.emit(text)
+
+    def start_editing(self, message_id: int, text: str) -> None:
+        """Put a sent message back in the composer; sending it makes a new branch."""
+        self.editing = message_id
+        self.composer.setPlainText(text)
+        self.composer.setPlaceholderText("Editing a message: Enter resends it as a new branch")
+        self.composer.setFocus()
+
+    def _context_menu(self, pos) -> None:
+        index = self.view.indexAt(pos)
+        if not index.isValid():
+            return
+        view = self.model.view(index.row())
+        menu = QMenu(self)
+        clipboard = QApplication.clipboard()
+        menu.addAction("Copy text", lambda: clipboard.setText(view.text))
+        for i, block in enumerate(code_blocks(view.text), 1):
+            menu.addAction(f"Copy code block {i}", lambda b=block: clipboard.setText(b))
+        if view.message_id is not None and view.role == "user":
+            menu.addAction("Edit and resend…", lambda: self.start_editing(view.message_id, view.text))
+        if view.branch and view.message_id is not None:
+            index_, count = view.branch
+            prev = menu.addAction(f"Previous branch ({index_ - 1}/{count})",
+                                  lambda: self.branch_requested.emit(view.message_id, -1))
+            prev.setEnabled(index_ > 1)
+            nxt = menu.addAction(f"Next branch ({index_ + 1}/{count})",
+                                 lambda: self.branch_requested.emit(view.message_id, 1))
+            nxt.setEnabled(index_ < count)
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    def set_state(self, text: str) -> None:
+        self.state_label.setText(text)
+
+    def set_result(self, text: str) -> None:
+        """A finished reply's numbers: a tab shows them on the message itself."""
+
+    def set_busy(self, busy: bool) -> None:
+        self.stop_button.setEnabled(busy)
+        self.regenerate_button.setEnabled(not busy and self.model.rowCount() > 0)

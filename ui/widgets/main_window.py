@@ -1,0 +1,466 @@
+"""The main window: conversations on the left, one tab per open conversation, the engine's
+state in the status bar. Widgets only: the controller feeds it and listens to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.widgets.chat_tab import ChatTab
+from ui.widgets.compare_view import ComparePane, CompareView
+from ui.widgets.model_dialog import ModelDialog
+from ui.widgets.perf_panel import PerfPanel
+from ui.widgets.remote_dialog import ask_remote_endpoint
+from ui.widgets.server_dialog import ServerDialog
+
+WRITING_BADGE = "● "
+COMPARE_MARK = "⚖ "
+PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
+COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
+UNDO_MS = 10_000
+TAB_TITLE_CHARS = 28
+
+
+def tab_title(title: str) -> str:
+    title = title or "New chat"
+    return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationItem:
+    id: int
+    title: str
+    pinned: bool = False
+    subtitle: str = ""
+    comparison: bool = False  # a comparison (id is its id), opened as a compare view
+
+
+def _ignoring_result(slot):
+    """A slot for QAction.triggered(checked) that calls a function taking no arguments."""
+
+    def run(*_args) -> None:
+        slot()
+
+    return run
+
+
+class MainWindow(QMainWindow):
+    new_chat_requested = Signal()
+    open_requested = Signal(int)
+    tab_closed = Signal(int)
+    search_changed = Signal(str)
+    delete_requested = Signal(int)
+    undo_delete_requested = Signal(int)
+    rename_requested = Signal(int, str)
+    pin_requested = Signal(int, bool)
+    model_requested = Signal(str)  # path of a GGUF file to load
+    model_load_requested = Signal(str, int)  # path and GPU layers (-1: the default), from the model dialog
+    about_requested = Signal()
+    presets_requested = Signal()  # open the preset editor
+    remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
+    new_comparison_requested = Signal()
+    server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
+    server_stop_requested = Signal()
+    open_comparison_requested = Signal(int)
+    comparison_closed = Signal(int)
+    rename_comparison_requested = Signal(int, str)
+    delete_comparison_requested = Signal(int)
+    undo_comparison_delete_requested = Signal(int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle("Chorus")
+        self.model_probe = None  # the app's ModelProbe, for the model dialog's estimates
+        self.resize(1200, 800)
+        self.search_box = QLineEdit()
+        self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
+        self.search_box.setClearButtonEnabled(True)
+        self.conversation_list = QListWidget()
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.conversation_list.setSpacing(2)
+        self.new_button = QPushButton("New chat")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("Send one message to 2–4 models or settings side by side")
+        self.preset_box = QComboBox()
+        self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
+        self.presets_button = QPushButton("Presets…")
+        self.tabs = QTabWidget()
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
+        self.tabs.setUsesScrollButtons(True)
+        self.engine_label = QLabel("engine: starting…")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 100)
+        self.load_progress.setMaximumWidth(160)
+        self.load_progress.hide()
+        self.statusBar().addPermanentWidget(self.load_progress)
+        self.statusBar().addPermanentWidget(self.engine_label)
+        self.server_label = QLabel("")
+        self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
+        self.server_label.hide()
+        self.statusBar().addPermanentWidget(self.server_label)
+        self.perf_panel = PerfPanel(self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
+        self.perf_panel.hide()
+        self._layout()
+        self._actions()
+        self.new_button.clicked.connect(self.new_chat_requested)
+        self.compare_button.clicked.connect(self.new_comparison_requested)
+        self.presets_button.clicked.connect(self.presets_requested)
+        self.search_box.textChanged.connect(self.search_changed)
+        self.conversation_list.itemActivated.connect(self._open_item)
+        self.conversation_list.itemClicked.connect(self._open_item)
+        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.conversation_list.customContextMenuRequested.connect(self._conversation_menu)
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.hide()
+        self.statusBar().addWidget(self.undo_button)
+        self.undo_button.clicked.connect(self._undo_clicked)
+        self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        self.tabs.currentChanged.connect(self._clear_badge)
+
+    def _layout(self) -> None:
+        side = QWidget()
+        box = QVBoxLayout(side)
+        box.setContentsMargins(6, 6, 6, 6)
+        box.addWidget(self.search_box)
+        box.addWidget(self.conversation_list, 1)
+        presets = QHBoxLayout()
+        presets.addWidget(self.preset_box, 1)
+        presets.addWidget(self.presets_button)
+        box.addLayout(presets)
+        new = QHBoxLayout()
+        new.addWidget(self.new_button, 1)
+        new.addWidget(self.compare_button)
+        box.addLayout(new)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(side)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(1, 1)
+        split.setSizes([260, 940])
+        self.setCentralWidget(split)
+
+    def _actions(self) -> None:
+        shortcuts = [
+            ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
+            ("New comparison", QKeySequence("Ctrl+Shift+N"), lambda: self.new_comparison_requested.emit()),
+            ("Close tab", QKeySequence.StandardKey.Close, lambda: self._close_tab(self.tabs.currentIndex())),
+            ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
+            ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
+            ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
+            ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
+            ("Stop", QKeySequence("Escape"), self._stop_current),
+            ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
+        ]
+        file_menu = self.menuBar().addMenu("&File")
+        chat_menu = self.menuBar().addMenu("&Chat")
+        in_file = {"New chat", "New comparison", "Open model…", "Close tab"}
+        for name, keys, slot in shortcuts:
+            action = QAction(name, self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(_ignoring_result(slot))
+            self.addAction(action)
+            (file_menu if name in in_file else chat_menu).addAction(action)
+        self.recent_menu = file_menu.addMenu("Recent models")
+        self.recent_menu.setEnabled(False)
+        view_menu = self.menuBar().addMenu("&View")
+        panel = self.perf_panel.toggleViewAction()
+        panel.setText("Performance panel")
+        panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
+        view_menu.addAction(panel)
+        self.serve_action = QAction("Serve over HTTP (OpenAI API)…", self)
+        self.serve_action.setCheckable(True)  # off by default, every start
+        self.serve_action.toggled.connect(self._serve_toggled)
+        file_menu.addAction(self.serve_action)
+        remote = QAction("Connect to a server…", self)
+        remote.triggered.connect(_ignoring_result(self._ask_remote))
+        file_menu.addAction(remote)
+        presets = QAction("Presets…", self)
+        presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
+        file_menu.addAction(presets)
+        file_menu.addSeparator()
+        quit_action = QAction("Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(_ignoring_result(self.close))
+        file_menu.addAction(quit_action)
+        about = QAction("About Chorus", self)
+        about.triggered.connect(_ignoring_result(self.about_requested.emit))
+        self.menuBar().addMenu("&Help").addAction(about)
+
+    # ----- conversations ---------------------------------------------------------------
+
+    def set_conversations(self, items: list[ConversationItem]) -> None:
+        self.conversation_list.clear()
+        for item in items:
+            mark = COMPARE_MARK if item.comparison else "📌 " if item.pinned else ""
+            widget_item = QListWidgetItem(mark + (item.title or ("Comparison" if item.comparison else "New chat")))
+            widget_item.setData(Qt.ItemDataRole.UserRole, item.id)
+            widget_item.setData(COMPARISON_ROLE, item.comparison)
+            widget_item.setData(PINNED_ROLE, item.pinned)
+            widget_item.setData(TITLE_ROLE, item.title)
+            if item.subtitle:
+                widget_item.setToolTip(item.subtitle)
+            self.conversation_list.addItem(widget_item)
+
+    def _conversation_menu(self, pos) -> None:
+        item = self.conversation_list.itemAt(pos)
+        if item is None:
+            return
+        conv_id = int(item.data(Qt.ItemDataRole.UserRole))
+        pinned = bool(item.data(PINNED_ROLE))
+        menu = QMenu(self)
+        if item.data(COMPARISON_ROLE):
+            menu.addAction("Open", lambda: self.open_comparison_requested.emit(conv_id))
+            menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE), comparison=True))
+            menu.addSeparator()
+            menu.addAction("Delete", lambda: self.delete_comparison_requested.emit(conv_id))
+            menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
+            return
+        menu.addAction("Open", lambda: self.open_requested.emit(conv_id))
+        menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE)))
+        menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(conv_id, not pinned))
+        menu.addSeparator()
+        menu.addAction("Delete", lambda: self.delete_requested.emit(conv_id))
+        menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
+
+    def _ask_rename(self, conv_id: int, title: str, comparison: bool = False) -> None:
+        new, ok = QInputDialog.getText(self, "Rename", "Title:", text=title or "")
+        if ok and new.strip():
+            signal = self.rename_comparison_requested if comparison else self.rename_requested
+            signal.emit(conv_id, new.strip())
+
+    def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
+        """'Deleted' in the status bar with an Undo button, for a while."""
+        self._undo = (comparison, conv_id)
+        self.statusBar().showMessage(f"Deleted “{title or 'New chat'}”", UNDO_MS)
+        self.undo_button.show()
+        QTimer.singleShot(UNDO_MS, self._hide_undo)
+
+    def _undo_clicked(self) -> None:
+        if self._undo is not None:
+            comparison, ident = self._undo
+            (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
+        self._hide_undo()
+
+    def _hide_undo(self) -> None:
+        self._undo = None
+        self.undo_button.hide()
+        self.statusBar().clearMessage()
+
+    def close_tab_of(self, conversation_id: int) -> None:
+        tab = self.tab_for(conversation_id)
+        if tab is not None:
+            self._close_tab(self.tabs.indexOf(tab))
+
+    def set_presets(self, presets: list[tuple[int, str]]) -> None:
+        """(id, name) pairs; the first entry is always 'No preset'."""
+        current = self.selected_preset()
+        self.preset_box.clear()
+        self.preset_box.addItem("No preset", None)
+        for preset_id, name in presets:
+            self.preset_box.addItem(name, preset_id)
+            if preset_id == current:
+                self.preset_box.setCurrentIndex(self.preset_box.count() - 1)
+
+    def selected_preset(self) -> int | None:
+        return self.preset_box.currentData()
+
+    def _open_item(self, item: QListWidgetItem) -> None:
+        ident = int(item.data(Qt.ItemDataRole.UserRole))
+        if item.data(COMPARISON_ROLE):
+            self.open_comparison_requested.emit(ident)
+        else:
+            self.open_requested.emit(ident)
+
+    # ----- tabs ---------------------------------------------------------------------
+
+    def tab_for(self, conversation_id: int) -> ChatTab | None:
+        return next((t for t in self.open_tabs() if t.conversation_id == conversation_id), None)
+
+    def view_for(self, conversation_id: int) -> ChatTab | ComparePane | None:
+        """Where a conversation is on screen: its tab, or its pane in a compare view."""
+        tab = self.tab_for(conversation_id)
+        if tab is not None:
+            return tab
+        for compare in self.open_comparisons():
+            pane = compare.pane_for(conversation_id)
+            if pane is not None:
+                return pane
+        return None
+
+    def compare_for(self, comparison_id: int) -> CompareView | None:
+        return next((c for c in self.open_comparisons() if c.comparison_id == comparison_id), None)
+
+    def open_compare(self, comparison_id: int, title: str) -> tuple[CompareView, bool]:
+        """The comparison's view, and whether it was just made (then it has no panes yet)."""
+        view = self.compare_for(comparison_id)
+        made = view is None
+        if made:
+            view = CompareView(comparison_id, title)
+            index = self.tabs.addTab(view, _label(view))
+            self.tabs.setTabToolTip(index, title)
+        self.tabs.setCurrentWidget(view)
+        return view, made
+
+    def open_comparisons(self) -> list[CompareView]:
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, CompareView)]
+
+    def is_showing(self, view: ChatTab | ComparePane) -> bool:
+        return self.tabs.currentWidget() is _top(view)
+
+    def open_tab(self, conversation_id: int, title: str) -> ChatTab:
+        tab = self.tab_for(conversation_id)
+        if tab is None:
+            tab = ChatTab(conversation_id, title)
+            index = self.tabs.addTab(tab, tab_title(title))
+            self.tabs.setTabToolTip(index, title)
+        self.tabs.setCurrentWidget(tab)
+        return tab
+
+    def open_tabs(self) -> list[ChatTab]:
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, ChatTab)]
+
+    def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
+        tab.title = title
+        i = self.tabs.indexOf(tab)
+        badge = WRITING_BADGE if self.tabs.tabText(i).startswith(WRITING_BADGE) else ""
+        self.tabs.setTabText(i, badge + _label(tab))
+        self.tabs.setTabToolTip(i, title)
+
+    def set_writing(self, view: ChatTab | ComparePane, writing: bool) -> None:
+        """A badge on background tabs that are writing (a compare tab: any of its panes)."""
+        tab = _top(view)
+        if isinstance(view, ComparePane):
+            view.writing = writing
+            writing = any(getattr(p, "writing", False) for p in tab.panes())
+        i = self.tabs.indexOf(tab)
+        show = writing and self.tabs.currentWidget() is not tab
+        text = (WRITING_BADGE if show else "") + _label(tab)
+        if self.tabs.tabText(i) != text:  # a new text lays the tab bar out again
+            self.tabs.setTabText(i, text)
+
+    def _clear_badge(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        if tab is not None:
+            self.tabs.setTabText(index, _label(tab))
+
+    def _close_tab(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        if tab is None:
+            return
+        self.tabs.removeTab(index)
+        if isinstance(tab, CompareView):
+            self.comparison_closed.emit(tab.comparison_id)
+        else:
+            self.tab_closed.emit(tab.conversation_id)
+        tab.deleteLater()
+
+    def _step_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+
+    def current_tab(self) -> ChatTab | CompareView | None:
+        return self.tabs.currentWidget()
+
+    def _focus_composer(self) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.composer.setFocus()
+
+    def _stop_current(self) -> None:
+        tab = self.current_tab()
+        if tab is not None and tab.stop_button.isEnabled():
+            tab.stop_requested.emit()
+
+    # ----- status ---------------------------------------------------------------------
+
+    def set_engine_status(self, text: str) -> None:
+        self.engine_label.setText(text)
+
+    def set_load_progress(self, fraction: float | None) -> None:
+        """Model loading progress; None hides the bar."""
+        if fraction is None or fraction >= 1.0:
+            self.load_progress.hide()
+        else:
+            self.load_progress.show()
+            self.load_progress.setValue(int(fraction * 100))
+
+    def _choose_model(self) -> ModelDialog:
+        dialog = ModelDialog(self.model_probe, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use, not one per use kept
+        dialog.model_chosen.connect(self.model_load_requested)
+        dialog.open()
+        return dialog
+
+    def set_recent_models(self, paths: list[str]) -> None:
+        self.recent_menu.clear()
+        for path in paths:
+            self.recent_menu.addAction(path, lambda p=path: self.model_requested.emit(p))
+        self.recent_menu.setEnabled(bool(paths))
+
+    def _ask_remote(self) -> None:
+        answer = ask_remote_endpoint(self)
+        if answer is not None:
+            self.remote_requested.emit(*answer)
+
+    def _serve_toggled(self, on: bool) -> None:
+        if not on:
+            self.server_stop_requested.emit()
+            return
+        dialog = ServerDialog(self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.server_start_requested.emit(*dialog.values())
+        else:
+            self.set_server_url(None)
+
+    def set_server_url(self, url: str | None) -> None:
+        """The server's address in the status bar, or nothing when it is off."""
+        self.serve_action.blockSignals(True)
+        self.serve_action.setChecked(url is not None)
+        self.serve_action.blockSignals(False)
+        self.server_label.setText(f"API: {url}" if url else "")
+        self.server_label.setVisible(url is not None)
+
+    def show_error(self, title: str, message: str) -> None:
+        QMessageBox.warning(self, title, message)
+
+    def show_model_error(self, message: str) -> None:
+        QMessageBox.warning(self, "Could not load the model", message)
+
+
+def _top(view: ChatTab | ComparePane) -> QWidget:
+    """The widget in the tab bar that holds view."""
+    return view.compare if isinstance(view, ComparePane) else view
+
+
+def _label(tab: ChatTab | CompareView) -> str:
+    return (COMPARE_MARK if isinstance(tab, CompareView) else "") + tab_title(tab.title)

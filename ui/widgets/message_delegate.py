@@ -1,0 +1,169 @@
+"""Paints one message: a header line (who, state, timing) over Markdown rendered text.
+
+Only rows that change are laid out again: documents are cached by (row key, text, width),
+so a streaming reply costs one layout per frame, whatever the history's length.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from ui.widgets.code_highlight import highlight_code_blocks
+from ui.widgets.message_model import MessageView, ViewRole
+
+PAD = 10
+GAP = 6
+HEADER_H = 18
+CACHE_SIZE = 512
+HEIGHT_CACHE_SIZE = 200_000
+WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+STATE_TEXT = {
+    "streaming": "writing…",
+    "queued": "queued",
+    "prefilling": "reading the prompt…",
+    "interrupted": "interrupted",
+    "error": "error",
+}
+
+
+def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
+    base = palette.color(QPalette.ColorRole.Base)
+    dark = base.lightness() < 128
+    if status == "error":
+        return QColor("#5a2626") if dark else QColor("#fbe3e3")
+    if role == "user":
+        return QColor("#27415e") if dark else QColor("#e3eefc")
+    if role == "system":
+        return QColor("#3b3b3b") if dark else QColor("#f1f1f1")
+    return palette.color(QPalette.ColorRole.AlternateBase)
+
+
+class MessageDelegate(QStyledItemDelegate):
+    branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.show_meta = True  # speeds and timings; blind comparisons hide them
+        self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
+        # Row heights outlive the documents: the list view asks every row's size again
+        # when one row grows, and that must not rebuild the history's documents.
+        self._heights: dict[tuple, int] = {}
+        self.layouts = 0  # documents built: a measure of work per frame
+
+    def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
+        key = (view.key, view.text, width, color.rgb())
+        doc = self._docs.get(key)
+        if doc is None:
+            self.layouts += 1
+            doc = QTextDocument()
+            doc.setDefaultFont(font)
+            doc.setDefaultStyleSheet(
+                f"body {{ color: {color.name()}; }} "
+                "pre, code { font-family: monospace; background-color: rgba(127,127,127,40); }"
+            )
+            doc.setMarkdown(view.text or " ")
+            highlight_code_blocks(doc, dark=color.lightness() > 128)
+            doc.setTextWidth(max(50, width))
+            self._docs[key] = doc
+            if len(self._docs) > CACHE_SIZE:
+                self._docs.popitem(last=False)
+        else:
+            self._docs.move_to_end(key)
+        return doc
+
+    def _text_width(self, option: QStyleOptionViewItem) -> int:
+        return option.rect.width() - 4 * PAD
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
+        view: MessageView = index.data(ViewRole)
+        width = self._text_width(option)
+        key = (view.key, view.text, width)
+        height = self._heights.get(key)
+        if height is None:
+            color = option.palette.color(QPalette.ColorRole.Text)
+            height = int(self._document(view, width, option.font, color).size().height())
+            if len(self._heights) > HEIGHT_CACHE_SIZE:
+                self._heights.clear()
+            self._heights[key] = height
+        return QSize(option.rect.width(), height + HEADER_H + 2 * PAD + GAP)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        view: MessageView = index.data(ViewRole)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        palette = option.palette
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(bubble_color(palette, view.role, view.status))
+        painter.drawRoundedRect(QRectF(rect), 8, 8)
+        if option.state & QStyle.StateFlag.State_Selected:
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(QRectF(rect), 8, 8)
+        self._paint_header(painter, rect, view, palette, option.font)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, text_color)
+        painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        doc.drawContents(painter)
+        painter.restore()
+
+    def _header_parts(self, rect, view: MessageView, font: QFont):
+        """The header's rectangle, small font, details text, and the arrows' hit boxes."""
+        header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
+        header.setHeight(HEADER_H)
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
+        meta = view.meta if self.show_meta else ""
+        details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), meta) if d)
+        # In a narrow column (a compare pane) the details give way to the role's name.
+        bold = QFont(font)
+        bold.setBold(True)
+        room = header.width() - QFontMetrics(bold).horizontalAdvance(WHO.get(view.role, view.role)) - 12
+        details = QFontMetrics(small).elidedText(details, Qt.TextElideMode.ElideRight, max(0, room))
+        arrows = None
+        if branch:
+            fm = QFontMetrics(small)
+            left = header.right() - fm.horizontalAdvance(details)
+            width = fm.horizontalAdvance(branch)
+            arrow = fm.horizontalAdvance("‹ ") + 4
+            arrows = (QRect(left - 4, header.top(), arrow, HEADER_H),
+                      QRect(left + width - arrow + 4, header.top(), arrow, HEADER_H))
+        return header, small, details, arrows
+
+    def _paint_header(self, painter, rect, view: MessageView, palette: QPalette, font: QFont) -> None:
+        header, small, details, _arrows = self._header_parts(rect, view, font)
+        bold = QFont(font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        who = WHO.get(view.role, view.role)
+        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
+        painter.setFont(small)
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, details)
+
+    def arrow_at(self, option_rect, view: MessageView, font: QFont, pos) -> int:
+        """-1 or +1 when pos is on the ‹ or › of a branched message's header, else 0."""
+        rect = option_rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        _h, _f, _d, arrows = self._header_parts(rect, view, font)
+        if not arrows or view.message_id is None:
+            return 0
+        if arrows[0].contains(pos) and view.branch[0] > 1:
+            return -1
+        if arrows[1].contains(pos) and view.branch[0] < view.branch[1]:
+            return 1
+        return 0
+
+    def editorEvent(self, event, model, option, index) -> bool:
+        if event.type() == QEvent.Type.MouseButtonRelease:
+            view: MessageView = index.data(ViewRole)
+            step = self.arrow_at(option.rect, view, option.font, event.position().toPoint())
+            if step:
+                self.branch_clicked.emit(view.message_id, step)
+                return True
+        return super().editorEvent(event, model, option, index)
