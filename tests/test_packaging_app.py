@@ -34,14 +34,14 @@ def test_gpu_layers_from_the_dialog_reach_the_engine_settings(qtbot, tmp_path, m
         copy = tmp_path / "copy.gguf"
         copy.symlink_to(model_path)
         app.window.model_load_requested.emit(str(copy), 0)
-        qtbot.waitUntil(lambda: app.controller.model_name == "copy.gguf"
-                        and app.controller.engine.state.status == "ready", timeout=WAIT_MS)
-        assert app.controller.engine.settings.n_gpu_layers == 0
-        assert app.controller.engine.state.info.n_gpu_layers == 0  # what the engine process loaded with
+        qtbot.waitUntil(lambda: app.controllers.engines.model_name == "copy.gguf"
+                        and app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
+        assert app.controllers.engines.engine.settings.n_gpu_layers == 0
+        assert app.controllers.engines.engine.state.info.n_gpu_layers == 0  # what the engine process loaded with
         app.window.model_load_requested.emit(str(model_path), -1)  # -1: keep the current setting
-        qtbot.waitUntil(lambda: app.controller.model_name == model_path.name
-                        and app.controller.engine.state.status == "ready", timeout=WAIT_MS)
-        assert app.controller.engine.settings.n_gpu_layers == 0
+        qtbot.waitUntil(lambda: app.controllers.engines.model_name == model_path.name
+                        and app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
+        assert app.controllers.engines.engine.settings.n_gpu_layers == 0
     finally:
         app.close()
 

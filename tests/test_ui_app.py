@@ -18,11 +18,11 @@ WAIT_MS = 120_000
 
 
 class App:
-    """A window, its controller, and helpers to drive them like a user."""
+    """A window, its controllers, and helpers to drive them like a user."""
 
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from ui.controllers.chat import ChatController
+        from ui.controllers.root import Controllers
         from app.chats.store import open_store
         from ui.widgets.main_window import MainWindow
 
@@ -32,14 +32,15 @@ class App:
         qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
-        self.controller = ChatController(self.window, self.repo, settings, sampling=sampling)
+        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling)
+        self.ctx = self.controllers.context
         self.window.show()
-        self.controller.start()
-        qtbot.waitUntil(lambda: self.controller.engine.state.status == "ready", timeout=WAIT_MS)
+        self.controllers.start()
+        qtbot.waitUntil(lambda: self.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
 
     def new_tab(self):
         before = self.window.tabs.count()
-        self.controller.new_chat()
+        self.controllers.conversations.new_chat()
         self.qtbot.waitUntil(lambda: self.window.tabs.count() == before + 1, timeout=10_000)
         return self.window.tabs.widget(before)
 
@@ -83,7 +84,7 @@ class App:
         return first
 
     def close(self) -> None:
-        self.controller.shutdown()
+        self.controllers.shutdown()
         self.db.close()
 
 
@@ -109,7 +110,7 @@ def test_three_tabs_stream_at_once_in_one_batch(app):
     for i, tab in enumerate(tabs):
         app.send(tab, f"Tell me fact number {i} about the sea.")
     app.wait_done(*tabs)
-    app.qtbot.waitUntil(lambda: app.controller.metrics is not None and app.controller.metrics.max_step_seqs >= 3,
+    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics is not None and app.controllers.engines.metrics.max_step_seqs >= 3,
                         timeout=5_000)
     for tab in tabs:
         reply = app.last(tab)
@@ -121,7 +122,7 @@ def test_three_tabs_stream_at_once_in_one_batch(app):
 
 def test_switching_tabs_mid_stream_cancels_nothing(app):
     a, b = app.new_tab(), app.new_tab()
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=150, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=150, ignore_eos=True)
     app.send(a, "Describe a forest.")
     app.send(b, "Describe a desert.")
     app.wait_streaming(a, b)
@@ -137,7 +138,7 @@ def test_switching_tabs_mid_stream_cancels_nothing(app):
 
 def test_stop_stops_only_its_tab(app):
     a, b = app.new_tab(), app.new_tab()
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
     app.send(a, "Count slowly.")
     app.send(b, "Count quickly.")
     app.wait_streaming(a, b)
@@ -180,21 +181,21 @@ def test_restarted_app_shows_the_same_conversations_and_tabs(qtbot, data_dir, mo
 
 def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     tab = app.new_tab()
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=2000, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=2000, ignore_eos=True)
     app.send(tab, "Tell a very long story.")
     app.wait_streaming(tab)
     app.qtbot.wait(1200)  # past one checkpoint
-    old_pid = app.controller.engine.pid
-    app.controller.engine.kill()
+    old_pid = app.controllers.engines.engine.pid
+    app.controllers.engines.engine.kill()
     app.wait_done(tab)
     assert app.last(tab).status == "interrupted"
     assert "stopped unexpectedly" in tab.state_label.text()
     partial = app.stored_last(tab.conversation_id, MessageStatus.INTERRUPTED)
     assert partial.content
     assert app.last(tab).text.startswith(partial.content)
-    app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready" and app.controller.engine.pid != old_pid,
+    app.qtbot.waitUntil(lambda: app.controllers.engines.engine.state.status == "ready" and app.controllers.engines.engine.pid != old_pid,
                         timeout=WAIT_MS)
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
     app.send(tab, "Are you back?")
     app.wait_done(tab)
     assert app.last(tab).status == "complete"
@@ -259,12 +260,12 @@ def test_sidebar_rename_pin_delete_and_undo(app):
     def titles():
         return [lst.item(i).text() for i in range(lst.count())]
 
-    app.controller.rename(second.conversation_id, "Renamed chat")
+    app.controllers.conversations.rename(second.conversation_id, "Renamed chat")
     app.qtbot.waitUntil(lambda: "Renamed chat" in titles())
     assert app.window.tabs.tabText(app.window.tabs.indexOf(second)) == "Renamed chat"
-    app.controller.set_pinned(first.conversation_id, True)
+    app.controllers.conversations.set_pinned(first.conversation_id, True)
     app.qtbot.waitUntil(lambda: titles()[0] == "📌 First chat")
-    app.controller.delete(first.conversation_id)
+    app.controllers.conversations.delete(first.conversation_id)
     app.qtbot.waitUntil(lambda: titles() == ["Renamed chat"] and app.window.undo_button.isVisibleTo(app.window))
     assert app.window.tab_for(first.conversation_id) is None
     app.window.undo_button.click()
@@ -279,13 +280,13 @@ def test_a_broken_model_file_is_a_dialog_and_the_old_model_stays(app, tmp_path, 
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 5000)
-    old_pid = app.controller.engine.pid
-    app.controller.load_model(str(broken)).join(120)
+    old_pid = app.controllers.engines.engine.pid
+    app.controllers.engines.load_model(str(broken)).join(120)
     app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
     assert "broken.gguf" in shown[0]
-    app.qtbot.waitUntil(lambda: app.controller.engine.state.status == "ready", timeout=WAIT_MS)
-    assert app.controller.engine.pid != old_pid
-    assert app.controller.engine.settings.model_path.name != "broken.gguf"
+    app.qtbot.waitUntil(lambda: app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
+    assert app.controllers.engines.engine.pid != old_pid
+    assert app.controllers.engines.engine.settings.model_path.name != "broken.gguf"
     tab = app.new_tab()
     app.send(tab, "Still there?")
     app.wait_done(tab)
@@ -295,9 +296,10 @@ def test_a_broken_model_file_is_a_dialog_and_the_old_model_stays(app, tmp_path, 
 def test_opening_another_model_switches_the_engine(app, model_path, tmp_path):
     copy = tmp_path / "copy-of-smollm.gguf"
     copy.symlink_to(model_path)
-    app.controller.load_model(str(copy)).join(120)
-    assert app.controller.engine.state.status == "ready"
-    assert app.controller.model_name == "copy-of-smollm.gguf"
+    app.controllers.engines.load_model(str(copy)).join(120)
+    # The switch is applied on the GUI thread, like every change the window reads.
+    app.qtbot.waitUntil(lambda: app.controllers.engines.model_name == "copy-of-smollm.gguf")
+    assert app.controllers.engines.engine.state.status == "ready"
     tab = app.new_tab()
     app.send(tab, "Hello")
     app.wait_done(tab)
@@ -308,7 +310,7 @@ def test_opening_another_model_switches_the_engine(app, model_path, tmp_path):
 
 def test_tabs_from_one_preset_share_its_system_prompt_cache(app):
     system = "You are a patient teacher. " * 30
-    app.controller.save_preset(None, "Teacher", system, {"temperature": 0.0})
+    app.controllers.presets.save_preset(None, "Teacher", system, {"temperature": 0.0})
     app.qtbot.waitUntil(lambda: app.window.preset_box.count() == 2)
     app.window.preset_box.setCurrentIndex(1)
     tabs = [app.new_tab() for _ in range(2)]
@@ -317,9 +319,9 @@ def test_tabs_from_one_preset_share_its_system_prompt_cache(app):
     for i, tab in enumerate(tabs):
         app.send(tab, f"Question {i}: what is {i} plus {i}?")
     app.wait_done(*tabs)
-    app.qtbot.waitUntil(lambda: app.controller.metrics is not None and app.controller.metrics.prefix_hits >= 2,
+    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics is not None and app.controllers.engines.metrics.prefix_hits >= 2,
                         timeout=5_000)
-    m = app.controller.metrics
+    m = app.controllers.engines.metrics
     assert m.seqs_pinned == 1
     assert m.prompt_tokens_saved >= 2 * 150  # both chats started from the pinned prompt
     conv = app.repo.get_conversation(tabs[0].conversation_id)
@@ -327,7 +329,7 @@ def test_tabs_from_one_preset_share_its_system_prompt_cache(app):
 
 
 def test_preset_editor_creates_and_deletes(app):
-    editor = app.controller.edit_presets()
+    editor = app.controllers.presets.edit_presets()
     editor.name.setText("Poet")
     editor.prompt.setPlainText("Answer in verse.")
     editor.save_button.click()
@@ -354,7 +356,7 @@ def _stream_into_long_conversation(app, build_long_conversation):
 
     conv_id = build_long_conversation(app.repo, 2000)
     started = time.perf_counter()
-    app.controller.open_conversation(conv_id)
+    app.controllers.conversations.open_conversation(conv_id)
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv_id) is not None
                         and app.window.tab_for(conv_id).model.rowCount() == 2000, timeout=30_000)
     opened_s = time.perf_counter() - started
@@ -365,7 +367,7 @@ def _stream_into_long_conversation(app, build_long_conversation):
     app.qtbot.waitUntil(lambda: delegate.layouts >= 2000, timeout=30_000)
     app.qtbot.wait(200)
     before = delegate.layouts
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=60, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=60, ignore_eos=True)
     app.send(tab, "One more thing.")
     app.wait_done(tab)
     assert tab.model.rowCount() == 2002
@@ -378,7 +380,7 @@ def _stream_into_long_conversation(app, build_long_conversation):
 def test_closing_a_writing_tab_keeps_it_writing_in_the_background(app):
     tab = app.new_tab()
     other = app.new_tab()
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
     app.send(tab, "Write about mountains.")
     app.send(other, "Write about rivers.")
     app.wait_streaming(tab, other)
@@ -388,7 +390,7 @@ def test_closing_a_writing_tab_keeps_it_writing_in_the_background(app):
     app.wait_done(other)
     finished = app.stored_last(conv_id, MessageStatus.COMPLETE)
     assert finished.completion_tokens == 120 and finished.content
-    app.controller.open_conversation(conv_id)
+    app.controllers.conversations.open_conversation(conv_id)
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv_id) is not None
                         and app.window.tab_for(conv_id).model.rowCount() == 2)
     assert app.last(app.window.tab_for(conv_id)).text == finished.content
@@ -412,21 +414,26 @@ def test_clicking_the_branch_arrows_switches_branches(app):
 
 def test_chat_settings_are_saved_and_used_for_the_next_reply(app):
     tab = app.new_tab()
-    changed = []
-
-    def accept(dialog):
-        dialog.spins["max_tokens"].setValue(7)
-        dialog.spins["temperature"].setValue(0.0)
-        changed.append(dialog.values())
-        return True
-
-    app.controller.edit_chat_settings(tab, accept=accept)
+    actions = app.controllers.sending.actions
+    tab.settings_requested.emit()
+    app.qtbot.waitUntil(lambda: actions.settings_dialog is not None and actions.settings_dialog.isVisible())
+    dialog = actions.settings_dialog
+    # While the dialog is open the event loop runs every other task: another tab streams a
+    # whole reply (with a nested exec() inside an asyncio task, qasync could not).
+    other = app.new_tab()
+    app.send(other, "Say hello.")
+    app.wait_done(other)
+    assert app.last(other).status == "complete" and dialog.isVisible()
+    dialog.spins["max_tokens"].setValue(7)
+    dialog.spins["temperature"].setValue(0.0)
+    dialog.accept()
     app.qtbot.waitUntil(lambda: app.repo.get_conversation(tab.conversation_id).sampling.get("max_tokens") == 7)
-    app.controller.sampling = SamplingParams(max_tokens=40, ignore_eos=True)
+    assert app.repo.get_conversation(tab.conversation_id).sampling["temperature"] == 0.0
+    app.ctx.sampling = SamplingParams(max_tokens=40, ignore_eos=True)
+    app.window.tabs.setCurrentWidget(tab)
     app.send(tab, "Count to ten.")
     app.wait_done(tab)
     assert "7 tokens" in app.last(tab).meta
-    assert changed[0]["temperature"] == 0.0
 
 
 def test_screenshot_of_markdown_and_code(app):
@@ -438,7 +445,7 @@ def test_screenshot_of_markdown_and_code(app):
               "    for word in text.split():\n        counts[word] = counts.get(word, 0) + 1\n"
               "    return counts\n```\n\n1. Lookups are O(1) on average.\n2. Keys must be hashable.\n")
     app.repo.finish_reply(reply.id, answer, completion_tokens=64, ttft_s=0.12, tokens_per_s=118.0)
-    app.controller.open_conversation(conv.id)
+    app.controllers.conversations.open_conversation(conv.id)
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv.id) is not None
                         and app.window.tab_for(conv.id).model.rowCount() == 2)
     app.qtbot.wait(200)
@@ -452,7 +459,7 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     panel = app.window.perf_panel
     panel.show()
     tabs = [app.new_tab() for _ in range(3)]
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
     start = len(panel.series("sequences"))
     for i, tab in enumerate(tabs):
         app.send(tab, f"Tell me about planet number {i}.")
@@ -480,17 +487,17 @@ def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
     server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol"))
     server.serve_in_thread()
     try:
-        app.controller.connect_remote(RemoteEndpoint(f"{server.url}/v1", "remote-smol", "k")).join(30)
-        assert app.controller.model_name == "remote-smol"
+        app.controllers.engines.connect_remote(RemoteEndpoint(f"{server.url}/v1", "remote-smol", "k")).join(30)
+        app.qtbot.waitUntil(lambda: app.controllers.engines.model_name == "remote-smol")
         tab = app.new_tab()
         app.send(tab, "Hello there")
         app.wait_done(tab)
         assert app.last(tab).status == "complete" and app.last(tab).text
         assert app.stored_last(tab.conversation_id, MessageStatus.COMPLETE).model == "remote-smol"
-        app.controller.connect_remote(RemoteEndpoint("http://127.0.0.1:1/v1", "m")).join(30)
+        app.controllers.engines.connect_remote(RemoteEndpoint("http://127.0.0.1:1/v1", "m")).join(30)
         app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
         assert "refused the connection" in shown[0]
-        assert app.controller.model_name == "remote-smol"  # the working server stays
+        assert app.controllers.engines.model_name == "remote-smol"  # the working server stays
     finally:
         server.shutdown()
         server.server_close()

@@ -18,7 +18,7 @@ pytest.importorskip("PySide6")
 
 def open_comparison(app, **kwargs):
     before = len(app.window.open_comparisons())
-    app.controller.compare.new_comparison(**kwargs)
+    app.controllers.compare.new_comparison(**kwargs)
     app.qtbot.waitUntil(lambda: len(app.window.open_comparisons()) == before + 1, timeout=10_000)
     view = app.window.open_comparisons()[-1]
     app.qtbot.waitUntil(lambda: len(view.panes()) >= kwargs.get("panes", len(kwargs.get("sources") or [1, 1])),
@@ -45,13 +45,13 @@ def wait_done(app, view, timeout: int = WAIT_MS) -> None:
 
 
 def test_two_panes_on_one_model_stream_in_one_batch(app):
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
     view = open_comparison(app)
     a, b = view.panes()
-    assert (a.source_label, b.source_label) == (app.controller.model_name,) * 2
+    assert (a.source_label, b.source_label) == (app.controllers.engines.model_name,) * 2
     batches = []
-    app.controller.monitor._deliver = lambda m, hw: batches.append(
-        (m[app.controller.model_name].last_step_seqs if m.get(app.controller.model_name) else 0))
+    app.controllers.monitor._deliver = lambda m, hw: batches.append(
+        (m[app.controllers.engines.model_name].last_step_seqs if m.get(app.controllers.engines.model_name) else 0))
     send(view, "Describe the moon in two sentences.")
     app.qtbot.waitUntil(lambda: a.busy and b.busy, timeout=10_000)
     assert view.stop_button.isEnabled() and not view.send_button.isEnabled()
@@ -67,29 +67,29 @@ def test_two_panes_on_one_model_stream_in_one_batch(app):
         assert messages[0].content == "Describe the moon in two sentences."
     app.qtbot.waitUntil(lambda: bool(re.fullmatch(r"B vs A: \d+% of words agree", view.agreement_label.text())),
                         timeout=5_000)
-    record = app.controller.catalog.get_comparison(view.comparison_id)
+    record = app.ctx.catalog.get_comparison(view.comparison_id)
     assert set(record.conversation_ids) == {a.conversation_id, b.conversation_id}
     assert record.title == "Describe the moon in two sentences."
-    assert app.controller.engines.pool.engines() == []  # same model: no second engine
+    assert app.controllers.engines.router.pool.engines() == []  # same model: no second engine
 
 
 def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemma_path):
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=60, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=60, ignore_eos=True)
     app.window.perf_panel.show()
     smol, gemma = ModelSource.local(model_path), ModelSource.local(gemma_path)
     view = open_comparison(app, sources=[smol, gemma])
     a, b = view.panes()
     assert b.source_label == gemma_path.name and b.source_box.currentData() == gemma.key
-    pooled = app.controller.engines.pool.get(gemma)
+    pooled = app.controllers.engines.router.pool.get(gemma)
     assert pooled is not None and pooled.wait_started(120) and pooled.status == "ready"
-    assert pooled.engine.pid != app.controller.engine.pid  # its own process
+    assert pooled.engine.pid != app.controllers.engines.engine.pid  # its own process
     # The two engines split the cores instead of fighting over them.
-    share = max(1, app.controller.engines.cpu_threads // 2)
-    assert pooled.engine.settings.n_threads == app.controller.engine.settings.n_threads == share
+    share = max(1, app.controllers.engines.router.cpu_threads // 2)
+    assert pooled.engine.settings.n_threads == app.controllers.engines.engine.settings.n_threads == share
     # A model that loaded in a pane is offered again (File → Recent models, every pane's list).
     app.qtbot.waitUntil(lambda: str(gemma_path) in [a.text() for a in app.window.recent_menu.actions()],
                         timeout=10_000)
-    assert str(gemma_path) in app.controller.catalog.get_setting("recent_models", [])
+    assert str(gemma_path) in app.ctx.catalog.get_setting("recent_models", [])
     send(view, "What is the capital of France?")
     wait_done(app, view)
     for pane, name in ((a, model_path.name), (b, gemma_path.name)):
@@ -114,12 +114,12 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     # Closing the comparison stops the engine no pane needs any more.
     app.window._close_tab(app.window.tabs.indexOf(view))
     app.qtbot.waitUntil(lambda: pooled.engine.state.status == "stopped", timeout=30_000)
-    assert app.controller.engines.pool.engines() == []
-    assert app.controller.engine.settings.n_threads == app.controller.engines.cpu_threads
+    assert app.controllers.engines.router.pool.engines() == []
+    assert app.controllers.engines.engine.settings.n_threads == app.controllers.engines.router.cpu_threads
 
 
 def test_a_model_that_cannot_load_fails_only_its_pane(app, tmp_path):
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x00" * 100)
     view = open_comparison(app)
@@ -131,11 +131,11 @@ def test_a_model_that_cannot_load_fails_only_its_pane(app, tmp_path):
     assert last(a).status == "complete"
     assert last(b).status == "error" and "broken.gguf could not be loaded" in last(b).meta
     assert "finish: error" in b.stats_label.text()
-    assert str(broken) not in app.controller.catalog.get_setting("recent_models", [])  # only models that load
+    assert str(broken) not in app.ctx.catalog.get_setting("recent_models", [])  # only models that load
 
 
 def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
     view = open_comparison(app, panes=3)
     comparison_id = view.comparison_id
     view.blind_box.setChecked(True)
@@ -148,7 +148,7 @@ def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
     assert not any(p.view.delegate.show_meta for p in view.panes())  # no speeds to tell them apart
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert app.window.grab().save(str(SCREENSHOTS / "compare-blind.png"))
-    dialog = app.controller.compare.show_differences(view, modal=False)
+    dialog = app.controllers.compare.show_differences(view, modal=False)
     assert dialog.left.itemText(0) == "Model A"  # no model names in the diff either
     dialog.close()
     chosen = view.panes()[1]
@@ -158,10 +158,10 @@ def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
                for p in view.panes())
     assert all(p.view.delegate.show_meta for p in view.panes())
     order = [p.conversation_id for p in view.panes()]
-    app.qtbot.waitUntil(lambda: app.controller.catalog.get_comparison(comparison_id).settings.get("favourite")
+    app.qtbot.waitUntil(lambda: app.ctx.catalog.get_comparison(comparison_id).settings.get("favourite")
                         == chosen.conversation_id, timeout=5_000)
     app.window._close_tab(app.window.tabs.indexOf(view))
-    app.controller.compare.open_comparison(comparison_id)
+    app.controllers.compare.open_comparison(comparison_id)
     app.qtbot.waitUntil(lambda: app.window.compare_for(comparison_id) is not None
                         and len(app.window.compare_for(comparison_id).panes()) == 3, timeout=10_000)
     again = app.window.compare_for(comparison_id)
@@ -183,7 +183,7 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
             roles = [m.role for m in app.repo.active_path(pane.conversation_id).messages]
             assert roles == ["user", "assistant", "user", "assistant"]
         exported = tmp_path / "comparison.md"
-        app.controller.compare.export_markdown(view, str(exported))
+        app.controllers.compare.export_markdown(view, str(exported))
         qtbot.waitUntil(exported.exists, timeout=10_000)
         markdown = exported.read_text()
         assert "## 1. Hi, who are you?" in markdown and "## 2. And what can you do?" in markdown
@@ -222,7 +222,7 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
 def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_engine):
     from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
     server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="secret", model_id="remote-smol"))
     server.serve_in_thread()
     try:
@@ -235,7 +235,7 @@ def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_en
         wait_done(app, view)
         assert last(a).status == "complete" and last(b).status == "complete" and last(b).text
         assert last(c).status == "error" and "refused the connection" in last(c).meta
-        settings = app.controller.catalog.get_comparison(view.comparison_id).settings
+        settings = app.ctx.catalog.get_comparison(view.comparison_id).settings
         assert settings["panes"][str(b.conversation_id)]["source"]["kind"] == "remote"
         assert "secret" not in str(settings)  # keys stay in memory
     finally:
@@ -244,7 +244,7 @@ def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_en
 
 
 def test_regenerate_all_branches_every_pane_and_the_arrows_go_back(app):
-    app.controller.sampling = SamplingParams(temperature=1.0, max_tokens=12, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=1.0, max_tokens=12, ignore_eos=True)
     view = open_comparison(app)
     assert not view.regenerate_button.isEnabled()  # nothing to regenerate yet
     send(view, "Name an animal.")
@@ -272,7 +272,7 @@ def test_panes_add_and_remove_within_two_to_four(app):
     gone = view.panes()[0].conversation_id
     view.panes()[0].remove_button.click()
     app.qtbot.waitUntil(lambda: len(view.panes()) == 3, timeout=10_000)
-    app.qtbot.waitUntil(lambda: gone not in app.controller.catalog.get_comparison(view.comparison_id).settings["order"],
+    app.qtbot.waitUntil(lambda: gone not in app.ctx.catalog.get_comparison(view.comparison_id).settings["order"],
                         timeout=5_000)
     assert app.repo.get_conversation(gone).deleted
     view.panes()[0].remove_button.click()
@@ -282,7 +282,7 @@ def test_panes_add_and_remove_within_two_to_four(app):
 
 
 def test_screenshot_of_the_compare_view(app):
-    app.controller.sampling = SamplingParams(temperature=0.8, max_tokens=160)
+    app.ctx.sampling = SamplingParams(temperature=0.8, max_tokens=160)
     view = open_comparison(app, panes=3)
     send(view, "Give me three tips for writing clear code.")
     wait_done(app, view)
@@ -291,7 +291,7 @@ def test_screenshot_of_the_compare_view(app):
     path = SCREENSHOTS / "compare-view.png"
     assert app.window.grab().save(str(path))
     assert path.stat().st_size > 10_000
-    dialog = app.controller.compare.show_differences(view, modal=False)
+    dialog = app.controllers.compare.show_differences(view, modal=False)
     app.qtbot.wait(200)
     assert dialog.grab().save(str(SCREENSHOTS / "compare-differences.png"))
     assert "line-through" in dialog.browser.toHtml() or dialog.similarity.text().startswith("100%")
@@ -299,10 +299,10 @@ def test_screenshot_of_the_compare_view(app):
 
 
 def test_a_pane_engine_that_dies_interrupts_only_its_pane_and_comes_back(app, model_path, gemma_path):
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=300, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=300, ignore_eos=True)
     view = open_comparison(app, sources=[ModelSource.local(model_path), ModelSource.local(gemma_path)])
     a, b = view.panes()
-    pooled = app.controller.engines.pool.get(ModelSource.local(gemma_path))
+    pooled = app.controllers.engines.router.pool.get(ModelSource.local(gemma_path))
     assert pooled.wait_started(120) and pooled.status == "ready"
     old_pid = pooled.engine.pid
     send(view, "Tell me a long story.")
@@ -314,7 +314,7 @@ def test_a_pane_engine_that_dies_interrupts_only_its_pane_and_comes_back(app, mo
     stored = app.stored_last(b.conversation_id, MessageStatus.INTERRUPTED)
     assert stored.content and last(b).text.startswith(stored.content[:20])
     app.qtbot.waitUntil(lambda: pooled.status == "ready" and pooled.engine.pid not in (None, old_pid), timeout=120_000)
-    app.controller.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
     send(view, "Go on.")
     app.qtbot.waitUntil(lambda: b.model.rowCount() == 4, timeout=10_000)
     wait_done(app, view)

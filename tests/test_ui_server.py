@@ -12,31 +12,31 @@ openai = pytest.importorskip("openai")
 
 
 def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
-    assert not app.window.serve_action.isChecked() and not app.controller.server.running
-    app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
-    url = app.controller.start_server("127.0.0.1", 0, "sekrit")
+    assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
+    url = app.controllers.server.start_server("127.0.0.1", 0, "sekrit")
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
     assert app.window.serve_action.isChecked() and app.window.server_label.text() == f"API: {url}"
     tab = app.new_tab()
     app.send(tab, "Describe a river in detail.")
     app.wait_streaming(tab)
-    before = app.controller.metrics.max_step_seqs
+    before = app.controllers.engines.metrics.max_step_seqs
     client = openai.OpenAI(base_url=url, api_key="sekrit", max_retries=0)
     stream = client.chat.completions.create(
         model="whatever", messages=[{"role": "user", "content": "Name three birds."}],
         max_tokens=40, temperature=0, stream=True)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.strip()
-    assert app.controller.gateway.open_requests() == 0
+    assert app.controllers.engines.gateway.open_requests() == 0
     app.wait_done(tab)
-    assert before == 1 and app.controller.metrics.max_step_seqs >= 2  # the HTTP request joined the tab's steps
+    assert before == 1 and app.controllers.engines.metrics.max_step_seqs >= 2  # the HTTP request joined the tab's steps
     assert app.last(tab).status == "complete" and text not in app.last(tab).text
     assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
     plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
     assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
-    app.controller.stop_server()
+    app.controllers.server.stop_server()
     assert not app.window.serve_action.isChecked() and not app.window.server_label.isVisible()
     with pytest.raises(openai.APIConnectionError):
         client.models.list()
@@ -51,9 +51,9 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert app.controller.start_server("127.0.0.1", port) is None
+        assert app.controllers.server.start_server("127.0.0.1", port) is None
     assert shown and f"cannot listen on 127.0.0.1:{port}" in shown[0]
-    assert not app.window.serve_action.isChecked() and not app.controller.server.running
+    assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
 
 
 def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):

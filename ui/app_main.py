@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from app.cli.engine_args import settings_from_args
 from app.chats.store import open_store
+from app.cli.engine_args import settings_from_args
 
 # A smoke run answers briefly and greedily: it checks the pipeline, not the model.
 SMOKE_MAX_TOKENS = 32
@@ -31,12 +31,12 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.about import gather_about
-    from ui.controllers.chat import ChatController
     from inference import SamplingParams
-    from ui.widgets.about_dialog import AboutDialog
+    from ui.controllers.root import Controllers
     from ui.icon import app_icon
-    from ui.widgets.main_window import MainWindow
     from ui.theme import apply_theme
+    from ui.widgets.about_dialog import AboutDialog
+    from ui.widgets.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Chorus")
@@ -45,33 +45,33 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     apply_theme(app, args.theme)
     db, repo = open_store(data_dir)
     window = MainWindow()
-    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).exec())
+    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())  # not exec(): no nested loop
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
-    controller = ChatController(window, repo, settings_from_args(args, model), sampling=sampling)
+    controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling)
     window.show()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    loop.call_soon(controller.start)  # the controller's work runs as tasks on this loop
+    loop.call_soon(controllers.start)  # the controller's work runs as tasks on this loop
     if args.quit_after:  # smoke tests: start, run a while, quit cleanly
         QTimer.singleShot(int(args.quit_after * 1000), app.quit)
     status = 0
     with loop:
         if smoke_prompt:
-            status = loop.run_until_complete(_smoke(controller, window, repo, smoke_prompt))
+            status = loop.run_until_complete(_smoke(controllers, window, repo, smoke_prompt))
         else:
             closing = asyncio.Event()
             app.aboutToQuit.connect(closing.set)
             loop.run_until_complete(closing.wait())
-    controller.shutdown()
+    controllers.shutdown()
     db.close()
     return status
 
 
-async def _smoke(controller, window, repo, prompt: str) -> int:
+async def _smoke(controllers, window, repo, prompt: str) -> int:
     from ui.smoke import SmokeFailure, run_smoke
 
     try:
-        result = await run_smoke(controller, window, repo, prompt, SMOKE_TIMEOUT_S)
+        result = await run_smoke(controllers, window, repo, prompt, SMOKE_TIMEOUT_S)
     except SmokeFailure as exc:
         print(f"chorus: smoke test failed: {exc}", file=sys.stderr)
         return 1

@@ -20,11 +20,11 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from ui.controllers.chat import ChatController
     from app.chats.store import open_store
     from inference import LoadSettings, SamplingParams
-    from ui.widgets.main_window import MainWindow
+    from ui.controllers.root import Controllers
     from ui.theme import apply_theme
+    from ui.widgets.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")
@@ -37,22 +37,22 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         sampling = SamplingParams(temperature=0.7, seed=1, max_tokens=args.max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model, n_ctx=max(4096, args.tabs * (args.max_tokens + 96)),
                                 n_seq_max=args.tabs)
-        controller = ChatController(window, repo, settings, sampling=sampling)
+        controllers = Controllers(window, repo, settings, sampling=sampling)
         if args.panel:
             window.perf_panel.show()
         window.show()
-        controller.start()
+        controllers.start()
         loop = QEventLoop()
-        _run_until(loop, lambda: controller.engine.state.status == "ready", 120)
+        _run_until(loop, lambda: controllers.engines.engine.state.status == "ready", 120)
         panes = min(4, args.tabs) if args.compare else 0
         tabs = []
         for i in range(args.tabs - panes):
-            controller.new_chat()
+            controllers.conversations.new_chat()
             _run_until(loop, lambda: window.tabs.count() == i + 1, 30)
             tabs.append(window.tabs.widget(i))
         view = None
         if panes:
-            controller.compare.new_comparison(panes=panes)
+            controllers.compare.new_comparison(panes=panes)
             _run_until(loop, lambda: window.open_comparisons() and len(window.open_comparisons()[0].panes()) == panes, 30)
             view = window.open_comparisons()[0]
             window.tabs.setCurrentWidget(view)
@@ -82,8 +82,8 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         _run_until(loop, done, 1800)
         wall = time.perf_counter() - started
         timer.stop()
-        metrics = controller.metrics
-        controller.shutdown()
+        metrics = controllers.engines.metrics
+        controllers.shutdown()
         db.close()
         window.close()
     stalls = sorted(max(0.0, g - PROBE_MS / 1000) * 1000 for g in gaps[1:])

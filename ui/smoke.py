@@ -11,8 +11,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from ui.controllers.chat import ChatController
 from storage import ChatRepository, MessageStatus
+from ui.controllers.root import Controllers
 from ui.widgets.main_window import MainWindow
 
 POLL_S = 0.1
@@ -31,7 +31,7 @@ class SmokeResult:
 
 
 async def run_smoke(
-    controller: ChatController, window: MainWindow, repo: ChatRepository, prompt: str, timeout_s: float
+    controllers: Controllers, window: MainWindow, repo: ChatRepository, prompt: str, timeout_s: float
 ) -> SmokeResult:
     start = time.monotonic()
     deadline = start + timeout_s
@@ -43,23 +43,23 @@ async def run_smoke(
             await asyncio.sleep(POLL_S)
 
     def engine_ready() -> bool:
-        state = controller.engine.state
+        state = controllers.engines.engine.state
         if state.status == "failed":
             raise SmokeFailure(f"the engine did not start: {state.error}")
         return state.status == "ready"
 
     await until(engine_ready, "the model to load")
-    await controller.new_chat(None)
+    await controllers.conversations.new_chat(None)
     tab = window.current_tab()
     if tab is None:
         raise SmokeFailure("no tab opened for the new chat")
-    await controller.send(tab, prompt)
+    await controllers.sending.actions.send(tab, prompt)
     conv_id = tab.conversation_id
-    await until(lambda: controller.streams.stream_for(conv_id) is None and not tab.stop_button.isEnabled(),
+    await until(lambda: controllers.streams.stream_for(conv_id) is None and not tab.stop_button.isEnabled(),
                 "the reply to finish")
     loop = asyncio.get_running_loop()
     # Read back on the storage thread, after the writes queued there (the final one included).
-    path = await loop.run_in_executor(controller.storage, repo.active_path, conv_id)
+    path = await loop.run_in_executor(controllers.context.storage.executor, repo.active_path, conv_id)
     roles = [m.role for m in path.messages]
     if roles[-2:] != ["user", "assistant"] or path.messages[-2].content != prompt:
         raise SmokeFailure(f"the database does not hold the prompt and a reply (roles: {roles})")

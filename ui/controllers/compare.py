@@ -1,7 +1,7 @@
 """Wires compare views to storage and engines.
 
 A comparison is a group of conversations, one per pane. Sending writes the same user
-message into each of them and starts one reply per pane through the chat controller, which
+message into each of them and starts one reply per pane through the conversation actions, which
 sends each conversation to the engine of its model: panes on the main model share the main
 engine (one batch, one cached prompt prefix); panes on other models get engines of their own
 from the pool, which run at the same time.
@@ -13,58 +13,55 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from app.models import catalog as model_catalog
 from app.compare.export import comparison_markdown, reply_stats
 from app.compare.state import ComparisonState
-from app.engines.host import EngineState
-from app.engines.sources import LOCAL, ModelSource, unique_sources
 from app.compare.word_diff import diff_words
+from app.engines.host import EngineState
+from app.engines.sources import ModelSource, unique_sources
+from app.models import catalog as model_catalog
+from ui.controllers.actions import ConversationActions
+from ui.controllers.context import ControllerContext
+from ui.controllers.engine_hub import RECENT_MODELS_SETTING
 from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
 from ui.widgets.diff_dialog import DiffDialog
-
-if TYPE_CHECKING:
-    from ui.controllers.chat import ChatController
 
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 60
-RECENT_MODELS_SETTING = "recent_models"
 
 
 class CompareController:
-    def __init__(self, chats: "ChatController", models_dir: Path | None) -> None:
-        self.chats = chats
-        self.window = chats.window
-        self.repo = chats.repo
-        self.catalog = chats.catalog
-        self.models_dir = models_dir
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.window = ctx.window
+        self.repo = ctx.repo
+        self.catalog = ctx.catalog
+        self.models_dir = ctx.models_dir
+        self.actions = ConversationActions(ctx)
+        self.router = ctx.engines.router
         self.states: dict[int, ComparisonState] = {}  # open comparisons
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
         self.known_sources: dict[str, ModelSource] = {}  # every source a pane offers, by key
-        self.engines = chats.engines
         self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
         w = self.window
         for signal, slot in (
             (w.new_comparison_requested, lambda: self.new_comparison()),
             (w.open_comparison_requested, self.open_comparison), (w.comparison_closed, self._closed),
             (w.rename_comparison_requested, self.rename), (w.delete_comparison_requested, self.delete),
-            (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.engines.release),
+            (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.router.release),
+            (ctx.engines.pool_state_changed, self.on_engine_state),
         ):
             signal.connect(slot)
 
     # ----- engines -------------------------------------------------------------------
 
     def on_engine_state(self, source: ModelSource, state: EngineState) -> None:
-        """A pool engine's state (on its thread): the panes on that model say it."""
+        """A pool engine's state: the panes on that model say it."""
         text = {"starting": f"loading {source.label}…", "ready": f"{source.label} ready",
                 "failed": f"{source.label} failed: {state.error}"}.get(state.status)
         if text is not None:
-            self.chats.gui.post(lambda: self._show_engine_state(source, text))
-        if state.status == "ready" and source.kind == LOCAL:  # a model that loads is worth offering again
-            self.chats.gui.post(lambda: self.chats.in_storage(
-                lambda: self.chats.remember_model(source.path), self.window.set_recent_models))
+            self._show_engine_state(source, text)
 
     def _show_engine_state(self, source: ModelSource, text: str) -> None:
         for comparison_id, state in self.states.items():
@@ -79,7 +76,7 @@ class CompareController:
     def new_comparison(self, panes: int = MIN_PANES, sources: list[ModelSource] | None = None) -> asyncio.Task:
         """A comparison of `panes` panes, on the main model unless sources are given, each
         starting from the preset chosen in the sidebar."""
-        main = self.chats.main_source()
+        main = self.ctx.engines.main_source()
         chosen = sources or [main] * panes
         preset_id = self.window.selected_preset()
 
@@ -94,16 +91,16 @@ class CompareController:
             record = self.catalog.create_comparison("", [c.id for c in convs], state.to_settings())
             return self._load(record.id)
 
-        return self.chats.in_storage(work, self._show)
+        return self.ctx.storage.run(work, self._show)
 
     def open_comparison(self, comparison_id: int) -> asyncio.Task:
-        return self.chats.in_storage(lambda: self._load(comparison_id), self._show)
+        return self.ctx.storage.run(lambda: self._load(comparison_id), self._show)
 
     def _load(self, comparison_id: int) -> dict:
         """Everything a compare view needs, read on the storage thread."""
         record = self.catalog.get_comparison(comparison_id)
         alive = [i for i in record.conversation_ids if not self.repo.get_conversation(i).deleted]
-        state = ComparisonState.from_settings(record.settings, tuple(alive), self.chats.main_source())
+        state = ComparisonState.from_settings(record.settings, tuple(alive), self.ctx.engines.main_source())
         return {
             "record": record,
             "state": state,
@@ -113,7 +110,7 @@ class CompareController:
         }
 
     def _source_choices(self, state: ComparisonState) -> list[ModelSource]:
-        sources = [self.chats.main_source()]
+        sources = [self.ctx.engines.main_source()]
         if self.models_dir is not None:
             for spec in model_catalog.CATALOG.values():
                 if model_catalog.is_installed(spec, self.models_dir):
@@ -144,12 +141,12 @@ class CompareController:
         pane.set_source_choices([(s.key, s.label) for s in choices], source.key)
         pane.set_presets(presets, path.conversation.preset_id)
         pane.lock_preset(bool(path.messages))
-        self.chats.show_path(pane, path)
+        self.actions.show_path(pane, path)
         last = path.messages[-1] if path.messages else None
         if last is not None and last.role == "assistant":
             pane.set_result(reply_stats(last))
-        if source.key != self.chats.main_source().key:
-            self.engines.engine_for(conv_id, source)  # load it now, not on the first send
+        if source.key != self.ctx.engines.main_source().key:
+            self.router.engine_for(conv_id, source)  # load it now, not on the first send
         return pane
 
     def _wire(self, view: CompareView) -> None:
@@ -157,14 +154,14 @@ class CompareController:
         view.stop_requested.connect(lambda v=view: self.stop(v))
         view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
         view.branch_requested.connect(
-            lambda conv_id, message_id, step, v=view: self.chats.switch_branch(v.pane_for(conv_id), message_id, step))
+            lambda conv_id, message_id, step, v=view: self.actions.switch_branch(v.pane_for(conv_id), message_id, step))
         view.add_pane_requested.connect(lambda v=view: self.add_pane(v))
         view.remove_pane_requested.connect(lambda conv_id, v=view: self.remove_pane(v, conv_id))
         view.source_chosen.connect(lambda conv_id, key, v=view: self.set_source_key(v, conv_id, key))
         view.source_file_chosen.connect(lambda conv_id, path, v=view: self.set_source(v, conv_id, ModelSource.local(path)))
         view.source_remote_chosen.connect(lambda conv_id, url, model, key, v=view: self._remote_chosen(v, conv_id, url, model, key))
         view.preset_chosen.connect(lambda conv_id, preset_id: self.set_preset(conv_id, preset_id))
-        view.settings_requested.connect(lambda conv_id, v=view: self.chats.edit_chat_settings(v.pane_for(conv_id)))
+        view.settings_requested.connect(lambda conv_id, v=view: self.actions.edit_chat_settings(v.pane_for(conv_id)))
         view.continue_requested.connect(self.continue_with)
         view.favourite_picked.connect(lambda conv_id, v=view: self.pick_favourite(v, conv_id))
         view.blind_toggled.connect(lambda blind, v=view: self.set_blind(v, blind))
@@ -176,7 +173,7 @@ class CompareController:
 
     def add_pane(self, view: CompareView) -> asyncio.Task:
         state = self.states[view.comparison_id]
-        source = self.chats.main_source()
+        source = self.ctx.engines.main_source()
 
         def work():
             conv = self.repo.create_conversation(model_ref=source.key)
@@ -191,12 +188,12 @@ class CompareController:
             self._add_pane(view, path.conversation.id, path, choices, presets)
             view.set_blind(state.blind, state.favourite)
 
-        return self.chats.in_storage(work, show)
+        return self.ctx.storage.run(work, show)
 
     def remove_pane(self, view: CompareView, conv_id: int) -> asyncio.Task:
         """The pane's conversation is deleted like a chat (restorable for a day)."""
         state = self.states[view.comparison_id]
-        self.engines.release(conv_id)
+        self.router.release(conv_id)
         view.remove_pane(conv_id)
 
         def work():
@@ -204,7 +201,7 @@ class CompareController:
             self.repo.delete(conv_id)
             self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
 
-        return self.chats.in_storage(work, lambda _none: self._show_agreement(view))
+        return self.ctx.storage.run(work, lambda _none: self._show_agreement(view))
 
     def set_source_key(self, view: CompareView, conv_id: int, key: str) -> asyncio.Task | None:
         source = self.known_sources.get(key)
@@ -213,7 +210,7 @@ class CompareController:
     def _remote_chosen(self, view: CompareView, conv_id: int, url: str, model: str, key: str) -> None:
         source = ModelSource.remote(url, model)
         if key:
-            self.engines.remote_keys[source.base_url] = key
+            self.router.remote_keys[source.base_url] = key
         if (source.base_url, source.model) not in self.remote_models:
             self.remote_models.append((source.base_url, source.model))
         self.set_source(view, conv_id, source)
@@ -225,34 +222,34 @@ class CompareController:
         state.sources[conv_id] = source
         self.known_sources[source.key] = source
         view.pane_for(conv_id).set_source(source.key, source.label)
-        self.engines.release(conv_id)
-        if source.key != self.chats.main_source().key:
-            self.engines.engine_for(conv_id, source)
+        self.router.release(conv_id)
+        if source.key != self.ctx.engines.main_source().key:
+            self.router.engine_for(conv_id, source)
 
         def work():
             self.repo.update_conversation(conv_id, model_ref=source.key)
             self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
 
-        return self.chats.in_storage(work)
+        return self.ctx.storage.run(work)
 
     def set_preset(self, conv_id: int, preset_id: int | None) -> asyncio.Task:
         def work():
             preset = self.catalog.get_preset(preset_id) if preset_id is not None else None
             self.repo.update_conversation(conv_id, preset_id=preset_id, sampling=preset.sampling if preset else {})
 
-        return self.chats.in_storage(work)
+        return self.ctx.storage.run(work)
 
     # ----- talking -------------------------------------------------------------------
 
     def send(self, view: CompareView, text: str) -> asyncio.Task | None:
         """The same message to every pane; each replies on its own model and settings."""
-        panes = [p for p in view.panes() if self.chats.streams.stream_for(p.conversation_id) is None]
+        panes = [p for p in view.panes() if self.ctx.streams.stream_for(p.conversation_id) is None]
         if not panes:
             return None
         conv_ids = [p.conversation_id for p in panes]
         sources = self.states[view.comparison_id].sources
         labels = {c: s.label for c, s in sources.items()}
-        on_main = {c for c, s in sources.items() if s.key == self.chats.main_source().key}
+        on_main = {c for c, s in sources.items() if s.key == self.ctx.engines.main_source().key}
         for pane in panes:
             pane.set_busy(True)
             pane.lock_preset(True)
@@ -266,7 +263,7 @@ class CompareController:
                     if system:
                         self.repo.add_message(conv_id, "system", system)
                         if conv_id in on_main:  # every pane on the main model starts from its cells
-                            self.chats.engine.pin_system_prompt(system)
+                            self.ctx.engines.engine.pin_system_prompt(system)
                 user = self.repo.add_message(conv_id, "user", text)
                 if not conv.title:
                     self.repo.rename(conv_id, text[:TITLE_CHARS])
@@ -284,22 +281,22 @@ class CompareController:
                 pane = view.pane_for(conv_id)
                 if pane is not None:
                     pane.set_result("")
-                    self.chats.start_stream(pane, path, reply)
-            self.chats.refresh_conversations()
+                    self.actions.start_reply(pane, path, reply)
+            self.ctx.events.conversations_changed.emit()
 
-        return self.chats.in_storage(work, start)
+        return self.ctx.storage.run(work, start)
 
     def regenerate(self, view: CompareView) -> list:
         """A new answer to the last message in every pane, on each pane's model."""
         started = []
         for pane in view.panes():
             pane.set_result("")
-            started.append(self.chats.regenerate(pane))
+            started.append(self.actions.regenerate(pane))
         return started
 
     def stop(self, view: CompareView) -> None:
         for pane in view.panes():
-            self.chats.stop(pane)
+            self.actions.stop(pane)
 
     def continue_with(self, conv_id: int) -> asyncio.Task:
         """The pane's conversation goes on as a normal chat tab (a copy: the comparison
@@ -308,8 +305,8 @@ class CompareController:
             conv = self.repo.get_conversation(conv_id)
             return self.repo.copy_active_path(conv_id, title=conv.title or "Continued from a comparison")
 
-        return self.chats.in_storage(work, lambda copy: (self.chats.open_conversation(copy.id),
-                                                          self.chats.refresh_conversations()))
+        return self.ctx.storage.run(work, lambda copy: (self.window.open_requested.emit(copy.id),
+                                                          self.ctx.events.conversations_changed.emit()))
 
     # ----- blind mode and differences --------------------------------------------------
 
@@ -332,7 +329,7 @@ class CompareController:
 
     def _save_state(self, view: CompareView) -> asyncio.Task:
         settings = self.states[view.comparison_id].to_settings()
-        return self.chats.in_storage(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
+        return self.ctx.storage.run(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
 
     def answers(self, view: CompareView) -> list[tuple[str, str, str]]:
         """(short name, name for the diff view, last answer) of each pane, left to right."""
@@ -383,7 +380,7 @@ class CompareController:
         def done(_none) -> None:
             self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)
 
-        return self.chats.in_storage(work, done)
+        return self.ctx.storage.run(work, done)
 
     # ----- the sidebar ----------------------------------------------------------------
 
@@ -392,9 +389,9 @@ class CompareController:
             view = self.window.compare_for(comparison_id)
             if view is not None:
                 self.window.set_tab_title(view, title)
-            self.chats.refresh_conversations()
+            self.ctx.events.conversations_changed.emit()
 
-        return self.chats.in_storage(lambda: self.catalog.update_comparison(comparison_id, title=title), shown)
+        return self.ctx.storage.run(lambda: self.catalog.update_comparison(comparison_id, title=title), shown)
 
     def delete(self, comparison_id: int) -> asyncio.Task:
         """Its conversations are soft-deleted together; Undo brings them all back."""
@@ -413,22 +410,22 @@ class CompareController:
 
         def done(record) -> None:
             self.window.offer_undo_delete(comparison_id, record.title or "Comparison", comparison=True)
-            self.chats.refresh_conversations()
+            self.ctx.events.conversations_changed.emit()
 
-        return self.chats.in_storage(work, done)
+        return self.ctx.storage.run(work, done)
 
     def restore(self, comparison_id: int) -> asyncio.Task:
         def work():
             for conv_id in self.catalog.get_comparison(comparison_id).conversation_ids:
                 self.repo.restore(conv_id)
 
-        return self.chats.in_storage(work, lambda _none: self.chats.refresh_conversations())
+        return self.ctx.storage.run(work, lambda _none: self.ctx.events.conversations_changed.emit())
 
     def _closed(self, comparison_id: int) -> None:
         state = self.states.pop(comparison_id, None)
         if state is not None:
             for conv_id in state.sources:
-                self.engines.release(conv_id)
+                self.router.release(conv_id)
 
     def open_ids(self) -> list[int]:
         return [v.comparison_id for v in self.window.open_comparisons()]

@@ -8,9 +8,8 @@ import threading
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
 from inference.outputs import Delta, FinishReason, Phase
@@ -72,11 +71,12 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
 
 
 class StreamPresenter(QObject):
-    def __init__(self, window: MainWindow, storage: Executor, on_frame: Callable[[], None]) -> None:
+    frame_drawn = Signal()  # after each frame's updates: the status line reads the metrics then
+
+    def __init__(self, window: MainWindow, storage: Executor) -> None:
         super().__init__()
         self.window = window
         self.storage = storage
-        self._on_frame = on_frame
         self._streams: dict[str, Stream] = {}
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
@@ -129,7 +129,7 @@ class StreamPresenter(QObject):
                 stream = self._streams.get(request_id)
             if stream is not None:
                 self._apply(stream, update)
-        self._on_frame()
+        self.frame_drawn.emit()
 
     def _apply(self, stream: Stream, update: _Pending) -> None:
         tab = self.window.view_for(stream.conversation_id)  # a chat tab or a compare pane

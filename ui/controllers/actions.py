@@ -1,0 +1,164 @@
+"""What a user does to one conversation, in a chat tab or a compare pane alike: send,
+regenerate, edit and resend, switch branches, change its settings, stop. Storage work runs
+on the storage thread; a reply starts once its message rows exist."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import replace
+
+from app.chats.recorder import ReplyRecorder
+from inference import ChatRequest, SamplingParams
+from inference.outputs import Delta, FinishReason, Phase
+from storage import MessageRecord, MessageStatus
+from ui.controllers.context import ControllerContext
+from ui.controllers.stream_presenter import Stream, message_view
+from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
+from ui.widgets.chat_settings import ChatSettingsDialog
+from ui.widgets.chat_tab import ChatTab
+
+TITLE_CHARS = 60
+FOREGROUND, BACKGROUND = 1, 0
+
+
+class ConversationActions:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.settings_dialog: ChatSettingsDialog | None = None  # the one open, if any
+
+    def is_writing(self, conversation_id: int) -> bool:
+        return self.ctx.streams.stream_for(conversation_id) is not None
+
+    def show_path(self, view: ChatTab, path) -> None:
+        """The conversation's active branch in a tab or pane, with branch arrows."""
+        views = []
+        for m in path.messages:
+            pos = path.branches.get(m.id)
+            views.append(message_view(m, (pos.index, pos.count) if pos else None))
+        view.model.set_messages(views)
+        view.set_busy(self.is_writing(view.conversation_id))
+
+    # ----- starting replies -------------------------------------------------------------
+
+    def send(self, view: ChatTab, text: str) -> asyncio.Task:
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        view.set_busy(True)
+
+        def work():
+            user = repo.add_message(conv_id, "user", text)
+            conv = repo.get_conversation(conv_id)
+            if not conv.title:
+                repo.rename(conv_id, text[:TITLE_CHARS])
+            reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
+            return repo.active_path(conv_id), reply
+
+        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+
+    def regenerate(self, view: ChatTab) -> asyncio.Task | None:
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None
+        view.set_busy(True)
+
+        def work():
+            path = repo.active_path(conv_id)
+            if not path.messages:
+                return None
+            last = path.messages[-1]
+            parent = last.parent_id if last.role == "assistant" else last.id
+            reply = repo.start_reply(conv_id, parent_id=parent, model=self.ctx.engines.model_label(path.conversation))
+            return repo.active_path(conv_id), reply
+
+        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result) if result else view.set_busy(False))
+
+    def edit_and_resend(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
+        """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None
+        view.set_busy(True)
+
+        def work():
+            edited = repo.edit_message(message_id, text)
+            conv = repo.get_conversation(conv_id)
+            reply = repo.start_reply(conv_id, parent_id=edited.id, model=self.ctx.engines.model_label(conv))
+            return repo.active_path(conv_id), reply
+
+        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+
+    def start_reply(self, view: ChatTab, path, reply: MessageRecord) -> None:
+        """The reply row exists: stream the engine's answer into it and into the view."""
+        self.show_path(view, path)
+        self.ctx.window.set_tab_title(view, path.conversation.title)
+        prompt = tuple({"role": m.role, "content": m.content} for m in path.messages[:-1]
+                       if m.status is not MessageStatus.ERROR)
+        request_id = uuid.uuid4().hex[:12]
+        engine = self.ctx.engines.engine_for(path.conversation)
+        recorder = ReplyRecorder(self.ctx.repo, reply.id)
+        self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine))
+        priority = FOREGROUND if self.ctx.window.is_showing(view) else BACKGROUND
+        sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
+        chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
+                           fit_context=True)
+        view.set_busy(True)
+        view.set_state("queued")
+        try:
+            engine.submit(chat)
+        except Exception as exc:
+            self.ctx.streams.on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR,
+                                            error=str(exc)))
+        self.ctx.events.conversations_changed.emit()
+
+    def stop(self, view: ChatTab) -> None:
+        stream = self.ctx.streams.stream_for(view.conversation_id)
+        if stream is not None:
+            stream.engine.cancel(stream.request_id)
+
+    # ----- branches and settings ----------------------------------------------------------
+
+    def switch_branch(self, view: ChatTab, message_id: int, step: int) -> asyncio.Task | None:
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None  # the branch on screen is being written
+
+        def work():
+            siblings = repo.siblings(message_id)
+            target = siblings.index(message_id) + step
+            if 0 <= target < len(siblings):
+                repo.switch_to(siblings[target])
+            return repo.active_path(conv_id)
+
+        return self.ctx.storage.run(work, lambda path: self.show_path(view, path))
+
+    def edit_chat_settings(self, view: ChatTab) -> asyncio.Task:
+        """The chat's sampling settings in a window-modal dialog, saved with the conversation
+        when accepted. open(), not exec(): a nested event loop inside this task would stop
+        qasync from running every other task while the dialog is up."""
+        repo, catalog, conv_id = self.ctx.repo, self.ctx.catalog, view.conversation_id
+
+        def load():
+            conv = repo.get_conversation(conv_id)
+            preset = catalog.get_preset(conv.preset_id) if conv.preset_id else None
+            return conv, preset
+
+        def show(loaded) -> None:
+            conv, preset = loaded
+            defaults = {name: getattr(self.ctx.sampling, name) for name in (*SETTINGS_FIELDS, "max_tokens")}
+            dialog = ChatSettingsDialog(conv.title, conv.sampling, defaults, preset.name if preset else None,
+                                        self.ctx.window)
+            dialog.accepted.connect(lambda: self._save_sampling(conv_id, {**conv.sampling, **dialog.values()}))
+            dialog.finished.connect(dialog.deleteLater)
+            self.settings_dialog = dialog
+            dialog.open()
+
+        return self.ctx.storage.run(load, show)
+
+    def _save_sampling(self, conv_id: int, sampling: dict) -> asyncio.Task:
+        return self.ctx.storage.run(lambda: self.ctx.repo.update_conversation(conv_id, sampling=sampling))
+
+
+def chat_sampling(defaults: SamplingParams, overrides: dict) -> SamplingParams:
+    """The app's sampling with a chat's own settings (from its preset) on top."""
+    known = {k: v for k, v in (overrides or {}).items() if k in SamplingParams.__dataclass_fields__}
+    return replace(defaults, **known) if known else defaults

@@ -1,0 +1,55 @@
+"""What the controllers share, built once by the GUI's composition root.
+
+Controllers never import each other: each gets this context and talks to the others only
+through the window's signals, the services here (storage thread, engines, streams,
+conversation actions) and the events below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from inference import LoadSettings, SamplingParams
+from storage import CatalogRepository, ChatRepository
+from ui.controllers.engine_hub import EngineHub
+from ui.controllers.stream_presenter import StreamPresenter
+from ui.controllers.threads import GuiCalls, StorageThread
+from ui.widgets.main_window import MainWindow
+
+
+class ControllerEvents(QObject):
+    """Things one controller does that others react to."""
+
+    conversations_changed = Signal()  # a title, pin, order or membership changed: redraw the sidebar
+    tab_opened = Signal(object)  # a ChatTab that needs its signals wired
+
+
+@dataclass(eq=False)
+class ControllerContext:
+    window: MainWindow
+    repo: ChatRepository
+    catalog: CatalogRepository
+    storage: StorageThread
+    gui: GuiCalls
+    engines: EngineHub
+    streams: StreamPresenter
+    events: ControllerEvents
+    sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
+    models_dir: Path
+
+
+def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,
+                  sampling: SamplingParams | None = None, models_dir: Path | None = None) -> ControllerContext:
+    catalog = CatalogRepository(repo.db)
+    storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
+    gui = GuiCalls()
+    streams = StreamPresenter(window, storage.executor)
+    engines = EngineHub(settings, catalog, storage, gui, streams.on_delta)
+    return ControllerContext(
+        window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
+        streams=streams, events=ControllerEvents(), sampling=sampling or SamplingParams(),
+        models_dir=models_dir or Path(repo.db.path).parent / "models",
+    )

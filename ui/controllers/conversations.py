@@ -1,0 +1,149 @@
+"""The sidebar and the chat tabs: listing and searching conversations, opening, creating,
+renaming, pinning, deleting (with Undo) and restoring them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.engines.sources import source_of
+from storage import search
+from ui.controllers.actions import ConversationActions
+from ui.controllers.context import ControllerContext
+from ui.widgets.main_window import ConversationItem
+
+
+class ConversationsController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.actions = ConversationActions(ctx)
+        self.query = ""  # what the search box holds: the sidebar shows its results until cleared
+        w = ctx.window
+        w.new_chat_requested.connect(self.new_chat)
+        w.open_requested.connect(self.open_conversation)
+        w.search_changed.connect(self.search)
+        w.rename_requested.connect(self.rename)
+        w.pin_requested.connect(self.set_pinned)
+        w.delete_requested.connect(self.delete)
+        w.undo_delete_requested.connect(self.restore)
+        ctx.events.conversations_changed.connect(self.refresh)
+
+    # ----- the sidebar ------------------------------------------------------------------
+
+    def refresh(self) -> asyncio.Task:
+        """Every chat and comparison, pinned first, newest first; or the search's hits."""
+        if self.query.strip():
+            return self._show_hits(self.query)
+        repo, catalog = self.ctx.repo, self.ctx.catalog
+
+        def items():
+            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned))
+                     for c in repo.list_conversations(standalone_only=True)]
+            comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True))
+                           for c in catalog.list_comparisons()]
+            merged = sorted(chats + comparisons, key=lambda pair: (pair[1].pinned, pair[0]), reverse=True)
+            return [item for _, item in merged]
+
+        return self.ctx.storage.run(items, self.ctx.window.set_conversations)
+
+    def search(self, text: str) -> asyncio.Task:
+        self.query = text
+        return self.refresh()
+
+    def _show_hits(self, text: str) -> asyncio.Task:
+        db = self.ctx.repo.db
+
+        def hits():
+            seen, items = set(), []
+            for hit in search(db, text, limit=50):
+                if hit.conversation_id not in seen:
+                    seen.add(hit.conversation_id)
+                    items.append(ConversationItem(hit.conversation_id, hit.conversation_title,
+                                                  subtitle=hit.snippet_text))
+            return items
+
+        def show(items) -> None:
+            if text == self.query:  # an answer to an older query is dropped
+                self.ctx.window.set_conversations(items)
+
+        return self.ctx.storage.run(hits, show)
+
+    def rename(self, conversation_id: int, title: str) -> asyncio.Task:
+        def shown(conv) -> None:
+            tab = self.ctx.window.tab_for(conversation_id)
+            if tab is not None:
+                self.ctx.window.set_tab_title(tab, conv.title)
+            self.refresh()
+
+        return self.ctx.storage.run(lambda: self.ctx.repo.rename(conversation_id, title), shown)
+
+    def set_pinned(self, conversation_id: int, pinned: bool) -> asyncio.Task:
+        return self.ctx.storage.run(lambda: self.ctx.repo.update_conversation(conversation_id, pinned=pinned),
+                                    lambda _conv: self.refresh())
+
+    def delete(self, conversation_id: int) -> asyncio.Task:
+        """Soft delete, undoable from the status bar; a reply being written is stopped."""
+        stream = self.ctx.streams.stream_for(conversation_id)
+        if stream is not None:
+            stream.engine.cancel(stream.request_id)
+        self.ctx.window.close_tab_of(conversation_id)
+        repo = self.ctx.repo
+
+        def work():
+            conv = repo.get_conversation(conversation_id)
+            repo.delete(conversation_id)
+            return conv
+
+        def done(conv) -> None:
+            self.ctx.window.offer_undo_delete(conversation_id, conv.title)
+            self.refresh()
+
+        return self.ctx.storage.run(work, done)
+
+    def restore(self, conversation_id: int) -> asyncio.Task:
+        return self.ctx.storage.run(lambda: self.ctx.repo.restore(conversation_id), lambda _none: self.refresh())
+
+    # ----- tabs -------------------------------------------------------------------------
+
+    def new_chat(self, preset_id: int | None | object = ...) -> asyncio.Task:
+        """A new tab; with a preset, its system prompt opens the chat and is pinned in the
+        engine, so every tab using that preset starts from the same cached cells."""
+        chosen = self.ctx.window.selected_preset() if preset_id is ... else preset_id
+        repo, catalog, engines = self.ctx.repo, self.ctx.catalog, self.ctx.engines
+        model_name = engines.model_name
+
+        def work():
+            preset = catalog.get_preset(chosen) if chosen is not None else None
+            conv = repo.create_conversation(model_ref=model_name, preset_id=chosen,
+                                            sampling=preset.sampling if preset else None)
+            if preset and preset.system_prompt:
+                repo.add_message(conv.id, "system", preset.system_prompt)
+                engines.engine.pin_system_prompt(preset.system_prompt)
+            return conv
+
+        def show(conv) -> None:
+            self._open_tab(conv.id, conv.title)
+            self.open_conversation(conv.id)
+            self.refresh()
+
+        return self.ctx.storage.run(work, show)
+
+    def open_conversation(self, conversation_id: int) -> asyncio.Task:
+        """Its tab; a conversation that is a pane of a comparison opens the comparison."""
+        def show(path) -> None:
+            if path.conversation.comparison_id is not None:
+                self.ctx.window.open_comparison_requested.emit(path.conversation.comparison_id)
+                return
+            tab = self._open_tab(conversation_id, path.conversation.title)
+            self.actions.show_path(tab, path)
+            source = source_of(path.conversation.model_ref)
+            if source is not None and not self.actions.is_writing(conversation_id):
+                tab.set_state(f"on {source.label}")  # a chat with a model of its own says which
+
+        return self.ctx.storage.run(lambda: self.ctx.repo.active_path(conversation_id), show)
+
+    def _open_tab(self, conversation_id: int, title: str):
+        known = self.ctx.window.tab_for(conversation_id) is not None
+        tab = self.ctx.window.open_tab(conversation_id, title)
+        if not known:
+            self.ctx.events.tab_opened.emit(tab)
+        return tab

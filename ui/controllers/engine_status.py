@@ -1,0 +1,46 @@
+"""The engine in the window: the status bar line, load progress, recent models, errors
+from loading a model, and the File menu's model and remote-server requests."""
+
+from __future__ import annotations
+
+from app.engines.host import EngineState
+from app.engines.remote import RemoteEndpoint
+from app.models.probe import ModelProbe
+from ui.controllers.context import ControllerContext
+
+
+class EngineStatusController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        w, hub = ctx.window, ctx.engines
+        w.model_requested.connect(hub.load_model)
+        w.model_load_requested.connect(lambda path, layers: hub.load_model(path, None if layers < 0 else layers))
+        w.remote_requested.connect(lambda url, model, key: hub.connect_remote(RemoteEndpoint(url, model, key or None)))
+        w.model_probe = ModelProbe(lambda: hub.local_settings)
+        hub.state_changed.connect(self.show_state)
+        hub.switching.connect(w.set_engine_status)
+        hub.load_progress.connect(w.set_load_progress)
+        hub.model_error.connect(w.show_model_error)
+        hub.recent_models_changed.connect(w.set_recent_models)
+        ctx.streams.frame_drawn.connect(self.show_metrics)
+
+    def show_state(self, state: EngineState) -> None:
+        name, w = self.ctx.engines.model_name, self.ctx.window
+        if state.status == "ready":
+            w.set_engine_status(f"{name} ready")
+        elif state.status == "crashed":
+            w.set_engine_status("engine stopped unexpectedly — restarting…")
+        elif state.status == "failed":
+            w.set_engine_status(f"engine failed: {state.error}")
+        else:
+            w.set_engine_status(f"engine {state.status}")
+
+    def show_metrics(self) -> None:
+        hub = self.ctx.engines
+        m = hub.metrics
+        if hub.engine.state.status != "ready" or m is None:
+            return
+        self.ctx.window.set_engine_status(
+            f"{hub.model_name} · {m.running} running · {m.queued} queued · "
+            f"{m.decode_tok_s:.0f} tok/s · batch {m.last_step_seqs}"
+        )

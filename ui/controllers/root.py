@@ -1,0 +1,60 @@
+"""All the window's controllers, built around one shared context: what the GUI's
+composition root (ui/app_main.py), the smoke run, the GUI benchmark and the tests start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.perf.monitor import PerfMonitor
+from inference import LoadSettings, SamplingParams
+from storage import ChatRepository
+from ui.controllers.compare import CompareController
+from ui.controllers.context import ControllerContext, build_context
+from ui.controllers.conversations import ConversationsController
+from ui.controllers.engine_status import EngineStatusController
+from ui.controllers.presets import PresetsController
+from ui.controllers.sending import SendingController
+from ui.controllers.server_switch import ServerController
+from ui.controllers.window_state import WindowStateController
+from ui.widgets.main_window import MainWindow
+
+
+class Controllers:
+    def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
+                 sampling: SamplingParams | None = None, models_dir: Path | None = None) -> None:
+        ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
+        self.engines = ctx.engines
+        self.streams = ctx.streams
+        self.conversations = ConversationsController(ctx)
+        self.sending = SendingController(ctx)
+        self.presets = PresetsController(ctx)
+        self.server = ServerController(ctx)
+        self.compare = CompareController(ctx)
+        self.window_state = WindowStateController(ctx, self.compare.open_ids)
+        self.engine_status = EngineStatusController(ctx)
+        self.monitor = PerfMonitor(
+            ctx.engines.engines_metrics,
+            lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
+        )
+
+    @property
+    def context(self) -> ControllerContext:
+        return self.ctx
+
+    def start(self) -> None:
+        """On the running event loop: the window's contents, then the engine."""
+        self.ctx.streams.start()
+        self.monitor.start()
+        self.conversations.refresh()
+        self.presets.refresh()
+        self.window_state.restore()
+        self.engines.start()
+
+    def shutdown(self) -> None:
+        self.server.server.stop()
+        self.window_state.save()
+        self.ctx.streams.stop()
+        self.monitor.stop()
+        self.compare.shutdown()
+        self.engines.shutdown()
+        self.ctx.storage.shutdown()

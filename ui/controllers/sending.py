@@ -1,0 +1,29 @@
+"""Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
+and resend, branch arrows, settings)."""
+
+from __future__ import annotations
+
+import weakref
+
+from ui.controllers.actions import ConversationActions
+from ui.controllers.context import ControllerContext
+from ui.widgets.chat_tab import ChatTab
+
+
+class SendingController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.actions = ConversationActions(ctx)
+        self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
+        ctx.events.tab_opened.connect(self.attach)
+
+    def attach(self, tab: ChatTab) -> None:
+        if tab in self._wired:
+            return
+        self._wired.add(tab)
+        a = self.actions
+        tab.send_requested.connect(lambda text, t=tab: a.send(t, text))
+        tab.stop_requested.connect(lambda t=tab: a.stop(t))
+        tab.regenerate_requested.connect(lambda t=tab: a.regenerate(t))
+        tab.edit_requested.connect(lambda message_id, text, t=tab: a.edit_and_resend(t, message_id, text))
+        tab.branch_requested.connect(lambda message_id, step, t=tab: a.switch_branch(t, message_id, step))
+        tab.settings_requested.connect(lambda t=tab: a.edit_chat_settings(t))
