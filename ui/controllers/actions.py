@@ -36,13 +36,15 @@ class ConversationActions:
         for m in path.messages:
             pos = path.branches.get(m.id)
             views.append(message_view(m, (pos.index, pos.count) if pos else None))
-        view.model.set_messages(views)
+        view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, views))
         view.set_busy(self.is_writing(view.conversation_id))
 
     # ----- starting replies -------------------------------------------------------------
 
-    def send(self, view: ChatTab, text: str) -> asyncio.Task:
+    def send(self, view: ChatTab, text: str) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None  # one reply at a time per chat: the view disables Send meanwhile
         view.set_busy(True)
 
         def work():

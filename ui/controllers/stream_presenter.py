@@ -39,6 +39,9 @@ class Stream:
     # Text for a tab that is not on screen: drawn when the user switches to it, so
     # background tabs cost no layout per frame however many are writing.
     backlog: list[str] = field(default_factory=list)
+    # Everything drawn or owed so far: a view opened mid-reply starts from this, not from
+    # the last checkpoint in storage (which can be up to a second behind).
+    text: list[str] = field(default_factory=list)
 
 
     def waited_s(self) -> float | None:
@@ -138,6 +141,7 @@ class StreamPresenter(QObject):
             stream.first_token_s = time.monotonic()
         stream.tokens += update.tokens
         stream.backlog.extend(update.text)
+        stream.text.extend(update.text)
         if delta.finished:
             with self._lock:
                 self._streams.pop(stream.request_id, None)
@@ -162,6 +166,17 @@ class StreamPresenter(QObject):
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
         text, stream.backlog = "".join(stream.backlog), []
         tab.model.append_text(f"m{stream.message_id}", text, **changes)
+
+    def live_views(self, conversation_id: int, views: list[MessageView]) -> list[MessageView]:
+        """Stored messages as a view that opens now should show them: the reply being written
+        carries all the text received so far, and the view gets every later token."""
+        stream = self.stream_for(conversation_id)
+        if stream is None:
+            return views
+        key = f"m{stream.message_id}"
+        stream.backlog = []  # included below; only text from later frames is appended
+        live = "".join(stream.text)
+        return [replace(v, text=live, status="streaming") if v.key == key else v for v in views]
 
     def _show_backlog(self, index: int) -> None:
         widget = self.window.tabs.widget(index)

@@ -25,13 +25,17 @@ from ui.widgets.message_model import MessageListModel
 
 
 class Composer(QPlainTextEdit):
-    """Enter sends, Shift+Enter starts a new line."""
+    """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
+    keeps the text (the next message can be typed, and is sent once the reply ends)."""
 
     submitted = Signal(str)
+    can_submit = True
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            if not self.can_submit:
+                return
             text = self.toPlainText().strip()
             if text:
                 self.clear()
@@ -146,5 +150,9 @@ class ChatTab(QWidget):
         """A finished reply's numbers: a tab shows them on the message itself."""
 
     def set_busy(self, busy: bool) -> None:
+        """While a reply is written, Stop is the action: Send (button and Enter) waits, so two
+        replies never stream into one chat."""
         self.stop_button.setEnabled(busy)
+        self.send_button.setEnabled(not busy)
+        self.composer.can_submit = not busy
         self.regenerate_button.setEnabled(not busy and self.model.rowCount() > 0)
