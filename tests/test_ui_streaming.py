@@ -79,3 +79,28 @@ def test_send_waits_while_a_reply_is_written(app):
     app.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)  # the kept message goes now
     app.qtbot.waitUntil(lambda: [m.role for m in app.repo.active_path(tab.conversation_id).messages]
                         == ["user", "assistant", "user", "assistant"], timeout=120_000)
+
+
+def test_search_results_stay_while_chats_change(app):
+    """A reply starting, a rename, a pin or a new chat used to refill the sidebar with every
+    chat while the search box still held the query (the desktop issue's defect 4)."""
+    app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    lighthouse, other = app.new_tab(), app.new_tab()
+    app.send(lighthouse, "Tell me about lighthouses.")
+    app.send(other, "Tell me about rivers.")
+    app.wait_done(lighthouse, other)
+    lst = app.window.conversation_list
+    app.window.search_box.setText("lighthouses")
+    app.qtbot.waitUntil(lambda: lst.count() == 1)
+    shown = [lst.item(0).text()]
+    app.controllers.conversations.rename(other.conversation_id, "Renamed")
+    app.controllers.conversations.set_pinned(other.conversation_id, True)
+    app.send(other, "More about rivers.")  # a reply starting refreshes the sidebar too
+    app.controllers.conversations.new_chat()
+    app.wait_done(other)
+    app.qtbot.waitUntil(lambda: app.window.tabs.count() == 3)
+    app.ctx.storage.submit(lambda: None).result()  # every storage call queued so far has run
+    app.qtbot.wait(100)  # and its result has reached the GUI thread
+    assert [lst.item(i).text() for i in range(lst.count())] == shown
+    app.window.search_box.clear()
+    app.qtbot.waitUntil(lambda: lst.count() == 3)
