@@ -6,10 +6,14 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
 
-def _palette(colors: dict) -> QPalette:
+def _palette(colors: dict, disabled: dict) -> QPalette:
     palette = QPalette()
     for role, color in colors.items():
         palette.setColor(role, QColor(color))
+    # Without the Disabled group, Fusion draws a disabled button like an enabled one
+    # (Stop looked active with nothing running).
+    for role, color in disabled.items():
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(color))
     return palette
 
 
@@ -27,6 +31,13 @@ def dark_palette() -> QPalette:
         QPalette.ColorRole.PlaceholderText: "#9aa0a6",
         QPalette.ColorRole.ToolTipBase: "#2b2d31",
         QPalette.ColorRole.ToolTipText: "#e8eaed",
+        QPalette.ColorRole.Link: "#8ab4f8",  # readable on dark grey; pure blue was not
+        QPalette.ColorRole.LinkVisited: "#c58af9",
+    }, disabled={
+        QPalette.ColorRole.ButtonText: "#6b6f75",
+        QPalette.ColorRole.WindowText: "#6b6f75",
+        QPalette.ColorRole.Text: "#6b6f75",
+        QPalette.ColorRole.Button: "#26282b",
     })
 
 
@@ -42,6 +53,13 @@ def light_palette() -> QPalette:
         QPalette.ColorRole.Highlight: "#1a73e8",
         QPalette.ColorRole.HighlightedText: "#ffffff",
         QPalette.ColorRole.PlaceholderText: "#6b7280",
+        QPalette.ColorRole.Link: "#0b57d0",
+        QPalette.ColorRole.LinkVisited: "#7b1fa2",
+    }, disabled={
+        QPalette.ColorRole.ButtonText: "#a0a4ab",
+        QPalette.ColorRole.WindowText: "#a0a4ab",
+        QPalette.ColorRole.Text: "#a0a4ab",
+        QPalette.ColorRole.Button: "#eef0f2",
     })
 
 

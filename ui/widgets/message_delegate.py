@@ -42,6 +42,18 @@ def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
     return palette.color(QPalette.ColorRole.AlternateBase)
 
 
+def code_style_sheet(text: QColor, link: QColor) -> str:
+    """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
+    dark ones, so code gets an opaque background a step away from the bubble's."""
+    dark = text.lightness() > 128
+    code_bg = "#0f1115" if dark else "#dfe3e8"
+    return (
+        f"body {{ color: {text.name()}; }} "
+        f"a {{ color: {link.name()}; }} "
+        f"pre, code {{ font-family: monospace; background-color: {code_bg}; }}"
+    )
+
+
 class MessageDelegate(QStyledItemDelegate):
     branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
 
@@ -53,6 +65,7 @@ class MessageDelegate(QStyledItemDelegate):
         # when one row grows, and that must not rebuild the history's documents.
         self._heights: dict[tuple, int] = {}
         self.layouts = 0  # documents built: a measure of work per frame
+        self.link_color = QColor("#0b57d0")  # the palette's Link colour, set when painting
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (view.key, view.text, width, color.rgb())
@@ -61,10 +74,7 @@ class MessageDelegate(QStyledItemDelegate):
             self.layouts += 1
             doc = QTextDocument()
             doc.setDefaultFont(font)
-            doc.setDefaultStyleSheet(
-                f"body {{ color: {color.name()}; }} "
-                "pre, code { font-family: monospace; background-color: rgba(127,127,127,40); }"
-            )
+            doc.setDefaultStyleSheet(code_style_sheet(color, self.link_color))
             doc.setMarkdown(view.text or " ")
             highlight_code_blocks(doc, dark=color.lightness() > 128)
             doc.setTextWidth(max(50, width))
@@ -85,6 +95,7 @@ class MessageDelegate(QStyledItemDelegate):
         height = self._heights.get(key)
         if height is None:
             color = option.palette.color(QPalette.ColorRole.Text)
+            self.link_color = option.palette.color(QPalette.ColorRole.Link)
             height = int(self._document(view, width, option.font, color).size().height())
             if len(self._heights) > HEIGHT_CACHE_SIZE:
                 self._heights.clear()
@@ -106,6 +117,7 @@ class MessageDelegate(QStyledItemDelegate):
             painter.drawRoundedRect(QRectF(rect), 8, 8)
         self._paint_header(painter, rect, view, palette, option.font)
         text_color = palette.color(QPalette.ColorRole.Text)
+        self.link_color = palette.color(QPalette.ColorRole.Link)
         doc = self._document(view, self._text_width(option), option.font, text_color)
         painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
         doc.drawContents(painter)
