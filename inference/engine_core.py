@@ -13,12 +13,13 @@ import uuid
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.kv_cache import KvCacheManager
+from inference.llama_batch import BatchItem
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.output_processor import RequestOutput
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, LoadSettings
 from inference.request import Request, RequestStatus
-from inference.runner import DECODE_NO_KV_SLOT, DECODE_OK, BatchItem, LlamaRunner
+from inference.runner import DECODE_NO_KV_SLOT, DECODE_OK, LlamaRunner
 from inference.sampler_chain import SamplerChain
 from inference.scheduler import Scheduler, StepPlan
 from inference.step_budget import StepBudget

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import llama_cpp as ll
 
 from inference.errors import ModelLoadError
+from inference.llama_batch import BatchItem, TokenBatch
 from inference.params import LoadSettings
 
 log = logging.getLogger(__name__)
@@ -28,14 +29,6 @@ DECODE_OK = 0
 DECODE_NO_KV_SLOT = 1
 
 GGML_TYPE_Q8_0 = 8
-
-
-@dataclass(frozen=True, slots=True)
-class BatchItem:
-    seq: int
-    start: int  # position of tokens[0]
-    tokens: list[int]
-    logits: bool  # need logits for the last token
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +107,7 @@ class LlamaRunner:
         self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
         self.n_batch = settings.n_batch
         self.threads = settings.threads()
-        self._batch = ll.llama_batch_init(settings.n_batch, 0, settings.n_seq_max)
+        self._batch = TokenBatch(settings.n_batch, settings.n_seq_max)
         self._pieces: dict[int, bytes] = {}
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
         self._eog = frozenset(self.eog_tokens)
@@ -192,8 +185,7 @@ class LlamaRunner:
 
     def close(self) -> None:
         if getattr(self, "_batch", None) is not None:
-            ll.llama_batch_free(self._batch)
-            self._batch = None
+            self._batch.free()
         if getattr(self, "_ctx", None):
             ll.llama_free(self._ctx)
             self._ctx = None
@@ -283,28 +275,8 @@ class LlamaRunner:
     def decode(self, items: list[BatchItem]) -> tuple[int, list[int]]:
         """Decode one batch. Returns llama_decode's code and the batch index of each
         item's logits (-1 where none were asked for)."""
-        b = self._batch
-        i = 0
-        logit_rows: list[int] = []
-        for item in items:
-            seq, pos = item.seq, item.start
-            for tok in item.tokens:
-                b.token[i] = tok
-                b.pos[i] = pos
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = seq
-                b.logits[i] = 0
-                pos += 1
-                i += 1
-            if item.logits:
-                b.logits[i - 1] = 1
-                logit_rows.append(i - 1)
-            else:
-                logit_rows.append(-1)
-        if i > self.n_batch:
-            raise ValueError(f"batch of {i} tokens exceeds n_batch={self.n_batch}")
-        b.n_tokens = i
-        return ll.llama_decode(self._ctx, b), logit_rows
+        rows = self._batch.fill(items)
+        return ll.llama_decode(self._ctx, self._batch.batch), rows
 
     # ----- KV memory (the KvBackend protocol) -----------------------------------------
 
