@@ -88,6 +88,8 @@ class RequestHandle:
         if not self._done.wait(timeout):
             raise TimeoutError(f"request {self.request_id} still running after {timeout}s")
         final = self.final
+        if final is None or final.finish_reason is None:  # done is set by the finished delta alone
+            raise EngineError(f"request {self.request_id} is done without a final delta")
         return Completion(
             self.request_id,
             "".join(self._text),
@@ -104,6 +106,7 @@ class RequestHandle:
 @dataclass(frozen=True, slots=True)
 class _Submit:
     chat: ChatRequest
+    request_id: str  # chat.request_id, known to be set
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +162,13 @@ class Engine:
 
     def submit(self, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
         self._check_running()
-        if chat.request_id is None or chat.request_id in self._handles:
-            chat = _with_id(chat, uuid.uuid4().hex[:12])
-        handle = RequestHandle(chat.request_id, self, on_delta)
-        self._handles[chat.request_id] = handle
-        self._commands.put(_Submit(chat))
+        request_id = chat.request_id
+        if request_id is None or request_id in self._handles:
+            request_id = uuid.uuid4().hex[:12]
+            chat = _with_id(chat, request_id)
+        handle = RequestHandle(request_id, self, on_delta)
+        self._handles[request_id] = handle
+        self._commands.put(_Submit(chat, request_id))
         return handle
 
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
@@ -290,8 +295,8 @@ class Engine:
             try:
                 deltas = core.add_request(cmd.chat)
             except Exception as exc:  # one bad request ends alone, never the loop
-                log.exception("could not add request %s", cmd.chat.request_id)
-                deltas = [_error_delta(cmd.chat.request_id, f"could not start: {exc}")]
+                log.exception("could not add request %s", cmd.request_id)
+                deltas = [_error_delta(cmd.request_id, f"could not start: {exc}")]
             self._dispatch(deltas)
         elif isinstance(cmd, _Cancel):
             self._dispatch(core.cancel(cmd.request_id))

@@ -44,7 +44,7 @@ class TokenBatch:
         for item in items:
             for pos, tok in enumerate(item.tokens, start=item.start):
                 b.token[i] = tok
-                b.pos[i] = pos
+                b.pos[i] = pos  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
                 b.n_seq_id[i] = 1
                 b.seq_id[i][0] = item.seq
                 b.logits[i] = 0
