@@ -15,9 +15,10 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
@@ -25,6 +26,9 @@ from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.runner import LlamaRunner, ModelInfo
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ class Completion:
 class RequestHandle:
     """The caller's side of one request: iterate its deltas or wait for the result."""
 
-    def __init__(self, request_id: str, engine: "Engine", on_delta: DeltaCallback | None) -> None:
+    def __init__(self, request_id: str, engine: Engine, on_delta: DeltaCallback | None) -> None:
         self.request_id = request_id
         self._engine = engine
         self._on_delta = on_delta
@@ -84,6 +88,8 @@ class RequestHandle:
         if not self._done.wait(timeout):
             raise TimeoutError(f"request {self.request_id} still running after {timeout}s")
         final = self.final
+        if final is None or final.finish_reason is None:  # done is set by the finished delta alone
+            raise EngineError(f"request {self.request_id} is done without a final delta")
         return Completion(
             self.request_id,
             "".join(self._text),
@@ -100,6 +106,7 @@ class RequestHandle:
 @dataclass(frozen=True, slots=True)
 class _Submit:
     chat: ChatRequest
+    request_id: str  # chat.request_id, known to be set
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +141,14 @@ class Engine:
         self._stopped = threading.Event()
         self._load_error: BaseException | None = None
         self._core: EngineCore | None = None
+        self._runner: LlamaRunner | None = None  # what the core runs on, for llama-only calls
         self._snapshot: MetricsSnapshot | None = None
         self._published_s = 0.0
         self.info: ModelInfo | None = None
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
 
     @classmethod
-    def start(cls, settings: LoadSettings, **kwargs: Any) -> "Engine":
+    def start(cls, settings: LoadSettings, **kwargs: Any) -> Engine:
         """Load the model on a new engine thread; raises ModelLoadError if it cannot."""
         engine = cls(settings, **kwargs)
         engine._thread.start()
@@ -154,11 +162,13 @@ class Engine:
 
     def submit(self, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
         self._check_running()
-        if chat.request_id is None or chat.request_id in self._handles:
-            chat = _with_id(chat, uuid.uuid4().hex[:12])
-        handle = RequestHandle(chat.request_id, self, on_delta)
-        self._handles[chat.request_id] = handle
-        self._commands.put(_Submit(chat))
+        request_id = chat.request_id
+        if request_id is None or request_id in self._handles:
+            request_id = uuid.uuid4().hex[:12]
+            chat = _with_id(chat, request_id)
+        handle = RequestHandle(request_id, self, on_delta)
+        self._handles[request_id] = handle
+        self._commands.put(_Submit(chat, request_id))
         return handle
 
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
@@ -187,7 +197,10 @@ class Engine:
 
     def set_threads(self, n_threads: int) -> None:
         """Decode with n_threads from the next step on."""
-        self.call(lambda core: core.runner.set_threads(n_threads))
+        runner = self._runner
+        if runner is None:
+            raise EngineError("the engine is not running")
+        self.call(lambda _core: runner.set_threads(n_threads))
 
     def tokenize_chat(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
         return self.call(lambda core: core.render_prompt(messages, add_generation_prompt))
@@ -215,7 +228,7 @@ class Engine:
         if self._thread.is_alive():
             raise EngineError(f"engine thread did not stop within {timeout}s")
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -230,21 +243,20 @@ class Engine:
     def _run(self) -> None:
         try:
             runner = LlamaRunner(self.settings, progress=self._on_progress)
-            self._core = EngineCore(runner, self.settings)
-            self.info = runner.info
-        except BaseException as exc:  # report load failures to start(), never crash silently
+            core = EngineCore(runner, self.settings)
+            self._runner, self._core, self.info = runner, core, runner.info
+        except BaseException as exc:  # noqa: BLE001 - report load failures to start(), never crash silently
             self._load_error = exc if isinstance(exc, ModelLoadError) else ModelLoadError(str(exc))
             self._stopped.set()
             self._ready.set()
             return
         self._ready.set()
         try:
-            self._loop(self._core)
+            self._loop(core)
         finally:
             self._stopped.set()
-            self._dispatch(self._core.cancel_all(FinishReason.CANCELLED, "the engine shut down"))
-            self._core.close()
-            runner.close()
+            self._dispatch(core.cancel_all(FinishReason.CANCELLED, "the engine shut down"))
+            runner.close()  # frees the samplers of anything cancel_all left too
 
     def _loop(self, core: EngineCore) -> None:
         while True:
@@ -283,15 +295,15 @@ class Engine:
             try:
                 deltas = core.add_request(cmd.chat)
             except Exception as exc:  # one bad request ends alone, never the loop
-                log.exception("could not add request %s", cmd.chat.request_id)
-                deltas = [_error_delta(cmd.chat.request_id, f"could not start: {exc}")]
+                log.exception("could not add request %s", cmd.request_id)
+                deltas = [_error_delta(cmd.request_id, f"could not start: {exc}")]
             self._dispatch(deltas)
         elif isinstance(cmd, _Cancel):
             self._dispatch(core.cancel(cmd.request_id))
         elif isinstance(cmd, _Call):
             try:
                 cmd.future.set_result(cmd.fn(core))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the caller gets it from the future
                 cmd.future.set_exception(exc)
 
     def _dispatch(self, deltas: list[Delta]) -> None:

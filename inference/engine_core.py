@@ -1,7 +1,8 @@
-"""The synchronous heart of the engine: schedule -> decode -> sample -> emit deltas.
+"""The synchronous heart of the engine: schedule -> execute -> postprocess.
 
-Owned by exactly one thread (see engine.py). Errors end the requests they concern and
-never escape step().
+The scheduler plans a step, the model runner decodes it and samples (model_runner.py is
+all EngineCore knows of it), and the results become deltas. Owned by exactly one thread
+(see engine.py). Errors end the requests they concern and never escape step().
 """
 
 from __future__ import annotations
@@ -9,17 +10,17 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.kv_cache import KvCacheManager
 from inference.metrics import EngineMetrics, MetricsSnapshot
+from inference.model_runner import ModelRunner, StepOutput
 from inference.output_processor import RequestOutput
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, LoadSettings
 from inference.request import Request, RequestStatus
-from inference.runner import DECODE_NO_KV_SLOT, DECODE_OK, BatchItem, LlamaRunner
-from inference.sampler_chain import SamplerChain
 from inference.scheduler import Scheduler, StepPlan
 from inference.step_budget import StepBudget
 
@@ -39,14 +40,15 @@ MAX_DECODE_RETRIES = 8
 
 
 class EngineCore:
-    def __init__(self, runner: LlamaRunner, settings: LoadSettings) -> None:
+    def __init__(
+        self, runner: ModelRunner, settings: LoadSettings, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self.runner = runner
         self.settings = settings
+        self.clock = clock  # every time stamp and step duration: tests run on a fake one
         self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
-        self.scheduler = Scheduler(
-            self.kv, self.budget, settings.decode_reserve, clock=time.perf_counter
-        )
+        self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
         self.metrics = EngineMetrics()
         self.template = ChatTemplate(
             runner.chat_template() or builtin_template(runner.metadata("general.architecture")),
@@ -54,7 +56,6 @@ class EngineCore:
             eos_token=runner.special_text(runner.eos_token),
         )
         self._outputs: dict[str, RequestOutput] = {}
-        self._samplers: dict[str, SamplerChain] = {}
 
     # ----- prompts -----------------------------------------------------------------
 
@@ -84,10 +85,8 @@ class EngineCore:
             return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.STOP)]
         req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
         if req.wants_output:
-            sampler = SamplerChain(chat.sampling, self.runner.n_vocab, self.runner.eog_tokens)
-            sampler.accept_prompt(tokens)
-            self._samplers[request_id] = sampler
-        self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx)
+            self.runner.start_sampling(request_id, chat.sampling, tokens)
+        self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock())
         self.scheduler.add(req)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
 
@@ -155,33 +154,49 @@ class EngineCore:
     # ----- the step ----------------------------------------------------------------
 
     def step(self) -> list[Delta]:
-        deltas: list[Delta] = []
+        plan, deltas = self._schedule()
+        if plan.empty:
+            return deltas or self._fail_unschedulable()
+        started = self.clock()
+        plan, output, retried = self._execute(plan)
+        duration = self.clock() - started
+        deltas += retried
+        if plan.empty:  # making room after a failed decode left nothing to run
+            return deltas
+        return deltas + self._postprocess(plan, output, duration)
+
+    def _schedule(self) -> tuple[StepPlan, list[Delta]]:
+        """Plan the step; report requests it sent back to the queue or ended before running."""
         plan = self.scheduler.schedule()
         self._record_admissions(plan)
-        deltas += self._requeued(plan.preempted)
+        deltas = self._requeued(plan.preempted)
         deltas += self._finish_out_of_cells(plan)
         deltas += self._finish_fully_cached(plan)
-        if plan.empty:
-            return deltas + (self._fail_unschedulable() if not deltas else [])
-        started = time.perf_counter()
-        code, rows = self.runner.decode(self._batch_items(plan))
-        retries = 0
-        while code == DECODE_NO_KV_SLOT and retries < MAX_DECODE_RETRIES:
-            retries += 1
+        return plan, deltas
+
+    def _execute(self, plan: StepPlan) -> tuple[StepPlan, StepOutput, list[Delta]]:
+        """Run the plan. When llama_decode finds no KV slot (our cell count and llama.cpp's
+        disagree, e.g. fragmentation), free room, plan again and retry a few times."""
+        deltas: list[Delta] = []
+        output = self.runner.execute(plan)
+        for _ in range(MAX_DECODE_RETRIES):
+            if not output.no_kv_slot:
+                break
             preempted = self.scheduler.make_room_after_failed_decode()
             deltas += self._requeued([preempted] if preempted else [])
-            plan = self.scheduler.schedule()
-            self._record_admissions(plan)
-            deltas += self._requeued(plan.preempted)
+            plan, replanned = self._schedule()
+            deltas += replanned
             if plan.empty:
-                return deltas
-            code, rows = self.runner.decode(self._batch_items(plan))
-        if code != DECODE_OK:
-            return deltas + self._fail_plan(plan, f"llama_decode failed with code {code}")
+                break
+            output = self.runner.execute(plan)
+        return plan, output, deltas
+
+    def _postprocess(self, plan: StepPlan, output: StepOutput, duration: float) -> list[Delta]:
+        """The plan's tokens are in the KV cache: account them and turn samples into deltas."""
+        if not output.ok:
+            return self._fail_plan(plan, f"llama_decode failed with code {output.code}")
         self.scheduler.commit(plan)
-        duration = time.perf_counter() - started
-        step_deltas, sampled = self._sample(plan, rows)
-        deltas += step_deltas
+        deltas, sampled = self._emit(plan, output.tokens)
         self._record(plan, duration, sampled)
         return deltas
 
@@ -194,34 +209,26 @@ class EngineCore:
         done = [r for r in plan.admitted if not r.wants_output and r.num_uncomputed == 0]
         return [self._finish(self._outputs[r.request_id], FinishReason.STOP, "") for r in done]
 
-    def _batch_items(self, plan: StepPlan) -> list[BatchItem]:
-        return [BatchItem(c.request.seq, c.start, c.tokens, c.wants_logits) for c in plan.chunks]
-
-    def _sample(self, plan: StepPlan, rows: list[int]) -> tuple[list[Delta], int]:
+    def _emit(self, plan: StepPlan, tokens: list[int | None]) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
         sampled = 0
-        ctx = self.runner.context
-        for chunk, row in zip(plan.chunks, rows):
-            req = chunk.request
-            out = self._outputs.get(req.request_id)
+        for chunk, token in zip(plan.chunks, tokens):
+            out = self._outputs.get(chunk.request.request_id)
             if out is None:
                 continue
-            if row < 0:
+            if token is None:
                 deltas.append(self._progress_or_done(out))
                 continue
-            token = self._samplers[req.request_id].sample(ctx, row)
             sampled += 1
             deltas.append(self._on_token(out, token))
         return deltas, sampled
 
     def _on_token(self, out: RequestOutput, token: int) -> Delta:
-        now = time.perf_counter()
-        first = out.first_token_s is None
-        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), now)
-        if first:
-            self.metrics.record_ttft(out.ttft_s)
+        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), self.clock())
+        if verdict.first:
+            self.metrics.record_ttft(verdict.latency_s)
         else:
-            self.metrics.record_itl(out.itls[-1])
+            self.metrics.record_itl(verdict.latency_s)
         if verdict.finish is not None:
             kept = (token,) if verdict.kept else ()
             return self._finish(out, verdict.finish, verdict.text, token_ids=kept)
@@ -280,14 +287,12 @@ class EngineCore:
         req = out.request
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
         self._outputs.pop(req.request_id, None)
-        sampler = self._samplers.pop(req.request_id, None)
-        if sampler is not None:
-            sampler.close()
+        self.runner.stop_sampling(req.request_id)
         if reason is FinishReason.ERROR:
             self.metrics.requests_failed += 1
         else:
             self.metrics.requests_finished += 1
-        return out.finished_delta(text, reason, time.perf_counter(), error, token_ids)
+        return out.finished_delta(text, reason, self.clock(), error, token_ids)
 
     def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
         n_decode = plan.num_decode_tokens
@@ -305,8 +310,3 @@ class EngineCore:
             running=len(self.scheduler.running),
             kv=self.kv.stats(),
         )
-
-    def close(self) -> None:
-        for sampler in self._samplers.values():
-            sampler.close()
-        self._samplers.clear()

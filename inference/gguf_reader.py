@@ -27,6 +27,20 @@ class GgufError(ValueError):
     """The file is not a GGUF file this reader understands (message says why)."""
 
 
+def as_int(value: object) -> int:
+    """A metadata value read as a number (or numeric text) as an int. Raises TypeError for
+    anything else (a list, None) and ValueError for text that is no number."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def as_float(value: object) -> float:
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
     name: str
@@ -92,7 +106,7 @@ def _read(f: BinaryIO, path: Path, size: int) -> GgufHeader:
         shape = _unpack(f, f"<{n_dims}Q")
         ggml_type, offset = _unpack(f, "<IQ")
         raw.append((name, tuple(shape), ggml_type, offset))
-    alignment = int(metadata.get("general.alignment", DEFAULT_ALIGNMENT) or DEFAULT_ALIGNMENT)
+    alignment = as_int(metadata.get("general.alignment", DEFAULT_ALIGNMENT) or DEFAULT_ALIGNMENT)
     data_offset = -(-f.tell() // alignment) * alignment
     if data_offset > size:
         raise GgufError(f"{path.name} is truncated (no tensor data after its header)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inference.gguf_reader import GgufError, GgufHeader
+from inference.gguf_reader import GgufError, GgufHeader, as_float, as_int
 
 # Bytes per element of each KV cache type Chorus uses (Q8_0: 34-byte blocks of 32 values).
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "f32": 4.0}
@@ -60,14 +60,14 @@ class MemoryEstimate:
 def model_shape(header: GgufHeader) -> ModelShape:
     arch = header.arch_value
     try:
-        n_layer = int(arch("block_count"))
-        n_embd = int(arch("embedding_length"))
+        n_layer = as_int(arch("block_count"))
+        n_embd = as_int(arch("embedding_length"))
         n_head = _per_layer_max(arch("attention.head_count"))
     except (TypeError, ValueError):
         raise GgufError(f"{header.path.name} lacks the layer count, width or heads of a {header.architecture or 'model'}") from None
     n_head_kv = arch("attention.head_count_kv", n_head)
-    head_k = int(arch("attention.key_length", n_embd // max(n_head, 1)))
-    head_v = int(arch("attention.value_length", head_k))
+    head_k = as_int(arch("attention.key_length", n_embd // max(n_head, 1)))
+    head_v = as_int(arch("attention.value_length", head_k))
     kv_heads = _per_layer_mean(n_head_kv, n_layer)
     return ModelShape(
         architecture=header.architecture,
@@ -76,7 +76,7 @@ def model_shape(header: GgufHeader) -> ModelShape:
         n_head=n_head,
         n_embd_k_gqa=round(head_k * kv_heads),
         n_embd_v_gqa=round(head_v * kv_heads),
-        n_ctx_train=int(arch("context_length", 0) or 0),
+        n_ctx_train=as_int(arch("context_length", 0) or 0),
     )
 
 
@@ -108,9 +108,9 @@ def estimate_memory(
     weights_gpu = 0
     for t in header.tensors:
         block = _BLOCK.match(t.name)
-        if block is not None and int(block.group(1)) >= first_gpu_block:
-            weights_gpu += t.nbytes
-        elif t.name in _OUTPUT_TENSORS and offloaded > shape.n_layer:
+        offloaded_block = block is not None and int(block.group(1)) >= first_gpu_block
+        offloaded_output = t.name in _OUTPUT_TENSORS and offloaded > shape.n_layer
+        if offloaded_block or offloaded_output:
             weights_gpu += t.nbytes
     return MemoryEstimate(
         n_layer=shape.n_layer,
@@ -126,10 +126,10 @@ def estimate_memory(
 
 def _per_layer_max(value: object) -> int:
     # Some architectures (OpenELM) give a head count per layer.
-    return int(max(value)) if isinstance(value, list) else int(value)
+    return int(max(value)) if isinstance(value, list) else as_int(value)
 
 
 def _per_layer_mean(value: object, n_layer: int) -> float:
     if isinstance(value, list):
         return sum(value) / max(len(value), 1)
-    return float(value)
+    return as_float(value)

@@ -17,6 +17,8 @@ class TokenVerdict:
     text: str
     finish: FinishReason | None
     kept: bool = True  # the token became part of the output (end-of-generation does not)
+    first: bool = False  # the request's first token: latency_s is its time to first token
+    latency_s: float = 0.0  # since submission (first token) or since the previous token
 
 
 @dataclass(eq=False, slots=True)
@@ -38,8 +40,13 @@ class RequestOutput:
         return self.request.request_id
 
     def on_token(self, token: int, piece: bytes, is_eog: bool, now: float) -> TokenVerdict:
-        """Account one sampled token. The caller appends it to the request if not finished."""
-        self._record_time(now)
+        """Account one sampled token: append it to the request unless it ends generation."""
+        verdict = self._judge(token, piece, is_eog)
+        verdict.first = self.last_token_s is None
+        verdict.latency_s = self._record_time(now)
+        return verdict
+
+    def _judge(self, token: int, piece: bytes, is_eog: bool) -> TokenVerdict:
         req = self.request
         if is_eog and not req.sampling.ignore_eos:
             return TokenVerdict(self.flush(), FinishReason.STOP, kept=False)
@@ -57,12 +64,15 @@ class RequestOutput:
     def flush(self) -> str:
         return self.stops.push(self.detok.flush()).text + self.stops.flush()
 
-    def _record_time(self, now: float) -> None:
-        if self.first_token_s is None:
-            self.first_token_s = now
-        else:
-            self.itls.append(now - self.last_token_s)
+    def _record_time(self, now: float) -> float:
+        """Note a token's arrival; returns its latency (TTFT for the first, else the ITL)."""
+        previous = self.last_token_s
         self.last_token_s = now
+        if previous is None:
+            self.first_token_s = now
+            return now - self.submitted_s
+        self.itls.append(now - previous)
+        return now - previous
 
     @property
     def ttft_s(self) -> float | None:
@@ -70,7 +80,8 @@ class RequestOutput:
 
     def stats(self, now: float) -> RequestStats:
         req = self.request
-        decode_s = (self.last_token_s - self.first_token_s) if self.first_token_s else 0.0
+        first, last = self.first_token_s, self.last_token_s
+        decode_s = last - first if first is not None and last is not None else 0.0
         admitted = req.admitted_s if req.admitted_s is not None else now
         return RequestStats(
             prompt_tokens=req.num_prompt,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from inference.errors import RequestError
 
@@ -26,8 +27,9 @@ class SamplingParams:
     ignore_eos: bool = False
 
     @classmethod
-    def greedy(cls, max_tokens: int = 512, **overrides: object) -> "SamplingParams":
-        return cls(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, **overrides)
+    def greedy(cls, max_tokens: int = 512, **overrides: Any) -> SamplingParams:
+        """Greedy decoding; overrides: any other field (unknown names raise TypeError)."""
+        return replace(cls(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens), **overrides)
 
     def validate(self) -> None:
         problems = []
@@ -76,7 +78,7 @@ def physical_cores() -> int:
         import psutil
 
         return psutil.cpu_count(logical=False) or os.cpu_count() or 1
-    except Exception:  # psutil missing or unable to read the topology
+    except Exception:  # noqa: BLE001 - psutil missing or unable to read the topology
         return os.cpu_count() or 1
 
 

@@ -13,6 +13,7 @@ keeps the accounting exact.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -20,18 +21,24 @@ from dataclasses import dataclass, field
 class _Node:
     tokens: list[int]
     start: int  # position of tokens[0]
-    parent: "_Node | None"
-    children: dict[int, list["_Node"]] = field(default_factory=dict)
+    parent: _Node | None  # None for the root alone
+    children: dict[int, list[_Node]] = field(default_factory=dict)
     holders: set[int] = field(default_factory=set)
 
     @property
     def end(self) -> int:
         return self.start + len(self.tokens)
 
-    def add_child(self, child: "_Node") -> None:
+    def up(self) -> _Node:
+        """The parent of a node below the root."""
+        if self.parent is None:
+            raise ValueError("the root of the prefix tree has no parent")
+        return self.parent
+
+    def add_child(self, child: _Node) -> None:
         self.children.setdefault(child.tokens[0], []).append(child)
 
-    def remove_child(self, child: "_Node") -> None:
+    def remove_child(self, child: _Node) -> None:
         siblings = self.children[child.tokens[0]]
         siblings.remove(child)
         if not siblings:
@@ -105,7 +112,7 @@ class PrefixTree:
             while node is not self._root:
                 if node.holders.isdisjoint(seqs):
                     total += count
-                node = node.parent
+                node = node.up()
                 count = len(node.tokens)
         return total
 
@@ -134,7 +141,7 @@ class PrefixTree:
         self._leaf[dst] = node
         while node is not self._root:
             node.holders.add(dst)
-            node = node.parent
+            node = node.up()
         return source
 
     def append(self, seq: int, tokens: list[int]) -> None:
@@ -157,7 +164,7 @@ class PrefixTree:
             return 0
         before = self._cells
         while node is not self._root and node.start >= length:
-            parent = node.parent
+            parent = node.up()
             self._release(node, seq)
             node = parent
         if node is not self._root and node.end > length:
@@ -213,10 +220,10 @@ class PrefixTree:
     def _release(self, node: _Node, seq: int) -> None:
         node.holders.discard(seq)
         if not node.holders:
-            node.parent.remove_child(node)
+            node.up().remove_child(node)
             self._cells -= len(node.tokens)
 
-    def _nodes(self):
+    def _nodes(self) -> Iterator[_Node]:
         stack = [self._root]
         while stack:
             node = stack.pop()

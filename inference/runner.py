@@ -1,21 +1,29 @@
 """The only module that drives the llama.cpp context (through llama-cpp-python's ctypes).
 
-Loads the model, tokenizes and detokenizes, fills one reusable llama_batch, decodes,
-and edits sequences in the KV memory. Not thread-safe: the engine thread owns it.
+Loads the model, tokenizes and detokenizes, executes a step plan (fill the batch, decode,
+sample each request with its own chain) and edits sequences in the KV memory: the
+ModelRunner of model_runner.py on llama.cpp. Not thread-safe: the engine thread owns it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import llama_cpp as ll
 
 from inference.errors import ModelLoadError
-from inference.params import LoadSettings
+from inference.llama_batch import BatchItem, TokenBatch
+from inference.model_runner import DECODE_OK, StepOutput
+from inference.params import LoadSettings, SamplingParams
+from inference.samplers import SamplerSet
+
+if TYPE_CHECKING:
+    from inference.scheduler import ScheduledChunk, StepPlan
 
 log = logging.getLogger(__name__)
 
@@ -23,19 +31,9 @@ GGUF_MAGIC = b"GGUF"
 # Smallest sane GGUF: header + a few metadata entries. Anything shorter is certainly broken.
 MIN_GGUF_BYTES = 1024
 
-# llama_decode return codes (llama.h)
-DECODE_OK = 0
-DECODE_NO_KV_SLOT = 1
-
 GGML_TYPE_Q8_0 = 8
 
-
-@dataclass(frozen=True, slots=True)
-class BatchItem:
-    seq: int
-    start: int  # position of tokens[0]
-    tokens: list[int]
-    logits: bool  # need logits for the last token
+ProgressCallback = Callable[[float], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +92,7 @@ def init_backend() -> None:
 
 
 class LlamaRunner:
-    def __init__(
-        self, settings: LoadSettings, progress: Callable[[float], None] | None = None
-    ) -> None:
+    def __init__(self, settings: LoadSettings, progress: ProgressCallback | None = None) -> None:
         settings.validate()
         path = Path(settings.model_path)
         check_gguf_file(path)
@@ -114,10 +110,12 @@ class LlamaRunner:
         self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
         self.n_batch = settings.n_batch
         self.threads = settings.threads()
-        self._batch = ll.llama_batch_init(settings.n_batch, 0, settings.n_seq_max)
+        self._batch = TokenBatch(settings.n_batch, settings.n_seq_max)
         self._pieces: dict[int, bytes] = {}
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
         self._eog = frozenset(self.eog_tokens)
+        self._samplers = SamplerSet(self.n_vocab, self.eog_tokens)
+        self._closed = False
         self.info = ModelInfo(
             path=path,
             description=self._model_desc(),
@@ -132,7 +130,7 @@ class LlamaRunner:
 
     # ----- load --------------------------------------------------------------------
 
-    def _load_model(self, path: Path, settings: LoadSettings, progress) -> ctypes.c_void_p:
+    def _load_model(self, path: Path, settings: LoadSettings, progress: ProgressCallback | None) -> ll.llama_model_p:
         params = ll.llama_model_default_params()
         gpu_ok = bool(ll.llama_supports_gpu_offload())
         layers = settings.n_gpu_layers
@@ -140,13 +138,14 @@ class LlamaRunner:
         params.n_gpu_layers = self._n_gpu_layers
         self._progress_cb = None
         if progress is not None:
+            report = progress
 
             @ll.llama_progress_callback
             def on_progress(fraction: float, _user: ctypes.c_void_p) -> bool:
-                progress(float(fraction))
+                report(float(fraction))
                 return True
 
-            self._progress_cb = on_progress
+            self._progress_cb = on_progress  # llama.cpp keeps only the pointer: hold the object
             params.progress_callback = on_progress
         global _last_error
         _last_error = ""
@@ -159,7 +158,7 @@ class LlamaRunner:
             )
         return model
 
-    def _create_context(self, s: LoadSettings) -> ctypes.c_void_p:
+    def _create_context(self, s: LoadSettings) -> ll.llama_context_p:
         params = ll.llama_context_default_params()
         params.n_ctx = s.n_ctx
         params.n_batch = s.n_batch
@@ -191,25 +190,16 @@ class LlamaRunner:
         return buf.value.decode("utf-8", "replace")
 
     def close(self) -> None:
-        if getattr(self, "_batch", None) is not None:
-            ll.llama_batch_free(self._batch)
-            self._batch = None
-        if getattr(self, "_ctx", None):
-            ll.llama_free(self._ctx)
-            self._ctx = None
-        if getattr(self, "_model", None):
-            ll.llama_model_free(self._model)
-            self._model = None
+        """Free samplers, batch, context and model (in that order); later calls do nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._samplers.close()
+        self._batch.free()
+        ll.llama_free(self._ctx)
+        ll.llama_model_free(self._model)
 
     # ----- vocabulary --------------------------------------------------------------
-
-    @property
-    def context(self) -> ctypes.c_void_p:
-        return self._ctx
-
-    @property
-    def vocab(self) -> ctypes.c_void_p:
-        return self._vocab
 
     def tokenize(self, text: str, add_special: bool = True) -> list[int]:
         data = text.encode("utf-8")
@@ -278,33 +268,26 @@ class LlamaRunner:
             ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
         return buf.value.decode("utf-8", errors="replace")
 
-    # ----- decode ------------------------------------------------------------------
+    # ----- sampling and decoding (the ModelRunner protocol) -----------------------------
 
-    def decode(self, items: list[BatchItem]) -> tuple[int, list[int]]:
-        """Decode one batch. Returns llama_decode's code and the batch index of each
-        item's logits (-1 where none were asked for)."""
-        b = self._batch
-        i = 0
-        logit_rows: list[int] = []
-        for item in items:
-            seq, pos = item.seq, item.start
-            for tok in item.tokens:
-                b.token[i] = tok
-                b.pos[i] = pos
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = seq
-                b.logits[i] = 0
-                pos += 1
-                i += 1
-            if item.logits:
-                b.logits[i - 1] = 1
-                logit_rows.append(i - 1)
-            else:
-                logit_rows.append(-1)
-        if i > self.n_batch:
-            raise ValueError(f"batch of {i} tokens exceeds n_batch={self.n_batch}")
-        b.n_tokens = i
-        return ll.llama_decode(self._ctx, b), logit_rows
+    def start_sampling(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
+        self._samplers.start(request_id, params, prompt)
+
+    def stop_sampling(self, request_id: str) -> None:
+        self._samplers.stop(request_id)
+
+    def execute(self, plan: StepPlan) -> StepOutput:
+        """Decode the plan in one llama_decode, then sample each chunk that wants logits
+        from its own batch row with its request's chain (which accepts the token)."""
+        rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
+        code = ll.llama_decode(self._ctx, self._batch.batch)
+        if code != DECODE_OK:
+            return StepOutput.failed(code)
+        tokens = [
+            self._samplers.sample(chunk.request.request_id, self._ctx, row) if row >= 0 else None
+            for chunk, row in zip(plan.chunks, rows)
+        ]
+        return StepOutput(code, tokens)
 
     # ----- KV memory (the KvBackend protocol) -----------------------------------------
 
@@ -320,3 +303,8 @@ class LlamaRunner:
 
     def clear_memory(self) -> None:
         ll.llama_memory_clear(self._mem, True)
+
+
+def _batch_item(chunk: ScheduledChunk) -> BatchItem:
+    return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.wants_logits)
+

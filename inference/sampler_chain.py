@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import inspect
 import random
 
@@ -14,7 +13,7 @@ from inference.params import SamplingParams
 NEVER = -float("inf")
 
 
-def _penalties(n_vocab: int, last_n: int, repeat: float):
+def _penalties(n_vocab: int, last_n: int, repeat: float) -> ll.llama_sampler_p:
     # llama.cpp added n_vocab as the first argument in 2026; accept both signatures.
     if _PENALTIES_TAKES_VOCAB:
         return ll.llama_sampler_init_penalties(n_vocab, last_n, repeat, 0.0, 0.0)
@@ -26,7 +25,7 @@ _PENALTIES_TAKES_VOCAB = len(inspect.signature(ll.llama_sampler_init_penalties).
 
 class SamplerChain:
     def __init__(self, params: SamplingParams, n_vocab: int, eog_tokens: list[int]) -> None:
-        self._chain = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
+        self._chain: ll.llama_sampler_p | None = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
         self._penalty_window = params.repeat_last_n if params.repeat_penalty != 1.0 else 0
         if params.ignore_eos and eog_tokens:
             self._add(self._logit_bias(n_vocab, eog_tokens))
@@ -44,14 +43,14 @@ class SamplerChain:
             seed = params.seed if params.seed is not None else random.getrandbits(32)
             self._add(ll.llama_sampler_init_dist(seed & 0xFFFFFFFF))
 
-    def _add(self, sampler) -> None:
+    def _add(self, sampler: ll.llama_sampler_p) -> None:
         ll.llama_sampler_chain_add(self._chain, sampler)
 
     @staticmethod
-    def _logit_bias(n_vocab: int, tokens: list[int]):
+    def _logit_bias(n_vocab: int, tokens: list[int]) -> ll.llama_sampler_p:
         biases = (ll.llama_logit_bias * len(tokens))()
         for i, tok in enumerate(tokens):
-            biases[i].token = tok
+            biases[i].token = tok  # type: ignore[assignment]  # ctypes converts int to c_int32
             biases[i].bias = NEVER
         return ll.llama_sampler_init_logit_bias(n_vocab, len(tokens), biases)
 
@@ -63,7 +62,7 @@ class SamplerChain:
         for tok in window:
             ll.llama_sampler_accept(self._chain, tok)
 
-    def sample(self, ctx: ctypes.c_void_p, batch_index: int) -> int:
+    def sample(self, ctx: ll.llama_context_p, batch_index: int) -> int:
         """Sample from the logits of one batch row; the chain accepts the token itself."""
         return ll.llama_sampler_sample(self._chain, ctx, batch_index)
 

@@ -9,8 +9,8 @@ then arrival.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from inference.kv_cache import KvCacheManager
 from inference.prefix_tree import common_prefix_len
@@ -33,6 +33,13 @@ class ScheduledChunk:
     @property
     def tokens(self) -> list[int]:
         return self.request.tokens[self.start : self.start + self.n_tokens]
+
+    @property
+    def seq(self) -> int:
+        seq = self.request.seq
+        if seq is None:  # admission gives a request its sequence before any chunk exists
+            raise RuntimeError(f"request {self.request.request_id} was scheduled without a sequence")
+        return seq
 
 
 @dataclass(slots=True)
@@ -115,9 +122,8 @@ class Scheduler:
     def commit(self, plan: StepPlan) -> None:
         """The plan's tokens are now in the KV cache."""
         for chunk in plan.chunks:
-            req = chunk.request
-            self.kv.append(req.seq, chunk.tokens)
-            req.num_computed += chunk.n_tokens
+            self.kv.append(chunk.seq, chunk.tokens)
+            chunk.request.num_computed += chunk.n_tokens
 
     # ----- the step ----------------------------------------------------------------
 
@@ -180,7 +186,7 @@ class Scheduler:
 
     # ----- internals ---------------------------------------------------------------
 
-    def _order_key(self, now: float):
+    def _order_key(self, now: float) -> Callable[[Request], tuple[float, int]]:
         aging = self.aging_s
 
         def key(req: Request) -> tuple[float, int]:
@@ -234,7 +240,8 @@ class Scheduler:
         """Send the last request in priority order back to the queue, dropping its KV."""
         victim = candidates.pop()
         self.running.remove(victim)
-        self.kv.release(victim.seq, keep=False)
+        if victim.seq is not None:  # every running request holds one
+            self.kv.release(victim.seq, keep=False)
         victim.seq = None
         victim.num_computed = 0
         victim.status = RequestStatus.WAITING

@@ -8,6 +8,7 @@ import pytest
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.errors import EngineError, ModelLoadError
+from inference.model_runner import DECODE_NO_KV_SLOT, StepOutput
 from inference.outputs import Phase
 
 QUESTIONS = [
@@ -331,15 +332,15 @@ def test_decode_without_a_kv_slot_evicts_or_preempts_and_retries(make_engine):
     failures = {"left": 3}
 
     def install(core):
-        real = core.runner.decode
+        real = core.runner.execute
 
-        def flaky(items):
-            if failures["left"] and len(items) > 1:
+        def flaky(plan):
+            if failures["left"] and len(plan.chunks) > 1:
                 failures["left"] -= 1
-                return 1, [-1] * len(items)  # what llama_decode says when no slot is free
-            return real(items)
+                return StepOutput.failed(DECODE_NO_KV_SLOT)  # what llama_decode says when no slot is free
+            return real(plan)
 
-        core.runner.decode = flaky
+        core.runner.execute = flaky
 
     engine.call(install)
     handles = [engine.submit(greedy(user(q), 20, ignore_eos=True)) for q in QUESTIONS[:3]]

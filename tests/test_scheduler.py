@@ -1,79 +1,23 @@
-"""Scheduler over a real KvCacheManager and StepBudget, a reference KV cache and a fake clock.
+"""The scheduler's decisions, made inside the real EngineCore on the fake runner.
 
-`Sim` plays the engine: schedule, "decode" the plan into the reference cache, commit,
-sample one token for each chunk that wants logits, finish requests at max_tokens.
+Every step goes through EngineCore.step(): schedule, execute on the fake runner (which
+writes the reference KV cache and asserts it never overflows), commit, postprocess. The
+driver records each plan the scheduler made and checks the cache after every step. Every
+sampled token is SAMPLED; each step takes 1 s of fake time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from inference.kv_cache import KvCacheManager, SeqState
+from inference.kv_cache import SeqState
+from inference.outputs import FinishReason, Phase
 from inference.params import SamplingParams
-from inference.request import Request, RequestStatus
-from inference.scheduler import MIN_SHARED_WAIT, Scheduler, StepPlan
-from inference.step_budget import StepBudget
-from tests.reference_kv import ReferenceKv
+from inference.request import RequestStatus
+from inference.scheduler import MIN_SHARED_WAIT
+from tests.core_driver import Driver, chunk_of, make_driver, prompt
 
 SAMPLED = 7  # every "sampled" token
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
-class Sim:
-    sched: Scheduler
-    ref: ReferenceKv
-    clock: FakeClock
-    plans: list[StepPlan] = field(default_factory=list)
-
-    @property
-    def kv(self) -> KvCacheManager:
-        return self.sched.kv
-
-    def add(self, name: str, tokens: list[int], max_tokens: int = 4, priority: int = 0) -> Request:
-        req = Request(name, list(tokens), SamplingParams.greedy(max_tokens=max_tokens), priority=priority)
-        self.sched.add(req)
-        return req
-
-    def step(self, dt: float = 1.0) -> StepPlan:
-        plan = self.sched.schedule()
-        for chunk in plan.chunks:
-            self.ref.decode(chunk.request.seq, chunk.start, chunk.tokens)
-        self.sched.commit(plan)
-        for chunk in plan.chunks:
-            req = chunk.request
-            if chunk.wants_logits:
-                req.append_token(SAMPLED)
-                if req.num_output >= req.sampling.max_tokens:
-                    self.sched.finish(req, RequestStatus.FINISHED_LENGTH)
-            elif not req.wants_output and req.num_uncomputed == 0:
-                self.sched.finish(req, RequestStatus.FINISHED_STOPPED)
-        self.check()
-        self.clock.now += dt
-        self.plans.append(plan)
-        return plan
-
-    def run(self, until, max_steps: int = 200) -> int:
-        for i in range(max_steps):
-            if until():
-                return i
-            self.step()
-        raise AssertionError("condition not reached")
-
-    def check(self) -> None:
-        assert self.kv.cells_used == self.ref.used <= self.kv.n_cells
-        for req in self.sched.running:
-            assert self.kv.seq_tokens(req.seq) == req.tokens[: req.num_computed]
-            assert self.ref.seq_tokens(req.seq) == req.tokens[: req.num_computed]
 
 
 def make_sim(
@@ -82,39 +26,34 @@ def make_sim(
     max_tokens: int = 64,
     decode_reserve: int = 4,
     aging_s: float = 30.0,
-) -> Sim:
-    ref = ReferenceKv(n_cells)
-    kv = KvCacheManager(n_cells, n_seqs, backend=ref)
-    clock = FakeClock()
-    budget = StepBudget(max_tokens=max_tokens, target_step_s=0.1, min_tokens=16)
-    sched = Scheduler(kv, budget, decode_reserve=decode_reserve, aging_s=aging_s, clock=clock)
-    return Sim(sched, ref, clock)
-
-
-def prompt(tag: int, n: int) -> list[int]:
-    return [tag * 1000 + i for i in range(n)]
-
-
-def chunk_of(plan: StepPlan, req: Request):
-    found = [c for c in plan.chunks if c.request is req]
-    assert len(found) <= 1
-    return found[0] if found else None
+) -> Driver:
+    """max_tokens: the batch (n_batch), so the step's token budget."""
+    return make_driver(
+        n_cells=n_cells,
+        n_seqs=n_seqs,
+        n_batch=max_tokens,
+        decode_reserve=decode_reserve,
+        aging_s=aging_s,
+        next_token=lambda _context: SAMPLED,
+    )
 
 
 # ----- basics ------------------------------------------------------------------------------
 
 
-def test_empty_scheduler_plans_nothing() -> None:
+def test_empty_core_plans_nothing_and_runs_nothing() -> None:
     sim = make_sim()
-    plan = sim.sched.schedule()
+    assert not sim.core.has_work()
+    assert sim.core.step() == []
+    [plan] = sim.plans
     assert plan.empty and plan.num_tokens == 0
-    assert not sim.sched.has_work()
+    assert sim.runner.executed == []
 
 
 def test_short_prompt_is_prefilled_in_one_step_then_decoded() -> None:
     sim = make_sim()
     req = sim.add("a", prompt(1, 10), max_tokens=3)
-    assert req.status is RequestStatus.WAITING and sim.sched.has_work()
+    assert req.status is RequestStatus.WAITING and sim.core.has_work()
     plan = sim.step()
     assert plan.admitted == [req]
     [chunk] = plan.chunks
@@ -127,8 +66,9 @@ def test_short_prompt_is_prefilled_in_one_step_then_decoded() -> None:
     assert plan.num_decode_tokens == 1 and plan.num_prefill_tokens == 0
     sim.step()
     assert req.status is RequestStatus.FINISHED_LENGTH
+    assert sim.final("a").finish_reason is FinishReason.LENGTH
     assert req.output_tokens == [SAMPLED] * 3
-    assert not sim.sched.has_work()
+    assert not sim.core.has_work()
     # its KV stays cached: prompt + the two outputs that were fed back
     assert sim.kv.stats().seqs_idle == 1 and sim.kv.cells_used == 12
 
@@ -155,6 +95,7 @@ def test_chunked_prefill_is_bounded_by_the_budget() -> None:
     assert [c.start for p in plans for c in p.chunks] == [0, 64, 128]
     assert [c.wants_logits for p in plans for c in p.chunks] == [False, False, True]
     assert req.num_computed == 150 and req.num_output == 1
+    assert [d.phase for d in sim.of("long")] == [Phase.QUEUED, Phase.PREFILLING, Phase.PREFILLING, Phase.DECODING]
 
 
 def test_long_prompt_is_split_over_steps_while_others_keep_decoding() -> None:
@@ -169,18 +110,21 @@ def test_long_prompt_is_split_over_steps_while_others_keep_decoding() -> None:
         assert plan.chunks[0].request is d and plan.chunks[0].is_decode
         assert plan.num_prefill_tokens <= sim.sched.budget.prefill_tokens(1)
         assert plan.num_tokens <= 64
-    assert steps == 7  # ceil(100 / 16)
+    assert steps == 7  # ceil(100 / 16): slow steps keep the prefill share at its floor
     assert d.num_output == 1 + steps
 
 
-def test_commit_updates_num_computed_and_the_kv_tree() -> None:
+def test_commit_updates_num_computed_and_the_kv_tree_after_the_model_ran() -> None:
     sim = make_sim(max_tokens=64)
     req = sim.add("a", prompt(1, 100))
-    plan = sim.sched.schedule()
-    assert req.num_computed == 0 and sim.kv.seq_len(req.seq) == 0
-    for c in plan.chunks:
-        sim.ref.decode(c.request.seq, c.start, c.tokens)
-    sim.sched.commit(plan)
+    seen = []
+
+    def look(plan) -> None:  # mid-step: planned, not yet committed
+        seen.append((req.num_computed, sim.kv.seq_len(req.seq), sim.kv.cells_used, plan.num_tokens))
+
+    sim.runner.on_execute = look
+    sim.step()
+    assert seen == [(0, 0, 0, 64)]
     assert req.num_computed == 64
     assert sim.kv.seq_tokens(req.seq) == prompt(1, 64)
     assert sim.kv.cells_used == 64
@@ -213,21 +157,21 @@ def test_aging_lets_an_old_low_priority_request_pass_a_newer_high_one() -> None:
     sim.clock.now = 20.0
     # low: 0 + 20/10 = 2.0; early: 1 + 15/10 = 2.5; late: 1 + 5/10 = 1.5
     assert [sim.sched.queue_position(r) for r in (early_high, low, late_high)] == [1, 2, 3]
+    plan = sim.step()
+    assert plan.admitted == [early_high, low, late_high]  # all fit; admitted in that order
 
 
 def test_nothing_starves_under_a_stream_of_higher_priority_requests() -> None:
     sim = make_sim(n_seqs=1, aging_s=10.0)
     low = sim.add("low", prompt(1, 5), max_tokens=1, priority=0)
-    admitted_at = None
     for i in range(80):
         sim.add(f"high{i}", prompt(100 + i, 5), max_tokens=1, priority=3)
         plan = sim.step()
         if low in plan.admitted:
-            admitted_at = sim.clock.now - 1.0
             break
-    assert admitted_at is not None, "low-priority request starved"
+    assert low.admitted_s is not None, "low-priority request starved"
     # it goes ahead of every high request that arrived more than 3 * aging_s after it
-    assert admitted_at <= 3 * 10.0 + 2
+    assert low.admitted_s <= 3 * 10.0 + 2
     assert low.status is RequestStatus.FINISHED_LENGTH
 
 
@@ -263,7 +207,7 @@ def test_requests_queue_when_no_seq_id_is_free() -> None:
     sim.run(lambda: reqs[2].seq is not None)
     assert reqs[0].status.finished and reqs[1].status.finished
     assert reqs[2].num_cached == 0
-    sim.run(lambda: not sim.sched.has_work())
+    sim.run(lambda: not sim.core.has_work())
     assert reqs[2].output_tokens == [SAMPLED] * 3
 
 
@@ -280,7 +224,7 @@ def test_waiting_request_holds_back_for_an_inflight_shared_prefix() -> None:
     assert plan.admitted == [b]
     assert b.num_cached == 100
     assert chunk_of(plan, b).start == 100
-    assert sim.ref.copies() == [("cp", a.seq, b.seq, 0, 100)]
+    assert sim.runner.kv.copies() == [("cp", a.seq, b.seq, 0, 100)]
 
 
 def test_short_inflight_prefix_is_not_worth_waiting_for() -> None:
@@ -297,8 +241,8 @@ def test_short_inflight_prefix_is_not_worth_waiting_for() -> None:
 def test_request_admitted_in_the_same_step_is_waited_for() -> None:
     sim = make_sim(max_tokens=256)
     shared = prompt(9, 80)
-    a = sim.add("a", shared + [1], max_tokens=2)
-    b = sim.add("b", shared + [2], max_tokens=2)
+    a = sim.add("a", [*shared, 1], max_tokens=2)
+    b = sim.add("b", [*shared, 2], max_tokens=2)
     plan = sim.step()
     assert plan.admitted == [a]
     plan = sim.step()
@@ -316,7 +260,7 @@ def test_next_turn_continues_its_own_sequence() -> None:
     assert plan.admitted == [turn2]
     assert [turn2.seq] == idle
     assert turn2.num_cached == len(history) - 1
-    assert sim.ref.copies() == []
+    assert sim.runner.kv.copies() == []
 
 
 def test_long_idle_chat_sharing_the_system_prompt_does_not_block_a_new_chat() -> None:
@@ -330,6 +274,7 @@ def test_long_idle_chat_sharing_the_system_prompt_does_not_block_a_new_chat() ->
     assert plan.admitted == [new]  # nothing runs: a refusal here would never clear
     assert new.num_cached == 20
     sim.run(lambda: new.status.finished)
+    assert sim.final("new").finish_reason is FinishReason.LENGTH
 
 
 # ----- preemption -------------------------------------------------------------------------------
@@ -351,6 +296,7 @@ def test_preemption_when_cells_run_out() -> None:
     assert b.status is RequestStatus.WAITING
     assert b.num_computed == 0 and b.seq is None and b.preemptions == 1
     assert b in sim.sched.waiting and b not in sim.sched.running
+    assert sim.of("b")[-1].phase is Phase.QUEUED  # the tab shows it queued again
     assert chunk_of(plan, b) is None
     assert chunk_of(plan, a).is_decode
     assert sim.kv.stats().seqs_active == 1
@@ -364,32 +310,38 @@ def test_preemption_when_cells_run_out() -> None:
     assert readmitted.n_tokens == 10 + generated  # prompt and its own outputs again
     assert b.num_output == generated + 1  # and it goes on from where it was
     assert b.tokens[:10] == prompt(2, 10)
+    assert sim.core.metrics.preemptions == 1
 
 
-def test_make_room_after_failed_decode_prefers_evicting_an_idle_sequence() -> None:
+def test_failed_decode_prefers_evicting_an_idle_sequence_to_preempting() -> None:
     sim = make_sim()
     done = sim.add("done", prompt(1, 10), max_tokens=1)
     sim.step()
     assert done.status.finished and sim.kv.stats().seqs_idle == 1
     live = sim.add("live", prompt(2, 10), max_tokens=50)
     sim.step()
-    assert sim.sched.make_room_after_failed_decode() is None
+    sim.runner.fail_next(1)
+    sim.step()
     assert sim.kv.stats().seqs_idle == 0
-    assert live.status is RequestStatus.DECODING
+    assert live.status is RequestStatus.DECODING and live.preemptions == 0
+    assert live.num_output == 2  # the retried step still decoded it
 
 
-def test_make_room_after_failed_decode_preempts_the_last_in_order() -> None:
+def test_failed_decode_preempts_the_last_in_order() -> None:
     sim = make_sim()
     first = sim.add("first", prompt(1, 10), max_tokens=50, priority=2)
     second = sim.add("second", prompt(2, 10), max_tokens=50, priority=0)
     sim.step()
     sim.step()
-    victim = sim.sched.make_room_after_failed_decode()
-    assert victim is second
-    assert second.status is RequestStatus.WAITING and second.num_computed == 0
-    assert second.seq is None and second.preemptions == 1
-    assert sim.sched.running == [first]
-    assert sim.ref.used == sim.kv.cells_used == first.num_computed
+    sim.runner.fail_next(1)
+    sim.step()
+    failed, retried = sim.plans[-2:]
+    assert [c.request for c in failed.chunks] == [first, second]
+    assert second.preemptions == 1 and first.preemptions == 0
+    assert retried.admitted == [second]  # back at once, from scratch: its KV was dropped
+    assert chunk_of(retried, second).start == 0
+    assert sim.sched.running == [first, second]
+    assert sim.runner.kv.used == sim.kv.cells_used == first.num_computed + second.num_computed
 
 
 def test_make_room_after_failed_decode_with_nothing_running() -> None:
@@ -400,18 +352,20 @@ def test_make_room_after_failed_decode_with_nothing_running() -> None:
 # ----- finishing ------------------------------------------------------------------------------
 
 
-def test_finish_keeps_or_drops_the_cache() -> None:
+def test_cancel_keeps_the_cache_and_a_failed_decode_drops_it() -> None:
     sim = make_sim()
     a = sim.add("a", prompt(1, 10), max_tokens=50)
     b = sim.add("b", prompt(2, 10), max_tokens=50)
     sim.step()
     seq_a, seq_b = a.seq, b.seq
-    sim.sched.finish(a, RequestStatus.FINISHED_CANCELLED)
-    sim.sched.finish(b, RequestStatus.FINISHED_ERROR, keep_cache=False)
+    sim.core.cancel("a")
+    sim.runner.fail_next(1, code=-1)
+    sim.step()
+    assert sim.final("b").finish_reason is FinishReason.ERROR
     assert a.seq is None and b.seq is None
     assert sim.kv.state(seq_a) is SeqState.IDLE
     assert sim.kv.state(seq_b) is SeqState.FREE
-    assert not sim.sched.has_work()
+    assert not sim.core.has_work()
 
 
 def test_finish_of_a_waiting_request_removes_it() -> None:
@@ -419,18 +373,18 @@ def test_finish_of_a_waiting_request_removes_it() -> None:
     sim.add("a", prompt(1, 10), max_tokens=50)
     b = sim.add("b", prompt(2, 10), max_tokens=50)
     sim.step()
-    sim.sched.finish(b, RequestStatus.FINISHED_CANCELLED)
+    sim.core.cancel("b")
     assert b not in sim.sched.waiting and b.status is RequestStatus.FINISHED_CANCELLED
 
 
 def test_pinned_prefill_only_request_keeps_its_prefix_pinned() -> None:
     sim = make_sim()
     system = prompt(1, 30)
-    pin = Request("pin", list(system), SamplingParams.greedy(max_tokens=0), pin=True)
-    sim.sched.add(pin)
+    pin = sim.add("pin", system, max_tokens=0, pin=True)
     plan = sim.step()
     assert [c.wants_logits for c in plan.chunks] == [False]
     assert pin.status is RequestStatus.FINISHED_STOPPED
+    assert sim.final("pin").finish_reason is FinishReason.STOP
     seq = sim.kv.pinned_seq_for(system)
     assert seq is not None and sim.kv.state(seq) is SeqState.PINNED
     chat = sim.add("chat", system + prompt(2, 5), max_tokens=2)
@@ -442,13 +396,15 @@ def test_pinned_prefill_only_request_keeps_its_prefix_pinned() -> None:
 def test_fully_cached_prefill_only_request_gets_no_chunk() -> None:
     sim = make_sim()
     system = prompt(1, 30)
-    sim.sched.add(Request("p1", list(system), SamplingParams.greedy(max_tokens=0), pin=True))
+    sim.add("p1", system, max_tokens=0, pin=True)
     sim.step()
-    again = Request("p2", list(system), SamplingParams.greedy(max_tokens=0))
-    sim.sched.add(again)
-    plan = sim.sched.schedule()
+    executed = len(sim.runner.executed)
+    again = sim.add("p2", system, max_tokens=0)
+    plan = sim.step()
     assert plan.admitted == [again] and plan.chunks == []
     assert again.num_uncomputed == 0
+    assert sim.final("p2").finish_reason is FinishReason.STOP
+    assert len(sim.runner.executed) == executed  # the model was not called
 
 
 # ----- a longer mixed run ------------------------------------------------------------------------
@@ -462,8 +418,9 @@ def test_mixed_load_finishes_everything_within_the_kv_cache(n_cells: int) -> Non
     for i in range(12):
         reqs.append(sim.add(f"r{i}", system + prompt(i + 1, 5 + 7 * (i % 4)), max_tokens=3 + i % 5, priority=i % 3))
         sim.step()
-    sim.run(lambda: not sim.sched.has_work(), max_steps=500)
+    sim.run(lambda: not sim.core.has_work(), max_steps=500)
     assert all(r.status is RequestStatus.FINISHED_LENGTH for r in reqs)
     assert all(r.num_output == r.sampling.max_tokens for r in reqs)
     assert max(p.num_tokens for p in sim.plans) <= 48
     assert sum(r.num_cached for r in reqs) > 0  # the system prompt was shared
+    assert sim.runner.samplers == {}

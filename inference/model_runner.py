@@ -1,0 +1,91 @@
+"""What EngineCore needs of a model: the narrow seam between engine and llama.cpp.
+
+LlamaRunner implements it on llama.cpp; tests implement it without a model (fake_runner).
+EngineCore sees only this: vocabulary, the KV memory calls the cache manager makes, the
+per-request sampler lifecycle, and execute(plan) -> sampled tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from inference.kv_cache import KvBackend
+
+if TYPE_CHECKING:
+    from inference.params import SamplingParams
+    from inference.scheduler import StepPlan
+
+# llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
+DECODE_OK = 0
+DECODE_NO_KV_SLOT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutput:
+    """What one execute() did: llama_decode's code and, per plan chunk, the sampled token
+    (None where the chunk asked for no logits). tokens is empty unless code is DECODE_OK."""
+
+    code: int
+    tokens: list[int | None]
+
+    @property
+    def ok(self) -> bool:
+        return self.code == DECODE_OK
+
+    @property
+    def no_kv_slot(self) -> bool:
+        return self.code == DECODE_NO_KV_SLOT
+
+    @classmethod
+    def failed(cls, code: int) -> StepOutput:
+        return cls(code, [])
+
+
+class ModelRunner(KvBackend, Protocol):
+    """A model behind one batched context. Not thread-safe: the engine thread owns it."""
+
+    n_ctx: int
+    n_vocab: int
+
+    # ----- vocabulary --------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]: ...
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token as generated text shows it (specials hidden)."""
+        ...
+
+    def special_text(self, token: int) -> str: ...
+
+    def is_eog(self, token: int) -> bool: ...
+
+    @property
+    def bos_token(self) -> int: ...
+
+    @property
+    def eos_token(self) -> int: ...
+
+    @property
+    def adds_bos(self) -> bool: ...
+
+    def chat_template(self) -> str | None: ...
+
+    def metadata(self, key: str) -> str | None: ...
+
+    # ----- sampling and decoding ---------------------------------------------------
+
+    def start_sampling(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
+        """Give a request its sampler (its own RNG and penalty history), kept across
+        preemptions until stop_sampling."""
+        ...
+
+    def stop_sampling(self, request_id: str) -> None:
+        """Free a request's sampler; unknown ids are ignored."""
+        ...
+
+    def execute(self, plan: StepPlan) -> StepOutput:
+        """Decode the plan's chunks in one batch and sample a token for each chunk that
+        wants logits, with that request's sampler. Raises ValueError, before touching the
+        model, if the plan holds more tokens than one batch can."""
+        ...

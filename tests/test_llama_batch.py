@@ -1,0 +1,49 @@
+"""TokenBatch on a real (tiny) llama_batch: no model needed, llama_batch_init is plain malloc."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.llama_batch import BatchItem, TokenBatch
+
+
+@pytest.fixture
+def batch():
+    b = TokenBatch(capacity=4, n_seq_max=2)
+    yield b
+    b.free()
+
+
+def rows_of(b: TokenBatch, n: int) -> list[tuple[int, int, int, int]]:
+    raw = b.batch
+    return [(raw.token[i], raw.pos[i], raw.seq_id[i][0], raw.logits[i]) for i in range(n)]
+
+
+def test_fill_writes_each_token_with_its_position_sequence_and_logits_flag(batch) -> None:
+    rows = batch.fill([BatchItem(seq=1, start=5, tokens=[10, 11], logits=True), BatchItem(0, 0, [12], False)])
+    assert rows == [1, -1]
+    assert batch.batch.n_tokens == 3
+    assert rows_of(batch, 3) == [(10, 5, 1, 0), (11, 6, 1, 1), (12, 0, 0, 0)]
+
+
+def test_a_full_batch_fits(batch) -> None:
+    assert batch.fill([BatchItem(0, 0, [1, 2, 3, 4], True)]) == [3]
+    assert batch.batch.n_tokens == 4
+
+
+def test_too_many_tokens_fail_before_anything_is_written(batch) -> None:
+    batch.fill([BatchItem(0, 0, [1, 2], True)])
+    with pytest.raises(ValueError, match="5 tokens exceeds the batch of 4"):
+        batch.fill([BatchItem(1, 0, [7, 7, 7], True), BatchItem(0, 2, [8, 8], True)])
+    # The previous step's batch is untouched: checking after the writes would have put
+    # 7s over it (and a token past the C arrays) before noticing.
+    assert batch.batch.n_tokens == 2
+    assert rows_of(batch, 2) == [(1, 0, 0, 0), (2, 1, 0, 1)]
+
+
+def test_free_twice_is_harmless_and_a_freed_batch_is_not_used() -> None:
+    b = TokenBatch(capacity=2, n_seq_max=1)
+    b.free()
+    b.free()
+    with pytest.raises(RuntimeError, match="freed"):
+        b.fill([BatchItem(0, 0, [1], True)])
