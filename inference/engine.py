@@ -14,13 +14,13 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
@@ -155,7 +155,7 @@ class Engine:
     def submit(self, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
         self._check_running()
         if chat.request_id is None or chat.request_id in self._handles:
-            chat = _with_id(chat, uuid.uuid4().hex[:12])
+            chat = _with_id(chat, new_request_id())
         handle = RequestHandle(chat.request_id, self, on_delta)
         self._handles[chat.request_id] = handle
         self._commands.put(_Submit(chat))

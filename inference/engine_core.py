@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
+from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.output_processor import RequestOutput
@@ -74,7 +74,7 @@ class EngineCore:
         return self.scheduler.has_work()
 
     def add_request(self, chat: ChatRequest) -> list[Delta]:
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        request_id = chat.request_id or new_request_id()
         try:
             chat.sampling.validate()
             tokens = self._prompt_tokens(chat)

@@ -10,12 +10,12 @@ as the tabs: they share one batch. No Qt here.
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import replace
 from typing import Callable
 
 from inference.engine import RequestHandle
 from inference.errors import EngineError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta
 from inference.params import ChatRequest
@@ -42,7 +42,7 @@ class EngineGateway:
             handle._deliver(delta)
 
     def submit(self, chat: ChatRequest) -> RequestHandle:
-        request_id = chat.request_id or f"http-{uuid.uuid4().hex[:10]}"
+        request_id = chat.request_id or new_request_id("http-")
         handle = RequestHandle(request_id, self, None)
         with self._lock:
             self._handles[request_id] = handle

@@ -11,11 +11,11 @@ import logging
 import multiprocessing as mp
 import queue
 import threading
-import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 
 from inference.errors import EngineError, ModelLoadError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, LoadSettings
@@ -168,7 +168,7 @@ class EngineClient:
     def submit(self, chat: ChatRequest) -> str:
         if self.state.status not in ("ready", "starting"):
             raise EngineError(f"the engine is {self.state.status}")
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        request_id = chat.request_id or new_request_id()
         with self._lock:
             self._in_flight.add(request_id)
         self._outbox.put(("submit", replace(chat, request_id=request_id)))

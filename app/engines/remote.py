@@ -15,11 +15,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 from urllib.parse import urlparse
 
+from inference.ids import new_request_id
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest
 
@@ -58,7 +58,7 @@ class RemoteClient:
             return [m["id"] for m in json.load(response).get("data", [])]
 
     def submit(self, chat: ChatRequest) -> str:
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        request_id = chat.request_id or new_request_id()
         chat = replace(chat, request_id=request_id)
         threading.Thread(target=self._run, args=(chat,), name=f"remote-{request_id}", daemon=True).start()
         return request_id
