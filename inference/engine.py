@@ -22,7 +22,7 @@ from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
 from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason, Phase, RequestStats
+from inference.outputs import Delta, FinishReason, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.runner import LlamaRunner, ModelInfo
 
@@ -284,7 +284,7 @@ class Engine:
                 deltas = core.add_request(cmd.chat)
             except Exception as exc:  # one bad request ends alone, never the loop
                 log.exception("could not add request %s", cmd.chat.request_id)
-                deltas = [_error_delta(cmd.chat.request_id, f"could not start: {exc}")]
+                deltas = [Delta.finished_with(cmd.chat.request_id, FinishReason.ERROR, f"could not start: {exc}")]
             self._dispatch(deltas)
         elif isinstance(cmd, _Cancel):
             self._dispatch(core.cancel(cmd.request_id))
@@ -314,10 +314,6 @@ class Engine:
                 self._on_metrics(self._snapshot)
             except Exception:
                 log.exception("metrics callback failed")
-
-
-def _error_delta(request_id: str, message: str) -> Delta:
-    return Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message)
 
 
 def _with_id(chat: ChatRequest, request_id: str) -> ChatRequest:

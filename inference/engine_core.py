@@ -79,9 +79,9 @@ class EngineCore:
             chat.sampling.validate()
             tokens = self._prompt_tokens(chat)
         except RequestError as exc:
-            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc))]
+            return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
         if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
-            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.STOP)]
+            return [Delta.finished_with(request_id, FinishReason.STOP)]
         req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
         if req.wants_output:
             sampler = SamplerChain(chat.sampling, self.runner.n_vocab, self.runner.eog_tokens)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 import threading
 
+import pytest
+
 from inference import new_request_id
+from inference.outputs import Delta, FinishReason, Phase, RequestStats
 
 
 def test_request_ids_are_twelve_hex_digits_after_the_prefix():
@@ -29,3 +32,21 @@ def test_request_ids_do_not_repeat_across_threads():
     for t in threads:
         t.join()
     assert len(ids) == 8_000 and len(set(ids)) == len(ids)
+
+
+def test_a_finished_delta_says_finished_with_its_reason_error_and_stats():
+    stats = RequestStats(3, 1, 2, 0.0, 0.1, 20.0, None, None, 0.2)
+    delta = Delta.finished_with("r1", FinishReason.ERROR, "boom", stats)
+    assert (delta.request_id, delta.phase, delta.finish_reason) == ("r1", Phase.FINISHED, FinishReason.ERROR)
+    assert (delta.error, delta.stats, delta.text, delta.token_ids) == ("boom", stats, "", ())
+    assert delta.finished
+
+
+def test_a_finished_delta_may_carry_the_last_text():
+    delta = Delta.finished_with("r2", FinishReason.LENGTH, text=" end", token_ids=(7, 8))
+    assert (delta.text, delta.token_ids, delta.error, delta.stats) == (" end", (7, 8), None, None)
+
+
+@pytest.mark.parametrize("reason", list(FinishReason))
+def test_every_reason_makes_a_finished_delta(reason):
+    assert Delta.finished_with("r", reason).finished and Delta.finished_with("r", reason).finish_reason is reason

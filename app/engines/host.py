@@ -17,7 +17,7 @@ from typing import Callable
 from inference.errors import EngineError, ModelLoadError
 from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, FinishReason
 from inference.params import ChatRequest, LoadSettings
 from inference.runner import ModelInfo
 
@@ -243,7 +243,7 @@ class EngineClient:
         with self._lock:
             ids, self._in_flight = self._in_flight, set()
         for request_id in ids:
-            self._deliver(Delta(request_id, phase=Phase.FINISHED, finish_reason=reason, error=message))
+            self._deliver(Delta.finished_with(request_id, reason, message))
 
     def _set_state(self, state: EngineState) -> None:
         self.state = state

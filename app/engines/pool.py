@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from app.engines.sources import ModelSource
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, FinishReason
 from inference.params import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class PooledEngine:
             waiting = [c for c in self._pending if c.request_id == request_id]
             self._pending = [c for c in self._pending if c.request_id != request_id]
         if waiting:
-            self.fail(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.CANCELLED))
+            self.fail(Delta.finished_with(request_id, FinishReason.CANCELLED))
         elif self.engine is not None:
             self.engine.cancel(request_id)
 
@@ -93,7 +93,7 @@ class PooledEngine:
 
     def _fail(self, request_id: str | None, message: str) -> None:
         if request_id is not None:
-            self.fail(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message))
+            self.fail(Delta.finished_with(request_id, FinishReason.ERROR, message))
 
 
 class EnginePool:

@@ -119,7 +119,7 @@ class RemoteClient:
     def _finish(self, rid: str, reason: FinishReason, error: str | None, stats: RequestStats | None = None) -> None:
         with self._lock:
             self._cancelled.discard(rid)
-        self._on_delta(Delta(rid, phase=Phase.FINISHED, finish_reason=reason, error=error, stats=stats))
+        self._on_delta(Delta.finished_with(rid, reason, error, stats))
 
     def _body(self, chat: ChatRequest) -> dict:
         s = chat.sampling
