@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
@@ -42,10 +42,20 @@ class Completion:
     stats: RequestStats | None
 
 
-class RequestHandle:
-    """The caller's side of one request: iterate its deltas or wait for the result."""
+class Canceller(Protocol):
+    """Whoever runs a request, as its handle needs it: something to pass a cancel to."""
 
-    def __init__(self, request_id: str, engine: "Engine", on_delta: DeltaCallback | None) -> None:
+    def cancel(self, request_id: str) -> None: ...
+
+
+class RequestHandle:
+    """The caller's side of one request: iterate its deltas or wait for the result.
+
+    Whoever runs the request feeds the handle through deliver(): the engine thread here, or
+    a router outside the engine loop (the app's gateway, for an engine in another process).
+    """
+
+    def __init__(self, request_id: str, engine: Canceller, on_delta: DeltaCallback | None) -> None:
         self.request_id = request_id
         self._engine = engine
         self._on_delta = on_delta
@@ -55,7 +65,12 @@ class RequestHandle:
         self._tokens: list[int] = []
         self.final: Delta | None = None
 
-    def _deliver(self, delta: Delta) -> None:
+    def deliver(self, delta: Delta) -> None:
+        """Hand the caller the next delta of this request.
+
+        Only for the source of the request's deltas, never for the caller: one thread at a
+        time, deltas in order, the finished one last (it wakes result() and ends iteration).
+        """
         self._text.append(delta.text)
         self._tokens.extend(delta.token_ids)
         if delta.finished:
@@ -301,7 +316,7 @@ class Engine:
                 continue
             if delta.finished:
                 del self._handles[delta.request_id]
-            handle._deliver(delta)
+            handle.deliver(delta)
 
     def _publish_metrics(self, core: EngineCore) -> None:
         now = time.perf_counter()

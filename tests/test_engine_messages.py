@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from inference import new_request_id
+from inference.engine import RequestHandle
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 
 
@@ -50,3 +51,37 @@ def test_a_finished_delta_may_carry_the_last_text():
 @pytest.mark.parametrize("reason", list(FinishReason))
 def test_every_reason_makes_a_finished_delta(reason):
     assert Delta.finished_with("r", reason).finished and Delta.finished_with("r", reason).finish_reason is reason
+
+
+class Source:
+    """A delta source outside any engine loop: records cancels."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    def cancel(self, request_id: str) -> None:
+        self.cancelled.append(request_id)
+
+
+def test_a_handle_fed_from_another_thread_streams_and_completes():
+    source, seen = Source(), []
+    handle = RequestHandle("r1", source, seen.append)
+    deltas = [Delta("r1", text="Hel", token_ids=(1,)), Delta("r1", text="lo", token_ids=(2,)),
+              Delta.finished_with("r1", FinishReason.STOP)]
+    feeder = threading.Thread(target=lambda: [handle.deliver(d) for d in deltas])
+    feeder.start()
+    assert list(handle) == deltas
+    feeder.join()
+    result = handle.result(timeout=1)
+    assert (result.text, result.token_ids, result.finish_reason) == ("Hello", (1, 2), FinishReason.STOP)
+    assert seen == deltas and handle.done and handle.final is deltas[-1]
+    handle.cancel()
+    assert source.cancelled == ["r1"]
+
+
+def test_a_handle_waits_until_its_finished_delta():
+    handle = RequestHandle("r2", Source(), None)
+    handle.deliver(Delta("r2", text="part"))
+    assert not handle.done
+    with pytest.raises(TimeoutError):
+        handle.result(timeout=0.01)

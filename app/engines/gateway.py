@@ -39,7 +39,7 @@ class EngineGateway:
         if handle is None:
             self._to_app(delta)
         else:
-            handle._deliver(delta)
+            handle.deliver(delta)
 
     def submit(self, chat: ChatRequest) -> RequestHandle:
         request_id = chat.request_id or new_request_id("http-")
