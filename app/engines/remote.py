@@ -19,13 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Callable
 from urllib.parse import urlparse
 
+from app.engines.finish import from_openai
 from inference.ids import new_request_id
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest
 
 log = logging.getLogger(__name__)
-
-FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ class RemoteClient:
                         text_parts.append(piece)
                         self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
                     if choice.get("finish_reason"):
-                        reason = FINISH.get(choice["finish_reason"], FinishReason.STOP)
+                        reason = from_openai(choice["finish_reason"])
         except RemoteError as exc:
             self._finish(rid, FinishReason.ERROR, str(exc))
             return

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from app.engines.finish import openai_finish_reason
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.engine import Engine
 from inference.errors import EngineError, RequestError
@@ -26,13 +27,6 @@ from inference.metrics import MetricsSnapshot
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
-FINISH = {
-    FinishReason.STOP: "stop",
-    FinishReason.LENGTH: "length",
-    FinishReason.CONTEXT_FULL: "length",
-    FinishReason.CANCELLED: "stop",
-    FinishReason.INTERRUPTED: "stop",
-}
 
 
 @dataclass(frozen=True)
@@ -155,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": self.server.config.model_id,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
-                         "finish_reason": FINISH.get(result.finish_reason, "stop")}],
+                         "finish_reason": openai_finish_reason(result.finish_reason)}],
             "usage": {"prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.generated_tokens,
                       "total_tokens": stats.prompt_tokens + stats.generated_tokens},
         })
@@ -179,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._event(_chunk(chunk_id, self.server.config.model_id, {"content": delta.text}, None))
                 if delta.finished:
                     self._event(_chunk(chunk_id, self.server.config.model_id, {},
-                                       FINISH.get(delta.finish_reason, "stop")))
+                                       openai_finish_reason(delta.finish_reason)))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
