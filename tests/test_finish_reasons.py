@@ -52,3 +52,5 @@ def test_done_text_says_how_a_reply_ended():
     assert done_text(Delta.finished_with("r", R.CANCELLED, stats=stats)) == "stopped"
     assert done_text(Delta.finished_with("r", R.ERROR, "no room")) == "error: no room"
     assert done_text(Delta.finished_with("r", R.INTERRUPTED, "it died")) == "interrupted: it died"
+    with pytest.raises(ValueError):
+        done_text(Delta("r", text="still writing"))

@@ -58,6 +58,8 @@ def done_text(delta: Delta) -> str:
     """The line a tab shows when a reply ends: "done · 12 tokens · 40 tok/s", "stopped",
     "error: <why>"."""
     reason = delta.finish_reason
+    if reason is None:
+        raise ValueError(f"request {delta.request_id} has not finished")
     label = finish_label(reason)
     if reason in (FinishReason.ERROR, FinishReason.INTERRUPTED):
         return f"{label}: {delta.error}"
