@@ -23,7 +23,7 @@ class ScriptedEngine:
         if self.refuse:
             raise EngineError("the engine is stopped")
         self.submitted.append(chat)
-        return chat.request_id
+        return str(chat.request_id)
 
     def cancel(self, request_id: str) -> None:
         self.cancelled.append(request_id)

@@ -10,9 +10,10 @@ as the tabs: they share one batch. No Qt here.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
+from app.engines.protocol import EngineLike
 from inference.engine import RequestHandle
 from inference.errors import EngineError
 from inference.ids import new_request_id
@@ -22,7 +23,9 @@ from inference.params import ChatRequest
 
 
 class EngineGateway:
-    def __init__(self, engine: Callable[[], object], metrics: Callable[[], MetricsSnapshot | None],
+    """A ServedEngine over the app's main EngineLike."""
+
+    def __init__(self, engine: Callable[[], EngineLike], metrics: Callable[[], MetricsSnapshot | None],
                  to_app: Callable[[Delta], None]) -> None:
         self._engine = engine  # the app's current engine (it changes when a model is loaded)
         self._metrics = metrics

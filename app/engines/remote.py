@@ -20,6 +20,7 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from app.engines.finish import from_openai
+from app.engines.protocol import EngineState, EngineStatus, StateCallback
 from inference.ids import new_request_id
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest
@@ -200,18 +201,17 @@ def _stats(started: float, first: float | None, tokens: int) -> RequestStats:
 
 
 class RemoteEngine:
-    """A remote endpoint where the app expects its engine client: ready at once (the
-    server is checked with /models), no process of its own, no KV cache to pin into."""
+    """An EngineLike for a remote endpoint: ready at once (the server is checked with
+    /models), no process of its own, no KV cache to pin into, no CPU cores to share."""
+
+    is_local = False
 
     def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
-                 on_state: Callable[[object], None] = lambda s: None) -> None:
-        from app.engines.host import EngineState
-
+                 on_state: StateCallback = lambda s: None) -> None:
         self.endpoint = endpoint
         self._client = RemoteClient(endpoint, on_delta)
         self._on_state = on_state
-        self._state_type = EngineState
-        self.state = EngineState("stopped")
+        self.state = EngineState(EngineStatus.STOPPED)
         self.settings = None
         self.pid = None
 
@@ -220,13 +220,13 @@ class RemoteEngine:
             models = self._client.models()
         except (OSError, RemoteError) as exc:
             message = self._client._explain(exc) if isinstance(exc, OSError) else str(exc)
-            self._set(self._state_type("failed", error=message))
+            self._set(EngineState(EngineStatus.FAILED, error=message))
             raise RemoteError(message) from None
         if self.endpoint.model not in models:
             message = f"{self.endpoint.base_url} has no model {self.endpoint.model!r} (it has: {', '.join(models)})"
-            self._set(self._state_type("failed", error=message))
+            self._set(EngineState(EngineStatus.FAILED, error=message))
             raise RemoteError(message)
-        self._set(self._state_type("ready"))
+        self._set(EngineState(EngineStatus.READY))
 
     def submit(self, chat: ChatRequest) -> str:
         return self._client.submit(chat)
@@ -237,12 +237,15 @@ class RemoteEngine:
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
 
+    def set_threads(self, n_threads: int) -> None:
+        pass  # the remote server has cores of its own
+
     def shutdown(self) -> None:
-        self._set(self._state_type("stopped"))
+        self._set(EngineState(EngineStatus.STOPPED))
 
     def kill(self) -> None:
         pass
 
-    def _set(self, state) -> None:
+    def _set(self, state: EngineState) -> None:
         self.state = state
         self._on_state(state)

@@ -19,8 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from app.engines.finish import openai_finish_reason
+from app.engines.protocol import ServedEngine
 from inference import ChatRequest, FinishReason, SamplingParams
-from inference.engine import Engine
 from inference.errors import EngineError, RequestError
 from inference.metrics import MetricsSnapshot
 
@@ -242,7 +242,7 @@ def _chunk(chunk_id: str, model: str, delta: dict, finish: str | None) -> dict:
 class ChorusHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, engine: Engine, config: ServerConfig) -> None:
+    def __init__(self, engine: ServedEngine, config: ServerConfig) -> None:
         self.engine = engine
         self.config = config
         self._connections: set[socket.socket] = set()
