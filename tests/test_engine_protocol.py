@@ -93,6 +93,7 @@ def test_engine_status_is_an_enum_equal_to_its_old_strings():
     assert [s.value for s in EngineStatus] == ["starting", "ready", "crashed", "stopped", "failed"]
     assert EngineStatus.READY == "ready" and EngineStatus("failed") is EngineStatus.FAILED
     assert {"ready": 1}.get(EngineStatus.READY) == 1  # dict lookups by the old strings still work
+    assert f"engine {EngineStatus.CRASHED}" == "engine crashed" and str(EngineStatus.STOPPED) == "stopped"
 
 
 def test_a_pooled_engine_reports_its_own_status_with_the_inner_details():

@@ -37,6 +37,9 @@ class EngineStatus(str, enum.Enum):
     STOPPED = "stopped"
     FAILED = "failed"  # it could not start: a broken model file, a server that does not answer
 
+    def __str__(self) -> str:  # f"engine {status}" reads "engine ready", as with the old strings
+        return self.value
+
 
 @dataclass(frozen=True, slots=True)
 class EngineState:
