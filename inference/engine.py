@@ -14,9 +14,10 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
@@ -155,7 +156,7 @@ class Engine:
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
 
     @classmethod
-    def start(cls, settings: LoadSettings, **kwargs: Any) -> "Engine":
+    def start(cls, settings: LoadSettings, **kwargs: Any) -> Engine:
         """Load the model on a new engine thread; raises ModelLoadError if it cannot."""
         engine = cls(settings, **kwargs)
         engine._thread.start()
@@ -230,7 +231,7 @@ class Engine:
         if self._thread.is_alive():
             raise EngineError(f"engine thread did not stop within {timeout}s")
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:  # noqa: PYI034  (typing.Self needs Python 3.11; 3.10 is supported)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -247,7 +248,7 @@ class Engine:
             runner = LlamaRunner(self.settings, progress=self._on_progress)
             self._core = EngineCore(runner, self.settings)
             self.info = runner.info
-        except BaseException as exc:  # report load failures to start(), never crash silently
+        except BaseException as exc:  # noqa: BLE001  (report load failures to start(), never crash silently)
             self._load_error = exc if isinstance(exc, ModelLoadError) else ModelLoadError(str(exc))
             self._stopped.set()
             self._ready.set()
@@ -306,7 +307,7 @@ class Engine:
         elif isinstance(cmd, _Call):
             try:
                 cmd.future.set_result(cmd.fn(core))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001  (raised again in the caller's thread)
                 cmd.future.set_exception(exc)
 
     def _dispatch(self, deltas: list[Delta]) -> None:

@@ -4,7 +4,7 @@ the end. A crash loses at most the last second; the partial reply reopens `inter
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from app.engines.finish import message_status
 from inference.outputs import Delta

@@ -52,7 +52,10 @@ def _worker_main(settings: LoadSettings, conn) -> None:
         send(("load_error", str(exc)))
         return
     send(("ready", engine.info))
-    forward = lambda delta: send(("delta", delta))  # noqa: E731
+
+    def forward(delta: Delta) -> None:
+        send(("delta", delta))
+
     try:
         while True:
             try:

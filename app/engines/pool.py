@@ -61,7 +61,7 @@ class PooledEngine:
         if status is EngineStatus.READY and self.engine is not None:
             try:
                 return self.engine.submit(chat)
-            except Exception as exc:  # e.g. the engine process just died
+            except Exception as exc:  # noqa: BLE001  (e.g. the engine process just died: fail this request)
                 error = str(exc)
         self._fail(request_id, error or f"the engine for {self.source.label} is {status.value}")
         return request_id
@@ -107,7 +107,7 @@ class PooledEngine:
     def _start(self) -> None:
         try:
             self.engine.start(wait=True)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (whatever stops it starting ends the waiting requests)
             log.error("engine for %s failed to start: %s", self.source.label, exc)
             with self._lock:
                 self.status, self.error = EngineStatus.FAILED, str(exc)

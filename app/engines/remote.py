@@ -15,8 +15,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 from urllib.parse import urlparse
 
 from app.engines.finish import from_openai
@@ -70,7 +70,7 @@ class RemoteClient:
         if response is not None:
             try:
                 response.close()
-            except Exception:  # already closed by the reader
+            except Exception:  # noqa: BLE001, S110  (already closed by the reader)
                 pass
 
     # ----- one request ---------------------------------------------------------------
@@ -168,7 +168,7 @@ class RemoteError(RuntimeError):
 def _http_error(exc: urllib.error.HTTPError) -> str:
     try:
         detail = json.loads(exc.read()).get("error", {}).get("message", "")
-    except Exception:  # not JSON
+    except Exception:  # noqa: BLE001  (not JSON)
         detail = ""
     if exc.code == 401:
         return "the server refused the API key (401)" + (f": {detail}" if detail else "")

@@ -86,7 +86,7 @@ def prometheus(m: MetricsSnapshot) -> str:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "ChorusHTTPServer"
+    server: ChorusHTTPServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt: str, *args: Any) -> None:  # keys must never reach logs
