@@ -4,6 +4,7 @@ This package imports neither Qt nor storage. Public entry points are re-exported
 """
 
 from inference.errors import EngineError, ModelLoadError, RequestError
+from inference.ids import new_request_id
 from inference.outputs import Delta, FinishReason, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 
@@ -17,4 +18,5 @@ __all__ = [
     "RequestError",
     "RequestStats",
     "SamplingParams",
+    "new_request_id",
 ]

@@ -14,16 +14,16 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason, Phase, RequestStats
+from inference.outputs import Delta, FinishReason, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.runner import LlamaRunner, ModelInfo
 
@@ -46,10 +46,20 @@ class Completion:
     stats: RequestStats | None
 
 
-class RequestHandle:
-    """The caller's side of one request: iterate its deltas or wait for the result."""
+class Canceller(Protocol):
+    """Whoever runs a request, as its handle needs it: something to pass a cancel to."""
 
-    def __init__(self, request_id: str, engine: Engine, on_delta: DeltaCallback | None) -> None:
+    def cancel(self, request_id: str) -> None: ...
+
+
+class RequestHandle:
+    """The caller's side of one request: iterate its deltas or wait for the result.
+
+    Whoever runs the request feeds the handle through deliver(): the engine thread here, or
+    a router outside the engine loop (the app's gateway, for an engine in another process).
+    """
+
+    def __init__(self, request_id: str, engine: Canceller, on_delta: DeltaCallback | None) -> None:
         self.request_id = request_id
         self._engine = engine
         self._on_delta = on_delta
@@ -59,7 +69,12 @@ class RequestHandle:
         self._tokens: list[int] = []
         self.final: Delta | None = None
 
-    def _deliver(self, delta: Delta) -> None:
+    def deliver(self, delta: Delta) -> None:
+        """Hand the caller the next delta of this request.
+
+        Only for the source of the request's deltas, never for the caller: one thread at a
+        time, deltas in order, the finished one last (it wakes result() and ends iteration).
+        """
         self._text.append(delta.text)
         self._tokens.extend(delta.token_ids)
         if delta.finished:
@@ -164,7 +179,7 @@ class Engine:
         self._check_running()
         request_id = chat.request_id
         if request_id is None or request_id in self._handles:
-            request_id = uuid.uuid4().hex[:12]
+            request_id = new_request_id()
             chat = _with_id(chat, request_id)
         handle = RequestHandle(request_id, self, on_delta)
         self._handles[request_id] = handle
@@ -296,7 +311,7 @@ class Engine:
                 deltas = core.add_request(cmd.chat)
             except Exception as exc:  # one bad request ends alone, never the loop
                 log.exception("could not add request %s", cmd.request_id)
-                deltas = [_error_delta(cmd.request_id, f"could not start: {exc}")]
+                deltas = [Delta.finished_with(cmd.request_id, FinishReason.ERROR, f"could not start: {exc}")]
             self._dispatch(deltas)
         elif isinstance(cmd, _Cancel):
             self._dispatch(core.cancel(cmd.request_id))
@@ -313,7 +328,7 @@ class Engine:
                 continue
             if delta.finished:
                 del self._handles[delta.request_id]
-            handle._deliver(delta)
+            handle.deliver(delta)
 
     def _publish_metrics(self, core: EngineCore) -> None:
         now = time.perf_counter()
@@ -326,10 +341,6 @@ class Engine:
                 self._on_metrics(self._snapshot)
             except Exception:
                 log.exception("metrics callback failed")
-
-
-def _error_delta(request_id: str, message: str) -> Delta:
-    return Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message)
 
 
 def _with_id(chat: ChatRequest, request_id: str) -> ChatRequest:

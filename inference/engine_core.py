@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable
 
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
+from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.model_runner import ModelRunner, StepOutput
@@ -75,14 +75,14 @@ class EngineCore:
         return self.scheduler.has_work()
 
     def add_request(self, chat: ChatRequest) -> list[Delta]:
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        request_id = chat.request_id or new_request_id()
         try:
             chat.sampling.validate()
             tokens = self._prompt_tokens(chat)
         except RequestError as exc:
-            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=str(exc))]
+            return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
         if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
-            return [Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.STOP)]
+            return [Delta.finished_with(request_id, FinishReason.STOP)]
         req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
         if req.wants_output:
             self.runner.start_sampling(request_id, chat.sampling, tokens)

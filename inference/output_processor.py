@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from inference.detokenizer import IncrementalDetokenizer
 from inference.metrics import percentile
-from inference.outputs import Delta, FinishReason, Phase, RequestStats
+from inference.outputs import Delta, FinishReason, RequestStats
 from inference.request import Request
 from inference.stop_strings import StopStringMatcher
 
@@ -103,12 +103,4 @@ class RequestOutput:
         error: str | None = None,
         token_ids: tuple[int, ...] = (),
     ) -> Delta:
-        return Delta(
-            self.request_id,
-            text=text,
-            token_ids=token_ids,
-            phase=Phase.FINISHED,
-            finish_reason=reason,
-            error=error,
-            stats=self.stats(now),
-        )
+        return Delta.finished_with(self.request_id, reason, error, self.stats(now), text=text, token_ids=token_ids)

@@ -57,3 +57,27 @@ class Delta:
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
+
+    @classmethod
+    def finished_with(
+        cls,
+        request_id: str,
+        reason: FinishReason,
+        error: str | None = None,
+        stats: RequestStats | None = None,
+        *,
+        text: str = "",
+        token_ids: tuple[int, ...] = (),
+    ) -> Delta:
+        """The last delta of a request: why it ended, and the text it ended with, if any.
+
+        The one way to build it, so that phase and finish_reason can never disagree."""
+        return cls(
+            request_id,
+            text=text,
+            token_ids=token_ids,
+            phase=Phase.FINISHED,
+            finish_reason=reason,
+            error=error,
+            stats=stats,
+        )

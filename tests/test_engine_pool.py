@@ -3,27 +3,34 @@ processes: one on a broken GGUF file, one on the real model."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from app.engines.pool import EnginePool
+from app.engines.protocol import EngineState, EngineStatus
+from app.engines.router import EngineRouter
 from app.engines.sources import ModelSource, SourceError, source_of
-from inference import ChatRequest, SamplingParams
+from inference import ChatRequest, LoadSettings, SamplingParams
 from inference.outputs import FinishReason
 
 
 class ScriptedEngine:
-    """Starts when told to (or fails), records what it is asked."""
+    """An EngineLike that starts when told to (or fails), records what it is asked."""
 
-    def __init__(self, fail_with: str | None = None) -> None:
+    def __init__(self, fail_with: str | None = None, is_local: bool = True) -> None:
         self.go = threading.Event()
         self.fail_with = fail_with
+        self.is_local = is_local
         self.submitted: list[str] = []
         self.cancelled: list[str] = []
+        self.pinned: list[str] = []
+        self.threads: int | None = None
         self.stopped = False
-        self.state = None
+        self.state = EngineState(EngineStatus.STOPPED)
 
     def start(self, wait: bool = True) -> None:
         assert self.go.wait(10)
@@ -36,6 +43,12 @@ class ScriptedEngine:
 
     def cancel(self, request_id: str) -> None:
         self.cancelled.append(request_id)
+
+    def pin_system_prompt(self, text: str) -> None:
+        self.pinned.append(text)
+
+    def set_threads(self, n_threads: int) -> None:
+        self.threads = n_threads
 
     def shutdown(self) -> None:
         self.stopped = True
@@ -80,6 +93,39 @@ def test_requests_wait_for_the_engine_then_go_in_order(pool_parts):
     assert [(d.request_id, d.finish_reason) for d in failed] == [("r2", FinishReason.CANCELLED)]
     pooled.submit(chat("r3"))
     assert engine.submitted == ["r1", "r3"]
+    assert pooled.status is EngineStatus.READY and pooled.state.status is EngineStatus.READY
+
+
+def test_a_pooled_engine_is_an_engine_like(pool_parts):
+    pool, made, _ = pool_parts
+    pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
+    engine = made[pooled.source.key]
+    pooled.pin_system_prompt("early")  # while it starts: only a head start, dropped
+    minted = pooled.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+    assert re.fullmatch(r"[0-9a-f]{12}", minted)
+    engine.go.set()
+    assert pooled.wait_started(5) and engine.submitted == [minted]
+    pooled.pin_system_prompt("You are terse.")
+    pooled.set_threads(3)
+    assert engine.pinned == ["You are terse."] and engine.threads == 3 and pooled.is_local
+    assert not pool.acquire(ModelSource.remote("http://127.0.0.1:9/v1", "m")).is_local
+    pooled.shutdown()
+    assert engine.stopped and pooled.state.status is EngineStatus.STOPPED
+
+
+def test_a_crashed_engine_of_the_pool_starts_again():
+    engine, told = ScriptedEngine(), []
+    pool = EnginePool(lambda source, on_state: told.append(on_state) or engine, lambda d: None)
+    pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
+    engine.go.set()
+    assert pooled.wait_started(5)
+    engine.go.clear()  # the restart waits here, so that we see it happen
+    told[0](EngineState(EngineStatus.CRASHED, error="exit code -9"))  # what the engine reports
+    assert pooled.status is EngineStatus.STARTING and not pooled.wait_started(0.05)
+    pooled.submit(chat("after"))
+    assert engine.submitted == []  # it waits for the new process
+    engine.go.set()
+    assert pooled.wait_started(5) and pooled.status is EngineStatus.READY and engine.submitted == ["after"]
 
 
 def test_panes_on_one_model_share_one_engine_until_the_last_lets_go(pool_parts):
@@ -110,6 +156,39 @@ def test_an_engine_that_cannot_start_fails_its_requests_with_the_reason(pool_par
     # Choosing the model again tries again.
     again = pool.acquire(source)
     assert again is not pooled and again.users == 2
+
+
+def router_with_scripted_pool(main: ScriptedEngine, threads: int = 8):
+    made: dict[str, ScriptedEngine] = {}
+
+    def make(source, on_state):
+        made[source.key] = ScriptedEngine(is_local=source.kind == "local")
+        made[source.key].go.set()
+        return made[source.key]
+
+    router = EngineRouter(lambda: main, lambda: LoadSettings(model_path=Path("/m/main.gguf"), n_threads=threads),
+                          on_delta=lambda d: None, on_state=lambda source, state: None)
+    router.pool = EnginePool(make, lambda d: None)
+    return router, made
+
+
+def test_local_engines_split_the_cores_and_remote_ones_take_none():
+    main = ScriptedEngine()
+    router, made = router_with_scripted_pool(main)
+    a = router.engine_for(1, ModelSource.local("/m/a.gguf"))
+    assert main.threads == 4 and made[a.source.key].threads == 4
+    router.engine_for(2, ModelSource.remote("http://127.0.0.1:9/v1", "m"))
+    assert main.threads == 4 and made[a.source.key].threads == 4
+    router.release(1)
+    assert main.threads == 8
+    router.shutdown()
+
+
+def test_a_remote_main_engine_leaves_the_cores_to_the_pool():
+    router, made = router_with_scripted_pool(ScriptedEngine(is_local=False))
+    a = router.engine_for(1, ModelSource.local("/m/a.gguf"))
+    assert made[a.source.key].threads == 8
+    router.shutdown()
 
 
 def test_sources_round_trip_and_refuse_garbage():

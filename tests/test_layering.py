@@ -1,6 +1,7 @@
 """The dependency direction ui -> app -> (inference, storage), checked on the source (AST).
 
 inference/ and storage/ import no Qt and nothing of app/ or ui/; neither imports the other.
+app/ imports no Qt.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GUI_AND_APP = {"PySide6", "qasync", "shiboken6", "ui", "app"}
+QT = {"PySide6", "qasync", "shiboken6", "pyqtgraph"}
 FORBIDDEN = {
     "inference": GUI_AND_APP | {"storage"},
     "storage": GUI_AND_APP | {"inference"},
+    "app": QT,  # Qt-free services; only the CLI's GUI commands reach up into ui/, lazily
 }
 
 
@@ -97,3 +100,4 @@ def test_a_forbidden_import_is_reported() -> None:
     assert imported_modules("from app.paths import data_dir", "storage") & FORBIDDEN["storage"] == {"app"}
     assert imported_modules("import inference.engine", "storage") & FORBIDDEN["storage"] == {"inference"}
     assert imported_modules("import storage", "inference") & FORBIDDEN["inference"] == {"storage"}
+    assert imported_modules("import pyqtgraph as pg", "app") & FORBIDDEN["app"] == {"pyqtgraph"}

@@ -4,21 +4,13 @@ the end. A crash loses at most the last second; the partial reply reopens `inter
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from inference.outputs import Delta, FinishReason
+from app.engines.finish import message_status
+from inference.outputs import Delta
 from storage import ChatRepository, MessageStatus
 
 CHECKPOINT_EVERY_S = 1.0
-
-_STATUS = {
-    FinishReason.STOP: MessageStatus.COMPLETE,
-    FinishReason.LENGTH: MessageStatus.COMPLETE,
-    FinishReason.CONTEXT_FULL: MessageStatus.COMPLETE,
-    FinishReason.CANCELLED: MessageStatus.INTERRUPTED,
-    FinishReason.ERROR: MessageStatus.ERROR,
-    FinishReason.INTERRUPTED: MessageStatus.INTERRUPTED,
-}
 
 
 class ReplyRecorder:
@@ -64,7 +56,7 @@ class ReplyRecorder:
         self.repo.finish_reply(
             self.message_id,
             self.text,
-            status=_STATUS[delta.finish_reason],
+            status=message_status(delta.finish_reason),
             error_text=delta.error,
             prompt_tokens=stats.prompt_tokens if stats else None,
             completion_tokens=stats.generated_tokens if stats else self._tokens,

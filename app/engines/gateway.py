@@ -10,19 +10,22 @@ as the tabs: they share one batch. No Qt here.
 from __future__ import annotations
 
 import threading
-import uuid
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
+from app.engines.protocol import EngineLike
 from inference.engine import RequestHandle
 from inference.errors import EngineError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta
 from inference.params import ChatRequest
 
 
 class EngineGateway:
-    def __init__(self, engine: Callable[[], object], metrics: Callable[[], MetricsSnapshot | None],
+    """A ServedEngine over the app's main EngineLike."""
+
+    def __init__(self, engine: Callable[[], EngineLike], metrics: Callable[[], MetricsSnapshot | None],
                  to_app: Callable[[Delta], None]) -> None:
         self._engine = engine  # the app's current engine (it changes when a model is loaded)
         self._metrics = metrics
@@ -39,10 +42,10 @@ class EngineGateway:
         if handle is None:
             self._to_app(delta)
         else:
-            handle._deliver(delta)
+            handle.deliver(delta)
 
     def submit(self, chat: ChatRequest) -> RequestHandle:
-        request_id = chat.request_id or f"http-{uuid.uuid4().hex[:10]}"
+        request_id = chat.request_id or new_request_id("http-")
         handle = RequestHandle(request_id, self, None)
         with self._lock:
             self._handles[request_id] = handle

@@ -11,30 +11,20 @@ import logging
 import multiprocessing as mp
 import queue
 import threading
-import uuid
-from dataclasses import dataclass, replace
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import replace
 
+from app.engines.protocol import EngineState, EngineStatus
 from inference.errors import EngineError, ModelLoadError
+from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, FinishReason
 from inference.params import ChatRequest, LoadSettings
-from inference.runner import ModelInfo
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 120.0
 CRASH_MESSAGE = "the engine process stopped unexpectedly (exit code {code})"
-
-
-@dataclass(frozen=True, slots=True)
-class EngineState:
-    """What the client knows about its engine process, for status bars and tabs."""
-
-    status: str  # "starting" | "ready" | "crashed" | "stopped" | "failed"
-    info: ModelInfo | None = None
-    error: str | None = None
-    pid: int | None = None
 
 
 # ----- the child process ----------------------------------------------------------------
@@ -62,7 +52,10 @@ def _worker_main(settings: LoadSettings, conn) -> None:
         send(("load_error", str(exc)))
         return
     send(("ready", engine.info))
-    forward = lambda delta: send(("delta", delta))  # noqa: E731
+
+    def forward(delta: Delta) -> None:
+        send(("delta", delta))
+
     try:
         while True:
             try:
@@ -87,6 +80,10 @@ def _worker_main(settings: LoadSettings, conn) -> None:
 
 
 class EngineClient:
+    """An EngineLike: the local engine in a process of its own."""
+
+    is_local = True
+
     def __init__(
         self,
         settings: LoadSettings,
@@ -107,7 +104,7 @@ class EngineClient:
         self._process = None
         self._conn = None
         self._stopping = False
-        self.state = EngineState("stopped")
+        self.state = EngineState(EngineStatus.STOPPED)
 
     # ----- lifecycle ---------------------------------------------------------------
 
@@ -122,7 +119,7 @@ class EngineClient:
         self._process.start()
         child.close()
         self._conn = parent
-        self._set_state(EngineState("starting", pid=self._process.pid))
+        self._set_state(EngineState(EngineStatus.STARTING, pid=self._process.pid))
         ready = threading.Event()
         outbox = self._outbox
         threading.Thread(target=self._read, args=(parent, ready, outbox), name="engine-reader", daemon=True).start()
@@ -130,7 +127,7 @@ class EngineClient:
         if wait:
             if not ready.wait(START_TIMEOUT_S):
                 raise EngineError("the engine process did not start in time")
-            if self.state.status != "ready":
+            if self.state.status is not EngineStatus.READY:
                 raise ModelLoadError(self.state.error or "the engine process failed to start")
 
     def restart(self, wait: bool = True, settings: LoadSettings | None = None) -> None:
@@ -152,7 +149,7 @@ class EngineClient:
             self._process.join(5)
         self._fail_in_flight("the engine was stopped")
         self._process = None
-        self._set_state(EngineState("stopped"))
+        self._set_state(EngineState(EngineStatus.STOPPED))
 
     def kill(self) -> None:
         """Hard-kill the engine process (what a crash looks like from here)."""
@@ -166,9 +163,9 @@ class EngineClient:
     # ----- requests ------------------------------------------------------------------
 
     def submit(self, chat: ChatRequest) -> str:
-        if self.state.status not in ("ready", "starting"):
-            raise EngineError(f"the engine is {self.state.status}")
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        if self.state.status not in (EngineStatus.READY, EngineStatus.STARTING):
+            raise EngineError(f"the engine is {self.state.status.value}")
+        request_id = chat.request_id or new_request_id()
         with self._lock:
             self._in_flight.add(request_id)
         self._outbox.put(("submit", replace(chat, request_id=request_id)))
@@ -182,6 +179,8 @@ class EngineClient:
 
     def set_threads(self, n_threads: int) -> None:
         """CPU threads for the engine from its next step (and after a restart)."""
+        if n_threads == self.settings.n_threads:
+            return
         self.settings = replace(self.settings, n_threads=n_threads, n_threads_batch=n_threads)
         self._outbox.put(("threads", n_threads))
 
@@ -213,10 +212,10 @@ class EngineClient:
                 elif kind == "progress":
                     self._on_progress(payload)
                 elif kind == "ready":
-                    self._set_state(EngineState("ready", info=payload, pid=process.pid))
+                    self._set_state(EngineState(EngineStatus.READY, info=payload, pid=process.pid))
                     ready.set()
                 elif kind == "load_error":
-                    self._set_state(EngineState("failed", error=payload))
+                    self._set_state(EngineState(EngineStatus.FAILED, error=payload))
                     ready.set()
                     return
         except (EOFError, OSError):
@@ -224,11 +223,11 @@ class EngineClient:
         finally:
             ready.set()
             outbox.put(None)
-        if not self._stopping and self.state.status != "failed":
+        if not self._stopping and self.state.status is not EngineStatus.FAILED:
             process.join(5)
             code = process.exitcode
             self._fail_in_flight(CRASH_MESSAGE.format(code=code), FinishReason.INTERRUPTED)
-            self._set_state(EngineState("crashed", error=f"exit code {code}"))
+            self._set_state(EngineState(EngineStatus.CRASHED, error=f"exit code {code}"))
 
     def _deliver(self, delta: Delta) -> None:
         if delta.finished:
@@ -243,7 +242,7 @@ class EngineClient:
         with self._lock:
             ids, self._in_flight = self._in_flight, set()
         for request_id in ids:
-            self._deliver(Delta(request_id, phase=Phase.FINISHED, finish_reason=reason, error=message))
+            self._deliver(Delta.finished_with(request_id, reason, message))
 
     def _set_state(self, state: EngineState) -> None:
         self.state = state

@@ -10,34 +10,30 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from app.engines.sources import ModelSource
-from inference.outputs import Delta, FinishReason, Phase
+from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
+from app.engines.sources import LOCAL, ModelSource
+from inference.ids import new_request_id
+from inference.outputs import Delta, FinishReason
 from inference.params import ChatRequest
 
 log = logging.getLogger(__name__)
 
-
-class EngineLike(Protocol):
-    state: object
-
-    def start(self, wait: bool = True) -> None: ...
-    def submit(self, chat: ChatRequest) -> str: ...
-    def cancel(self, request_id: str) -> None: ...
-    def shutdown(self) -> None: ...
-
-
 # (source, on_state) -> an engine not yet started
-EngineFactory = Callable[[ModelSource, Callable[[object], None]], EngineLike]
+EngineFactory = Callable[[ModelSource, StateCallback], EngineLike]
 
 
 @dataclass(eq=False)
 class PooledEngine:
+    """An EngineLike for the conversations on one model source: it wraps the engine the
+    factory made, keeps requests submitted while that engine starts, and fails them with
+    its error if it cannot start."""
+
     source: ModelSource
     fail: Callable[[Delta], None]
-    status: str = "starting"  # starting | ready | failed | stopped
+    status: EngineStatus = EngineStatus.STARTING
     error: str | None = None
     users: int = 0
     engine: EngineLike | None = None
@@ -45,60 +41,95 @@ class PooledEngine:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: threading.Event = field(default_factory=threading.Event)
 
-    def submit(self, chat: ChatRequest) -> None:
+    @property
+    def state(self) -> EngineState:
+        inner = self.engine.state if self.engine is not None else EngineState(self.status)
+        return EngineState(self.status, info=inner.info, error=self.error or inner.error, pid=inner.pid)
+
+    @property
+    def is_local(self) -> bool:
+        return self.source.kind == LOCAL
+
+    def submit(self, chat: ChatRequest) -> str:
+        request_id = chat.request_id or new_request_id()
+        chat = replace(chat, request_id=request_id)
         with self._lock:
-            if self.status == "starting":
+            if self.status is EngineStatus.STARTING:
                 self._pending.append(chat)
-                return
+                return request_id
             status, error = self.status, self.error
-        if status == "ready":
+        if status is EngineStatus.READY and self.engine is not None:
             try:
-                self.engine.submit(chat)
-                return
-            except Exception as exc:  # e.g. the engine process just died
+                return self.engine.submit(chat)
+            except Exception as exc:  # noqa: BLE001  (e.g. the engine process just died: fail this request)
                 error = str(exc)
-        self._fail(chat.request_id, error or f"the engine for {self.source.label} is {status}")
+        self._fail(request_id, error or f"the engine for {self.source.label} is {status.value}")
+        return request_id
 
     def cancel(self, request_id: str) -> None:
         with self._lock:
             waiting = [c for c in self._pending if c.request_id == request_id]
             self._pending = [c for c in self._pending if c.request_id != request_id]
         if waiting:
-            self.fail(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.CANCELLED))
+            self.fail(Delta.finished_with(request_id, FinishReason.CANCELLED))
         elif self.engine is not None:
             self.engine.cancel(request_id)
+
+    def pin_system_prompt(self, text: str) -> None:
+        # Only a head start: a pin that comes while the engine starts is dropped, and the
+        # first chat with that prompt computes its cache instead.
+        if self.status is EngineStatus.READY:
+            self.engine.pin_system_prompt(text)
+
+    def set_threads(self, n_threads: int) -> None:
+        self.engine.set_threads(n_threads)
 
     def wait_started(self, timeout: float | None = None) -> bool:
         return self._started.wait(timeout)
 
-    def start(self) -> None:
-        """Runs on a thread of its own: start the engine, then send what waited for it."""
+    def start(self, wait: bool = True) -> None:
+        """Start the engine (again, after a crash), then send what waited for it.
+        wait=False does it on a thread of its own; requests wait meanwhile. Never raises:
+        a failure shows in state and ends the requests that waited, with its reason."""
+        with self._lock:
+            self.status = EngineStatus.STARTING
+            self._started.clear()
+        if wait:
+            self._start()
+        else:
+            threading.Thread(target=self._start, name=f"engine-start-{self.source.label}", daemon=True).start()
+
+    def shutdown(self) -> None:
+        self.wait_started()  # a process half started is stopped once it is up
+        self.status = EngineStatus.STOPPED
+        self.engine.shutdown()
+
+    def _start(self) -> None:
         try:
             self.engine.start(wait=True)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (whatever stops it starting ends the waiting requests)
             log.error("engine for %s failed to start: %s", self.source.label, exc)
             with self._lock:
-                self.status, self.error = "failed", str(exc)
+                self.status, self.error = EngineStatus.FAILED, str(exc)
                 pending, self._pending = self._pending, []
-            for chat in pending:
-                self._fail(chat.request_id, f"{self.source.label} could not be loaded: {exc}")
+            for chat in pending:  # each has its request id: submit gave it one
+                self._fail(str(chat.request_id), f"{self.source.label} could not be loaded: {exc}")
         else:
             with self._lock:
-                self.status = "ready"
+                self.status = EngineStatus.READY
                 pending, self._pending = self._pending, []
             for chat in pending:
                 self.submit(chat)
         finally:
             self._started.set()
 
-    def _fail(self, request_id: str | None, message: str) -> None:
-        if request_id is not None:
-            self.fail(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR, error=message))
+    def _fail(self, request_id: str, message: str) -> None:
+        self.fail(Delta.finished_with(request_id, FinishReason.ERROR, message))
 
 
 class EnginePool:
     def __init__(self, make_engine: EngineFactory, fail: Callable[[Delta], None],
-                 on_state: Callable[[ModelSource, object], None] = lambda source, state: None) -> None:
+                 on_state: Callable[[ModelSource, EngineState], None] = lambda source, state: None) -> None:
         self._make_engine = make_engine
         self._fail = fail
         self._on_state = on_state
@@ -110,7 +141,7 @@ class EnginePool:
         """The engine for source, started if it is new; every acquire needs a release."""
         with self._lock:
             pooled = self._engines.get(source.key)
-            fresh = pooled is None or pooled.status in ("failed", "stopped")
+            fresh = pooled is None or pooled.status in (EngineStatus.FAILED, EngineStatus.STOPPED)
             if fresh:
                 users = pooled.users if pooled is not None else 0
                 pooled = PooledEngine(source, self._fail, users=users)
@@ -118,7 +149,7 @@ class EnginePool:
                 self._engines[source.key] = pooled
             pooled.users += 1
         if fresh:
-            threading.Thread(target=pooled.start, name=f"engine-start-{source.label}", daemon=True).start()
+            pooled.start(wait=False)
         return pooled
 
     def release(self, source: ModelSource) -> None:
@@ -147,18 +178,14 @@ class EnginePool:
             self._stop(pooled)
 
     def _stop(self, pooled: PooledEngine) -> None:
-        pooled.wait_started()  # a process half started is stopped once it is up
-        pooled.status = "stopped"
         try:
-            pooled.engine.shutdown()
+            pooled.shutdown()
         except Exception:
             log.exception("stopping the engine for %s failed", pooled.source.label)
 
-    def _engine_state(self, pooled: PooledEngine, state) -> None:
-        if getattr(state, "status", None) == "crashed" and pooled.status == "ready":
+    def _engine_state(self, pooled: PooledEngine, state: EngineState) -> None:
+        if state.status is EngineStatus.CRASHED and pooled.status is EngineStatus.READY:
             # Its requests were already ended as interrupted; start it again for the next.
             log.warning("engine for %s crashed; restarting it", pooled.source.label)
-            pooled.status = "starting"
-            pooled._started.clear()
-            threading.Thread(target=pooled.start, name="engine-restart", daemon=True).start()
+            pooled.start(wait=False)
         self._on_state(pooled.source, state)

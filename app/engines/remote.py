@@ -15,17 +15,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 from urllib.parse import urlparse
 
+from app.engines.finish import from_openai
+from app.engines.protocol import EngineState, EngineStatus, StateCallback
+from inference.ids import new_request_id
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 from inference.params import ChatRequest
 
 log = logging.getLogger(__name__)
-
-FINISH = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class RemoteClient:
             return [m["id"] for m in json.load(response).get("data", [])]
 
     def submit(self, chat: ChatRequest) -> str:
-        request_id = chat.request_id or uuid.uuid4().hex[:12]
+        request_id = chat.request_id or new_request_id()
         chat = replace(chat, request_id=request_id)
         threading.Thread(target=self._run, args=(chat,), name=f"remote-{request_id}", daemon=True).start()
         return request_id
@@ -70,7 +70,7 @@ class RemoteClient:
         if response is not None:
             try:
                 response.close()
-            except Exception:  # already closed by the reader
+            except Exception:  # noqa: BLE001, S110  (already closed by the reader)
                 pass
 
     # ----- one request ---------------------------------------------------------------
@@ -100,7 +100,7 @@ class RemoteClient:
                         text_parts.append(piece)
                         self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
                     if choice.get("finish_reason"):
-                        reason = FINISH.get(choice["finish_reason"], FinishReason.STOP)
+                        reason = from_openai(choice["finish_reason"])
         except RemoteError as exc:
             self._finish(rid, FinishReason.ERROR, str(exc))
             return
@@ -119,7 +119,7 @@ class RemoteClient:
     def _finish(self, rid: str, reason: FinishReason, error: str | None, stats: RequestStats | None = None) -> None:
         with self._lock:
             self._cancelled.discard(rid)
-        self._on_delta(Delta(rid, phase=Phase.FINISHED, finish_reason=reason, error=error, stats=stats))
+        self._on_delta(Delta.finished_with(rid, reason, error, stats))
 
     def _body(self, chat: ChatRequest) -> dict:
         s = chat.sampling
@@ -168,7 +168,7 @@ class RemoteError(RuntimeError):
 def _http_error(exc: urllib.error.HTTPError) -> str:
     try:
         detail = json.loads(exc.read()).get("error", {}).get("message", "")
-    except Exception:  # not JSON
+    except Exception:  # noqa: BLE001  (not JSON)
         detail = ""
     if exc.code == 401:
         return "the server refused the API key (401)" + (f": {detail}" if detail else "")
@@ -201,18 +201,17 @@ def _stats(started: float, first: float | None, tokens: int) -> RequestStats:
 
 
 class RemoteEngine:
-    """A remote endpoint where the app expects its engine client: ready at once (the
-    server is checked with /models), no process of its own, no KV cache to pin into."""
+    """An EngineLike for a remote endpoint: ready at once (the server is checked with
+    /models), no process of its own, no KV cache to pin into, no CPU cores to share."""
+
+    is_local = False
 
     def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
-                 on_state: Callable[[object], None] = lambda s: None) -> None:
-        from app.engines.host import EngineState
-
+                 on_state: StateCallback = lambda s: None) -> None:
         self.endpoint = endpoint
         self._client = RemoteClient(endpoint, on_delta)
         self._on_state = on_state
-        self._state_type = EngineState
-        self.state = EngineState("stopped")
+        self.state = EngineState(EngineStatus.STOPPED)
         self.settings = None
         self.pid = None
 
@@ -221,13 +220,13 @@ class RemoteEngine:
             models = self._client.models()
         except (OSError, RemoteError) as exc:
             message = self._client._explain(exc) if isinstance(exc, OSError) else str(exc)
-            self._set(self._state_type("failed", error=message))
+            self._set(EngineState(EngineStatus.FAILED, error=message))
             raise RemoteError(message) from None
         if self.endpoint.model not in models:
             message = f"{self.endpoint.base_url} has no model {self.endpoint.model!r} (it has: {', '.join(models)})"
-            self._set(self._state_type("failed", error=message))
+            self._set(EngineState(EngineStatus.FAILED, error=message))
             raise RemoteError(message)
-        self._set(self._state_type("ready"))
+        self._set(EngineState(EngineStatus.READY))
 
     def submit(self, chat: ChatRequest) -> str:
         return self._client.submit(chat)
@@ -238,12 +237,15 @@ class RemoteEngine:
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
 
+    def set_threads(self, n_threads: int) -> None:
+        pass  # the remote server has cores of its own
+
     def shutdown(self) -> None:
-        self._set(self._state_type("stopped"))
+        self._set(EngineState(EngineStatus.STOPPED))
 
     def kill(self) -> None:
         pass
 
-    def _set(self, state) -> None:
+    def _set(self, state: EngineState) -> None:
         self.state = state
         self._on_state(state)

@@ -8,14 +8,15 @@ until it lets go; local engines running together split the CPU cores. No Qt here
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from app.engines.host import EngineClient
 from app.engines.pool import EnginePool, PooledEngine
-from app.engines.sources import LOCAL, REMOTE, ModelSource
+from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine
+from app.engines.sources import REMOTE, ModelSource
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta
 from inference.params import LoadSettings
@@ -24,10 +25,10 @@ from inference.params import LoadSettings
 class EngineRouter:
     def __init__(
         self,
-        main_engine: Callable[[], object],
+        main_engine: Callable[[], EngineLike],
         local_settings: Callable[[], LoadSettings],
         on_delta: Callable[[Delta], None],
-        on_state: Callable[[ModelSource, object], None],
+        on_state: Callable[[ModelSource, EngineState], None],
     ) -> None:
         self._main_engine = main_engine
         self._local_settings = local_settings
@@ -46,7 +47,7 @@ class EngineRouter:
             held = self._held.get(conversation_id)
         if held is not None and held.key == source.key:
             engine = self.pool.get(source)
-            if engine is not None and engine.status != "failed":
+            if engine is not None and engine.status is not EngineStatus.FAILED:
                 return engine
         self.release(conversation_id)
         engine = self.pool.acquire(source)
@@ -76,10 +77,9 @@ class EngineRouter:
 
     # ----- CPU sharing -------------------------------------------------------------------
 
-    def _local_engines(self) -> list:
-        main = self._main_engine()
-        engines = [main] if isinstance(main, EngineClient) else []
-        return engines + [p.engine for p in self.pool.engines() if p.source.kind == LOCAL]
+    def _local_engines(self) -> list[EngineLike]:
+        engines: list[EngineLike] = [self._main_engine(), *self.pool.engines()]
+        return [engine for engine in engines if engine.is_local]
 
     def _cpu_share(self, engines: int) -> int:
         return max(1, self.cpu_threads // max(1, engines))
@@ -91,10 +91,9 @@ class EngineRouter:
         engines = self._local_engines()
         share = self._cpu_share(len(engines))
         for engine in engines:
-            if engine.settings.n_threads != share:
-                engine.set_threads(share)
+            engine.set_threads(share)  # a no-op for one that has that many already
 
-    def _make_engine(self, source: ModelSource, on_state):
+    def _make_engine(self, source: ModelSource, on_state: StateCallback) -> EngineLike:
         if source.kind == REMOTE:
             endpoint = RemoteEndpoint(source.base_url, source.model, self.remote_keys.get(source.base_url))
             return RemoteEngine(endpoint, self._on_delta, on_state)

@@ -18,21 +18,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from app.engines.finish import openai_finish_reason
+from app.engines.protocol import ServedEngine
 from inference import ChatRequest, FinishReason, SamplingParams
-from inference.engine import Engine
 from inference.errors import EngineError, RequestError
 from inference.metrics import MetricsSnapshot
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
-FINISH = {
-    FinishReason.STOP: "stop",
-    FinishReason.LENGTH: "length",
-    FinishReason.CONTEXT_FULL: "length",
-    FinishReason.CANCELLED: "stop",
-    FinishReason.INTERRUPTED: "stop",
-}
 
 
 @dataclass(frozen=True)
@@ -92,7 +86,7 @@ def prometheus(m: MetricsSnapshot) -> str:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "ChorusHTTPServer"
+    server: ChorusHTTPServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt: str, *args: Any) -> None:  # keys must never reach logs
@@ -155,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": self.server.config.model_id,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
-                         "finish_reason": FINISH.get(result.finish_reason, "stop")}],
+                         "finish_reason": openai_finish_reason(result.finish_reason)}],
             "usage": {"prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.generated_tokens,
                       "total_tokens": stats.prompt_tokens + stats.generated_tokens},
         })
@@ -179,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._event(_chunk(chunk_id, self.server.config.model_id, {"content": delta.text}, None))
                 if delta.finished:
                     self._event(_chunk(chunk_id, self.server.config.model_id, {},
-                                       FINISH.get(delta.finish_reason, "stop")))
+                                       openai_finish_reason(delta.finish_reason)))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -248,7 +242,7 @@ def _chunk(chunk_id: str, model: str, delta: dict, finish: str | None) -> dict:
 class ChorusHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, engine: Engine, config: ServerConfig) -> None:
+    def __init__(self, engine: ServedEngine, config: ServerConfig) -> None:
         self.engine = engine
         self.config = config
         self._connections: set[socket.socket] = set()

@@ -1,0 +1,69 @@
+"""What a FinishReason means in each vocabulary the app speaks: OpenAI's finish_reason, the
+stored message's status, and the words a tab shows. One table, so that they cannot drift
+apart; inference/ keeps its own vocabulary and never learns about storage or OpenAI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inference.outputs import Delta, FinishReason
+from storage import MessageStatus
+
+
+@dataclass(frozen=True, slots=True)
+class FinishMeaning:
+    openai: str  # OpenAI's finish_reason: "stop" | "length"
+    status: MessageStatus  # how the reply is stored, and how its bubble is drawn
+    label: str  # the word a tab shows when the reply ends
+
+
+MEANINGS: dict[FinishReason, FinishMeaning] = {
+    FinishReason.STOP: FinishMeaning("stop", MessageStatus.COMPLETE, "done"),
+    FinishReason.LENGTH: FinishMeaning("length", MessageStatus.COMPLETE, "done"),
+    FinishReason.CONTEXT_FULL: FinishMeaning("length", MessageStatus.COMPLETE, "done"),
+    FinishReason.CANCELLED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "stopped"),
+    FinishReason.INTERRUPTED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "interrupted"),
+    # OpenAI has no finish_reason for a failure: the server answers an error instead.
+    FinishReason.ERROR: FinishMeaning("stop", MessageStatus.ERROR, "error"),
+}
+
+_FROM_OPENAI = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
+
+
+def openai_finish_reason(reason: FinishReason) -> str:
+    return MEANINGS[reason].openai
+
+
+def from_openai(finish_reason: str | None) -> FinishReason:
+    """A remote server's finish_reason; anything but "length" (content_filter, tool_calls,
+    a server's own word) ended the reply normally."""
+    return _FROM_OPENAI.get(finish_reason or "stop", FinishReason.STOP)
+
+
+def message_status(reason: FinishReason) -> MessageStatus:
+    return MEANINGS[reason].status
+
+
+def ui_status(reason: FinishReason) -> str:
+    """A finished reply's status as a message view holds it: "complete" | "interrupted" | "error"."""
+    return MEANINGS[reason].status.value
+
+
+def finish_label(reason: FinishReason) -> str:
+    """"done" | "stopped" | "interrupted" | "error"."""
+    return MEANINGS[reason].label
+
+
+def done_text(delta: Delta) -> str:
+    """The line a tab shows when a reply ends: "done · 12 tokens · 40 tok/s", "stopped",
+    "error: <why>"."""
+    reason = delta.finish_reason
+    if reason is None:
+        raise ValueError(f"request {delta.request_id} has not finished")
+    label = finish_label(reason)
+    if reason in (FinishReason.ERROR, FinishReason.INTERRUPTED):
+        return f"{label}: {delta.error}"
+    s = delta.stats
+    if reason is FinishReason.CANCELLED or s is None:
+        return label
+    return f"{label} · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s"

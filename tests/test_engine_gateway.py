@@ -1,0 +1,62 @@
+"""The gateway between the app's engine and the HTTP server, with a scripted engine (fast):
+deltas of HTTP requests reach their handles, every other delta reaches the app."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.engines.gateway import EngineGateway
+from inference import ChatRequest
+from inference.errors import EngineError
+from inference.outputs import Delta, FinishReason
+
+
+class ScriptedEngine:
+    def __init__(self, refuse: bool = False) -> None:
+        self.submitted: list[ChatRequest] = []
+        self.cancelled: list[str] = []
+        self.refuse = refuse
+
+    def submit(self, chat: ChatRequest) -> str:
+        if self.refuse:
+            raise EngineError("the engine is stopped")
+        self.submitted.append(chat)
+        return str(chat.request_id)
+
+    def cancel(self, request_id: str) -> None:
+        self.cancelled.append(request_id)
+
+
+def chat() -> ChatRequest:
+    return ChatRequest(messages=({"role": "user", "content": "hi"},))
+
+
+def test_http_deltas_reach_their_handle_and_the_others_the_app():
+    engine, to_app = ScriptedEngine(), []
+    gateway = EngineGateway(lambda: engine, lambda: None, to_app.append)
+    handle = gateway.submit(chat())
+    assert re.fullmatch(r"http-[0-9a-f]{12}", handle.request_id)
+    assert [c.request_id for c in engine.submitted] == [handle.request_id]
+    tab = Delta("tab-1", text="for a tab")
+    gateway.on_delta(tab)
+    gateway.on_delta(Delta(handle.request_id, text="Hi"))
+    gateway.on_delta(Delta.finished_with(handle.request_id, FinishReason.STOP))
+    assert to_app == [tab]
+    assert handle.result(timeout=1).text == "Hi" and gateway.open_requests() == 0
+    handle.cancel()
+    assert engine.cancelled == [handle.request_id]
+
+
+def test_a_refused_submit_leaves_no_open_request():
+    gateway = EngineGateway(lambda: ScriptedEngine(refuse=True), lambda: None, lambda d: None)
+    with pytest.raises(EngineError):
+        gateway.submit(chat())
+    assert gateway.open_requests() == 0
+
+
+def test_metrics_before_the_first_snapshot_are_an_engine_error():
+    gateway = EngineGateway(lambda: ScriptedEngine(), lambda: None, lambda d: None)
+    with pytest.raises(EngineError):
+        gateway.metrics()
