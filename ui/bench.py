@@ -21,6 +21,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.chats.store import open_store
+    from app.engines.protocol import EngineStatus
     from inference import LoadSettings, SamplingParams
     from ui.controllers.root import Controllers
     from ui.theme import apply_theme
@@ -43,7 +44,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         window.show()
         controllers.start()
         loop = QEventLoop()
-        _run_until(loop, lambda: controllers.engines.engine.state.status == "ready", 120)
+        _run_until(loop, lambda: controllers.engines.engine.state.status is EngineStatus.READY, 120)
         panes = min(4, args.tabs) if args.compare else 0
         tabs = []
         for i in range(args.tabs - panes):

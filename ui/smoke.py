@@ -11,6 +11,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from app.engines.protocol import EngineStatus
 from storage import ChatRepository, MessageStatus
 from ui.controllers.root import Controllers
 from ui.widgets.main_window import MainWindow
@@ -44,9 +45,9 @@ async def run_smoke(
 
     def engine_ready() -> bool:
         state = controllers.engines.engine.state
-        if state.status == "failed":
+        if state.status is EngineStatus.FAILED:
             raise SmokeFailure(f"the engine did not start: {state.error}")
-        return state.status == "ready"
+        return state.status is EngineStatus.READY
 
     await until(engine_ready, "the model to load")
     await controllers.conversations.new_chat(None)

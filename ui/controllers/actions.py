@@ -5,12 +5,11 @@ on the storage thread; a reply starts once its message rows exist."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import replace
 
 from app.chats.recorder import ReplyRecorder
-from inference import ChatRequest, SamplingParams
-from inference.outputs import Delta, FinishReason, Phase
+from inference import ChatRequest, SamplingParams, new_request_id
+from inference.outputs import Delta, FinishReason
 from storage import MessageRecord, MessageStatus
 from ui.controllers.context import ControllerContext
 from ui.controllers.stream_presenter import Stream, message_view
@@ -95,7 +94,7 @@ class ConversationActions:
         self.ctx.window.set_tab_title(view, path.conversation.title)
         prompt = tuple({"role": m.role, "content": m.content} for m in path.messages[:-1]
                        if m.status is not MessageStatus.ERROR)
-        request_id = uuid.uuid4().hex[:12]
+        request_id = new_request_id()
         engine = self.ctx.engines.engine_for(path.conversation)
         recorder = ReplyRecorder(self.ctx.repo, reply.id)
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine))
@@ -108,8 +107,7 @@ class ConversationActions:
         try:
             engine.submit(chat)
         except Exception as exc:
-            self.ctx.streams.on_delta(Delta(request_id, phase=Phase.FINISHED, finish_reason=FinishReason.ERROR,
-                                            error=str(exc)))
+            self.ctx.streams.on_delta(Delta.finished_with(request_id, FinishReason.ERROR, str(exc)))
         self.ctx.events.conversations_changed.emit()
 
     def stop(self, view: ChatTab) -> None:

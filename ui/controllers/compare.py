@@ -17,7 +17,7 @@ from pathlib import Path
 from app.compare.export import comparison_markdown, reply_stats
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words
-from app.engines.host import EngineState
+from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
 from ui.controllers.actions import ConversationActions
@@ -58,8 +58,8 @@ class CompareController:
 
     def on_engine_state(self, source: ModelSource, state: EngineState) -> None:
         """A pool engine's state: the panes on that model say it."""
-        text = {"starting": f"loading {source.label}…", "ready": f"{source.label} ready",
-                "failed": f"{source.label} failed: {state.error}"}.get(state.status)
+        text = {EngineStatus.STARTING: f"loading {source.label}…", EngineStatus.READY: f"{source.label} ready",
+                EngineStatus.FAILED: f"{source.label} failed: {state.error}"}.get(state.status)
         if text is not None:
             self._show_engine_state(source, text)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from app.engines.gateway import EngineGateway
-from app.engines.host import EngineClient, EngineState
+from app.engines.host import EngineClient
+from app.engines.protocol import EngineLike, EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
 from app.engines.sources import LOCAL, ModelSource, source_of
@@ -52,7 +53,7 @@ class EngineHub(QObject):
         self.metrics: MetricsSnapshot | None = None
         # Deltas of the main engine: HTTP clients' go to their handles, the rest to the app.
         self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, to_app)
-        self.engine: EngineClient | RemoteEngine = self._local_engine(settings)
+        self.engine: EngineLike = self._local_engine(settings)
         self.router = EngineRouter(
             lambda: self.engine, lambda: self.local_settings, to_app,
             lambda source, state: self.gui.post(lambda: self.pool_state_changed.emit(source, state)),
@@ -72,11 +73,11 @@ class EngineHub(QObject):
 
     @property
     def is_local(self) -> bool:
-        return isinstance(self.engine, EngineClient)
+        return self.engine.is_local
 
     def main_source(self) -> ModelSource:
         """The model the main engine serves: new chats, and panes that share its batch."""
-        if isinstance(self.engine, RemoteEngine):
+        if isinstance(self.engine, RemoteEngine):  # the source is the server's address
             return ModelSource.remote(self.engine.endpoint.base_url, self.engine.endpoint.model)
         return ModelSource.local(self.local_settings.model_path)
 
@@ -115,7 +116,7 @@ class EngineHub(QObject):
         self.metrics = snapshot  # read by the frame timer and the monitor: one reference swap
 
     def _on_state(self, state: EngineState) -> None:
-        if state.status == "crashed":
+        if state.status is EngineStatus.CRASHED:
             self._start_in_background(self.engine)
         self.state_changed.emit(state)
 
@@ -198,5 +199,5 @@ class EngineHub(QObject):
         self.storage.run(work, self.recent_models_changed.emit)
 
     def _remember_loaded(self, source: ModelSource, state: EngineState) -> None:
-        if state.status == "ready" and source.kind == LOCAL:  # a model that loads is worth offering again
+        if state.status is EngineStatus.READY and source.kind == LOCAL:  # a model that loads is worth offering again
             self.remember_model(source.path)

@@ -3,7 +3,7 @@ from loading a model, and the File menu's model and remote-server requests."""
 
 from __future__ import annotations
 
-from app.engines.host import EngineState
+from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
 from ui.controllers.context import ControllerContext
@@ -26,11 +26,11 @@ class EngineStatusController:
 
     def show_state(self, state: EngineState) -> None:
         name, w = self.ctx.engines.model_name, self.ctx.window
-        if state.status == "ready":
+        if state.status is EngineStatus.READY:
             w.set_engine_status(f"{name} ready")
-        elif state.status == "crashed":
+        elif state.status is EngineStatus.CRASHED:
             w.set_engine_status("engine stopped unexpectedly — restarting…")
-        elif state.status == "failed":
+        elif state.status is EngineStatus.FAILED:
             w.set_engine_status(f"engine failed: {state.error}")
         else:
             w.set_engine_status(f"engine {state.status}")
@@ -38,7 +38,7 @@ class EngineStatusController:
     def show_metrics(self) -> None:
         hub = self.ctx.engines
         m = hub.metrics
-        if hub.engine.state.status != "ready" or m is None:
+        if hub.engine.state.status is not EngineStatus.READY or m is None:
             return
         self.ctx.window.set_engine_status(
             f"{hub.model_name} · {m.running} running · {m.queued} queued · "

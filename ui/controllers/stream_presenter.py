@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
+from app.engines.finish import done_text, ui_status
 from inference.outputs import Delta, FinishReason, Phase
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
@@ -150,9 +151,9 @@ class StreamPresenter(QObject):
         if delta.finished:
             stats = delta.stats
             meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
-            self._draw(tab, stream, status=_final_status(delta), meta=meta or (delta.error or ""))
+            self._draw(tab, stream, status=ui_status(delta.finish_reason), meta=meta or (delta.error or ""))
             tab.set_busy(False)
-            tab.set_state(_done_text(delta))
+            tab.set_state(done_text(delta))
             tab.set_result(result_text(delta))
             self.window.set_writing(tab, False)
             return
@@ -185,14 +186,6 @@ class StreamPresenter(QObject):
             stream = self.stream_for(view.conversation_id)
             if stream is not None and stream.backlog:
                 self._draw(view, stream, status="streaming")
-
-
-def _final_status(delta: Delta) -> str:
-    return {
-        FinishReason.ERROR: "error",
-        FinishReason.CANCELLED: "interrupted",
-        FinishReason.INTERRUPTED: "interrupted",
-    }.get(delta.finish_reason, "complete")
 
 
 def _live_status(delta: Delta) -> str:
@@ -228,14 +221,3 @@ def result_text(delta: Delta) -> str:
     reason = delta.finish_reason.value if delta.finish_reason is not None else "?"
     parts.append(f"finish: {reason}")
     return " · ".join(parts)
-
-
-def _done_text(delta: Delta) -> str:
-    if delta.finish_reason is FinishReason.INTERRUPTED:
-        return f"interrupted: {delta.error}"
-    if delta.finish_reason is FinishReason.CANCELLED:
-        return "stopped"
-    if delta.finish_reason is FinishReason.ERROR:
-        return f"error: {delta.error}"
-    s = delta.stats
-    return f"done · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s" if s else "done"
