@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from app.cli.main import build_parser, main, parse
 
 
 def chorus(data_dir: Path, *args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
@@ -26,6 +29,60 @@ def data_dir(tmp_path, model_path) -> Path:
     models.mkdir()
     (models / model_path.name).symlink_to(model_path)
     return tmp_path
+
+
+def command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every (sub)command the parser has, as the words that select it: ("models", "fetch")."""
+    paths = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                paths.append((*prefix, name))
+                paths.extend(command_paths(sub, (*prefix, name)))
+    return paths
+
+
+def test_every_command_is_there_with_a_handler() -> None:
+    parser = build_parser()
+    paths = command_paths(parser)
+    assert set(paths) == {
+        ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
+        ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",),
+        ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"),
+    }
+    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"]}
+    for path in paths:
+        args = parser.parse_args([*path, *required.get(path[-1], [])])
+        assert callable(args.handler), path
+
+
+@pytest.mark.parametrize("words", [(), *command_paths(build_parser())], ids=lambda w: " ".join(w) or "chorus")
+def test_every_help_exits_zero(words: tuple[str, ...], capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*words, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {' '.join(('chorus', *words))} ")
+
+
+def test_a_bare_chorus_is_a_terminal_chat() -> None:
+    args = parse(["--data-dir", "/tmp/somewhere"])
+    assert args.command == "chat" and args.data_dir == "/tmp/somewhere" and args.max_tokens == 512
+
+
+def test_an_unknown_command_is_a_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["chta"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "chorus: error: argument command: invalid choice: 'chta'" in err
+    assert "'chat'" in err  # the choices are listed
+
+
+def test_an_unknown_option_is_a_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["models", "list", "--colour"])
+    assert exit_.value.code == 2
+    assert "chorus: error: unrecognized arguments: --colour" in capsys.readouterr().err
 
 
 def test_models_list_shows_what_is_installed(data_dir, tmp_path_factory):

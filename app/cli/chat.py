@@ -7,9 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.cli.engine_args import settings_from_args
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_store
+from app.cli.command import add_command
+from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
 from inference import ChatRequest, ModelLoadError, SamplingParams
 from inference.engine import Engine
 from storage import ChatRepository, MessageStatus, NotFoundError
@@ -52,7 +53,18 @@ class Conversation:
         return self.repo.add_message(self.id, "user", text).id
 
 
-def run_chat(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = add_command(sub, "chat", run_chat, help="chat in the terminal, streaming")
+    add_model_args(chat)
+    chat.add_argument("--system", default=None, help="system prompt")
+    chat.add_argument("--max-tokens", type=int, default=512)
+    chat.add_argument("--temperature", type=float, default=0.7)
+    chat.add_argument("--seed", type=int, default=None)
+    chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
+
+
+def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
+    model = resolve_model(args, data_dir)
     db, repo = open_store(data_dir)
     conv = Conversation(repo, model.name)
     try:
