@@ -219,7 +219,8 @@ def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
         titles = {i: ChatRepository(db).get_conversation(i).title for i in comp.conversation_ids}
         assert [titles[i] for i in back.order] == ["pane 1", "pane 0"]
         assert titles[back.favourite] == "pane 1" and back.blind
-        assert {titles[i]: s.path for i, s in back.sources.items()} == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
+        paths = {titles[i]: s.path for i, s in back.sources.items()}
+        assert paths == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
     finally:
         db.close()
     markdown = chorus(target_dir, "export", "--format", "md", "--comparison", str(comp.id), "-")

@@ -60,7 +60,8 @@ def _register_engine(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _register_engines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ebench = add_command(sub, "bench-engines", _engines,
                          help="two models decoding at once: all cores each vs cores split")
-    ebench.add_argument("--models", nargs=2, default=["smollm2-135m", "gemma3-270m"], help="catalog names or GGUF paths")
+    ebench.add_argument("--models", nargs=2, default=["smollm2-135m", "gemma3-270m"],
+                        help="catalog names or GGUF paths")
     ebench.add_argument("--threads", type=int, default=None, help="cores to use (default: physical cores)")
     ebench.add_argument("--max-tokens", type=int, default=150)
     ebench.add_argument("--json", action="store_true")

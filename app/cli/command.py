@@ -7,8 +7,8 @@ main() parses and calls the chosen one's `args.handler` (argparse's set_defaults
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 # A command: the parsed options and the data folder in, the exit status out.
 Handler = Callable[[argparse.Namespace, Path], int]

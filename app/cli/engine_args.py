@@ -18,7 +18,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ctx", type=int, default=None, help="context size in tokens")
     p.add_argument("--threads", type=int, default=None, help="threads (default: physical cores)")
     p.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
-    p.add_argument("--reproducible", action="store_true", help="bit-identical results whatever the batch holds (slower)")
+    p.add_argument("--reproducible", action="store_true",
+                   help="bit-identical results whatever the batch holds (slower)")
 
 
 def resolve_model(args: argparse.Namespace, base: Path) -> Path:

@@ -18,7 +18,8 @@ DEFAULT_COMMAND = "chat"  # what a bare `chorus` (global options only) runs
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chorus", description=__doc__)
-    parser.add_argument("--data-dir", help="folder for models and chats (default: user data folder; env CHORUS_DATA_DIR)")
+    parser.add_argument("--data-dir",
+                        help="folder for models and chats (default: user data folder; env CHORUS_DATA_DIR)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log engine details")
     sub = parser.add_subparsers(dest="command")
     for group in COMMAND_GROUPS:
@@ -36,7 +37,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         status: int = args.handler(args, data_dir(args.data_dir))
     except (ModelFetchError, StorageError) as exc:  # expected failures: one line, not a traceback
