@@ -10,6 +10,7 @@ import pytest
 
 from inference import LoadSettings, SamplingParams
 from storage import MessageStatus
+from tests.pixels import bubble_colour, count_near
 
 pytest.importorskip("PySide6")
 
@@ -214,13 +215,15 @@ def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
         for tab, prompt in zip(tabs, prompts):
             shot.send(tab, prompt)
         shot.wait_streaming(*tabs)
-        qtbot.wait(1500)
         shot.window.tabs.setCurrentWidget(tabs[0])
-        qtbot.wait(100)
+        qtbot.waitUntil(lambda: len(shot.last(tabs[0]).text) > 100 or shot.last(tabs[0]).status != "streaming",
+                        timeout=WAIT_MS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"main-window-{theme}.png"
-        assert shot.window.grab().save(str(path))
-        assert path.stat().st_size > 10_000
+        tabs[0].view.scrollToBottom()
+        image = shot.window.grab().toImage()
+        assert image.save(str(SCREENSHOTS / f"main-window-{theme}.png"))
+        # What the window shows is the theme's: the reply's bubble in its colour.
+        assert bubble_colour(image, shot.window, tabs[0].view, 1) == {"light": "#f1f3f5", "dark": "#2b2d31"}[theme]
     finally:
         shot.close()
         qapp.setPalette(old_palette)
@@ -441,11 +444,18 @@ def test_screenshot_of_markdown_and_code(app):
     app.controller.open_conversation(conv.id)
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv.id) is not None
                         and app.window.tab_for(conv.id).model.rowCount() == 2)
-    app.qtbot.wait(200)
+    view = app.window.tab_for(conv.id).view
+    app.qtbot.waitUntil(lambda: view.visualRect(view.model().index(1)).height() > 150)  # laid out: code, list
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / "markdown-code.png"
-    assert app.window.grab().save(str(path))
-    assert path.stat().st_size > 10_000
+    image = app.window.grab().toImage()
+    assert image.save(str(SCREENSHOTS / "markdown-code.png"))
+    # The code is on screen, highlighted: keyword-coloured glyphs (def, for, in, return) in the reply.
+    from ui.widgets.code_highlight import COLORS
+
+    keyword = COLORS[view.palette().text().color().lightness() > 128]["keyword"]
+    reply, question = (view.visualRect(view.model().index(row)).intersected(view.viewport().rect()) for row in (1, 0))
+    assert count_near(image, app.window, view.viewport(), reply, keyword) > 20
+    assert count_near(image, app.window, view.viewport(), question, keyword) == 0  # prose: no such colour
 
 
 def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
