@@ -127,10 +127,11 @@ def test_switching_tabs_mid_stream_cancels_nothing(app):
     app.send(b, "Describe a desert.")
     app.wait_streaming(a, b)
     for _ in range(6):
-        app.window.tabs.setCurrentWidget(a)
-        app.qtbot.wait(50)
-        app.window.tabs.setCurrentWidget(b)
-        app.qtbot.wait(50)
+        for tab in (a, b):  # each time, until the tab shows more of its reply (or all of it)
+            seen = len(app.last(tab).text)
+            app.window.tabs.setCurrentWidget(tab)
+            app.qtbot.waitUntil(lambda t=tab, n=seen: len(app.last(t).text) > n or app.last(t).status != "streaming",
+                                timeout=10_000)
     app.wait_done(a, b)
     assert app.last(a).status == app.last(b).status == "complete"
     assert "150 tokens" in app.last(a).meta and "150 tokens" in app.last(b).meta
@@ -184,7 +185,12 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     app.controller.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=2000, ignore_eos=True)
     app.send(tab, "Tell a very long story.")
     app.wait_streaming(tab)
-    app.qtbot.wait(1200)  # past one checkpoint
+
+    def checkpointed() -> bool:  # the reply's text reached the database at least once
+        last = app.repo.active_path(tab.conversation_id).messages[-1]
+        return last.role == "assistant" and bool(last.content)
+
+    app.qtbot.waitUntil(checkpointed, timeout=10_000)
     old_pid = app.controller.engine.pid
     app.controller.engine.kill()
     app.wait_done(tab)
@@ -467,7 +473,7 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     for i, tab in enumerate(tabs):
         app.send(tab, f"Tell me about planet number {i}.")
     app.wait_done(*tabs)
-    app.qtbot.wait(600)
+    app.qtbot.waitUntil(lambda: len(panel.series("sequences")) - start >= 8, timeout=10_000)
     sequences = [v for v in panel.series("sequences")[start:] if v == v]
     assert len(panel.series("sequences")) - start >= 8  # about four samples a second
     assert max(sequences) >= 3  # the batch held the three streaming tabs
