@@ -10,6 +10,8 @@ from inference import ChatRequest, FinishReason, SamplingParams
 from inference.errors import EngineError, ModelLoadError
 from inference.outputs import Phase
 
+pytestmark = pytest.mark.model  # every test here runs the real model
+
 QUESTIONS = [
     "What is the capital of France?",
     "Write a poem about cats.",

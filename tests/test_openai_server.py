@@ -12,6 +12,7 @@ import pytest
 from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
 openai = pytest.importorskip("openai")
+pytestmark = pytest.mark.model  # a server on a real engine
 
 
 @contextlib.contextmanager

@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from storage import ChatRepository, MessageStatus, open_database
 
 WRITER = textwrap.dedent(
@@ -76,6 +78,7 @@ def test_sigkill_mid_stream_keeps_completed_messages_and_the_last_checkpoint(tmp
     db.close()
 
 
+@pytest.mark.model
 def test_killed_terminal_chat_reopens_with_its_partial_reply_interrupted(tmp_path, model_path):
     data = tmp_path
     (data / "models").mkdir()

@@ -13,6 +13,7 @@ from storage import MessageStatus
 from tests.pixels import bubble_colour, count_near
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.model  # every test here drives the app on the real model
 
 SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent.parent / "artifacts" / "screenshots"))
 WAIT_MS = 120_000
@@ -250,13 +251,6 @@ def test_edit_and_resend_branches_and_arrows_switch_back(app):
     app.qtbot.waitUntil(lambda: tab.model.view(0).text == "Name a fruit.", timeout=10_000)
     assert tab.model.view(0).branch == (1, 2)
     assert tab.model.view(1).text == original_reply.text
-
-
-def test_code_blocks_are_found_for_copying():
-    from ui.widgets.chat_tab import code_blocks
-
-    text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
-    assert code_blocks(text) == ["print('hi')", "ls -l"]
 
 
 def test_sidebar_rename_pin_delete_and_undo(app):

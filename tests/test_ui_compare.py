@@ -17,6 +17,7 @@ from tests.test_ui_app import SCREENSHOTS, WAIT_MS, App
 from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.model  # every test here drives the app on the real model(s)
 
 
 def open_comparison(app, **kwargs):

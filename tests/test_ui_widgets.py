@@ -54,6 +54,13 @@ def test_streaming_updates_touch_one_row(qapp):
     assert model.view(1000).text == "Hello world"
 
 
+def test_code_blocks_are_found_for_copying():
+    from ui.widgets.chat_tab import code_blocks
+
+    text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
+    assert code_blocks(text) == ["print('hi')", "ls -l"]
+
+
 def test_composer_enter_sends_and_shift_enter_adds_a_line(qtbot):
     from ui.widgets.chat_tab import ChatTab
 
