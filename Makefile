@@ -1,5 +1,5 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run chat test bench setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
+.PHONY: run chat test test-fast lint bench setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
 
 setup:
 	bash packaging/bootstrap.sh
@@ -18,6 +18,19 @@ chat: setup-terminal
 
 test: setup-tests
 	.venv/bin/python -m pytest
+
+# The tests that need no model: under a minute.
+test-fast: setup-tests
+	.venv/bin/python -m pytest -m "not model"
+
+# Style and likely bugs (ruff), the dependency rule (import-linter's contracts in
+# pyproject.toml), types (mypy, on the packages listed there). All three always run.
+lint: setup-tests
+	status=0; \
+	.venv/bin/ruff check . || status=1; \
+	.venv/bin/lint-imports --no-logo || status=1; \
+	.venv/bin/mypy || status=1; \
+	exit $$status
 
 bench: setup-terminal
 	.venv/bin/chorus bench --chats 8 --system-tokens 1000 --max-tokens 128 --warm --native

@@ -110,7 +110,9 @@ class CatalogRepository:
 
     # ----- comparisons ---------------------------------------------------------------
 
-    def create_comparison(self, title: str, conversation_ids: list[int], settings: dict | None = None) -> ComparisonRecord:
+    def create_comparison(
+        self, title: str, conversation_ids: list[int], settings: dict | None = None
+    ) -> ComparisonRecord:
         with self.db.begin() as s:
             comp = Comparison(title=title, settings_json=json.dumps(settings or {}))
             s.add(comp)
@@ -152,7 +154,9 @@ class CatalogRepository:
                 found[comp.id] = (comp, ids, max(newest, updated))
             ordered = sorted(found.values(), key=lambda item: item[2], reverse=True)
             return [
-                ComparisonRecord(c.id, c.title, json.loads(c.settings_json), _aware(c.created_at), tuple(ids), _aware(newest))
+                ComparisonRecord(
+                    c.id, c.title, json.loads(c.settings_json), _aware(c.created_at), tuple(ids), _aware(newest)
+                )
                 for c, ids, newest in ordered
             ]
 

@@ -89,7 +89,10 @@ class Database:
 
 
 def head_revision() -> str:
-    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    if head is None:  # an install that lost storage/migrations/versions (package data)
+        raise StorageError(f"no database migrations in {MIGRATIONS}: the installation is incomplete")
+    return head
 
 
 def _known(revision: str) -> bool:

@@ -6,11 +6,13 @@ Every method is one transaction on its own session, so it is safe from any threa
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from datetime import datetime, timezone
+from typing import Final
 
-from sqlalchemy import and_, func, literal, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from storage.database import Database
@@ -25,8 +27,15 @@ from storage.records import (
 )
 from storage.schema import Conversation, Message, utcnow
 
+
+class _Active(enum.Enum):
+    """ACTIVE's own type: `parent_id is ACTIVE` then narrows what parent_id is otherwise."""
+
+    ACTIVE = "active"
+
+
 # parent_id default for add_message: continue the branch on screen.
-ACTIVE = object()
+ACTIVE: Final = _Active.ACTIVE
 
 def _path_query(leaf: int):
     """The branch from the root down to leaf, root first (one recursive query)."""
@@ -51,9 +60,9 @@ _RECORD_COLUMNS = (
 
 def _row_record(row) -> MessageRecord:
     """Fast path for many messages: a row of _RECORD_COLUMNS, read by position."""
-    *head, status, error, pt, ct, ttft, tps, model, created, updated = row
+    msg_id, conv_id, parent, role, content, status, error, pt, ct, ttft, tps, model, created, updated = row
     return MessageRecord(
-        *head, _STATUS[status], error, pt, ct, ttft, tps, model,
+        msg_id, conv_id, parent, role, content, _STATUS[status], error, pt, ct, ttft, tps, model,
         created.replace(tzinfo=timezone.utc), updated.replace(tzinfo=timezone.utc),
     )
 
@@ -229,14 +238,17 @@ class ChatRepository:
 
     def purge_deleted(self, deleted_before: datetime | None = None) -> int:
         """Really delete soft-deleted conversations (all, or those deleted before a time)."""
-        cond = Conversation.deleted_at.is_not(None)
+        cond: ColumnElement[bool] = Conversation.deleted_at.is_not(None)
         if deleted_before is not None:
             cond = and_(cond, Conversation.deleted_at < deleted_before)
         with self.db.begin() as s:
             ids = list(s.scalars(select(Conversation.id).where(cond)))
             for conv_id in ids:
-                s.execute(Message.__table__.delete().where(Message.conversation_id == conv_id))
-                s.execute(Conversation.__table__.delete().where(Conversation.id == conv_id))
+                # Plain DELETE statements: the session holds none of these rows to update.
+                s.execute(delete(Message).where(Message.conversation_id == conv_id),
+                          execution_options={"synchronize_session": False})
+                s.execute(delete(Conversation).where(Conversation.id == conv_id),
+                          execution_options={"synchronize_session": False})
             return len(ids)
 
     # ----- messages ----------------------------------------------------------------
@@ -246,7 +258,7 @@ class ChatRepository:
         conversation_id: int,
         role: str,
         content: str,
-        parent_id: int | None | object = ACTIVE,
+        parent_id: int | None | _Active = ACTIVE,
         status: MessageStatus = MessageStatus.COMPLETE,
         model: str | None = None,
         **stats,
@@ -279,7 +291,7 @@ class ChatRepository:
             return message_record(msg)
 
     def start_reply(
-        self, conversation_id: int, parent_id: int | None | object = ACTIVE, model: str | None = None
+        self, conversation_id: int, parent_id: int | None | _Active = ACTIVE, model: str | None = None
     ) -> MessageRecord:
         """An empty assistant message in `streaming` state: checkpoint it, then finish it."""
         return self.add_message(
@@ -431,7 +443,7 @@ class ChatRepository:
         fork_parents = set(s.scalars(forks))
         if not fork_parents:
             return {}
-        cond = Message.parent_id.in_([p for p in fork_parents if p is not None])
+        cond: ColumnElement[bool] = Message.parent_id.in_([p for p in fork_parents if p is not None])
         if None in fork_parents:
             cond = cond | Message.parent_id.is_(None)
         children: dict[int | None, list[int]] = {}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import select
 
@@ -176,7 +177,8 @@ def _insert_comparison(s, comp: dict) -> Comparison:
 def _validate(data: Any) -> list[dict]:
     _require(isinstance(data, dict), "the file must hold a JSON object")
     _require(data.get("format") == FORMAT, f'"format" must be "{FORMAT}"')
-    _require(data.get("version") == VERSION, f"unsupported version {data.get('version')!r} (this Chorus reads {VERSION})")
+    _require(data.get("version") == VERSION,
+             f"unsupported version {data.get('version')!r} (this Chorus reads {VERSION})")
     convs = data.get("conversations")
     _require(isinstance(convs, list), '"conversations" must be a list')
     groups = _validate_comparisons(data.get("comparisons", []))
@@ -190,7 +192,8 @@ def _validate(data: Any) -> list[dict]:
         _require(ident is None or (_is_id(ident) and ident not in seen), f"{where}: id must be a unique number or text")
         seen.add(ident)
         group = conv.get("comparison")
-        _require(group is None or (_is_id(group) and group in groups), f"{where}: comparison {group!r} is not in the file")
+        _require(group is None or (_is_id(group) and group in groups),
+                 f"{where}: comparison {group!r} is not in the file")
     return convs
 
 
@@ -230,7 +233,8 @@ def _validate_conversation(conv: Any, where: str) -> int:
         _validate_message(m, seen, f"{where}, message {j + 1}")
         seen.add(m["id"])
     active = conv.get("active_message")
-    _require(active is None or (_is_id(active) and active in seen), f"{where}: active_message {active!r} is not one of its messages")
+    _require(active is None or (_is_id(active) and active in seen),
+             f"{where}: active_message {active!r} is not one of its messages")
     return len(messages)
 
 
@@ -243,7 +247,8 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
     _require(m.get("role") in ROLES, f"{where}: role must be one of {ROLES}")
     _require(isinstance(m.get("content"), str), f"{where}: content must be text")
     status = m.get("status", "complete")
-    _require(isinstance(status, str) and status in {s.value for s in MessageStatus}, f"{where}: unknown status {status!r}")
+    _require(isinstance(status, str) and status in {s.value for s in MessageStatus},
+             f"{where}: unknown status {status!r}")
     for key in ("error", "model"):
         _require(_is_text_or_none(m.get(key)), f"{where}: {key} must be text")
     for key in STATS:

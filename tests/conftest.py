@@ -10,6 +10,26 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# Fixtures that load a real model: a test using one (directly or through another fixture)
+# must be marked `model`, so that `pytest -m "not model"` stays the fast suite.
+MODEL_FIXTURES = frozenset({"model_path", "gemma_path", "shared_engine", "make_engine"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuses to run if a test uses a model fixture without the `model` marker.
+
+    Checked here, on each test's whole fixture closure, rather than in model_path itself:
+    that fixture is session-scoped, so its `request.node` is the session, not the test.
+    """
+    unmarked = [
+        f"{item.nodeid} (uses {', '.join(sorted(MODEL_FIXTURES & set(item.fixturenames)))})"
+        for item in items
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("model") is None
+    ]
+    if unmarked:
+        listed = "\n  ".join(unmarked)
+        raise pytest.UsageError(f"tests that load a model must be marked @pytest.mark.model:\n  {listed}")
+
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:

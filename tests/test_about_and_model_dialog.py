@@ -120,6 +120,7 @@ def test_sizes_read_like_a_person_writes_them() -> None:
     assert [format_bytes(n) for n in (512, 1536, 96576768, 5 * 2**30)] == ["512 B", "1.5 KiB", "92.1 MiB", "5.0 GiB"]
 
 
+@pytest.mark.model
 def test_without_gpu_support_the_layers_are_disabled_with_a_note(qtbot, probe) -> None:
     from ui.widgets.model_dialog import NO_GPU_NOTE
 
@@ -146,6 +147,7 @@ def test_with_gpu_support_the_layers_change_the_gpu_share(qtbot, model_path) -> 
     assert dialog.chosen_layers() == 10
 
 
+@pytest.mark.model
 def test_a_file_that_is_not_gguf_says_why(qtbot, probe, tmp_path) -> None:
     notes = tmp_path / "notes.gguf"
     notes.write_text("just some notes")
@@ -166,6 +168,7 @@ def test_open_emits_the_path_and_the_layers(qtbot, probe, model_path) -> None:
     assert chosen.args == [str(model_path), -1]  # -1: the default number of layers
 
 
+@pytest.mark.model
 def test_file_open_model_opens_the_dialog_with_the_window_probe(qtbot, probe) -> None:
     from ui.widgets.main_window import MainWindow
     from ui.widgets.model_dialog import ModelDialog

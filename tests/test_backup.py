@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from app.cli.main import main
 from app.chats.store import open_store
+from app.cli.main import main
 from storage import ChatRepository, open_database
 from storage.backup import backup_database
 from storage.database import head_revision

@@ -165,6 +165,7 @@ def test_gemma_files_without_a_template_get_gemmas_turns_not_chatml():
                     "<start_of_turn>user\nAnd you?<end_of_turn>\n<start_of_turn>model\n")
 
 
+@pytest.mark.model
 def test_the_real_gemma_file_is_read_as_gemma(gemma_path):
     from inference.chat_template import GEMMA
     from inference.engine_core import EngineCore

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.main import build_parser, main, parse
+
 
 def chorus(data_dir: Path, *args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
@@ -17,6 +20,13 @@ def chorus(data_dir: Path, *args: str, stdin: str = "", timeout: float = 300) ->
         [sys.executable, "-m", "app", *args],
         input=stdin, capture_output=True, text=True, env=env, timeout=timeout,
     )
+
+
+def chorus_in_process(capsys, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """`chorus` without starting an interpreter, for the commands that load no model."""
+    code = main(["--data-dir", str(data_dir), *args])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
 @pytest.fixture
@@ -28,6 +38,61 @@ def data_dir(tmp_path, model_path) -> Path:
     return tmp_path
 
 
+def command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every (sub)command the parser has, as the words that select it: ("models", "fetch")."""
+    paths = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                paths.append((*prefix, name))
+                paths.extend(command_paths(sub, (*prefix, name)))
+    return paths
+
+
+def test_every_command_is_there_with_a_handler() -> None:
+    parser = build_parser()
+    paths = command_paths(parser)
+    assert set(paths) == {
+        ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
+        ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",),
+        ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"),
+    }
+    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"]}
+    for path in paths:
+        args = parser.parse_args([*path, *required.get(path[-1], [])])
+        assert callable(args.handler), path
+
+
+@pytest.mark.parametrize("words", [(), *command_paths(build_parser())], ids=lambda w: " ".join(w) or "chorus")
+def test_every_help_exits_zero(words: tuple[str, ...], capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*words, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {' '.join(('chorus', *words))} ")
+
+
+def test_a_bare_chorus_is_a_terminal_chat() -> None:
+    args = parse(["--data-dir", "/tmp/somewhere"])
+    assert args.command == "chat" and args.data_dir == "/tmp/somewhere" and args.max_tokens == 512
+
+
+def test_an_unknown_command_is_a_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["chta"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "chorus: error: argument command: invalid choice: 'chta'" in err
+    assert "'chat'" in err  # the choices are listed
+
+
+def test_an_unknown_option_is_a_clear_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["models", "list", "--colour"])
+    assert exit_.value.code == 2
+    assert "chorus: error: unrecognized arguments: --colour" in capsys.readouterr().err
+
+
+@pytest.mark.model
 def test_models_list_shows_what_is_installed(data_dir, tmp_path_factory):
     out = chorus(data_dir, "models", "list")
     assert out.returncode == 0
@@ -37,15 +102,16 @@ def test_models_list_shows_what_is_installed(data_dir, tmp_path_factory):
     assert "smollm2-135m   not installed" in empty.stdout
 
 
-def test_models_errors_are_one_line_and_nonzero(tmp_path):
-    unknown = chorus(tmp_path, "models", "fetch", "no-such-model")
+def test_models_errors_are_one_line_and_nonzero(tmp_path, capsys):
+    unknown = chorus_in_process(capsys, tmp_path, "models", "fetch", "no-such-model")
     assert unknown.returncode == 2
     assert "unknown model(s): no-such-model" in unknown.stderr
-    missing = chorus(tmp_path, "models", "path", "gemma3-270m")
+    missing = chorus_in_process(capsys, tmp_path, "models", "path", "gemma3-270m")
     assert missing.returncode == 2
     assert "chorus models fetch gemma3-270m" in missing.stderr
 
 
+@pytest.mark.model
 def test_terminal_chat_streams_a_reply(data_dir):
     out = chorus(data_dir, "chat", "--max-tokens", "16", "--temperature", "0", stdin="Hello!\n/quit\n")
     assert out.returncode == 0, out.stderr
@@ -63,6 +129,7 @@ def test_chat_on_a_broken_model_is_a_clear_error(tmp_path):
     assert "not a GGUF model file" in out.stderr
 
 
+@pytest.mark.model
 def test_bench_prints_engine_baseline_and_ratios(data_dir):
     out = chorus(
         data_dir, "bench", "--chats", "3", "--system-tokens", "120", "--max-tokens", "6", "--json",
@@ -78,6 +145,7 @@ def test_bench_prints_engine_baseline_and_ratios(data_dir):
     assert report["engine"]["prompt_tokens_computed"] <= report["ideal"]["prompt_tokens"] + 3
 
 
+@pytest.mark.model
 def test_terminal_chat_is_saved_and_can_be_continued(data_dir):
     first = chorus(data_dir, "chat", "--max-tokens", "8", "--temperature", "0", stdin="Hello!\n/quit\n")
     assert first.returncode == 0, first.stderr
@@ -97,6 +165,7 @@ def test_terminal_chat_is_saved_and_can_be_continued(data_dir):
     assert missing.returncode == 2 and "conversation 99 does not exist" in missing.stderr
 
 
+@pytest.mark.model
 def test_export_import_round_trip_and_rejection(data_dir, tmp_path):
     chorus(data_dir, "chat", "--max-tokens", "6", "--temperature", "0", stdin="Question one\n/quit\n")
     exported = tmp_path / "chats.json"
@@ -126,6 +195,7 @@ def test_bench_storage_reports_the_three_timings(tmp_path):
         assert report[key] > 0
 
 
+@pytest.mark.model
 def test_bench_ui_reports_event_loop_stalls(data_dir):
     out = chorus(data_dir, "bench-ui", "--tabs", "2", "--max-tokens", "8", "--json")
     assert out.returncode == 0, out.stderr
@@ -135,7 +205,7 @@ def test_bench_ui_reports_event_loop_stalls(data_dir):
     assert 0 <= report["stall_p50_ms"] <= report["stall_p99_ms"] <= report["stall_max_ms"]
 
 
-def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
+def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path, capsys):
     from app.compare.state import ComparisonState
     from app.engines.sources import ModelSource
     from storage import CatalogRepository, ChatRepository, open_database
@@ -152,8 +222,9 @@ def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
     other = open_database(target_dir / "chorus.db")
     ChatRepository(other).create_conversation("shifts the ids")
     other.close()
-    assert chorus(source_dir, "export", "--format", "json", str(tmp_path / "all.json")).returncode == 0
-    out = chorus(target_dir, "import", str(tmp_path / "all.json"))
+    exported = chorus_in_process(capsys, source_dir, "export", "--format", "json", str(tmp_path / "all.json"))
+    assert exported.returncode == 0, exported.stderr
+    out = chorus_in_process(capsys, target_dir, "import", str(tmp_path / "all.json"))
     assert out.returncode == 0, out.stderr
     db = open_database(target_dir / "chorus.db")
     try:
@@ -162,16 +233,18 @@ def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path):
         titles = {i: ChatRepository(db).get_conversation(i).title for i in comp.conversation_ids}
         assert [titles[i] for i in back.order] == ["pane 1", "pane 0"]
         assert titles[back.favourite] == "pane 1" and back.blind
-        assert {titles[i]: s.path for i, s in back.sources.items()} == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
+        paths = {titles[i]: s.path for i, s in back.sources.items()}
+        assert paths == {"pane 0": "/m/smol.gguf", "pane 1": "/m/gemma.gguf"}
     finally:
         db.close()
-    markdown = chorus(target_dir, "export", "--format", "md", "--comparison", str(comp.id), "-")
+    markdown = chorus_in_process(capsys, target_dir, "export", "--format", "md", "--comparison", str(comp.id), "-")
     assert markdown.returncode == 0, markdown.stderr
     assert markdown.stdout.startswith("# smol vs gemma\n") and "- **A**: gemma.gguf" in markdown.stdout
-    wrong = chorus(target_dir, "export", "--format", "md", "--comparison", "999", "-")
+    wrong = chorus_in_process(capsys, target_dir, "export", "--format", "md", "--comparison", "999", "-")
     assert wrong.returncode == 2 and "comparison 999 does not exist" in wrong.stderr
 
 
+@pytest.mark.model
 def test_bench_ui_with_a_compare_view(data_dir):
     out = chorus(data_dir, "bench-ui", "--tabs", "5", "--compare", "--max-tokens", "8", "--json")
     assert out.returncode == 0, out.stderr
@@ -179,6 +252,7 @@ def test_bench_ui_with_a_compare_view(data_dir):
     assert report["compare_panes"] == 4 and report["max_batch_seqs"] == 5
 
 
+@pytest.mark.model
 def test_bench_engines_runs_two_models_both_ways(data_dir, gemma_path):
     (data_dir / "models" / gemma_path.name).symlink_to(gemma_path)
     out = chorus(data_dir, "bench-engines", "--threads", "2", "--max-tokens", "8", "--json")
@@ -190,6 +264,7 @@ def test_bench_engines_runs_two_models_both_ways(data_dir, gemma_path):
         assert all(rate > 0 for rate in run["tok_s"].values())
 
 
+@pytest.mark.model
 def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
     env_extra = {"QT_QPA_PLATFORM": "offscreen"}
     env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir), **env_extra}
@@ -200,6 +275,7 @@ def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.model
 def test_chorus_serve_answers_on_loopback_and_stops_on_interrupt(data_dir):
     import signal
     import socket

@@ -30,6 +30,7 @@ def chat(text, n=16):
     return ChatRequest(messages=({"role": "user", "content": text},), sampling=SamplingParams.greedy(n, ignore_eos=True))
 
 
+@pytest.mark.model
 def test_requests_stream_from_the_engine_process(model_path):
     deltas, on_delta = collect()
     client = EngineClient(LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4), on_delta)
@@ -46,6 +47,7 @@ def test_requests_stream_from_the_engine_process(model_path):
     assert client.state.status == "stopped"
 
 
+@pytest.mark.model
 def test_a_killed_engine_fails_its_requests_and_restarts(model_path):
     deltas, on_delta = collect()
     states = []

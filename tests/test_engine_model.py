@@ -11,6 +11,8 @@ from inference.errors import EngineError, ModelLoadError
 from inference.model_runner import DECODE_NO_KV_SLOT, StepOutput
 from inference.outputs import Phase
 
+pytestmark = pytest.mark.model  # every test here runs the real model
+
 QUESTIONS = [
     "What is the capital of France?",
     "Write a poem about cats.",
@@ -214,7 +216,8 @@ def test_foreground_request_overtakes_queued_background_ones(make_engine):
         engine.submit(ChatRequest(messages=user(q), sampling=SamplingParams.greedy(20, ignore_eos=True), priority=0))
         for q in QUESTIONS[:3]
     ]
-    time.sleep(0.05)
+    while engine.metrics(fresh=True).queued < 3:  # all three wait behind the running one
+        time.sleep(0.01)
     foreground = engine.submit(
         ChatRequest(messages=user("Quick: 1+1?"), sampling=SamplingParams.greedy(5, ignore_eos=True), priority=5)
     )

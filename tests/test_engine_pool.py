@@ -206,6 +206,7 @@ def test_sources_round_trip_and_refuse_garbage():
             ModelSource.from_dict(bad)
 
 
+@pytest.mark.model
 def test_real_engine_processes_broken_file_and_real_model(model_path, tmp_path):
     from app.engines.host import EngineClient
     from inference import LoadSettings

@@ -59,7 +59,8 @@ class FakeIndex:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: 0.5 s per test at the default interval.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
 
     def publish(self, wheel: Path, digest: str | None = None, version_endpoint: bool = True) -> None:

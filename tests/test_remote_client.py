@@ -53,6 +53,7 @@ def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | No
             return "".join(parts), d
 
 
+@pytest.mark.model
 def test_streams_from_a_chorus_server(server):
     endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
     assert RemoteClient(endpoint, lambda d: None).models() == ["smollm2"]
@@ -63,6 +64,7 @@ def test_streams_from_a_chorus_server(server):
     assert again == text  # greedy: the same answer twice
 
 
+@pytest.mark.model
 def test_cancel_closes_the_stream(server):
     endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
     text, final = run(endpoint, "Tell a very long story.", 400, cancel_after=3)
@@ -79,6 +81,7 @@ def test_a_refused_connection_is_a_clear_error():
     assert "refused the connection" in final.error
 
 
+@pytest.mark.model
 def test_a_bad_key_and_a_wrong_path_are_clear_errors(server):
     _, final = run(RemoteEndpoint(f"{server.url}/v1", "smollm2", "wrong-key"), "hi")
     assert final.finish_reason is FinishReason.ERROR and "refused the API key (401)" in final.error

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from storage import ChatRepository, MessageStatus, open_database
 
@@ -74,6 +78,7 @@ def test_sigkill_mid_stream_keeps_completed_messages_and_the_last_checkpoint(tmp
     db.close()
 
 
+@pytest.mark.model
 def test_killed_terminal_chat_reopens_with_its_partial_reply_interrupted(tmp_path, model_path):
     data = tmp_path
     (data / "models").mkdir()
@@ -93,7 +98,7 @@ def test_killed_terminal_chat_reopens_with_its_partial_reply_interrupted(tmp_pat
         if not chunk:
             break
         streamed += chunk
-    time.sleep(1.5)  # at least one checkpoint interval past what we saw
+    wait_for_checkpoint(data / "chorus.db", 300)  # a checkpoint holds the start of what we saw
     proc.kill()
     proc.wait(timeout=10)
     assert len(streamed.split(b"bot> ", 1)[-1]) >= 400, "the reply should have been streaming"
@@ -111,3 +116,16 @@ def test_killed_terminal_chat_reopens_with_its_partial_reply_interrupted(tmp_pat
     assert len(reply.content) >= 300
     assert seen[:300] == reply.content[:300]
     db.close()
+
+
+def wait_for_checkpoint(db_path: Path, chars: int, timeout: float = 30) -> None:
+    """Until the reply being written has `chars` characters in the database (read beside the
+    writer, as WAL allows)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)) as conn:
+            saved = conn.execute("SELECT max(length(content)) FROM messages WHERE role = 'assistant'").fetchone()[0]
+        if (saved or 0) >= chars:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no checkpoint of {chars} characters within {timeout} s")

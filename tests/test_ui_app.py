@@ -10,8 +10,10 @@ import pytest
 
 from inference import LoadSettings, SamplingParams
 from storage import MessageStatus
+from tests.pixels import bubble_colour, count_near
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.model  # every test here drives the app on the real model
 
 SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent.parent / "artifacts" / "screenshots"))
 WAIT_MS = 120_000
@@ -127,10 +129,11 @@ def test_switching_tabs_mid_stream_cancels_nothing(app):
     app.send(b, "Describe a desert.")
     app.wait_streaming(a, b)
     for _ in range(6):
-        app.window.tabs.setCurrentWidget(a)
-        app.qtbot.wait(50)
-        app.window.tabs.setCurrentWidget(b)
-        app.qtbot.wait(50)
+        for tab in (a, b):  # each time, until the tab shows more of its reply (or all of it)
+            seen = len(app.last(tab).text)
+            app.window.tabs.setCurrentWidget(tab)
+            app.qtbot.waitUntil(lambda t=tab, n=seen: len(app.last(t).text) > n or app.last(t).status != "streaming",
+                                timeout=10_000)
     app.wait_done(a, b)
     assert app.last(a).status == app.last(b).status == "complete"
     assert "150 tokens" in app.last(a).meta and "150 tokens" in app.last(b).meta
@@ -184,7 +187,12 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=2000, ignore_eos=True)
     app.send(tab, "Tell a very long story.")
     app.wait_streaming(tab)
-    app.qtbot.wait(1200)  # past one checkpoint
+
+    def checkpointed() -> bool:  # the reply's text reached the database at least once
+        last = app.repo.active_path(tab.conversation_id).messages[-1]
+        return last.role == "assistant" and bool(last.content)
+
+    app.qtbot.waitUntil(checkpointed, timeout=10_000)
     old_pid = app.controllers.engines.engine.pid
     app.controllers.engines.engine.kill()
     app.wait_done(tab)
@@ -215,13 +223,15 @@ def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
         for tab, prompt in zip(tabs, prompts):
             shot.send(tab, prompt)
         shot.wait_streaming(*tabs)
-        qtbot.wait(1500)
         shot.window.tabs.setCurrentWidget(tabs[0])
-        qtbot.wait(100)
+        qtbot.waitUntil(lambda: len(shot.last(tabs[0]).text) > 100 or shot.last(tabs[0]).status != "streaming",
+                        timeout=WAIT_MS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"main-window-{theme}.png"
-        assert shot.window.grab().save(str(path))
-        assert path.stat().st_size > 10_000
+        tabs[0].view.scrollToBottom()
+        image = shot.window.grab().toImage()
+        assert image.save(str(SCREENSHOTS / f"main-window-{theme}.png"))
+        # What the window shows is the theme's: the reply's bubble in its colour.
+        assert bubble_colour(image, shot.window, tabs[0].view, 1) == {"light": "#f1f3f5", "dark": "#2b2d31"}[theme]
     finally:
         shot.close()
         qapp.setPalette(old_palette)
@@ -242,13 +252,6 @@ def test_edit_and_resend_branches_and_arrows_switch_back(app):
     app.qtbot.waitUntil(lambda: tab.model.view(0).text == "Name a fruit.", timeout=10_000)
     assert tab.model.view(0).branch == (1, 2)
     assert tab.model.view(1).text == original_reply.text
-
-
-def test_code_blocks_are_found_for_copying():
-    from ui.widgets.chat_tab import code_blocks
-
-    text = "Here:\n```python\nprint('hi')\n```\nand\n```\nls -l\n```"
-    assert code_blocks(text) == ["print('hi')", "ls -l"]
 
 
 def test_sidebar_rename_pin_delete_and_undo(app):
@@ -448,11 +451,18 @@ def test_screenshot_of_markdown_and_code(app):
     app.controllers.conversations.open_conversation(conv.id)
     app.qtbot.waitUntil(lambda: app.window.tab_for(conv.id) is not None
                         and app.window.tab_for(conv.id).model.rowCount() == 2)
-    app.qtbot.wait(200)
+    view = app.window.tab_for(conv.id).view
+    app.qtbot.waitUntil(lambda: view.visualRect(view.model().index(1)).height() > 150)  # laid out: code, list
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / "markdown-code.png"
-    assert app.window.grab().save(str(path))
-    assert path.stat().st_size > 10_000
+    image = app.window.grab().toImage()
+    assert image.save(str(SCREENSHOTS / "markdown-code.png"))
+    # The code is on screen, highlighted: keyword-coloured glyphs (def, for, in, return) in the reply.
+    from ui.widgets.code_highlight import COLORS
+
+    keyword = COLORS[view.palette().text().color().lightness() > 128]["keyword"]
+    reply, question = (view.visualRect(view.model().index(row)).intersected(view.viewport().rect()) for row in (1, 0))
+    assert count_near(image, app.window, view.viewport(), reply, keyword) > 20
+    assert count_near(image, app.window, view.viewport(), question, keyword) == 0  # prose: no such colour
 
 
 def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
@@ -464,7 +474,7 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     for i, tab in enumerate(tabs):
         app.send(tab, f"Tell me about planet number {i}.")
     app.wait_done(*tabs)
-    app.qtbot.wait(600)
+    app.qtbot.waitUntil(lambda: len(panel.series("sequences")) - start >= 8, timeout=10_000)
     sequences = [v for v in panel.series("sequences")[start:] if v == v]
     assert len(panel.series("sequences")) - start >= 8  # about four samples a second
     assert max(sequences) >= 3  # the batch held the three streaming tabs

@@ -6,14 +6,18 @@ from __future__ import annotations
 import re
 
 import pytest
+from PySide6.QtCore import QPoint
 
+from app.compare.word_diff import Op, diff_words
 from app.engines.sources import ModelSource
 from inference import SamplingParams
 from storage import MessageStatus
+from tests.pixels import bubble_colour
 from tests.test_ui_app import SCREENSHOTS, WAIT_MS, App
 from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
 
 pytest.importorskip("PySide6")
+pytestmark = pytest.mark.model  # every test here drives the app on the real model(s)
 
 
 def open_comparison(app, **kwargs):
@@ -286,15 +290,24 @@ def test_screenshot_of_the_compare_view(app):
     view = open_comparison(app, panes=3)
     send(view, "Give me three tips for writing clear code.")
     wait_done(app, view)
-    app.qtbot.wait(200)
+    app.qtbot.waitUntil(lambda: bool(view.agreement_label.text()), timeout=10_000)  # worked out off the GUI thread
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / "compare-view.png"
-    assert app.window.grab().save(str(path))
-    assert path.stat().st_size > 10_000
+    panes = view.panes()
+    for pane in panes:
+        pane.view.scrollToBottom()
+    image = app.window.grab().toImage()
+    assert image.save(str(SCREENSHOTS / "compare-view.png"))
+    # Side by side, left to right, each pane showing its reply in the assistant's bubble.
+    corners = [p.mapTo(view, QPoint(0, 0)) for p in panes]
+    assert len({c.y() for c in corners}) == 1 and [c.x() for c in corners] == sorted({c.x() for c in corners})
+    for pane in panes:
+        assert bubble_colour(image, app.window, pane.view, 1) == pane.view.palette().alternateBase().color().name()
     dialog = app.controllers.compare.show_differences(view, modal=False)
-    app.qtbot.wait(200)
     assert dialog.grab().save(str(SCREENSHOTS / "compare-differences.png"))
-    assert "line-through" in dialog.browser.toHtml() or dialog.similarity.text().startswith("100%")
+    # The dialog shows the diff of the first two answers, whether or not they differ.
+    expected = diff_words(*(text for _, _, text in app.controllers.compare.answers(view)[:2]))
+    assert dialog.similarity.text().startswith(f"{100 * expected.similarity:.0f}% of the words agree")
+    assert ("line-through" in dialog.browser.toHtml()) == any(r.op is Op.DELETE for r in expected.runs)
     dialog.close()
 
 

@@ -11,6 +11,7 @@ from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the 
 openai = pytest.importorskip("openai")
 
 
+@pytest.mark.model
 def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
@@ -42,6 +43,7 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
         client.models.list()
 
 
+@pytest.mark.model
 def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkeypatch):
     import socket
 

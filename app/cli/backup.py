@@ -6,8 +6,15 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
+from app.cli.command import add_command
 from storage import DEFAULT_FILENAME
 from storage.backup import backup_database
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    backup = add_command(sub, "backup", run_backup,
+                         help="copy the chat database consistently (safe while the app runs)")
+    backup.add_argument("path", help="new file, or a folder for a dated file")
 
 
 def run_backup(args: argparse.Namespace, base: Path) -> int:

@@ -7,9 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.cli.engine_args import settings_from_args
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_store
+from app.cli.command import add_command
+from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
 from inference import ChatRequest, ModelLoadError, SamplingParams
 from inference.engine import Engine
 from storage import ChatRepository, MessageStatus, NotFoundError
@@ -41,6 +42,13 @@ class Conversation:
         ]
         self.system = next((m["content"] for m in self.messages if m["role"] == "system"), None)
 
+    @property
+    def saved_id(self) -> int:
+        """Its id in storage; there is one once a message was added."""
+        if self.id is None:
+            raise RuntimeError("the conversation has no message yet")
+        return self.id
+
     def add_user(self, text: str) -> int:
         if self.id is None:
             conv = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_name)
@@ -52,7 +60,18 @@ class Conversation:
         return self.repo.add_message(self.id, "user", text).id
 
 
-def run_chat(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = add_command(sub, "chat", run_chat, help="chat in the terminal, streaming")
+    add_model_args(chat)
+    chat.add_argument("--system", default=None, help="system prompt")
+    chat.add_argument("--max-tokens", type=int, default=512)
+    chat.add_argument("--temperature", type=float, default=0.7)
+    chat.add_argument("--seed", type=int, default=None)
+    chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
+
+
+def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
+    model = resolve_model(args, data_dir)
     db, repo = open_store(data_dir)
     conv = Conversation(repo, model.name)
     try:
@@ -68,7 +87,8 @@ def run_chat(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     except ModelLoadError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
-    print(f"Chorus chat on {engine.info.description} ({model.name}). {HELP}", file=sys.stderr)
+    where = engine.info.description if engine.info is not None else "the engine"  # set once started
+    print(f"Chorus chat on {where} ({model.name}). {HELP}", file=sys.stderr)
     if conv.id is not None:
         print(f"continuing conversation {conv.id} ({len(conv.messages)} messages)", file=sys.stderr)
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
@@ -105,7 +125,7 @@ def _loop(engine: Engine, conv: Conversation, sampling: SamplingParams) -> None:
 
 
 def _stream_reply(engine: Engine, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
-    record = conv.repo.start_reply(conv.id, parent_id=user_id, model=conv.model_name)
+    record = conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name)
     recorder = ReplyRecorder(conv.repo, record.id)
     handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=1))
     sys.stdout.write("bot> ")

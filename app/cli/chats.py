@@ -7,11 +7,26 @@ import json
 import sys
 from pathlib import Path
 
-from app.compare.state import ComparisonState
-from app.compare.export import comparison_markdown
 from app.chats.store import open_store
+from app.cli.command import add_command
+from app.compare.export import comparison_markdown
+from app.compare.state import ComparisonState
 from storage import CatalogRepository, ImportRejected, NotFoundError
 from storage.transfer import export_json, export_markdown, import_file
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = add_command(sub, "export", run_export, help="export conversations to Markdown or JSON")
+    export.add_argument("--format", choices=("md", "json"), default="json")
+    export.add_argument("--conversation", type=int, action="append", help="conversation id (repeatable; default: all)")
+    export.add_argument("--comparison", type=int, default=None,
+                        help="one comparison: its panes side by side (md) or its conversations as a group (json)")
+    export.add_argument("path", help="file to write ('-' for standard output)")
+
+    imp = add_command(sub, "import", run_import, help="import conversations from a Chorus JSON export")
+    imp.add_argument("path")
+
+    add_command(sub, "list", run_list, help="list saved conversations")
 
 
 def run_export(args: argparse.Namespace, base: Path) -> int:

@@ -1,15 +1,39 @@
-"""LoadSettings from command-line options."""
+"""Model and engine options: the arguments, the model they name, LoadSettings from them."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
+from app.models import catalog as model_catalog
+from app.paths import models_dir
 from inference.params import LoadSettings
 
 
-def settings_from_args(args: argparse.Namespace, model: Path, **overrides) -> LoadSettings:
-    values = dict(model_path=model)
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The options of every command that loads a model."""
+    p.add_argument("--model", default=None, help="catalog name or GGUF path (default: smollm2-135m)")
+    p.add_argument("--ctx", type=int, default=None, help="context size in tokens")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: physical cores)")
+    p.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
+    p.add_argument("--reproducible", action="store_true",
+                   help="bit-identical results whatever the batch holds (slower)")
+
+
+def resolve_model(args: argparse.Namespace, base: Path) -> Path:
+    """The chosen model; the default one is fetched on first use, no questions asked."""
+    mdir = models_dir(base)
+    name = args.model or model_catalog.DEFAULT_MODEL
+    spec = model_catalog.CATALOG.get(name)
+    if spec is not None and not model_catalog.is_installed(spec, mdir):
+        model_catalog.fetch(spec, mdir, say=lambda m: print(f"chorus: {m}", file=sys.stderr))
+    return model_catalog.resolve(name, mdir)
+
+
+def settings_from_args(args: argparse.Namespace, model: Path, **overrides: Any) -> LoadSettings:
+    values: dict[str, Any] = dict(model_path=model)
     if getattr(args, "ctx", None):
         values["n_ctx"] = args.ctx
     if getattr(args, "threads", None):

@@ -1,0 +1,79 @@
+"""`chorus bench`, `bench-engines`, `bench-storage` and `bench-ui`: the benchmarks.
+
+The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py);
+here are their options.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.bench.engine import run_bench
+from app.bench.engines import run_engines_bench
+from app.bench.storage import run_storage_bench
+from app.cli import gui
+from app.cli.command import add_command
+from app.cli.engine_args import add_model_args, resolve_model
+from app.models import catalog as model_catalog
+from app.paths import models_dir
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _register_ui(sub)
+    _register_storage(sub)
+    _register_engine(sub)
+    _register_engines(sub)
+
+
+def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ubench = add_command(sub, "bench-ui", gui.run_bench_ui, help="GUI event-loop stalls while N tabs stream")
+    add_model_args(ubench)
+    ubench.add_argument("--tabs", type=int, default=16)
+    ubench.add_argument("--max-tokens", type=int, default=128)
+    ubench.add_argument("--panel", action="store_true", help="with the performance panel open")
+    ubench.add_argument("--compare", action="store_true", help="4 of the tabs are panes of a compare view on screen")
+    ubench.add_argument("--json", action="store_true")
+
+
+def _register_storage(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sbench = add_command(sub, "bench-storage", _storage,
+                         help="time checkpoints, opening and search on a scratch database")
+    sbench.add_argument("--messages", type=int, default=100_000, help="messages in the search corpus")
+    sbench.add_argument("--long", type=int, default=10_000, help="messages in the long conversation")
+    sbench.add_argument("--json", action="store_true")
+
+
+def _register_engine(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = add_command(sub, "bench", _engine, help="N chats through the engine vs one after another")
+    add_model_args(bench)
+    bench.add_argument("--chats", type=int, default=8)
+    bench.add_argument("--system-tokens", type=int, default=1000)
+    bench.add_argument("--max-tokens", type=int, default=128)
+    bench.add_argument("--warm", action="store_true", help="pin the system prompt before the clock starts")
+    bench.add_argument("--n-seq-max", type=int, default=None, help="engine sequences (default: chats + 2)")
+    bench.add_argument("--skip-baseline", action="store_true", help="run only the engine")
+    bench.add_argument("--native", action="store_true", help="also time llama.cpp's raw batched decode")
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _register_engines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ebench = add_command(sub, "bench-engines", _engines,
+                         help="two models decoding at once: all cores each vs cores split")
+    ebench.add_argument("--models", nargs=2, default=["smollm2-135m", "gemma3-270m"],
+                        help="catalog names or GGUF paths")
+    ebench.add_argument("--threads", type=int, default=None, help="cores to use (default: physical cores)")
+    ebench.add_argument("--max-tokens", type=int, default=150)
+    ebench.add_argument("--json", action="store_true")
+
+
+def _storage(args: argparse.Namespace, base: Path) -> int:
+    return run_storage_bench(args)  # a scratch database: the data folder is not touched
+
+
+def _engine(args: argparse.Namespace, base: Path) -> int:
+    return run_bench(args, resolve_model(args, base))
+
+
+def _engines(args: argparse.Namespace, base: Path) -> int:
+    return run_engines_bench(args, [model_catalog.resolve(m, models_dir(base)) for m in args.models])

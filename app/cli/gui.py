@@ -1,0 +1,36 @@
+"""`chorus app` (the desktop window) and the handler of `chorus bench-ui`.
+
+These two commands run Qt code from ui/, the layer above app/. The imports are inside the
+handlers so that the other commands never load Qt, and so that this is the one place app/
+reaches up into ui/ (allowed by pyproject.toml's import contracts, nowhere else).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.cli.command import add_command
+from app.cli.engine_args import add_model_args, resolve_model
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gui = add_command(sub, "app", run_app, help="the desktop window")
+    add_model_args(gui)
+    gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
+    gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
+    # Packaging's smoke test: one prompt through the real window and engine, then exit.
+    gui.add_argument("--smoke-prompt", default=None, help=argparse.SUPPRESS)
+
+
+def run_app(args: argparse.Namespace, base: Path) -> int:
+    from ui.app_main import run_app as run_window
+
+    return run_window(args, resolve_model(args, base), base)
+
+
+def run_bench_ui(args: argparse.Namespace, base: Path) -> int:
+    """`chorus bench-ui` (its options are with the other benchmarks, in app/cli/bench.py)."""
+    from ui.bench import run_ui_bench
+
+    return run_ui_bench(args, resolve_model(args, base))
