@@ -32,7 +32,8 @@ GEMMA = (
     "{% else %}{% set prefix = '' %}{% set turns = messages %}{% endif %}"
     "{% for message in turns %}"
     "{% set role = 'model' if message['role'] == 'assistant' else 'user' %}"
-    "{{ '<start_of_turn>' + role + '\n' + (prefix if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}"
+    "{{ '<start_of_turn>' + role + '\n' + (prefix if loop.first else '') "
+    "+ message['content'] | trim + '<end_of_turn>\n' }}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
 )

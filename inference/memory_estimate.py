@@ -64,7 +64,8 @@ def model_shape(header: GgufHeader) -> ModelShape:
         n_embd = as_int(arch("embedding_length"))
         n_head = _per_layer_max(arch("attention.head_count"))
     except (TypeError, ValueError):
-        raise GgufError(f"{header.path.name} lacks the layer count, width or heads of a {header.architecture or 'model'}") from None
+        kind = header.architecture or "model"
+        raise GgufError(f"{header.path.name} lacks the layer count, width or heads of a {kind}") from None
     n_head_kv = arch("attention.head_count_kv", n_head)
     head_k = as_int(arch("attention.key_length", n_embd // max(n_head, 1)))
     head_v = as_int(arch("attention.value_length", head_k))

@@ -112,3 +112,21 @@ def qt_asyncio(qapp):
 
     loop = qasync.QEventLoop(qapp, already_running=True)
     yield loop
+
+
+# ----- the desktop app (tests/gui_app.py), shared by the GUI test modules ---------------------
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path
+
+
+@pytest.fixture
+def app(qtbot, data_dir, model_path, qt_asyncio):
+    """The app on the real model, with the asyncio loop on Qt's (tests using it are `model`)."""
+    from tests.gui_app import App
+
+    instance = App(qtbot, data_dir, model_path)
+    yield instance
+    instance.close()

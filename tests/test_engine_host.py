@@ -27,7 +27,8 @@ def wait_finished(deltas, request_ids, timeout=120):
 
 
 def chat(text, n=16):
-    return ChatRequest(messages=({"role": "user", "content": text},), sampling=SamplingParams.greedy(n, ignore_eos=True))
+    return ChatRequest(messages=({"role": "user", "content": text},),
+                       sampling=SamplingParams.greedy(n, ignore_eos=True))
 
 
 @pytest.mark.model

@@ -154,7 +154,8 @@ def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[
 
     ll.llama_log_set(capture, ctypes.c_void_p())
     try:
-        loaded = runner.LlamaRunner(LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=4, reproducible=reproducible))
+        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=4, reproducible=reproducible)
+        loaded = runner.LlamaRunner(settings)
     finally:
         ll.llama_log_set(runner._log_callback, ctypes.c_void_p())  # back to the app's handler
     try:

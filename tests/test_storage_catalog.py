@@ -25,7 +25,8 @@ def test_create_and_list_presets(catalog):
     assert a.sampling == {}
     assert [p.name for p in catalog.list_presets()] == ["Archivist", "Brief"]  # by name
     got = catalog.get_preset(b.id)
-    assert (got.id, got.name, got.system_prompt, got.sampling) == (b.id, "Brief", "Answer briefly.", {"temperature": 0.2})
+    expected = (b.id, "Brief", "Answer briefly.", {"temperature": 0.2})
+    assert (got.id, got.name, got.system_prompt, got.sampling) == expected
 
 
 def test_duplicate_or_empty_preset_name_is_refused(catalog, db):
@@ -141,7 +142,8 @@ def test_comparison_with_conversations(catalog, repo):
     assert comp.conversation_ids == (a.id, b.id)
     assert comp.settings == {"prompt": "hi"}
     got = catalog.get_comparison(comp.id)
-    assert (got.id, got.title, got.settings, got.conversation_ids) == (comp.id, "A vs B", {"prompt": "hi"}, (a.id, b.id))
+    expected = (comp.id, "A vs B", {"prompt": "hi"}, (a.id, b.id))
+    assert (got.id, got.title, got.settings, got.conversation_ids) == expected
     assert repo.get_conversation(a.id).comparison_id == comp.id
     assert repo.get_conversation(lone.id).comparison_id is None
     with pytest.raises(NotFoundError):

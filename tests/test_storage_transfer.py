@@ -9,8 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from storage import ChatRepository, ImportRejected, MessageStatus, open_database
-from storage import transfer
+from storage import ChatRepository, ImportRejected, MessageStatus, open_database, transfer
 from storage.catalog import CatalogRepository
 from storage.transfer import export_json, export_markdown, import_data, import_file
 
@@ -109,8 +108,10 @@ def test_json_round_trip_gives_same_tree(db, repo, other_db):
 
     # exporting the imported copy gives the same file apart from ids and export time
     again = export_json(other_db)
-    strip = lambda d: [{**c, "active_message": None, "messages": [
-        {**m, "id": None, "parent": None} for m in c["messages"]]} for c in d["conversations"]]
+    def strip(d):
+        return [{**c, "active_message": None, "messages": [
+            {**m, "id": None, "parent": None} for m in c["messages"]]} for c in d["conversations"]]
+
     assert strip(again) == strip(data)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import subprocess
@@ -507,9 +508,9 @@ def test_recover_interrupted_treats_own_pid_as_stale(repo):
 def test_records_are_plain_and_frozen(repo):
     conv = repo.create_conversation("chat")
     msg = repo.add_message(conv.id, "user", "hi")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         msg.content = "changed"  # type: ignore[misc]
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         conv.title = "changed"  # type: ignore[misc]
     assert type(msg).__module__ == "storage.records"
     assert type(repo.active_path(conv.id)).__module__ == "storage.records"

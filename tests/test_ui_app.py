@@ -2,92 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-from pathlib import Path
-
 import pytest
 
-from inference import LoadSettings, SamplingParams
+from inference import SamplingParams
 from storage import MessageStatus
+from tests.gui_app import SCREENSHOTS, WAIT_MS, App
 from tests.pixels import bubble_colour, count_near
 
-pytest.importorskip("PySide6")
 pytestmark = pytest.mark.model  # every test here drives the app on the real model
-
-SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent.parent / "artifacts" / "screenshots"))
-WAIT_MS = 120_000
-
-
-class App:
-    """A window, its controllers, and helpers to drive them like a user."""
-
-    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
-        assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from ui.controllers.root import Controllers
-        from app.chats.store import open_store
-        from ui.widgets.main_window import MainWindow
-
-        self.qtbot = qtbot
-        self.db, self.repo = open_store(data_dir)
-        self.window = MainWindow()
-        qtbot.addWidget(self.window)
-        sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
-        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
-        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling)
-        self.ctx = self.controllers.context
-        self.window.show()
-        self.controllers.start()
-        qtbot.waitUntil(lambda: self.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
-
-    def new_tab(self):
-        before = self.window.tabs.count()
-        self.controllers.conversations.new_chat()
-        self.qtbot.waitUntil(lambda: self.window.tabs.count() == before + 1, timeout=10_000)
-        return self.window.tabs.widget(before)
-
-    def send(self, tab, text: str) -> None:
-        tab.composer.setPlainText(text)
-        tab.send_button.click()
-
-    def last(self, tab):
-        return tab.model.view(tab.model.rowCount() - 1)
-
-    def wait_done(self, *tabs, timeout: int = WAIT_MS) -> None:
-        self.qtbot.waitUntil(
-            lambda: all(t.model.rowCount() >= 2 and self.last(t).status in ("complete", "interrupted", "error")
-                        and not t.stop_button.isEnabled() for t in tabs),
-            timeout=timeout,
-        )
-
-    def wait_streaming(self, *tabs) -> None:
-        """Until every tab's reply is being written (background tabs draw it when shown)."""
-        self.qtbot.waitUntil(
-            lambda: all(t.state_label.text().startswith("writing") for t in tabs),
-            timeout=WAIT_MS,
-        )
-
-    def stored_last(self, conversation_id: int, status: MessageStatus):
-        """The last stored message once storage (written on its own thread) has it."""
-        def last():
-            return self.repo.active_path(conversation_id).messages[-1]
-
-        self.qtbot.waitUntil(lambda: last().status is status, timeout=10_000)
-        return last()
-
-    def reply_twice(self, tab, text: str):
-        """Send, then regenerate: returns the first reply's view (now on the other branch)."""
-        self.send(tab, text)
-        self.wait_done(tab)
-        first = self.last(tab)
-        tab.regenerate_button.click()
-        self.qtbot.waitUntil(lambda: self.last(tab).key != first.key, timeout=10_000)
-        self.wait_done(tab)
-        return first
-
-    def close(self) -> None:
-        self.controllers.shutdown()
-        self.db.close()
 
 
 @pytest.fixture(autouse=True)
@@ -95,24 +17,13 @@ def _asyncio_on_qt(qt_asyncio):
     return qt_asyncio
 
 
-@pytest.fixture
-def data_dir(tmp_path):
-    return tmp_path
-
-
-@pytest.fixture
-def app(qtbot, data_dir, model_path):
-    instance = App(qtbot, data_dir, model_path)
-    yield instance
-    instance.close()
-
-
 def test_three_tabs_stream_at_once_in_one_batch(app):
     tabs = [app.new_tab() for _ in range(3)]
     for i, tab in enumerate(tabs):
         app.send(tab, f"Tell me fact number {i} about the sea.")
     app.wait_done(*tabs)
-    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics is not None and app.controllers.engines.metrics.max_step_seqs >= 3,
+    hub = app.controllers.engines
+    app.qtbot.waitUntil(lambda: hub.metrics is not None and hub.metrics.max_step_seqs >= 3,
                         timeout=5_000)
     for tab in tabs:
         reply = app.last(tab)
@@ -171,7 +82,8 @@ def test_restarted_app_shows_the_same_conversations_and_tabs(qtbot, data_dir, mo
     first.close()
     second = App(qtbot, data_dir, model_path)
     try:
-        titles = [second.window.conversation_list.item(i).text() for i in range(second.window.conversation_list.count())]
+        listed = second.window.conversation_list
+        titles = [listed.item(i).text() for i in range(listed.count())]
         assert titles == ["Remember the word pineapple."]
         qtbot.waitUntil(lambda: second.window.tabs.count() == 1 and second.window.tabs.widget(0).model.rowCount() == 2)
         reopened = second.window.tabs.widget(0)
@@ -201,7 +113,10 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     partial = app.stored_last(tab.conversation_id, MessageStatus.INTERRUPTED)
     assert partial.content
     assert app.last(tab).text.startswith(partial.content)
-    app.qtbot.waitUntil(lambda: app.controllers.engines.engine.state.status == "ready" and app.controllers.engines.engine.pid != old_pid,
+    def engine():  # the hub swaps the engine it holds on a restart
+        return app.controllers.engines.engine
+
+    app.qtbot.waitUntil(lambda: engine().state.status == "ready" and engine().pid != old_pid,
                         timeout=WAIT_MS)
     app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
     app.send(tab, "Are you back?")
@@ -322,7 +237,8 @@ def test_tabs_from_one_preset_share_its_system_prompt_cache(app):
     for i, tab in enumerate(tabs):
         app.send(tab, f"Question {i}: what is {i} plus {i}?")
     app.wait_done(*tabs)
-    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics is not None and app.controllers.engines.metrics.prefix_hits >= 2,
+    hub = app.controllers.engines
+    app.qtbot.waitUntil(lambda: hub.metrics is not None and hub.metrics.prefix_hits >= 2,
                         timeout=5_000)
     m = app.controllers.engines.metrics
     assert m.seqs_pinned == 1
@@ -489,8 +405,8 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
 def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.server.openai_api import ChorusHTTPServer, ServerConfig
     from app.engines.remote import RemoteEndpoint
+    from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))

@@ -12,9 +12,8 @@ from app.compare.word_diff import Op, diff_words
 from app.engines.sources import ModelSource
 from inference import SamplingParams
 from storage import MessageStatus
+from tests.gui_app import SCREENSHOTS, WAIT_MS, App
 from tests.pixels import bubble_colour
-from tests.test_ui_app import SCREENSHOTS, WAIT_MS, App
-from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
 
 pytest.importorskip("PySide6")
 pytestmark = pytest.mark.model  # every test here drives the app on the real model(s)
@@ -48,6 +47,12 @@ def wait_done(app, view, timeout: int = WAIT_MS) -> None:
     )
 
 
+
+@pytest.fixture(autouse=True)
+def _asyncio_on_qt(qt_asyncio):
+    return qt_asyncio
+
+
 def test_two_panes_on_one_model_stream_in_one_batch(app):
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
     view = open_comparison(app)
@@ -55,7 +60,7 @@ def test_two_panes_on_one_model_stream_in_one_batch(app):
     assert (a.source_label, b.source_label) == (app.controllers.engines.model_name,) * 2
     batches = []
     app.controllers.monitor._deliver = lambda m, hw: batches.append(
-        (m[app.controllers.engines.model_name].last_step_seqs if m.get(app.controllers.engines.model_name) else 0))
+        m[app.controllers.engines.model_name].last_step_seqs if m.get(app.controllers.engines.model_name) else 0)
     send(view, "Describe the moon in two sentences.")
     app.qtbot.waitUntil(lambda: a.busy and b.busy, timeout=10_000)
     assert view.stop_button.isEnabled() and not view.send_button.isEnabled()

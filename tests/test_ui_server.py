@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from inference import SamplingParams
-from tests.test_ui_app import _asyncio_on_qt, app, data_dir  # noqa: F401  (the same fixtures)
 
 openai = pytest.importorskip("openai")
 
@@ -56,6 +55,12 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
         assert app.controllers.server.start_server("127.0.0.1", port) is None
     assert shown and f"cannot listen on 127.0.0.1:{port}" in shown[0]
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
+
+
+
+@pytest.fixture(autouse=True)
+def _asyncio_on_qt(qt_asyncio):
+    return qt_asyncio
 
 
 def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):

@@ -7,7 +7,7 @@ import pytest
 
 from inference import SamplingParams
 from storage import MessageStatus
-from tests.test_ui_app import App
+from tests.gui_app import App
 
 pytestmark = pytest.mark.model
 

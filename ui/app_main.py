@@ -45,7 +45,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     apply_theme(app, args.theme)
     db, repo = open_store(data_dir)
     window = MainWindow()
-    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())  # not exec(): no nested loop
+    # open(), not exec(): no nested event loop under qasync's
+    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
     controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling)
     window.show()

@@ -49,12 +49,13 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         tabs = []
         for i in range(args.tabs - panes):
             controllers.conversations.new_chat()
-            _run_until(loop, lambda: window.tabs.count() == i + 1, 30)
+            _run_until(loop, lambda n=i + 1: window.tabs.count() == n, 30)
             tabs.append(window.tabs.widget(i))
         view = None
         if panes:
             controllers.compare.new_comparison(panes=panes)
-            _run_until(loop, lambda: window.open_comparisons() and len(window.open_comparisons()[0].panes()) == panes, 30)
+            _run_until(loop, lambda: bool(window.open_comparisons())
+                       and len(window.open_comparisons()[0].panes()) == panes, 30)
             view = window.open_comparisons()[0]
             window.tabs.setCurrentWidget(view)
         gaps: list[float] = []

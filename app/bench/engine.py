@@ -254,7 +254,8 @@ def run_bench(args: argparse.Namespace, model: Path) -> int:
         "config": {
             "model": model.name, "chats": args.chats, "system_tokens": args.system_tokens,
             "max_tokens": args.max_tokens, "warm": args.warm, "threads": threads, "n_ctx": n_ctx,
-            "n_seq_max": n_seq, "reproducible": settings.reproducible, "prompt_tokens_each": [len(p) for p in work.prompts],
+            "n_seq_max": n_seq, "reproducible": settings.reproducible,
+            "prompt_tokens_each": [len(p) for p in work.prompts],
         },
         "engine": asdict(eng),
     }

@@ -125,7 +125,9 @@ def measure(db_path: Path, messages: int, long: int) -> dict:
         ).scalar()
         total = c.exec_driver_sql("SELECT count(*) FROM messages").scalar()
     db.close()
-    ms = lambda xs, q=50: 1000 * (statistics.median(xs) if q == 50 else sorted(xs)[int(len(xs) * q / 100) - 1])
+    def ms(xs: list[float], q: int = 50) -> float:
+        return 1000 * (statistics.median(xs) if q == 50 else sorted(xs)[int(len(xs) * q / 100) - 1])
+
     return {
         "messages_total": total,
         "build_s": build_s,

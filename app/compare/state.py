@@ -28,7 +28,7 @@ class ComparisonState:
         }
 
     @classmethod
-    def from_settings(cls, settings: dict, conversation_ids: tuple[int, ...], default: ModelSource) -> "ComparisonState":
+    def from_settings(cls, settings: dict, conversation_ids: tuple[int, ...], default: ModelSource) -> ComparisonState:
         settings = settings if isinstance(settings, dict) else {}
         panes = settings.get("panes") if isinstance(settings.get("panes"), dict) else {}
         sources = {}

@@ -25,11 +25,11 @@ class ModelSource:
     model: str = ""  # the remote server's model name
 
     @classmethod
-    def local(cls, path: str | Path) -> "ModelSource":
+    def local(cls, path: str | Path) -> ModelSource:
         return cls(LOCAL, path=str(Path(path).expanduser()))
 
     @classmethod
-    def remote(cls, base_url: str, model: str) -> "ModelSource":
+    def remote(cls, base_url: str, model: str) -> ModelSource:
         return cls(REMOTE, base_url=base_url.rstrip("/"), model=model)
 
     @property
@@ -48,7 +48,7 @@ class ModelSource:
         return {"kind": REMOTE, "base_url": self.base_url, "model": self.model}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ModelSource":
+    def from_dict(cls, data: dict) -> ModelSource:
         kind = data.get("kind") if isinstance(data, dict) else None
         if kind == LOCAL and isinstance(data.get("path"), str) and data["path"]:
             return cls.local(data["path"])

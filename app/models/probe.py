@@ -6,8 +6,8 @@ The dialog gets this object from the controller and never reads model files itse
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from inference import backend_info
 from inference.gguf_reader import GgufError, GgufHeader, read_gguf_header

@@ -116,7 +116,8 @@ def _fetch(url: str, target: Path, what: str) -> str:
 
 
 def _open(url: str):
-    request = urllib.request.Request(url, headers={"User-Agent": "chorus-model-fetch", "Accept": "application/json, */*"})
+    headers = {"User-Agent": "chorus-model-fetch", "Accept": "application/json, */*"}
+    request = urllib.request.Request(url, headers=headers)
     context = _ssl_context() if url.startswith("https:") else None
     return urllib.request.urlopen(request, timeout=TIMEOUT_S, context=context)
 

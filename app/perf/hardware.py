@@ -82,8 +82,8 @@ class HardwareSampler:
                 utilization_pct=float(nv.nvmlDeviceGetUtilizationRates(h).gpu),
                 memory_used_mib=mem.used / 2**20,
                 memory_total_mib=mem.total / 2**20,
-                temperature_c=_optional(lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-                power_w=_optional(lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
+                temperature_c=_optional(lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                power_w=_optional(lambda h=h: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
             ))
         return tuple(out)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from app.perf.hardware import HardwareSampler
 

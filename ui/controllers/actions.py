@@ -71,7 +71,13 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=parent, model=self.ctx.engines.model_label(path.conversation))
             return repo.active_path(conv_id), reply
 
-        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result) if result else view.set_busy(False))
+        def start(result) -> None:
+            if result:
+                self.start_reply(view, *result)
+            else:
+                view.set_busy(False)
+
+        return self.ctx.storage.run(work, start)
 
     def edit_and_resend(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""

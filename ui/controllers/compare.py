@@ -158,8 +158,10 @@ class CompareController:
         view.add_pane_requested.connect(lambda v=view: self.add_pane(v))
         view.remove_pane_requested.connect(lambda conv_id, v=view: self.remove_pane(v, conv_id))
         view.source_chosen.connect(lambda conv_id, key, v=view: self.set_source_key(v, conv_id, key))
-        view.source_file_chosen.connect(lambda conv_id, path, v=view: self.set_source(v, conv_id, ModelSource.local(path)))
-        view.source_remote_chosen.connect(lambda conv_id, url, model, key, v=view: self._remote_chosen(v, conv_id, url, model, key))
+        view.source_file_chosen.connect(
+            lambda conv_id, path, v=view: self.set_source(v, conv_id, ModelSource.local(path)))
+        view.source_remote_chosen.connect(
+            lambda conv_id, url, model, key, v=view: self._remote_chosen(v, conv_id, url, model, key))
         view.preset_chosen.connect(lambda conv_id, preset_id: self.set_preset(conv_id, preset_id))
         view.settings_requested.connect(lambda conv_id, v=view: self.actions.edit_chat_settings(v.pane_for(conv_id)))
         view.continue_requested.connect(self.continue_with)

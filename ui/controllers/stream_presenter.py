@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
 from app.engines.finish import done_text, ui_status
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, Phase
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow

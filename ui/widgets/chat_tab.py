@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QApplication,
-    QMenu,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
 )
 
 from ui.widgets.message_list import MessageList
+from ui.widgets.message_model import MessageListModel
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
-from ui.widgets.message_model import MessageListModel
 
 
 class Composer(QPlainTextEdit):

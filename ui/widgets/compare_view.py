@@ -77,7 +77,8 @@ class ComparePane(QFrame):
         self.pick_button.hide()
         self._layout()
         self.source_box.activated.connect(self._source_activated)
-        self.preset_box.activated.connect(lambda _i: self.preset_chosen.emit(self.conversation_id, self.preset_box.currentData()))
+        self.preset_box.activated.connect(
+            lambda _i: self.preset_chosen.emit(self.conversation_id, self.preset_box.currentData()))
         self.settings_button.clicked.connect(lambda: self.settings_requested.emit(self.conversation_id))
         self.continue_button.clicked.connect(lambda: self.continue_requested.emit(self.conversation_id))
         self.pick_button.clicked.connect(lambda: self.favourite_picked.emit(self.conversation_id))
@@ -256,7 +257,8 @@ class CompareView(QWidget):
             (pane.settings_requested, self.settings_requested), (pane.continue_requested, self.continue_requested),
             (pane.favourite_picked, self.favourite_picked), (pane.remove_requested, self.remove_pane_requested),
             (pane.busy_changed, self._update_buttons),
-            (pane.branch_requested, lambda message_id, step, p=pane: self.branch_requested.emit(p.conversation_id, message_id, step)),
+            (pane.branch_requested,
+             lambda message_id, step, p=pane: self.branch_requested.emit(p.conversation_id, message_id, step)),
         )
         for signal, slot in forwards:
             signal.connect(slot)
@@ -348,7 +350,8 @@ class CompareView(QWidget):
         for pane in self._panes:
             pane.remove_button.setEnabled(len(self._panes) > MIN_PANES and not busy)
         self.composer.setPlaceholderText(
-            "Writing… (Stop ends every pane)" if busy else "Message to every pane (Enter sends, Shift+Enter for a new line)"
+            "Writing… (Stop ends every pane)" if busy
+            else "Message to every pane (Enter sends, Shift+Enter for a new line)"
         )
 
     def _pane_source(self, conversation_id: int, key: str) -> None:

@@ -4,7 +4,7 @@ through in red, words only in the right one in green."""
 from __future__ import annotations
 
 import html
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout
 
@@ -59,7 +59,8 @@ class DiffDialog(QDialog):
         self.refresh()
 
     def refresh(self, *_args) -> None:
-        (left_label, old), (right_label, new) = self._answers[self.left.currentIndex()], self._answers[self.right.currentIndex()]
+        left_label, old = self._answers[self.left.currentIndex()]
+        right_label, new = self._answers[self.right.currentIndex()]
         runs, similarity = self._diff(old, new)
         self.similarity.setText(
             f"{100 * similarity:.0f}% of the words agree · "

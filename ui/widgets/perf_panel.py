@@ -201,7 +201,8 @@ def _hardware_values(hw) -> dict[str, float]:
         out["RAM MiB"] = hw.rss_mib
         if hw.gpus:
             out["GPU util %"] = sum(g.utilization_pct for g in hw.gpus) / len(hw.gpus)
-            out["GPU mem %"] = 100.0 * sum(g.memory_used_mib for g in hw.gpus) / max(1.0, sum(g.memory_total_mib for g in hw.gpus))
+            total = max(1.0, sum(g.memory_total_mib for g in hw.gpus))
+            out["GPU mem %"] = 100.0 * sum(g.memory_used_mib for g in hw.gpus) / total
     return out
 
 
