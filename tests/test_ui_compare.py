@@ -157,7 +157,7 @@ def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
     assert not any(p.view.delegate.show_meta for p in view.panes())  # no speeds to tell them apart
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert app.window.grab().save(str(SCREENSHOTS / "compare-blind.png"))
-    dialog = app.controllers.compare.show_differences(view, modal=False)
+    dialog = app.controllers.compare.review.show_differences(view, modal=False)
     assert dialog.left.itemText(0) == "Model A"  # no model names in the diff either
     dialog.close()
     chosen = view.panes()[1]
@@ -192,7 +192,7 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
             roles = [m.role for m in app.repo.active_path(pane.conversation_id).messages]
             assert roles == ["user", "assistant", "user", "assistant"]
         exported = tmp_path / "comparison.md"
-        app.controllers.compare.export_markdown(view, str(exported))
+        app.controllers.compare.review.export_markdown(view, str(exported))
         qtbot.waitUntil(exported.exists, timeout=10_000)
         markdown = exported.read_text()
         assert "## 1. Hi, who are you?" in markdown and "## 2. And what can you do?" in markdown
@@ -307,10 +307,10 @@ def test_screenshot_of_the_compare_view(app):
     assert len({c.y() for c in corners}) == 1 and [c.x() for c in corners] == sorted({c.x() for c in corners})
     for pane in panes:
         assert bubble_colour(image, app.window, pane.view, 1) == pane.view.palette().alternateBase().color().name()
-    dialog = app.controllers.compare.show_differences(view, modal=False)
+    dialog = app.controllers.compare.review.show_differences(view, modal=False)
     assert dialog.grab().save(str(SCREENSHOTS / "compare-differences.png"))
     # The dialog shows the diff of the first two answers, whether or not they differ.
-    expected = diff_words(*(text for _, _, text in app.controllers.compare.answers(view)[:2]))
+    expected = diff_words(*(text for _, _, text in app.controllers.compare.review.answers(view)[:2]))
     assert dialog.similarity.text().startswith(f"{100 * expected.similarity:.0f}% of the words agree")
     assert ("line-through" in dialog.browser.toHtml()) == any(r.op is Op.DELETE for r in expected.runs)
     dialog.close()

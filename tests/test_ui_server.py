@@ -20,6 +20,8 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     tab = app.new_tab()
     app.send(tab, "Describe a river in detail.")
     app.wait_streaming(tab)
+    # Snapshots arrive from the engine process a few times a second: wait for one, not read None.
+    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics is not None, timeout=10_000)
     before = app.controllers.engines.metrics.max_step_seqs
     client = openai.OpenAI(base_url=url, api_key="sekrit", max_retries=0)
     stream = client.chat.completions.create(
@@ -29,7 +31,8 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert text.strip()
     assert app.controllers.engines.gateway.open_requests() == 0
     app.wait_done(tab)
-    assert before == 1 and app.controllers.engines.metrics.max_step_seqs >= 2  # the HTTP request joined the tab's steps
+    assert before <= 1  # the tab alone so far
+    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics.max_step_seqs >= 2, timeout=10_000)  # the HTTP request joined
     assert app.last(tab).status == "complete" and text not in app.last(tab).text
     assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
     plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
@@ -55,7 +58,6 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
         assert app.controllers.server.start_server("127.0.0.1", port) is None
     assert shown and f"cannot listen on 127.0.0.1:{port}" in shown[0]
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
-
 
 
 @pytest.fixture(autouse=True)

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from app.compare.export import comparison_markdown, reply_stats
+from app.compare.export import reply_stats
 from app.compare.state import ComparisonState
-from app.compare.word_diff import diff_words
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
 from ui.controllers.actions import ConversationActions
+from ui.controllers.compare_review import ComparisonReview
 from ui.controllers.context import ControllerContext
 from ui.controllers.engine_hub import RECENT_MODELS_SETTING
 from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
-from ui.widgets.diff_dialog import DiffDialog
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +40,7 @@ class CompareController:
         self.states: dict[int, ComparisonState] = {}  # open comparisons
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
         self.known_sources: dict[str, ModelSource] = {}  # every source a pane offers, by key
-        self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
+        self.review = ComparisonReview(ctx, self.states)
         w = self.window
         for signal, slot in (
             (w.new_comparison_requested, lambda: self.new_comparison()),
@@ -131,7 +128,7 @@ class CompareController:
             self._add_pane(view, conv_id, loaded["paths"][conv_id], loaded["choices"], loaded["presets"])
         view.set_blind(state.blind, state.favourite)
         view.set_order(state.order)
-        self._show_agreement(view)
+        self.review.show_agreement(view)
 
     def _add_pane(self, view: CompareView, conv_id: int, path, choices, presets) -> ComparePane:
         state = self.states[view.comparison_id]
@@ -165,11 +162,11 @@ class CompareController:
         view.preset_chosen.connect(lambda conv_id, preset_id: self.set_preset(conv_id, preset_id))
         view.settings_requested.connect(lambda conv_id, v=view: self.actions.edit_chat_settings(v.pane_for(conv_id)))
         view.continue_requested.connect(self.continue_with)
-        view.favourite_picked.connect(lambda conv_id, v=view: self.pick_favourite(v, conv_id))
-        view.blind_toggled.connect(lambda blind, v=view: self.set_blind(v, blind))
-        view.diff_requested.connect(lambda v=view: self.show_differences(v))
-        view.all_done.connect(lambda v=view: self._show_agreement(v))
-        view.export_requested.connect(lambda path, v=view: self.export_markdown(v, path))
+        view.favourite_picked.connect(lambda conv_id, v=view: self.review.pick_favourite(v, conv_id))
+        view.blind_toggled.connect(lambda blind, v=view: self.review.set_blind(v, blind))
+        view.diff_requested.connect(lambda v=view: self.review.show_differences(v))
+        view.all_done.connect(lambda v=view: self.review.show_agreement(v))
+        view.export_requested.connect(lambda path, v=view: self.review.export_markdown(v, path))
 
     # ----- panes ---------------------------------------------------------------------
 
@@ -203,7 +200,7 @@ class CompareController:
             self.repo.delete(conv_id)
             self.catalog.update_comparison(view.comparison_id, settings=state.to_settings())
 
-        return self.ctx.storage.run(work, lambda _none: self._show_agreement(view))
+        return self.ctx.storage.run(work, lambda _none: self.review.show_agreement(view))
 
     def set_source_key(self, view: CompareView, conv_id: int, key: str) -> asyncio.Task | None:
         source = self.known_sources.get(key)
@@ -310,80 +307,6 @@ class CompareController:
         return self.ctx.storage.run(work, lambda copy: (self.window.open_requested.emit(copy.id),
                                                           self.ctx.events.conversations_changed.emit()))
 
-    # ----- blind mode and differences --------------------------------------------------
-
-    def set_blind(self, view: CompareView, blind: bool) -> asyncio.Task:
-        state = self.states[view.comparison_id]
-        state.go_blind(blind)
-        view.set_order(state.order)
-        view.set_blind(state.blind, state.favourite)
-        self._show_agreement(view)
-        return self._save_state(view)
-
-    def pick_favourite(self, view: CompareView, conv_id: int) -> asyncio.Task:
-        state = self.states[view.comparison_id]
-        state.favourite = conv_id
-        view.set_blind(state.blind, conv_id)
-        pane = view.pane_for(conv_id)
-        self.window.statusBar().showMessage(f"Your pick: {pane.source_label}", 8000)
-        self._show_agreement(view)
-        return self._save_state(view)
-
-    def _save_state(self, view: CompareView) -> asyncio.Task:
-        settings = self.states[view.comparison_id].to_settings()
-        return self.ctx.storage.run(lambda: self.catalog.update_comparison(view.comparison_id, settings=settings))
-
-    def answers(self, view: CompareView) -> list[tuple[str, str, str]]:
-        """(short name, name for the diff view, last answer) of each pane, left to right."""
-        out = []
-        for pane in view.panes():
-            rows = pane.model.views()
-            last = rows[-1].text if rows and rows[-1].role == "assistant" else ""
-            short = pane.name_label.text().removeprefix("★ ")
-            out.append((short, short if view.hidden() else f"{short}: {pane.source_label}", last))
-        return out
-
-    def _show_agreement(self, view: CompareView) -> asyncio.Future | None:
-        """How much each pane's last answer agrees with the first pane's, word by word;
-        worked out off the GUI thread (long answers take tens of milliseconds)."""
-        answers = self.answers(view)
-        if len(answers) < 2 or not all(text for _, _, text in answers):
-            view.set_agreement("")
-            return None
-
-        def work() -> str:
-            (first, _, reference), rest = answers[0], answers[1:]
-            return " · ".join(
-                f"{short} vs {first}: {100 * diff_words(reference, text).similarity:.0f}% of words agree"
-                for short, _, text in rest
-            )
-
-        async def run() -> None:
-            text = await asyncio.get_running_loop().run_in_executor(self._work, work)
-            if self.window.compare_for(view.comparison_id) is view:  # still open
-                view.set_agreement(text)
-
-        return asyncio.ensure_future(run())
-
-    def show_differences(self, view: CompareView, modal: bool = True) -> DiffDialog:
-        def diff(old: str, new: str):
-            d = diff_words(old, new)
-            return [(r.op.value, r.text) for r in d.runs], d.similarity
-
-        dialog = DiffDialog([(name, text) for _, name, text in self.answers(view)], diff, self.window)
-        dialog.show() if not modal else dialog.open()
-        return dialog
-
-    def export_markdown(self, view: CompareView, path: str) -> asyncio.Task:
-        def work() -> None:
-            text = comparison_markdown(self.repo, self.catalog, view.comparison_id)
-            Path(path).write_text(text, encoding="utf-8")
-
-        def done(_none) -> None:
-            self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)
-
-        return self.ctx.storage.run(work, done)
-
     # ----- the sidebar ----------------------------------------------------------------
 
     def rename(self, comparison_id: int, title: str) -> asyncio.Task:
@@ -433,4 +356,4 @@ class CompareController:
         return [v.comparison_id for v in self.window.open_comparisons()]
 
     def shutdown(self) -> None:
-        self._work.shutdown(wait=True)
+        self.review.shutdown()
