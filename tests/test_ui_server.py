@@ -32,7 +32,8 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert app.controllers.engines.gateway.open_requests() == 0
     app.wait_done(tab)
     assert before <= 1  # the tab alone so far
-    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics.max_step_seqs >= 2, timeout=10_000)  # the HTTP request joined
+    # the HTTP request joined the tab's steps
+    app.qtbot.waitUntil(lambda: app.controllers.engines.metrics.max_step_seqs >= 2, timeout=10_000)
     assert app.last(tab).status == "complete" and text not in app.last(tab).text
     assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
     plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
