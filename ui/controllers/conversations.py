@@ -9,7 +9,7 @@ from app.engines.sources import source_of
 from storage import search
 from ui.controllers.actions import ConversationActions
 from ui.controllers.context import ControllerContext
-from ui.widgets.main_window import ConversationItem
+from ui.widgets.conversation_list import ConversationItem
 
 
 class ConversationsController:

@@ -3,21 +3,15 @@ state in the status bar. Widgets only: the controller feeds it and listens to it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -29,16 +23,13 @@ from PySide6.QtWidgets import (
 
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.compare_view import ComparePane, CompareView
+from ui.widgets.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
 from ui.widgets.model_dialog import ModelDialog
 from ui.widgets.perf_panel import PerfPanel
 from ui.widgets.remote_dialog import ask_remote_endpoint
 from ui.widgets.server_dialog import ServerDialog
 
 WRITING_BADGE = "● "
-COMPARE_MARK = "⚖ "
-PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
-TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
-COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
 UNDO_MS = 10_000
 TAB_TITLE_CHARS = 28
 
@@ -46,15 +37,6 @@ TAB_TITLE_CHARS = 28
 def tab_title(title: str) -> str:
     title = title or "New chat"
     return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationItem:
-    id: int
-    title: str
-    pinned: bool = False
-    subtitle: str = ""
-    comparison: bool = False  # a comparison (id is its id), opened as a compare view
 
 
 def _ignoring_result(slot):
@@ -97,10 +79,7 @@ class MainWindow(QMainWindow):
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
         self.search_box.setClearButtonEnabled(True)
-        self.conversation_list = QListWidget()
-        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.conversation_list.setSpacing(2)
+        self.conversation_list = ConversationList()
         self.new_button = QPushButton("New chat")
         self.compare_button = QPushButton("Compare")
         self.compare_button.setToolTip("Send one message to 2–4 models or settings side by side")
@@ -133,10 +112,9 @@ class MainWindow(QMainWindow):
         self.compare_button.clicked.connect(self.new_comparison_requested)
         self.presets_button.clicked.connect(self.presets_requested)
         self.search_box.textChanged.connect(self.search_changed)
-        self.conversation_list.itemActivated.connect(self._open_item)
-        self.conversation_list.itemClicked.connect(self._open_item)
-        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.conversation_list.customContextMenuRequested.connect(self._conversation_menu)
+        for name in ("open_requested", "rename_requested", "pin_requested", "delete_requested",
+                     "open_comparison_requested", "rename_comparison_requested", "delete_comparison_requested"):
+            getattr(self.conversation_list, name).connect(getattr(self, name))
         self.undo_button = QPushButton("Undo")
         self.undo_button.hide()
         self.statusBar().addWidget(self.undo_button)
@@ -217,44 +195,7 @@ class MainWindow(QMainWindow):
     # ----- conversations ---------------------------------------------------------------
 
     def set_conversations(self, items: list[ConversationItem]) -> None:
-        self.conversation_list.clear()
-        for item in items:
-            mark = COMPARE_MARK if item.comparison else "📌 " if item.pinned else ""
-            widget_item = QListWidgetItem(mark + (item.title or ("Comparison" if item.comparison else "New chat")))
-            widget_item.setData(Qt.ItemDataRole.UserRole, item.id)
-            widget_item.setData(COMPARISON_ROLE, item.comparison)
-            widget_item.setData(PINNED_ROLE, item.pinned)
-            widget_item.setData(TITLE_ROLE, item.title)
-            if item.subtitle:
-                widget_item.setToolTip(item.subtitle)
-            self.conversation_list.addItem(widget_item)
-
-    def _conversation_menu(self, pos) -> None:
-        item = self.conversation_list.itemAt(pos)
-        if item is None:
-            return
-        conv_id = int(item.data(Qt.ItemDataRole.UserRole))
-        pinned = bool(item.data(PINNED_ROLE))
-        menu = QMenu(self)
-        if item.data(COMPARISON_ROLE):
-            menu.addAction("Open", lambda: self.open_comparison_requested.emit(conv_id))
-            menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE), comparison=True))
-            menu.addSeparator()
-            menu.addAction("Delete", lambda: self.delete_comparison_requested.emit(conv_id))
-            menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
-            return
-        menu.addAction("Open", lambda: self.open_requested.emit(conv_id))
-        menu.addAction("Rename…", lambda: self._ask_rename(conv_id, item.data(TITLE_ROLE)))
-        menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(conv_id, not pinned))
-        menu.addSeparator()
-        menu.addAction("Delete", lambda: self.delete_requested.emit(conv_id))
-        menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
-
-    def _ask_rename(self, conv_id: int, title: str, comparison: bool = False) -> None:
-        new, ok = QInputDialog.getText(self, "Rename", "Title:", text=title or "")
-        if ok and new.strip():
-            signal = self.rename_comparison_requested if comparison else self.rename_requested
-            signal.emit(conv_id, new.strip())
+        self.conversation_list.set_items(items)
 
     def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
@@ -291,13 +232,6 @@ class MainWindow(QMainWindow):
 
     def selected_preset(self) -> int | None:
         return self.preset_box.currentData()
-
-    def _open_item(self, item: QListWidgetItem) -> None:
-        ident = int(item.data(Qt.ItemDataRole.UserRole))
-        if item.data(COMPARISON_ROLE):
-            self.open_comparison_requested.emit(ident)
-        else:
-            self.open_requested.emit(ident)
 
     # ----- tabs ---------------------------------------------------------------------
 
