@@ -182,12 +182,13 @@ def test_sidebar_rename_pin_delete_and_undo(app):
     app.qtbot.waitUntil(lambda: "Renamed chat" in titles())
     assert app.window.tabs.tabText(app.window.tabs.indexOf(second)) == "Renamed chat"
     app.controllers.conversations.set_pinned(first.conversation_id, True)
-    app.qtbot.waitUntil(lambda: titles()[0] == "📌 First chat")
+    app.qtbot.waitUntil(lambda: titles()[0] == "⚑ First chat")
     app.controllers.conversations.delete(first.conversation_id)
     app.qtbot.waitUntil(lambda: titles() == ["Renamed chat"] and app.window.undo_button.isVisibleTo(app.window))
     assert app.window.tab_for(first.conversation_id) is None
     app.window.undo_button.click()
-    app.qtbot.waitUntil(lambda: titles() == ["📌 First chat", "Renamed chat"])
+    app.qtbot.waitUntil(lambda: titles() == ["⚑ First chat", "Renamed chat"])
+    app.qtbot.waitUntil(lambda: app.window.tab_for(first.conversation_id) is not None)  # its tab is back
     assert not app.repo.get_conversation(first.conversation_id).deleted
 
 

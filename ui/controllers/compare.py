@@ -119,7 +119,7 @@ class CompareController:
 
     def _show(self, loaded: dict) -> None:
         record, state = loaded["record"], loaded["state"]
-        view, made = self.window.open_compare(record.id, record.title or "Comparison")
+        view, made = self.window.open_compare(record.id, record.title)  # untitled until the first send
         if not made:
             return
         self.states[record.id] = state

@@ -17,6 +17,7 @@ class ConversationsController:
         self.ctx = ctx
         self.actions = ConversationActions(ctx)
         self.query = ""  # what the search box holds: the sidebar shows its results until cleared
+        self._reopen_on_undo: set[int] = set()  # deleted with their tab open
         w = ctx.window
         w.new_chat_requested.connect(self.new_chat)
         w.open_requested.connect(self.open_conversation)
@@ -85,6 +86,8 @@ class ConversationsController:
         stream = self.ctx.streams.stream_for(conversation_id)
         if stream is not None:
             stream.engine.cancel(stream.request_id)
+        if self.ctx.window.tab_for(conversation_id) is not None:
+            self._reopen_on_undo.add(conversation_id)
         self.ctx.window.close_tab_of(conversation_id)
         repo = self.ctx.repo
 
@@ -100,7 +103,14 @@ class ConversationsController:
         return self.ctx.storage.run(work, done)
 
     def restore(self, conversation_id: int) -> asyncio.Task:
-        return self.ctx.storage.run(lambda: self.ctx.repo.restore(conversation_id), lambda _none: self.refresh())
+        """Undo of a delete: back in the sidebar, and in its tab if it had one open."""
+        def done(_none) -> None:
+            self.refresh()
+            if conversation_id in self._reopen_on_undo:
+                self._reopen_on_undo.discard(conversation_id)
+                self.open_conversation(conversation_id)
+
+        return self.ctx.storage.run(lambda: self.ctx.repo.restore(conversation_id), done)
 
     # ----- tabs -------------------------------------------------------------------------
 

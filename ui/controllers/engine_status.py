@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
+from inference.metrics import MetricsSnapshot
 from ui.controllers.context import ControllerContext
 
 
@@ -40,7 +41,16 @@ class EngineStatusController:
         m = hub.metrics
         if hub.engine.state.status is not EngineStatus.READY or m is None:
             return
-        self.ctx.window.set_engine_status(
-            f"{hub.model_name} · {m.running} running · {m.queued} queued · "
-            f"{m.decode_tok_s:.0f} tok/s · batch {m.last_step_seqs}"
-        )
+        self.ctx.window.set_engine_status(status_line(hub.model_name, m))
+
+
+def rate(tok_s: float) -> str:
+    """Slow rates keep a decimal (0.4 tok/s is not 0)."""
+    return f"{tok_s:.1f} tok/s" if tok_s < 10 else f"{tok_s:.0f} tok/s"
+
+
+def status_line(model: str, m: MetricsSnapshot) -> str:
+    """The status bar's engine line; idle says so instead of the last busy rate."""
+    if m.running == 0 and m.queued == 0:
+        return f"{model} · idle"
+    return f"{model} · {m.running} running · {m.queued} queued · {rate(m.decode_tok_s)} · batch {m.last_step_seqs}"

@@ -202,7 +202,8 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
     if stream is None or stream.first_token_s is None:
         return "writing…"
     elapsed = time.monotonic() - stream.first_token_s
-    rate = f" · {stream.tokens / elapsed:.0f} tok/s" if elapsed > 0.5 else ""
+    per_s = stream.tokens / elapsed
+    rate = (f" · {per_s:.1f} tok/s" if per_s < 10 else f" · {per_s:.0f} tok/s") if elapsed > 0.5 else ""
     return f"writing… {stream.tokens} tokens{rate}"
 
 

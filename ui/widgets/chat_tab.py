@@ -155,4 +155,6 @@ class ChatTab(QWidget):
         self.stop_button.setEnabled(busy)
         self.send_button.setEnabled(not busy)
         self.composer.can_submit = not busy
-        self.regenerate_button.setEnabled(not busy and self.model.rowCount() > 0)
+        # Regenerate answers the last question: a chat with only its system prompt has none.
+        asked = any(v.role == "user" for v in self.model.views())
+        self.regenerate_button.setEnabled(not busy and asked)

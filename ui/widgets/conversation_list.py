@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QInputDialog, QListWidget, QListWidgetItem, QMenu
 
 COMPARE_MARK = "⚖ "
-PIN_MARK = "📌 "
+PIN_MARK = "⚑ "  # in DejaVu Sans and most UI fonts; the emoji pin drew as a box without an emoji font
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3

@@ -31,6 +31,7 @@ from ui.widgets.server_dialog import ServerDialog
 
 WRITING_BADGE = "● "
 UNDO_MS = 10_000
+PANEL_MIN_H = 220
 TAB_TITLE_CHARS = 28
 
 
@@ -106,6 +107,7 @@ class MainWindow(QMainWindow):
         self.perf_panel = PerfPanel(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
         self.perf_panel.hide()
+        self.perf_panel.visibilityChanged.connect(self._panel_shown)
         self._layout()
         self._actions()
         self.new_button.clicked.connect(self.new_chat_requested)
@@ -115,9 +117,13 @@ class MainWindow(QMainWindow):
         for name in ("open_requested", "rename_requested", "pin_requested", "delete_requested",
                      "open_comparison_requested", "rename_comparison_requested", "delete_comparison_requested"):
             getattr(self.conversation_list, name).connect(getattr(self, name))
+        # A label, not showMessage(): a temporary message hides the status bar's widgets,
+        # and so covered its own Undo button.
+        self.undo_label = QLabel("")
         self.undo_button = QPushButton("Undo")
-        self.undo_button.hide()
-        self.statusBar().addWidget(self.undo_button)
+        for widget in (self.undo_label, self.undo_button):
+            widget.hide()
+            self.statusBar().addWidget(widget)
         self.undo_button.clicked.connect(self._undo_clicked)
         self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
         self.tabs.tabCloseRequested.connect(self._close_tab)
@@ -148,7 +154,9 @@ class MainWindow(QMainWindow):
         shortcuts = [
             ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
             ("New comparison", QKeySequence("Ctrl+Shift+N"), lambda: self.new_comparison_requested.emit()),
-            ("Close tab", QKeySequence.StandardKey.Close, lambda: self._close_tab(self.tabs.currentIndex())),
+            # Ctrl+W as in every tabbed app; the platform's Close (Ctrl+F4 here) too
+            ("Close tab", [QKeySequence("Ctrl+W"), QKeySequence(QKeySequence.StandardKey.Close)],
+             lambda: self._close_tab(self.tabs.currentIndex())),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
             ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
@@ -161,7 +169,7 @@ class MainWindow(QMainWindow):
         in_file = {"New chat", "New comparison", "Open model…", "Close tab"}
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
-            action.setShortcut(keys)
+            action.setShortcuts(keys) if isinstance(keys, list) else action.setShortcut(keys)
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             action.triggered.connect(_ignoring_result(slot))
             self.addAction(action)
@@ -200,9 +208,10 @@ class MainWindow(QMainWindow):
     def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
         self._undo = (comparison, conv_id)
-        self.statusBar().showMessage(f"Deleted “{title or 'New chat'}”", UNDO_MS)
+        self.undo_label.setText(f"Deleted “{title or 'New chat'}”")
+        self.undo_label.show()
         self.undo_button.show()
-        QTimer.singleShot(UNDO_MS, self._hide_undo)
+        QTimer.singleShot(UNDO_MS, lambda: self._hide_undo(conv_id))
 
     def _undo_clicked(self) -> None:
         if self._undo is not None:
@@ -210,10 +219,13 @@ class MainWindow(QMainWindow):
             (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
         self._hide_undo()
 
-    def _hide_undo(self) -> None:
+    def _hide_undo(self, only: int | None = None) -> None:
+        """Hide the offer; with `only`, just if it is still the offer for that deletion."""
+        if only is not None and (self._undo is None or self._undo[1] != only):
+            return
         self._undo = None
+        self.undo_label.hide()
         self.undo_button.hide()
-        self.statusBar().clearMessage()
 
     def close_tab_of(self, conversation_id: int) -> None:
         tab = self.tab_for(conversation_id)
@@ -277,6 +289,7 @@ class MainWindow(QMainWindow):
             index = self.tabs.addTab(tab, tab_title(title))
             self.tabs.setTabToolTip(index, title)
         self.tabs.setCurrentWidget(tab)
+        tab.composer.setFocus()  # a new or reopened chat is for typing into
         return tab
 
     def open_tabs(self) -> list[ChatTab]:
@@ -348,6 +361,11 @@ class MainWindow(QMainWindow):
             self.load_progress.show()
             self.load_progress.setValue(int(fraction * 100))
 
+    def _panel_shown(self, visible: bool) -> None:
+        """The panel takes a third of the window's height from the chat, not more window."""
+        if visible and self.perf_panel.isFloating() is False:
+            self.resizeDocks([self.perf_panel], [max(PANEL_MIN_H, self.height() // 3)], Qt.Orientation.Vertical)
+
     def _choose_model(self) -> ModelDialog:
         dialog = ModelDialog(self.model_probe, self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use, not one per use kept
@@ -397,4 +415,6 @@ def _top(view: ChatTab | ComparePane) -> QWidget:
 
 
 def _label(tab: ChatTab | CompareView) -> str:
-    return (COMPARE_MARK if isinstance(tab, CompareView) else "") + tab_title(tab.title)
+    if isinstance(tab, CompareView):
+        return COMPARE_MARK + tab_title(tab.title or "New comparison")
+    return tab_title(tab.title)

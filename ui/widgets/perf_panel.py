@@ -10,12 +10,25 @@ from dataclasses import dataclass
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QComboBox, QDockWidget, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 WINDOW_S = 300.0  # samples kept: the last five minutes
 VIEW_S = 120.0  # shown: the last two minutes
 STAGGER_MS = 25
 PALETTE = ("#4c8bf5", "#e8710a", "#12b5cb", "#9334e6", "#188038", "#d93025")
+
+CHART_COLUMNS = 4  # docked at the bottom: two rows of four
+MIN_CHARTS_HEIGHT = 120
 
 
 @dataclass(frozen=True)
@@ -56,9 +69,18 @@ class PerfPanel(QDockWidget):
         self.summary.setWordWrap(True)
         self.gpu_label = QLabel("")
         body = QWidget()
-        grid = QGridLayout()
+        charts = QWidget()
+        grid = QGridLayout(charts)
+        grid.setContentsMargins(0, 0, 0, 0)
         for i, chart in enumerate(CHARTS):
-            grid.addWidget(self._plot(chart), i // 2, i % 2)
+            grid.addWidget(self._plot(chart), i // CHART_COLUMNS, i % CHART_COLUMNS)
+        # The charts scroll inside the dock: opening the panel takes room from the chat down
+        # to a usable size and never grows the window (their full height is ~300 px).
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(charts)
+        scroll.setMinimumHeight(MIN_CHARTS_HEIGHT)
         box = QVBoxLayout(body)
         top = QHBoxLayout()
         top.addWidget(QLabel("Engine:"))
@@ -66,7 +88,7 @@ class PerfPanel(QDockWidget):
         box.addLayout(top)
         box.addWidget(self.summary)
         box.addWidget(self.gpu_label)
-        box.addLayout(grid, 1)
+        box.addWidget(scroll, 1)
         self.setWidget(body)
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
 
