@@ -78,17 +78,30 @@ def test_restarted_app_shows_the_same_conversations_and_tabs(qtbot, data_dir, mo
     first.send(tab, "Remember the word pineapple.")
     first.wait_done(tab)
     reply = first.last(tab).text
+    first.controllers.compare.new_comparison(panes=2)
+    qtbot.waitUntil(lambda: len(first.window.open_comparisons()) == 1)
+    other = first.new_tab()
+    # Tab order: the comparison first, then the two chats, and the first chat in front.
+    bar = first.window.tabs.tabBar()
+    bar.moveTab(first.window.tabs.indexOf(first.window.open_comparisons()[0]), 0)
+    order = [first.window.tabs.widget(i) for i in range(3)]
+    first.window.tabs.setCurrentWidget(tab)
     first.window.resize(700, 520)
     first.close()
     second = App(qtbot, data_dir, model_path)
     try:
         listed = second.window.conversation_list
         titles = [listed.item(i).text() for i in range(listed.count())]
-        assert titles == ["Remember the word pineapple."]
-        qtbot.waitUntil(lambda: second.window.tabs.count() == 1 and second.window.tabs.widget(0).model.rowCount() == 2)
-        reopened = second.window.tabs.widget(0)
-        assert reopened.conversation_id == tab.conversation_id
+        assert "Remember the word pineapple." in titles
+        qtbot.waitUntil(lambda: second.window.tabs.count() == 3 and second.window.tab_for(tab.conversation_id)
+                        and second.window.tab_for(tab.conversation_id).model.rowCount() == 2)
+        reopened = second.window.tab_for(tab.conversation_id)
         assert [v.text for v in reopened.model.views()] == ["Remember the word pineapple.", reply]
+        restored = [second.window.tabs.widget(i) for i in range(3)]
+        assert [getattr(w, "comparison_id", None) for w in restored] == [order[0].comparison_id, None, None]
+        assert [w.conversation_id for w in restored[1:]] == [o.conversation_id for o in order[1:]]
+        assert other.conversation_id == restored[2].conversation_id
+        qtbot.waitUntil(lambda: second.window.tabs.currentWidget() is reopened)
         assert (second.window.width(), second.window.height()) == (700, 520)
     finally:
         second.close()

@@ -352,8 +352,5 @@ class CompareController:
             for conv_id in state.sources:
                 self.router.release(conv_id)
 
-    def open_ids(self) -> list[int]:
-        return [v.comparison_id for v in self.window.open_comparisons()]
-
     def shutdown(self) -> None:
         self.review.shutdown()

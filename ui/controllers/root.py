@@ -30,7 +30,7 @@ class Controllers:
         self.presets = PresetsController(ctx)
         self.server = ServerController(ctx)
         self.compare = CompareController(ctx)
-        self.window_state = WindowStateController(ctx, self.compare.open_ids)
+        self.window_state = WindowStateController(ctx)
         self.engine_status = EngineStatusController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
