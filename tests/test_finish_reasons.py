@@ -19,8 +19,8 @@ from storage import MessageStatus
 R, S = FinishReason, MessageStatus
 EXPECTED = {  # reason: (OpenAI finish_reason, stored status, UI status, label)
     R.STOP: ("stop", S.COMPLETE, "complete", "done"),
-    R.LENGTH: ("length", S.COMPLETE, "complete", "done"),
-    R.CONTEXT_FULL: ("length", S.COMPLETE, "complete", "done"),
+    R.LENGTH: ("length", S.COMPLETE, "complete", "cut at the token limit"),
+    R.CONTEXT_FULL: ("length", S.COMPLETE, "complete", "cut: the context is full"),
     R.CANCELLED: ("stop", S.INTERRUPTED, "interrupted", "stopped"),
     R.INTERRUPTED: ("stop", S.INTERRUPTED, "interrupted", "interrupted"),
     R.ERROR: ("stop", S.ERROR, "error", "error"),
@@ -47,7 +47,8 @@ def test_remote_finish_reasons_come_back():
 
 def test_done_text_says_how_a_reply_ended():
     stats = RequestStats(5, 0, 12, 0.0, 0.1, 39.6, None, None, 0.5)
-    assert done_text(Delta.finished_with("r", R.LENGTH, stats=stats)) == "done · 12 tokens · 40 tok/s"
+    assert done_text(Delta.finished_with("r", R.LENGTH, stats=stats)) == "cut at the token limit · 12 tokens · 40 tok/s"
+    assert done_text(Delta.finished_with("r", R.STOP, stats=stats)) == "done · 12 tokens · 40 tok/s"
     assert done_text(Delta.finished_with("r", R.STOP)) == "done"
     assert done_text(Delta.finished_with("r", R.CANCELLED, stats=stats)) == "stopped"
     assert done_text(Delta.finished_with("r", R.ERROR, "no room")) == "error: no room"

@@ -19,8 +19,9 @@ class FinishMeaning:
 
 MEANINGS: dict[FinishReason, FinishMeaning] = {
     FinishReason.STOP: FinishMeaning("stop", MessageStatus.COMPLETE, "done"),
-    FinishReason.LENGTH: FinishMeaning("length", MessageStatus.COMPLETE, "done"),
-    FinishReason.CONTEXT_FULL: FinishMeaning("length", MessageStatus.COMPLETE, "done"),
+    # A reply cut short says so: "done" read as if the model had finished its answer.
+    FinishReason.LENGTH: FinishMeaning("length", MessageStatus.COMPLETE, "cut at the token limit"),
+    FinishReason.CONTEXT_FULL: FinishMeaning("length", MessageStatus.COMPLETE, "cut: the context is full"),
     FinishReason.CANCELLED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "stopped"),
     FinishReason.INTERRUPTED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "interrupted"),
     # OpenAI has no finish_reason for a failure: the server answers an error instead.
