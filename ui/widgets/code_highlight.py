@@ -1,9 +1,12 @@
-"""Colours the fenced code blocks of a Markdown QTextDocument: keywords, strings,
-comments and numbers, for the common C-like and scripting languages."""
+"""The fenced code blocks of a Markdown QTextDocument: coloured (keywords, strings, comments
+and numbers, for the common C-like and scripting languages), wrapped at the bubble's width
+instead of clipped, each with room above it for a toolbar (its language and Copy) that the
+message delegate paints and hit-tests."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
@@ -20,10 +23,41 @@ RULES = (
     ("number", re.compile(r"\b\d+(?:\.\d+)?\b")),
     ("keyword", re.compile(r"\b(?:" + "|".join(map(re.escape, KEYWORDS)) + r")\b")),
 )
+# "bg" is a step away from both themes' assistant bubbles, so a code block shows as a box.
 COLORS = {
-    False: {"keyword": "#0b57d0", "string": "#188038", "comment": "#6b7280", "number": "#b45309", "bg": "#f1f3f5"},
-    True: {"keyword": "#8ab4f8", "string": "#81c995", "comment": "#9aa0a6", "number": "#fdd663", "bg": "#2b2d31"},
+    False: {"keyword": "#0b57d0", "string": "#188038", "comment": "#6b7280", "number": "#b45309", "bg": "#dfe3e8"},
+    True: {"keyword": "#8ab4f8", "string": "#81c995", "comment": "#9aa0a6", "number": "#fdd663", "bg": "#0f1115"},
 }
+TOOLBAR_H = 20  # the room above each code block for its language and Copy
+
+
+@dataclass(frozen=True, slots=True)
+class CodeBlock:
+    first_block: int  # number of its first QTextBlock in the document
+    language: str
+    code: str
+
+
+def code_blocks_of(doc: QTextDocument) -> list[CodeBlock]:
+    """The document's fenced code blocks, in order (consecutive code lines make one block)."""
+    found: list[CodeBlock] = []
+    block = doc.begin()
+    while block.isValid():
+        if not is_code(block):
+            block = block.next()
+            continue
+        first, language, lines = block.blockNumber(), _language(block), []
+        # A run of code lines is one block; highlight_code_blocks gave each first line a margin.
+        while block.isValid() and is_code(block) and (not lines or block.blockFormat().topMargin() < TOOLBAR_H):
+            lines.append(block.text())
+            block = block.next()
+        found.append(CodeBlock(first, language, "\n".join(lines)))
+    return found
+
+
+def _language(block) -> str:
+    return str(block.blockFormat().property(QTextFormat.Property.BlockCodeLanguage) or "")
+
 
 
 def is_code(block) -> bool:
@@ -34,18 +68,24 @@ def is_code(block) -> bool:
 
 
 def highlight_code_blocks(doc: QTextDocument, dark: bool) -> int:
-    """Returns how many code lines were coloured."""
+    """Colours, wraps and makes room for a toolbar above every code block; returns how many
+    code lines were coloured."""
     colors = COLORS[dark]
     formats = {name: _format(colors[name], italic=name == "comment", bold=name == "keyword") for name, _ in RULES}
-    background = QTextBlockFormat()
-    background.setBackground(QColor(colors["bg"]))
+    code_line = QTextBlockFormat()
+    code_line.setBackground(QColor(colors["bg"]))
+    code_line.setNonBreakableLines(False)  # long lines wrap inside the bubble, never clipped
     lines = 0
     block = doc.begin()
     while block.isValid():
         if is_code(block):
             lines += 1
             cursor = QTextCursor(block)
-            cursor.mergeBlockFormat(background)
+            starts = not is_code(block.previous()) if block.previous().isValid() else True
+            fmt = QTextBlockFormat(code_line)
+            if starts:
+                fmt.setTopMargin(TOOLBAR_H)
+            cursor.mergeBlockFormat(fmt)
             _colour_line(block, formats)
         block = block.next()
     return lines

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextDocument
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from ui.widgets.code_highlight import highlight_code_blocks
+from ui.widgets.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of, highlight_code_blocks
 from ui.widgets.message_model import MessageView, ViewRole
 
 PAD = 10
 GAP = 6
 HEADER_H = 18
+COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
 CACHE_SIZE = 512
 HEIGHT_CACHE_SIZE = 200_000
 WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
@@ -46,7 +47,7 @@ def code_style_sheet(text: QColor, link: QColor) -> str:
     """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
     dark ones, so code gets an opaque background a step away from the bubble's."""
     dark = text.lightness() > 128
-    code_bg = "#0f1115" if dark else "#dfe3e8"
+    code_bg = COLORS[dark]["bg"]
     return (
         f"body {{ color: {text.name()}; }} "
         f"a {{ color: {link.name()}; }} "
@@ -56,6 +57,7 @@ def code_style_sheet(text: QColor, link: QColor) -> str:
 
 class MessageDelegate(QStyledItemDelegate):
     branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
+    code_copied = Signal(str)  # the code of a block whose Copy was clicked (now on the clipboard)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -66,6 +68,7 @@ class MessageDelegate(QStyledItemDelegate):
         self._heights: dict[tuple, int] = {}
         self.layouts = 0  # documents built: a measure of work per frame
         self.link_color = QColor("#0b57d0")  # the palette's Link colour, set when painting
+        self.copied: tuple[str, int] | None = None  # (row key, block) whose Copy was clicked last
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (view.key, view.text, width, color.rgb())
@@ -121,7 +124,43 @@ class MessageDelegate(QStyledItemDelegate):
         doc = self._document(view, self._text_width(option), option.font, text_color)
         painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
         doc.drawContents(painter)
+        self._paint_code_toolbars(painter, doc, view, palette, option.font)
         painter.restore()
+
+    # ----- code blocks: language and Copy above each ------------------------------------
+
+    def code_toolbars(self, doc: QTextDocument) -> list[tuple[CodeBlock, QRectF, QRectF]]:
+        """Each code block with its toolbar's rectangle and its Copy button's, in document
+        coordinates (the room highlight_code_blocks left above the block)."""
+        out = []
+        layout = doc.documentLayout()
+        for block in code_blocks_of(doc):
+            top = layout.blockBoundingRect(doc.findBlockByNumber(block.first_block))
+            bar = QRectF(top.left(), top.top() - TOOLBAR_H, top.width(), TOOLBAR_H - 2)
+            copy = QRectF(bar.right() - COPY_W, bar.top(), COPY_W, bar.height())
+            out.append((block, bar, copy))
+        return out
+
+    def _paint_code_toolbars(self, painter: QPainter, doc: QTextDocument, view: MessageView,
+                             palette: QPalette, font: QFont) -> None:
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        painter.setFont(small)
+        for block, bar, copy in self.code_toolbars(doc):
+            painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(bar.adjusted(4, 0, 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                             block.language or "code")
+            painter.setPen(palette.color(QPalette.ColorRole.Link))
+            label = "Copied ✓" if self.copied == (view.key, block.first_block) else "Copy"
+            painter.drawText(copy, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+
+    def code_block_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> CodeBlock | None:
+        """The code block whose Copy is under pos (in the view's coordinates), if any."""
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, color)
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        return next((block for block, _bar, copy in self.code_toolbars(doc) if copy.contains(local)), None)
 
     def _header_parts(self, rect, view: MessageView, font: QFont):
         """The header's rectangle, small font, details text, and the arrows' hit boxes."""
@@ -177,5 +216,13 @@ class MessageDelegate(QStyledItemDelegate):
             step = self.arrow_at(option.rect, view, option.font, event.position().toPoint())
             if step:
                 self.branch_clicked.emit(view.message_id, step)
+                return True
+            block = self.code_block_at(option, view, event.position().toPoint())
+            if block is not None:
+                QGuiApplication.clipboard().setText(block.code)
+                self.copied = (view.key, block.first_block)
+                self.code_copied.emit(block.code)
+                if option.widget is not None:
+                    option.widget.viewport().update()  # "Copied ✓" in place of Copy
                 return True
         return super().editorEvent(event, model, option, index)
