@@ -64,9 +64,10 @@ def _blocks(doc):
 def test_each_code_block_has_its_language_and_copy_copies_it(shown, qtbot):
     doc = _doc(shown)
     bars = shown.delegate.code_toolbars(doc)
-    assert [(b.language, b.code.splitlines()[0]) for b, _bar, _copy in bars] == [("python", "def f():"), ("bash", "ls -l")]
+    firsts = [(b.language, b.code.splitlines()[0]) for b, _bar, _copy in bars]
+    assert firsts == [("python", "def f():"), ("bash", "ls -l")]
     assert bars[0][0].code == f"def f():\n    {LONG}"
-    # Click the first block's Copy where it is painted on screen.
+    # Click the second block's Copy where it is painted on screen.
     option = _option(shown)
     bubble = option.rect.adjusted(10, 3, -10, -3)
     origin = QPoint(bubble.left() + 10, bubble.top() + 10 + 18)
