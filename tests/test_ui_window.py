@@ -100,3 +100,20 @@ def test_the_status_line_says_idle_and_keeps_slow_rates():
     busy = MetricsSnapshot(**{**fields, "running": 2, "decode_tok_s": 0.4, "last_step_seqs": 2})
     assert "0.4 tok/s" in status_line("m.gguf", busy)
     assert rate(123.4) == "123 tok/s"
+
+
+def test_serve_over_http_asks_in_a_dialog_that_leaves_the_event_loop_running(window, qtbot):
+    from ui.widgets.server_dialog import ServerDialog
+
+    asked = []
+    window.server_start_requested.connect(lambda *args: asked.append(args))
+    window.serve_action.trigger()  # returns at once: the dialog is open, not exec()'d
+    dialog = next(w for w in window.findChildren(ServerDialog))
+    qtbot.waitUntil(dialog.isVisible)
+    dialog.accept()
+    assert len(asked) == 1 and asked[0][0] == "127.0.0.1"
+    window.serve_action.setChecked(False)
+    window.serve_action.trigger()
+    dialog = next(w for w in window.findChildren(ServerDialog) if w.isVisible())
+    dialog.reject()
+    assert not window.serve_action.isChecked()

@@ -7,7 +7,6 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -388,11 +387,12 @@ class MainWindow(QMainWindow):
         if not on:
             self.server_stop_requested.emit()
             return
+        # open(), not exec(): a nested event loop would stall qasync's tasks meanwhile
         dialog = ServerDialog(self)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
-            self.server_start_requested.emit(*dialog.values())
-        else:
-            self.set_server_url(None)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.accepted.connect(lambda: self.server_start_requested.emit(*dialog.values()))
+        dialog.rejected.connect(lambda: self.set_server_url(None))
+        dialog.open()
 
     def set_server_url(self, url: str | None) -> None:
         """The server's address in the status bar, or nothing when it is off."""
