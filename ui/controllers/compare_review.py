@@ -4,6 +4,7 @@ word for word (worked out off the GUI thread), the differences dialog, Markdown 
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,7 +88,11 @@ class ComparisonReview:
     def export_markdown(self, view: CompareView, path: str) -> asyncio.Task:
         def work() -> None:
             text = comparison_markdown(self.ctx.repo, self.ctx.catalog, view.comparison_id)
-            Path(path).write_text(text, encoding="utf-8")
+            # Whole or not at all: a reader (or a crash) never sees half a file.
+            target = Path(path)
+            part = target.with_name(target.name + ".part")
+            part.write_text(text, encoding="utf-8")
+            os.replace(part, target)
 
         def done(_none) -> None:
             self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)
