@@ -205,17 +205,13 @@ def test_sidebar_rename_pin_delete_and_undo(app):
     assert not app.repo.get_conversation(first.conversation_id).deleted
 
 
-def test_a_broken_model_file_is_a_dialog_and_the_old_model_stays(app, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QMessageBox
-
-    shown = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))
+def test_a_broken_model_file_is_a_dialog_and_the_old_model_stays(app, tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 5000)
     old_pid = app.controllers.engines.engine.pid
     app.controllers.engines.load_model(str(broken)).join(120)
-    app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
-    assert "broken.gguf" in shown[0]
+    box = error_box(app)
+    assert "broken.gguf" in box.text()
     app.qtbot.waitUntil(lambda: app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
     assert app.controllers.engines.engine.pid != old_pid
     assert app.controllers.engines.engine.settings.model_path.name != "broken.gguf"
@@ -416,14 +412,10 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     assert app.window.grab().save(str(SCREENSHOTS / "performance-panel.png"))
 
 
-def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
-    from PySide6.QtWidgets import QMessageBox
-
+def test_a_tab_can_chat_with_a_remote_server(app, shared_engine):
     from app.engines.remote import RemoteEndpoint
     from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
-    shown = []
-    monkeypatch.setattr(QMessageBox, "warning", lambda *args: shown.append(args[2]))
     server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol"))
     server.serve_in_thread()
     try:
@@ -435,9 +427,15 @@ def test_a_tab_can_chat_with_a_remote_server(app, shared_engine, monkeypatch):
         assert app.last(tab).status == "complete" and app.last(tab).text
         assert app.stored_last(tab.conversation_id, MessageStatus.COMPLETE).model == "remote-smol"
         app.controllers.engines.connect_remote(RemoteEndpoint("http://127.0.0.1:1/v1", "m")).join(30)
-        app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
-        assert "refused the connection" in shown[0]
+        assert "refused the connection" in error_box(app).text()
         assert app.controllers.engines.model_name == "remote-smol"  # the working server stays
     finally:
         server.shutdown()
         server.server_close()
+
+
+def error_box(app):
+    """The window-modal warning show_error opened (with open(): the app kept running)."""
+    app.qtbot.waitUntil(lambda: app.window.error_box is not None and app.window.error_box.isVisible(),
+                        timeout=10_000)
+    return app.window.error_box

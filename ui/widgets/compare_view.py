@@ -7,7 +7,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui.widgets.chat_tab import Composer
+from ui.widgets.file_dialogs import open_file_dialog
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel
 from ui.widgets.remote_dialog import ask_remote_endpoint
@@ -318,10 +318,9 @@ class CompareView(QWidget):
     # ----- composer ----------------------------------------------------------------
 
     def _export_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the comparison", f"{self.title or 'comparison'}.md",
-                                              "Markdown (*.md);;All files (*)")
-        if path:
-            self.export_requested.emit(path)
+        open_file_dialog(self, "Export the comparison", "Markdown (*.md);;All files (*)",
+                         lambda path, _filter: self.export_requested.emit(path),
+                         directory=f"{self.title or 'comparison'}.md", save=True, default_suffix="md")
 
     def _send_clicked(self) -> None:
         text = self.composer.toPlainText().strip()
@@ -356,12 +355,9 @@ class CompareView(QWidget):
 
     def _pane_source(self, conversation_id: int, key: str) -> None:
         if key == OTHER_FILE:
-            path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)")
-            if path:
-                self.source_file_chosen.emit(conversation_id, path)
+            open_file_dialog(self, "Open a GGUF model", "GGUF models (*.gguf);;All files (*)",
+                             lambda path, _filter: self.source_file_chosen.emit(conversation_id, path))
         elif key == OTHER_REMOTE:
-            answer = ask_remote_endpoint(self)
-            if answer is not None:
-                self.source_remote_chosen.emit(conversation_id, *answer)
+            ask_remote_endpoint(self, lambda *answer: self.source_remote_chosen.emit(conversation_id, *answer))
         else:
             self.source_chosen.emit(conversation_id, key)

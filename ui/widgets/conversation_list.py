@@ -77,7 +77,14 @@ class ConversationList(QListWidget):
         menu.addAction("Delete", lambda: delete.emit(ident))
         menu.popup(self.viewport().mapToGlobal(pos))
 
-    def _ask_rename(self, ident: int, title: str, comparison: bool) -> None:
-        new, ok = QInputDialog.getText(self, "Rename", "Title:", text=title or "")
-        if ok and new.strip():
-            (self.rename_comparison_requested if comparison else self.rename_requested).emit(ident, new.strip())
+    def _ask_rename(self, ident: int, title: str, comparison: bool) -> QInputDialog:
+        """open(), not the static getText: no nested event loop while the user types."""
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Rename")
+        dialog.setLabelText("Title:")
+        dialog.setTextValue(title or "")
+        dialog.finished.connect(dialog.deleteLater)
+        renamed = self.rename_comparison_requested if comparison else self.rename_requested
+        dialog.textValueSelected.connect(lambda new: renamed.emit(ident, new.strip()) if new.strip() else None)
+        dialog.open()
+        return dialog

@@ -75,6 +75,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Chorus")
         self.model_probe = None  # the app's ModelProbe, for the model dialog's estimates
+        self.error_box: QMessageBox | None = None  # the latest show_error's box
         self.resize(1200, 800)
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
@@ -379,9 +380,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(paths))
 
     def _ask_remote(self) -> None:
-        answer = ask_remote_endpoint(self)
-        if answer is not None:
-            self.remote_requested.emit(*answer)
+        ask_remote_endpoint(self, self.remote_requested.emit)
 
     def _serve_toggled(self, on: bool) -> None:
         if not on:
@@ -402,11 +401,17 @@ class MainWindow(QMainWindow):
         self.server_label.setText(f"API: {url}" if url else "")
         self.server_label.setVisible(url is not None)
 
-    def show_error(self, title: str, message: str) -> None:
-        QMessageBox.warning(self, title, message)
+    def show_error(self, title: str, message: str) -> QMessageBox:
+        """A window-modal warning opened with open(): the static QMessageBox.warning ran a
+        nested event loop, stalling every stream and storage hop until it was closed."""
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.finished.connect(box.deleteLater)
+        self.error_box = box  # the latest, for tests and for callers that close it
+        box.open()
+        return box
 
-    def show_model_error(self, message: str) -> None:
-        QMessageBox.warning(self, "Could not load the model", message)
+    def show_model_error(self, message: str) -> QMessageBox:
+        return self.show_error("Could not load the model", message)
 
 
 def _top(view: ChatTab | ComparePane) -> QWidget:

@@ -14,7 +14,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -24,6 +23,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from ui.widgets.file_dialogs import open_file_dialog
 
 if TYPE_CHECKING:  # the window gets one from the controller; importing it would load llama.cpp
     from app.models.probe import ModelProbe
@@ -103,9 +104,8 @@ class ModelDialog(QDialog):
 
     def _browse(self) -> None:
         start = str(Path(self.path_edit.text()).parent) if self.path_edit.text() else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", start, "GGUF models (*.gguf);;All files (*)")
-        if path:
-            self.path_edit.setText(path)
+        self.browser = open_file_dialog(self, "Open a GGUF model", "GGUF models (*.gguf);;All files (*)",
+                                        lambda path, _filter: self.path_edit.setText(path), directory=start)
 
     def _changed(self) -> None:
         path = self.path_edit.text().strip()
