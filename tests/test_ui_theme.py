@@ -56,3 +56,36 @@ def test_code_blocks_have_a_visible_box(palette) -> None:
     code_bg = QColor(sheet.split("pre, code {")[1].split("background-color:")[1].split(";")[0].strip())
     bubble = bubble_color(palette, "assistant", "complete")
     assert _contrast(code_bg, bubble) >= 1.15  # a box you can see against the bubble
+
+
+@pytest.mark.parametrize("palette", [light_palette(), dark_palette()], ids=["light", "dark"])
+def test_visited_links_and_disabled_text_read_right(palette) -> None:
+    window = palette.color(QPalette.ColorRole.Window)
+    assert _contrast(palette.color(QPalette.ColorRole.LinkVisited), palette.color(QPalette.ColorRole.Base)) >= 4.5
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        enabled = _contrast(palette.color(QPalette.ColorGroup.Active, role), window)
+        disabled = _contrast(palette.color(QPalette.ColorGroup.Disabled, role), window)
+        assert 1.8 <= disabled < enabled / 2, role  # dimmer, yet still legible
+
+
+@pytest.mark.parametrize("name", ["light", "dark"])
+def test_switching_live_gives_widgets_the_theme_s_disabled_and_link_colours(qtbot, qapp, name) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    from ui.theme import apply_theme
+
+    expected = {"light": light_palette(), "dark": dark_palette()}[name]
+    other = "dark" if name == "light" else "light"
+    button, label = QPushButton("Stop"), QLabel('<a href="x">link</a>')
+    button.setEnabled(False)
+    for widget in (button, label):
+        qtbot.addWidget(widget)
+        widget.show()
+    try:
+        apply_theme(qapp, other)
+        apply_theme(qapp, name)  # live, over another theme: nothing of the other may stay
+        disabled = (QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText)
+        qtbot.waitUntil(lambda: button.palette().color(*disabled) == expected.color(*disabled))
+        assert label.palette().color(QPalette.ColorRole.Link) == expected.color(QPalette.ColorRole.Link)
+    finally:
+        apply_theme(qapp, "system")

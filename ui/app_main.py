@@ -42,13 +42,13 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     app.setApplicationName("Chorus")
     app.setDesktopFileName("chorus")  # matches packaging/linux/chorus.desktop (Wayland app id)
     app.setWindowIcon(app_icon())
-    apply_theme(app, args.theme)
+    apply_theme(app, args.theme or "system")  # the saved theme comes with the controllers
     db, repo = open_store(data_dir)
     window = MainWindow()
     # open(), not exec(): no nested event loop under qasync's
     window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
-    controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling)
+    controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling, theme=args.theme)
     window.show()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

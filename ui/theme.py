@@ -63,9 +63,27 @@ def light_palette() -> QPalette:
     })
 
 
+THEMES = ("system", "light", "dark")
+THEME_PROPERTY = "chorusTheme"  # the theme in force, kept on the application object
+_system_palette: QPalette | None = None  # Fusion's palette from the platform, before any theme
+
+
 def apply_theme(app: QApplication, theme: str = "system") -> None:
-    app.setStyle("Fusion")
+    """Applies the theme to the application; callable again at any time (View → Theme):
+    every widget on screen gets the new palette. "system" goes back to the platform's."""
+    global _system_palette
+    if _system_palette is None:
+        if app.style().name().lower() != "fusion":
+            app.setStyle("Fusion")
+        _system_palette = QPalette(app.palette())
     if theme == "dark":
         app.setPalette(dark_palette())
     elif theme == "light":
         app.setPalette(light_palette())
+    else:
+        app.setPalette(_system_palette)
+    app.setProperty(THEME_PROPERTY, theme if theme in THEMES else "system")
+
+
+def current_theme(app: QApplication) -> str:
+    return app.property(THEME_PROPERTY) or "system"

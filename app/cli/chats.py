@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from app.chats.store import open_store
+from app.chats.transfer import export_text, import_chats, write_whole
 from app.cli.command import add_command
-from app.compare.export import comparison_markdown
-from app.compare.state import ComparisonState
-from storage import CatalogRepository, ImportRejected, NotFoundError
-from storage.transfer import export_json, export_markdown, import_file
+from storage import ImportRejected, NotFoundError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,19 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run_export(args: argparse.Namespace, base: Path) -> int:
     db, repo = open_store(base)
     try:
-        if args.comparison is not None:
-            catalog = CatalogRepository(db)
-            ids = list(catalog.get_comparison(args.comparison).conversation_ids)
-        else:
-            ids = args.conversation or [c.id for c in repo.list_conversations(include_archived=True)]
-        for conv_id in ids:
-            repo.get_conversation(conv_id)  # a clear error for a wrong id
-        if args.format == "json":
-            text = json.dumps(export_json(db, ids), ensure_ascii=False, indent=1)
-        elif args.comparison is not None:
-            text = comparison_markdown(repo, catalog, args.comparison)
-        else:
-            text = export_markdown(repo, ids)
+        text, ids = export_text(db, repo, args.format, args.conversation, args.comparison)
     except NotFoundError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
@@ -53,7 +38,7 @@ def run_export(args: argparse.Namespace, base: Path) -> int:
     if args.path == "-":
         sys.stdout.write(text)
     else:
-        Path(args.path).write_text(text, encoding="utf-8")
+        write_whole(args.path, text)
         print(f"exported {len(ids)} conversation(s) to {args.path}", file=sys.stderr)
     return 0
 
@@ -61,7 +46,7 @@ def run_export(args: argparse.Namespace, base: Path) -> int:
 def run_import(args: argparse.Namespace, base: Path) -> int:
     db, _repo = open_store(base)
     try:
-        result = import_file(db, Path(args.path), remap=ComparisonState.remap_settings)
+        result = import_chats(db, args.path)
     except ImportRejected as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2

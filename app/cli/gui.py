@@ -17,7 +17,8 @@ from app.cli.engine_args import add_model_args, resolve_model
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gui = add_command(sub, "app", run_app, help="the desktop window")
     add_model_args(gui)
-    gui.add_argument("--theme", choices=("system", "light", "dark"), default="system")
+    gui.add_argument("--theme", choices=("system", "light", "dark"), default=None,
+                     help="this run's theme (default: the one chosen in View → Theme, else system)")
     gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
     # Packaging's smoke test: one prompt through the real window and engine, then exit.
     gui.add_argument("--smoke-prompt", default=None, help=argparse.SUPPRESS)

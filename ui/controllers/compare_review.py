@@ -4,10 +4,9 @@ word for word (worked out off the GUI thread), the differences dialog, Markdown 
 from __future__ import annotations
 
 import asyncio
-import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
+from app.chats.transfer import write_whole
 from app.compare.export import comparison_markdown
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words
@@ -87,12 +86,7 @@ class ComparisonReview:
 
     def export_markdown(self, view: CompareView, path: str) -> asyncio.Task:
         def work() -> None:
-            text = comparison_markdown(self.ctx.repo, self.ctx.catalog, view.comparison_id)
-            # Whole or not at all: a reader (or a crash) never sees half a file.
-            target = Path(path)
-            part = target.with_name(target.name + ".part")
-            part.write_text(text, encoding="utf-8")
-            os.replace(part, target)
+            write_whole(path, comparison_markdown(self.ctx.repo, self.ctx.catalog, view.comparison_id))
 
         def done(_none) -> None:
             self.window.statusBar().showMessage(f"Exported the comparison to {path}", 8000)

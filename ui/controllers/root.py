@@ -15,13 +15,17 @@ from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
+from ui.controllers.stop_all import StopAllController
+from ui.controllers.theme import ThemeController
+from ui.controllers.transfer import TransferController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow
 
 
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
-                 sampling: SamplingParams | None = None, models_dir: Path | None = None) -> None:
+                 sampling: SamplingParams | None = None, models_dir: Path | None = None,
+                 theme: str | None = None) -> None:
         ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
         self.engines = ctx.engines
         self.streams = ctx.streams
@@ -32,6 +36,9 @@ class Controllers:
         self.compare = CompareController(ctx)
         self.window_state = WindowStateController(ctx)
         self.engine_status = EngineStatusController(ctx)
+        self.theme = ThemeController(ctx, override=theme)  # theme: --theme, which wins over the saved one
+        self.stop_all = StopAllController(ctx)
+        self.transfer = TransferController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -48,6 +55,7 @@ class Controllers:
         self.conversations.refresh()
         self.presets.refresh()
         self.window_state.restore()
+        self.theme.restore()
         self.engines.start()
 
     def shutdown(self) -> None:

@@ -103,6 +103,11 @@ class StreamPresenter(QObject):
         with self._lock:
             return next((s for s in self._streams.values() if s.conversation_id == conversation_id), None)
 
+    def streams(self) -> list[Stream]:
+        """Every reply being written now, in any tab or pane (or none: a closed tab's)."""
+        with self._lock:
+            return list(self._streams.values())
+
     # ----- the engine's reader thread ----------------------------------------------------
 
 

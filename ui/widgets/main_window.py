@@ -3,14 +3,18 @@ state in the status bar. Widgets only: the controller feeds it and listens to it
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -20,18 +24,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.theme import THEMES
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.compare_view import ComparePane, CompareView
 from ui.widgets.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
+from ui.widgets.file_dialogs import open_file_dialog
 from ui.widgets.model_dialog import ModelDialog
 from ui.widgets.perf_panel import PerfPanel
 from ui.widgets.remote_dialog import ask_remote_endpoint
 from ui.widgets.server_dialog import ServerDialog
+from ui.widgets.shortcuts_dialog import ShortcutsDialog, shortcut_rows
 
 WRITING_BADGE = "● "
 UNDO_MS = 10_000
 PANEL_MIN_H = 220
 TAB_TITLE_CHARS = 28
+EXPORT_FILTERS = "Chorus JSON (*.json);;Markdown (*.md)"  # the CLI's formats (chorus export --format)
+IMPORT_FILTERS = "Chorus JSON (*.json);;All files (*)"  # what chorus import reads
 
 
 def tab_title(title: str) -> str:
@@ -70,12 +79,18 @@ class MainWindow(QMainWindow):
     rename_comparison_requested = Signal(int, str)
     delete_comparison_requested = Signal(int)
     undo_comparison_delete_requested = Signal(int)
+    # The menus' own requests (View → Theme, Chat → Stop all, File → Export/Import)
+    theme_requested = Signal(str)  # "system", "light" or "dark"
+    stop_all_requested = Signal()
+    export_requested = Signal(str, str, bool)  # path, format ("json" or "md"), every chat (else the current tab's)
+    import_requested = Signal(str)  # path of a Chorus JSON export
 
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle("Chorus")
         self.model_probe = None  # the app's ModelProbe, for the model dialog's estimates
         self.error_box: QMessageBox | None = None  # the latest show_error's box
+        self.shortcuts_dialog: ShortcutsDialog | None = None
         self.resize(1200, 800)
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
@@ -191,6 +206,7 @@ class MainWindow(QMainWindow):
         presets = QAction("Presets…", self)
         presets.triggered.connect(_ignoring_result(self.presets_requested.emit))
         file_menu.addAction(presets)
+        self._menu_extras(file_menu, chat_menu, view_menu)
         file_menu.addSeparator()
         quit_action = QAction("Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
@@ -198,7 +214,85 @@ class MainWindow(QMainWindow):
         file_menu.addAction(quit_action)
         about = QAction("About Chorus", self)
         about.triggered.connect(_ignoring_result(self.about_requested.emit))
-        self.menuBar().addMenu("&Help").addAction(about)
+        help_menu = self.menuBar().addMenu("&Help")
+        shortcuts = QAction("Keyboard shortcuts", self)
+        shortcuts.setShortcut(QKeySequence("Ctrl+/"))
+        shortcuts.triggered.connect(_ignoring_result(self.show_shortcuts))
+        self.addAction(shortcuts)
+        help_menu.addAction(shortcuts)
+        help_menu.addAction(about)
+
+    # ----- menus: theme, stop all, export and import, the shortcuts list ----------------
+
+    def _menu_extras(self, file_menu: QMenu, chat_menu: QMenu, view_menu: QMenu) -> None:
+        self.export_chat_action = QAction("Export chat…", self)
+        self.export_chat_action.triggered.connect(_ignoring_result(lambda: self._ask_export(every=False)))
+        export_all = QAction("Export all chats…", self)
+        export_all.triggered.connect(_ignoring_result(lambda: self._ask_export(every=True)))
+        import_action = QAction("Import…", self)
+        import_action.triggered.connect(_ignoring_result(self._ask_import))
+        file_menu.addSeparator()
+        for action in (self.export_chat_action, export_all, import_action):
+            file_menu.addAction(action)
+        self.export_chat_action.setEnabled(False)  # until a tab is open
+        self.tabs.currentChanged.connect(lambda _i: self.export_chat_action.setEnabled(self.tabs.count() > 0))
+        # Ctrl+Shift+S: free here, and Ctrl+Shift+Esc is the desktop's task manager on
+        # Windows and KDE.
+        stop_all = QAction("Stop all", self)
+        stop_all.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        stop_all.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        stop_all.triggered.connect(_ignoring_result(self.stop_all_requested.emit))
+        self.addAction(stop_all)
+        chat_menu.addAction(stop_all)
+        theme_menu = view_menu.addMenu("Theme")
+        self.theme_group = QActionGroup(self)
+        self.theme_group.setExclusive(True)
+        for name in THEMES:
+            action = QAction(name.capitalize(), self.theme_group)
+            action.setCheckable(True)
+            action.setData(name)
+            # triggered, not toggled: set_theme() checks an action without asking again
+            action.triggered.connect(_ignoring_result(lambda n=name: self.theme_requested.emit(n)))
+            theme_menu.addAction(action)
+        self.set_theme("system")
+
+    def set_theme(self, name: str) -> None:
+        """Shows the theme in force as checked in View → Theme (asks for nothing)."""
+        for action in self.theme_group.actions():
+            action.setChecked(action.data() == name)
+
+    def _ask_export(self, every: bool) -> QFileDialog:
+        tab = self.current_tab()
+        name = "chats" if every or tab is None else (tab.title or "chat")
+        name = "".join(c if c.isalnum() or c in " -_" else "_" for c in name).strip() or "chat"
+        return open_file_dialog(self, "Export all chats" if every else "Export the chat", EXPORT_FILTERS,
+                                lambda path, chosen: self._export_chosen(path, chosen, every),
+                                directory=f"{name}.json", save=True)
+
+    def _export_chosen(self, path: str, name_filter: str, every: bool) -> None:
+        """The format is the filter's, or the name's when it says .md or .json."""
+        suffix = Path(path).suffix.lower()
+        fmt = "md" if suffix == ".md" else "json" if suffix == ".json" else "md" if "*.md" in name_filter else "json"
+        if suffix not in (".md", ".json"):
+            path += "." + fmt
+        self.export_requested.emit(path, fmt, every)
+
+    def _ask_import(self) -> QFileDialog:
+        return open_file_dialog(self, "Import chats", IMPORT_FILTERS,
+                                lambda path, _filter: self.import_requested.emit(path))
+
+    def shortcut_actions(self) -> list[QAction]:
+        """Every action of the window that has a shortcut: the list Help shows."""
+        return [a for a in self.findChildren(QAction) if a.shortcuts()]
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        """Non-modal: it can stay open beside the chat. Built from the actions each time,
+        so it lists what the keys really do."""
+        if self.shortcuts_dialog is not None:
+            self.shortcuts_dialog.deleteLater()
+        self.shortcuts_dialog = ShortcutsDialog(shortcut_rows(self.menuBar(), self.shortcut_actions()), self)
+        self.shortcuts_dialog.show()
+        return self.shortcuts_dialog
 
     # ----- conversations ---------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDockWidget,
     QFrame,
@@ -192,6 +193,19 @@ class PerfPanel(QDockWidget):
         for name in names:
             ys = self.series(name)[-n:]
             self._curves[name].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
+
+    def apply_theme(self) -> None:
+        """The plots take the palette's colours again (View → Theme changed it live): their
+        background and text are set when built, not read from the palette as they paint.
+        The application's palette: the panel's own gets the change a moment later."""
+        palette = QApplication.palette(self)
+        text = palette.color(QPalette.ColorRole.Text)
+        for plot in self.findChildren(pg.PlotWidget):
+            plot.setBackground(palette.color(QPalette.ColorRole.Base))
+            item = plot.getPlotItem()
+            item.setTitle(item.titleLabel.text, color=text.name(), size="9pt")
+            for axis in ("left", "bottom"):
+                plot.getAxis(axis).setTextPen(text)
 
 
 def _engine_values(m) -> dict[str, float]:
