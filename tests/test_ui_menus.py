@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QFileDialog
 
+from tests.gui_app import SCREENSHOTS
 from tests.menus_app import Shell
 from ui.theme import apply_theme, current_theme, dark_palette, light_palette
 from ui.widgets.code_highlight import COLORS
@@ -208,6 +209,8 @@ def test_the_shortcuts_list_has_every_action_with_a_shortcut(shell, qtbot):
         assert (action.text().replace("&", ""), keys) in listed, action.text()
     menus = {action: menu for menu, action, _keys in dialog.rows()}
     assert menus["Stop all"] == "Chat" and menus["Performance panel"] == "View"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert dialog.grab().save(str(SCREENSHOTS / "keyboard-shortcuts.png"))
 
 
 def test_no_two_actions_share_a_shortcut(shell):
