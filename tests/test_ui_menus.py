@@ -12,8 +12,10 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from tests.gui_app import SCREENSHOTS
 from tests.menus_app import Shell
+from tests.pixels import bubble_colour
 from ui.theme import apply_theme, current_theme, dark_palette, light_palette
 from ui.widgets.code_highlight import COLORS
+from ui.widgets.message_delegate import bubble_color
 from ui.widgets.message_model import MessageView
 
 REPLY = "Here:\n\n```python\nprint('hi')\n```\n\nthat is all, with enough words after it to fill a line.\n"
@@ -66,6 +68,8 @@ def test_switching_the_theme_live_repaints_the_window_and_code_and_is_kept(qtbot
         QPalette.ColorRole.Window))
     assert tab.view.palette().color(QPalette.ColorRole.Base) == dark_palette().color(QPalette.ColorRole.Base)
     qtbot.waitUntil(lambda: _code_background(tab) == COLORS[True]["bg"])
+    dark_bubble = bubble_color(dark_palette(), "assistant", "complete").name()
+    qtbot.waitUntil(lambda: bubble_colour(tab.view.grab().toImage(), tab.view, tab.view, 1) == dark_bubble)
     assert _action(window, "Dark").isChecked() and not _action(window, "Light").isChecked()
     first.settled()
     first.close()
@@ -237,3 +241,17 @@ def test_stop_all_asks_every_stream_to_stop(shell, qtbot):
     _action(shell.window, "Stop all").trigger()
     assert sorted(cancelled) == ["r1", "r2", "r3"]
     assert "Stopped 3 replies" in shell.window.statusBar().currentMessage()
+
+
+def test_export_chat_from_a_compare_tab_exports_its_comparison_as_a_group(shell, qtbot, tmp_path):
+    a = _chat(shell.repo, "A", "Which sort?", "Merge sort.")
+    b = _chat(shell.repo, "B", "Which sort?", "Quick sort.")
+    _chat(shell.repo, "Elsewhere", "Not this one", "No")
+    comparison = shell.ctx.catalog.create_comparison("Which sort?", [a, b])
+    shell.window.open_compare(comparison.id, "Which sort?")
+    target = tmp_path / "comparison.json"
+    shell.window.export_requested.emit(str(target), "json", False)
+    qtbot.waitUntil(target.exists, timeout=10_000)
+    data = json.loads(target.read_text())
+    assert sorted(c["title"] for c in data["conversations"]) == ["A", "B"]
+    assert len(data["comparisons"]) == 1
