@@ -17,7 +17,8 @@ WAIT_MS = 120_000
 class App:
     """A window, its controllers, and helpers to drive them like a user."""
 
-    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
+    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096,
+                 auto_titles: bool = False) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
         from app.chats.store import open_store
         from ui.controllers.root import Controllers
@@ -29,7 +30,8 @@ class App:
         qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
-        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling)
+        # Generated titles off unless a test asks: a title a test sets or sends stays as it is.
+        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling, auto_titles=auto_titles)
         self.ctx = self.controllers.context
         self.window.show()
         self.controllers.start()

@@ -15,13 +15,15 @@ from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
+from ui.controllers.titles import TitlesController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow
 
 
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
-                 sampling: SamplingParams | None = None, models_dir: Path | None = None) -> None:
+                 sampling: SamplingParams | None = None, models_dir: Path | None = None,
+                 auto_titles: bool = True) -> None:
         ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
         self.engines = ctx.engines
         self.streams = ctx.streams
@@ -32,6 +34,7 @@ class Controllers:
         self.compare = CompareController(ctx)
         self.window_state = WindowStateController(ctx)
         self.engine_status = EngineStatusController(ctx)
+        self.titles = TitlesController(ctx, enabled=auto_titles)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
