@@ -261,25 +261,23 @@ class Scheduler:
                                                       promised + self._reserve_for(head)):
             return []
         for req in spare:
-            self.running.remove(req)
-            if req.seq is not None:
-                self.kv.release(req.seq, keep=True)
-            req.seq = None
-            req.num_computed = 0
-            req.status = RequestStatus.WAITING
-            req.preemptions += 1
-            self.waiting.append(req)
+            self._requeue(req, keep_cache=True)
         return spare
 
     def _preempt_one(self, candidates: list[Request]) -> Request:
         """Send the last request in priority order back to the queue, dropping its KV."""
         victim = candidates.pop()
-        self.running.remove(victim)
-        if victim.seq is not None:  # every running request holds one
-            self.kv.release(victim.seq, keep=False)
-        victim.seq = None
-        victim.num_computed = 0
-        victim.status = RequestStatus.WAITING
-        victim.preemptions += 1
-        self.waiting.append(victim)
+        self._requeue(victim, keep_cache=False)
         return victim
+
+    def _requeue(self, req: Request, keep_cache: bool) -> None:
+        """A running request back to the queue; it computes its tokens again when readmitted
+        (from the cache, for those still there)."""
+        self.running.remove(req)
+        if req.seq is not None:  # every running request holds one
+            self.kv.release(req.seq, keep=keep_cache)
+        req.seq = None
+        req.num_computed = 0
+        req.status = RequestStatus.WAITING
+        req.preemptions += 1
+        self.waiting.append(req)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from inference import LoadSettings, SamplingParams
@@ -12,6 +14,20 @@ from storage import MessageStatus
 
 SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent.parent / "artifacts" / "screenshots"))
 WAIT_MS = 120_000
+
+
+@contextmanager
+def chorus_server(engine, model_id: str, api_key: str) -> Iterator:
+    """Chorus's own OpenAI-compatible server over an engine, on loopback: a remote source."""
+    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+
+    server = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=api_key, model_id=model_id))
+    server.serve_in_thread()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class App:

@@ -8,7 +8,7 @@ import pytest
 
 from app.chats.titles import TITLE_CHARS, make_title
 from storage import MessageStatus
-from tests.gui_app import WAIT_MS, App
+from tests.gui_app import WAIT_MS, App, chorus_server
 
 pytestmark = pytest.mark.model
 
@@ -65,7 +65,8 @@ def test_the_first_exchange_gets_a_generated_title_in_tab_sidebar_and_storage(ti
     [output] = spy.asked
     reply = app.stored_last(tab.conversation_id, MessageStatus.COMPLETE).content
     assert title == make_title("".join(output), question, reply)  # the model's words, cleaned
-    app.qtbot.waitUntil(lambda: tab.title == title and app.window.tabs.tabToolTip(app.window.tabs.indexOf(tab)) == title)
+    tabs = app.window.tabs
+    app.qtbot.waitUntil(lambda: tab.title == title and tabs.tabToolTip(tabs.indexOf(tab)) == title)
     app.qtbot.waitUntil(lambda: sidebar(app) == [title])
     # The title request's text went into no view: the chat shows its two messages only.
     assert not any(rid.startswith("title-") for rid in spy.to_views)
@@ -93,11 +94,10 @@ def test_a_title_the_user_set_is_kept(titled):
     app.wait_streaming(during)
     app.controllers.conversations.rename(during.conversation_id, "My sea notes")
     app.wait_done(before, during)
-    for tab, title in ((before, "Trip plans"), (during, "My sea notes")):
+    for tab in (before, during):
         app.stored_last(tab.conversation_id, MessageStatus.COMPLETE)
-    app.ctx.storage.submit(lambda: None).result()
-    app.qtbot.wait(200)
-    app.ctx.storage.submit(lambda: None).result()  # a title request would have been sent by now
+    app.ctx.storage.submit(lambda: None).result()  # every storage call queued so far has run
+    app.qtbot.wait(200)  # its result reached the GUI thread: a title request would be sent by now
     assert spy.asked == []
     for tab, title in ((before, "Trip plans"), (during, "My sea notes")):
         assert app.repo.get_conversation(tab.conversation_id).title == title and tab.title == title
@@ -106,7 +106,6 @@ def test_a_title_the_user_set_is_kept(titled):
 
 def test_http_requests_get_no_title_and_a_remote_engine_titles_chats(titled, shared_engine):
     from app.engines.remote import RemoteEndpoint
-    from app.server.openai_api import ChorusHTTPServer, ServerConfig
 
     openai = pytest.importorskip("openai")
     app, spy = titled
@@ -120,9 +119,7 @@ def test_http_requests_get_no_title_and_a_remote_engine_titles_chats(titled, sha
     app.qtbot.wait(200)
     assert spy.asked == [] and app.repo.list_conversations() == []  # not a chat of the window
 
-    server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol"))
-    server.serve_in_thread()
-    try:
+    with chorus_server(shared_engine, "remote-smol", "k") as server:
         app.controllers.engines.connect_remote(RemoteEndpoint(f"{server.url}/v1", "remote-smol", "k")).join(30)
         app.qtbot.waitUntil(lambda: app.controllers.engines.model_name == "remote-smol")
         tab = app.new_tab()
@@ -132,6 +129,3 @@ def test_http_requests_get_no_title_and_a_remote_engine_titles_chats(titled, sha
         assert len(spy.asked) == 1 and "".join(spy.asked[0]).strip()  # the remote model wrote it
         assert title and len(title) <= TITLE_CHARS and title != "New chat"
         app.qtbot.waitUntil(lambda: tab.title == title and sidebar(app) == [title])
-    finally:
-        server.shutdown()
-        server.server_close()
