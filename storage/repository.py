@@ -244,8 +244,7 @@ class ChatRepository:
             if not conv.title_provisional:
                 return None
             conv.title = title
-            conv.title_provisional = False
-            conv.updated_at = utcnow()
+            conv.title_provisional = False  # updated_at stays: a title is not activity (sidebar order)
             return conversation_record(conv)
 
     def delete(self, conversation_id: int) -> None:

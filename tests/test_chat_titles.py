@@ -112,6 +112,7 @@ def test_a_provisional_title_is_replaced_once_by_the_generated_one(repo) -> None
     assert conv.title_provisional
     titled = repo.set_generated_title(conv.id, "Computer Memory Basics")
     assert titled is not None and (titled.title, titled.title_provisional) == ("Computer Memory Basics", False)
+    assert titled.updated_at == conv.updated_at  # not activity: the sidebar's order stays
     assert repo.set_generated_title(conv.id, "Another Title") is None  # never titled twice
     assert repo.get_conversation(conv.id).title == "Computer Memory Basics"
 
