@@ -130,6 +130,11 @@ class KvCacheManager:
             return None
         return Allocation(seq, cached)
 
+    def fits(self, tokens: list[int], reuse_limit: int, reserve_cells: int) -> bool:
+        """Whether allocate() would find the cells for tokens now (sequence ids aside)."""
+        cached = self._tree.match(tokens[:reuse_limit]).length
+        return self._room_after_eviction(tokens[:cached]) >= len(tokens) - cached + reserve_cells
+
     def _take_over_idle(self, holders: frozenset[int], cached: int) -> int | None:
         """Continue an idle sequence in place when it holds the matched prefix.
 

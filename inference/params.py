@@ -12,6 +12,14 @@ from inference.errors import RequestError
 # max_tokens meaning "until end-of-generation or a full context".
 UNLIMITED = -1
 
+# A request's priority below 0: work on spare capacity (a chat's generated title). The
+# scheduler runs it after every other request and takes its sequence back for any other.
+SPARE_PRIORITY = -1
+
+
+def is_spare(priority: int) -> bool:
+    return priority < 0
+
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
@@ -58,7 +66,8 @@ class ChatRequest:
     """One generation: a chat (messages) or raw prompt tokens, plus how to sample it.
 
     priority: higher runs first (the tab the user looks at); waiting time ages every
-    request upwards so nothing starves.
+    request upwards so nothing starves. Below 0 (SPARE_PRIORITY): only on spare capacity,
+    yielding to every other request.
     """
 
     messages: tuple[dict, ...] = ()

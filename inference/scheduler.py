@@ -4,6 +4,10 @@ Decode tokens go first (one per running sequence: latency), then prompt chunks o
 admitted requests, then new admissions, all within the step's token budget. Order is
 priority first (the tab the user looks at), aged by waiting time so nothing starves,
 then arrival.
+
+A negative priority is work on spare capacity (a chat's generated title): it comes after
+every other request whatever its age, and gives its sequence back as soon as another
+request waits and finds no room, so it never delays a tab.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from inference.kv_cache import KvCacheManager
+from inference.params import is_spare
 from inference.prefix_tree import common_prefix_len
 from inference.request import Request, RequestStatus
 from inference.step_budget import StepBudget
@@ -130,6 +135,7 @@ class Scheduler:
     def schedule(self) -> StepPlan:
         now = self.clock()
         plan = StepPlan()
+        plan.preempted.extend(self._yield_spare_work())
         order = self._order_key(now)
         decoding = sorted((r for r in self.running if r.is_decoding), key=order)
         while decoding and not self.kv.make_room(len(decoding)):
@@ -186,12 +192,12 @@ class Scheduler:
 
     # ----- internals ---------------------------------------------------------------
 
-    def _order_key(self, now: float) -> Callable[[Request], tuple[float, int]]:
+    def _order_key(self, now: float) -> Callable[[Request], tuple[bool, float, int]]:
         aging = self.aging_s
 
-        def key(req: Request) -> tuple[float, int]:
+        def key(req: Request) -> tuple[bool, float, int]:
             effective = req.priority + (now - req.arrival_s) / aging
-            return (-effective, req.arrival_index)
+            return (is_spare(req.priority), -effective, req.arrival_index)
 
         return key
 
@@ -236,15 +242,42 @@ class Scheduler:
                 return True
         return False
 
+    def _yield_spare_work(self) -> list[Request]:
+        """Spare-capacity requests give their sequences back when another request waits and
+        would find no sequence or no room. Their KV stays cached (idle, evictable), so they
+        resume cheaply once the others leave room."""
+        spare = [r for r in self.running if is_spare(r.priority)]
+        if not spare:
+            return []
+        wanting = sorted((r for r in self.waiting if not is_spare(r.priority) and not self._waits_for_inflight(r)),
+                         key=self._order_key(self.clock()))
+        if not wanting:
+            return []
+        stats = self.kv.stats()
+        open_seqs = stats.seqs_total - stats.seqs_active - stats.seqs_pinned  # free or idle
+        head = wanting[0]
+        promised = sum(r.num_uncomputed for r in self.running)
+        if len(wanting) <= open_seqs and self.kv.fits(head.tokens, head.reuse_limit,
+                                                      promised + self._reserve_for(head)):
+            return []
+        for req in spare:
+            self._requeue(req, keep_cache=True)
+        return spare
+
     def _preempt_one(self, candidates: list[Request]) -> Request:
         """Send the last request in priority order back to the queue, dropping its KV."""
         victim = candidates.pop()
-        self.running.remove(victim)
-        if victim.seq is not None:  # every running request holds one
-            self.kv.release(victim.seq, keep=False)
-        victim.seq = None
-        victim.num_computed = 0
-        victim.status = RequestStatus.WAITING
-        victim.preemptions += 1
-        self.waiting.append(victim)
+        self._requeue(victim, keep_cache=False)
         return victim
+
+    def _requeue(self, req: Request, keep_cache: bool) -> None:
+        """A running request back to the queue; it computes its tokens again when readmitted
+        (from the cache, for those still there)."""
+        self.running.remove(req)
+        if req.seq is not None:  # every running request holds one
+            self.kv.release(req.seq, keep=keep_cache)
+        req.seq = None
+        req.num_computed = 0
+        req.status = RequestStatus.WAITING
+        req.preemptions += 1
+        self.waiting.append(req)

@@ -31,6 +31,8 @@ class ConversationRecord:
     archived: bool
     active_message_id: int | None
     deleted: bool
+    # The title is a stand-in the generated title may replace (see schema.Conversation).
+    title_provisional: bool = False
 
 
 @dataclass(frozen=True, slots=True)

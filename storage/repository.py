@@ -81,6 +81,7 @@ def conversation_record(c: Conversation) -> ConversationRecord:
         archived=bool(c.archived),
         active_message_id=c.active_message_id,
         deleted=c.deleted_at is not None,
+        title_provisional=bool(c.title_provisional),
     )
 
 
@@ -186,6 +187,8 @@ class ChatRepository:
                     conv.sampling_json = json.dumps(value or {})
                 else:
                     setattr(conv, name, value)
+                if name == "title":  # a title set on purpose is never replaced by a generated one
+                    conv.title_provisional = False
             conv.updated_at = utcnow()
             return conversation_record(conv)
 
@@ -224,8 +227,25 @@ class ChatRepository:
             copy.active_message_id = parent
             return conversation_record(copy)
 
-    def rename(self, conversation_id: int, title: str) -> ConversationRecord:
-        return self.update_conversation(conversation_id, title=title)
+    def rename(self, conversation_id: int, title: str, provisional: bool = False) -> ConversationRecord:
+        """provisional: a stand-in the generated title may replace; any other title is kept."""
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            conv.title = title
+            conv.title_provisional = provisional
+            conv.updated_at = utcnow()
+            return conversation_record(conv)
+
+    def set_generated_title(self, conversation_id: int, title: str) -> ConversationRecord | None:
+        """The model's title, only over a provisional one (in one transaction, so a rename
+        by the user meanwhile wins). None when the title was not provisional any more."""
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            if not conv.title_provisional:
+                return None
+            conv.title = title
+            conv.title_provisional = False  # updated_at stays: a title is not activity (sidebar order)
+            return conversation_record(conv)
 
     def delete(self, conversation_id: int) -> None:
         """Soft delete: hidden from lists and search until restored or purged."""

@@ -67,6 +67,9 @@ class Conversation(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     title: Mapped[str] = mapped_column(String(500), default="")
+    # A stand-in title (the first message's words) that the model's title may replace;
+    # a title the user set, or one generated, is not provisional and is never replaced.
+    title_provisional: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     model_ref: Mapped[str | None] = mapped_column(Text)

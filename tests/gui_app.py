@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from inference import LoadSettings, SamplingParams
@@ -14,10 +16,25 @@ SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", Path(__file__).parent
 WAIT_MS = 120_000
 
 
+@contextmanager
+def chorus_server(engine, model_id: str, api_key: str) -> Iterator:
+    """Chorus's own OpenAI-compatible server over an engine, on loopback: a remote source."""
+    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+
+    server = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=api_key, model_id=model_id))
+    server.serve_in_thread()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class App:
     """A window, its controllers, and helpers to drive them like a user."""
 
-    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096) -> None:
+    def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096,
+                 auto_titles: bool = False) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
         from app.chats.store import open_store
         from ui.controllers.root import Controllers
@@ -29,7 +46,8 @@ class App:
         qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
-        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling)
+        # Generated titles off unless a test asks: a title a test sets or sends stays as it is.
+        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling, auto_titles=auto_titles)
         self.ctx = self.controllers.context
         self.window.show()
         self.controllers.start()

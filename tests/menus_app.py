@@ -21,7 +21,7 @@ class Shell:
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         settings = LoadSettings(model_path=data_dir / "no-model.gguf")
-        self.controllers = Controllers(self.window, self.repo, settings, theme=theme)
+        self.controllers = Controllers(self.window, self.repo, settings, theme=theme, auto_titles=False)
         self.ctx = self.controllers.context
         self.window.show()
         qtbot.waitExposed(self.window)

@@ -51,17 +51,17 @@ def test_schema_comparison_sees_a_difference(tmp_path):
     """The agreement check is not vacuous: a database one revision behind differs."""
     db = Database(tmp_path / "old.db")
     try:
-        db.upgrade("0002")
+        db.upgrade("0003")
         diff = schema_diff(db)
         assert len(diff) == 1
         op, _schema, table, column = diff[0]
-        assert (op, table, column.name) == ("add_column", "messages", "owner_pid")
+        assert (op, table, column.name) == ("add_column", "conversations", "title_provisional")
     finally:
         db.close()
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0003"
+    assert head_revision() == "0004"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------
@@ -138,6 +138,7 @@ def test_old_database_upgrades_with_data_intact(tmp_path):
         conv = repo.get_conversation(1)
         assert (conv.title, conv.model_ref, conv.sampling, conv.pinned, conv.archived) == (
             "Penguin facts", "tiny.gguf", {"top_k": 40}, True, False)
+        assert not conv.title_provisional  # 0004: an old title is kept, never replaced by a generated one
         assert CatalogRepository(db).get_preset(conv.preset_id).name == "Terse"
         assert CatalogRepository(db).get_setting("theme") == "dark"
         assert [c.id for c in repo.list_conversations(include_archived=True)] == [1, 2]
@@ -219,7 +220,7 @@ def test_reopening_up_to_date_database_makes_no_backup(tmp_path):
 
 
 def test_upgrade_from_each_old_revision(tmp_path):
-    for rev in ("0001", "0002"):
+    for rev in ("0001", "0002", "0003"):
         path = tmp_path / f"at-{rev}.db"
         old = Database(path)
         old.upgrade(rev)

@@ -49,8 +49,8 @@ class ConversationActions:
         def work():
             user = repo.add_message(conv_id, "user", text)
             conv = repo.get_conversation(conv_id)
-            if not conv.title:
-                repo.rename(conv_id, text[:TITLE_CHARS])
+            if not conv.title:  # a stand-in until the model's title comes (controllers/titles.py)
+                repo.rename(conv_id, text[:TITLE_CHARS], provisional=True)
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 

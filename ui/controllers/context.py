@@ -12,6 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from app.engines.own_requests import OwnRequests
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
 from ui.controllers.engine_hub import EngineHub
@@ -39,6 +40,7 @@ class ControllerContext:
     events: ControllerEvents
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
     models_dir: Path
+    own_requests: OwnRequests  # the app's own requests (titles): their deltas skip the views
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,
@@ -47,9 +49,10 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
     storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
     gui = GuiCalls()
     streams = StreamPresenter(window, storage.executor)
-    engines = EngineHub(settings, catalog, storage, gui, streams.on_delta)
+    own_requests = OwnRequests(streams.on_delta)
+    engines = EngineHub(settings, catalog, storage, gui, own_requests.on_delta)
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         streams=streams, events=ControllerEvents(), sampling=sampling or SamplingParams(),
-        models_dir=models_dir or Path(repo.db.path).parent / "models",
+        models_dir=models_dir or Path(repo.db.path).parent / "models", own_requests=own_requests,
     )

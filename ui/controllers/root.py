@@ -17,6 +17,7 @@ from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
 from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
+from ui.controllers.titles import TitlesController
 from ui.controllers.transfer import TransferController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow
@@ -25,7 +26,7 @@ from ui.widgets.main_window import MainWindow
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
                  sampling: SamplingParams | None = None, models_dir: Path | None = None,
-                 theme: str | None = None) -> None:
+                 theme: str | None = None, auto_titles: bool = True) -> None:
         ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
         self.engines = ctx.engines
         self.streams = ctx.streams
@@ -39,6 +40,7 @@ class Controllers:
         self.theme = ThemeController(ctx, override=theme)  # theme: --theme, which wins over the saved one
         self.stop_all = StopAllController(ctx)
         self.transfer = TransferController(ctx)
+        self.titles = TitlesController(ctx, enabled=auto_titles)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),

@@ -76,6 +76,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
 
 class StreamPresenter(QObject):
     frame_drawn = Signal()  # after each frame's updates: the status line reads the metrics then
+    reply_finished = Signal(object, object)  # Stream, its last Delta: a reply ended (on screen or not)
 
     def __init__(self, window: MainWindow, storage: Executor) -> None:
         super().__init__()
@@ -151,6 +152,7 @@ class StreamPresenter(QObject):
         if delta.finished:
             with self._lock:
                 self._streams.pop(stream.request_id, None)
+            self.reply_finished.emit(stream, delta)
         if tab is None:
             return  # closed tab: the reply goes on and is saved; nothing to draw
         if delta.finished:
