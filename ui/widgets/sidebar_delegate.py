@@ -5,12 +5,13 @@ underneath with the matched words in bold and the link colour."""
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from ui.widgets.tab_activity import READY, TabState, describe
+from ui.widgets.tab_activity import READY, TabState, row_text
 
 Index = QModelIndex | QPersistentModelIndex
 HEADER_ROLE = Qt.ItemDataRole.UserRole + 10
@@ -24,7 +25,7 @@ def snippet_html(runs: tuple[tuple[str, bool], ...], text: QColor, match: QColor
     """Rich text of a snippet's (text, matched) runs: matches bold, in the match colour."""
     parts = []
     for part, matched in runs:
-        safe = html.escape(" ".join(part.split()) if not part.isspace() else " ")
+        safe = html.escape(re.sub(r"\s+", " ", part))  # one line: newlines as spaces, spaces kept
         parts.append(f'<b style="color:{match.name()}">{safe}</b>' if matched else safe)
     return f'<span style="color:{text.name()}">{"".join(parts)}</span>'
 
@@ -80,11 +81,11 @@ class SidebarDelegate(QStyledItemDelegate):
         line = QRect(rect.left(), rect.top(), rect.width(), fm.height())
         activity = index.data(ACTIVITY_ROLE) or READY
         if activity.state is not TabState.READY:
-            state = describe(activity)
+            state = row_text(activity)
             small = _small(opt.font)
             painter.setFont(small)
             painter.setPen(accent)
-            room = min(QFontMetrics(small).horizontalAdvance(state), rect.width() // 2)
+            room = min(QFontMetrics(small).horizontalAdvance(state) + 4, rect.width() // 2)  # + rounding
             painter.drawText(line, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
                              QFontMetrics(small).elidedText(state, Qt.TextElideMode.ElideRight, room))
             line.setWidth(rect.width() - room - PAD_X)

@@ -54,6 +54,13 @@ def describe(activity: Activity) -> str:
     return activity.state.value
 
 
+def row_text(activity: Activity) -> str:
+    """The short form a sidebar row has room for: '● 23 tok/s', '✓ unread'."""
+    if activity.state is TabState.WRITING:
+        return MARKS[activity.state] + (rate_text(activity.rate) if activity.rate is not None else "writing")
+    return MARKS[activity.state] + {TabState.UNREAD: "unread"}.get(activity.state, activity.state.value)
+
+
 def tooltip(title: str, activity: Activity) -> str:
     return f"{title}\n{describe(activity)}"
 
