@@ -274,3 +274,44 @@ def test_twelve_tabs_stay_readable_and_the_list_switches(desk, qtbot):
     qtbot.waitUntil(lambda: any(m.isVisible() for m in w.tabs.findChildren(QMenu)))
     for m in w.tabs.findChildren(QMenu):
         m.close()
+
+
+# ----- on the real model ----------------------------------------------------------------------
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme, qapp):
+    from tests.gui_app import SCREENSHOTS, WAIT_MS, App
+    from ui.theme import apply_theme
+
+    old_palette = qapp.palette()
+    apply_theme(qapp, theme)
+    shot = App(qtbot, data_dir, model_path, max_tokens=48)
+    try:
+        w = shot.window
+        tabs = [shot.new_tab() for _ in range(4)]
+        prompts = ["Explain how a hash map works.", "Write a poem about the sea.",
+                   "List tips for learning to cook.", "Describe a walk in the forest."]
+        for tab, prompt in zip(tabs, prompts):
+            shot.send(tab, prompt)
+        shot.wait_streaming(*tabs)
+        background = tabs[:3]  # the last one opened is in front
+        qtbot.waitUntil(lambda: all(_text(w, t).startswith("● ") and "tok/s" in _tip(w, t) for t in background),
+                        timeout=30_000)
+        qtbot.waitUntil(lambda: all(r is not None and r.data(ACTIVITY_ROLE).state is TabState.WRITING
+                                    for r in (w.conversation_list.row_for(t.conversation_id) for t in tabs)),
+                        timeout=10_000)
+        qtbot.waitUntil(lambda: len(shot.last(tabs[3]).text) > 60, timeout=WAIT_MS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        assert w.grab().save(str(SCREENSHOTS / f"tabs-writing-{theme}.png"))
+        assert not _text(w, tabs[3]).startswith("● ")  # the tab in front shows its reply instead
+        shot.wait_done(*tabs, timeout=2 * WAIT_MS)  # a shared machine can be slow
+        # Each background reply ended out of sight: marked until its tab is shown.
+        qtbot.waitUntil(lambda: all(_text(w, t).startswith("✓ ") for t in background))
+        assert not _text(w, tabs[3]).startswith(("✓ ", "● "))
+        w.tabs.setCurrentWidget(tabs[0])
+        qtbot.waitUntil(lambda: not _text(w, tabs[0]).startswith("✓ "))
+    finally:
+        shot.close()
+        qapp.setPalette(old_palette)
