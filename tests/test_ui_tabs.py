@@ -230,6 +230,13 @@ def test_a_background_finish_sends_one_notification(desk, qtbot, monkeypatch):
     assert sent == [(back.conversation_id, "Reply finished", "“Background chat”")]  # not the front one
 
 
+def test_clicking_the_message_shows_its_chat(desk, qtbot):
+    back = desk.chat("Background chat")
+    desk.chat("Front chat")
+    desk.window.notifier.clicked.emit(back.conversation_id)
+    qtbot.waitUntil(lambda: desk.window.tabs.currentWidget() is back)
+
+
 def test_the_option_is_saved_and_says_why_it_is_off_without_a_tray(qtbot, tmp_path):
     first = Desk(qtbot, tmp_path)
     try:

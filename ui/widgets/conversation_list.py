@@ -64,6 +64,8 @@ class ConversationList(QListWidget):
         self.customContextMenuRequested.connect(self._menu)
         # What each chat does, kept across refills: (is a comparison, id) -> activity.
         self._activity: dict[tuple[bool, int], Activity] = {}
+        # The rows by (is a comparison, id): the 2 Hz activity updates look them up without a scan.
+        self._rows: dict[tuple[bool, int], QListWidgetItem] = {}
         self.empty_label = QLabel(self.viewport())
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -73,6 +75,7 @@ class ConversationList(QListWidget):
     def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None) -> None:
         """Rows in the order given; under date headers unless they are search hits."""
         self.clear()
+        self._rows = {}
         now = now or datetime.now().astimezone()
         group = None
         for item in items:
@@ -81,7 +84,8 @@ class ConversationList(QListWidget):
                 if name != group:
                     self.addItem(_header(name))
                     group = name
-            self.addItem(self._row(item))
+            row = self._rows[(item.comparison, item.id)] = self._row(item)
+            self.addItem(row)
         self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else "")
         self.empty_label.setVisible(bool(query.strip()) and not items)
         self._place_empty_label()
@@ -111,8 +115,7 @@ class ConversationList(QListWidget):
         return [self.item(i).text() for i in range(self.count()) if self.item(i).data(HEADER_ROLE)]
 
     def row_for(self, ident: int, comparison: bool = False) -> QListWidgetItem | None:
-        return next((r for r in self.rows() if r.data(Qt.ItemDataRole.UserRole) == ident
-                     and bool(r.data(COMPARISON_ROLE)) == comparison), None)
+        return self._rows.get((comparison, ident))
 
     def title_of(self, ident: int) -> str:
         row = self.row_for(ident)
