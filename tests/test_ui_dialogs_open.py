@@ -32,7 +32,7 @@ def test_an_error_is_a_window_modal_box_that_does_not_block(window, qtbot):
 
 
 def test_rename_asks_in_an_open_dialog_and_emits_the_new_title(window, qtbot):
-    dialog = window.conversation_list._ask_rename(5, "Old title", False)
+    dialog = window.conversation_list.ask_rename(5, "Old title", False)
     assert isinstance(dialog, QInputDialog)
     qtbot.waitUntil(dialog.isVisible)
     assert dialog.textValue() == "Old title"

@@ -37,9 +37,10 @@ class ConversationsController:
         repo, catalog = self.ctx.repo, self.ctx.catalog
 
         def items():
-            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned))
+            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at))
                      for c in repo.list_conversations(standalone_only=True)]
-            comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True))
+            comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True,
+                                                           updated_at=c.updated_at or c.created_at))
                            for c in catalog.list_comparisons()]
             merged = sorted(chats + comparisons, key=lambda pair: (pair[1].pinned, pair[0]), reverse=True)
             return [item for _, item in merged]
@@ -59,12 +60,12 @@ class ConversationsController:
                 if hit.conversation_id not in seen:
                     seen.add(hit.conversation_id)
                     items.append(ConversationItem(hit.conversation_id, hit.conversation_title,
-                                                  subtitle=hit.snippet_text))
+                                                  subtitle=hit.snippet_text, snippet=hit.snippet))
             return items
 
         def show(items) -> None:
             if text == self.query:  # an answer to an older query is dropped
-                self.ctx.window.set_conversations(items)
+                self.ctx.window.set_conversations(items, text)
 
         return self.ctx.storage.run(hits, show)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from app.perf.monitor import PerfMonitor
 from inference import LoadSettings, SamplingParams
 from storage import ChatRepository
+from ui.controllers.background import BackgroundController
 from ui.controllers.compare import CompareController
 from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
@@ -41,6 +42,7 @@ class Controllers:
         self.stop_all = StopAllController(ctx)
         self.transfer = TransferController(ctx)
         self.titles = TitlesController(ctx, enabled=auto_titles)
+        self.background = BackgroundController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -53,6 +55,7 @@ class Controllers:
     def start(self) -> None:
         """On the running event loop: the window's contents, then the engine."""
         self.ctx.streams.start()
+        self.background.start()
         self.monitor.start()
         self.conversations.refresh()
         self.presets.refresh()
@@ -64,6 +67,7 @@ class Controllers:
         self.server.server.stop()
         self.window_state.save()
         self.ctx.streams.stop()
+        self.background.stop()
         self.monitor.stop()
         self.compare.shutdown()
         self.engines.shutdown()

@@ -13,7 +13,7 @@ class StopAllController:
 
     def stop_all(self) -> int:
         """Cancels every stream at its engine; returns how many were asked to stop."""
-        streams = [s for s in self.ctx.streams.streams() if s.engine is not None]
+        streams = [s for s in self.ctx.streams.live() if s.engine is not None]
         for stream in streams:
             stream.engine.cancel(stream.request_id)
         if streams:

@@ -18,6 +18,7 @@ from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
 from ui.widgets.message_model import MessageView
+from ui.widgets.tab_activity import rate_text
 
 FRAME_MS = 30
 
@@ -43,10 +44,16 @@ class Stream:
     # Everything drawn or owed so far: a view opened mid-reply starts from this, not from
     # the last checkpoint in storage (which can be up to a second behind).
     text: list[str] = field(default_factory=list)
-
+    phase: Phase = Phase.QUEUED  # as last drawn
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
+
+    def rate(self, now: float) -> float | None:
+        """Tokens per second since the first one; None until there is half a second to go by."""
+        if self.first_token_s is None or now - self.first_token_s <= 0.5:
+            return None
+        return self.tokens / (now - self.first_token_s)
 
 
 @dataclass
@@ -76,7 +83,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
 
 class StreamPresenter(QObject):
     frame_drawn = Signal()  # after each frame's updates: the status line reads the metrics then
-    reply_finished = Signal(object, object)  # Stream, its last Delta: a reply ended (on screen or not)
+    reply_finished = Signal(object, object)  # Stream, its last Delta: after its view (if any) is drawn
 
     def __init__(self, window: MainWindow, storage: Executor) -> None:
         super().__init__()
@@ -104,8 +111,8 @@ class StreamPresenter(QObject):
         with self._lock:
             return next((s for s in self._streams.values() if s.conversation_id == conversation_id), None)
 
-    def streams(self) -> list[Stream]:
-        """Every reply being written now, in any tab or pane (or none: a closed tab's)."""
+    def live(self) -> list[Stream]:
+        """The replies being written now."""
         with self._lock:
             return list(self._streams.values())
 
@@ -139,6 +146,8 @@ class StreamPresenter(QObject):
                 stream = self._streams.get(request_id)
             if stream is not None:
                 self._apply(stream, update)
+                if update.last.finished:
+                    self.reply_finished.emit(stream, update.last)
         self.frame_drawn.emit()
 
     def _apply(self, stream: Stream, update: _Pending) -> None:
@@ -149,10 +158,10 @@ class StreamPresenter(QObject):
         stream.tokens += update.tokens
         stream.backlog.extend(update.text)
         stream.text.extend(update.text)
+        stream.phase = delta.phase
         if delta.finished:
             with self._lock:
                 self._streams.pop(stream.request_id, None)
-            self.reply_finished.emit(stream, delta)
         if tab is None:
             return  # closed tab: the reply goes on and is saved; nothing to draw
         if delta.finished:
@@ -162,14 +171,12 @@ class StreamPresenter(QObject):
             tab.set_busy(False)
             tab.set_state(done_text(delta))
             tab.set_result(result_text(delta))
-            self.window.set_writing(tab, False)
             return
         on_screen = self.window.is_showing(tab)
         if on_screen:
             self._draw(tab, stream, status=_live_status(delta))
         # A hidden tab's state line changes with the phase only, not with every token.
         tab.set_state(_live_text(delta, stream if on_screen else None))
-        self.window.set_writing(tab, delta.phase is Phase.DECODING)
 
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
         text, stream.backlog = "".join(stream.backlog), []
@@ -208,10 +215,8 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
         return f"reading the prompt ({100 * done // max(1, total)}%)"
     if stream is None or stream.first_token_s is None:
         return "writing…"
-    elapsed = time.monotonic() - stream.first_token_s
-    per_s = stream.tokens / elapsed
-    rate = (f" · {per_s:.1f} tok/s" if per_s < 10 else f" · {per_s:.0f} tok/s") if elapsed > 0.5 else ""
-    return f"writing… {stream.tokens} tokens{rate}"
+    per_s = stream.rate(time.monotonic())
+    return f"writing… {stream.tokens} tokens" + (f" · {rate_text(per_s)}" if per_s is not None else "")
 
 
 def result_text(delta: Delta) -> str:

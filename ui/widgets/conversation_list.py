@@ -1,18 +1,25 @@
-"""The sidebar's list of chats and comparisons: pinned first, a context menu to open,
-rename, pin and delete, and a click to open."""
+"""The sidebar's list of chats and comparisons: pinned first, then by date under headers
+(Today, Yesterday, Last 7 days, Older); search hits with their snippet; what a chat is
+doing (writing and its rate, an unread reply); a context menu to open, rename, pin and
+delete, and a click to open."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QInputDialog, QListWidget, QListWidgetItem, QMenu
+from PySide6.QtWidgets import QInputDialog, QLabel, QListWidget, QListWidgetItem, QMenu
+
+from ui.widgets.sidebar_delegate import ACTIVITY_ROLE, HEADER_ROLE, SNIPPET_ROLE, SidebarDelegate
+from ui.widgets.tab_activity import READY, Activity
 
 COMPARE_MARK = "⚖ "
 PIN_MARK = "⚑ "  # in DejaVu Sans and most UI fonts; the emoji pin drew as a box without an emoji font
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
+PINNED_GROUP = "Pinned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +29,18 @@ class ConversationItem:
     pinned: bool = False
     subtitle: str = ""
     comparison: bool = False  # a comparison (id is its id), opened as a compare view
+    updated_at: datetime | None = None  # the date group; search hits have none (they are ranked)
+    snippet: tuple[tuple[str, bool], ...] = ()  # a search hit's (text, matched) runs
+
+
+def date_group(when: datetime, now: datetime) -> str:
+    """The header a chat last changed at `when` goes under, in the local calendar."""
+    days = (now.astimezone().date() - when.astimezone().date()).days
+    if days <= 0:
+        return "Today"
+    if days == 1:
+        return "Yesterday"
+    return "Last 7 days" if days < 7 else "Older"
 
 
 class ConversationList(QListWidget):
@@ -38,37 +57,103 @@ class ConversationList(QListWidget):
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSpacing(2)
+        self.setItemDelegate(SidebarDelegate(self))
         self.itemActivated.connect(self._open_item)
         self.itemClicked.connect(self._open_item)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
+        # What each chat does, kept across refills: (is a comparison, id) -> activity.
+        self._activity: dict[tuple[bool, int], Activity] = {}
+        # The rows by (is a comparison, id): the 2 Hz activity updates look them up without a scan.
+        self._rows: dict[tuple[bool, int], QListWidgetItem] = {}
+        self.empty_label = QLabel(self.viewport())
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setEnabled(False)  # the palette's disabled text: a note, not content
+        self.empty_label.hide()
 
-    def set_items(self, items: list[ConversationItem]) -> None:
+    def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None) -> None:
+        """Rows in the order given; under date headers unless they are search hits."""
         self.clear()
+        self._rows = {}
+        now = now or datetime.now().astimezone()
+        group = None
         for item in items:
-            mark = COMPARE_MARK if item.comparison else PIN_MARK if item.pinned else ""
-            row = QListWidgetItem(mark + (item.title or ("Comparison" if item.comparison else "New chat")))
-            row.setData(Qt.ItemDataRole.UserRole, item.id)
-            row.setData(COMPARISON_ROLE, item.comparison)
-            row.setData(PINNED_ROLE, item.pinned)
-            row.setData(TITLE_ROLE, item.title)
-            if item.subtitle:
-                row.setToolTip(item.subtitle)
+            if item.updated_at is not None and not query:
+                name = PINNED_GROUP if item.pinned else date_group(item.updated_at, now)
+                if name != group:
+                    self.addItem(_header(name))
+                    group = name
+            row = self._rows[(item.comparison, item.id)] = self._row(item)
             self.addItem(row)
+        self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else "")
+        self.empty_label.setVisible(bool(query.strip()) and not items)
+        self._place_empty_label()
+
+    def _row(self, item: ConversationItem) -> QListWidgetItem:
+        mark = COMPARE_MARK if item.comparison else PIN_MARK if item.pinned else ""
+        row = QListWidgetItem(mark + (item.title or ("Comparison" if item.comparison else "New chat")))
+        row.setData(Qt.ItemDataRole.UserRole, item.id)
+        row.setData(COMPARISON_ROLE, item.comparison)
+        row.setData(PINNED_ROLE, item.pinned)
+        row.setData(TITLE_ROLE, item.title)
+        row.setData(SNIPPET_ROLE, item.snippet)
+        row.setData(ACTIVITY_ROLE, self._activity.get((item.comparison, item.id), READY))
+        if item.subtitle:
+            row.setToolTip(item.subtitle)
+        return row
+
+    def rows(self) -> list[QListWidgetItem]:
+        """The chats and comparisons listed, without the headers."""
+        every = (self.item(i) for i in range(self.count()))
+        return [row for row in every if not row.data(HEADER_ROLE)]
+
+    def titles(self) -> list[str]:
+        return [row.text() for row in self.rows()]
+
+    def headers(self) -> list[str]:
+        return [self.item(i).text() for i in range(self.count()) if self.item(i).data(HEADER_ROLE)]
+
+    def row_for(self, ident: int, comparison: bool = False) -> QListWidgetItem | None:
+        return self._rows.get((comparison, ident))
+
+    def title_of(self, ident: int) -> str:
+        row = self.row_for(ident)
+        return (row.data(TITLE_ROLE) or "") if row is not None else ""
+
+    def set_activity(self, ident: int, comparison: bool, activity: Activity) -> None:
+        """What a row's chat does; a changed value repaints that row only."""
+        key = (comparison, ident)
+        if activity == READY:
+            self._activity.pop(key, None)
+        else:
+            self._activity[key] = activity
+        row = self.row_for(ident, comparison)
+        if row is not None and row.data(ACTIVITY_ROLE) != activity:
+            row.setData(ACTIVITY_ROLE, activity)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._place_empty_label()
+
+    def _place_empty_label(self) -> None:
+        self.empty_label.setGeometry(self.viewport().rect().adjusted(12, 12, -12, -12))
 
     def _open_item(self, item: QListWidgetItem) -> None:
+        if item.data(HEADER_ROLE):
+            return
         ident = int(item.data(Qt.ItemDataRole.UserRole))
         (self.open_comparison_requested if item.data(COMPARISON_ROLE) else self.open_requested).emit(ident)
 
     def _menu(self, pos) -> None:
         item = self.itemAt(pos)
-        if item is None:
+        if item is None or item.data(HEADER_ROLE):
             return
         ident = int(item.data(Qt.ItemDataRole.UserRole))
         comparison = bool(item.data(COMPARISON_ROLE))
         menu = QMenu(self)
         menu.addAction("Open", lambda: self._open_item(item))
-        menu.addAction("Rename…", lambda: self._ask_rename(ident, item.data(TITLE_ROLE), comparison))
+        menu.addAction("Rename…", lambda: self.ask_rename(ident, item.data(TITLE_ROLE), comparison))
         if not comparison:
             pinned = bool(item.data(PINNED_ROLE))
             menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(ident, not pinned))
@@ -77,7 +162,7 @@ class ConversationList(QListWidget):
         menu.addAction("Delete", lambda: delete.emit(ident))
         menu.popup(self.viewport().mapToGlobal(pos))
 
-    def _ask_rename(self, ident: int, title: str, comparison: bool) -> QInputDialog:
+    def ask_rename(self, ident: int, title: str, comparison: bool) -> QInputDialog:
         """open(), not the static getText: no nested event loop while the user types."""
         dialog = QInputDialog(self)
         dialog.setWindowTitle("Rename")
@@ -88,3 +173,10 @@ class ConversationList(QListWidget):
         dialog.textValueSelected.connect(lambda new: renamed.emit(ident, new.strip()) if new.strip() else None)
         dialog.open()
         return dialog
+
+
+def _header(name: str) -> QListWidgetItem:
+    row = QListWidgetItem(name)
+    row.setData(HEADER_ROLE, True)
+    row.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not clickable, skipped by the keys
+    return row

@@ -19,13 +19,13 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from ui.theme import THEMES
 from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat_tabs import ChatTabs
 from ui.widgets.compare_view import ComparePane, CompareView
 from ui.widgets.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
 from ui.widgets.file_dialogs import open_file_dialog
@@ -34,8 +34,8 @@ from ui.widgets.perf_panel import PerfPanel
 from ui.widgets.remote_dialog import ask_remote_endpoint
 from ui.widgets.server_dialog import ServerDialog
 from ui.widgets.shortcuts_dialog import ShortcutsDialog, shortcut_rows
+from ui.widgets.tray import TrayNotifier
 
-WRITING_BADGE = "● "
 UNDO_MS = 10_000
 PANEL_MIN_H = 220
 TAB_TITLE_CHARS = 28
@@ -102,12 +102,7 @@ class MainWindow(QMainWindow):
         self.preset_box = QComboBox()
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
-        self.tabs = QTabWidget()
-        self.tabs.setTabsClosable(True)
-        self.tabs.setMovable(True)
-        self.tabs.setDocumentMode(True)
-        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
-        self.tabs.setUsesScrollButtons(True)
+        self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
         self.engine_label = QLabel("engine: starting…")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 100)
@@ -142,7 +137,6 @@ class MainWindow(QMainWindow):
         self.undo_button.clicked.connect(self._undo_clicked)
         self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
         self.tabs.tabCloseRequested.connect(self._close_tab)
-        self.tabs.currentChanged.connect(self._clear_badge)
 
     def _layout(self) -> None:
         side = QWidget()
@@ -196,6 +190,10 @@ class MainWindow(QMainWindow):
         panel.setText("Performance panel")
         panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
         view_menu.addAction(panel)
+        # Background replies: a tray message when one finishes out of sight (off by default)
+        self.notifier = TrayNotifier(self)
+        view_menu.addAction(self.notifier.action)
+        view_menu.setToolTipsVisible(True)  # a disabled option says why
         self.serve_action = QAction("Serve over HTTP (OpenAI API)…", self)
         self.serve_action.setCheckable(True)  # off by default, every start
         self.serve_action.toggled.connect(self._serve_toggled)
@@ -296,8 +294,9 @@ class MainWindow(QMainWindow):
 
     # ----- conversations ---------------------------------------------------------------
 
-    def set_conversations(self, items: list[ConversationItem]) -> None:
-        self.conversation_list.set_items(items)
+    def set_conversations(self, items: list[ConversationItem], query: str = "") -> None:
+        """The sidebar's rows; with the search's query, its hits (or a note that none match)."""
+        self.conversation_list.set_items(items, query)
 
     def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
@@ -364,8 +363,7 @@ class MainWindow(QMainWindow):
         made = view is None
         if made:
             view = CompareView(comparison_id, title)
-            index = self.tabs.addTab(view, _label(view))
-            self.tabs.setTabToolTip(index, title)
+            self.tabs.add(view, _label(view))
         self.tabs.setCurrentWidget(view)
         return view, made
 
@@ -380,8 +378,7 @@ class MainWindow(QMainWindow):
         tab = self.tab_for(conversation_id)
         if tab is None:
             tab = ChatTab(conversation_id, title)
-            index = self.tabs.addTab(tab, tab_title(title))
-            self.tabs.setTabToolTip(index, title)
+            self.tabs.add(tab, tab_title(title))
         self.tabs.setCurrentWidget(tab)
         tab.composer.setFocus()  # a new or reopened chat is for typing into
         return tab
@@ -392,27 +389,7 @@ class MainWindow(QMainWindow):
 
     def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
         tab.title = title
-        i = self.tabs.indexOf(tab)
-        badge = WRITING_BADGE if self.tabs.tabText(i).startswith(WRITING_BADGE) else ""
-        self.tabs.setTabText(i, badge + _label(tab))
-        self.tabs.setTabToolTip(i, title)
-
-    def set_writing(self, view: ChatTab | ComparePane, writing: bool) -> None:
-        """A badge on background tabs that are writing (a compare tab: any of its panes)."""
-        tab = _top(view)
-        if isinstance(view, ComparePane):
-            view.writing = writing
-            writing = any(getattr(p, "writing", False) for p in tab.panes())
-        i = self.tabs.indexOf(tab)
-        show = writing and self.tabs.currentWidget() is not tab
-        text = (WRITING_BADGE if show else "") + _label(tab)
-        if self.tabs.tabText(i) != text:  # a new text lays the tab bar out again
-            self.tabs.setTabText(i, text)
-
-    def _clear_badge(self, index: int) -> None:
-        tab = self.tabs.widget(index)
-        if tab is not None:
-            self.tabs.setTabText(index, _label(tab))
+        self.tabs.set_label(tab, _label(tab))
 
     def _close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
