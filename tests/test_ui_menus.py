@@ -158,7 +158,7 @@ def test_export_all_then_import_into_a_fresh_data_folder(qtbot, tmp_path, qt_asy
         qtbot.waitUntil(dialog.isVisible)
         dialog.selectFile(str(target))
         dialog.accept()
-        qtbot.waitUntil(lambda: fresh.window.conversation_list.count() == 2, timeout=10_000)
+        qtbot.waitUntil(lambda: len(fresh.window.conversation_list.titles()) == 2, timeout=10_000)
         titles = sorted(c.title for c in fresh.repo.list_conversations())
         assert titles == ["Greeting", "Sorting"]
         sorting = next(c for c in fresh.repo.list_conversations() if c.title == "Sorting")
