@@ -10,11 +10,13 @@ import html
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 PLOT_MIN_H = 110
+MIN_CHART_W = 260
+CHART_H = 150  # title, plot and legend: every chart asks for this size (see PerfPanel._place_charts)
 # Fixed time ticks: the x range never changes, so the bottom axis is drawn once. No labels
 # at the ends, where the axis would cut them off.
 TIME_TICKS = [
@@ -47,6 +49,7 @@ class PerfChart(QWidget):
         # One line, no word wrap: a wrapping label makes the charts' scroll area size them by
         # height-for-width, which stretched every row to several times its height.
         self.legend = QLabel()
+        self.legend.setMinimumWidth(1)  # clipped in a very narrow chart, never widening its column
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.view = pg.GraphicsView()
         self.view.setMinimumHeight(PLOT_MIN_H)
@@ -71,7 +74,7 @@ class PerfChart(QWidget):
             self.box.addItem(curve)
             self.curves[key] = curve
         box = QVBoxLayout(self)
-        box.setContentsMargins(0, 0, 0, 4)
+        box.setContentsMargins(2, 0, 6, 8)
         box.setSpacing(0)
         box.addWidget(self.title)
         box.addWidget(self.view, 1)
@@ -96,6 +99,9 @@ class PerfChart(QWidget):
             mark = "╍╍" if dashed else "━━"
             items.append(f'<span style="color:{colour}">{mark}</span>&nbsp;{html.escape(label)}')
         self.legend.setText(" &nbsp; ".join(items))
+
+    def sizeHint(self) -> QSize:
+        return QSize(MIN_CHART_W, CHART_H)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

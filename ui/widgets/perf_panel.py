@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QScrollArea,
@@ -20,7 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui.widgets.perf_chart import ChartSpec, PerfChart
+from ui.widgets.perf_chart import CHART_H, MIN_CHART_W, ChartSpec, PerfChart
+from ui.widgets.tiles import Tiles
 
 WINDOW_S = 300.0  # samples kept: the last five minutes
 VIEW_S = 120.0  # shown: the last two minutes
@@ -28,7 +28,6 @@ STAGGER_MS = 20  # between two charts' redraws: all of them within one sample pe
 BUILD_MS = 5  # between two charts' creation while the panel opens: the event loop runs between
 
 CHART_COLUMNS = 4  # at most; fewer when the panel is narrow (docked at the right, or floating)
-MIN_CHART_W = 260
 MIN_CHARTS_HEIGHT = 120
 
 # One unit per chart (its left axis); the legend labels are the series' short names.
@@ -78,15 +77,13 @@ class PerfPanel(QDockWidget):
         self.gpu_label = QLabel("")
         self.gpu_label.setWordWrap(True)
         body = QWidget()
-        charts = QWidget()
-        self._grid = QGridLayout(charts)
-        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._tiles = Tiles(MIN_CHART_W, CHART_H)
         # The charts scroll inside the dock: opening the panel takes room from the chat down
         # to a usable size and never grows the window.
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         self._scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self._scroll.setWidget(charts)
+        self._scroll.setWidget(self._tiles)
         self._scroll.setMinimumHeight(MIN_CHARTS_HEIGHT)
         box = QVBoxLayout(body)
         top = QHBoxLayout()
@@ -116,6 +113,7 @@ class PerfPanel(QDockWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self.charts_ready():
+            self._place_charts()  # the empty cells first, at their final sizes
             self._build_timer.start()
 
     def _build_next(self) -> None:
@@ -134,14 +132,9 @@ class PerfPanel(QDockWidget):
             self._build_timer.start()
 
     def _place_charts(self) -> None:
-        grid = self._grid
-        for chart in self._charts.values():
-            grid.removeWidget(chart)
-        built = [self._charts[c.key] for c in self.wanted_charts() if c.key in self._charts]
-        for i, chart in enumerate(built):
-            grid.addWidget(chart, i // self._columns, i % self._columns)
-        for column in range(CHART_COLUMNS):
-            grid.setColumnStretch(column, 1 if column < self._columns else 0)
+        """Every wanted chart's slot is kept from the start: a chart arriving never moves or
+        resizes the ones already drawn."""
+        self._tiles.set_slots([self._charts.get(c.key) for c in self.wanted_charts()], self._columns)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -184,6 +177,7 @@ class PerfPanel(QDockWidget):
         if hardware is not None and hardware.gpus and not self._has_gpu:
             self._has_gpu = True  # the GPU charts join the others (built like them)
             if self.isVisible():
+                self._place_charts()
                 self._build_timer.start()
         self._redraw(now)
         self.summary.setText(_summary(self._latest.get(self.engine()), engines, self._latest))
