@@ -113,6 +113,9 @@ def test_each_chart_has_one_unit_on_its_labelled_axis(window, qtbot):
         assert units == {spec.unit}, spec.title
     for spec in panel.wanted_charts():
         assert panel.chart(spec.key).left.labelText == spec.unit
+    feed(panel, 40, gpu=False)
+    # A share in % keeps its 0-100 scale (a steady 75% hit rate is not a flat line at the top).
+    qtbot.waitUntil(lambda: panel.chart("prefix").box.viewRange()[1][1] >= 100)
 
 
 def test_gpu_charts_only_when_the_machine_reports_a_gpu(window, qtbot):

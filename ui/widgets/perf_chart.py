@@ -35,6 +35,7 @@ class ChartSpec:
     unit: str  # the left axis's one unit
     series: tuple[tuple[str, str], ...]  # (series key, legend label)
     gpu: bool = False  # shown only when the machine reports an NVIDIA GPU
+    y_max: float | None = None  # a fixed 0..y_max scale (a share in %), else it follows the data
 
 
 def is_dark(palette: QPalette) -> bool:
@@ -67,7 +68,11 @@ class PerfChart(QWidget):
         layout.addItem(self.box, 0, 1)
         layout.addItem(self.bottom, 1, 1)
         self.box.setXRange(-view_s, 0, padding=0)
-        self.box.enableAutoRange(x=False, y=True)
+        if spec.y_max is None:
+            self.box.enableAutoRange(x=False, y=True)
+        else:  # a share keeps its scale: 75% looks like three quarters, not like a flat line
+            self.box.enableAutoRange(x=False, y=False)
+            self.box.setYRange(0, spec.y_max, padding=0.02)
         self.curves: dict[str, pg.PlotDataItem] = {}
         for key, _label in spec.series:
             curve = pg.PlotDataItem([], [])
@@ -98,7 +103,7 @@ class PerfChart(QWidget):
             self.curves[key].setPen(pg.mkPen(colour, width=2, style=style))
             mark = "╍╍" if dashed else "━━"
             items.append(f'<span style="color:{colour}">{mark}</span>&nbsp;{html.escape(label)}')
-        self.legend.setText(" &nbsp; ".join(items))
+        self.legend.setText("&nbsp; ".join(items))
 
     def sizeHint(self) -> QSize:
         return QSize(MIN_CHART_W, CHART_H)

@@ -38,12 +38,12 @@ CHARTS = (
     ChartSpec("batch", "Batch size", "tokens", (("tokens", "tokens in the last step"),)),
     ChartSpec("kv", "KV cache", "cells", (("cells used", "used"), ("cells shared", "shared"),
                                           ("cells total", "total"))),
-    ChartSpec("prefix", "Prefix cache", "%", (("hit rate %", "hits per lookup"),)),
+    ChartSpec("prefix", "Prefix cache", "%", (("hit rate %", "hits per lookup"),), y_max=100),
     ChartSpec("latency", "Latency", "ms", (("TTFT p50", "TTFT p50"), ("TTFT p95", "TTFT p95"),
                                           ("ITL p50", "ITL p50"), ("ITL p95", "ITL p95"))),
     ChartSpec("cpu", "CPU (app + engine)", "%", (("CPU %", "CPU, 100% = one core"),)),
     ChartSpec("memory", "Memory (app + engine)", "MiB", (("RAM MiB", "resident memory"),)),
-    ChartSpec("gpu_load", "GPU load", "%", (("GPU util %", "utilisation"),), gpu=True),
+    ChartSpec("gpu_load", "GPU load", "%", (("GPU util %", "utilisation"),), gpu=True, y_max=100),
     ChartSpec("gpu_memory", "GPU memory", "GiB", (("GPU mem GiB", "used"), ("GPU total GiB", "total")), gpu=True),
 )
 HARDWARE_SERIES = ("CPU %", "RAM MiB", "GPU util %", "GPU mem GiB", "GPU total GiB")
