@@ -245,6 +245,16 @@ def test_a_comparison_survives_export_and_import_between_data_folders(tmp_path, 
 
 
 @pytest.mark.model
+def test_bench_ui_times_the_panel_opening_and_the_server_switch(data_dir):
+    out = chorus(data_dir, "bench-ui", "--tabs", "2", "--panel", "--serve", "--max-tokens", "32", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    for action in ("panel_open", "server_start", "server_stop"):
+        assert 0 <= report[f"{action}_call_ms"] <= report[f"{action}_ready_ms"]
+        assert report[f"{action}_max_stall_ms"] >= 0
+
+
+@pytest.mark.model
 def test_bench_ui_with_a_compare_view(data_dir):
     out = chorus(data_dir, "bench-ui", "--tabs", "5", "--compare", "--max-tokens", "8", "--json")
     assert out.returncode == 0, out.stderr

@@ -391,8 +391,11 @@ def test_screenshot_of_markdown_and_code(app):
     assert count_near(image, app.window, view.viewport(), question, keyword) == 0  # prose: no such colour
 
 
-def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
+def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app, qapp):
+    from ui.theme import dark_palette, light_palette
+
     panel = app.window.perf_panel
+    app.window.resize(1280, 800)
     panel.show()
     tabs = [app.new_tab() for _ in range(3)]
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
@@ -408,8 +411,20 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app):
     assert max(v for v in panel.series("cells used") if v == v) > 0
     assert panel.series("CPU %")[-1] >= 0 and panel.series("RAM MiB")[-1] > 0
     assert "No NVIDIA GPU" in panel.gpu_label.text()
+    # No GPU charts on this machine (tests/test_ui_perf_panel.py shows them with a GPU).
+    assert panel.charts_ready() and panel.chart("gpu_load") is None
+    assert (app.window.width(), app.window.height()) == (1280, 800)  # docking did not grow it
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    assert app.window.grab().save(str(SCREENSHOTS / "performance-panel.png"))
+    old = qapp.palette()
+    try:
+        for theme, palette in (("light", light_palette()), ("dark", dark_palette())):
+            qapp.setPalette(palette)
+            panel.apply_theme()
+            app.qtbot.wait(300)  # the palette's posted events and the staggered redraws
+            name = "performance-panel.png" if theme == "light" else "performance-panel-dark.png"
+            assert app.window.grab().save(str(SCREENSHOTS / name))
+    finally:
+        qapp.setPalette(old)
 
 
 def test_a_tab_can_chat_with_a_remote_server(app, shared_engine):

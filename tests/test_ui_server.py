@@ -3,7 +3,11 @@ batch with the tabs; off by default, 401 without the key, refused once switched 
 
 from __future__ import annotations
 
+import threading
+from types import SimpleNamespace
+
 import pytest
+from PySide6.QtCore import QObject, Signal
 
 from inference import SamplingParams
 
@@ -14,9 +18,12 @@ openai = pytest.importorskip("openai")
 def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
-    url = app.controllers.server.start_server("127.0.0.1", 0, "sekrit")
+    started = app.controllers.server.start_server("127.0.0.1", 0, "sekrit")
+    app.qtbot.waitUntil(started.done, timeout=10_000)
+    url = started.result()
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-    assert app.window.serve_action.isChecked() and app.window.server_label.text() == f"API: {url}"
+    app.qtbot.waitUntil(lambda: app.window.server_label.text() == f"API: {url}")
+    assert app.window.serve_action.isChecked()
     tab = app.new_tab()
     app.send(tab, "Describe a river in detail.")
     app.wait_streaming(tab)
@@ -40,8 +47,9 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
-    app.controllers.server.stop_server()
+    stopped = app.controllers.server.stop_server()
     assert not app.window.serve_action.isChecked() and not app.window.server_label.isVisible()
+    app.qtbot.waitUntil(stopped.done, timeout=10_000)
     with pytest.raises(openai.APIConnectionError):
         client.models.list()
 
@@ -56,8 +64,9 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert app.controllers.server.start_server("127.0.0.1", port) is None
-    assert shown and f"cannot listen on 127.0.0.1:{port}" in shown[0]
+        started = app.controllers.server.start_server("127.0.0.1", port)
+        app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+    assert started.result() is None and f"cannot listen on 127.0.0.1:{port}" in shown[0]
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
 
 
@@ -75,3 +84,79 @@ def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
     assert dialog.values() == ("127.0.0.1", 9000, "k")
     dialog.network.setChecked(True)
     assert dialog.values()[0] == "0.0.0.0"
+
+
+class _StandInEngines(QObject):
+    """What ServerController uses of the EngineHub: a local engine's gateway and name."""
+
+    state_changed = Signal(object)
+    is_local = True
+    model_name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gateway = None  # no request reaches it here
+
+
+@pytest.fixture
+def switch(qtbot, monkeypatch):
+    """The controller on a real window, with the blocking start and stop recording the
+    thread they run on."""
+    from app.server.app_server import AppServer
+    from ui.controllers.server_switch import ServerController
+    from ui.controllers.threads import GuiCalls
+    from ui.widgets.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    threads: dict[str, list[int]] = {"start": [], "stop": []}
+    for name in ("start", "stop"):
+        original = getattr(AppServer, name)
+
+        def recorded(self, *args, _name=name, _original=original):
+            threads[_name].append(threading.get_ident())
+            return _original(self, *args)
+
+        monkeypatch.setattr(AppServer, name, recorded)
+    ctx = SimpleNamespace(window=window, engines=_StandInEngines(), gui=GuiCalls())
+    controller = ServerController(ctx)
+    controller.threads = threads
+    yield controller
+    controller.shutdown()
+
+
+def test_the_server_starts_and_stops_off_the_gui_thread(switch, qtbot):
+    window = switch.ctx.window
+    window.server_start_requested.emit("127.0.0.1", 0, "")  # what the dialog's OK does
+    qtbot.waitUntil(lambda: not window.server_label.isHidden(), timeout=10_000)
+    assert window.server_label.text().startswith("API: http://127.0.0.1:") and window.serve_action.isChecked()
+    assert switch.threads["start"] and threading.get_ident() not in switch.threads["start"]
+    stopped = switch.stop_server()
+    qtbot.waitUntil(stopped.done, timeout=10_000)
+    assert not switch.server.running and window.server_label.isHidden()
+    assert switch.threads["stop"] and threading.get_ident() not in switch.threads["stop"]
+
+
+def test_a_failed_start_off_the_gui_thread_is_still_shown(switch, qtbot, monkeypatch):
+    import socket
+
+    window = switch.ctx.window
+    shown = []
+    monkeypatch.setattr(window, "show_error", lambda title, message: shown.append(message))
+    window.serve_action.setChecked(True)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = switch.start_server("127.0.0.1", port)
+        qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+    assert f"cannot listen on 127.0.0.1:{port}" in shown[0] and started.result() is None
+    assert not window.serve_action.isChecked() and not switch.server.running
+    assert threading.get_ident() not in switch.threads["start"]
+
+
+def test_switching_off_during_a_start_ends_off(switch, qtbot):
+    window = switch.ctx.window
+    switch.start_server("127.0.0.1", 0)
+    stopped = switch.stop_server()  # before the start has posted its address
+    qtbot.waitUntil(stopped.done, timeout=10_000)
+    qtbot.wait(50)  # the posted outcomes of both
+    assert window.server_label.isHidden() and not window.serve_action.isChecked()
+    assert not switch.server.running

@@ -1,6 +1,11 @@
 """`chorus bench-ui --tabs N`: the real window (offscreen) with N tabs streaming at once on
 the engine process, while a 5 ms timer probes how long the GUI event loop stalls. With
---compare, 4 of them are the panes of a compare view on screen (all drawing each frame)."""
+--compare, 4 of them are the panes of a compare view on screen (all drawing each frame).
+
+--panel opens the performance panel and --serve switches the HTTP server on and off while
+the tabs stream, as a user would (View menu, File menu): each of those is timed on the GUI
+thread (the call itself, the time until it has taken effect, and the longest stall
+meanwhile)."""
 
 from __future__ import annotations
 
@@ -39,8 +44,6 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         settings = LoadSettings(model_path=model, n_ctx=max(4096, args.tabs * (args.max_tokens + 96)),
                                 n_seq_max=args.tabs)
         controllers = Controllers(window, repo, settings, sampling=sampling)
-        if args.panel:
-            window.perf_panel.show()
         window.show()
         controllers.start()
         loop = QEventLoop()
@@ -59,12 +62,18 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
             view = window.open_comparisons()[0]
             window.tabs.setCurrentWidget(view)
         gaps: list[float] = []
-        last = [time.perf_counter()]
+        probed: list[float] = []  # when each gap ended
+        # The GUI thread's own CPU time in each gap: a long gap with little of it was the
+        # machine's other work (a shared, loaded machine), not work on the GUI thread.
+        busy: list[float] = []
+        last = [time.perf_counter(), time.thread_time()]
 
         def probe() -> None:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.thread_time()
             gaps.append(now - last[0])
-            last[0] = now
+            busy.append(cpu - last[1])
+            probed.append(now)
+            last[0], last[1] = now, cpu
 
         timer = QTimer()
         timer.setInterval(PROBE_MS)
@@ -78,6 +87,20 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
             view.composer.setPlainText("Write a short story about a lighthouse keeper.")
             view.send_button.click()
         writers = tabs + (view.panes() if view is not None else [])
+        actions: dict[str, float] = {}
+        if args.panel or args.serve:
+            # Once every tab writes: the moment a user opens the panel or the server.
+            _run_until(loop, lambda: all(t.model.rowCount() >= 2 and t.model.view(t.model.rowCount() - 1).text
+                                         for t in writers), 300)
+            timed = _Timed(loop, gaps, busy, probed, actions)
+            if args.panel:
+                panel = window.perf_panel
+                timed("panel_open", panel.show, lambda: panel.isVisible() and panel.charts_ready())
+            if args.serve:
+                timed("server_start", lambda: window.server_start_requested.emit("127.0.0.1", 0, ""),
+                      lambda: window.server_label.text().startswith("API: "))
+                timed("server_stop", window.server_stop_requested.emit,
+                      lambda: not controllers.server.server.running)
         done = lambda: all(  # noqa: E731
             t.model.rowCount() >= 2 and t.model.view(t.model.rowCount() - 1).status == "complete" for t in writers
         )
@@ -89,6 +112,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         db.close()
         window.close()
     stalls = sorted(max(0.0, g - PROBE_MS / 1000) * 1000 for g in gaps[1:])
+    worked = sorted(b * 1000 for b in busy[1:])
     result = {
         "tabs": args.tabs,
         "panel": args.panel,
@@ -98,9 +122,12 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         "stall_p50_ms": statistics.median(stalls),
         "stall_p99_ms": stalls[int(0.99 * (len(stalls) - 1))],
         "stall_max_ms": stalls[-1],
+        "gui_busy_p99_ms": worked[int(0.99 * (len(worked) - 1))],
+        "gui_busy_max_ms": worked[-1],
         "wall_s": wall,
         "engine_tok_s": args.tabs * args.max_tokens / wall,
         "max_batch_seqs": metrics.max_step_seqs if metrics else None,
+        **actions,
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -108,6 +135,34 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         for key, value in result.items():
             print(f"{key:<16}{value:>12.2f}" if isinstance(value, float) else f"{key:<16}{value!s:>12}")
     return 0
+
+
+class _Timed:
+    """Runs one user action on the GUI thread and records, in ms: how long the call itself
+    took, how long until it had taken effect, and the longest event-loop stall from the call
+    until 0.2 s after that (the paints that follow), with the GUI thread's CPU time in the
+    busiest gap."""
+
+    SETTLE_S = 0.2
+
+    def __init__(self, loop, gaps: list[float], busy: list[float], probed: list[float],
+                 out: dict[str, float]) -> None:
+        self.loop, self.gaps, self.busy, self.probed, self.out = loop, gaps, busy, probed, out
+
+    def __call__(self, name: str, action, effect) -> None:
+        start = time.perf_counter()
+        action()
+        call = time.perf_counter() - start
+        _run_until(self.loop, effect, 60)
+        ready = time.perf_counter() - start
+        _run_until(self.loop, lambda: time.perf_counter() - start > ready + self.SETTLE_S, 10)
+        end = time.perf_counter()
+        # Every gap that overlaps [start, end], the one the action sat in included.
+        during = [(g, b) for g, b, t in zip(self.gaps, self.busy, self.probed) if t > start and t - g < end]
+        self.out[f"{name}_call_ms"] = call * 1000
+        self.out[f"{name}_ready_ms"] = ready * 1000
+        self.out[f"{name}_max_stall_ms"] = max(0.0, max((g for g, _b in during), default=0.0) * 1000 - PROBE_MS)
+        self.out[f"{name}_max_busy_ms"] = max((b for _g, b in during), default=0.0) * 1000
 
 
 def _run_until(loop, condition, timeout_s: float) -> None:

@@ -31,7 +31,10 @@ def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_model_args(ubench)
     ubench.add_argument("--tabs", type=int, default=16)
     ubench.add_argument("--max-tokens", type=int, default=128)
-    ubench.add_argument("--panel", action="store_true", help="with the performance panel open")
+    ubench.add_argument("--panel", action="store_true",
+                        help="open the performance panel while the tabs stream (timed), and keep it open")
+    ubench.add_argument("--serve", action="store_true",
+                        help="switch the HTTP server on and off while the tabs stream (timed)")
     ubench.add_argument("--compare", action="store_true", help="4 of the tabs are panes of a compare view on screen")
     ubench.add_argument("--json", action="store_true")
 

@@ -64,7 +64,7 @@ class Controllers:
         self.engines.start()
 
     def shutdown(self) -> None:
-        self.server.server.stop()
+        self.server.shutdown()
         self.window_state.save()
         self.ctx.streams.stop()
         self.background.stop()

@@ -1,41 +1,81 @@
 """File → Serve over HTTP: the main engine behind the OpenAI-compatible server (off by
-default); its requests join the tabs' batch."""
+default); its requests join the tabs' batch.
+
+Starting and stopping run on one worker thread, in order, never on the GUI thread: binding
+resolves the host's name (a DNS lookup) and stopping waits for the serving loop's next poll
+(up to half a second); on the GUI thread that stalled every tab's stream. The outcome (the
+address, or the error shown to the user) is posted back to the GUI thread."""
 
 from __future__ import annotations
 
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from app.server.app_server import AppServer, ServerError
 from app.server.openai_api import ServerConfig
 from ui.controllers.context import ControllerContext
 
+log = logging.getLogger(__name__)
+
 
 class ServerController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.server = AppServer(ctx.engines.gateway)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-server-switch")
+        self._closed = False
         ctx.window.server_start_requested.connect(self.start_server)
         ctx.window.server_stop_requested.connect(self.stop_server)
-        ctx.engines.state_changed.connect(lambda _state: self.server.rename_model(self._model_id()))
+        ctx.engines.state_changed.connect(lambda _state: self._rename())
+
+    def _rename(self) -> None:
+        if not self._closed:  # a state change while the app closes: nothing to serve any more
+            self._worker.submit(self.server.rename_model, self._model_id())
 
     def _model_id(self) -> str:
         return Path(self.ctx.engines.model_name).stem
 
-    def start_server(self, host: str, port: int, api_key: str = "") -> str | None:
+    def start_server(self, host: str, port: int, api_key: str = "") -> Future[str | None] | None:
+        """Starts listening off the GUI thread; the window shows the address once it listens,
+        or the error. Returns the start's future (None when serving is not possible)."""
         window = self.ctx.window
         if not self.ctx.engines.is_local:
             window.show_error("Cannot serve", "Serving needs a local model (this window uses a remote server).")
             window.set_server_url(None)
             return None
+        config = ServerConfig(host, port, api_key or None, self._model_id())
+        return self._worker.submit(self._start, config)
+
+    def _start(self, config: ServerConfig) -> str | None:
+        """On the worker thread."""
         try:
-            url = self.server.start(ServerConfig(host, port, api_key or None, self._model_id()))
-        except ServerError as exc:
-            window.show_error("Cannot serve", str(exc))
-            window.set_server_url(None)
+            url = self.server.start(config)
+        except Exception as exc:  # ServerError (the port), or anything else: shown, not lost
+            message = str(exc) if isinstance(exc, ServerError) else f"{type(exc).__name__}: {exc}"
+            log.warning("cannot serve: %s", message)
+            self.ctx.gui.post(lambda: self._failed(message))
             return None
-        window.set_server_url(url)
+        self.ctx.gui.post(lambda: self.ctx.window.set_server_url(url))
         return url
 
-    def stop_server(self) -> None:
-        self.server.stop()
+    def _failed(self, message: str) -> None:
+        self.ctx.window.show_error("Cannot serve", message)
         self.ctx.window.set_server_url(None)
+
+    def stop_server(self) -> Future[None]:
+        """The switch shows off at once; the server stops on the worker thread."""
+        self.ctx.window.set_server_url(None)
+        return self._worker.submit(self._stop)
+
+    def _stop(self) -> None:
+        """On the worker thread. Says "off" again once stopped: a start still running when
+        the switch went off had posted its address meanwhile."""
+        self.server.stop()
+        self.ctx.gui.post(lambda: self.ctx.window.set_server_url(None))
+
+    def shutdown(self) -> None:
+        """At exit: stops the server and waits for the worker."""
+        self._closed = True
+        self._worker.submit(self.server.stop)
+        self._worker.shutdown(wait=True)

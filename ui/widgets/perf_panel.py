@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
     QDockWidget,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QScrollArea,
@@ -23,33 +19,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.widgets.perf_chart import CHART_H, MIN_CHART_W, ChartSpec, PerfChart
+from ui.widgets.tiles import Tiles
+
 WINDOW_S = 300.0  # samples kept: the last five minutes
 VIEW_S = 120.0  # shown: the last two minutes
-STAGGER_MS = 25
-PALETTE = ("#4c8bf5", "#e8710a", "#12b5cb", "#9334e6", "#188038", "#d93025")
+STAGGER_MS = 20  # between two charts' redraws: all of them within one sample period (250 ms)
+BUILD_MS = 5  # between two charts' creation while the panel opens: the event loop runs between
 
-CHART_COLUMNS = 4  # docked at the bottom: two rows of four
+CHART_COLUMNS = 4  # at most; fewer when the panel is narrow (docked at the right, or floating)
 MIN_CHARTS_HEIGHT = 120
 
-
-@dataclass(frozen=True)
-class Chart:
-    title: str
-    unit: str
-    series: tuple[str, ...]
-
-
-HARDWARE_SERIES = ("CPU %", "RAM MiB", "GPU util %", "GPU mem %")
+# One unit per chart (its left axis); the legend labels are the series' short names.
 CHARTS = (
-    Chart("Tokens per second", "tok/s", ("prefill tok/s", "decode tok/s")),
-    Chart("Batch", "per step", ("sequences", "tokens")),
-    Chart("Requests", "", ("running", "queued")),
-    Chart("KV cache", "cells", ("cells used", "cells shared", "cells total")),
-    Chart("Prefix cache", "%", ("hit rate %",)),
-    Chart("Latency", "ms", ("TTFT p50", "TTFT p95", "ITL p50", "ITL p95")),
-    Chart("This process", "", ("CPU %", "RAM MiB")),
-    Chart("GPU", "%", ("GPU util %", "GPU mem %")),
+    ChartSpec("throughput", "Throughput", "tok/s", (("prefill tok/s", "prefill"), ("decode tok/s", "decode"))),
+    ChartSpec("requests", "Requests", "requests",
+              (("sequences", "in the last step"), ("running", "running"), ("queued", "queued"))),
+    ChartSpec("batch", "Batch size", "tokens", (("tokens", "tokens in the last step"),)),
+    ChartSpec("kv", "KV cache", "cells", (("cells used", "used"), ("cells shared", "shared"),
+                                          ("cells total", "total"))),
+    ChartSpec("prefix", "Prefix cache", "%", (("hit rate %", "hits per lookup"),), y_max=100),
+    ChartSpec("latency", "Latency", "ms", (("TTFT p50", "TTFT p50"), ("TTFT p95", "TTFT p95"),
+                                          ("ITL p50", "ITL p50"), ("ITL p95", "ITL p95"))),
+    ChartSpec("cpu", "CPU (app + engine)", "%", (("CPU %", "CPU, 100% = one core"),)),
+    ChartSpec("memory", "Memory (app + engine)", "MiB", (("RAM MiB", "resident memory"),)),
+    ChartSpec("gpu_load", "GPU load", "%", (("GPU util %", "utilisation"),), gpu=True, y_max=100),
+    ChartSpec("gpu_memory", "GPU memory", "GiB", (("GPU mem GiB", "used"), ("GPU total GiB", "total")), gpu=True),
 )
+HARDWARE_SERIES = ("CPU %", "RAM MiB", "GPU util %", "GPU mem GiB", "GPU total GiB")
+ENGINE_SERIES = tuple(key for c in CHARTS for key, _label in c.series if key not in HARDWARE_SERIES)
 
 
 class PerfPanel(QDockWidget):
@@ -61,61 +59,100 @@ class PerfPanel(QDockWidget):
         # Series per engine (by its model's name), and the machine's under "".
         self._data: dict[str, dict[str, deque[float]]] = {}
         self._latest: dict[str, object] = {}
+        self._has_gpu = False  # GPU charts only once a sample carries GPU figures
         self.engine_box = QComboBox()
         self.engine_box.setToolTip("The engine the charts show, when several models are loaded")
         self.engine_box.currentIndexChanged.connect(lambda _i: self._redraw(self._times[-1] if self._times else 0.0))
-        self._curves: dict[str, pg.PlotDataItem] = {}
-        self._plots: list[tuple[str, ...]] = [c.series for c in CHARTS]
+        # The charts are built when the panel first opens, one per event-loop turn (see
+        # _build_next): building all of them at once stalled the GUI, and most sessions never
+        # open the panel.
+        self._charts: dict[str, PerfChart] = {}
+        self._columns = CHART_COLUMNS
+        self._build_timer = QTimer(self)
+        self._build_timer.setSingleShot(True)
+        self._build_timer.setInterval(BUILD_MS)
+        self._build_timer.timeout.connect(self._build_next)
         self.summary = QLabel("waiting for the engine…")
         self.summary.setWordWrap(True)
         self.gpu_label = QLabel("")
+        self.gpu_label.setWordWrap(True)
         body = QWidget()
-        charts = QWidget()
-        grid = QGridLayout(charts)
-        grid.setContentsMargins(0, 0, 0, 0)
-        for i, chart in enumerate(CHARTS):
-            grid.addWidget(self._plot(chart), i // CHART_COLUMNS, i % CHART_COLUMNS)
+        self._tiles = Tiles(MIN_CHART_W, CHART_H)
         # The charts scroll inside the dock: opening the panel takes room from the chat down
-        # to a usable size and never grows the window (their full height is ~300 px).
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(charts)
-        scroll.setMinimumHeight(MIN_CHARTS_HEIGHT)
+        # to a usable size and never grows the window.
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setWidget(self._tiles)
+        self._scroll.setMinimumHeight(MIN_CHARTS_HEIGHT)
         box = QVBoxLayout(body)
         top = QHBoxLayout()
         top.addWidget(QLabel("Engine:"))
         top.addWidget(self.engine_box, 1)
+        top.addWidget(self.gpu_label, 2)
         box.addLayout(top)
         box.addWidget(self.summary)
-        box.addWidget(self.gpu_label)
-        box.addWidget(scroll, 1)
+        box.addWidget(self._scroll, 1)
         self.setWidget(body)
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
 
-    def _plot(self, chart: Chart) -> pg.PlotWidget:
-        palette = self.palette()
-        plot = pg.PlotWidget()
-        plot.setBackground(palette.color(QPalette.ColorRole.Base))
-        text = palette.color(QPalette.ColorRole.Text)
-        plot.setTitle(chart.title, color=text.name(), size="9pt")
-        for axis in ("left", "bottom"):
-            plot.getAxis(axis).setTextPen(text)
-        plot.setMinimumHeight(120)
-        # A fixed x range keeps the axes' cached drawing valid while the curves scroll;
-        # grid lines are left out for the same reason (they are drawn by the axes).
-        plot.setXRange(-VIEW_S, 0, padding=0)
-        plot.enableAutoRange(x=False, y=True)
-        plot.setLabel("bottom", "seconds ago")
-        plot.hideButtons()
-        plot.setMenuEnabled(False)
-        plot.addLegend(offset=(4, 4), labelTextSize="7pt")
-        plot.setMouseEnabled(x=False, y=False)
-        for color, name in zip(PALETTE, chart.series):
-            dashed = name.endswith("total")
-            pen = pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
-            self._curves[name] = plot.plot([], [], pen=pen, name=name)
-        return plot
+    # ----- charts -----------------------------------------------------------------------
+
+    def wanted_charts(self) -> list[ChartSpec]:
+        """The charts this machine has figures for: no GPU charts without a GPU."""
+        return [c for c in CHARTS if self._has_gpu or not c.gpu]
+
+    def chart(self, key: str) -> PerfChart | None:
+        """A chart, once built (None before the panel first opened, or for a GPU chart
+        without a GPU)."""
+        return self._charts.get(key)
+
+    def charts_ready(self) -> bool:
+        return all(c.key in self._charts for c in self.wanted_charts())
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self.charts_ready():
+            self._place_charts()  # the empty cells first, at their final sizes
+            self._build_timer.start()
+
+    def _build_next(self) -> None:
+        """Builds one missing chart, and schedules the next: each one is a short slice of
+        GUI time (a few ms), with the event loop running in between."""
+        if not self.isVisible():
+            return  # resumes when shown again
+        spec = next((c for c in self.wanted_charts() if c.key not in self._charts), None)
+        if spec is None:
+            return
+        self._charts[spec.key] = PerfChart(spec, VIEW_S)
+        self._place_charts()
+        if self._times:
+            self._draw_chart(spec, [t - self._times[-1] for t in self._times])
+        if not self.charts_ready():
+            self._build_timer.start()
+
+    def _place_charts(self) -> None:
+        """Every wanted chart's slot is kept from the start: a chart arriving never moves or
+        resizes the ones already drawn."""
+        self._tiles.set_slots([self._charts.get(c.key) for c in self.wanted_charts()], self._columns)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # Charts flow into as many columns as fit: four docked at the bottom, fewer docked at
+        # the right or floating in a small window.
+        columns = max(1, min(CHART_COLUMNS, self._scroll.viewport().width() // MIN_CHART_W))
+        if columns != self._columns:
+            self._columns = columns
+            self._place_charts()
+
+    def apply_theme(self) -> None:
+        """Re-reads the application's palette: plot backgrounds, axes and curve colours (the
+        labels follow the palette by themselves). Callable right after a theme switch: the
+        widgets' own palettes only catch up through posted events, and each chart re-reads
+        its own then too (PerfChart.changeEvent)."""
+        palette = QApplication.palette(self)
+        for chart in self._charts.values():
+            chart.apply_theme(palette)
 
     # ----- samples ----------------------------------------------------------------------
 
@@ -137,12 +174,17 @@ class PerfPanel(QDockWidget):
                     values.popleft()
         self._forget_gone(engines)
         self._sync_engine_box(engines)
+        if hardware is not None and hardware.gpus and not self._has_gpu:
+            self._has_gpu = True  # the GPU charts join the others (built like them)
+            if self.isVisible():
+                self._place_charts()
+                self._build_timer.start()
         self._redraw(now)
         self.summary.setText(_summary(self._latest.get(self.engine()), engines, self._latest))
         self.gpu_label.setText(_gpu_text(hardware))
 
     def _append(self, engine: str, values: dict[str, float]) -> None:
-        names = HARDWARE_SERIES if engine == "" else [s for c in CHARTS for s in c.series if s not in HARDWARE_SERIES]
+        names = HARDWARE_SERIES if engine == "" else ENGINE_SERIES
         if engine not in self._data:  # a new engine: its past is empty, not missing
             self._data[engine] = {n: deque([float("nan")] * (len(self._times) - 1)) for n in names}
         for name, series in self._data[engine].items():
@@ -184,15 +226,17 @@ class PerfPanel(QDockWidget):
         xs = [t - now for t in self._times]
         # One chart per slot, spread over the sample period, so the GUI thread never
         # spends one long stretch repainting all of them.
-        for k, names in enumerate(self._plots):
+        built = [c for c in self.wanted_charts() if c.key in self._charts]
+        for k, spec in enumerate(built):
             # With the panel as context, a pending draw dies with the panel.
-            QTimer.singleShot(k * STAGGER_MS, self, lambda names=names: self._draw_chart(names, xs))
+            QTimer.singleShot(k * STAGGER_MS, self, lambda spec=spec: self._draw_chart(spec, xs))
 
-    def _draw_chart(self, names: tuple[str, ...], xs: list[float]) -> None:
+    def _draw_chart(self, spec: ChartSpec, xs: list[float]) -> None:
+        curves = self._charts[spec.key].curves
         n = len(xs)
-        for name in names:
-            ys = self.series(name)[-n:]
-            self._curves[name].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
+        for key, _label in spec.series:
+            ys = self.series(key)[-n:]
+            curves[key].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
 
     def apply_theme(self) -> None:
         """The plots take the palette's colours again (View → Theme changed it live): their
@@ -235,10 +279,10 @@ def _hardware_values(hw) -> dict[str, float]:
     if hw is not None:
         out["CPU %"] = hw.cpu_pct
         out["RAM MiB"] = hw.rss_mib
-        if hw.gpus:
+        if hw.gpus:  # all GPUs together: their mean load, their summed memory
             out["GPU util %"] = sum(g.utilization_pct for g in hw.gpus) / len(hw.gpus)
-            total = max(1.0, sum(g.memory_total_mib for g in hw.gpus))
-            out["GPU mem %"] = 100.0 * sum(g.memory_used_mib for g in hw.gpus) / total
+            out["GPU mem GiB"] = sum(g.memory_used_mib for g in hw.gpus) / 1024
+            out["GPU total GiB"] = sum(g.memory_total_mib for g in hw.gpus) / 1024
     return out
 
 

@@ -1,0 +1,119 @@
+"""One chart of the performance panel: a title, a pyqtgraph plot with one unit on its left
+axis and time on its bottom axis, and its legend under the plot (a label, never over the
+curves). Built from a bare ViewBox and two axes rather than a PlotWidget: a PlotWidget also
+builds its context menus and options dialog, which made it about three times as slow to
+create on the GUI thread (the panel opens without a visible stall)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+PLOT_MIN_H = 110
+MIN_CHART_W = 260
+CHART_H = 150  # title, plot and legend: every chart asks for this size (see PerfPanel._place_charts)
+# Fixed time ticks: the x range never changes, so the bottom axis is drawn once. No labels
+# at the ends, where the axis would cut them off.
+TIME_TICKS = [
+    [(-90.0, "90 s ago"), (-60.0, "60 s ago"), (-30.0, "30 s ago")],
+    [(-120.0, ""), (0.0, "")],
+]
+# Curve colours per theme: saturated on white, lighter tones on the dark background.
+LIGHT_COLOURS = ("#1a73e8", "#e8710a", "#129eaf", "#9334e6", "#188038", "#d93025")
+DARK_COLOURS = ("#8ab4f8", "#fcad70", "#78d9ec", "#c58af9", "#81c995", "#f28b82")
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    key: str
+    title: str
+    unit: str  # the left axis's one unit
+    series: tuple[tuple[str, str], ...]  # (series key, legend label)
+    gpu: bool = False  # shown only when the machine reports an NVIDIA GPU
+    y_max: float | None = None  # a fixed 0..y_max scale (a share in %), else it follows the data
+
+
+def is_dark(palette: QPalette) -> bool:
+    return palette.color(QPalette.ColorRole.Base).lightness() < 128
+
+
+class PerfChart(QWidget):
+    def __init__(self, spec: ChartSpec, view_s: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.spec = spec
+        self.title = QLabel(f"<b>{html.escape(spec.title)}</b>")
+        # One line, no word wrap: a wrapping label makes the charts' scroll area size them by
+        # height-for-width, which stretched every row to several times its height.
+        self.legend = QLabel()
+        self.legend.setMinimumWidth(1)  # clipped in a very narrow chart, never widening its column
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.view = pg.GraphicsView()
+        self.view.setMinimumHeight(PLOT_MIN_H)
+        self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        layout = pg.GraphicsLayout()
+        layout.setContentsMargins(2, 4, 6, 2)
+        self.view.setCentralItem(layout)
+        self.box = pg.ViewBox(enableMenu=False, enableMouse=False)
+        self.left = pg.AxisItem("left")
+        self.bottom = pg.AxisItem("bottom")
+        for axis in (self.left, self.bottom):
+            axis.linkToView(self.box)
+        self.bottom.setTicks(TIME_TICKS)
+        layout.addItem(self.left, 0, 0)
+        layout.addItem(self.box, 0, 1)
+        layout.addItem(self.bottom, 1, 1)
+        self.box.setXRange(-view_s, 0, padding=0)
+        if spec.y_max is None:
+            self.box.enableAutoRange(x=False, y=True)
+        else:  # a share keeps its scale: 75% looks like three quarters, not like a flat line
+            self.box.enableAutoRange(x=False, y=False)
+            self.box.setYRange(0, spec.y_max, padding=0.02)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        for key, _label in spec.series:
+            curve = pg.PlotDataItem([], [])
+            self.box.addItem(curve)
+            self.curves[key] = curve
+        box = QVBoxLayout(self)
+        box.setContentsMargins(2, 0, 6, 8)
+        box.setSpacing(0)
+        box.addWidget(self.title)
+        box.addWidget(self.view, 1)
+        box.addWidget(self.legend)
+        self.apply_theme()
+
+    def apply_theme(self, palette: QPalette | None = None) -> None:
+        """Backgrounds, axes and curve colours from the palette (the chart's own by default)."""
+        palette = self.palette() if palette is None else palette
+        text = palette.color(QPalette.ColorRole.Text)
+        self.view.setBackground(palette.color(QPalette.ColorRole.Base))
+        for axis in (self.left, self.bottom):
+            axis.setTextPen(text)
+            axis.setPen(palette.color(QPalette.ColorRole.Mid))
+        self.left.setLabel(self.spec.unit, color=text.name())
+        colours = DARK_COLOURS if is_dark(palette) else LIGHT_COLOURS
+        items = []
+        for colour, (key, label) in zip(colours, self.spec.series):
+            dashed = "total" in key  # a ceiling, not a measure
+            style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+            self.curves[key].setPen(pg.mkPen(colour, width=2, style=style))
+            mark = "╍╍" if dashed else "━━"
+            items.append(f'<span style="color:{colour}">{mark}</span>&nbsp;{html.escape(label)}')
+        self.legend.setText("&nbsp; ".join(items))
+
+    def sizeHint(self) -> QSize:
+        return QSize(MIN_CHART_W, CHART_H)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        # A theme switch reaches each widget's palette through posted events: re-read it
+        # when this chart's own palette has changed, not when its parent's did.
+        if event.type() == QEvent.Type.PaletteChange:
+            self.apply_theme()
+
+    def legend_labels(self) -> list[str]:
+        return [label for _key, label in self.spec.series]
