@@ -110,15 +110,15 @@ def test_system_goes_back_to_the_platform_palette(qapp):
     assert QApplication.palette().color(QPalette.ColorRole.Window) == system
 
 
-def test_the_performance_panel_plots_follow_the_theme(shell, qapp):
-    import pyqtgraph as pg
-
+def test_the_performance_panel_plots_follow_the_theme(shell, qtbot, qapp):
     panel = shell.window.perf_panel
+    panel.show()
+    qtbot.waitUntil(panel.charts_ready)  # the charts are built when the panel first opens
+    chart = panel.chart("throughput")
     _action(shell.window, "Dark").trigger()
-    plot = panel.findChildren(pg.PlotWidget)[0]
-    assert plot.backgroundBrush().color() == dark_palette().color(QPalette.ColorRole.Base)
+    assert chart.view.backgroundBrush().color() == dark_palette().color(QPalette.ColorRole.Base)
     _action(shell.window, "Light").trigger()
-    assert plot.backgroundBrush().color() == light_palette().color(QPalette.ColorRole.Base)
+    assert chart.view.backgroundBrush().color() == light_palette().color(QPalette.ColorRole.Base)
 
 
 # ----- export and import ---------------------------------------------------------------

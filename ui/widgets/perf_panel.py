@@ -238,19 +238,6 @@ class PerfPanel(QDockWidget):
             ys = self.series(key)[-n:]
             curves[key].setData(xs[-len(ys):], ys, skipFiniteCheck=True)
 
-    def apply_theme(self) -> None:
-        """The plots take the palette's colours again (View → Theme changed it live): their
-        background and text are set when built, not read from the palette as they paint.
-        The application's palette: the panel's own gets the change a moment later."""
-        palette = QApplication.palette(self)
-        text = palette.color(QPalette.ColorRole.Text)
-        for plot in self.findChildren(pg.PlotWidget):
-            plot.setBackground(palette.color(QPalette.ColorRole.Base))
-            item = plot.getPlotItem()
-            item.setTitle(item.titleLabel.text, color=text.name(), size="9pt")
-            for axis in ("left", "bottom"):
-                plot.getAxis(axis).setTextPen(text)
-
 
 def _engine_values(m) -> dict[str, float]:
     out: dict[str, float] = {}
