@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
 from app.engines.finish import done_text, ui_status
-from inference.outputs import Delta, Phase
+from inference.outputs import Delta, Phase, RequestStats
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
@@ -43,7 +43,9 @@ class Stream:
     # Everything drawn or owed so far: a view opened mid-reply starts from this, not from
     # the last checkpoint in storage (which can be up to a second behind).
     text: list[str] = field(default_factory=list)
-
+    # Tokens the message held before this request (a continued reply): the counts shown
+    # and saved are the whole message's, as its header shows them.
+    base_tokens: int = 0
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -76,6 +78,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
 
 class StreamPresenter(QObject):
     frame_drawn = Signal()  # after each frame's updates: the status line reads the metrics then
+    reply_finished = Signal(object, int, object)  # the view (tab or pane), the message id, the last Delta
 
     def __init__(self, window: MainWindow, storage: Executor) -> None:
         super().__init__()
@@ -113,9 +116,8 @@ class StreamPresenter(QObject):
                 return
             if delta.token_ids and stream.first_seen_s is None:
                 stream.first_seen_s = time.monotonic()
-            if delta.finished and delta.stats is not None and stream.waited_s() is not None:
-                # Shown and saved: the wait the user had, not only the engine's part of it.
-                delta = replace(delta, stats=replace(delta.stats, ttft_s=stream.waited_s()))
+            if delta.finished and delta.stats is not None:
+                delta = replace(delta, stats=_as_shown(delta.stats, stream))
             pending = self._pending.setdefault(delta.request_id, _Pending())
             pending.text.append(delta.text)
             pending.tokens += len(delta.token_ids)
@@ -156,6 +158,7 @@ class StreamPresenter(QObject):
             tab.set_state(done_text(delta))
             tab.set_result(result_text(delta))
             self.window.set_writing(tab, False)
+            self.reply_finished.emit(tab, stream.message_id, delta)
             return
         on_screen = self.window.is_showing(tab)
         if on_screen:
@@ -188,6 +191,14 @@ class StreamPresenter(QObject):
                 self._draw(view, stream, status="streaming")
 
 
+def _as_shown(stats: RequestStats, stream: Stream) -> RequestStats:
+    """The stats shown and saved: the wait the user had (not only the engine's part of it),
+    and the whole message's tokens when the reply was continued."""
+    waited = stream.waited_s()
+    return replace(stats, ttft_s=stats.ttft_s if waited is None else waited,
+                   generated_tokens=stream.base_tokens + stats.generated_tokens)
+
+
 def _live_status(delta: Delta) -> str:
     return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
 
@@ -204,7 +215,7 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
     elapsed = time.monotonic() - stream.first_token_s
     per_s = stream.tokens / elapsed
     rate = (f" · {per_s:.1f} tok/s" if per_s < 10 else f" · {per_s:.0f} tok/s") if elapsed > 0.5 else ""
-    return f"writing… {stream.tokens} tokens{rate}"
+    return f"writing… {stream.base_tokens + stream.tokens} tokens{rate}"
 
 
 def result_text(delta: Delta) -> str:
