@@ -48,9 +48,6 @@ class ConversationActions:
 
     def send(self, view: ChatTab, text: str) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None  # one reply at a time per chat: the view disables Send meanwhile
-        view.set_busy(True)
 
         def work():
             user = repo.add_message(conv_id, "user", text)
@@ -60,13 +57,10 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+        return self._begin(view, work)
 
     def regenerate(self, view: ChatTab) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None
-        view.set_busy(True)
 
         def work():
             path = repo.active_path(conv_id)
@@ -77,20 +71,11 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=parent, model=self.ctx.engines.model_label(path.conversation))
             return repo.active_path(conv_id), reply
 
-        def start(result) -> None:
-            if result:
-                self.start_reply(view, *result)
-            else:
-                view.set_busy(False)
-
-        return self.ctx.storage.run(work, start)
+        return self._begin(view, work)
 
     def edit_and_resend(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None
-        view.set_busy(True)
 
         def work():
             edited = repo.edit_message(message_id, text)
@@ -98,15 +83,12 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=edited.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+        return self._begin(view, work)
 
     def continue_reply(self, view: ChatTab) -> asyncio.Task | None:
         """More of the last reply (it stopped at the token limit): the same message grows,
         the engine goes on from its text (continue_final) instead of starting a new turn."""
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None
-        view.set_busy(True)
 
         def work():
             path = repo.active_path(conv_id)
@@ -116,9 +98,19 @@ class ConversationActions:
             resumed = repo.resume_reply(last.id)
             return repo.active_path(conv_id), resumed
 
+        return self._begin(view, work, continued=True)
+
+    def _begin(self, view: ChatTab, work, continued: bool = False) -> asyncio.Task | None:
+        """work (on the storage thread) makes the reply's row and returns (path, reply), or
+        None when there is nothing to answer. One reply at a time per chat: the view
+        disables Send meanwhile."""
+        if self.is_writing(view.conversation_id):
+            return None
+        view.set_busy(True)
+
         def start(result) -> None:
             if result:
-                self.start_reply(view, *result, continued=True)
+                self.start_reply(view, *result, continued=continued)
             else:
                 view.set_busy(False)
 
