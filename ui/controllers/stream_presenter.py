@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
-from app.engines.finish import done_text, ui_status
+from app.engines.finish import done_text, rate_text, ui_status
 from inference.outputs import Delta, Phase, RequestStats
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
@@ -70,7 +70,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
     if ttft is not None:
         parts.append(f"{ttft:.2f} s to first token")
     if rate:
-        parts.append(f"{rate:.0f} tok/s")
+        parts.append(rate_text(rate))
     if tokens:
         parts.append(f"{tokens} tokens")
     return " · ".join(parts)
@@ -214,7 +214,7 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
         return "writing…"
     elapsed = time.monotonic() - stream.first_token_s
     per_s = stream.tokens / elapsed
-    rate = (f" · {per_s:.1f} tok/s" if per_s < 10 else f" · {per_s:.0f} tok/s") if elapsed > 0.5 else ""
+    rate = f" · {rate_text(per_s)}" if elapsed > 0.5 else ""
     return f"writing… {stream.base_tokens + stream.tokens} tokens{rate}"
 
 
@@ -226,7 +226,7 @@ def result_text(delta: Delta) -> str:
         if s.ttft_s is not None:
             parts.append(f"TTFT {s.ttft_s:.2f} s")
         if s.decode_tok_s:
-            parts.append(f"{s.decode_tok_s:.0f} tok/s")
+            parts.append(rate_text(s.decode_tok_s))
         parts.append(f"{s.generated_tokens} tokens")
         if s.cached_tokens:
             parts.append(f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engines.finish import rate_text
 from ui.widgets.chat_settings import FIELDS as FLOAT_FIELDS
 
 PANEL_WIDTH = 280
@@ -163,8 +164,7 @@ class ChatSidePanel(QFrame):
     def set_numbers(self, numbers: ReplyNumbers | None) -> None:
         n = numbers or ReplyNumbers()
         self.numbers["ttft"].setText("—" if n.ttft_s is None else f"{n.ttft_s:.2f} s")
-        rate = n.tok_s or 0
-        self.numbers["rate"].setText("—" if not rate else f"{rate:.1f} tok/s" if rate < 10 else f"{rate:.0f} tok/s")
+        self.numbers["rate"].setText(rate_text(n.tok_s) if n.tok_s else "—")
         self.numbers["tokens"].setText("—" if n.tokens is None else str(n.tokens))
         if n.cached_tokens is not None and n.prompt_tokens:
             self.numbers["cached"].setText(f"{n.cached_tokens} of {n.prompt_tokens} tokens")
