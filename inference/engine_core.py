@@ -59,8 +59,17 @@ class EngineCore:
 
     # ----- prompts -----------------------------------------------------------------
 
-    def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
-        text = self.template.render(messages, add_generation_prompt)
+    def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True,
+                      continue_final: bool = False) -> list[int]:
+        if continue_final:
+            if not messages or messages[-1].get("role") != "assistant":
+                raise RequestError("continuing a reply needs an assistant message last")
+            partial = messages[-1].get("content")
+            if not isinstance(partial, str):
+                raise RequestError("the reply to continue needs text content")
+            text = self.template.render(messages[:-1], True) + partial
+        else:
+            text = self.template.render(messages, add_generation_prompt)
         bos = self.template.bos_token
         add_bos = self.runner.adds_bos and not (bos and text.startswith(bos))
         return self.runner.tokenize(text, add_special=add_bos)
@@ -94,9 +103,10 @@ class EngineCore:
         if chat.prompt_tokens is not None:
             tokens = list(chat.prompt_tokens)
         elif chat.fit_context:
-            tokens = self._fitted_prompt(list(chat.messages), chat.sampling.max_tokens)
+            tokens = self._fitted_prompt(list(chat.messages), chat.sampling.max_tokens, chat.continue_final)
         else:
-            tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin)
+            tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin,
+                                        continue_final=chat.continue_final)
         if not tokens:
             raise RequestError("the prompt is empty")
         n_ctx = self.runner.n_ctx
@@ -110,16 +120,17 @@ class EngineCore:
             raise RequestError(f"token id {bad[0]} is outside the vocabulary")
         return tokens
 
-    def _fitted_prompt(self, messages: list[dict], max_tokens: int) -> list[int]:
+    def _fitted_prompt(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
         """The chat's newest turns that fit with room for the reply (a quarter of the
-        context at most); the system prompt always stays. Binary search over the cut."""
+        context at most); the system prompt always stays (and the last message, the reply
+        being continued). Binary search over the cut."""
         n_ctx = self.runner.n_ctx
         room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
         head = messages[:1] if messages and messages[0]["role"] == "system" else []
         body = messages[len(head):]
 
         def render(cut: int) -> list[int]:
-            return self.render_prompt(head + body[cut:])
+            return self.render_prompt(head + body[cut:], continue_final=continue_final)
 
         tokens = render(0)
         if len(tokens) + room <= n_ctx or len(body) <= 1:

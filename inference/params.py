@@ -80,6 +80,11 @@ class ChatRequest:
     # A chat longer than the context drops its oldest turns (never the system prompt)
     # instead of failing, keeping room for the reply.
     fit_context: bool = False
+    # The last message is an assistant reply to go on with (Continue after the token limit):
+    # the template renders the messages before it with the generation prompt, then its text
+    # follows with no end-of-turn, so the model writes the rest of that same reply (as
+    # vLLM's continue_final_message).
+    continue_final: bool = False
 
 
 def physical_cores() -> int:

@@ -354,6 +354,63 @@ class ChatRepository:
                 setattr(msg, name, value)
             return message_record(msg)
 
+    def resume_reply(self, message_id: int) -> MessageRecord:
+        """A finished assistant reply back in `streaming` state, to be continued (Continue
+        after the token limit): the same message grows; checkpoint and finish it as usual."""
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            if msg.role != "assistant" or msg.status == MessageStatus.STREAMING.value:
+                raise StorageError(f"message {message_id} is not a finished reply")
+            msg.status = MessageStatus.STREAMING.value
+            msg.owner_pid = os.getpid()
+            msg.updated_at = utcnow()
+            return message_record(msg)
+
+    # ----- the system prompt -------------------------------------------------------
+
+    def set_system_prompt(self, conversation_id: int, text: str) -> None:
+        """The chat's system prompt, at the root of every branch: changed in place, added
+        above the existing roots, or removed (empty text). The next request uses it."""
+        with self.db.begin() as s:
+            conv = self._conversation(s, conversation_id)
+            roots = list(s.scalars(select(Message).where(Message.conversation_id == conversation_id,
+                                                         Message.parent_id.is_(None)).order_by(Message.id)))
+            system = next((m for m in roots if m.role == "system"), None)
+            now = utcnow()
+            if system is not None and text:
+                system.content, system.updated_at = text, now
+            elif system is not None:  # removed: its children become the roots
+                s.execute(update(Message).where(Message.parent_id == system.id).values(parent_id=None))
+                if conv.active_message_id == system.id:
+                    conv.active_message_id = None
+                s.delete(system)
+            elif text:
+                system = Message(conversation_id=conversation_id, parent_id=None, role="system", content=text,
+                                 status=MessageStatus.COMPLETE.value, created_at=now, updated_at=now)
+                s.add(system)
+                s.flush()
+                for root in roots:
+                    root.parent_id = system.id
+                if conv.active_message_id is None:
+                    conv.active_message_id = system.id
+            conv.updated_at = now
+
+    def system_prompt_sharers(self, conversation_id: int, text: str) -> int:
+        """How many other chats (not deleted) start with this same system prompt: their
+        requests share its KV cells through the prefix cache."""
+        if not text:
+            return 0
+        query = (
+            select(func.count(func.distinct(Message.conversation_id)))
+            .join(Conversation, Conversation.id == Message.conversation_id)
+            .where(Message.role == "system", Message.parent_id.is_(None), Message.content == text,
+                   Message.conversation_id != conversation_id, Conversation.deleted_at.is_(None))
+        )
+        with self.db.begin() as s:
+            return int(s.scalar(query) or 0)
+
     def edit_message(self, message_id: int, content: str) -> MessageRecord:
         """Edit-and-resend: a new sibling with the new text; the old branch stays."""
         original = self.get_message(message_id)

@@ -98,6 +98,19 @@ def test_a_chat_is_rendered_with_the_template_and_tokenized() -> None:
     assert d.final("c").finish_reason is FinishReason.LENGTH
 
 
+def test_continue_final_renders_the_partial_reply_without_an_end_of_turn() -> None:
+    d = make_driver()
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hel"}]
+    tokens = d.core.render_prompt(messages, continue_final=True)
+    assert bytes(tokens[1:]).decode() == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nHel"
+    fitted = ChatRequest(messages=tuple(messages), sampling=SamplingParams.greedy(2), request_id="c",
+                         fit_context=True, continue_final=True)
+    [queued] = d.core.add_request(fitted)
+    assert queued.progress == (1, len(tokens))
+    [bad] = d.core.add_request(ChatRequest(messages=tuple(messages[:1]), continue_final=True, request_id="u"))
+    assert bad.finish_reason is FinishReason.ERROR and "assistant message last" in (bad.error or "")
+
+
 def test_invalid_requests_end_at_once_with_a_clear_error() -> None:
     d = make_driver(n_cells=64)
     [too_long] = d.core.add_request(ChatRequest(prompt_tokens=tuple(prompt(1, 64)), request_id="long"))

@@ -50,6 +50,8 @@ def test_done_text_says_how_a_reply_ended():
     assert done_text(Delta.finished_with("r", R.LENGTH, stats=stats)) == "cut at the token limit · 12 tokens · 40 tok/s"
     assert done_text(Delta.finished_with("r", R.STOP, stats=stats)) == "done · 12 tokens · 40 tok/s"
     assert done_text(Delta.finished_with("r", R.STOP)) == "done"
+    slow = RequestStats(5, 0, 3, 0.0, 0.1, 0.44, None, None, 9.0)
+    assert done_text(Delta.finished_with("r", R.STOP, stats=slow)) == "done · 3 tokens · 0.4 tok/s"  # not "0 tok/s"
     assert done_text(Delta.finished_with("r", R.CANCELLED, stats=stats)) == "stopped"
     assert done_text(Delta.finished_with("r", R.ERROR, "no room")) == "error: no room"
     assert done_text(Delta.finished_with("r", R.INTERRUPTED, "it died")) == "interrupted: it died"

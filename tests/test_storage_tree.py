@@ -537,3 +537,49 @@ def test_copy_active_path_makes_a_standalone_chat_of_one_branch(repo, catalog):
     assert len(repo.siblings(kept.id)) == 2
     assert repo.get_message(streaming.id).status is MessageStatus.STREAMING
     assert repo.get_conversation(conv.id).comparison_id is not None
+
+
+# ----- the system prompt and continued replies -----------------------------------------------
+
+
+def test_set_system_prompt_changes_adds_and_removes_the_root_of_every_branch(repo):
+    conv = repo.create_conversation()
+    user = repo.add_message(conv.id, "user", "hi")
+    repo.edit_message(user.id, "hello")  # a second root: both branches get the system prompt
+    repo.set_system_prompt(conv.id, "Be brief.")
+    path = repo.active_path(conv.id)
+    assert [(m.role, m.content) for m in path.messages] == [("system", "Be brief."), ("user", "hello")]
+    repo.switch_to(user.id)
+    assert repo.active_path(conv.id).messages[0].content == "Be brief."
+    repo.set_system_prompt(conv.id, "Be verbose.")
+    assert [m.content for m in repo.active_path(conv.id).messages] == ["Be verbose.", "hi"]
+    repo.set_system_prompt(conv.id, "")
+    assert [m.role for m in repo.active_path(conv.id).messages] == ["user"]
+    empty = repo.create_conversation()
+    repo.set_system_prompt(empty.id, "Only this.")
+    assert [m.content for m in repo.active_path(empty.id).messages] == ["Only this."]
+
+
+def test_system_prompt_sharers_counts_other_live_chats_with_the_same_prompt(repo):
+    chats = [repo.create_conversation() for _ in range(4)]
+    for conv in chats[:3]:
+        repo.set_system_prompt(conv.id, "Shared.")
+    repo.set_system_prompt(chats[3].id, "Own.")
+    assert repo.system_prompt_sharers(chats[0].id, "Shared.") == 2
+    repo.delete(chats[1].id)
+    assert repo.system_prompt_sharers(chats[0].id, "Shared.") == 1
+    assert repo.system_prompt_sharers(chats[3].id, "Own.") == 0
+
+
+def test_resume_reply_reopens_a_finished_reply_for_more_text(repo):
+    conv = repo.create_conversation()
+    repo.add_message(conv.id, "user", "count")
+    reply = repo.start_reply(conv.id)
+    with pytest.raises(StorageError):
+        repo.resume_reply(reply.id)  # still streaming
+    repo.finish_reply(reply.id, "1 2 3", completion_tokens=3)
+    resumed = repo.resume_reply(reply.id)
+    assert resumed.status is MessageStatus.STREAMING and resumed.content == "1 2 3"
+    repo.finish_reply(reply.id, "1 2 3 4 5", completion_tokens=5)
+    assert repo.get_message(reply.id).content == "1 2 3 4 5"
+    assert len(repo.active_path(conv.id).messages) == 2

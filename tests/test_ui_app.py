@@ -341,10 +341,15 @@ def test_clicking_the_branch_arrows_switches_branches(app):
     assert app.last(tab).branch == (1, 2) and app.last(tab).text == first.text
 
 
-def test_chat_settings_are_saved_and_used_for_the_next_reply(app):
-    tab = app.new_tab()
-    actions = app.controllers.sending.actions
-    tab.settings_requested.emit()
+def test_a_compare_panes_settings_dialog_leaves_the_event_loop_running(app):
+    """A chat tab edits its settings in its side panel (tests/test_ui_side_panel.py); a compare
+    pane in a window-modal dialog, opened with open(), not exec()."""
+    app.controllers.compare.new_comparison()
+    app.qtbot.waitUntil(lambda: bool(app.window.open_comparisons() and app.window.open_comparisons()[-1].panes()),
+                        timeout=10_000)
+    pane = app.window.open_comparisons()[-1].panes()[0]
+    actions = app.controllers.compare.actions
+    pane.settings_button.click()
     app.qtbot.waitUntil(lambda: actions.settings_dialog is not None and actions.settings_dialog.isVisible())
     dialog = actions.settings_dialog
     # While the dialog is open the event loop runs every other task: another tab streams a
@@ -356,13 +361,8 @@ def test_chat_settings_are_saved_and_used_for_the_next_reply(app):
     dialog.spins["max_tokens"].setValue(7)
     dialog.spins["temperature"].setValue(0.0)
     dialog.accept()
-    app.qtbot.waitUntil(lambda: app.repo.get_conversation(tab.conversation_id).sampling.get("max_tokens") == 7)
-    assert app.repo.get_conversation(tab.conversation_id).sampling["temperature"] == 0.0
-    app.ctx.sampling = SamplingParams(max_tokens=40, ignore_eos=True)
-    app.window.tabs.setCurrentWidget(tab)
-    app.send(tab, "Count to ten.")
-    app.wait_done(tab)
-    assert "7 tokens" in app.last(tab).meta
+    app.qtbot.waitUntil(lambda: app.repo.get_conversation(pane.conversation_id).sampling.get("max_tokens") == 7)
+    assert app.repo.get_conversation(pane.conversation_id).sampling["temperature"] == 0.0
 
 
 def test_screenshot_of_markdown_and_code(app):

@@ -20,13 +20,16 @@ class ReplyRecorder:
         message_id: int,
         every_s: float = CHECKPOINT_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
+        text: str = "",
+        tokens: int = 0,
     ) -> None:
+        """text, tokens: what the message already holds when a reply is continued."""
         self.repo = repo
         self.message_id = message_id
         self.every_s = every_s
         self._clock = clock
-        self._parts: list[str] = []
-        self._tokens = 0
+        self._parts: list[str] = [text] if text else []
+        self._tokens = tokens
         self._saved_at = clock()
         self._dirty = False
         self.finished = False

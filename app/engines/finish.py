@@ -55,6 +55,12 @@ def finish_label(reason: FinishReason) -> str:
     return MEANINGS[reason].label
 
 
+def rate_text(tok_s: float) -> str:
+    """One way to write a speed wherever a reply's numbers are shown (its header, the state
+    line, the side panel), so they never disagree; slow rates keep a decimal (0.4, not 0)."""
+    return f"{tok_s:.1f} tok/s" if tok_s < 10 else f"{tok_s:.0f} tok/s"
+
+
 def done_text(delta: Delta) -> str:
     """The line a tab shows when a reply ends: "done · 12 tokens · 40 tok/s", "stopped",
     "error: <why>"."""
@@ -67,4 +73,5 @@ def done_text(delta: Delta) -> str:
     s = delta.stats
     if reason is FinishReason.CANCELLED or s is None:
         return label
-    return f"{label} · {s.generated_tokens} tokens · {s.decode_tok_s or 0:.0f} tok/s"
+    rate = f" · {rate_text(s.decode_tok_s)}" if s.decode_tok_s else ""
+    return f"{label} · {s.generated_tokens} tokens{rate}"

@@ -125,6 +125,9 @@ class RemoteClient:
         s = chat.sampling
         body = {
             "model": self.endpoint.model,
+            # Continue (continue_final): the partial reply goes as the last assistant message,
+            # which servers that prefill assistant turns (llama.cpp, vLLM) carry on; others
+            # may answer it as a new turn.
             "messages": list(chat.messages),
             "stream": True,
             "temperature": s.temperature,

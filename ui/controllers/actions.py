@@ -36,15 +36,18 @@ class ConversationActions:
             pos = path.branches.get(m.id)
             views.append(message_view(m, (pos.index, pos.count) if pos else None))
         view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, views))
-        view.set_busy(self.is_writing(view.conversation_id))
+        writing = self.is_writing(view.conversation_id)
+        view.set_busy(writing)
+        if not writing:
+            # The line named the reply last finished ("done · 121 tokens"): on another branch
+            # it contradicted the header of the reply on screen (102 tokens). Each reply's own
+            # numbers are on its header (and in the side panel).
+            view.set_state("ready")
 
     # ----- starting replies -------------------------------------------------------------
 
     def send(self, view: ChatTab, text: str) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None  # one reply at a time per chat: the view disables Send meanwhile
-        view.set_busy(True)
 
         def work():
             user = repo.add_message(conv_id, "user", text)
@@ -54,13 +57,10 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+        return self._begin(view, work)
 
     def regenerate(self, view: ChatTab) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None
-        view.set_busy(True)
 
         def work():
             path = repo.active_path(conv_id)
@@ -71,20 +71,11 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=parent, model=self.ctx.engines.model_label(path.conversation))
             return repo.active_path(conv_id), reply
 
-        def start(result) -> None:
-            if result:
-                self.start_reply(view, *result)
-            else:
-                view.set_busy(False)
-
-        return self.ctx.storage.run(work, start)
+        return self._begin(view, work)
 
     def edit_and_resend(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
         repo, conv_id = self.ctx.repo, view.conversation_id
-        if self.is_writing(conv_id):
-            return None
-        view.set_busy(True)
 
         def work():
             edited = repo.edit_message(message_id, text)
@@ -92,22 +83,57 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=edited.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self.ctx.storage.run(work, lambda result: self.start_reply(view, *result))
+        return self._begin(view, work)
 
-    def start_reply(self, view: ChatTab, path, reply: MessageRecord) -> None:
-        """The reply row exists: stream the engine's answer into it and into the view."""
+    def continue_reply(self, view: ChatTab) -> asyncio.Task | None:
+        """More of the last reply (it stopped at the token limit): the same message grows,
+        the engine goes on from its text (continue_final) instead of starting a new turn."""
+        repo, conv_id = self.ctx.repo, view.conversation_id
+
+        def work():
+            path = repo.active_path(conv_id)
+            last = path.messages[-1] if path.messages else None
+            if last is None or last.role != "assistant" or last.status is not MessageStatus.COMPLETE:
+                return None
+            resumed = repo.resume_reply(last.id)
+            return repo.active_path(conv_id), resumed
+
+        return self._begin(view, work, continued=True)
+
+    def _begin(self, view: ChatTab, work, continued: bool = False) -> asyncio.Task | None:
+        """work (on the storage thread) makes the reply's row and returns (path, reply), or
+        None when there is nothing to answer. One reply at a time per chat: the view
+        disables Send meanwhile."""
+        if self.is_writing(view.conversation_id):
+            return None
+        view.set_busy(True)
+
+        def start(result) -> None:
+            if result:
+                self.start_reply(view, *result, continued=continued)
+            else:
+                view.set_busy(False)
+
+        return self.ctx.storage.run(work, start)
+
+    def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False) -> None:
+        """The reply row exists: stream the engine's answer into it and into the view.
+        continued: the reply already holds text (Continue) and the engine goes on from it."""
         self.show_path(view, path)
         self.ctx.window.set_tab_title(view, path.conversation.title)
-        prompt = tuple({"role": m.role, "content": m.content} for m in path.messages[:-1]
+        before = path.messages if continued else path.messages[:-1]
+        prompt = tuple({"role": m.role, "content": m.content} for m in before
                        if m.status is not MessageStatus.ERROR)
         request_id = new_request_id()
         engine = self.ctx.engines.engine_for(path.conversation)
-        recorder = ReplyRecorder(self.ctx.repo, reply.id)
-        self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine))
+        text, tokens = (reply.content, reply.completion_tokens or 0) if continued else ("", 0)
+        recorder = ReplyRecorder(self.ctx.repo, reply.id, text=text, tokens=tokens)
+        self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
+                                    text=[text] if text else [], base_tokens=tokens))
         priority = FOREGROUND if self.ctx.window.is_showing(view) else BACKGROUND
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
         chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
-                           fit_context=True)
+                           fit_context=True, continue_final=continued)
         view.set_busy(True)
         view.set_state("queued")
         try:
@@ -138,7 +164,8 @@ class ConversationActions:
         return self.ctx.storage.run(work, lambda path: self.show_path(view, path))
 
     def edit_chat_settings(self, view: ChatTab) -> asyncio.Task:
-        """The chat's sampling settings in a window-modal dialog, saved with the conversation
+        """A compare pane's sampling settings (a chat tab edits them in its side panel) in a
+        window-modal dialog, saved with the conversation
         when accepted. open(), not exec(): a nested event loop inside this task would stop
         qasync from running every other task while the dialog is up."""
         repo, catalog, conv_id = self.ctx.repo, self.ctx.catalog, view.conversation_id

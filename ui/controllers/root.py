@@ -16,6 +16,7 @@ from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
+from ui.controllers.side_panel import SidePanelController
 from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
 from ui.controllers.titles import TitlesController
@@ -34,6 +35,7 @@ class Controllers:
         self.conversations = ConversationsController(ctx)
         self.sending = SendingController(ctx)
         self.presets = PresetsController(ctx)
+        self.side_panel = SidePanelController(ctx)
         self.server = ServerController(ctx)
         self.compare = CompareController(ctx)
         self.window_state = WindowStateController(ctx)

@@ -1,5 +1,5 @@
 """Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
-and resend, branch arrows, settings)."""
+and resend, branch arrows, Continue)."""
 
 from __future__ import annotations
 
@@ -26,4 +26,4 @@ class SendingController:
         tab.regenerate_requested.connect(lambda t=tab: a.regenerate(t))
         tab.edit_requested.connect(lambda message_id, text, t=tab: a.edit_and_resend(t, message_id, text))
         tab.branch_requested.connect(lambda message_id, step, t=tab: a.switch_branch(t, message_id, step))
-        tab.settings_requested.connect(lambda t=tab: a.edit_chat_settings(t))
+        tab.continue_requested.connect(lambda t=tab: a.continue_reply(t))

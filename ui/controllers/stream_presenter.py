@@ -12,13 +12,12 @@ from dataclasses import dataclass, field, replace
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
-from app.engines.finish import done_text, ui_status
-from inference.outputs import Delta, Phase
+from app.engines.finish import done_text, rate_text, ui_status
+from inference.outputs import Delta, Phase, RequestStats
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
 from ui.widgets.message_model import MessageView
-from ui.widgets.tab_activity import rate_text
 
 FRAME_MS = 30
 
@@ -45,6 +44,9 @@ class Stream:
     # the last checkpoint in storage (which can be up to a second behind).
     text: list[str] = field(default_factory=list)
     phase: Phase = Phase.QUEUED  # as last drawn
+    # Tokens the message held before this request (a continued reply): the counts shown
+    # and saved are the whole message's, as its header shows them.
+    base_tokens: int = 0
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -75,7 +77,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
     if ttft is not None:
         parts.append(f"{ttft:.2f} s to first token")
     if rate:
-        parts.append(f"{rate:.0f} tok/s")
+        parts.append(rate_text(rate))
     if tokens:
         parts.append(f"{tokens} tokens")
     return " · ".join(parts)
@@ -126,9 +128,8 @@ class StreamPresenter(QObject):
                 return
             if delta.token_ids and stream.first_seen_s is None:
                 stream.first_seen_s = time.monotonic()
-            if delta.finished and delta.stats is not None and stream.waited_s() is not None:
-                # Shown and saved: the wait the user had, not only the engine's part of it.
-                delta = replace(delta, stats=replace(delta.stats, ttft_s=stream.waited_s()))
+            if delta.finished and delta.stats is not None:
+                delta = replace(delta, stats=_as_shown(delta.stats, stream))
             pending = self._pending.setdefault(delta.request_id, _Pending())
             pending.text.append(delta.text)
             pending.tokens += len(delta.token_ids)
@@ -202,6 +203,14 @@ class StreamPresenter(QObject):
                 self._draw(view, stream, status="streaming")
 
 
+def _as_shown(stats: RequestStats, stream: Stream) -> RequestStats:
+    """The stats shown and saved: the wait the user had (not only the engine's part of it),
+    and the whole message's tokens when the reply was continued."""
+    waited = stream.waited_s()
+    return replace(stats, ttft_s=stats.ttft_s if waited is None else waited,
+                   generated_tokens=stream.base_tokens + stats.generated_tokens)
+
+
 def _live_status(delta: Delta) -> str:
     return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
 
@@ -216,7 +225,8 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
     if stream is None or stream.first_token_s is None:
         return "writing…"
     per_s = stream.rate(time.monotonic())
-    return f"writing… {stream.tokens} tokens" + (f" · {rate_text(per_s)}" if per_s is not None else "")
+    rate = f" · {rate_text(per_s)}" if per_s is not None else ""
+    return f"writing… {stream.base_tokens + stream.tokens} tokens{rate}"
 
 
 def result_text(delta: Delta) -> str:
@@ -227,7 +237,7 @@ def result_text(delta: Delta) -> str:
         if s.ttft_s is not None:
             parts.append(f"TTFT {s.ttft_s:.2f} s")
         if s.decode_tok_s:
-            parts.append(f"{s.decode_tok_s:.0f} tok/s")
+            parts.append(rate_text(s.decode_tok_s))
         parts.append(f"{s.generated_tokens} tokens")
         if s.cached_tokens:
             parts.append(f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached")

@@ -14,10 +14,13 @@ from PySide6.QtWidgets import (
     QMenu,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from ui.widgets.chat_side_panel import PANEL_WIDTH, ChatSidePanel
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel
 
@@ -57,7 +60,8 @@ class ChatTab(QWidget):
     regenerate_requested = Signal()
     edit_requested = Signal(int, str)  # message id, new text: a new branch from there
     branch_requested = Signal(int, int)  # message id, step (-1 previous, +1 next sibling)
-    settings_requested = Signal()
+    continue_requested = Signal()  # the last reply stopped at the token limit: write more of it
+    panel_toggled = Signal(bool)  # the user opened (True) or closed the side panel
 
     def __init__(self, conversation_id: int, title: str, parent=None) -> None:
         super().__init__(parent)
@@ -75,30 +79,65 @@ class ChatTab(QWidget):
         self.send_button = QPushButton("Send")
         self.stop_button = QPushButton("Stop")
         self.regenerate_button = QPushButton("Regenerate")
-        self.settings_button = QPushButton("Settings…")
+        self.panel = ChatSidePanel()
+        # Scrolls rather than sets a minimum height: the window still fits 900x600.
+        self.panel_area = QScrollArea()
+        self.panel_area.setWidget(self.panel)
+        self.panel_area.setWidgetResizable(True)
+        self.panel_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.panel_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.panel_area.setFixedWidth(PANEL_WIDTH + self.panel_area.verticalScrollBar().sizeHint().width())
+        self.panel_button = QToolButton()
+        self.panel_button.setText("Details")
+        self.panel_button.setCheckable(True)
+        self.panel_button.setToolTip("This chat's model, system prompt, sampling and last reply (Ctrl+Shift+D)")
+        self.panel_button.setShortcut("Ctrl+Shift+D")
         self._layout()
         self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
-        self.settings_button.clicked.connect(self.settings_requested)
+        self.panel_button.toggled.connect(self._panel_button_toggled)
+        self.panel.continue_requested.connect(self.continue_requested)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         self.editing: int | None = None  # message id being edited in the composer
+        self.set_panel_open(False)
         self.set_busy(False)
 
     def _layout(self) -> None:
         buttons = QVBoxLayout()
-        for b in (self.send_button, self.stop_button, self.regenerate_button, self.settings_button):
+        for b in (self.send_button, self.stop_button, self.regenerate_button):
             buttons.addWidget(b)
         bottom = QHBoxLayout()
         bottom.addWidget(self.composer, 1)
         bottom.addLayout(buttons)
-        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        top.addWidget(self.state_label, 1)
+        top.addWidget(self.panel_button)
+        chat = QVBoxLayout()
+        chat.addLayout(top)
+        chat.addWidget(self.view, 1)
+        chat.addLayout(bottom)
+        layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.state_label)
-        layout.addWidget(self.view, 1)
-        layout.addLayout(bottom)
+        layout.addLayout(chat, 1)
+        layout.addWidget(self.panel_area)
+
+    def set_panel_open(self, open_: bool) -> None:
+        """Show or hide the side panel without telling anyone (the remembered state)."""
+        self.panel_button.blockSignals(True)
+        self.panel_button.setChecked(open_)
+        self.panel_button.blockSignals(False)
+        self._show_panel(open_)
+
+    def _panel_button_toggled(self, open_: bool) -> None:
+        self._show_panel(open_)
+        self.panel_toggled.emit(open_)
+
+    def _show_panel(self, open_: bool) -> None:
+        self.panel_area.setVisible(open_)
+        self.panel_button.setText("Hide details" if open_ else "Details")
 
     def _send_clicked(self) -> None:
         text = self.composer.toPlainText().strip()
@@ -158,3 +197,4 @@ class ChatTab(QWidget):
         # Regenerate answers the last question: a chat with only its system prompt has none.
         asked = any(v.role == "user" for v in self.model.views())
         self.regenerate_button.setEnabled(not busy and asked)
+        self.panel.set_busy(busy)

@@ -7,6 +7,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.engines.finish import rate_text
+
 
 class TabState(str, enum.Enum):
     READY = "ready"
@@ -38,11 +40,6 @@ class Activity:
 
 
 READY = Activity()
-
-
-def rate_text(tok_s: float) -> str:
-    """Slow rates keep a decimal (0.4 tok/s is not 0)."""
-    return f"{tok_s:.1f} tok/s" if tok_s < 10 else f"{tok_s:.0f} tok/s"
 
 
 def describe(activity: Activity) -> str:

@@ -1,0 +1,168 @@
+"""Each chat tab's side panel: what it shows (model, system prompt and who shares it,
+sampling, the last reply's numbers) and what its edits do (saved with the conversation, used
+by the chat's next request). Whether the panel is open is one setting for every tab,
+remembered across restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.engines.finish import finish_label
+from inference.outputs import Delta, FinishReason
+from storage import ActivePath, MessageRecord, MessageStatus
+from storage.records import PresetRecord
+from ui.controllers.context import ControllerContext
+from ui.widgets.chat_side_panel import SAMPLING_NAMES, ReplyNumbers
+from ui.widgets.chat_tab import ChatTab
+
+if TYPE_CHECKING:
+    from ui.controllers.stream_presenter import Stream
+
+PANEL_SETTING = "side_panel"
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    path: ActivePath
+    preset: PresetRecord | None
+    sharers: int
+
+
+def numbers_from_delta(delta: Delta) -> ReplyNumbers:
+    s = delta.stats
+    reason = delta.finish_reason
+    return ReplyNumbers(
+        ttft_s=s.ttft_s if s else None, tok_s=s.decode_tok_s if s else None,
+        tokens=s.generated_tokens if s else None, prompt_tokens=s.prompt_tokens if s else None,
+        cached_tokens=s.cached_tokens if s and s.prompt_tokens else None,
+        finish=finish_label(reason) if reason is not None else None,
+        can_continue=reason is FinishReason.LENGTH,
+    )
+
+
+def numbers_from_record(m: MessageRecord) -> ReplyNumbers:
+    """A reply finished before this run (or in a closed tab): the stored numbers; its
+    finish reason and cache use were not kept, only its status."""
+    finish = {MessageStatus.STREAMING: "writing…", MessageStatus.COMPLETE: None}.get(m.status, m.status.value)
+    return ReplyNumbers(ttft_s=m.ttft_s, tok_s=m.tokens_per_s, tokens=m.completion_tokens,
+                        prompt_tokens=m.prompt_tokens, finish=finish)
+
+
+def sharing_text(system_prompt: str, sharers: int, numbers: ReplyNumbers | None) -> str:
+    """Whether the system prompt is shared in the KV cache, from what is known: the chats
+    that start with the same prompt (their requests reuse its cells through the engine's
+    prefix cache) and how many prompt tokens the last reply actually found cached."""
+    if not system_prompt:
+        return "No system prompt"
+    shared = f"Shared with {sharers} other chat{'s' if sharers != 1 else ''}" if sharers else "Not shared"
+    cached = numbers.cached_tokens if numbers else None
+    if cached is None:
+        return shared
+    return f"{shared} · cached ({cached} tokens reused)" if cached else f"{shared} · not cached at the last reply"
+
+
+class SidePanelController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.open = False
+        self._numbers: dict[int, ReplyNumbers] = {}  # message id: its numbers from this run
+        self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
+        ctx.events.tab_opened.connect(self.attach)
+        ctx.streams.reply_finished.connect(self._reply_finished)
+        ctx.storage.run(lambda: ctx.catalog.get_setting(PANEL_SETTING, {}), self._restore)
+
+    def _restore(self, saved: dict | None) -> None:
+        self.open = bool((saved or {}).get("open", False))
+        for tab in self.ctx.window.open_tabs():
+            tab.set_panel_open(self.open)
+
+    def attach(self, tab: ChatTab) -> None:
+        if tab in self._wired:
+            return
+        self._wired.add(tab)
+        tab.set_panel_open(self.open)
+        tab.panel_toggled.connect(self.set_open)
+        tab.panel.system_prompt_saved.connect(lambda text, t=tab: self.save_system_prompt(t, text))
+        tab.panel.sampling_changed.connect(lambda values, t=tab: self.save_sampling(t, values))
+        # The branch on screen changed (opened, switched, a reply started): its numbers.
+        tab.model.modelReset.connect(lambda t=tab: self.load(t))
+        self.load(tab)
+
+    def set_open(self, open_: bool) -> asyncio.Task:
+        self.open = open_
+        for tab in self.ctx.window.open_tabs():
+            tab.set_panel_open(open_)
+        return self.ctx.storage.run(lambda: self.ctx.catalog.set_setting(PANEL_SETTING, {"open": open_}))
+
+    # ----- showing ------------------------------------------------------------------------
+
+    def load(self, tab: ChatTab) -> asyncio.Task:
+        repo, catalog, conv_id = self.ctx.repo, self.ctx.catalog, tab.conversation_id
+
+        def work() -> _Loaded:
+            path = repo.active_path(conv_id)
+            conv = path.conversation
+            preset = catalog.get_preset(conv.preset_id) if conv.preset_id else None
+            return _Loaded(path, preset, repo.system_prompt_sharers(conv_id, _system_prompt(path)))
+
+        return self.ctx.storage.run(work, lambda loaded: self._show(tab, loaded))
+
+    def _show(self, tab: ChatTab, loaded: _Loaded) -> None:
+        conv, panel = loaded.path.conversation, tab.panel
+        panel.set_model(self.ctx.engines.model_label(conv))
+        prompt = _system_prompt(loaded.path)
+        if not panel.save_prompt_button.isEnabled():  # never overwrite an edit not saved yet
+            panel.set_system_prompt(prompt)
+        defaults = {name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES}
+        panel.set_sampling({**defaults, **{k: v for k, v in conv.sampling.items() if k in defaults}},
+                           loaded.preset.name if loaded.preset else None)
+        reply = _last_reply(loaded.path)
+        numbers = None
+        if reply is not None:
+            numbers = self._numbers.get(reply.id) or numbers_from_record(reply)
+            if reply.status is MessageStatus.STREAMING:
+                numbers = numbers_from_record(reply)
+        panel.set_numbers(numbers)
+        panel.set_sharing(sharing_text(prompt, loaded.sharers, numbers))
+
+    def _reply_finished(self, stream: Stream, delta: Delta) -> None:
+        self._numbers[stream.message_id] = numbers_from_delta(delta)
+        view = self.ctx.window.view_for(stream.conversation_id)
+        if isinstance(view, ChatTab):
+            self.load(view)
+
+    # ----- editing ------------------------------------------------------------------------
+
+    def save_system_prompt(self, tab: ChatTab, text: str) -> asyncio.Task:
+        def shown(_none) -> None:
+            self.ctx.window.open_requested.emit(tab.conversation_id)  # redraws its messages
+            for other in self.ctx.window.open_tabs():  # their sharing counts changed too
+                self.load(other)
+
+        return self.ctx.storage.run(lambda: self.ctx.repo.set_system_prompt(tab.conversation_id, text), shown)
+
+    def save_sampling(self, tab: ChatTab, values: dict) -> asyncio.Task:
+        """A field the chat did not set and left at the app's default keeps following the
+        default; the others are the chat's own from now on."""
+        repo, conv_id = self.ctx.repo, tab.conversation_id
+        defaults = {name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES}
+
+        def work() -> None:
+            own = dict(repo.get_conversation(conv_id).sampling)
+            own.update({k: v for k, v in values.items() if k in own or v != defaults.get(k)})
+            repo.update_conversation(conv_id, sampling=own)
+
+        return self.ctx.storage.run(work)
+
+
+def _system_prompt(path: ActivePath) -> str:
+    first = path.messages[0] if path.messages else None
+    return first.content if first is not None and first.role == "system" else ""
+
+
+def _last_reply(path: ActivePath) -> MessageRecord | None:
+    last = path.messages[-1] if path.messages else None
+    return last if last is not None and last.role == "assistant" else None

@@ -1,0 +1,198 @@
+"""A chat's side panel: its model, its system prompt (and whether other chats share it in
+the cache), its sampling settings edited in place, and the last reply's numbers with
+Continue when the reply stopped at the token limit. A widget only: it shows what it is
+given and emits what the user changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engines.finish import rate_text
+from ui.widgets.chat_settings import FIELDS as FLOAT_FIELDS
+
+PANEL_WIDTH = 280
+INT_FIELDS = {"top_k": ("Top-k", 0, 1000), "max_tokens": ("Max tokens", 1, 32768)}  # name: (label, min, max)
+SAMPLING_NAMES = (*FLOAT_FIELDS, *INT_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyNumbers:
+    """The last reply's numbers as the panel shows them; None: not known (a reply saved by
+    an earlier run keeps its timings and counts, not its cache use or finish reason)."""
+
+    ttft_s: float | None = None
+    tok_s: float | None = None
+    tokens: int | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    finish: str | None = None  # "done", "cut at the token limit", ...
+    can_continue: bool = False  # it stopped at the token limit
+
+
+def _heading(text: str) -> QLabel:
+    label = QLabel(text)
+    font = label.font()
+    font.setBold(True)
+    label.setFont(font)
+    return label
+
+
+def _value(text: str = "—") -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    return label
+
+
+class ChatSidePanel(QFrame):
+    system_prompt_saved = Signal(str)
+    sampling_changed = Signal(dict)  # every sampling field, as the chat stores them
+    continue_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatSidePanel")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFixedWidth(PANEL_WIDTH)
+        self.model_label = _value()
+        self.system_edit = QPlainTextEdit()
+        self.system_edit.setPlaceholderText("No system prompt")
+        self.system_edit.setFixedHeight(110)
+        self.save_prompt_button = QPushButton("Save prompt")
+        self.sharing_label = _value("")
+        self.preset_label = _value("none")
+        self.spins: dict[str, QDoubleSpinBox | QSpinBox] = {}
+        self.numbers: dict[str, QLabel] = {k: _value() for k in ("ttft", "rate", "tokens", "cached", "finish")}
+        self.continue_button = QPushButton("Continue")
+        self.continue_button.setToolTip("Write more of this reply: it stopped at the token limit")
+        self._saved_prompt = ""
+        self._loading = False
+        self._busy = False
+        self._can_continue = False
+        self._build()
+        self.system_edit.textChanged.connect(self._prompt_edited)
+        self.save_prompt_button.clicked.connect(self._save_prompt)
+        self.continue_button.clicked.connect(self.continue_requested)
+        self._prompt_edited()
+        self.set_numbers(None)
+
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(_heading("Model"))
+        layout.addWidget(self.model_label)
+        layout.addSpacing(6)
+        layout.addWidget(_heading("System prompt"))
+        layout.addWidget(self.system_edit)
+        row = QHBoxLayout()
+        row.addWidget(self.sharing_label, 1)
+        row.addWidget(self.save_prompt_button)
+        layout.addLayout(row)
+        layout.addSpacing(6)
+        layout.addWidget(_heading("Sampling"))
+        form = QFormLayout()
+        form.addRow("Preset", self.preset_label)
+        for name, (label, lo, hi, step, decimals) in FLOAT_FIELDS.items():
+            spin = QDoubleSpinBox()
+            spin.setRange(lo, hi)
+            spin.setSingleStep(step)
+            spin.setDecimals(decimals)
+            self._add_spin(form, name, label, spin)
+        for name, (label, lo, hi) in INT_FIELDS.items():
+            spin = QSpinBox()
+            spin.setRange(lo, hi)
+            self._add_spin(form, name, label, spin)
+        layout.addLayout(form)
+        layout.addSpacing(6)
+        layout.addWidget(_heading("Last reply"))
+        numbers = QFormLayout()
+        for key, label in (("ttft", "First token"), ("rate", "Speed"), ("tokens", "Reply tokens"),
+                           ("cached", "Cached prompt"), ("finish", "Finish")):
+            numbers.addRow(label, self.numbers[key])
+        layout.addLayout(numbers)
+        layout.addWidget(self.continue_button)
+        layout.addStretch(1)
+
+    def _add_spin(self, form: QFormLayout, name: str, label: str, spin: QDoubleSpinBox | QSpinBox) -> None:
+        spin.setKeyboardTracking(False)  # typing "0.35" saves once, not at "0." and "0.3"
+        spin.valueChanged.connect(self._sampling_edited)
+        self.spins[name] = spin
+        form.addRow(label, spin)
+
+    # ----- what the controller shows -----------------------------------------------------
+
+    def set_model(self, label: str) -> None:
+        self.model_label.setText(label)
+
+    def set_system_prompt(self, text: str) -> None:
+        self._saved_prompt = text
+        self.system_edit.setPlainText(text)
+        self._prompt_edited()
+
+    def set_sharing(self, text: str) -> None:
+        self.sharing_label.setText(text)
+
+    def set_sampling(self, values: dict, preset_name: str | None) -> None:
+        """values: every field in SAMPLING_NAMES (the chat's own on top of the defaults)."""
+        self._loading = True
+        try:
+            for name, spin in self.spins.items():
+                spin.setValue(values[name])
+        finally:
+            self._loading = False
+        self.preset_label.setText(preset_name or "none")
+
+    def sampling(self) -> dict:
+        out = {name: round(spin.value(), 3) for name, spin in self.spins.items()}
+        for name in INT_FIELDS:
+            out[name] = int(out[name])
+        return out
+
+    def set_numbers(self, numbers: ReplyNumbers | None) -> None:
+        n = numbers or ReplyNumbers()
+        self.numbers["ttft"].setText("—" if n.ttft_s is None else f"{n.ttft_s:.2f} s")
+        self.numbers["rate"].setText(rate_text(n.tok_s) if n.tok_s else "—")
+        self.numbers["tokens"].setText("—" if n.tokens is None else str(n.tokens))
+        if n.cached_tokens is not None and n.prompt_tokens:
+            self.numbers["cached"].setText(f"{n.cached_tokens} of {n.prompt_tokens} tokens")
+        else:
+            self.numbers["cached"].setText("—")
+        self.numbers["finish"].setText(n.finish or "—")
+        self._can_continue = n.can_continue
+        self._update_continue()
+
+    def set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self._update_continue()
+
+    # ----- what the user does ------------------------------------------------------------
+
+    def _update_continue(self) -> None:
+        self.continue_button.setVisible(self._can_continue)
+        self.continue_button.setEnabled(self._can_continue and not self._busy)
+
+    def _prompt_edited(self) -> None:
+        self.save_prompt_button.setEnabled(self.system_edit.toPlainText().strip() != self._saved_prompt)
+
+    def _save_prompt(self) -> None:
+        text = self.system_edit.toPlainText().strip()
+        self._saved_prompt = text
+        self._prompt_edited()
+        self.system_prompt_saved.emit(text)
+
+    def _sampling_edited(self) -> None:
+        if not self._loading:
+            self.sampling_changed.emit(self.sampling())
