@@ -12,9 +12,11 @@ from ui.controllers.compare import CompareController
 from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
+from ui.controllers.model_picker import ModelPickerController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
+from ui.controllers.welcome import WelcomeController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow
 
@@ -32,6 +34,8 @@ class Controllers:
         self.compare = CompareController(ctx)
         self.window_state = WindowStateController(ctx)
         self.engine_status = EngineStatusController(ctx)
+        self.model_picker = ModelPickerController(ctx)
+        self.welcome = WelcomeController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -47,6 +51,7 @@ class Controllers:
         self.monitor.start()
         self.conversations.refresh()
         self.presets.refresh()
+        self.model_picker.refresh()
         self.window_state.restore()
         self.engines.start()
 
