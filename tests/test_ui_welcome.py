@@ -104,6 +104,23 @@ def test_load_progress_shows_in_the_picker_and_on_the_welcome_page(unstarted, qt
     assert not any(b.isEnabled() for b in w.welcome.example_buttons)
 
 
+def test_the_picker_names_the_model_of_the_tab_in_front_when_it_has_its_own(unstarted, qtbot):
+    ctx, w = unstarted.ctx, unstarted.ctx.window
+    own = ctx.repo.create_conversation(model_ref="local:/models/gemma-3-270m-q4_k_m.gguf")  # from a compare pane
+    plain = ctx.repo.create_conversation(model_ref="main.gguf")  # runs on the main model
+    w.open_requested.emit(own.id)
+    qtbot.waitUntil(lambda: w.model_picker.tab_label.isVisible())
+    assert w.model_picker.tab_label.text() == "This chat: gemma-3-270m-q4_k_m.gguf"
+    w.open_requested.emit(plain.id)
+    qtbot.waitUntil(lambda: not w.model_picker.tab_label.isVisible())
+    w.tabs.setCurrentWidget(w.tab_for(own.id))
+    qtbot.waitUntil(lambda: w.model_picker.tab_label.isVisible())
+    w.close_tab_of(own.id)
+    w.close_tab_of(plain.id)
+    qtbot.waitUntil(lambda: w.welcome.isVisible())
+    assert not w.model_picker.tab_label.isVisible()
+
+
 def _wheel(folder: Path, requirement: str, member: str, data: bytes) -> Path:
     path = folder / (requirement.replace("==", "-").replace("-", "_", 1) + "-py3-none-any.whl")
     with zipfile.ZipFile(path, "w") as zf:

@@ -56,6 +56,7 @@ class ModelPickerController:
         if state.status is EngineStatus.READY:
             self._show(ModelStatus(hub.model_name, READY))
             self.refresh()  # the current model's check mark moves
+            self.show_tab_model()  # the tab in front may now run on the main model
         elif state.status is EngineStatus.FAILED:
             self._show(ModelStatus(hub.model_name, FAILED, state.error or "the engine did not start"))
         elif state.status is EngineStatus.CRASHED:
