@@ -52,6 +52,8 @@ def test_the_welcome_page_shows_with_no_tab_and_comes_back_after_the_last_closes
     window._close_tab(window.tabs.currentIndex())
     qtbot.waitUntil(lambda: window.welcome.isVisible())
     assert window.tabs.count() == 0 and first is not None
+    window.welcome.new_chat_button.click()  # a real new chat, through the controllers
+    qtbot.waitUntil(lambda: window.tabs.count() == 1 and not window.welcome.isVisible())
 
 
 def test_the_picker_lists_installed_catalog_and_recent_models_and_choosing_one_loads_it(unstarted, qtbot, tmp_path):
