@@ -13,6 +13,7 @@ from ui.controllers.compare import CompareController
 from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
+from ui.controllers.model_picker import ModelPickerController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
@@ -21,6 +22,7 @@ from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
 from ui.controllers.titles import TitlesController
 from ui.controllers.transfer import TransferController
+from ui.controllers.welcome import WelcomeController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow
 
@@ -45,6 +47,8 @@ class Controllers:
         self.transfer = TransferController(ctx)
         self.titles = TitlesController(ctx, enabled=auto_titles)
         self.background = BackgroundController(ctx)
+        self.model_picker = ModelPickerController(ctx)
+        self.welcome = WelcomeController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -61,6 +65,7 @@ class Controllers:
         self.monitor.start()
         self.conversations.refresh()
         self.presets.refresh()
+        self.model_picker.refresh()
         self.window_state.restore()
         self.theme.restore()
         self.engines.start()

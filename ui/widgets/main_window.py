@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -30,11 +31,13 @@ from ui.widgets.compare_view import ComparePane, CompareView
 from ui.widgets.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
 from ui.widgets.file_dialogs import open_file_dialog
 from ui.widgets.model_dialog import ModelDialog
+from ui.widgets.model_picker import ModelPicker
 from ui.widgets.perf_panel import PerfPanel
 from ui.widgets.remote_dialog import ask_remote_endpoint
 from ui.widgets.server_dialog import ServerDialog
 from ui.widgets.shortcuts_dialog import ShortcutsDialog, shortcut_rows
 from ui.widgets.tray import TrayNotifier
+from ui.widgets.welcome import WelcomePage
 
 UNDO_MS = 10_000
 PANEL_MIN_H = 220
@@ -84,6 +87,8 @@ class MainWindow(QMainWindow):
     stop_all_requested = Signal()
     export_requested = Signal(str, str, bool)  # path, format ("json" or "md"), every chat (else the current tab's)
     import_requested = Signal(str)  # path of a Chorus JSON export
+    model_fetch_requested = Signal(str)  # a catalog model's key: download it, then load it
+    example_requested = Signal(str)  # a new chat that sends this prompt (the welcome page's examples)
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,6 +108,8 @@ class MainWindow(QMainWindow):
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
         self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
+        self.model_picker = ModelPicker()
+        self.welcome = WelcomePage()
         self.engine_label = QLabel("engine: starting…")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 100)
@@ -120,6 +127,7 @@ class MainWindow(QMainWindow):
         self.perf_panel.visibilityChanged.connect(self._panel_shown)
         self._layout()
         self._actions()
+        self._wire_model_widgets()
         self.new_button.clicked.connect(self.new_chat_requested)
         self.compare_button.clicked.connect(self.new_comparison_requested)
         self.presets_button.clicked.connect(self.presets_requested)
@@ -154,10 +162,38 @@ class MainWindow(QMainWindow):
         box.addLayout(new)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(side)
-        split.addWidget(self.tabs)
+        split.addWidget(self._chat_area())
         split.setStretchFactor(1, 1)
         split.setSizes([260, 940])
         self.setCentralWidget(split)
+
+    def _chat_area(self) -> QWidget:
+        """The model picker's bar over the tabs, or over the welcome page when no tab is open."""
+        self.chat_stack = QStackedWidget()
+        self.chat_stack.addWidget(self.welcome)
+        self.chat_stack.addWidget(self.tabs)
+        area = QWidget()
+        box = QVBoxLayout(area)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addWidget(self.model_picker)
+        box.addWidget(self.chat_stack, 1)
+        return area
+
+    def _wire_model_widgets(self) -> None:
+        # The first tab added and the last one removed both change the current index.
+        self.tabs.currentChanged.connect(self._show_welcome_or_tabs)
+        for source in (self.model_picker, self.welcome):
+            source.model_chosen.connect(self.model_requested)
+            source.fetch_requested.connect(self.model_fetch_requested)
+            source.open_file_requested.connect(self._choose_model)
+        self.model_picker.remote_requested.connect(self._ask_remote)
+        self.welcome.example_chosen.connect(self.example_requested)
+        self.welcome.new_chat_requested.connect(self.new_chat_requested)
+        self.welcome.compare_requested.connect(self.new_comparison_requested)
+
+    def _show_welcome_or_tabs(self) -> None:
+        self.chat_stack.setCurrentWidget(self.tabs if self.tabs.count() else self.welcome)
 
     def _actions(self) -> None:
         shortcuts = [

