@@ -456,3 +456,21 @@ def error_box(app):
     app.qtbot.waitUntil(lambda: app.window.error_box is not None and app.window.error_box.isVisible(),
                         timeout=10_000)
     return app.window.error_box
+
+
+def test_the_window_at_900_by_600_keeps_every_part_usable(app):
+    """A small laptop window: the sidebar, the picker, the chat and the composer all fit."""
+    window = app.window
+    window.resize(900, 600)
+    first = app.new_tab()
+    app.send(first, "Write a Python function that reverses a string.")
+    app.wait_done(first)
+    app.qtbot.waitUntil(lambda: (window.width(), window.height()) == (900, 600))
+    assert window.minimumSizeHint().width() <= 900 and window.minimumSizeHint().height() <= 600
+    for part in (window.model_picker, first.view, first.composer, first.send_button, window.conversation_list):
+        assert part.isVisible() and part.width() > 0
+    assert first.view.width() >= 400 and first.view.height() >= 200  # room to read a reply
+    assert first.composer.geometry().bottom() <= first.height()  # nothing cut off below
+    app.qtbot.waitUntil(lambda: window.engine_label.text().endswith("· idle"))  # not the last busy rate
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert window.grab().save(str(SCREENSHOTS / "window-900x600.png"))

@@ -101,3 +101,21 @@ def test_the_code_box_shows_on_the_bubble(qtbot, dark):
     image = view.viewport().grab().toImage()
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 3) for y in range(0, image.height(), 3)}
     assert code_bg.lower() in colours and bubble.name().lower() in colours
+
+
+def test_a_reply_that_opens_with_code_keeps_its_toolbar_below_the_header(qtbot):
+    """Qt lays a document's first block out without its top margin: a reply starting with a
+    code block had its language and Copy drawn over the message's header."""
+    model = MessageListModel()
+    model.set_messages([MessageView(key="m1", role="assistant", text="```python\nprint(1)\n```\nDone.",
+                                    status="complete")])
+    view = MessageList(model)
+    qtbot.addWidget(view)
+    view.resize(520, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    [(block, bar, copy)] = view.delegate.code_toolbars(_doc(view))
+    assert block.code == "print(1)"
+    assert bar.top() >= 0 and copy.top() >= 0  # inside the document, not up in the header
+    code_top = _doc(view).documentLayout().blockBoundingRect(_doc(view).begin()).top()
+    assert bar.bottom() <= code_top  # and above the code, not over it

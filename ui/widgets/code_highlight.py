@@ -88,6 +88,12 @@ def highlight_code_blocks(doc: QTextDocument, dark: bool) -> int:
             cursor.mergeBlockFormat(fmt)
             _colour_line(block, formats)
         block = block.next()
+    if is_code(doc.begin()):
+        # Qt lays the first block out at the frame's top without its top margin: a reply that
+        # opens with code gets the room for its toolbar from the frame instead.
+        frame = doc.rootFrame().frameFormat()
+        frame.setTopMargin(doc.documentMargin() + TOOLBAR_H)
+        doc.rootFrame().setFrameFormat(frame)
     return lines
 
 
