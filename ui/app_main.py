@@ -31,6 +31,7 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.about import gather_about
+    from app.perf.heap import freeze_startup_heap
     from inference import SamplingParams
     from ui.controllers.root import Controllers
     from ui.icon import app_icon
@@ -53,6 +54,7 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     loop.call_soon(controllers.start)  # the controller's work runs as tasks on this loop
+    loop.call_soon(freeze_startup_heap)  # full GC passes stalled the window for up to 159 ms
     if args.quit_after:  # smoke tests: start, run a while, quit cleanly
         QTimer.singleShot(int(args.quit_after * 1000), app.quit)
     status = 0

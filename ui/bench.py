@@ -27,6 +27,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
 
     from app.chats.store import open_store
     from app.engines.protocol import EngineStatus
+    from app.perf.heap import freeze_startup_heap
     from inference import LoadSettings, SamplingParams
     from ui.controllers.root import Controllers
     from ui.theme import apply_theme
@@ -46,6 +47,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         controllers = Controllers(window, repo, settings, sampling=sampling)
         window.show()
         controllers.start()
+        freeze_startup_heap()  # as ui/app_main.py does once it has started
         loop = QEventLoop()
         _run_until(loop, lambda: controllers.engines.engine.state.status is EngineStatus.READY, 120)
         panes = min(4, args.tabs) if args.compare else 0
