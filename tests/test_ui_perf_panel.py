@@ -15,6 +15,7 @@ from PySide6.QtGui import QPalette
 from app.perf.hardware import GpuSample, HardwareSample
 from inference.metrics import MetricsSnapshot
 from tests.gui_app import SCREENSHOTS
+from tests.shown import shown
 from ui.theme import dark_palette, light_palette
 from ui.widgets.main_window import MainWindow
 from ui.widgets.perf_chart import DARK_COLOURS, LIGHT_COLOURS
@@ -53,12 +54,7 @@ def window(qtbot, qapp):
     old = qapp.palette()
     qapp.setStyle("Fusion")
     qapp.setPalette(light_palette())
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
+    yield shown(qtbot, MainWindow(), 1280, 800)
     qapp.setPalette(old)
 
 

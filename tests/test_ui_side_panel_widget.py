@@ -3,16 +3,13 @@ fitting 900x600 with it open."""
 
 from __future__ import annotations
 
+from tests.shown import shown
 from ui.widgets.chat_side_panel import SAMPLING_NAMES, ChatSidePanel, ReplyNumbers
 from ui.widgets.main_window import MainWindow
 
 
 def test_the_window_fits_900_by_600_with_the_side_panel_open(qtbot):
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.resize(900, 600)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown(qtbot, MainWindow(), 900, 600)
     tab = window.open_tab(1, "a chat")
     tab.panel_button.click()
     qtbot.waitUntil(lambda: tab.panel.isVisible())

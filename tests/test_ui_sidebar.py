@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QPalette
 
 from inference import LoadSettings
 from tests.pixels import count_near
+from tests.shown import shown
 from ui.widgets.conversation_list import COMPARE_MARK, PIN_MARK, ConversationItem, ConversationList, date_group
 from ui.widgets.sidebar_delegate import SNIPPET_ROLE, snippet_html
 
@@ -20,12 +21,7 @@ NOW = datetime(2026, 3, 12, 15, 0).astimezone()
 
 @pytest.fixture
 def sidebar(qtbot):
-    lst = ConversationList()
-    qtbot.addWidget(lst)
-    lst.resize(260, 500)
-    lst.show()
-    qtbot.waitExposed(lst)
-    return lst
+    return shown(qtbot, ConversationList(), 260, 500)
 
 
 def test_date_groups():

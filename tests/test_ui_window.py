@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 
+from tests.shown import shown
 from ui.widgets.compare_view import CompareView
 from ui.widgets.conversation_list import PIN_MARK, ConversationItem
 from ui.widgets.main_window import MainWindow
@@ -15,12 +16,7 @@ from ui.widgets.message_model import MessageView
 
 @pytest.fixture
 def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(900, 600)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return shown(qtbot, MainWindow(), 900, 600)
 
 
 def test_the_window_fits_900_by_600_and_the_panel_does_not_grow_it(window, qtbot):
