@@ -12,6 +12,7 @@ from app.chats.titles import (
     clean_title,
     fallback_title,
     make_title,
+    stand_in_title,
     title_messages,
     title_request,
 )
@@ -126,3 +127,16 @@ def test_a_title_the_user_set_is_never_replaced(repo) -> None:
     repo.rename(conv.id, "Stand-in", provisional=True)
     repo.update_conversation(conv.id, title="Set in settings")
     assert not repo.get_conversation(conv.id).title_provisional
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("Explain how a **hash map** works, with a short Python example.",
+     "Explain how a hash map works, with a short Python example."),
+    ("What are the health benefits of green tea?", "What are the health benefits of green tea?"),
+    ("# Release notes\n\nSummarize them.", "Release notes"),
+    ("Why does `len(x)` fail here?", "Why does len(x) fail here?"),
+    ("```python\nprint(1)\n```\nFix   this\tplease", "Fix this please"),
+    ("word " * 40, ("word " * 12).strip()),
+])
+def test_the_stand_in_title_is_the_first_line_without_markdown(message, expected):
+    assert stand_in_title(message) == expected

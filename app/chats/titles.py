@@ -95,6 +95,17 @@ def fallback_title(first_message: str) -> str:
     return _tidy(_first_prose_line(first_message), ellipsis=True)
 
 
+_MARKUP = re.compile(r"\*\*|__|`+|^#+\s*|^>\s*")
+STAND_IN_CHARS = 60
+
+
+def stand_in_title(first_message: str) -> str:
+    """What a new chat is called until the model's title comes: its first line of prose
+    without Markdown markup (a tab read "Explain how a **hash map** works")."""
+    line = _MARKUP.sub("", _first_prose_line(first_message).strip())
+    return " ".join(line.split())[:STAND_IN_CHARS].rstrip()
+
+
 # ----- internals ---------------------------------------------------------------------------
 
 

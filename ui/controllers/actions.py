@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 
 from app.chats.recorder import ReplyRecorder
+from app.chats.titles import stand_in_title
 from inference import ChatRequest, SamplingParams, new_request_id
 from inference.outputs import Delta, FinishReason
 from storage import MessageRecord, MessageStatus
@@ -17,7 +18,6 @@ from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
 from ui.widgets.chat_settings import ChatSettingsDialog
 from ui.widgets.chat_tab import ChatTab
 
-TITLE_CHARS = 60
 FOREGROUND, BACKGROUND = 1, 0
 
 
@@ -53,7 +53,7 @@ class ConversationActions:
             user = repo.add_message(conv_id, "user", text)
             conv = repo.get_conversation(conv_id)
             if not conv.title:  # a stand-in until the model's title comes (controllers/titles.py)
-                repo.rename(conv_id, text[:TITLE_CHARS], provisional=True)
+                repo.rename(conv_id, stand_in_title(text), provisional=True)
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 

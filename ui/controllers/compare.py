@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from app.chats.titles import stand_in_title
 from app.compare.export import reply_stats
 from app.compare.state import ComparisonState
 from app.engines.protocol import EngineState, EngineStatus
@@ -25,7 +26,6 @@ from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
 
 log = logging.getLogger(__name__)
 
-TITLE_CHARS = 60
 
 
 class CompareController:
@@ -265,17 +265,17 @@ class CompareController:
                             self.ctx.engines.engine.pin_system_prompt(system)
                 user = self.repo.add_message(conv_id, "user", text)
                 if not conv.title:
-                    self.repo.rename(conv_id, text[:TITLE_CHARS])
+                    self.repo.rename(conv_id, stand_in_title(text))
                 reply = self.repo.start_reply(conv_id, parent_id=user.id, model=labels.get(conv_id))
                 started.append((conv_id, self.repo.active_path(conv_id), reply))
             record = self.catalog.get_comparison(view.comparison_id)
             if not record.title:
-                self.catalog.update_comparison(view.comparison_id, title=text[:TITLE_CHARS])
+                self.catalog.update_comparison(view.comparison_id, title=stand_in_title(text))
             return started
 
         def start(started) -> None:
             if not view.title:
-                self.window.set_tab_title(view, text[:TITLE_CHARS])
+                self.window.set_tab_title(view, stand_in_title(text))
             for conv_id, path, reply in started:
                 pane = view.pane_for(conv_id)
                 if pane is not None:
