@@ -3,6 +3,7 @@ from loading a model, and the File menu's model and remote-server requests."""
 
 from __future__ import annotations
 
+from app.engines.finish import rate_text
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
@@ -44,13 +45,8 @@ class EngineStatusController:
         self.ctx.window.set_engine_status(status_line(hub.model_name, m))
 
 
-def rate(tok_s: float) -> str:
-    """Slow rates keep a decimal (0.4 tok/s is not 0)."""
-    return f"{tok_s:.1f} tok/s" if tok_s < 10 else f"{tok_s:.0f} tok/s"
-
-
 def status_line(model: str, m: MetricsSnapshot) -> str:
     """The status bar's engine line; idle says so instead of the last busy rate."""
     if m.running == 0 and m.queued == 0:
         return f"{model} · idle"
-    return f"{model} · {m.running} running · {m.queued} queued · {rate(m.decode_tok_s)} · batch {m.last_step_seqs}"
+    return f"{model} · {m.running} running · {m.queued} queued · {rate_text(m.decode_tok_s)} · batch {m.last_step_seqs}"

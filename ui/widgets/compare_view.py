@@ -47,7 +47,6 @@ class ComparePane(QFrame):
         self.conversation_id = conversation_id
         self.title = title
         self.busy = False
-        self.writing = False
         self.compare: CompareView | None = None  # set when added to one
         self.source_label = ""
         self.model = MessageListModel(self)
