@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -105,3 +109,52 @@ def test_the_key_stays_out_of_reprs_and_bad_urls_are_refused():
     assert KEY not in repr(endpoint)
     with pytest.raises(ValueError, match="not an http"):
         RemoteClient(RemoteEndpoint("ftp://example/v1", "m"), lambda d: None)
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible server that streams one word every 50 ms for a minute,
+    chunked over HTTP/1.1 as vLLM's and llama.cpp's servers send it."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {"choices": [{"index": 0, "delta": {"content": " word"}, "finish_reason": None}]}
+        try:
+            for _ in range(1200):
+                event = f"data: {json.dumps(chunk)}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass  # the client went away
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+def test_stop_from_another_thread_ends_the_reply():
+    """Stop comes from the GUI thread while the reader blocks in a read: closing the response
+    under it raised AttributeError inside http.client, the reader died and no finished delta
+    ever came (the tab stayed "writing")."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        deltas: queue.SimpleQueue = queue.SimpleQueue()
+        client = RemoteClient(RemoteEndpoint(f"http://127.0.0.1:{httpd.server_port}/v1", "m"), deltas.put)
+        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        first = deltas.get(timeout=10)
+        assert first.request_id == rid and first.text == " word"
+        for _ in range(5):  # several tries: the close must land while the reader is blocked
+            client.cancel(rid)
+            time.sleep(0.01)
+        while not (final := deltas.get(timeout=10)).finished:
+            pass
+        assert final.finish_reason is FinishReason.CANCELLED and final.error is None
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -104,11 +104,17 @@ class RemoteClient:
         except RemoteError as exc:
             self._finish(rid, FinishReason.ERROR, str(exc))
             return
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - every request ends with a finished delta
             if rid in self._cancelled:
+                # Stop closed the response under the reader. http.client then fails in more
+                # ways than OSError: a chunked read raises AttributeError on its closed file.
                 reason = FinishReason.CANCELLED
-            else:
+            elif isinstance(exc, (OSError, ValueError)):
                 self._finish(rid, FinishReason.ERROR, self._explain(exc))
+                return
+            else:
+                log.exception("remote request %s failed", rid)
+                self._finish(rid, FinishReason.ERROR, f"the connection to the server failed: {exc}")
                 return
         finally:
             with self._lock:
