@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from inference.engine_core import EngineCore
@@ -186,6 +186,17 @@ class Engine:
         self._commands.put(_Submit(chat, request_id))
         return handle
 
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        """Render and tokenize the chat on the calling thread (templating a huge request
+        must not hold the engine's steps); the chat comes back with prompt_tokens set.
+        Raises RequestError for a chat the engine would refuse."""
+        core = self._core
+        if core is None or chat.prompt_tokens is not None or chat.fit_context or chat.pin:
+            return chat
+        tokens = core.render_prompt(list(chat.messages), continue_final=chat.continue_final)
+        core.check_prompt(tokens)
+        return replace(chat, prompt_tokens=tuple(tokens))
+
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""
         chat = ChatRequest(
@@ -344,6 +355,4 @@ class Engine:
 
 
 def _with_id(chat: ChatRequest, request_id: str) -> ChatRequest:
-    from dataclasses import replace
-
     return replace(chat, request_id=request_id)

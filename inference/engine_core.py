@@ -107,6 +107,11 @@ class EngineCore:
         else:
             tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin,
                                         continue_final=chat.continue_final)
+        self.check_prompt(tokens)
+        return tokens
+
+    def check_prompt(self, tokens: list[int]) -> None:
+        """Refuse a prompt the engine cannot run (any thread: reads only sizes)."""
         if not tokens:
             raise RequestError("the prompt is empty")
         n_ctx = self.runner.n_ctx
@@ -118,7 +123,6 @@ class EngineCore:
         bad = [t for t in tokens if not 0 <= t < self.runner.n_vocab]
         if bad:
             raise RequestError(f"token id {bad[0]} is outside the vocabulary")
-        return tokens
 
     def _fitted_prompt(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
         """The chat's newest turns that fit with room for the reply (a quarter of the

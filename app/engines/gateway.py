@@ -44,6 +44,9 @@ class EngineGateway:
         else:
             handle.deliver(delta)
 
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        return chat  # the engine's process renders and tokenizes it
+
     def submit(self, chat: ChatRequest) -> RequestHandle:
         request_id = chat.request_id or new_request_id("http-")
         handle = RequestHandle(request_id, self, None)

@@ -90,6 +90,12 @@ class EngineLike(Protocol):
 
 
 class ServedEngine(Protocol):
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        """Render and tokenize the chat on the calling thread, never the engine's: the
+        chat comes back with prompt_tokens set (or unchanged where this engine cannot
+        tokenize here). Raises RequestError for a chat the engine would refuse."""
+        ...
+
     def submit(self, chat: ChatRequest) -> RequestHandle: ...
 
     def cancel(self, request_id: str) -> None: ...
