@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from app.engines.remote import RemoteClient, RemoteEndpoint
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
+from app.server.config import ServerConfig
+from app.server.uvicorn_server import HttpServer
 from inference import ChatRequest, FinishReason, SamplingParams
 
 KEY = "sekrit-key-123"
@@ -32,11 +33,9 @@ def engine(model_path):
 
 @pytest.fixture
 def server(engine):
-    srv = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2"))
-    srv.serve_in_thread()
+    srv = HttpServer(engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2")).start()
     yield srv
-    srv.shutdown()
-    srv.server_close()
+    srv.stop()
 
 
 def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | None = None):

@@ -47,9 +47,9 @@ class EngineGateway:
     def prepare(self, chat: ChatRequest) -> ChatRequest:
         return chat  # the engine's process renders and tokenizes it
 
-    def submit(self, chat: ChatRequest) -> RequestHandle:
+    def submit(self, chat: ChatRequest, on_delta: Callable[[Delta], None] | None = None) -> RequestHandle:
         request_id = chat.request_id or new_request_id("http-")
-        handle = RequestHandle(request_id, self, None)
+        handle = RequestHandle(request_id, self, on_delta)
         with self._lock:
             self._handles[request_id] = handle
         try:
