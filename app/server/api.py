@@ -11,6 +11,7 @@ error handling (every error in OpenAI's JSON shape, see errors.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import anyio
@@ -142,3 +143,7 @@ class QuietErrors:
         except Exception as exc:  # noqa: BLE001 - already answered and logged (errors.py)
             if not started:
                 log.error("unanswered internal error: %s: %s", type(exc).__name__, exc)
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running a few seconds into a stop (a body
+            # still arriving, say) and would log each as a traceback: one line instead.
+            log.info("%s %s cut short: the server stopped", scope.get("method"), scope.get("path"))

@@ -85,6 +85,12 @@ def _bound(le: float) -> str:
     return "+Inf" if math.isinf(le) else repr(float(le))
 
 
+# Any token is a method to HTTP: the label keeps to these (and "other"), so that a client
+# cannot grow the registry without bound. Likewise routes: a path no route matched is
+# "unmatched", never the path itself.
+METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
+
+
 class HttpMetrics:
     """The server's own counts: requests by route, method and status; requests in flight."""
 
@@ -120,4 +126,5 @@ class HttpMetricsMiddleware:
             self.metrics.in_flight.dec()
             route = scope.get("route")
             label = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(label, scope["method"], str(status)).inc()
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            self.metrics.requests.labels(label, method, str(status)).inc()
