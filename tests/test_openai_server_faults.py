@@ -278,3 +278,22 @@ def test_chorus_serve_stops_cleanly_on_ctrl_c(model_path):
         assert "Traceback" not in proc.stderr.read()
     finally:
         proc.kill()
+
+
+def test_stopping_with_a_body_still_arriving_is_a_503_and_no_traceback(engine, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    srv = serving(engine)
+    server = srv.__enter__()
+    try:
+        with socket.create_connection((server.host, server.port), timeout=WAIT_S) as sock:
+            sock.sendall(request_bytes("POST", CHAT, None, headers={"Content-Length": "100"}) + b'{"mess')
+            wait_for(lambda: exchange(server, request_bytes("GET", "/metrics"))[2].count(b"in_flight 2.0"),
+                     "the slow call in flight")
+            server.stop()
+            answer = read_all(sock)
+            assert not server.running and answer.startswith(b"HTTP/1.1 503") and b"server stopped" in answer
+    finally:
+        srv.__exit__(None, None, None)
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]

@@ -27,7 +27,7 @@ from app.server import generation
 from app.server import openai_format as fmt
 from app.server.auth import ApiKeyMiddleware
 from app.server.body import ClientGone, parse_json_object, read_body
-from app.server.errors import EXCEPTION_HANDLERS, ApiError
+from app.server.errors import EXCEPTION_HANDLERS, ApiError, error_bytes
 from app.server.limits import HeaderLimitMiddleware
 from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddleware
 from app.server.request_parsing import Generation, chat_generation, completion_generation
@@ -145,5 +145,12 @@ class QuietErrors:
                 log.error("unanswered internal error: %s: %s", type(exc).__name__, exc)
         except asyncio.CancelledError:
             # uvicorn cancels what is still running a few seconds into a stop (a body
-            # still arriving, say) and would log each as a traceback: one line instead.
+            # still arriving, say), logs a traceback for each and answers in plain text:
+            # one line and OpenAI's JSON instead.
             log.info("%s %s cut short: the server stopped", scope.get("method"), scope.get("path"))
+            if not started:
+                body = error_bytes(503, "the server stopped before this request was answered")
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
