@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.served import ask, client, exchange, post_json, request_bytes, serving
+from tests.served import ask, client, exchange, request_bytes, serving
 
 openai = pytest.importorskip("openai")
 pytestmark = pytest.mark.model  # a server on a real engine
@@ -88,13 +88,6 @@ def test_n_choices_stream_with_their_index(server):
                 finishes[choice.index] = choice.finish_reason
     assert finishes == {0: "length", 1: "length"}
     assert texts[0] == texts[1] != ""  # greedy: the same reply twice
-
-
-def test_the_same_seed_gives_the_same_sampled_reply(sampled):
-    c = client(sampled)
-    kw = dict(**{**ask("Invent a name.", max_tokens=10), "temperature": 1.0}, seed=7)
-    assert c.chat.completions.create(**kw).choices[0].message.content == \
-        c.chat.completions.create(**kw).choices[0].message.content
 
 
 def test_a_stop_string_ends_the_reply_before_it(server):
@@ -190,8 +183,6 @@ def test_health_is_503_once_the_engine_is_down(make_engine):
         engine.shutdown()
         status, _, body = exchange(srv, request_bytes("GET", "/health"))
         assert status == 503 and json.loads(body)["error"]["code"] == "service_unavailable"
-        status, _, body = post_json(srv, "/v1/chat/completions", ask("hi", max_tokens=2))
-        assert status == 503 and "engine" in json.loads(body)["error"]["message"]
 
 
 def test_models_reports_the_name_it_is_given(shared_engine):
