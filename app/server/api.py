@@ -70,7 +70,7 @@ def build_app(state: ServerState) -> ASGIApp:
         _route("/health", health, "GET"),
         _route("/metrics", metrics, "GET"),
     ]
-    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS,
                     middleware=[Middleware(HttpMetricsMiddleware, metrics=http_metrics),
                                 Middleware(HeaderLimitMiddleware, max_bytes=state.config.max_header_bytes),
                                 Middleware(ApiKeyMiddleware, api_key=state.config.api_key)])

@@ -45,7 +45,8 @@ class ChorusH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.conn = _Connection(h11.SERVER, self.config.h11_max_incomplete_event_size)
+        assert self.config.h11_max_incomplete_event_size is not None  # always set by uvicorn_server
+        self.conn: _Connection = _Connection(h11.SERVER, self.config.h11_max_incomplete_event_size)
         self._header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
