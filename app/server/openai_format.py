@@ -106,3 +106,34 @@ def chunk(api: Api, call_id: str, model: str, index: int, text: str | None, fini
 def usage_chunk(api: Api, call_id: str, model: str, usage_totals: dict) -> dict:
     return {"id": api.id_prefix + call_id, "object": api.chunk_name, "created": int(time.time()), "model": model,
             "choices": [], "usage": usage_totals}
+
+
+# ----- log-probabilities -----------------------------------------------------------------------
+# Entries are the engine's TokenLogprob (token, bytes, logprob, top: TopLogprob...), one
+# per generated token.
+
+
+def chat_logprobs(entries) -> dict:
+    """The chat API's shape: {"content": [{token, logprob, bytes, top_logprobs}]}."""
+    return {"content": [{**_logprob(e), "top_logprobs": [_logprob(t) for t in e.top]} for e in entries],
+            "refusal": None}
+
+
+def _logprob(entry) -> dict:
+    return {"token": entry.token, "logprob": entry.logprob, "bytes": list(entry.bytes)}
+
+
+def text_logprobs(entries, offset: int = 0) -> dict:
+    """The completions API's older shape: parallel lists, alternatives as {token: logprob},
+    text_offset counting characters from the start of the reply (offset: where these
+    entries start)."""
+    offsets = []
+    for entry in entries:
+        offsets.append(offset)
+        offset += len(entry.token)
+    return {"tokens": [e.token for e in entries], "token_logprobs": [e.logprob for e in entries],
+            "top_logprobs": [{t.token: t.logprob for t in e.top} for e in entries], "text_offset": offsets}
+
+
+def logprobs_of(api: Api, entries, offset: int = 0) -> dict:
+    return chat_logprobs(entries) if api.chat else text_logprobs(entries, offset)

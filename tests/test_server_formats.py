@@ -1,5 +1,6 @@
-"""The server's Prometheus export of the engine's snapshot, without a model: the
-histograms of time to first token and inter-token latency from cumulative buckets."""
+"""The server's formats without a model: the Prometheus export of the engine's snapshot
+(histograms of time to first token and inter-token latency from cumulative buckets), and
+log-probabilities in OpenAI's two shapes."""
 
 from __future__ import annotations
 
@@ -46,3 +47,20 @@ def test_an_engine_that_cannot_answer_exports_nothing_of_its_own():
     HttpMetrics(registry).requests.labels("/v1/models", "GET", "200").inc()
     text = generate_latest(registry).decode()
     assert "chorus_generated_tokens" not in text and "chorus_http_requests_total" in text
+
+
+def test_logprobs_in_both_of_openais_shapes():
+    from app.server.openai_format import chat_logprobs, text_logprobs
+
+    top = (SimpleNamespace(token="Hi", bytes=b"Hi", logprob=-0.1), SimpleNamespace(token="Hey", bytes=b"Hey",
+                                                                                    logprob=-2.5))
+    entries = [SimpleNamespace(token="Hi", bytes=b"Hi", logprob=-0.1, top=top),
+               SimpleNamespace(token="!", bytes=b"!", logprob=-0.7, top=())]
+    chat = chat_logprobs(entries)["content"]
+    assert chat[0] == {"token": "Hi", "logprob": -0.1, "bytes": [72, 105],
+                       "top_logprobs": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105]},
+                                        {"token": "Hey", "logprob": -2.5, "bytes": [72, 101, 121]}]}
+    assert chat[1]["top_logprobs"] == []
+    text = text_logprobs(entries, offset=3)
+    assert text == {"tokens": ["Hi", "!"], "token_logprobs": [-0.1, -0.7],
+                    "top_logprobs": [{"Hi": -0.1, "Hey": -2.5}, {}], "text_offset": [3, 5]}
