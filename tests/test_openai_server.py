@@ -212,3 +212,10 @@ def test_concurrent_requests_share_one_batch(make_engine):
         [t.join(120) for t in threads]
     assert results == [24] * 4
     assert engine.metrics(fresh=True).max_step_seqs >= 3
+
+
+def test_a_big_body_of_many_messages_is_parsed_and_refused_off_the_loop(server):
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": "hi"} for i in range(5001)]
+    with pytest.raises(openai.BadRequestError, match="context holds"):
+        client(server).chat.completions.create(model="m", messages=messages, max_tokens=2)
+    assert client(server).chat.completions.create(**ask("Hi", max_tokens=2)).choices[0].message.content

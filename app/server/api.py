@@ -35,6 +35,8 @@ from app.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
+LOOP_PARSE_BYTES = 64 * 1024
+
 
 def build_app(state: ServerState) -> ASGIApp:
     registry = CollectorRegistry()
@@ -102,11 +104,14 @@ async def _parsed(state: ServerState, request: Request, api: fmt.Api) -> Generat
         raw = await read_body(request, config.max_body_bytes, config.body_timeout_s)
     except ClientGone:
         raise ApiError(400, "the client closed the connection before sending its body") from None
-    body = parse_json_object(raw)
-    if api.chat:
-        gen = chat_generation(body, config.max_tokens_cap)
-    else:
-        gen = completion_generation(body, config.max_tokens_cap)
+    build = chat_generation if api.chat else completion_generation
+
+    def parse() -> Generation:
+        return build(parse_json_object(raw), config.max_tokens_cap)
+
+    # A big body (thousands of messages) is parsed in a worker thread: tens of milliseconds
+    # on the loop would delay every open stream's next chunk.
+    gen = parse() if len(raw) < LOOP_PARSE_BYTES else await anyio.to_thread.run_sync(parse)
     return _supported(gen)
 
 
