@@ -268,12 +268,13 @@ def test_chorus_serve_killed_mid_stream_is_an_error_to_the_client(model_path):
         proc.wait(WAIT_S)
 
 
-def test_chorus_serve_stops_cleanly_on_ctrl_c(model_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_chorus_serve_stops_cleanly_on_ctrl_c_or_sigterm(model_path, stop):
     proc, url = _chorus_serve(model_path, "--max-concurrent", "4", "--max-tokens-cap", "3")
     try:
         c = openai.OpenAI(base_url=url, api_key="sekrit", max_retries=0, timeout=WAIT_S)
         assert c.chat.completions.create(**ask("Hi", max_tokens=50, ignore_eos=True)).usage.completion_tokens == 3
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         assert proc.wait(WAIT_S) == 0
         assert "Traceback" not in proc.stderr.read()
     finally:

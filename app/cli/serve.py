@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -43,6 +44,10 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_serve(args: argparse.Namespace, base: Path) -> int:
     model = resolve_model(args, base)
     key = args.api_key or os.environ.get("CHORUS_API_KEY")
@@ -61,6 +66,7 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
             return 2
         auth = "API key required" if key else "no API key"
         print(f"serving {model.name} at {server.url}/v1 ({auth}); Ctrl-C stops", file=sys.stderr, flush=True)
+        signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop: as Ctrl-C
         server.serve_until_interrupted()
     finally:
         engine.shutdown()

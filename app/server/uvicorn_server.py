@@ -64,7 +64,11 @@ class HttpServer:
         self.state = ServerState(engine, config, ready or _engine_answers(engine))
         self._sock = bind(config.host, config.port, config.backlog)
         self.host, self.port = self._sock.getsockname()[:2]
-        self._uvicorn = uvicorn.Server(self._uvicorn_config(config))
+        try:
+            self._uvicorn = uvicorn.Server(self._uvicorn_config(config))
+        except BaseException:
+            self._sock.close()
+            raise
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
