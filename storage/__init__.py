@@ -5,7 +5,7 @@ Imports no Qt and no engine. Everything that leaves this package is a plain data
 
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
-from storage.errors import ImportRejected, NotFoundError, StorageError
+from storage.errors import DamagedDatabase, DatabaseBusy, ImportRejected, NotFoundError, StorageError
 from storage.records import (
     ActivePath,
     BranchPosition,
@@ -23,6 +23,8 @@ __all__ = [
     "CatalogRepository",
     "ChatRepository",
     "ConversationRecord",
+    "DamagedDatabase",
+    "DatabaseBusy",
     "DEFAULT_FILENAME",
     "Database",
     "ImportRejected",
