@@ -3,6 +3,7 @@
 Imports no Qt and no engine. Everything that leaves this package is a plain dataclass.
 """
 
+from storage.busy import retry_locked
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
 from storage.errors import DamagedDatabase, DatabaseBusy, ImportRejected, NotFoundError, StorageError
@@ -34,5 +35,6 @@ __all__ = [
     "SearchHit",
     "StorageError",
     "open_database",
+    "retry_locked",
     "search",
 ]
