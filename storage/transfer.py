@@ -28,6 +28,7 @@ FORMAT = "chorus-chats"
 VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_MESSAGES = 500_000
+STATUSES = frozenset(s.value for s in MessageStatus)
 
 
 # ----- export --------------------------------------------------------------------------
@@ -141,6 +142,8 @@ def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) ->
         raise ImportRejected(f"{path.name} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ImportRejected(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg}); truncated?") from None
+    except RecursionError:  # Python's parser recurses per level: a hostile file, not an export
+        raise ImportRejected(f"{path.name} is nested too deeply to be a Chorus export") from None
     return import_data(db, data, remap)
 
 
@@ -170,6 +173,7 @@ def _validate(data: Any) -> list[dict]:
         group = conv.get("comparison")
         _require(group is None or (_is_id(group) and group in groups),
                  f"{where}: comparison {group!r} is not in the file")
+    _require_unicode(data)
     return convs
 
 
@@ -223,7 +227,7 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
     _require(m.get("role") in ROLES, f"{where}: role must be one of {ROLES}")
     _require(isinstance(m.get("content"), str), f"{where}: content must be text")
     status = m.get("status", "complete")
-    _require(isinstance(status, str) and status in {s.value for s in MessageStatus},
+    _require(isinstance(status, str) and status in STATUSES,
              f"{where}: unknown status {status!r}")
     for key in ("error", "model"):
         _require(_is_text_or_none(m.get(key)), f"{where}: {key} must be text")
@@ -233,6 +237,38 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
                                    and abs(value) < 2**63 and math.isfinite(value)), f"{where}: {key} must be a number")
     if "created_at" in m:
         parse_time(m["created_at"], f"{where}: created_at")
+
+
+def _require_unicode(data: dict) -> None:
+    """Every string must be one UTF-8 can hold. JSON may escape a lone surrogate ("\\ud800"),
+    which is no character at all; SQLite's driver fails on it only when that row is written,
+    so all text is checked here first, at once (one encode of the whole file's text)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        _require(False, f"{_where_unencodable(data)} has text that is not valid Unicode (a lone surrogate, {bad!r})")
+
+
+def _where_unencodable(data: dict) -> str:
+    for i, conv in enumerate(data["conversations"]):
+        if not _encodable(conv):
+            for j, message in enumerate(conv["messages"]):
+                if not _encodable(message):
+                    return f"conversation {i + 1}, message {j + 1}"
+            return f"conversation {i + 1}"
+    for i, comp in enumerate(data.get("comparisons", [])):
+        if not _encodable(comp):
+            return f"comparison {i + 1}"
+    return "the file"
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_id(value: Any) -> bool:
