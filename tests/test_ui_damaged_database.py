@@ -30,8 +30,13 @@ def test_the_app_shows_a_damaged_database_in_a_non_modal_box(qapp, tmp_path, cap
             box.close()  # as a person would: finished quits the app's loop
 
     QTimer.singleShot(300, close_the_box)
-    QTimer.singleShot(60_000, qapp.quit)  # a box that never came must not hang the run
-    status = run_app(app_args(), Path("no-model.gguf"), tmp_path)  # the model is never reached
+    guard = QTimer(singleShot=True, interval=60_000)  # a box that never came must not hang the run
+    guard.timeout.connect(qapp.quit)
+    guard.start()
+    try:
+        status = run_app(app_args(), Path("no-model.gguf"), tmp_path)  # the model is never reached
+    finally:
+        guard.stop()  # or it would quit a later test's loop
 
     assert status == 2
     assert len(seen) == 1

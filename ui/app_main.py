@@ -88,11 +88,16 @@ def storage_error_box(message: str):
 
 def show_storage_error(app, exc: StorageError) -> int:
     """Before the window exists: the box alone, until it is closed; exit status 2."""
+    from PySide6.QtCore import QEventLoop
+
     print(f"chorus: {exc}", file=sys.stderr)
     box = storage_error_box(str(exc))
-    box.finished.connect(app.quit)
+    # The one event loop running (none runs yet: not nested), ended by the box alone; not
+    # app.quit(), which would close every window and end the application's loop too.
+    loop = QEventLoop()
+    box.finished.connect(loop.quit)
     box.show()
-    app.exec()  # the application's one event loop; nothing else runs yet
+    loop.exec()
     return 2
 
 
