@@ -222,3 +222,17 @@ def test_a_lock_held_past_the_retry_budget_is_a_clear_error_and_the_checkpoint_s
     holder.join()
     assert repo.get_message(reply_id).content == "saved "  # reopens interrupted at its checkpoint
     db.close()
+
+
+def test_an_import_waits_out_a_lock_held_past_the_busy_timeout(tmp_path, short_busy_timeout):
+    """The other way round: a writer holding the lock mid-import delays the import, which
+    then completes whole."""
+    db = open_database(tmp_path / "chorus.db")
+    taken = threading.Event()
+    holder = hold_write_lock(db.path, 1.5, taken)
+    taken.wait(10)
+    result = import_data(db, chats_file(50))
+    assert not holder.is_alive()
+    assert len(ChatRepository(db).list_conversations()) == len(result.conversation_ids) == 50
+    holder.join()
+    db.close()
