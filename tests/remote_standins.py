@@ -195,3 +195,13 @@ def recording_proxy() -> Iterator[RecordingProxy]:
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+def openai_like(chat: Script, models: tuple[str, ...] = ("standin-7b",)) -> Script:
+    """A stand-in that lists models at /models and answers chats with the chat script."""
+    def script(h: Handler) -> None:
+        if h.command == "GET" and h.path.endswith("/models"):
+            h.answer(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
+        else:
+            chat(h)
+    return script
