@@ -184,19 +184,24 @@ def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: S
     sys.stdout.write("bot> ")
     try:
         for delta in handle:
-            recorder.on_delta(delta)
-            if delta.text:
-                sys.stdout.write(delta.text)
-                sys.stdout.flush()
+            _show(recorder, delta)
             if delta.finished:
                 _report(delta)
     except KeyboardInterrupt:
         handle.cancel()
         if not recorder.finished:
-            for delta in handle:  # what was still queued, up to the cancelled end
-                recorder.on_delta(delta)
+            for delta in handle:  # what was still on its way, up to the cancelled end
+                _show(recorder, delta)
         print("\n[stopped]", file=sys.stderr)
     return recorder.text
+
+
+def _show(recorder: ReplyRecorder, delta: Delta) -> None:
+    """Saved and shown alike: what the person saw is what the history keeps."""
+    recorder.on_delta(delta)
+    if delta.text:
+        sys.stdout.write(delta.text)
+        sys.stdout.flush()
 
 
 def _report(delta) -> None:
