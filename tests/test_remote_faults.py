@@ -4,6 +4,7 @@ end the request with exactly one finished delta and a one-line reason."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import queue
 import threading
@@ -296,3 +297,24 @@ def test_no_proxy_and_loopback_go_direct(monkeypatch):
         text, _, _ = run_once(srv.url)  # loopback: never through a proxy
         assert text == "direct" and len(srv.seen) == 1
     assert proxy.lines == []
+
+
+def test_the_engine_refuses_a_bad_url_at_start_as_enginelike_says():
+    """The app builds the engine in its connecting thread: a bad URL raising there killed the
+    thread and left "connecting…" on screen; start() says why and the state is FAILED."""
+    deltas: queue.SimpleQueue = queue.SimpleQueue()
+    engine = RemoteEngine(RemoteEndpoint("localhost:8080/v1", "m"), deltas.put)
+    with pytest.raises(RuntimeError, match="not an http"):
+        engine.start()
+    assert engine.state.status == "failed" and "not an http" in engine.state.error
+    rid = engine.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+    final = deltas.get(timeout=5)
+    assert final.request_id == rid and final.finish_reason is FinishReason.ERROR and "not an http" in final.error
+
+
+def test_a_socks_proxy_without_its_package_is_a_clear_refusal(monkeypatch):
+    if importlib.util.find_spec("socksio") is not None:
+        pytest.skip("socksio is installed: SOCKS proxies work")
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ValueError, match="SOCKS proxy .* socksio"):
+        RemoteClient(RemoteEndpoint("http://llm.chorus-test.example/v1", "m"), lambda d: None)

@@ -172,10 +172,16 @@ def http_client(endpoint: RemoteEndpoint) -> httpx.Client:
     # on another machine cannot reach this one's loopback.
     host = httpx.URL(endpoint.base_url).host
     mounts = {f"all://{f'[{host}]' if ':' in host else host}": None} if endpoint.on_loopback else None
-    return httpx.Client(
-        headers=headers, timeout=endpoint.timeouts, trust_env=True, mounts=mounts,
-        limits=httpx.Limits(max_keepalive_connections=0),
-    )
+    try:
+        return httpx.Client(
+            headers=headers, timeout=endpoint.timeouts, trust_env=True, mounts=mounts,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+    except ImportError:  # ALL_PROXY=socks5://… needs an extra httpx does not bring
+        raise ValueError("the environment names a SOCKS proxy (ALL_PROXY), which needs the socksio package "
+                         "(pip install 'httpx[socks]'); or name this server in NO_PROXY") from None
+    except httpx.InvalidURL as exc:  # a malformed *_PROXY variable
+        raise ValueError(f"a proxy variable in the environment is not a URL: {exc}") from None
 
 
 class RemoteClient:
@@ -346,13 +352,24 @@ class RemoteEngine:
     def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
                  on_state: StateCallback = lambda s: None) -> None:
         self.endpoint = endpoint
-        self._client = RemoteClient(endpoint, on_delta)
+        self._on_delta = on_delta
+        # A bad URL or proxy setting is refused by start(), as EngineLike says (state FAILED
+        # and why), rather than here, where the app's connecting thread would just die.
+        self._client: RemoteClient | None = None
+        self._refused: str | None = None
+        try:
+            self._client = RemoteClient(endpoint, on_delta)
+        except ValueError as exc:
+            self._refused = str(exc)
         self._on_state = on_state
         self.state = EngineState(EngineStatus.STOPPED)
         self.settings = None
         self.pid = None
 
     def start(self, wait: bool = True) -> None:
+        if self._client is None:
+            self._set(EngineState(EngineStatus.FAILED, error=self._refused))
+            raise RemoteError(self._refused)
         try:
             models = self._client.models()
         except RemoteError as exc:
@@ -365,10 +382,15 @@ class RemoteEngine:
         self._set(EngineState(EngineStatus.READY))
 
     def submit(self, chat: ChatRequest) -> str:
+        if self._client is None:  # never started: its one delta says why
+            rid = chat.request_id or new_request_id()
+            self._on_delta(Delta.finished_with(rid, FinishReason.ERROR, self._refused))
+            return rid
         return self._client.submit(chat)
 
     def cancel(self, request_id: str) -> None:
-        self._client.cancel(request_id)
+        if self._client is not None:
+            self._client.cancel(request_id)
 
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
@@ -377,11 +399,13 @@ class RemoteEngine:
         pass  # the remote server has cores of its own
 
     def shutdown(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
         self._set(EngineState(EngineStatus.STOPPED))
 
     def kill(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
     def _set(self, state: EngineState) -> None:
         self.state = state
