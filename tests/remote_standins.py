@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 @dataclass
@@ -132,19 +135,36 @@ def trickle(h: Handler, every_s: float = 0.05, n: int = 1200) -> None:
 class StandinServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.script = script
         self.seen: list[Seen] = []
+        self.scheme = "http"
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+            self.scheme = "https"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}/v1"
+        return f"{self.scheme}://127.0.0.1:{self.server_port}/v1"
+
+
+def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A certificate for 127.0.0.1 (made by the openssl command) and a server context."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return cert, context
 
 
 @contextmanager
-def standin(script: Script) -> Iterator[StandinServer]:
-    httpd = StandinServer(script)
+def standin(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[StandinServer]:
+    httpd = StandinServer(script, tls)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield httpd

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import queue
+import shutil
 import threading
 import time
 
@@ -15,7 +16,7 @@ import pytest
 from app.engines.remote import RemoteClient, RemoteEndpoint, RemoteEngine
 from app.engines.remote_errors import retry_after_s
 from inference import ChatRequest, FinishReason, SamplingParams
-from tests.remote_standins import Handler, piece, recording_proxy, reply, standin, trickle, usage
+from tests.remote_standins import Handler, piece, recording_proxy, reply, self_signed, standin, trickle, usage
 
 KEY = "standin-key-0042"
 
@@ -318,3 +319,43 @@ def test_a_socks_proxy_without_its_package_is_a_clear_refusal(monkeypatch):
     monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ValueError, match="SOCKS proxy .* socksio"):
         RemoteClient(RemoteEndpoint("http://llm.chorus-test.example/v1", "m"), lambda d: None)
+
+
+# ----- TLS -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate")
+    return self_signed(tmp_path_factory.mktemp("tls"))
+
+
+def test_an_untrusted_certificate_is_a_clear_error(certificate):
+    _, context = certificate
+    with standin(reply(["secret"]), tls=context) as srv:
+        _, final, _ = run_once(srv.url)
+    assert final.finish_reason is FinishReason.ERROR
+    assert final.error.startswith(f"{srv.url}: the server's TLS certificate is not trusted")
+
+
+def test_https_with_a_certificate_from_ssl_cert_file_and_stop_while_silent(certificate, monkeypatch):
+    """SSL_CERT_FILE from the environment is trusted (httpx's trust_env); Stop cuts a TLS
+    connection as it does a plain one."""
+    cert, context = certificate
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    release = threading.Event()
+
+    def first_then_silent(h: Handler) -> None:
+        h.start_stream()
+        h.send_event(piece("Hello"))
+        release.wait(60)
+
+    with standin(first_then_silent, tls=context) as srv:
+        client, deltas = client_for(srv.url, timeout_s=60.0)
+        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        assert deltas.get(timeout=20).text == "Hello"
+        time.sleep(0.2)  # the reader is blocked in its read
+        client.cancel(rid)
+        final = deltas.get(timeout=20)
+        release.set()
+    assert final.finish_reason is FinishReason.CANCELLED and final.error is None
