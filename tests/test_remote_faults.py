@@ -359,3 +359,27 @@ def test_https_with_a_certificate_from_ssl_cert_file_and_stop_while_silent(certi
         final = deltas.get(timeout=20)
         release.set()
     assert final.finish_reason is FinishReason.CANCELLED and final.error is None
+
+
+def test_a_server_that_ignores_stream_true_is_read_all_at_once():
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "All at once."},
+                               "finish_reason": "length"}], "usage": usage(5, 3)["usage"]}
+    with standin(lambda h: h.answer(200, completion)) as srv:
+        text, final, _ = run_once(srv.url)
+    assert text == "All at once." and final.finish_reason is FinishReason.LENGTH
+    assert (final.stats.prompt_tokens, final.stats.generated_tokens) == (5, 3)
+
+
+def test_odd_event_shapes_are_skipped_not_fatal():
+    def script(h: Handler) -> None:
+        h.start_stream()
+        for odd in ({"choices": {"0": 1}}, {"choices": ["x"]}, {"choices": [{"delta": "text"}]},
+                    {"choices": [{"delta": {"content": 7}}]}, {"object": "keep-alive"}):
+            h.send_event(odd)
+        h.send_raw(b": ping\n\n")
+        h.send_event(piece("fine", "stop"))
+        h.end_stream()
+
+    with standin(script) as srv:
+        text, final, _ = run_once(srv.url)
+    assert text == "fine" and final.finish_reason is FinishReason.STOP and final.error is None

@@ -13,6 +13,7 @@ except for a server on this machine's loopback, which no proxy elsewhere could r
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import socket
 import threading
@@ -130,9 +131,12 @@ class _Reading:
             raise RemoteError(event_error(payload))
         if isinstance(payload.get("usage"), dict):
             self.usage = payload["usage"]
-        choices = payload.get("choices") or [{}]
-        choice = choices[0] if isinstance(choices[0], dict) else {}
-        piece = (choice.get("delta") or {}).get("content") or ""
+        choices = payload.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        # "delta" in a stream; "message" in an answer sent all at once
+        part = choice.get("delta") or choice.get("message") or {}
+        piece = part.get("content") if isinstance(part, dict) else None
+        piece = piece if isinstance(piece, str) else ""
         if piece:
             self.first = self.first or time.perf_counter()
             self.chunks += 1
@@ -154,6 +158,21 @@ class _Reading:
             decode_tok_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
             itl_p50_s=None, itl_p95_s=None, total_s=now - self.started,
         )
+
+
+def _is_json(response: httpx.Response) -> bool:
+    kind = response.headers.get("content-type", "").lower()
+    return "json" in kind and "event-stream" not in kind
+
+
+def _json_object(body: bytes) -> dict:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise RemoteError("the server answered with JSON that is not a chat completion")
+    return payload
 
 
 def _count(value: object, default: int) -> int:
@@ -257,6 +276,11 @@ class RemoteClient:
         assert rid is not None
         response = self._open(self._body(chat), line)
         try:
+            if _is_json(response):  # a server that ignored stream: true answered all at once
+                piece = reading.take(_json_object(response.read()))
+                if piece:
+                    self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
+                return reading.reason or FinishReason.STOP
             for event in events(response.iter_lines()):
                 if line.cancelled:
                     return FinishReason.CANCELLED
