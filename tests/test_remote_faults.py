@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import queue
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -383,3 +386,33 @@ def test_odd_event_shapes_are_skipped_not_fatal():
     with standin(script) as srv:
         text, final, _ = run_once(srv.url)
     assert text == "fine" and final.finish_reason is FinishReason.STOP and final.error is None
+
+
+# ----- a real server killed mid-reply ----------------------------------------------------
+
+@pytest.mark.model
+def test_a_chorus_server_killed_mid_reply_is_an_error(model_path, tmp_path):
+    """`chorus serve` killed (SIGKILL) while it streams: the reply must end as an error, not
+    look finished (issue 13: the official client saw a quiet end, finish_reason None)."""
+    env = {**os.environ, "CHORUS_DATA_DIR": str(tmp_path)}
+    serve = subprocess.Popen([sys.executable, "-m", "app", "serve", "--model", str(model_path), "--port", "0"],
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert serve.stderr is not None
+        announced = ""
+        while " at http" not in announced:  # "serving X at http://127.0.0.1:PORT/v1 (...)"
+            announced = serve.stderr.readline()
+            assert announced, "chorus serve exited before serving"
+        url = announced.split(" at ", 1)[1].split()[0]
+        client, deltas = client_for(url)
+        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "Tell a very long story."},),
+                                        sampling=SamplingParams(max_tokens=4000)))
+        assert deltas.get(timeout=60).text  # it is streaming
+        serve.kill()
+        while not (final := deltas.get(timeout=60)).finished:
+            pass
+    finally:
+        serve.kill()
+        serve.wait(30)
+    assert final.request_id == rid and final.finish_reason is FinishReason.ERROR
+    assert "in the middle of the reply" in final.error
