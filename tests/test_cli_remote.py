@@ -61,7 +61,8 @@ def test_ctrl_c_stops_a_remote_reply_and_keeps_what_came(tmp_path):
     assert answer.status is MessageStatus.INTERRUPTED
     assert answer.content.startswith(" word word word") and set(answer.content.split()) == {"word"}
     shown = chat.out.split("bot> ", 1)[1].split("you>", 1)[0]
-    assert answer.content == shown.rstrip("\n")  # everything shown was saved
+    # Everything shown was saved (Ctrl-C may land between saving a piece and showing it).
+    assert answer.content.startswith(shown.rstrip("\n"))
 
 
 def test_a_server_dying_mid_reply_is_saved_as_an_error(tmp_path):

@@ -216,8 +216,11 @@ def test_ctrl_c_in_a_terminal_chat_with_a_chorus_server(server, engine, tmp_path
     from storage import MessageStatus
     from tests.terminal_chat import TerminalChat, saved_chats
 
-    chat = TerminalChat(tmp_path, "--server", f"{server.url}/v1", "--api-key", KEY, "--max-tokens", "2000")
-    chat.type("Tell a very long story about a dragon.")
+    url = f"{server.url}/v1"
+    greedy, final = run(RemoteEndpoint(url, "smollm2", KEY), "Tell a very long story.", 300)
+    assert final.finish_reason is FinishReason.LENGTH  # long enough to be stopped mid-way
+    chat = TerminalChat(tmp_path, "--server", url, "--api-key", KEY, "--temperature", "0", "--max-tokens", "300")
+    chat.type("Tell a very long story.")
     chat.wait_for("bot> ")
     assert _until(lambda: len(chat.out.split("bot> ", 1)[1]) > 20)  # a few words in
     chat.interrupt()
@@ -230,4 +233,5 @@ def test_ctrl_c_in_a_terminal_chat_with_a_chorus_server(server, engine, tmp_path
     answer = messages[-1]
     shown = chat.out.split("bot> ", 1)[1].split("you>", 1)[0].rstrip("\n")
     assert answer.status is MessageStatus.INTERRUPTED and len(answer.content) > 20
-    assert answer.content == shown  # every word shown was saved
+    # Every word shown was saved (Ctrl-C may land between saving a piece and showing it).
+    assert answer.content.startswith(shown) and greedy.startswith(answer.content)
