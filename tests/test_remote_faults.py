@@ -281,23 +281,33 @@ def test_bad_urls_are_refused(url):
 
 # ----- proxies -------------------------------------------------------------------------
 
-def test_http_proxy_from_the_environment_is_used(monkeypatch):
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture
+def proxy_env(monkeypatch):
+    """No proxy settings but the test's own (lowercase ones win over uppercase: both go)."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+def test_http_proxy_from_the_environment_is_used(proxy_env):
     with recording_proxy() as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        proxy_env.setenv("HTTP_PROXY", proxy.url)
         text, final, _ = run_once("http://llm.chorus-test.example/v1")
     assert proxy.lines == ["POST http://llm.chorus-test.example/v1/chat/completions HTTP/1.1"]
     assert text == "via the proxy" and final.finish_reason is FinishReason.STOP
 
 
-def test_no_proxy_and_loopback_go_direct(monkeypatch):
+def test_no_proxy_and_loopback_go_direct(proxy_env):
     with recording_proxy() as proxy, standin(reply(["direct"])) as srv:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        monkeypatch.setenv("NO_PROXY", "llm.chorus-test.example")
+        proxy_env.setenv("HTTP_PROXY", proxy.url)
+        proxy_env.setenv("NO_PROXY", "llm.chorus-test.example")
         _, final, _ = run_once("http://llm.chorus-test.example/v1")  # named in NO_PROXY
         assert final.error.startswith("cannot find the host")  # went direct, found no such host
-        monkeypatch.delenv("NO_PROXY")
+        proxy_env.delenv("NO_PROXY")
         text, _, _ = run_once(srv.url)  # loopback: never through a proxy
         assert text == "direct" and len(srv.seen) == 1
     assert proxy.lines == []
@@ -316,10 +326,10 @@ def test_the_engine_refuses_a_bad_url_at_start_as_enginelike_says():
     assert final.request_id == rid and final.finish_reason is FinishReason.ERROR and "not an http" in final.error
 
 
-def test_a_socks_proxy_without_its_package_is_a_clear_refusal(monkeypatch):
+def test_a_socks_proxy_without_its_package_is_a_clear_refusal(proxy_env):
     if importlib.util.find_spec("socksio") is not None:
         pytest.skip("socksio is installed: SOCKS proxies work")
-    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    proxy_env.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ValueError, match="SOCKS proxy .* socksio"):
         RemoteClient(RemoteEndpoint("http://llm.chorus-test.example/v1", "m"), lambda d: None)
 
