@@ -92,6 +92,7 @@ def test_a_client_leaving_while_decoding_is_cancelled(server, engine, stream):
     sock.close()
     assert_nothing_more_generated(engine)
     assert engine.metrics(fresh=True).generated_tokens - start < 2000
+    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
@@ -106,6 +107,7 @@ def test_a_client_leaving_while_prefilling_is_cancelled(server, engine, stream):
     assert after.generated_tokens == before.generated_tokens  # it never reached decoding
     assert after.prompt_tokens_computed - before.prompt_tokens_computed < 2800
     assert_nothing_more_generated(engine)
+    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
@@ -124,6 +126,7 @@ def test_a_client_leaving_while_queued_is_cancelled(server, engine, stream):
     finally:
         hog.cancel()
     assert_nothing_more_generated(engine)
+    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 def test_beyond_max_concurrent_a_request_gets_429_with_retry_after(engine):

@@ -54,7 +54,7 @@ async def run(state: ServerState, request: Request, gen: Generation, api: fmt.Ap
         choices = submit(state, gen)
         if gen.stream:
             response = await start_stream(state, request, gen, api, choices, release)
-            streaming = True
+            streaming = isinstance(response, SSEResponse)  # else the client left before it began
             return response
         return await answer(state, request, gen, api, choices)
     finally:
