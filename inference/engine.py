@@ -191,11 +191,9 @@ class Engine:
         must not hold the engine's steps); the chat comes back with prompt_tokens set.
         Raises RequestError for a chat the engine would refuse."""
         core = self._core
-        if core is None or chat.prompt_tokens is not None or chat.fit_context or chat.pin:
+        if core is None:
             return chat
-        tokens = core.render_prompt(list(chat.messages), continue_final=chat.continue_final)
-        core.check_prompt(tokens)
-        return replace(chat, prompt_tokens=tuple(tokens))
+        return core.prompts.prepare(chat)
 
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
@@ -20,6 +19,7 @@ from inference.model_runner import ModelRunner, StepOutput
 from inference.output_processor import RequestOutput
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, LoadSettings
+from inference.prompt_tokenizer import PromptTokenizer, check_prompt
 from inference.request import Request, RequestStatus
 from inference.scheduler import Scheduler, StepPlan
 from inference.step_budget import StepBudget
@@ -50,29 +50,16 @@ class EngineCore:
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
         self.metrics = EngineMetrics()
-        self.template = ChatTemplate(
-            runner.chat_template() or builtin_template(runner.metadata("general.architecture")),
-            bos_token=runner.special_text(runner.bos_token),
-            eos_token=runner.special_text(runner.eos_token),
-        )
+        self.prompts = PromptTokenizer(runner, runner.n_ctx)
+        self.template = self.prompts.template
         self._outputs: dict[str, RequestOutput] = {}
 
     # ----- prompts -----------------------------------------------------------------
 
     def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True,
                       continue_final: bool = False) -> list[int]:
-        if continue_final:
-            if not messages or messages[-1].get("role") != "assistant":
-                raise RequestError("continuing a reply needs an assistant message last")
-            partial = messages[-1].get("content")
-            if not isinstance(partial, str):
-                raise RequestError("the reply to continue needs text content")
-            text = self.template.render(messages[:-1], True) + partial
-        else:
-            text = self.template.render(messages, add_generation_prompt)
-        bos = self.template.bos_token
-        add_bos = self.runner.adds_bos and not (bos and text.startswith(bos))
-        return self.runner.tokenize(text, add_special=add_bos)
+        """The chat's prompt tokens (any thread): message text never becomes control tokens."""
+        return self.prompts.chat_tokens(messages, add_generation_prompt, continue_final)
 
     def system_prefix_tokens(self, system_prompt: str) -> list[int]:
         """The tokens a chat with this system prompt starts with (what pinning caches)."""
@@ -112,17 +99,7 @@ class EngineCore:
 
     def check_prompt(self, tokens: list[int]) -> None:
         """Refuse a prompt the engine cannot run (any thread: reads only sizes)."""
-        if not tokens:
-            raise RequestError("the prompt is empty")
-        n_ctx = self.runner.n_ctx
-        if len(tokens) >= n_ctx:
-            raise RequestError(
-                f"the prompt is {len(tokens)} tokens but the context holds {n_ctx}; "
-                "shorten the conversation or load the model with a larger context"
-            )
-        bad = [t for t in tokens if not 0 <= t < self.runner.n_vocab]
-        if bad:
-            raise RequestError(f"token id {bad[0]} is outside the vocabulary")
+        check_prompt(tokens, self.runner.n_ctx, self.runner.n_vocab)
 
     def _fitted_prompt(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
         """The chat's newest turns that fit with room for the reply (a quarter of the

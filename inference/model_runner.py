@@ -15,6 +15,7 @@ from inference.kv_cache import KvBackend
 if TYPE_CHECKING:
     from inference.params import SamplingParams
     from inference.scheduler import StepPlan
+    from inference.vocab import SpecialToken
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0
@@ -50,7 +51,18 @@ class ModelRunner(KvBackend, Protocol):
 
     # ----- vocabulary --------------------------------------------------------------
 
-    def tokenize(self, text: str, add_special: bool = True) -> list[int]: ...
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """Safe from any thread (prompts are tokenized off the engine thread)."""
+        ...
+
+    def special_tokens(self) -> list[SpecialToken]:
+        """The tokens the tokenizer matches as whole strings (control, user-defined)."""
+        ...
+
+    @property
+    def max_piece_bytes(self) -> int:
+        """The longest text one token stands for, in bytes."""
+        ...
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token as generated text shows it (specials hidden)."""
