@@ -195,6 +195,16 @@ class Engine:
             return chat
         return core.prompts.prepare(chat)
 
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
+        text that cannot fit in the context (refused without tokenizing it)."""
+        core = self._core
+        if core is None:
+            raise EngineError("the engine is not running")
+        tokens = core.prompts.text_tokens(text, parse_special)
+        core.check_prompt(tokens)
+        return tokens
+
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""
         chat = ChatRequest(

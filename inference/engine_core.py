@@ -87,45 +87,15 @@ class EngineCore:
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
 
     def _prompt_tokens(self, chat: ChatRequest) -> list[int]:
-        if chat.prompt_tokens is not None:
+        if chat.prompt_tokens is not None:  # prepared off this thread (Engine.prepare)
             tokens = list(chat.prompt_tokens)
-        elif chat.fit_context:
-            tokens = self._fitted_prompt(list(chat.messages), chat.sampling.max_tokens, chat.continue_final)
-        else:
-            tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin,
-                                        continue_final=chat.continue_final)
-        self.check_prompt(tokens)
-        return tokens
+            self.check_prompt(tokens)
+            return tokens
+        return self.prompts.prompt_tokens(chat)
 
     def check_prompt(self, tokens: list[int]) -> None:
         """Refuse a prompt the engine cannot run (any thread: reads only sizes)."""
         check_prompt(tokens, self.runner.n_ctx, self.runner.n_vocab)
-
-    def _fitted_prompt(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
-        """The chat's newest turns that fit with room for the reply (a quarter of the
-        context at most); the system prompt always stays (and the last message, the reply
-        being continued). Binary search over the cut."""
-        n_ctx = self.runner.n_ctx
-        room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
-        head = messages[:1] if messages and messages[0]["role"] == "system" else []
-        body = messages[len(head):]
-
-        def render(cut: int) -> list[int]:
-            return self.render_prompt(head + body[cut:], continue_final=continue_final)
-
-        tokens = render(0)
-        if len(tokens) + room <= n_ctx or len(body) <= 1:
-            return tokens
-        lo, hi = 1, len(body) - 1  # find the smallest cut that fits
-        best = render(hi)
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            candidate = render(mid)
-            if len(candidate) + room <= n_ctx:
-                best, hi = candidate, mid - 1
-            else:
-                lo = mid + 1
-        return best
 
     def cancel(self, request_id: str) -> list[Delta]:
         out = self._outputs.get(request_id)

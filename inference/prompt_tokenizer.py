@@ -150,19 +150,59 @@ class PromptTokenizer:
     # ----- what callers use ------------------------------------------------------------
 
     def prepare(self, chat: ChatRequest) -> ChatRequest:
-        """The chat with prompt_tokens set (its messages rendered and tokenized here).
-        Raises RequestError for a chat the engine would refuse. Chats the engine must
-        render itself (fitted to the context, pins) come back unchanged."""
-        if chat.prompt_tokens is not None or chat.fit_context or chat.pin:
+        """The chat with prompt_tokens set (rendered and tokenized here, on the caller's
+        thread). Raises RequestError for a chat the engine would refuse."""
+        if chat.prompt_tokens is not None:
             return chat
-        tokens = self.chat_tokens(list(chat.messages), continue_final=chat.continue_final)
+        chat.sampling.validate()
+        return replace(chat, prompt_tokens=tuple(self.prompt_tokens(chat)))
+
+    def prompt_tokens(self, chat: ChatRequest) -> list[int]:
+        """The prompt of a chat request: fitted to the context if it asks, checked."""
+        messages = list(chat.messages)
+        if chat.fit_context:
+            tokens = self.fitted_tokens(messages, chat.sampling.max_tokens, chat.continue_final)
+        else:
+            tokens = self.chat_tokens(messages, add_generation_prompt=not chat.pin,
+                                      continue_final=chat.continue_final)
         self.check_prompt(tokens)
-        return replace(chat, prompt_tokens=tuple(tokens))
+        return tokens
+
+    def fitted_tokens(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
+        """The chat's newest turns that fit with room for the reply (a quarter of the
+        context at most); the system prompt always stays (and the last message, the reply
+        being continued). Binary search over the cut."""
+        n_ctx = self.n_ctx
+        room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
+        first = messages[0] if messages else None
+        head = [first] if isinstance(first, dict) and first.get("role") == "system" else []
+        body = messages[len(head):]
+
+        def render(cut: int) -> list[int]:
+            return self._chat_tokens(head + body[cut:], True, continue_final)
+
+        tokens = render(0)
+        if len(tokens) + room <= n_ctx or len(body) <= 1:
+            return tokens
+        lo, hi = 1, len(body) - 1  # find the smallest cut that fits
+        best = render(hi)
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            candidate = render(mid)
+            if len(candidate) + room <= n_ctx:
+                best, hi = candidate, mid - 1
+            else:
+                lo = mid + 1
+        return best
 
     def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
                     continue_final: bool = False) -> list[int]:
+        """The prompt of a chat; text longer than the context is refused untokenized."""
         self.check_size(sum(len(m["content"]) for m in messages
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
+        return self._chat_tokens(messages, add_generation_prompt, continue_final)
+
+    def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool) -> list[int]:
         tail: list[_Piece] = []
         if continue_final:
             if not messages or messages[-1].get("role") != "assistant":

@@ -168,3 +168,12 @@ def test_tokenizing_from_four_threads_while_the_engine_decodes(shared_engine, sm
         th.join(60)
     handle.result(timeout=120)
     assert all(results[k] == expected * 5 for k in range(4))
+
+
+@pytest.mark.model
+def test_the_engine_tokenizes_raw_prompts_and_refuses_huge_ones(shared_engine) -> None:
+    assert shared_engine.text_tokens("<|im_start|>user\nhi")[0] == 1
+    with pytest.raises(RequestError, match="prompt is longer than the context"):
+        shared_engine.text_tokens("x" * (15 * 1024 * 1024))
+    with pytest.raises(RequestError, match="prompt is longer than the context"):
+        shared_engine.prepare(ChatRequest(messages=({"role": "user", "content": "x" * (15 * 1024 * 1024)},)))
