@@ -69,12 +69,17 @@ def test_a_huge_prompt_is_refused_before_rendering_or_tokenizing() -> None:
         t.prepare(ChatRequest(messages=({"role": "user", "content": "x" * 4000},)))
 
 
-def test_prepare_sets_the_prompt_tokens_and_leaves_pins_and_fitted_chats() -> None:
+def test_prepare_sets_the_prompt_tokens_of_chats_fitted_chats_and_pins() -> None:
     t = fake_tokenizer()
     chat = ChatRequest(messages=({"role": "user", "content": "hi"},), sampling=SamplingParams())
     assert t.prepare(chat).prompt_tokens == tuple(t.chat_tokens([{"role": "user", "content": "hi"}]))
-    fitted = ChatRequest(messages=chat.messages, fit_context=True)
-    assert t.prepare(fitted) is fitted
+    long_chat = tuple({"role": "user", "content": f"turn {i} " * 20} for i in range(20))
+    fitted = t.prepare(ChatRequest(messages=long_chat, fit_context=True, sampling=SamplingParams(max_tokens=100)))
+    assert fitted.prompt_tokens and 0 < len(fitted.prompt_tokens) <= 1024 - 100
+    pin = t.prepare(ChatRequest(messages=({"role": "system", "content": "S"},), pin=True))
+    assert pin.prompt_tokens == tuple(t.chat_tokens([{"role": "system", "content": "S"}], False))
+    with pytest.raises(RequestError, match="top_p"):
+        t.prepare(ChatRequest(messages=chat.messages, sampling=SamplingParams(top_p=2.0)))
     with pytest.raises(RequestError, match="role"):
         t.prepare(ChatRequest(messages=({"role": "wizard", "content": "hi"},)))
 
