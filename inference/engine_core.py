@@ -14,10 +14,11 @@ from collections.abc import Callable
 from inference.errors import RequestError
 from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
+from inference.logprobs import SampledLogprobs
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.model_runner import ModelRunner, StepOutput
 from inference.output_processor import RequestOutput
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, FinishReason, Phase, TokenLogprob, TopLogprob
 from inference.params import ChatRequest, LoadSettings
 from inference.prompt_tokenizer import PromptTokenizer, check_prompt
 from inference.request import Request, RequestStatus
@@ -75,13 +76,13 @@ class EngineCore:
         try:
             chat.sampling.validate()
             tokens = self._prompt_tokens(chat)
+            if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
+                return [Delta.finished_with(request_id, FinishReason.STOP)]
+            req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
+            if req.wants_output:
+                self.runner.start_sampling(request_id, chat.sampling, tokens)  # a bad grammar raises
         except RequestError as exc:
             return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
-        if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
-            return [Delta.finished_with(request_id, FinishReason.STOP)]
-        req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
-        if req.wants_output:
-            self.runner.start_sampling(request_id, chat.sampling, tokens)
         self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock())
         self.scheduler.add(req)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
@@ -158,7 +159,7 @@ class EngineCore:
         if not output.ok:
             return self._fail_plan(plan, f"llama_decode failed with code {output.code}")
         self.scheduler.commit(plan)
-        deltas, sampled = self._emit(plan, output.tokens)
+        deltas, sampled = self._emit(plan, output.tokens, output.logprobs)
         self._record(plan, duration, sampled)
         return deltas
 
@@ -171,10 +172,11 @@ class EngineCore:
         done = [r for r in plan.admitted if not r.wants_output and r.num_uncomputed == 0]
         return [self._finish(self._outputs[r.request_id], FinishReason.STOP, "") for r in done]
 
-    def _emit(self, plan: StepPlan, tokens: list[int | None]) -> tuple[list[Delta], int]:
+    def _emit(self, plan: StepPlan, tokens: list[int | None],
+              logprobs: list[SampledLogprobs | None]) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
         sampled = 0
-        for chunk, token in zip(plan.chunks, tokens):
+        for i, (chunk, token) in enumerate(zip(plan.chunks, tokens)):
             out = self._outputs.get(chunk.request.request_id)
             if out is None:
                 continue
@@ -182,19 +184,29 @@ class EngineCore:
                 deltas.append(self._progress_or_done(out))
                 continue
             sampled += 1
-            deltas.append(self._on_token(out, token))
+            deltas.append(self._on_token(out, token, logprobs[i] if i < len(logprobs) else None))
         return deltas, sampled
 
-    def _on_token(self, out: RequestOutput, token: int) -> Delta:
+    def _on_token(self, out: RequestOutput, token: int, sampled: SampledLogprobs | None = None) -> Delta:
         verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), self.clock())
         if verdict.first:
             self.metrics.record_ttft(verdict.latency_s)
         else:
             self.metrics.record_itl(verdict.latency_s)
+        logprobs = (self._token_logprob(token, sampled),) if sampled is not None and verdict.kept else ()
         if verdict.finish is not None:
             kept = (token,) if verdict.kept else ()
-            return self._finish(out, verdict.finish, verdict.text, token_ids=kept)
-        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING)
+            return self._finish(out, verdict.finish, verdict.text, token_ids=kept, logprobs=logprobs)
+        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING,
+                     logprobs=logprobs)
+
+    def _token_logprob(self, token: int, sampled: SampledLogprobs) -> TokenLogprob:
+        def text(t: int) -> tuple[str, bytes]:
+            piece = self.runner.piece(t)
+            return piece.decode("utf-8", "replace"), piece
+
+        top = tuple(TopLogprob(*text(t), lp) for t, lp in sampled.top)
+        return TokenLogprob(*text(token), sampled.logprob, top)
 
     def _progress_or_done(self, out: RequestOutput) -> Delta:
         req = out.request
@@ -245,6 +257,7 @@ class EngineCore:
         error: str | None = None,
         keep_cache: bool = True,
         token_ids: tuple[int, ...] = (),
+        logprobs: tuple[TokenLogprob, ...] = (),
     ) -> Delta:
         req = out.request
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
@@ -254,7 +267,7 @@ class EngineCore:
             self.metrics.requests_failed += 1
         else:
             self.metrics.requests_finished += 1
-        return out.finished_delta(text, reason, self.clock(), error, token_ids)
+        return out.finished_delta(text, reason, self.clock(), error, token_ids, logprobs)
 
     def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
         n_decode = plan.num_decode_tokens

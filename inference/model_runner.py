@@ -7,10 +7,11 @@ per-request sampler lifecycle, and execute(plan) -> sampled tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from inference.kv_cache import KvBackend
+from inference.logprobs import SampledLogprobs
 
 if TYPE_CHECKING:
     from inference.params import SamplingParams
@@ -29,6 +30,8 @@ class StepOutput:
 
     code: int
     tokens: list[int | None]
+    # Per plan chunk, for requests asking for logprobs: their sampled token's (else None).
+    logprobs: list[SampledLogprobs | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +101,7 @@ class ModelRunner(KvBackend, Protocol):
 
     def execute(self, plan: StepPlan) -> StepOutput:
         """Decode the plan's chunks in one batch and sample a token for each chunk that
-        wants logits, with that request's sampler. Raises ValueError, before touching the
-        model, if the plan holds more tokens than one batch can."""
+        wants logits, with that request's sampler (and its logprobs if it asks for them).
+        Raises ValueError, before touching the model, if the plan holds more tokens than
+        one batch can."""
         ...

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import llama_cpp as ll
+import numpy as np
 
 from inference.errors import ModelLoadError
 from inference.llama_batch import BatchItem, TokenBatch
+from inference.logprobs import SampledLogprobs, sampled_logprobs
 from inference.model_runner import DECODE_OK, StepOutput
 from inference.params import LoadSettings, SamplingParams
 from inference.samplers import SamplerSet
@@ -116,7 +118,7 @@ class LlamaRunner:
         self._pieces: dict[int, bytes] = {}
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
         self._eog = frozenset(self.eog_tokens)
-        self._samplers = SamplerSet(self.n_vocab, self.eog_tokens)
+        self._samplers = SamplerSet(self.n_vocab, self.eog_tokens, self._vocab)
         self._closed = False
         self.info = ModelInfo(
             path=path,
@@ -266,11 +268,24 @@ class LlamaRunner:
         code = ll.llama_decode(self._ctx, self._batch.batch)
         if code != DECODE_OK:
             return StepOutput.failed(code)
-        tokens = [
-            self._samplers.sample(chunk.request.request_id, self._ctx, row) if row >= 0 else None
-            for chunk, row in zip(plan.chunks, rows)
-        ]
-        return StepOutput(code, tokens)
+        tokens: list[int | None] = []
+        logprobs: list[SampledLogprobs | None] = []
+        for chunk, row in zip(plan.chunks, rows):
+            if row < 0:
+                tokens.append(None)
+                logprobs.append(None)
+                continue
+            k = chunk.request.sampling.logprobs
+            logits = self._logits(row) if k is not None else None  # copied before sampling
+            token = self._samplers.sample(chunk.request.request_id, self._ctx, row)
+            tokens.append(token)
+            logprobs.append(sampled_logprobs(logits, token, k) if logits is not None and k is not None else None)
+        return StepOutput(code, tokens, logprobs)
+
+    def _logits(self, row: int) -> np.ndarray:
+        """The raw logits of one batch row (a copy: the context reuses its buffer)."""
+        ptr = ll.llama_get_logits_ith(self._ctx, row)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
 
     # ----- KV memory (the KvBackend protocol) -----------------------------------------
 
