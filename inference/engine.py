@@ -190,6 +190,7 @@ class Engine:
         """Render and tokenize the chat on the calling thread (templating a huge request
         must not hold the engine's steps); the chat comes back with prompt_tokens set.
         Raises RequestError for a chat the engine would refuse."""
+        self._check_running()  # the vocabulary is freed with the model at shutdown
         core = self._core
         if core is None:
             return chat
@@ -198,6 +199,7 @@ class Engine:
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
         text that cannot fit in the context (refused without tokenizing it)."""
+        self._check_running()
         core = self._core
         if core is None:
             raise EngineError("the engine is not running")

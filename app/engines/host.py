@@ -137,7 +137,7 @@ class Preparer:
             request_id = chat.request_id or ""
             try:
                 prepared = self._engine.prepare(chat) if request_id not in self._cancelled else chat
-            except RequestError as exc:
+            except (RequestError, EngineError) as exc:  # a bad chat; the engine stopping
                 prepared, error = None, str(exc)
             except Exception as exc:  # a bug in templating ends that request, not the thread
                 log.exception("could not prepare request %s", request_id)
