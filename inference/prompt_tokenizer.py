@@ -164,7 +164,7 @@ class PromptTokenizer:
             tokens = self.fitted_tokens(messages, chat.sampling.max_tokens, chat.continue_final)
         else:
             tokens = self.chat_tokens(messages, add_generation_prompt=not chat.pin,
-                                      continue_final=chat.continue_final)
+                                      continue_final=chat.continue_final, limit=self.n_ctx)
         self.check_prompt(tokens)
         return tokens
 
@@ -196,13 +196,16 @@ class PromptTokenizer:
         return best
 
     def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
-                    continue_final: bool = False) -> list[int]:
-        """The prompt of a chat; text longer than the context is refused untokenized."""
+                    continue_final: bool = False, limit: int | None = None) -> list[int]:
+        """The prompt of a chat; text longer than the context is refused untokenized.
+        With a limit, a prompt of that many tokens or more is refused as soon as
+        tokenizing reaches it (a chat of 32,000 messages costs no more than the context)."""
         self.check_size(sum(len(m["content"]) for m in messages
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
-        return self._chat_tokens(messages, add_generation_prompt, continue_final)
+        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit)
 
-    def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool) -> list[int]:
+    def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool,
+                     limit: int | None = None) -> list[int]:
         tail: list[_Piece] = []
         if continue_final:
             if not messages or messages[-1].get("role") != "assistant":
@@ -212,7 +215,7 @@ class PromptTokenizer:
                 raise RequestError("the reply to continue needs text content")
             messages, add_generation_prompt, tail = messages[:-1], True, [partial]
         pieces = self._render_pieces(messages, add_generation_prompt) + tail
-        return self._tokenize_pieces(pieces)
+        return self._tokenize_pieces(pieces, limit)
 
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt (/v1/completions): its control-token strings count when parse_special."""
@@ -274,7 +277,7 @@ class PromptTokenizer:
         log.debug("the chat template transforms message contents; tokenizing them as given")
         return [contents[i] for i in slots]
 
-    def _tokenize_pieces(self, pieces: list[_Piece]) -> list[int]:
+    def _tokenize_pieces(self, pieces: list[_Piece], limit: int | None = None) -> list[int]:
         runs = _merge_runs(pieces)
         first = runs[0] if runs else ""
         bos = self.template.bos_token
@@ -285,6 +288,11 @@ class PromptTokenizer:
                 tokens.append(run.token)
             elif run:
                 tokens += self.vocab.tokenize(run, add_special=False, parse_special=False)
+            if limit is not None and len(tokens) >= limit:
+                raise RequestError(
+                    f"the prompt is at least {len(tokens)} tokens but the context holds {self.n_ctx}; "
+                    "shorten the conversation or load the model with a larger context"
+                )
         return tokens
 
 

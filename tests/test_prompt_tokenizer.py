@@ -182,3 +182,15 @@ def test_the_engine_tokenizes_raw_prompts_and_refuses_huge_ones(shared_engine) -
         shared_engine.text_tokens("x" * (15 * 1024 * 1024))
     with pytest.raises(RequestError, match="prompt is longer than the context"):
         shared_engine.prepare(ChatRequest(messages=({"role": "user", "content": "x" * (15 * 1024 * 1024)},)))
+
+
+def test_a_chat_of_many_messages_stops_tokenizing_at_the_context() -> None:
+    runner = FakeRunner(n_ctx=1024)
+    calls = []
+    tokenize = runner.tokenize
+    runner.tokenize = lambda *a, **k: calls.append(a) or tokenize(*a, **k)  # type: ignore[method-assign]
+    t = PromptTokenizer(runner, n_ctx=1024)
+    chat = ChatRequest(messages=tuple({"role": "user", "content": "ab"} for _ in range(5000)))
+    with pytest.raises(RequestError, match="context holds 1024"):
+        t.prepare(chat)
+    assert 0 < len(calls) < 200  # about 1024 tokens' worth of turns, not 5000
