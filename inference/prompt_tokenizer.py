@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.params import ChatRequest
+from inference.special_split import Piece, Special, SpecialMatcher, merge_runs
 from inference.vocab import LlamaVocab, OwnedVocab, SpecialToken
 
 log = logging.getLogger(__name__)
@@ -65,67 +66,6 @@ def template_for(vocab: Vocabulary) -> ChatTemplate:
         bos_token=vocab.special_text(vocab.bos_token),
         eos_token=vocab.special_text(vocab.eos_token),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Special:
-    token: int
-    lstrip: bool
-    rstrip: bool
-
-
-# A prompt piece: plain text (tokenized without parse_special) or one special token.
-_Piece = str | _Special
-
-
-class SpecialMatcher:
-    """Finds control-token strings in text, longest first at each position."""
-
-    def __init__(self, specials: list[SpecialToken]) -> None:
-        # Only those parse_special gates: tokenizing text matches the others anyway, also
-        # across the seams of markup and content, as tokenizing the whole render did.
-        self._by_text = {s.text: _Special(s.token, s.lstrip, s.rstrip) for s in specials if s.control}
-        lengths: dict[str, set[int]] = {}
-        for text in self._by_text:
-            lengths.setdefault(text[0], set()).add(len(text))
-        # first character -> the lengths to try there, longest first
-        self._lengths = {c: sorted(ls, reverse=True) for c, ls in lengths.items()}
-        starts = "".join(re.escape(c) for c in self._lengths)
-        self._candidates = re.compile(f"[{starts}]") if starts else None
-        self._cache: dict[str, list[_Piece]] = {}
-
-    def split(self, text: str) -> list[_Piece]:
-        """text as plain-text runs and special tokens, in order."""
-        cached = self._cache.get(text)
-        if cached is not None:
-            return cached
-        pieces: list[_Piece] = []
-        done = 0
-        if self._candidates is not None:
-            for m in self._candidates.finditer(text):
-                pos = m.start()
-                if pos < done:
-                    continue
-                special = self._special_at(text, pos)
-                if special is None:
-                    continue
-                text_len, token = special
-                if pos > done:
-                    pieces.append(text[done:pos])
-                pieces.append(token)
-                done = pos + text_len
-        if done < len(text):
-            pieces.append(text[done:])
-        if len(self._cache) < 4096:  # markup repeats: the same few strings every turn
-            self._cache[text] = pieces
-        return pieces
-
-    def _special_at(self, text: str, pos: int) -> tuple[int, _Special] | None:
-        for n in self._lengths[text[pos]]:
-            token = self._by_text.get(text[pos : pos + n])
-            if token is not None:
-                return n, token
-        return None
 
 
 class PromptTokenizer:
@@ -206,7 +146,7 @@ class PromptTokenizer:
 
     def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool,
                      limit: int | None = None) -> list[int]:
-        tail: list[_Piece] = []
+        tail: list[Piece] = []
         if continue_final:
             if not messages or messages[-1].get("role") != "assistant":
                 raise RequestError("continuing a reply needs an assistant message last")
@@ -240,7 +180,7 @@ class PromptTokenizer:
 
     # ----- rendering -----------------------------------------------------------------
 
-    def _render_pieces(self, messages: list[dict], add_generation_prompt: bool) -> list[_Piece]:
+    def _render_pieces(self, messages: list[dict], add_generation_prompt: bool) -> list[Piece]:
         real = self.template.render(messages, add_generation_prompt)  # validates the messages too
         contents = [m["content"] for m in messages]
         nonce = self._nonce
@@ -254,7 +194,7 @@ class PromptTokenizer:
             log.warning("the chat template hides message contents from the prompt tokenizer; "
                         "control tokens in message text are not escaped for this model")
             return self._matcher.split(real)
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         for i, text in enumerate(markup):
             pieces += self._matcher.split(text)
             if i < len(slots):
@@ -277,14 +217,14 @@ class PromptTokenizer:
         log.debug("the chat template transforms message contents; tokenizing them as given")
         return [contents[i] for i in slots]
 
-    def _tokenize_pieces(self, pieces: list[_Piece], limit: int | None = None) -> list[int]:
-        runs = _merge_runs(pieces)
+    def _tokenize_pieces(self, pieces: list[Piece], limit: int | None = None) -> list[int]:
+        runs = merge_runs(pieces)
         first = runs[0] if runs else ""
         bos = self.template.bos_token
-        starts_with_bos = isinstance(first, _Special) and first.token == self.vocab.bos_token and bool(bos)
+        starts_with_bos = isinstance(first, Special) and first.token == self.vocab.bos_token and bool(bos)
         tokens = [self.vocab.bos_token] if self.vocab.adds_bos and not starts_with_bos else []
         for run in runs:
-            if isinstance(run, _Special):
+            if isinstance(run, Special):
                 tokens.append(run.token)
             elif run:
                 tokens += self.vocab.tokenize(run, add_special=False, parse_special=False)
@@ -320,25 +260,6 @@ def _match_render(real: str, markup: list[str], contents: list[str]) -> list[str
 def _new_nonce() -> str:
     """Digits only: they survive a template's case filters."""
     return str(secrets.randbelow(10**16)).zfill(16)
-
-
-def _merge_runs(pieces: list[_Piece]) -> list[_Piece]:
-    """Adjacent text joined into one run (as llama.cpp tokenizes it), whitespace next to
-    an lstrip/rstrip special token dropped (as its partition does)."""
-    runs: list[_Piece] = []
-    for piece in pieces:
-        if isinstance(piece, str) and runs and isinstance(runs[-1], str):
-            runs[-1] += piece
-        else:
-            runs.append(piece)
-    for i, run in enumerate(runs):
-        if not isinstance(run, _Special):
-            continue
-        if run.lstrip and i > 0 and isinstance(runs[i - 1], str):
-            runs[i - 1] = str(runs[i - 1]).rstrip()
-        if run.rstrip and i + 1 < len(runs) and isinstance(runs[i + 1], str):
-            runs[i + 1] = str(runs[i + 1]).lstrip()
-    return runs
 
 
 def check_prompt(tokens: list[int], n_ctx: int, n_vocab: int) -> None:
