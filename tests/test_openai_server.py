@@ -152,12 +152,43 @@ def test_bad_requests_are_400_with_a_reason(server):
         c.chat.completions.create(**ask("word " * 5000, max_tokens=4), stream=True)
 
 
-def test_what_the_engine_cannot_do_yet_is_a_clear_400(server):
+def test_logprobs_of_each_token_with_alternatives(server):
     c = client(server)
-    with pytest.raises(openai.BadRequestError, match="logprobs"):
-        c.chat.completions.create(**ask("hi", max_tokens=2), logprobs=True, top_logprobs=2)
-    with pytest.raises(openai.BadRequestError, match="json_object"):
-        c.chat.completions.create(**ask("hi", max_tokens=2), response_format={"type": "json_object"})
+    out = c.chat.completions.create(**ask("Name a colour.", max_tokens=6), logprobs=True, top_logprobs=3)
+    entries = out.choices[0].logprobs.content
+    assert "".join(e.token for e in entries) == out.choices[0].message.content
+    assert len(entries) == out.usage.completion_tokens
+    for e in entries:
+        assert len(e.top_logprobs) == 3 and e.logprob <= 0
+        assert e.top_logprobs[0].token == e.token and e.top_logprobs[0].logprob == e.logprob  # greedy: the top one
+    stream = c.chat.completions.create(**ask("Name a colour.", max_tokens=6), logprobs=True, stream=True)
+    streamed = [ch.choices[0].logprobs for ch in stream if ch.choices and ch.choices[0].delta.content]
+    assert [e.token for lp in streamed for e in lp.content] == [e.token for e in entries]
+    plain = c.chat.completions.create(**ask("Name a colour.", max_tokens=6))
+    assert plain.choices[0].logprobs is None
+
+
+def test_response_format_json_object_gives_json(server):
+    out = client(server).chat.completions.create(
+        **ask("Describe a cat as JSON with a name and an age.", max_tokens=120),
+        response_format={"type": "json_object"})
+    assert out.choices[0].finish_reason == "stop"
+    assert isinstance(json.loads(out.choices[0].message.content), dict)
+
+
+def test_completions_take_a_text_prompt_with_its_markup(server, shared_engine):
+    c = client(server)
+    prompt = "<|im_start|>user\nName a fruit.<|im_end|>\n<|im_start|>assistant\n"
+    out = c.completions.create(model="m", prompt=prompt, max_tokens=6, temperature=0, logprobs=2)
+    # The caller wrote the whole prompt: its markup is parsed into control tokens.
+    parsed, as_text = shared_engine.text_tokens(prompt), shared_engine.text_tokens(prompt, parse_special=False)
+    assert out.usage.prompt_tokens == len(parsed) < len(as_text)
+    by_ids = c.completions.create(model="m", prompt=parsed, max_tokens=6, temperature=0)
+    assert out.choices[0].text == by_ids.choices[0].text and out.choices[0].text
+    assert "".join(out.choices[0].logprobs.tokens) == out.choices[0].text
+    assert all(len(top) == 2 for top in out.choices[0].logprobs.top_logprobs)
+    with pytest.raises(openai.BadRequestError, match="context"):
+        c.completions.create(model="m", prompt="word " * 9000, max_tokens=2)
 
 
 def test_health_and_metrics(server):
@@ -174,6 +205,7 @@ def test_health_and_metrics(server):
     ok = 'chorus_http_requests_total{method="POST",route="/v1/chat/completions",status="200"}'
     assert float(values[ok]) >= 1
     assert float(values["chorus_http_requests_in_flight"]) == 1  # this scrape
+    assert float(values['chorus_ttft_seconds_bucket{le="+Inf"}']) >= 1 and float(values["chorus_itl_seconds_count"]) > 0
 
 
 def test_health_is_503_once_the_engine_is_down(make_engine):

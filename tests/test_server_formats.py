@@ -24,7 +24,8 @@ def snapshot(**fields):
     base = dict(prefill_tok_s=1.0, decode_tok_s=2.0, last_step_seqs=1, running=1, queued=0, kv_cells_used=3,
                 kv_cells_total=64, kv_cells_shared=0, prefix_hits=0, prompt_tokens_saved=0, prompt_tokens_computed=5,
                 generated_tokens=7, requests_finished=1, requests_failed=0, preemptions=0, ttft_p50_s=None,
-                ttft_p95_s=None, itl_p50_s=0.05, itl_p95_s=0.1)
+                ttft_p95_s=None, itl_p50_s=0.05, itl_p95_s=0.1, ttft_buckets=(), ttft_sum_s=0.0, ttft_count=0,
+                itl_buckets=(), itl_sum_s=0.0, itl_count=0)
     return SimpleNamespace(**{**base, **fields})
 
 

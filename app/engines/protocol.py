@@ -97,6 +97,11 @@ class ServedEngine(Protocol):
         tokenize here). Raises RequestError for a chat the engine would refuse."""
         ...
 
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions), on the calling thread. Raises
+        RequestError for text that cannot fit in the context."""
+        ...
+
     def submit(self, chat: ChatRequest, on_delta: Callable[[Delta], None] | None = None) -> RequestHandle:
         """on_delta: called with each delta on the thread that delivers it (the server
         moves them onto its event loop), besides the handle's own queue."""

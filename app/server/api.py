@@ -111,20 +111,7 @@ async def _parsed(state: ServerState, request: Request, api: fmt.Api) -> Generat
 
     # A big body (thousands of messages) is parsed in a worker thread: tens of milliseconds
     # on the loop would delay every open stream's next chunk.
-    gen = parse() if len(raw) < LOOP_PARSE_BYTES else await anyio.to_thread.run_sync(parse)
-    return _supported(gen)
-
-
-def _supported(gen: Generation) -> Generation:
-    """What the engine cannot do yet is refused clearly, not silently ignored."""
-    if gen.logprobs is not None:
-        raise ApiError(400, "logprobs are not supported by this server yet", param="logprobs")
-    if gen.json_object:
-        raise ApiError(400, "response_format json_object is not supported by this server yet",
-                       param="response_format")
-    if gen.prompt_text is not None:
-        raise ApiError(400, "a text prompt is not supported by this server yet; send token ids", param="prompt")
-    return gen
+    return parse() if len(raw) < LOOP_PARSE_BYTES else await anyio.to_thread.run_sync(parse)
 
 
 class QuietErrors:

@@ -32,10 +32,15 @@ log = logging.getLogger(__name__)
 CLIENT_GONE = 499  # nginx's status for "the client closed the request": counted, never sent
 
 
-async def prepared(state: ServerState, chat: ChatRequest) -> ChatRequest:
+async def prepared(state: ServerState, gen: Generation) -> ChatRequest:
     """Templating and tokenizing in a worker thread: a huge prompt must not hold the loop
-    (or the engine's steps)."""
+    (or the engine's steps). A raw text prompt (/v1/completions) is tokenized as text with
+    its special tokens parsed: the caller wrote the whole prompt, markup included."""
+    chat = gen.chat
     try:
+        if gen.prompt_text is not None:
+            tokens = await anyio.to_thread.run_sync(state.engine.text_tokens, gen.prompt_text)
+            chat = replace(chat, prompt_tokens=tuple(tokens))
         return await anyio.to_thread.run_sync(state.engine.prepare, chat)
     except RequestError as exc:
         raise ApiError(400, str(exc), param="messages" if chat.messages else "prompt") from None
@@ -49,8 +54,7 @@ async def run(state: ServerState, request: Request, gen: Generation, api: fmt.Ap
     choices: Choices | None = None
     streaming = False
     try:
-        chat = await prepared(state, gen.chat)
-        gen = replace(gen, chat=chat)
+        gen = replace(gen, chat=await prepared(state, gen), prompt_text=None)
         choices = submit(state, gen)
         if gen.stream:
             response = await start_stream(state, request, gen, api, choices, release)
@@ -110,7 +114,8 @@ async def answer(state: ServerState, request: Request, gen: Generation, api: fmt
         if tally.finish is FinishReason.INTERRUPTED:
             log.warning("the engine stopped mid-reply: %s", tally.error)
     call_id = choices.handles[0].request_id
-    return JSONResponse(fmt.completion(api, call_id, state.model_id, tallies, _prompt_tokens(gen)))
+    return JSONResponse(fmt.completion(api, call_id, state.model_id, tallies, _prompt_tokens(gen),
+                                       with_logprobs=gen.logprobs is not None))
 
 
 async def _collect(choices: Choices, tallies: list[fmt.ChoiceTally]) -> None:
@@ -153,8 +158,15 @@ async def _events(state: ServerState, gen: Generation, api: fmt.Api, choices: Ch
     call_id = choices.handles[0].request_id
     model = state.model_id
 
-    def chunk(index: int, text: str | None, finish: str | None = None, role: bool = False) -> bytes:
-        return event(fmt.chunk(api, call_id, model, index, text, finish, role, gen.include_usage))
+    def chunk(index: int, text: str | None, finish: str | None = None, role: bool = False,
+              logprobs: dict | None = None) -> bytes:
+        return event(fmt.chunk(api, call_id, model, index, text, finish, role, gen.include_usage, logprobs))
+
+    def logprobs_of(item: ChoiceDelta) -> dict | None:
+        if gen.logprobs is None or not item.delta.logprobs:
+            return None
+        offset = len(tallies[item.index].text) - len(item.delta.text)  # where this delta's text starts
+        return fmt.logprobs_of(api, item.delta.logprobs, offset)
 
     if api.chat:
         for index in range(gen.n):
@@ -166,8 +178,8 @@ async def _events(state: ServerState, gen: Generation, api: fmt.Api, choices: Ch
             if delta.finish_reason is FinishReason.ERROR:
                 yield event(_refusal(tallies[item.index]).payload())
                 return
-            if delta.text:
-                yield chunk(item.index, delta.text)
+            if delta.text or delta.logprobs:
+                yield chunk(item.index, delta.text, logprobs=logprobs_of(item))
             if delta.finished:
                 if delta.finish_reason is FinishReason.INTERRUPTED:
                     log.warning("the engine stopped mid-reply: %s", delta.error)

@@ -41,10 +41,6 @@ PERCENTILES = (
     ("chorus_itl_seconds_p50", "Inter-token latency, median of recent tokens", "itl_p50_s"),
     ("chorus_itl_seconds_p95", "Inter-token latency, 95th percentile of recent tokens", "itl_p95_s"),
 )
-HISTOGRAMS = (  # name, help, snapshot prefix: {prefix}_buckets, {prefix}_sum_s, {prefix}_count
-    ("chorus_ttft_seconds", "Time to first token since the engine started", "ttft"),
-    ("chorus_itl_seconds", "Inter-token latency since the engine started", "itl"),
-)
 
 
 class EngineCollector(Collector):
@@ -72,13 +68,13 @@ class EngineCollector(Collector):
 def histograms(m: MetricsSnapshot) -> Iterator[Metric]:
     """Prometheus histograms from the snapshot's cumulative buckets (upper bound in
     seconds, count), when the engine reports them."""
-    for name, doc, prefix in HISTOGRAMS:
-        buckets = getattr(m, f"{prefix}_buckets", None)
-        if not buckets:
-            continue
-        family = HistogramMetricFamily(name, doc, buckets=[(_bound(le), count) for le, count in buckets],
-                                       sum_value=getattr(m, f"{prefix}_sum_s"))
-        yield family
+    for name, doc, buckets, sum_s in (
+        ("chorus_ttft_seconds", "Time to first token since the engine started", m.ttft_buckets, m.ttft_sum_s),
+        ("chorus_itl_seconds", "Inter-token latency since the engine started", m.itl_buckets, m.itl_sum_s),
+    ):
+        if buckets:  # an engine reporting none (a remote one) exports no histogram
+            yield HistogramMetricFamily(name, doc, buckets=[(_bound(le), count) for le, count in buckets],
+                                        sum_value=sum_s)
 
 
 def _bound(le: float) -> str:

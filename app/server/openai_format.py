@@ -41,10 +41,12 @@ class ChoiceTally:
     error: str | None = None
     prompt_tokens: int | None = None
     generated: int | None = None  # from the stats, when they came
+    logprobs: list = field(default_factory=list)  # the engine's TokenLogprob, one per token
 
     def add(self, delta: Delta) -> None:
         if delta.text:
             self.parts.append(delta.text)
+        self.logprobs.extend(delta.logprobs)
         self.tokens += len(delta.token_ids)
         if delta.finished:
             self.finish, self.error = delta.finish_reason, delta.error
@@ -71,10 +73,12 @@ def finish_reason(reason: FinishReason | None) -> str | None:
     return None if reason is None else openai_finish_reason(reason)
 
 
-def completion(api: Api, call_id: str, model: str, tallies: list[ChoiceTally], prompt_tokens: int | None) -> dict:
+def completion(api: Api, call_id: str, model: str, tallies: list[ChoiceTally], prompt_tokens: int | None,
+               with_logprobs: bool = False) -> dict:
     choices = []
     for index, tally in enumerate(tallies):
-        choice: dict = {"index": index, "finish_reason": finish_reason(tally.finish), "logprobs": None}
+        logprobs = logprobs_of(api, tally.logprobs) if with_logprobs else None
+        choice: dict = {"index": index, "finish_reason": finish_reason(tally.finish), "logprobs": logprobs}
         if api.chat:
             choice["message"] = {"role": "assistant", "content": tally.text}
         else:
@@ -85,10 +89,10 @@ def completion(api: Api, call_id: str, model: str, tallies: list[ChoiceTally], p
 
 
 def chunk(api: Api, call_id: str, model: str, index: int, text: str | None, finish: str | None,
-          role: bool = False, with_usage: bool = False) -> dict:
+          role: bool = False, with_usage: bool = False, logprobs: dict | None = None) -> dict:
     """One streamed piece of one choice. with_usage: the call asked for usage, so every
     chunk carries "usage": null and the last one the totals (OpenAI's shape)."""
-    choice: dict = {"index": index, "finish_reason": finish, "logprobs": None}
+    choice: dict = {"index": index, "finish_reason": finish, "logprobs": logprobs}
     if api.chat:
         delta: dict = {"role": "assistant", "content": ""} if role else {}
         if text:

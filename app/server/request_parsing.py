@@ -12,6 +12,8 @@ from typing import Any
 
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
+from inference.errors import RequestError
+from inference.grammars import JSON_OBJECT
 from inference.params import UNLIMITED, ChatRequest, SamplingParams
 
 MAX_CHOICES = 4
@@ -165,11 +167,11 @@ def max_tokens_of(body: dict, cap: int | None) -> int:
     return cap if asked is None else min(asked, cap)
 
 
-def sampling_of(body: dict, cap: int | None) -> SamplingParams:
+def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, json_object: bool = False) -> SamplingParams:
     seed = integer(body, "seed", SEED_RANGE[0], SEED_RANGE[1])
     for ignored in ("frequency_penalty", "presence_penalty"):
         number(body, ignored, 0.0, -2.0, 2.0)  # validated, not used (see the module's note)
-    return SamplingParams(
+    params = SamplingParams(
         temperature=number(body, "temperature", 1.0, 0.0, 2.0),
         top_p=number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True),
         seed=None if seed is None else seed % 2**32,
@@ -179,7 +181,14 @@ def sampling_of(body: dict, cap: int | None) -> SamplingParams:
         repeat_penalty=1.0,
         top_k=0,
         min_p=0.0,
+        logprobs=logprobs,
+        grammar=JSON_OBJECT if json_object else None,  # llama.cpp's grammar for any JSON object
     )
+    try:
+        params.validate()  # what the fields cannot say alone (a grammar with ignore_eos)
+    except RequestError as exc:
+        raise ApiError(400, str(exc)) from None
+    return params
 
 
 # ----- the rest of a call ------------------------------------------------------------------
@@ -229,15 +238,16 @@ def _common(body: dict) -> tuple[int, bool, bool]:
 def chat_generation(body: dict, cap: int | None) -> Generation:
     """A /v1/chat/completions body."""
     n, stream, include_usage = _common(body)
-    chat = ChatRequest(messages=messages_of(body), sampling=sampling_of(body, cap), fit_context=False)
-    return Generation(chat, n, stream, include_usage, chat_logprobs_of(body), json_object_of(body))
+    logprobs, json_object = chat_logprobs_of(body), json_object_of(body)
+    chat = ChatRequest(messages=messages_of(body), sampling=sampling_of(body, cap, logprobs, json_object))
+    return Generation(chat, n, stream, include_usage, logprobs, json_object)
 
 
 def completion_generation(body: dict, cap: int | None) -> Generation:
     """A /v1/completions body: a raw prompt, text or token ids."""
     n, stream, include_usage = _common(body)
-    sampling = sampling_of(body, cap)
     logprobs = integer(body, "logprobs", 0, 5)  # the legacy API's logprobs: how many alternatives
+    sampling = sampling_of(body, cap, logprobs)
     if body.get("echo") is True:
         raise bad("echo", "is not supported by this server")
     if body.get("suffix") is not None:
