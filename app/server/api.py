@@ -11,9 +11,6 @@ error handling (every error in OpenAI's JSON shape, see errors.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
@@ -21,19 +18,17 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from app.server import generation
 from app.server import openai_format as fmt
 from app.server.auth import ApiKeyMiddleware
 from app.server.body import ClientGone, parse_json_object, read_body
-from app.server.errors import EXCEPTION_HANDLERS, ApiError, error_bytes
+from app.server.errors import EXCEPTION_HANDLERS, ApiError, QuietErrors
 from app.server.limits import HeaderLimitMiddleware
 from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddleware
 from app.server.request_parsing import Generation, chat_generation, completion_generation
 from app.server.state import ServerState
-
-log = logging.getLogger(__name__)
 
 LOOP_PARSE_BYTES = 64 * 1024
 
@@ -112,37 +107,3 @@ async def _parsed(state: ServerState, request: Request, api: fmt.Api) -> Generat
     # A big body (thousands of messages) is parsed in a worker thread: tens of milliseconds
     # on the loop would delay every open stream's next chunk.
     return parse() if len(raw) < LOOP_PARSE_BYTES else await anyio.to_thread.run_sync(parse)
-
-
-class QuietErrors:
-    """Outermost: Starlette answers an unexpected error (errors.py logs it as one line) and
-    then re-raises it for the server to see; uvicorn would log its traceback. Swallowed
-    here, after the answer went out; a response cut mid-body is closed by uvicorn."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking_send)
-        except Exception as exc:  # noqa: BLE001 - already answered and logged (errors.py)
-            if not started:
-                log.error("unanswered internal error: %s: %s", type(exc).__name__, exc)
-        except asyncio.CancelledError:
-            # uvicorn cancels what is still running a few seconds into a stop (a body
-            # still arriving, say), logs a traceback for each and answers in plain text:
-            # one line and OpenAI's JSON instead.
-            log.info("%s %s cut short: the server stopped", scope.get("method"), scope.get("path"))
-            if not started:
-                body = error_bytes(503, "the server stopped before this request was answered")
-                await send({"type": "http.response.start", "status": 503,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": body})

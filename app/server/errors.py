@@ -7,6 +7,7 @@ line, so the log says what happened without a stack a user cannot act on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +93,37 @@ EXCEPTION_HANDLERS = {
     HTTPException: http_error_handler,
     Exception: unexpected_error_handler,
 }
+
+
+class QuietErrors:
+    """Outermost: Starlette answers an unexpected error (unexpected_error_handler logs it as one line) and
+    then re-raises it for the server to see; uvicorn would log its traceback. Swallowed
+    here, after the answer went out; a response cut mid-body is closed by uvicorn."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:  # noqa: BLE001 - already answered and logged (unexpected_error_handler)
+            if not started:
+                log.error("unanswered internal error: %s: %s", type(exc).__name__, exc)
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running a few seconds into a stop (a body
+            # still arriving, say), logs a traceback for each and answers in plain text:
+            # one line and OpenAI's JSON instead.
+            log.info("%s %s cut short: the server stopped", scope.get("method"), scope.get("path"))
+            if not started:
+                body = error_bytes(503, "the server stopped before this request was answered")
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body})
