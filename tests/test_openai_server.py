@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tests.served import ask, client, exchange, request_bytes, serving
+from tests.served import ask, client, exchange, post_json, request_bytes, serving
 
 openai = pytest.importorskip("openai")
 pytestmark = pytest.mark.model  # a server on a real engine
@@ -215,6 +215,8 @@ def test_health_is_503_once_the_engine_is_down(make_engine):
         engine.shutdown()
         status, _, body = exchange(srv, request_bytes("GET", "/health"))
         assert status == 503 and json.loads(body)["error"]["code"] == "service_unavailable"
+        status, _, body = post_json(srv, "/v1/chat/completions", ask("hi", max_tokens=2))
+        assert status == 503 and "not running" in json.loads(body)["error"]["message"]
 
 
 def test_models_reports_the_name_it_is_given(shared_engine):
