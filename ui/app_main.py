@@ -87,19 +87,17 @@ def storage_error_box(message: str):
 
 
 def show_storage_error(app, exc: StorageError) -> int:
-    """Before the window exists: the box alone, on the same qasync loop the app runs on
-    (the only loop: nothing nested), until it is closed; exit status 2."""
-    print(f"chorus: {exc}", file=sys.stderr)
-    import qasync
+    """Before the window exists: the box alone, until it is closed; exit status 2."""
+    from PySide6.QtCore import QEventLoop
 
+    print(f"chorus: {exc}", file=sys.stderr)
     box = storage_error_box(str(exc))
-    loop = qasync.QEventLoop(app)
-    closed = loop.create_future()
-    # Not app.quit(), which would close every window and end the application's loop too.
-    box.finished.connect(lambda _result: closed.done() or closed.set_result(None))
+    # The one event loop running (none runs yet: not nested), ended by the box alone; not
+    # app.quit(), which would close every window and end the application's loop too.
+    loop = QEventLoop()
+    box.finished.connect(loop.quit)
     box.show()
-    with loop:
-        loop.run_until_complete(closed)
+    loop.exec()
     return 2
 
 
