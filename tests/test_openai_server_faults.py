@@ -202,7 +202,7 @@ def test_stopping_ends_open_streams_and_their_engine_requests(engine):
     assert_nothing_more_generated(engine)
 
 
-def test_an_engine_process_dying_mid_reply_ends_the_call_with_what_was_counted(model_path):
+def test_an_engine_process_dying_mid_reply_is_an_error_to_both_kinds_of_call(model_path):
     from app.engines.gateway import EngineGateway
     from app.engines.host import EngineClient
     from app.server.config import ServerConfig
@@ -220,20 +220,34 @@ def test_an_engine_process_dying_mid_reply_ends_the_call_with_what_was_counted(m
         results = {}
 
         def plain():
-            results["plain"] = client(server).chat.completions.create(**ask("Talk.", max_tokens=900, ignore_eos=True))
+            try:
+                client(server).chat.completions.create(**ask("Talk.", max_tokens=900, ignore_eos=True))
+            except openai.APIError as exc:
+                results["plain"] = exc
 
         def streamed():
-            results["stream"] = list(client(server).chat.completions.create(
-                **ask("Talk.", max_tokens=900, ignore_eos=True), stream=True, stream_options={"include_usage": True}))
+            chunks = []
+            try:
+                for chunk in client(server).chat.completions.create(
+                        **ask("Talk.", max_tokens=900, ignore_eos=True), stream=True,
+                        stream_options={"include_usage": True}):
+                    chunks.append(chunk)
+            except openai.APIError as exc:
+                results["stream"] = (chunks, exc)
 
         threads = [threading.Thread(target=plain), threading.Thread(target=streamed)]
         [t.start() for t in threads]
         wait_for(lambda: snapshots and snapshots[-1].generated_tokens >= 10, "both decoding")
         process.kill()
         [t.join(WAIT_S) for t in threads]
-        plain_reply, chunks = results["plain"], results["stream"]
-        assert 0 < plain_reply.usage.completion_tokens < 900 and plain_reply.choices[0].message.content
-        assert chunks[-1].usage.completion_tokens > 0 and chunks[-2].choices[0].finish_reason == "stop"
+        # A cut reply must not look finished: a 503 for the plain call, an error event after
+        # the text already streamed (before the fix: 200 and finish_reason "stop").
+        assert isinstance(results["plain"], openai.InternalServerError), results
+        assert results["plain"].status_code == 503 and "the reply was cut" in results["plain"].message
+        chunks, error = results["stream"]
+        assert any(c.choices and c.choices[0].delta.content for c in chunks)
+        assert all(not c.choices or c.choices[0].finish_reason is None for c in chunks)
+        assert "the reply was cut" in str(error)
         assert exchange(server, request_bytes("GET", "/health"))[0] == 503
     finally:
         server.stop()

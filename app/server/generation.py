@@ -93,6 +93,13 @@ def _refusal(tally: fmt.ChoiceTally) -> ApiError:
     return ApiError(500, f"the engine failed mid-reply: {tally.error}")
 
 
+def _interrupted(error: str | None) -> ApiError:
+    """The engine's process died under the reply: an error the client sees (as when the
+    server itself dies), never a reply that looks finished but was cut."""
+    log.warning("the engine stopped mid-reply: %s", error)
+    return ApiError(503, f"the reply was cut: {error or 'the engine stopped'}; retry once the server is healthy")
+
+
 # ----- one JSON answer -----------------------------------------------------------------------
 
 
@@ -112,7 +119,7 @@ async def answer(state: ServerState, request: Request, gen: Generation, api: fmt
         if tally.finish is FinishReason.ERROR:
             raise _refusal(tally)
         if tally.finish is FinishReason.INTERRUPTED:
-            log.warning("the engine stopped mid-reply: %s", tally.error)
+            raise _interrupted(tally.error)
     call_id = choices.handles[0].request_id
     return JSONResponse(fmt.completion(api, call_id, state.model_id, tallies, _prompt_tokens(gen),
                                        with_logprobs=gen.logprobs is not None))
@@ -180,9 +187,10 @@ async def _events(state: ServerState, gen: Generation, api: fmt.Api, choices: Ch
                 return
             if delta.text or delta.logprobs:
                 yield chunk(item.index, delta.text, logprobs=logprobs_of(item))
+            if delta.finish_reason is FinishReason.INTERRUPTED:
+                yield event(_interrupted(delta.error).payload())
+                return
             if delta.finished:
-                if delta.finish_reason is FinishReason.INTERRUPTED:
-                    log.warning("the engine stopped mid-reply: %s", delta.error)
                 yield chunk(item.index, None, fmt.finish_reason(delta.finish_reason))
             item = None if choices.finished else await choices.next()
             if item is not None:
