@@ -92,7 +92,8 @@ class SseParser:
         self._buffer = b""
 
     def feed(self, data: bytes) -> list[str]:
-        self._buffer += data.replace(b"\r\n", b"\n")
+        # The whole buffer again: a CRLF may be split between two pieces.
+        self._buffer = (self._buffer + data).replace(b"\r\n", b"\n")
         events = []
         while b"\n\n" in self._buffer:
             raw, self._buffer = self._buffer.split(b"\n\n", 1)
