@@ -185,13 +185,16 @@ def test_slow_clients_do_not_hold_up_a_normal_request(make_engine):
 
 LOAD_CLIENTS = 128
 LOAD_TOKENS = 16
+# Each client's patience: a few tens of seconds on a quiet 2-core machine, minutes when
+# other jobs share it; a timeout here is a failure like any other.
+LOAD_TIMEOUT_S = 300
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_128_clients_each_complete_or_get_a_clean_429(make_engine):
     engine = make_engine(n_ctx=4096, n_seq_max=8)
     with serving(engine) as target:
-        report = asyncio.run(run_load(target, LOAD_CLIENTS, LOAD_TOKENS, timeout_s=180))
+        report = asyncio.run(run_load(target, LOAD_CLIENTS, LOAD_TOKENS, timeout_s=LOAD_TIMEOUT_S))
     summary = "\n".join(report.lines())
     assert report.failed_total == 0, f"no client may fail (resets, timeouts, 5xx):\n{summary}"
     assert report.completed + report.rejected_429 == LOAD_CLIENTS, summary
