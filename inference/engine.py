@@ -190,12 +190,22 @@ class Engine:
         """Render and tokenize the chat on the calling thread (templating a huge request
         must not hold the engine's steps); the chat comes back with prompt_tokens set.
         Raises RequestError for a chat the engine would refuse."""
+        self._check_running()  # the vocabulary is freed with the model at shutdown
         core = self._core
-        if core is None or chat.prompt_tokens is not None or chat.fit_context or chat.pin:
+        if core is None:
             return chat
-        tokens = core.render_prompt(list(chat.messages), continue_final=chat.continue_final)
+        return core.prompts.prepare(chat)
+
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
+        text that cannot fit in the context (refused without tokenizing it)."""
+        self._check_running()
+        core = self._core
+        if core is None:
+            raise EngineError("the engine is not running")
+        tokens = core.prompts.text_tokens(text, parse_special)
         core.check_prompt(tokens)
-        return replace(chat, prompt_tokens=tuple(tokens))
+        return tokens
 
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""

@@ -11,15 +11,16 @@ import logging
 import time
 from collections.abc import Callable
 
-from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
 from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
+from inference.logprobs import SampledLogprobs
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.model_runner import ModelRunner, StepOutput
 from inference.output_processor import RequestOutput
-from inference.outputs import Delta, FinishReason, Phase
+from inference.outputs import Delta, FinishReason, Phase, TokenLogprob, TopLogprob
 from inference.params import ChatRequest, LoadSettings
+from inference.prompt_tokenizer import PromptTokenizer, check_prompt
 from inference.request import Request, RequestStatus
 from inference.scheduler import Scheduler, StepPlan
 from inference.step_budget import StepBudget
@@ -50,29 +51,16 @@ class EngineCore:
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
         self.metrics = EngineMetrics()
-        self.template = ChatTemplate(
-            runner.chat_template() or builtin_template(runner.metadata("general.architecture")),
-            bos_token=runner.special_text(runner.bos_token),
-            eos_token=runner.special_text(runner.eos_token),
-        )
+        self.prompts = PromptTokenizer(runner, runner.n_ctx)
+        self.template = self.prompts.template
         self._outputs: dict[str, RequestOutput] = {}
 
     # ----- prompts -----------------------------------------------------------------
 
     def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True,
                       continue_final: bool = False) -> list[int]:
-        if continue_final:
-            if not messages or messages[-1].get("role") != "assistant":
-                raise RequestError("continuing a reply needs an assistant message last")
-            partial = messages[-1].get("content")
-            if not isinstance(partial, str):
-                raise RequestError("the reply to continue needs text content")
-            text = self.template.render(messages[:-1], True) + partial
-        else:
-            text = self.template.render(messages, add_generation_prompt)
-        bos = self.template.bos_token
-        add_bos = self.runner.adds_bos and not (bos and text.startswith(bos))
-        return self.runner.tokenize(text, add_special=add_bos)
+        """The chat's prompt tokens (any thread): message text never becomes control tokens."""
+        return self.prompts.chat_tokens(messages, add_generation_prompt, continue_final)
 
     def system_prefix_tokens(self, system_prompt: str) -> list[int]:
         """The tokens a chat with this system prompt starts with (what pinning caches)."""
@@ -88,67 +76,27 @@ class EngineCore:
         try:
             chat.sampling.validate()
             tokens = self._prompt_tokens(chat)
+            if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
+                return [Delta.finished_with(request_id, FinishReason.STOP)]
+            req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
+            if req.wants_output:
+                self.runner.start_sampling(request_id, chat.sampling, tokens)  # a bad grammar raises
         except RequestError as exc:
             return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
-        if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
-            return [Delta.finished_with(request_id, FinishReason.STOP)]
-        req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
-        if req.wants_output:
-            self.runner.start_sampling(request_id, chat.sampling, tokens)
         self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock())
         self.scheduler.add(req)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
 
     def _prompt_tokens(self, chat: ChatRequest) -> list[int]:
-        if chat.prompt_tokens is not None:
+        if chat.prompt_tokens is not None:  # prepared off this thread (Engine.prepare)
             tokens = list(chat.prompt_tokens)
-        elif chat.fit_context:
-            tokens = self._fitted_prompt(list(chat.messages), chat.sampling.max_tokens, chat.continue_final)
-        else:
-            tokens = self.render_prompt(list(chat.messages), add_generation_prompt=not chat.pin,
-                                        continue_final=chat.continue_final)
-        self.check_prompt(tokens)
-        return tokens
+            self.check_prompt(tokens)
+            return tokens
+        return self.prompts.prompt_tokens(chat)
 
     def check_prompt(self, tokens: list[int]) -> None:
         """Refuse a prompt the engine cannot run (any thread: reads only sizes)."""
-        if not tokens:
-            raise RequestError("the prompt is empty")
-        n_ctx = self.runner.n_ctx
-        if len(tokens) >= n_ctx:
-            raise RequestError(
-                f"the prompt is {len(tokens)} tokens but the context holds {n_ctx}; "
-                "shorten the conversation or load the model with a larger context"
-            )
-        bad = [t for t in tokens if not 0 <= t < self.runner.n_vocab]
-        if bad:
-            raise RequestError(f"token id {bad[0]} is outside the vocabulary")
-
-    def _fitted_prompt(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
-        """The chat's newest turns that fit with room for the reply (a quarter of the
-        context at most); the system prompt always stays (and the last message, the reply
-        being continued). Binary search over the cut."""
-        n_ctx = self.runner.n_ctx
-        room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
-        head = messages[:1] if messages and messages[0]["role"] == "system" else []
-        body = messages[len(head):]
-
-        def render(cut: int) -> list[int]:
-            return self.render_prompt(head + body[cut:], continue_final=continue_final)
-
-        tokens = render(0)
-        if len(tokens) + room <= n_ctx or len(body) <= 1:
-            return tokens
-        lo, hi = 1, len(body) - 1  # find the smallest cut that fits
-        best = render(hi)
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            candidate = render(mid)
-            if len(candidate) + room <= n_ctx:
-                best, hi = candidate, mid - 1
-            else:
-                lo = mid + 1
-        return best
+        check_prompt(tokens, self.runner.n_ctx, self.runner.n_vocab)
 
     def cancel(self, request_id: str) -> list[Delta]:
         out = self._outputs.get(request_id)
@@ -211,7 +159,7 @@ class EngineCore:
         if not output.ok:
             return self._fail_plan(plan, f"llama_decode failed with code {output.code}")
         self.scheduler.commit(plan)
-        deltas, sampled = self._emit(plan, output.tokens)
+        deltas, sampled = self._emit(plan, output.tokens, output.logprobs)
         self._record(plan, duration, sampled)
         return deltas
 
@@ -224,10 +172,11 @@ class EngineCore:
         done = [r for r in plan.admitted if not r.wants_output and r.num_uncomputed == 0]
         return [self._finish(self._outputs[r.request_id], FinishReason.STOP, "") for r in done]
 
-    def _emit(self, plan: StepPlan, tokens: list[int | None]) -> tuple[list[Delta], int]:
+    def _emit(self, plan: StepPlan, tokens: list[int | None],
+              logprobs: list[SampledLogprobs | None]) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
         sampled = 0
-        for chunk, token in zip(plan.chunks, tokens):
+        for i, (chunk, token) in enumerate(zip(plan.chunks, tokens)):
             out = self._outputs.get(chunk.request.request_id)
             if out is None:
                 continue
@@ -235,19 +184,29 @@ class EngineCore:
                 deltas.append(self._progress_or_done(out))
                 continue
             sampled += 1
-            deltas.append(self._on_token(out, token))
+            deltas.append(self._on_token(out, token, logprobs[i] if i < len(logprobs) else None))
         return deltas, sampled
 
-    def _on_token(self, out: RequestOutput, token: int) -> Delta:
+    def _on_token(self, out: RequestOutput, token: int, sampled: SampledLogprobs | None = None) -> Delta:
         verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), self.clock())
         if verdict.first:
             self.metrics.record_ttft(verdict.latency_s)
         else:
             self.metrics.record_itl(verdict.latency_s)
+        logprobs = (self._token_logprob(token, sampled),) if sampled is not None and verdict.kept else ()
         if verdict.finish is not None:
             kept = (token,) if verdict.kept else ()
-            return self._finish(out, verdict.finish, verdict.text, token_ids=kept)
-        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING)
+            return self._finish(out, verdict.finish, verdict.text, token_ids=kept, logprobs=logprobs)
+        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING,
+                     logprobs=logprobs)
+
+    def _token_logprob(self, token: int, sampled: SampledLogprobs) -> TokenLogprob:
+        def text(t: int) -> tuple[str, bytes]:
+            piece = self.runner.piece(t)
+            return piece.decode("utf-8", "replace"), piece
+
+        top = tuple(TopLogprob(*text(t), lp) for t, lp in sampled.top)
+        return TokenLogprob(*text(token), sampled.logprob, top)
 
     def _progress_or_done(self, out: RequestOutput) -> Delta:
         req = out.request
@@ -298,6 +257,7 @@ class EngineCore:
         error: str | None = None,
         keep_cache: bool = True,
         token_ids: tuple[int, ...] = (),
+        logprobs: tuple[TokenLogprob, ...] = (),
     ) -> Delta:
         req = out.request
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
@@ -307,7 +267,7 @@ class EngineCore:
             self.metrics.requests_failed += 1
         else:
             self.metrics.requests_finished += 1
-        return out.finished_delta(text, reason, self.clock(), error, token_ids)
+        return out.finished_delta(text, reason, self.clock(), error, token_ids, logprobs)
 
     def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
         n_decode = plan.num_decode_tokens

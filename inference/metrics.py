@@ -5,12 +5,18 @@ Written only by the engine thread; readers get an immutable MetricsSnapshot.
 
 from __future__ import annotations
 
+import bisect
+import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WINDOW_S = 10.0
 LATENCY_SAMPLES = 4096
+# Upper bounds (seconds) of the TTFT and inter-token latency histograms, as Prometheus
+# buckets: fine where tokens come (ms), coarse out to a minute of queueing.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75,
+                   1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -67,6 +73,15 @@ class MetricsSnapshot:
     ttft_p95_s: float | None
     itl_p50_s: float | None
     itl_p95_s: float | None
+    # Since the engine started (reset_latency keeps them): cumulative (upper bound in
+    # seconds, count of samples <= it), the last bound inf, plus sum and count, as a
+    # Prometheus histogram exports them.
+    ttft_buckets: tuple[tuple[float, int], ...] = ()
+    ttft_sum_s: float = 0.0
+    ttft_count: int = 0
+    itl_buckets: tuple[tuple[float, int], ...] = ()
+    itl_sum_s: float = 0.0
+    itl_count: int = 0
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -75,6 +90,29 @@ class MetricsSnapshot:
     @property
     def decode_only_tok_s(self) -> float:
         return self.decode_only_tokens / self.decode_only_s if self.decode_only_s else 0.0
+
+
+@dataclass(slots=True)
+class LatencyHistogram:
+    """Counts of latencies per bucket (not cumulative here), their sum and count."""
+
+    bounds: tuple[float, ...] = LATENCY_BUCKETS
+    counts: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
+    sum_s: float = 0.0
+    count: int = 0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1  # le: a bound counts itself
+        self.sum_s += seconds
+        self.count += 1
+
+    def cumulative(self) -> tuple[tuple[float, int], ...]:
+        total = 0
+        out = []
+        for bound, n in zip(self.bounds, self.counts):
+            total += n
+            out.append((bound, total))
+        return tuple(out)
 
 
 class EngineMetrics:
@@ -97,11 +135,15 @@ class EngineMetrics:
         self.requests_failed = 0
         self.preemptions = 0
         self.kv_cells_peak = 0
+        self.ttft_histogram = LatencyHistogram()
+        self.itl_histogram = LatencyHistogram()
 
     def reset_latency(self) -> None:
-        """Forget latency samples and counters (a benchmark starts its clock)."""
+        """Forget latency samples and counters (a benchmark starts its clock); the
+        histograms stay: a Prometheus histogram only ever grows."""
         fresh = EngineMetrics(self._clock)
         fresh.kv_cells_peak = 0
+        fresh.ttft_histogram, fresh.itl_histogram = self.ttft_histogram, self.itl_histogram
         self.__dict__.update(fresh.__dict__)
 
     def record_admission(self, prompt_tokens: int, cached_tokens: int) -> None:
@@ -128,9 +170,11 @@ class EngineMetrics:
 
     def record_ttft(self, seconds: float) -> None:
         self._ttft.append(seconds)
+        self.ttft_histogram.observe(seconds)
 
     def record_itl(self, seconds: float) -> None:
         self._itl.append(seconds)
+        self.itl_histogram.observe(seconds)
 
     def record_kv(self, cells_used: int) -> None:
         self.kv_cells_peak = max(self.kv_cells_peak, cells_used)
@@ -177,4 +221,10 @@ class EngineMetrics:
             ttft_p95_s=percentile(ttft, 95),
             itl_p50_s=percentile(itl, 50),
             itl_p95_s=percentile(itl, 95),
+            ttft_buckets=self.ttft_histogram.cumulative(),
+            ttft_sum_s=self.ttft_histogram.sum_s,
+            ttft_count=self.ttft_histogram.count,
+            itl_buckets=self.itl_histogram.cumulative(),
+            itl_sum_s=self.itl_histogram.sum_s,
+            itl_count=self.itl_histogram.count,
         )

@@ -7,14 +7,16 @@ per-request sampler lifecycle, and execute(plan) -> sampled tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from inference.kv_cache import KvBackend
+from inference.logprobs import SampledLogprobs
 
 if TYPE_CHECKING:
     from inference.params import SamplingParams
     from inference.scheduler import StepPlan
+    from inference.vocab import SpecialToken
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0
@@ -28,6 +30,8 @@ class StepOutput:
 
     code: int
     tokens: list[int | None]
+    # Per plan chunk, for requests asking for logprobs: their sampled token's (else None).
+    logprobs: list[SampledLogprobs | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -50,7 +54,18 @@ class ModelRunner(KvBackend, Protocol):
 
     # ----- vocabulary --------------------------------------------------------------
 
-    def tokenize(self, text: str, add_special: bool = True) -> list[int]: ...
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """Safe from any thread (prompts are tokenized off the engine thread)."""
+        ...
+
+    def special_tokens(self) -> list[SpecialToken]:
+        """The tokens the tokenizer matches as whole strings (control, user-defined)."""
+        ...
+
+    @property
+    def max_piece_bytes(self) -> int:
+        """The longest text one token stands for, in bytes."""
+        ...
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token as generated text shows it (specials hidden)."""
@@ -86,6 +101,7 @@ class ModelRunner(KvBackend, Protocol):
 
     def execute(self, plan: StepPlan) -> StepOutput:
         """Decode the plan's chunks in one batch and sample a token for each chunk that
-        wants logits, with that request's sampler. Raises ValueError, before touching the
-        model, if the plan holds more tokens than one batch can."""
+        wants logits, with that request's sampler (and its logprobs if it asks for them).
+        Raises ValueError, before touching the model, if the plan holds more tokens than
+        one batch can."""
         ...

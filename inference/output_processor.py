@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from inference.detokenizer import IncrementalDetokenizer
 from inference.metrics import percentile
-from inference.outputs import Delta, FinishReason, RequestStats
+from inference.outputs import Delta, FinishReason, RequestStats, TokenLogprob
 from inference.request import Request
 from inference.stop_strings import StopStringMatcher
 
@@ -102,5 +102,7 @@ class RequestOutput:
         now: float,
         error: str | None = None,
         token_ids: tuple[int, ...] = (),
+        logprobs: tuple[TokenLogprob, ...] = (),
     ) -> Delta:
-        return Delta.finished_with(self.request_id, reason, error, self.stats(now), text=text, token_ids=token_ids)
+        return Delta.finished_with(self.request_id, reason, error, self.stats(now), text=text,
+                                   token_ids=token_ids, logprobs=logprobs)

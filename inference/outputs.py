@@ -38,6 +38,26 @@ class RequestStats:
 
 
 @dataclass(frozen=True, slots=True)
+class TopLogprob:
+    """One of the most likely tokens at a position, with its log-probability."""
+
+    token: str
+    bytes: bytes
+    logprob: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """A generated token's log-probability under the model (log-softmax of the raw
+    logits, before any sampling setting) and the most likely alternatives there."""
+
+    token: str
+    bytes: bytes
+    logprob: float
+    top: tuple[TopLogprob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Delta:
     """A change of one request: new text, a phase change, or its end.
 
@@ -53,6 +73,8 @@ class Delta:
     finish_reason: FinishReason | None = None
     error: str | None = None
     stats: RequestStats | None = None
+    # One per token of token_ids, for requests that ask for logprobs.
+    logprobs: tuple[TokenLogprob, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -68,6 +90,7 @@ class Delta:
         *,
         text: str = "",
         token_ids: tuple[int, ...] = (),
+        logprobs: tuple[TokenLogprob, ...] = (),
     ) -> Delta:
         """The last delta of a request: why it ended, and the text it ended with, if any.
 
@@ -80,4 +103,5 @@ class Delta:
             finish_reason=reason,
             error=error,
             stats=stats,
+            logprobs=logprobs,
         )

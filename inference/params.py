@@ -12,6 +12,9 @@ from inference.errors import RequestError
 # max_tokens meaning "until end-of-generation or a full context".
 UNLIMITED = -1
 
+# The most alternatives logprobs may ask for at each position (OpenAI's top_logprobs limit).
+MAX_TOP_LOGPROBS = 20
+
 # A request's priority below 0: work on spare capacity (a chat's generated title). The
 # scheduler runs it after every other request and takes its sequence back for any other.
 SPARE_PRIORITY = -1
@@ -33,6 +36,12 @@ class SamplingParams:
     max_tokens: int = 512
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
+    # None: no log-probabilities. k in 0..MAX_TOP_LOGPROBS: each generated token's
+    # log-probability and the k most likely tokens at its position (Delta.logprobs).
+    logprobs: int | None = None
+    # GBNF text (llama.cpp's grammar format, rule "root") the output must follow, e.g.
+    # inference.grammars.JSON_OBJECT. One that does not parse ends the request with an error.
+    grammar: str | None = None
 
     @classmethod
     def greedy(cls, max_tokens: int = 512, **overrides: Any) -> SamplingParams:
@@ -57,6 +66,14 @@ class SamplingParams:
             problems.append(f"max_tokens must be >= 0 (or -1 for unlimited), got {self.max_tokens}")
         if any(not isinstance(s, str) or not s for s in self.stop):
             problems.append("stop strings must be non-empty strings")
+        if self.logprobs is not None and not (
+            isinstance(self.logprobs, int) and 0 <= self.logprobs <= MAX_TOP_LOGPROBS
+        ):
+            problems.append(f"logprobs must be in 0..{MAX_TOP_LOGPROBS}, got {self.logprobs!r}")
+        if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar.strip()):
+            problems.append("grammar must be non-empty GBNF text")
+        if self.grammar is not None and self.ignore_eos:
+            problems.append("a grammar cannot be combined with ignore_eos (the grammar decides where output ends)")
         if problems:
             raise RequestError("; ".join(problems))
 

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import llama_cpp as ll
+import numpy as np
 
 from inference.errors import ModelLoadError
 from inference.llama_batch import BatchItem, TokenBatch
+from inference.logprobs import SampledLogprobs, sampled_logprobs
 from inference.model_runner import DECODE_OK, StepOutput
 from inference.params import LoadSettings, SamplingParams
 from inference.samplers import SamplerSet
+from inference.vocab import LlamaVocab, SpecialToken
 
 if TYPE_CHECKING:
     from inference.scheduler import ScheduledChunk, StepPlan
@@ -105,6 +108,7 @@ class LlamaRunner:
             ll.llama_model_free(self._model)
             raise
         self._vocab = ll.llama_model_get_vocab(self._model)
+        self.vocab = LlamaVocab(self._model)  # thread-safe: prompts are tokenized off this thread too
         self._mem = ll.llama_get_memory(self._ctx)
         self.n_ctx = ll.llama_n_ctx(self._ctx)
         self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
@@ -114,7 +118,7 @@ class LlamaRunner:
         self._pieces: dict[int, bytes] = {}
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
         self._eog = frozenset(self.eog_tokens)
-        self._samplers = SamplerSet(self.n_vocab, self.eog_tokens)
+        self._samplers = SamplerSet(self.n_vocab, self.eog_tokens, self._vocab)
         self._closed = False
         self.info = ModelInfo(
             path=path,
@@ -201,56 +205,44 @@ class LlamaRunner:
 
     # ----- vocabulary --------------------------------------------------------------
 
-    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
-        data = text.encode("utf-8")
-        capacity = len(data) + 8
-        buf = (ll.llama_token * capacity)()
-        n = ll.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, True)
-        if n < 0:
-            capacity = -n
-            buf = (ll.llama_token * capacity)()
-            n = ll.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, True)
-        return list(buf[:n])
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        return self.vocab.tokenize(text, add_special, parse_special)
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token as it appears in generated text (specials hidden)."""
         cached = self._pieces.get(token)
         if cached is None:
-            cached = self._token_bytes(token, special=False)
+            cached = self.vocab.token_bytes(token, special=False)
             self._pieces[token] = cached
         return cached
 
     def special_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self._token_bytes(token, special=True).decode("utf-8", "replace")
+        return self.vocab.special_text(token)
 
-    def _token_bytes(self, token: int, special: bool) -> bytes:
-        buf = ctypes.create_string_buffer(64)
-        n = ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = ll.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
-        return buf.raw[:n]
+    def special_tokens(self) -> list[SpecialToken]:
+        return self.vocab.special_tokens()
+
+    @property
+    def max_piece_bytes(self) -> int:
+        return self.vocab.max_piece_bytes
 
     def is_eog(self, token: int) -> bool:
         return token in self._eog
 
     @property
     def bos_token(self) -> int:
-        return ll.llama_vocab_bos(self._vocab)
+        return self.vocab.bos_token
 
     @property
     def eos_token(self) -> int:
-        return ll.llama_vocab_eos(self._vocab)
+        return self.vocab.eos_token
 
     @property
     def adds_bos(self) -> bool:
-        return bool(ll.llama_vocab_get_add_bos(self._vocab))
+        return self.vocab.adds_bos
 
     def chat_template(self) -> str | None:
-        raw = ll.llama_model_chat_template(self._model, None)
-        return raw.decode("utf-8") if raw else None
+        return self.vocab.chat_template()
 
     def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
         """Threads for decoding from now on (engines sharing a CPU split its cores)."""
@@ -259,14 +251,7 @@ class LlamaRunner:
 
     def metadata(self, key: str) -> str | None:
         """One GGUF metadata value as text, or None when the file has no such key."""
-        buf = ctypes.create_string_buffer(256)
-        n = ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
-        if n < 0:
-            return None
-        if n >= len(buf):
-            buf = ctypes.create_string_buffer(n + 1)
-            ll.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
-        return buf.value.decode("utf-8", errors="replace")
+        return self.vocab.metadata(key)
 
     # ----- sampling and decoding (the ModelRunner protocol) -----------------------------
 
@@ -283,11 +268,24 @@ class LlamaRunner:
         code = ll.llama_decode(self._ctx, self._batch.batch)
         if code != DECODE_OK:
             return StepOutput.failed(code)
-        tokens = [
-            self._samplers.sample(chunk.request.request_id, self._ctx, row) if row >= 0 else None
-            for chunk, row in zip(plan.chunks, rows)
-        ]
-        return StepOutput(code, tokens)
+        tokens: list[int | None] = []
+        logprobs: list[SampledLogprobs | None] = []
+        for chunk, row in zip(plan.chunks, rows):
+            if row < 0:
+                tokens.append(None)
+                logprobs.append(None)
+                continue
+            k = chunk.request.sampling.logprobs
+            logits = self._logits(row) if k is not None else None  # copied before sampling
+            token = self._samplers.sample(chunk.request.request_id, self._ctx, row)
+            tokens.append(token)
+            logprobs.append(sampled_logprobs(logits, token, k) if logits is not None and k is not None else None)
+        return StepOutput(code, tokens, logprobs)
+
+    def _logits(self, row: int) -> np.ndarray:
+        """The raw logits of one batch row (a copy: the context reuses its buffer)."""
+        ptr = ll.llama_get_logits_ith(self._ctx, row)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
 
     # ----- KV memory (the KvBackend protocol) -----------------------------------------
 

@@ -1,12 +1,16 @@
-"""One llama_sampler chain per sequence: its own penalties history and RNG state."""
+"""One llama_sampler chain per sequence: its own penalties history, grammar state and RNG."""
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import random
+from collections.abc import Callable
 
 import llama_cpp as ll
+import numpy as np
 
+from inference.errors import RequestError
 from inference.params import SamplingParams
 
 # Biasing end-of-generation tokens this far down makes them unreachable.
@@ -24,13 +28,20 @@ _PENALTIES_TAKES_VOCAB = len(inspect.signature(ll.llama_sampler_init_penalties).
 
 
 class SamplerChain:
-    def __init__(self, params: SamplingParams, n_vocab: int, eog_tokens: list[int]) -> None:
+    def __init__(self, params: SamplingParams, n_vocab: int, eog_tokens: list[int],
+                 vocab: ll.llama_vocab_p | None = None) -> None:
         self._chain: ll.llama_sampler_p | None = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
         self._penalty_window = params.repeat_last_n if params.repeat_penalty != 1.0 else 0
+        self._penalties: ll.llama_sampler_p | None = None
+        self._grammar: GrammarCheck | None = None
+        self._n_vocab = n_vocab
         if params.ignore_eos and eog_tokens:
             self._add(self._logit_bias(n_vocab, eog_tokens))
         if params.repeat_penalty != 1.0 and params.repeat_last_n != 0:
-            self._add(_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty))
+            self._penalties = _penalties(n_vocab, params.repeat_last_n, params.repeat_penalty)
+            self._add(self._penalties)
+        if params.grammar is not None:
+            self._grammar = GrammarCheck(vocab, params.grammar, n_vocab, on_fail=self.close)
         if params.temperature <= 0.0:
             self._add(ll.llama_sampler_init_greedy())
         else:
@@ -56,17 +67,85 @@ class SamplerChain:
 
     def accept_prompt(self, tokens: list[int]) -> None:
         """Feed prompt tokens so repeat penalties see them, as llama.cpp's server does."""
-        if self._penalty_window == 0:
+        if self._penalty_window == 0 or self._penalties is None:
             return
         window = tokens if self._penalty_window < 0 else tokens[-self._penalty_window :]
-        for tok in window:
-            ll.llama_sampler_accept(self._chain, tok)
+        for tok in window:  # to the penalties alone: a grammar must not see the prompt
+            ll.llama_sampler_accept(self._penalties, tok)
 
     def sample(self, ctx: ll.llama_context_p, batch_index: int) -> int:
         """Sample from the logits of one batch row; the chain accepts the token itself."""
+        if self._grammar is not None and self._chain:
+            return self._grammar.sample(self._chain, ctx, batch_index)
         return ll.llama_sampler_sample(self._chain, ctx, batch_index)
 
     def close(self) -> None:
         if self._chain:
             ll.llama_sampler_free(self._chain)
             self._chain = None
+        if self._grammar is not None:
+            self._grammar.close()
+
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+class GrammarCheck:
+    """A request's grammar, as llama.cpp's common sampler applies it: sample with the
+    chain alone, keep the token if the grammar allows it, else apply the grammar to every
+    candidate first and sample again. Checking one token is cheap; masking the whole
+    vocabulary every step (hundreds of ms on a large one) only happens on a rejection.
+    Applied before any truncation on the slow path, the grammar can never leave the
+    chain without a candidate."""
+
+    def __init__(self, vocab: ll.llama_vocab_p | None, grammar: str, n_vocab: int,
+                 on_fail: Callable[[], None]) -> None:
+        sampler = ll.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root") if vocab else None
+        if not sampler:
+            on_fail()
+            raise RequestError(
+                "the grammar does not parse (llama.cpp's GBNF, with a rule named root); "
+                "the engine log names the error"
+            )
+        self._sampler: ll.llama_sampler_p | None = sampler
+        self._n_vocab = n_vocab
+        self._one = np.zeros(1, dtype=_TOKEN_DATA)
+
+    def sample(self, chain: ll.llama_sampler_p, ctx: ll.llama_context_p, row: int) -> int:
+        logits = np.ctypeslib.as_array(ll.llama_get_logits_ith(ctx, row), shape=(self._n_vocab,))
+        token = self._select(chain, logits, with_grammar=False)
+        if not self._allows(token):
+            token = self._select(chain, logits, with_grammar=True)
+        ll.llama_sampler_accept(self._sampler, token)
+        ll.llama_sampler_accept(chain, token)
+        return token
+
+    def _select(self, chain: ll.llama_sampler_p, logits: np.ndarray, with_grammar: bool) -> int:
+        data = np.empty(self._n_vocab, dtype=_TOKEN_DATA)
+        data["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        data["logit"] = logits
+        data["p"] = 0.0
+        cur = _token_array(data)
+        if with_grammar:
+            ll.llama_sampler_apply(self._sampler, ctypes.byref(cur))
+        ll.llama_sampler_apply(chain, ctypes.byref(cur))
+        if not 0 <= cur.selected < cur.size:
+            raise RuntimeError("the sampler chain selected no token")
+        return int(cur.data[cur.selected].id)
+
+    def _allows(self, token: int) -> bool:
+        self._one[0] = (token, 1.0, 0.0)
+        cur = _token_array(self._one)
+        ll.llama_sampler_apply(self._sampler, ctypes.byref(cur))
+        return bool(np.isfinite(self._one[0]["logit"]))
+
+    def close(self) -> None:
+        if self._sampler:
+            ll.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+def _token_array(data: np.ndarray) -> ll.llama_token_data_array:
+    """A llama_token_data_array over a numpy buffer (the caller keeps data alive)."""
+    pointer = data.ctypes.data_as(ctypes.POINTER(ll.llama_token_data))
+    return ll.llama_token_data_array(data=pointer, size=len(data), selected=-1, sorted=False)

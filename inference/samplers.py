@@ -13,7 +13,8 @@ from inference.sampler_chain import SamplerChain
 
 
 class SamplerSet:
-    def __init__(self, n_vocab: int, eog_tokens: list[int]) -> None:
+    def __init__(self, n_vocab: int, eog_tokens: list[int], vocab: ll.llama_vocab_p | None = None) -> None:
+        self._vocab = vocab  # for grammars
         self._n_vocab = n_vocab
         self._eog_tokens = eog_tokens
         self._chains: dict[str, SamplerChain] = {}
@@ -23,7 +24,7 @@ class SamplerSet:
 
     def start(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
         self.stop(request_id)  # a reused id must not leak the old chain
-        chain = SamplerChain(params, self._n_vocab, self._eog_tokens)
+        chain = SamplerChain(params, self._n_vocab, self._eog_tokens, self._vocab)
         chain.accept_prompt(prompt)
         self._chains[request_id] = chain
 

@@ -3,9 +3,10 @@
 Imports no Qt and no engine. Everything that leaves this package is a plain dataclass.
 """
 
+from storage.busy import retry_locked
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
-from storage.errors import ImportRejected, NotFoundError, StorageError
+from storage.errors import DamagedDatabase, DatabaseBusy, ImportRejected, NotFoundError, StorageError
 from storage.records import (
     ActivePath,
     BranchPosition,
@@ -23,6 +24,8 @@ __all__ = [
     "CatalogRepository",
     "ChatRepository",
     "ConversationRecord",
+    "DamagedDatabase",
+    "DatabaseBusy",
     "DEFAULT_FILENAME",
     "Database",
     "ImportRejected",
@@ -32,5 +35,6 @@ __all__ = [
     "SearchHit",
     "StorageError",
     "open_database",
+    "retry_locked",
     "search",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,16 +15,19 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import ResolutionError
 from alembic.util import CommandError
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import StorageError
+from storage.errors import DamagedDatabase, StorageError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FILENAME = "chorus.db"
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 5000
+# SQLite's primary result codes for a file that is not (or no longer) a database.
+SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
 
 
 def _configure_connection(dbapi_conn, _record) -> None:
@@ -44,6 +49,7 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.engine: Engine = create_engine(f"sqlite:///{self.path}")
         event.listen(self.engine, "connect", _configure_connection)
+        event.listen(self.engine, "handle_error", self._damaged)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.backup_path: Path | None = None
 
@@ -54,8 +60,31 @@ class Database:
         """`with db.begin() as s:` one transaction, committed on success."""
         return self._sessions.begin()
 
+    @contextmanager
+    def immediate(self) -> Iterator[Connection]:
+        """`with db.immediate() as conn:` one write transaction that takes SQLite's write
+        lock at its start (BEGIN IMMEDIATE), committed on success. Reading first in a
+        deferred transaction and writing later fails at once, without waiting out the busy
+        timeout, when another writer committed in between; a bulk writer that reads the
+        next free ids must hold the lock before it reads them."""
+        with self.engine.connect() as conn:
+            # pysqlite (legacy transaction mode) sends no BEGIN of its own once one is open.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
     def close(self) -> None:
         self.engine.dispose()
+
+    def _damaged(self, context: ExceptionContext) -> None:
+        """Every query, on opening or later: a corrupted or foreign file raises
+        DamagedDatabase (one clear message) instead of SQLAlchemy's DatabaseError."""
+        if is_damage(context.original_exception):
+            raise DamagedDatabase(self.path, str(context.original_exception)) from context.original_exception
 
     # ----- migrations --------------------------------------------------------------
 
@@ -86,6 +115,14 @@ class Database:
         with sqlite3.connect(self.path) as src, sqlite3.connect(target) as dst:
             src.backup(dst)
         return target
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Corruption or a foreign file, not a lock, a full disk or a bad query."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.DatabaseError) or code is None:
+        return False
+    return code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)  # extended codes keep the primary in the low byte
 
 
 def head_revision() -> str:

@@ -8,3 +8,23 @@ class NotFoundError(StorageError, LookupError):
 
 class ImportRejected(StorageError, ValueError):
     """An import file was refused as a whole; nothing was written."""
+
+
+class DamagedDatabase(StorageError):
+    """The chat database file is not a readable SQLite database (corrupted, truncated, not
+    a database at all). Raised wherever it is found, on opening or later; the file is left
+    exactly as it is, so a person can keep it, restore a backup or move it away."""
+
+    def __init__(self, path, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"the chat database is damaged: {path} ({detail}); it was left as it is. To restore "
+            f"a backup, quit Chorus, then put the copy (made by `chorus backup PATH`, or a "
+            f"{path.name}.bak-* file made before an update) in place of {path.name} and delete "
+            f"{path.name}-wal and {path.name}-shm; or move {path.name} away to start with no chats."
+        )
+
+
+class DatabaseBusy(StorageError):
+    """Another process held the chat database's write lock for longer than we waited."""

@@ -1,15 +1,15 @@
 """Export conversations to Markdown and to JSON, and import that JSON back.
 
 The JSON format (version 1) is documented in README.md ("Chat files"). An import is
-validated completely before anything is written, then written in one transaction:
-a malformed, truncated or oversized file changes nothing.
+validated completely before anything is written, then written all or nothing in short
+transactions (storage/import_writer.py): a malformed, truncated or oversized file changes
+nothing, and a chat saving its reply meanwhile is not locked out.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from storage.database import Database
 from storage.errors import ImportRejected
+from storage.import_writer import STATS, SettingsRemap, parse_time, write_import
 from storage.records import ROLES, ActivePath, MessageStatus
 from storage.repository import ChatRepository
 from storage.schema import Comparison, Conversation, Message, Preset
@@ -27,7 +28,7 @@ FORMAT = "chorus-chats"
 VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_MESSAGES = 500_000
-STATS = ("prompt_tokens", "completion_tokens", "ttft_s", "tokens_per_s")
+STATUSES = frozenset(s.value for s in MessageStatus)
 
 
 # ----- export --------------------------------------------------------------------------
@@ -124,9 +125,6 @@ class ImportResult:
     messages: int
 
 
-# (a comparison's settings, {conversation id in the file: id given on import}) -> settings;
-# the app knows which settings name conversations, storage does not.
-SettingsRemap = Callable[[dict, dict], dict]
 
 
 def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) -> ImportResult:
@@ -144,34 +142,15 @@ def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) ->
         raise ImportRejected(f"{path.name} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ImportRejected(f"{path.name} is not valid JSON (line {exc.lineno}: {exc.msg}); truncated?") from None
+    except RecursionError:  # Python's parser recurses per level: a hostile file, not an export
+        raise ImportRejected(f"{path.name} is nested too deeply to be a Chorus export") from None
     return import_data(db, data, remap)
 
 
 def import_data(db: Database, data: Any, remap: SettingsRemap | None = None) -> ImportResult:
     conversations = _validate(data)
-    ids: list[int] = []
-    count = 0
-    with db.begin() as s:
-        comparisons = {c["id"]: _insert_comparison(s, c) for c in data.get("comparisons", [])}
-        members: dict[Any, dict] = {key: {} for key in comparisons}
-        for conv in conversations:
-            new_id = _insert_conversation(s, conv, comparisons.get(conv.get("comparison")))
-            ids.append(new_id)
-            if conv.get("comparison") is not None:
-                members[conv["comparison"]][conv.get("id")] = new_id
-            count += len(conv["messages"])
-        for key, row in comparisons.items():
-            if remap is not None:
-                row.settings_json = json.dumps(remap(json.loads(row.settings_json), members[key]))
-    return ImportResult(ids, count)
-
-
-def _insert_comparison(s, comp: dict) -> Comparison:
-    row = Comparison(title=comp.get("title", ""), settings_json=json.dumps(comp.get("settings", {})),
-                     created_at=_parse_time(comp.get("created_at"), "") or datetime.now(timezone.utc))
-    s.add(row)
-    s.flush()
-    return row
+    ids = write_import(db, conversations, data.get("comparisons", []), remap)
+    return ImportResult(ids, sum(len(conv["messages"]) for conv in conversations))
 
 
 def _validate(data: Any) -> list[dict]:
@@ -194,6 +173,7 @@ def _validate(data: Any) -> list[dict]:
         group = conv.get("comparison")
         _require(group is None or (_is_id(group) and group in groups),
                  f"{where}: comparison {group!r} is not in the file")
+    _require_unicode(data)
     return convs
 
 
@@ -207,7 +187,7 @@ def _validate_comparisons(comparisons: Any) -> set:
         _require(isinstance(comp.get("title", ""), str), f"{where}: title must be text")
         _require(isinstance(comp.get("settings", {}), dict), f"{where}: settings must be an object")
         if "created_at" in comp:
-            _parse_time(comp["created_at"], f"{where}: created_at")
+            parse_time(comp["created_at"], f"{where}: created_at")
         ids.add(comp["id"])
     return ids
 
@@ -218,7 +198,7 @@ def _validate_conversation(conv: Any, where: str) -> int:
     _require(_is_text_or_none(conv.get("model")), f"{where}: model must be text")
     for key in ("created_at", "updated_at"):
         if key in conv:
-            _parse_time(conv[key], f"{where}: {key}")
+            parse_time(conv[key], f"{where}: {key}")
     _require(isinstance(conv.get("sampling", {}), dict), f"{where}: sampling must be an object")
     for flag in ("pinned", "archived"):
         _require(isinstance(conv.get(flag, False), bool), f"{where}: {flag} must be true or false")
@@ -247,7 +227,7 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
     _require(m.get("role") in ROLES, f"{where}: role must be one of {ROLES}")
     _require(isinstance(m.get("content"), str), f"{where}: content must be text")
     status = m.get("status", "complete")
-    _require(isinstance(status, str) and status in {s.value for s in MessageStatus},
+    _require(isinstance(status, str) and status in STATUSES,
              f"{where}: unknown status {status!r}")
     for key in ("error", "model"):
         _require(_is_text_or_none(m.get(key)), f"{where}: {key} must be text")
@@ -256,60 +236,39 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
         _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
                                    and abs(value) < 2**63 and math.isfinite(value)), f"{where}: {key} must be a number")
     if "created_at" in m:
-        _parse_time(m["created_at"], f"{where}: created_at")
+        parse_time(m["created_at"], f"{where}: created_at")
 
 
-def _insert_conversation(s, conv: dict, comparison: Comparison | None = None) -> int:
-    now = datetime.now(timezone.utc)
-    row = Conversation(
-        title=conv.get("title", ""),
-        comparison_id=comparison.id if comparison is not None else None,
-        created_at=_parse_time(conv.get("created_at"), "") or now,
-        updated_at=_parse_time(conv.get("updated_at"), "") or now,
-        model_ref=conv.get("model"),
-        preset_id=_preset_id(s, conv.get("preset")),
-        sampling_json=json.dumps(conv.get("sampling", {})),
-        pinned=bool(conv.get("pinned", False)),
-        archived=bool(conv.get("archived", False)),
-    )
-    s.add(row)
-    s.flush()
-    new_ids: dict = {}
-    for m in conv["messages"]:
-        status = m.get("status", "complete")
-        msg = Message(
-            conversation_id=row.id,
-            parent_id=new_ids.get(m.get("parent")),
-            role=m["role"],
-            content=m["content"],
-            # A message that was streaming when exported is not streaming here.
-            status=MessageStatus.INTERRUPTED.value if status == MessageStatus.STREAMING.value else status,
-            error_text=m.get("error"),
-            model=m.get("model"),
-            created_at=_parse_time(m.get("created_at"), "") or now,
-            updated_at=now,
-            **{k: m.get(k) for k in STATS},
-        )
-        s.add(msg)
-        s.flush()
-        new_ids[m["id"]] = msg.id
-    active = conv.get("active_message")
-    row.active_message_id = new_ids.get(active) if active is not None else (max(new_ids.values()) if new_ids else None)
-    return row.id
+def _require_unicode(data: dict) -> None:
+    """Every string must be one UTF-8 can hold. JSON may escape a lone surrogate ("\\ud800"),
+    which is no character at all; SQLite's driver fails on it only when that row is written,
+    so all text is checked here first, at once (one encode of the whole file's text)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        _require(False, f"{_where_unencodable(data)} has text that is not valid Unicode (a lone surrogate, {bad!r})")
 
 
-def _preset_id(s, preset: dict | None) -> int | None:
-    """Reuse a preset of the same name; create it otherwise."""
-    if preset is None:
-        return None
-    existing = s.scalar(select(Preset).where(Preset.name == preset["name"]))
-    if existing is not None:
-        return existing.id
-    row = Preset(name=preset["name"], system_prompt=preset.get("system_prompt", ""),
-                 sampling_json=json.dumps(preset.get("sampling", {})))
-    s.add(row)
-    s.flush()
-    return row.id
+def _where_unencodable(data: dict) -> str:
+    for i, conv in enumerate(data["conversations"]):
+        if not _encodable(conv):
+            for j, message in enumerate(conv["messages"]):
+                if not _encodable(message):
+                    return f"conversation {i + 1}, message {j + 1}"
+            return f"conversation {i + 1}"
+    for i, comp in enumerate(data.get("comparisons", [])):
+        if not _encodable(comp):
+            return f"comparison {i + 1}"
+    return "the file"
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_id(value: Any) -> bool:
@@ -323,17 +282,6 @@ def _is_text_or_none(value: Any) -> bool:
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise ImportRejected(f"import rejected, nothing was written: {message}")
-
-
-def _parse_time(value: Any, where: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise ImportRejected(f"import rejected, nothing was written: {where} is not an ISO date-time") from None
-    # Stored as UTC wall time (SQLite keeps no zone), so other offsets are converted.
-    return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from inference.params import SamplingParams
 from inference.scheduler import ScheduledChunk, StepPlan
+from inference.vocab import SpecialToken
 from tests.reference_kv import ReferenceKv
 
 BOS = 256
@@ -73,8 +75,20 @@ class FakeRunner:
 
     # ----- vocabulary --------------------------------------------------------------
 
-    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
-        return ([BOS] if add_special else []) + list(text.encode("utf-8"))
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """Bytes; with parse_special, "<s>" and "</s>" are its control tokens."""
+        tokens = [BOS] if add_special else []
+        for part in re.split("(</?s>)", text) if parse_special else [text]:
+            special = {"<s>": BOS, "</s>": EOS}.get(part) if parse_special else None
+            tokens += [special] if special is not None else list(part.encode("utf-8"))
+        return tokens
+
+    def special_tokens(self) -> list[SpecialToken]:
+        return [SpecialToken(BOS, "<s>", False, False), SpecialToken(EOS, "</s>", False, False)]
+
+    @property
+    def max_piece_bytes(self) -> int:
+        return 4
 
     def piece(self, token: int) -> bytes:
         return bytes([token]) if token < 256 else b""

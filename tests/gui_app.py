@@ -19,15 +19,14 @@ WAIT_MS = 120_000
 @contextmanager
 def chorus_server(engine, model_id: str, api_key: str) -> Iterator:
     """Chorus's own OpenAI-compatible server over an engine, on loopback: a remote source."""
-    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+    from app.server.config import ServerConfig
+    from app.server.uvicorn_server import HttpServer
 
-    server = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=api_key, model_id=model_id))
-    server.serve_in_thread()
+    server = HttpServer(engine, ServerConfig(port=0, api_key=api_key, model_id=model_id)).start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 class App:

@@ -185,6 +185,25 @@ def test_export_import_round_trip_and_rejection(data_dir, tmp_path):
     assert len(chorus(data_dir, "list").stdout.strip().splitlines()) == 2
 
 
+@pytest.mark.parametrize("content, reason", [
+    ('{"format": "chorus-chats", "version": 1, "conversations": [' + "[" * 100_000 + "]" * 100_000 + "]}",
+     "in.json is nested too deeply to be a Chorus export"),
+    (json.dumps({"format": "chorus-chats", "version": 1, "conversations": [
+        {"created_at": "0001-01-01T00:30:00+01:00", "messages": []}]}), "is out of range in UTC"),
+    (json.dumps({"format": "chorus-chats", "version": 1, "conversations": [
+        {"messages": [{"id": 1, "role": "user", "content": "owl \ud800"}]}]}),
+     "message 1 has text that is not valid Unicode"),
+])
+def test_import_refuses_hostile_files_in_one_line(tmp_path, capsys, content, reason):
+    """Issue 13: a RecursionError, an OverflowError and a UnicodeEncodeError (after 13 s)."""
+    path = tmp_path / "in.json"
+    path.write_text(content, encoding="utf-8")
+    out = chorus_in_process(capsys, tmp_path / "data", "import", str(path))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and reason in out.stderr and "Traceback" not in out.stderr
+    assert chorus_in_process(capsys, tmp_path / "data", "list").stdout == ""
+
+
 def test_bench_storage_reports_the_three_timings(tmp_path):
     out = chorus(tmp_path, "bench-storage", "--messages", "2000", "--long", "500", "--json")
     assert out.returncode == 0, out.stderr

@@ -60,3 +60,38 @@ def test_metrics_before_the_first_snapshot_are_an_engine_error():
     gateway = EngineGateway(lambda: ScriptedEngine(), lambda: None, lambda d: None)
     with pytest.raises(EngineError):
         gateway.metrics()
+
+
+class LocalEngine(ScriptedEngine):
+    """A ready local engine on a model file, as EngineClient reports itself."""
+
+    def __init__(self, path, is_local: bool = True) -> None:
+        from app.engines.protocol import EngineState, EngineStatus
+        from inference.runner import ModelInfo
+
+        super().__init__()
+        self.is_local = is_local
+        info = ModelInfo(path=path, description="", n_params=0, size_bytes=0, n_ctx_train=0, n_ctx=256,
+                         n_seq_max=1, n_gpu_layers=0, gpu_offload_supported=False)
+        self.state = EngineState(EngineStatus.READY, info=info)
+
+
+@pytest.mark.model
+def test_prepare_tokenizes_with_the_local_models_vocabulary(model_path):
+    from inference.errors import RequestError
+    from inference.prompt_tokenizer import PromptTokenizer
+
+    gateway = EngineGateway(lambda: LocalEngine(model_path), lambda: None, lambda d: None)
+    prepared = gateway.prepare(chat())
+    reference = PromptTokenizer.load(model_path, n_ctx=256)
+    try:
+        assert prepared.prompt_tokens == tuple(reference.chat_tokens([{"role": "user", "content": "hi"}]))
+    finally:
+        reference.close()
+    with pytest.raises(RequestError, match="context holds 256"):
+        gateway.prepare(ChatRequest(messages=({"role": "user", "content": "word " * 300},)))
+    with pytest.raises(RequestError, match="longer than the context"):
+        gateway.text_tokens("x" * 1_000_000)
+    assert gateway.text_tokens("<|im_start|>")[0] == 1
+    remote = EngineGateway(lambda: LocalEngine(model_path, is_local=False), lambda: None, lambda d: None)
+    assert remote.prepare(chat()).prompt_tokens is None  # the remote server tokenizes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+from dataclasses import replace
 
 import pytest
 
@@ -88,3 +89,100 @@ def test_a_broken_model_fails_to_start_with_its_reason(tmp_path):
         client.start()
     assert client.state.status == "failed"
     client.shutdown()
+
+
+@pytest.mark.model
+def test_a_huge_chat_does_not_hold_another_stream_in_the_engine_process(model_path):
+    """32,000 short messages (a 1 MB body) are templated and tokenized on the child's
+    preparer thread, not its engine thread: the stream running meanwhile keeps its pace
+    (a generous bound on its gaps while the huge chat is prepared; the machine is shared,
+    so its worst gap before the huge chat came is allowed too),
+    and the huge chat ends with the clear too-long error. A malformed chat ends alone too."""
+    import statistics
+    import time
+
+    deltas, on_delta = collect()
+    client = EngineClient(LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4), on_delta)
+    client.start()
+    try:
+        stream = client.submit(chat("Tell a long story.", 500))
+        arrivals: list[float] = []
+        while len(arrivals) < 40:  # it streams at its own pace first
+            d = deltas.get(timeout=60)
+            if d.request_id == stream and d.token_ids:
+                arrivals.append(time.perf_counter())
+        # short enough for the size pre-check: it is rendered and tokenized in full
+        huge = ChatRequest(messages=tuple({"role": "user" if i % 2 == 0 else "assistant", "content": "hi"}
+                                          for i in range(32_000)))
+        submitted = time.perf_counter()
+        big = client.submit(huge)
+        bad = client.submit(ChatRequest(messages=({"role": "wizard", "content": "hi"},)))
+        finished: dict = {}
+        while stream not in finished:
+            d = deltas.get(timeout=120)
+            if d.request_id == stream and d.token_ids:
+                arrivals.append(time.perf_counter())
+            if d.finished:
+                finished[d.request_id] = d
+                if d.request_id == big:
+                    big_done = time.perf_counter()
+        more, _ = wait_finished(deltas, [i for i in (big, bad) if i not in finished])
+        finished.update(more)
+    finally:
+        client.shutdown()
+    assert "context holds 2048" in finished[big].error and "needs a role" in finished[bad].error
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    before = gaps[:39]
+    during = [b - a for a, b in zip(arrivals, arrivals[1:]) if b >= submitted and a <= big_done]
+    assert during, "the stream ended before the huge chat was refused"
+    bound = max(2.0, 10 * statistics.median(gaps), max(before))
+    assert max(during) <= bound, (max(during), statistics.median(gaps), max(before))
+
+
+@pytest.mark.model
+def test_the_preparer_templates_off_the_engine_thread(shared_engine, monkeypatch):
+    import threading
+
+    from app.engines.host import Preparer
+    from inference.prompt_tokenizer import PromptTokenizer
+
+    threads: list[str] = []
+    real = PromptTokenizer.chat_tokens
+
+    def spy(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(PromptTokenizer, "chat_tokens", spy)
+    deltas, on_delta = collect()
+    preparer = Preparer(shared_engine, on_delta)
+    try:
+        preparer.submit(replace(chat("Hi", 4), request_id="prep-1"))
+        finished, texts = wait_finished(deltas, ["prep-1"])
+    finally:
+        preparer.stop()
+    assert finished["prep-1"].finish_reason is FinishReason.LENGTH and texts["prep-1"]
+    assert threads == ["engine-preparer"]
+
+
+@pytest.mark.model
+def test_errors_and_cancels_of_chats_still_being_prepared(model_path):
+    deltas, on_delta = collect()
+    client = EngineClient(LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4), on_delta)
+    client.start()
+    try:
+        # passes the size pre-check, so the preparer works on it a while
+        huge = ChatRequest(messages=tuple({"role": "user", "content": "hi"} for i in range(32_000)))
+        big = client.submit(huge)
+        bad = client.submit(ChatRequest(messages=({"role": "wizard", "content": "hi"},)))
+        queued = client.submit(chat("Hi", 4))
+        client.cancel(queued)  # still behind the huge one in the preparer
+        finished, _ = wait_finished(deltas, [big, bad, queued])
+        assert finished[big].finish_reason is FinishReason.ERROR and "context holds 2048" in finished[big].error
+        assert finished[bad].finish_reason is FinishReason.ERROR and "needs a role" in finished[bad].error
+        assert finished[queued].finish_reason is FinishReason.CANCELLED
+        again = client.submit(chat("Hi", 4))
+        finished, _ = wait_finished(deltas, [again])
+        assert finished[again].finish_reason is FinishReason.LENGTH
+    finally:
+        client.shutdown()

@@ -393,7 +393,7 @@ def test_a_chat_longer_than_the_context_keeps_its_newest_turns(make_engine):
     ).result(60)
     assert fitted.error is None
     assert 300 < fitted.stats.prompt_tokens <= 512 - 16
-    tokens = engine.call(lambda core: core._fitted_prompt(history, 16))
+    tokens = engine.call(lambda core: core.prompts.fitted_tokens(history, 16))
     text = engine.call(lambda core: "".join(core.runner.piece(t).decode("utf-8", "replace") for t in tokens))
     assert "You are brief." in text and "And the last one?" in text
     assert "item 0." not in text and "item 59." in text

@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from app.engines.remote import RemoteClient, RemoteEndpoint
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
+from app.server.config import ServerConfig
+from app.server.uvicorn_server import HttpServer
 from inference import ChatRequest, FinishReason, SamplingParams
 
 KEY = "sekrit-key-123"
@@ -32,11 +33,9 @@ def engine(model_path):
 
 @pytest.fixture
 def server(engine):
-    srv = ChorusHTTPServer(engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2"))
-    srv.serve_in_thread()
+    srv = HttpServer(engine, ServerConfig(port=0, api_key=KEY, model_id="smollm2")).start()
     yield srv
-    srv.shutdown()
-    srv.server_close()
+    srv.stop()
 
 
 def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | None = None):
@@ -158,3 +157,80 @@ def test_stop_from_another_thread_ends_the_reply():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+# ----- against a real Chorus server: token counts, Stop reaching the engine, the CLI ----
+
+def _until(condition, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.model
+def test_stop_ends_the_request_on_the_server_too(server, engine):
+    """Stop shuts the connection down; the server sees its client gone and its engine stops
+    generating for it (nothing left running)."""
+    endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
+    _, final = run(endpoint, "Tell a very long story.", 2000, cancel_after=2)
+    assert final.finish_reason is FinishReason.CANCELLED
+    assert _until(lambda: engine.metrics(fresh=True).running == 0)
+
+
+@pytest.mark.model
+def test_token_counts_come_from_a_chorus_servers_usage(server):
+    if type(server).__name__ == "ChorusHTTPServer":
+        pytest.xfail("the http.server-based Chorus server sends no usage in streams (the Starlette one does)")
+    endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
+    _, final = run(endpoint, "Name three fruits.", 24)
+    assert final.stats.prompt_tokens > 0 and final.stats.generated_tokens > 0
+
+
+@pytest.mark.model
+def test_terminal_chat_with_a_chorus_server(server, tmp_path):
+    from storage import MessageStatus
+    from tests.terminal_chat import TerminalChat, saved_chats
+
+    url = f"{server.url}/v1"
+    expected, _ = run(RemoteEndpoint(url, "smollm2", KEY), "Name three fruits.", 16)
+    chat = TerminalChat(tmp_path, "--server", url, "--api-key", KEY, "--temperature", "0", "--max-tokens", "16")
+    chat.type("Name three fruits.")
+    chat.wait_for("bot> ")
+    chat.wait_for("you> ", after=chat.out.index("bot> "))
+    chat.type("/quit")
+    assert chat.finish() == 0
+    assert KEY not in chat.out + chat.err and "Traceback" not in chat.err
+    [(conv, messages)] = saved_chats(tmp_path)
+    assert conv.model_ref == f"remote:{url}#smollm2"
+    answer = messages[-1]
+    assert answer.status is MessageStatus.COMPLETE and answer.content == expected  # greedy: the same answer
+    assert answer.model.startswith("smollm2 @ 127.0.0.1:")
+
+
+@pytest.mark.model
+def test_ctrl_c_in_a_terminal_chat_with_a_chorus_server(server, engine, tmp_path):
+    from storage import MessageStatus
+    from tests.terminal_chat import TerminalChat, saved_chats
+
+    url = f"{server.url}/v1"
+    greedy, final = run(RemoteEndpoint(url, "smollm2", KEY), "Tell a very long story.", 300)
+    assert final.finish_reason is FinishReason.LENGTH  # long enough to be stopped mid-way
+    chat = TerminalChat(tmp_path, "--server", url, "--api-key", KEY, "--temperature", "0", "--max-tokens", "300")
+    chat.type("Tell a very long story.")
+    chat.wait_for("bot> ")
+    assert _until(lambda: len(chat.out.split("bot> ", 1)[1]) > 20)  # a few words in
+    chat.interrupt()
+    chat.wait_for("you> ", after=chat.out.index("bot> "))
+    assert _until(lambda: engine.metrics(fresh=True).running == 0)  # the server stopped too
+    chat.type("/quit")
+    assert chat.finish() == 0
+    assert "[stopped]" in chat.err and "Traceback" not in chat.err
+    [(_, messages)] = saved_chats(tmp_path)
+    answer = messages[-1]
+    shown = chat.out.split("bot> ", 1)[1].split("you>", 1)[0].rstrip("\n")
+    assert answer.status is MessageStatus.INTERRUPTED and len(answer.content) > 20
+    # Every word shown was saved (Ctrl-C may land between saving a piece and showing it).
+    assert answer.content.startswith(shown) and greedy.startswith(answer.content)

@@ -328,6 +328,19 @@ BAD = {
     "comparison settings not object": ({**minimal(), "comparisons": [{"id": 1, "settings": []}]}, "settings"),
     "duplicate conversation id": (
         {**minimal(), "conversations": [{"id": 4, "messages": []}, {"id": 4, "messages": []}]}, "conversation 2: id"),
+    # issue 13: these ended in tracebacks (OverflowError; UnicodeEncodeError after 13 s)
+    "year 1 east of UTC": (good_then({"messages": [], "created_at": "0001-01-01T00:30:00+01:00"}),
+                           "created_at '0001-01-01T00:30:00+01:00' is out of range in UTC"),
+    "year 9999 west of UTC": (good_then({"messages": [msg(1, created_at="9999-12-31T23:30:00-01:00")]}),
+                              "message 1: created_at '9999-12-31T23:30:00-01:00' is out of range"),
+    "comparison time out of range": (
+        {**minimal(), "comparisons": [{"id": 1, "created_at": "0001-01-01T00:00:00+00:01"}]}, "out of range in UTC"),
+    "lone surrogate in content": (good_then({"messages": [msg(1), msg(2, parent=1, content="owl \ud800 tail")]}),
+                                  "conversation 2, message 2 has text that is not valid Unicode"),
+    "lone surrogate in a title": (good_then({"title": "\udfff", "messages": []}),
+                                  "conversation 2 has text that is not valid Unicode (a lone surrogate, '\\udfff')"),
+    "lone surrogate in a settings key": (
+        {**minimal(), "comparisons": [{"id": 1, "settings": {"\ud83d": 1}}]}, "comparison 1 has text"),
 }
 
 
@@ -369,6 +382,30 @@ def test_rejected_files(tmp_path, db, repo, content, reason):
     with pytest.raises(ImportRejected, match=reason):
         import_file(db, path)
     assert counts(db) == before
+
+
+def test_a_file_nested_100000_deep_is_refused_in_one_line(tmp_path, db, repo):
+    build_tree(db, repo)
+    before = counts(db)
+    path = tmp_path / "deep.json"
+    path.write_text('{"format": "chorus-chats", "version": 1, "conversations": ['
+                    + "[" * 100_000 + "]" * 100_000 + "]}", encoding="utf-8")
+    with pytest.raises(ImportRejected) as info:
+        import_file(db, path)
+    assert str(info.value) == "deep.json is nested too deeply to be a Chorus export"
+    assert counts(db) == before
+
+
+def test_a_lone_surrogate_escaped_in_a_file_is_refused_before_writing(tmp_path, db, repo, monkeypatch):
+    """The check is up front: the writer is never reached (it once failed after 13 s)."""
+    data = minimal()
+    data["conversations"][0]["messages"][1]["content"] = "owl \ud800"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(data), encoding="utf-8")  # ASCII file: the escape \\ud800
+    assert "\\ud800" in path.read_text()
+    monkeypatch.setattr(transfer, "write_import", lambda *a: pytest.fail("the writer was reached"))
+    with pytest.raises(ImportRejected, match="conversation 1, message 2 has text that is not valid Unicode"):
+        import_file(db, path)
 
 
 def test_truncated_file_is_rejected(tmp_path, db, repo, other_db):

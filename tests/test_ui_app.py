@@ -431,10 +431,10 @@ def test_performance_panel_follows_the_engine_and_says_there_is_no_gpu(app, qapp
 
 def test_a_tab_can_chat_with_a_remote_server(app, shared_engine):
     from app.engines.remote import RemoteEndpoint
-    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+    from app.server.config import ServerConfig
+    from app.server.uvicorn_server import HttpServer
 
-    server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol"))
-    server.serve_in_thread()
+    server = HttpServer(shared_engine, ServerConfig(port=0, api_key="k", model_id="remote-smol")).start()
     try:
         app.controllers.engines.connect_remote(RemoteEndpoint(f"{server.url}/v1", "remote-smol", "k")).join(30)
         app.qtbot.waitUntil(lambda: app.controllers.engines.model_name == "remote-smol")
@@ -447,8 +447,7 @@ def test_a_tab_can_chat_with_a_remote_server(app, shared_engine):
         assert "refused the connection" in error_box(app).text()
         assert app.controllers.engines.model_name == "remote-smol"  # the working server stays
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def error_box(app):

@@ -229,11 +229,11 @@ def test_follow_ups_continue_every_pane_and_one_goes_on_as_a_chat(qtbot, tmp_pat
 
 
 def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_engine):
-    from app.server.openai_api import ChorusHTTPServer, ServerConfig
+    from app.server.config import ServerConfig
+    from app.server.uvicorn_server import HttpServer
 
     app.ctx.sampling = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
-    server = ChorusHTTPServer(shared_engine, ServerConfig(port=0, api_key="secret", model_id="remote-smol"))
-    server.serve_in_thread()
+    server = HttpServer(shared_engine, ServerConfig(port=0, api_key="secret", model_id="remote-smol")).start()
     try:
         view = open_comparison(app, panes=3)
         a, b, c = view.panes()
@@ -248,8 +248,7 @@ def test_a_pane_can_use_a_remote_server_and_a_refused_one_says_so(app, shared_en
         assert settings["panes"][str(b.conversation_id)]["source"]["kind"] == "remote"
         assert "secret" not in str(settings)  # keys stay in memory
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def test_regenerate_all_branches_every_pane_and_the_arrows_go_back(app):

@@ -196,6 +196,33 @@ def test_a_malformed_file_is_a_clear_message_and_adds_no_chat(shell, qtbot, tmp_
     assert [c.title for c in shell.repo.list_conversations()] == ["Mine"]
 
 
+HOSTILE_FILES = {  # issue 13: each ended in a traceback, one after 13 s
+    "deep.json": ('{"format": "chorus-chats", "version": 1, "conversations": ['
+                  + "[" * 100_000 + "]" * 100_000 + "]}", "deep.json is nested too deeply"),
+    "year1.json": (json.dumps({"format": "chorus-chats", "version": 1, "conversations": [
+        {"created_at": "0001-01-01T00:30:00+01:00", "messages": []}]}), "is out of range in UTC"),
+    "surrogate.json": (json.dumps({"format": "chorus-chats", "version": 1, "conversations": [
+        {"messages": [{"id": 1, "role": "user", "content": "owl \ud800"}]}]}),
+        "conversation 1, message 1 has text that is not valid Unicode"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+def test_a_hostile_file_is_refused_in_one_line_and_adds_no_chat(shell, qtbot, tmp_path, name):
+    _chat(shell.repo, "Mine", "keep me", "kept")
+    text, reason = HOSTILE_FILES[name]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    shell.window.import_requested.emit(str(path))
+    qtbot.waitUntil(lambda: shell.window.error_box is not None and shell.window.error_box.isVisible(),
+                    timeout=10_000)
+    box = shell.window.error_box
+    assert box.windowTitle() == "Could not import"
+    assert reason in box.text() and "\n" not in box.text()
+    shell.settled()
+    assert [c.title for c in shell.repo.list_conversations()] == ["Mine"]
+
+
 # ----- shortcuts ------------------------------------------------------------------------
 
 

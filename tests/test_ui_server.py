@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
+import httpx
 import pytest
 from PySide6.QtCore import QObject, Signal
 
@@ -43,6 +44,8 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     app.qtbot.waitUntil(lambda: app.controllers.engines.metrics.max_step_seqs >= 2, timeout=10_000)
     assert app.last(tab).status == "complete" and text not in app.last(tab).text
     assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
+    health = httpx.get(url.removesuffix("/v1") + "/health", headers={"Authorization": "Bearer sekrit"}, timeout=10)
+    assert health.status_code == 200 and health.json() == {"status": "ok"}  # the app's model is loaded
     plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
     assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
     with pytest.raises(openai.AuthenticationError):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from app.chats.store import open_store
 from app.cli.engine_args import settings_from_args
+from storage import StorageError
 
 # A smoke run answers briefly and greedily: it checks the pipeline, not the model.
 SMOKE_MAX_TOKENS = 32
@@ -44,7 +45,10 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     app.setDesktopFileName("chorus")  # matches packaging/linux/chorus.desktop (Wayland app id)
     app.setWindowIcon(app_icon())
     apply_theme(app, args.theme or "system")  # the saved theme comes with the controllers
-    db, repo = open_store(data_dir)
+    try:
+        db, repo = open_store(data_dir)
+    except StorageError as exc:  # a damaged (or too new) database: said in a box, not a traceback
+        return show_storage_error(app, exc)
     window = MainWindow()
     # open(), not exec(): no nested event loop under qasync's
     window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
@@ -68,6 +72,35 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     controllers.shutdown()
     db.close()
     return status
+
+
+def storage_error_box(message: str):
+    """The chat database's problem (what, where, how to restore a backup) in a non-modal
+    box: shown with show(), never exec(), so no event loop runs nested in another."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Critical, "Chorus: chat database", message)
+    box.setWindowModality(Qt.WindowModality.NonModal)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the path, to copy
+    return box
+
+
+def show_storage_error(app, exc: StorageError) -> int:
+    """Before the window exists: the box alone, on the same qasync loop the app runs on
+    (the only loop: nothing nested), until it is closed; exit status 2."""
+    print(f"chorus: {exc}", file=sys.stderr)
+    import qasync
+
+    box = storage_error_box(str(exc))
+    loop = qasync.QEventLoop(app)
+    closed = loop.create_future()
+    # Not app.quit(), which would close every window and end the application's loop too.
+    box.finished.connect(lambda _result: closed.done() or closed.set_result(None))
+    box.show()
+    with loop:
+        loop.run_until_complete(closed)
+    return 2
 
 
 async def _smoke(controllers, window, repo, prompt: str) -> int:

@@ -1,16 +1,25 @@
 """Saves an assistant reply while it streams: a checkpoint at most every second, and at
-the end. A crash loses at most the last second; the partial reply reopens `interrupted`."""
+the end. A crash loses at most the last second; the partial reply reopens `interrupted`.
+
+Another process may hold the database's write lock (an import, a second chat): a checkpoint
+that finds it locked is skipped (the next one, or the end, saves the text), and the end is
+tried again with backoff for up to FINISH_RETRY_S, so a reply is never left `streaming`
+with its tail lost because of a busy moment."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
 from app.engines.finish import message_status
 from inference.outputs import Delta
-from storage import ChatRepository, MessageStatus
+from storage import ChatRepository, DatabaseBusy, MessageStatus, retry_locked
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY_S = 1.0
+FINISH_RETRY_S = 30.0  # the end of a reply waits this long at most for another writer
 
 
 class ReplyRecorder:
@@ -22,11 +31,13 @@ class ReplyRecorder:
         clock: Callable[[], float] = time.monotonic,
         text: str = "",
         tokens: int = 0,
+        finish_retry_s: float = FINISH_RETRY_S,
     ) -> None:
         """text, tokens: what the message already holds when a reply is continued."""
         self.repo = repo
         self.message_id = message_id
         self.every_s = every_s
+        self.finish_retry_s = finish_retry_s
         self._clock = clock
         self._parts: list[str] = [text] if text else []
         self._tokens = tokens
@@ -49,16 +60,20 @@ class ReplyRecorder:
             self.checkpoint()
 
     def checkpoint(self) -> None:
-        self.repo.checkpoint(self.message_id, self.text, completion_tokens=self._tokens)
+        """One try (SQLite's busy timeout included); locked: the text stays to be saved."""
+        try:
+            retry_locked(lambda: self.repo.checkpoint(self.message_id, self.text, completion_tokens=self._tokens),
+                         "checkpoint the reply", budget_s=0)
+        except DatabaseBusy:
+            log.info("checkpoint of message %d skipped: the database is locked", self.message_id)
+        else:
+            self._dirty = False
         self._saved_at = self._clock()
-        self._dirty = False
 
     def finish(self, delta: Delta) -> None:
         self.finished = True
         stats = delta.stats
-        self.repo.finish_reply(
-            self.message_id,
-            self.text,
+        self._save_end(
             status=message_status(delta.finish_reason),
             error_text=delta.error,
             prompt_tokens=stats.prompt_tokens if stats else None,
@@ -70,4 +85,11 @@ class ReplyRecorder:
     def interrupt(self) -> None:
         """The reply stopped without a final delta."""
         self.finished = True
-        self.repo.finish_reply(self.message_id, self.text, status=MessageStatus.INTERRUPTED)
+        self._save_end(status=MessageStatus.INTERRUPTED)
+
+    def _save_end(self, **fields) -> None:
+        """The final text and state, tried again while the database is locked; DatabaseBusy
+        after FINISH_RETRY_S (the reply then reopens `interrupted` at its last checkpoint)."""
+        text = self.text
+        retry_locked(lambda: self.repo.finish_reply(self.message_id, text, **fields), "save the reply",
+                     budget_s=self.finish_retry_s)

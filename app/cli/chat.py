@@ -1,18 +1,24 @@
 """A terminal chat on one engine: streams replies, keeps the conversation's KV warm, and
-saves every turn in the chat database (the same one the desktop app uses)."""
+saves every turn in the chat database (the same one the desktop app uses). With --server,
+the replies come from a remote OpenAI-compatible server instead, saved the same way."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_store
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
+from app.cli.remote_replies import add_remote_args, connect
+from app.engines.remote import RemoteError
 from inference import ChatRequest, ModelLoadError, SamplingParams
 from inference.engine import Engine
+from inference.outputs import Delta
 from storage import ChatRepository, MessageStatus, NotFoundError
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
@@ -20,11 +26,15 @@ TITLE_CHARS = 60
 
 
 class Conversation:
-    """The conversation being typed into: its id in storage and its messages so far."""
+    """The conversation being typed into: its id in storage and its messages so far.
 
-    def __init__(self, repo: ChatRepository, model_name: str) -> None:
+    label: the model as a reply records it; model_ref: as the conversation records it (a
+    remote server's source key, so that the app continues it on the same server)."""
+
+    def __init__(self, repo: ChatRepository, label: str, model_ref: str | None = None) -> None:
         self.repo = repo
-        self.model_name = model_name
+        self.model_name = label
+        self.model_ref = model_ref or label
         self.id: int | None = None
         self.messages: list[dict] = []
         self.system: str | None = None
@@ -51,7 +61,7 @@ class Conversation:
 
     def add_user(self, text: str) -> int:
         if self.id is None:
-            conv = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_name)
+            conv = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_ref)
             self.id = conv.id
             if self.system:
                 self.repo.add_message(self.id, "system", self.system)
@@ -60,9 +70,24 @@ class Conversation:
         return self.repo.add_message(self.id, "user", text).id
 
 
+class ReplyHandle(Protocol):
+    """A reply streaming in: a local engine's RequestHandle or a remote server's reply."""
+
+    def __iter__(self) -> Iterator[Delta]: ...
+
+    def cancel(self) -> None: ...
+
+
+class Replies(Protocol):
+    def submit(self, chat: ChatRequest) -> ReplyHandle: ...
+
+    def shutdown(self) -> None: ...
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = add_command(sub, "chat", run_chat, help="chat in the terminal, streaming")
     add_model_args(chat)
+    add_remote_args(chat)
     chat.add_argument("--system", default=None, help="system prompt")
     chat.add_argument("--max-tokens", type=int, default=512)
     chat.add_argument("--temperature", type=float, default=0.7)
@@ -71,9 +96,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
+    if args.server is None:
+        if args.api_key or args.remote_model:
+            print("chorus: --api-key and --remote-model go with --server URL", file=sys.stderr)
+            return 2
+        return _run_local(args, data_dir)
+    try:
+        remote = connect(args)
+    except (ValueError, RemoteError) as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    source = remote.source
+    return _run(args, data_dir, source.label, source.key, lambda: (remote, source.base_url))
+
+
+def _run_local(args: argparse.Namespace, data_dir: Path) -> int:
     model = resolve_model(args, data_dir)
+
+    def start() -> tuple[Replies, str]:
+        engine = Engine.start(settings_from_args(args, model))
+        return engine, engine.info.description if engine.info is not None else "the engine"
+
+    return _run(args, data_dir, model.name, model.name, start)
+
+
+def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
+         start: Callable[[], tuple[Replies, str]]) -> int:
+    """The chat, once the model is known: the conversation is opened before the engine
+    starts, so a wrong --conversation costs no model load."""
     db, repo = open_store(data_dir)
-    conv = Conversation(repo, model.name)
+    conv = Conversation(repo, label, model_ref)
     try:
         if args.conversation is not None:
             conv.load(args.conversation)
@@ -83,12 +135,11 @@ def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     try:
-        engine = Engine.start(settings_from_args(args, model))
+        engine, where = start()
     except ModelLoadError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
-    where = engine.info.description if engine.info is not None else "the engine"  # set once started
-    print(f"Chorus chat on {where} ({model.name}). {HELP}", file=sys.stderr)
+    print(f"Chorus chat on {where} ({label}). {HELP}", file=sys.stderr)
     if conv.id is not None:
         print(f"continuing conversation {conv.id} ({len(conv.messages)} messages)", file=sys.stderr)
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
@@ -98,11 +149,13 @@ def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
         engine.shutdown()
         db.close()
     if conv.id is not None:
-        print(f"saved as conversation {conv.id}; continue with: chorus chat --conversation {conv.id}", file=sys.stderr)
+        again = f" --server {args.server}" if args.server else ""
+        print(f"saved as conversation {conv.id}; continue with: chorus chat{again} --conversation {conv.id}",
+              file=sys.stderr)
     return 0
 
 
-def _loop(engine: Engine, conv: Conversation, sampling: SamplingParams) -> None:
+def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None:
     while True:
         try:
             line = input("you> ")
@@ -124,26 +177,31 @@ def _loop(engine: Engine, conv: Conversation, sampling: SamplingParams) -> None:
         conv.messages.append({"role": "assistant", "content": reply})
 
 
-def _stream_reply(engine: Engine, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
+def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
     record = conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name)
     recorder = ReplyRecorder(conv.repo, record.id)
     handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=1))
     sys.stdout.write("bot> ")
     try:
         for delta in handle:
-            recorder.on_delta(delta)
-            if delta.text:
-                sys.stdout.write(delta.text)
-                sys.stdout.flush()
+            _show(recorder, delta)
             if delta.finished:
                 _report(delta)
     except KeyboardInterrupt:
         handle.cancel()
         if not recorder.finished:
-            for delta in handle:  # what was still queued, up to the cancelled end
-                recorder.on_delta(delta)
+            for delta in handle:  # what was still on its way, up to the cancelled end
+                _show(recorder, delta)
         print("\n[stopped]", file=sys.stderr)
     return recorder.text
+
+
+def _show(recorder: ReplyRecorder, delta: Delta) -> None:
+    """Saved and shown alike: what the person saw is what the history keeps."""
+    recorder.on_delta(delta)
+    if delta.text:
+        sys.stdout.write(delta.text)
+        sys.stdout.flush()
 
 
 def _report(delta) -> None:
@@ -156,8 +214,7 @@ def _report(delta) -> None:
         return
     rate = f"{s.decode_tok_s:.0f} tok/s" if s.decode_tok_s else "-"
     ttft = f"{s.ttft_s:.2f}s" if s.ttft_s is not None else "-"
-    print(
-        f"[{s.generated_tokens} tokens, first after {ttft}, {rate}, "
-        f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached, {delta.finish_reason.value}]",
-        file=sys.stderr,
-    )
+    # A remote server that sends no usage leaves the prompt uncounted (0): not worth a line.
+    cached = f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached, " if s.prompt_tokens else ""
+    print(f"[{s.generated_tokens} tokens, first after {ttft}, {rate}, {cached}{delta.finish_reason.value}]",
+          file=sys.stderr)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
+from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
+from app.server.uvicorn_server import HttpServer
 from inference import ModelLoadError
 from inference.engine import Engine
 
@@ -18,32 +20,54 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = add_command(sub, "serve", run_serve, help="OpenAI-compatible server on the engine")
     add_model_args(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (0: any free port)")
     serve.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (or env CHORUS_API_KEY)")
     serve.add_argument("--parallel", type=int, default=8, help="sequences decoded together")
+    serve.add_argument("--max-concurrent", type=_positive, default=256,
+                       help="requests served at once; more get 429 with Retry-After (default 256)")
+    serve.add_argument("--max-tokens-cap", type=_non_negative, default=DEFAULT_MAX_TOKENS_CAP,
+                       help=f"most tokens one reply may ask for, and the default (default {DEFAULT_MAX_TOKENS_CAP}; "
+                            "0: no cap, a reply runs to the end of the context)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_serve(args: argparse.Namespace, base: Path) -> int:
     model = resolve_model(args, base)
     key = args.api_key or os.environ.get("CHORUS_API_KEY")
+    config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
+                          max_tokens_cap=args.max_tokens_cap or None)
     try:
         engine = Engine.start(settings_from_args(args, model, n_seq_max=args.parallel))
     except ModelLoadError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     try:
-        server = ChorusHTTPServer(engine, ServerConfig(args.host, args.port, key, model.stem))
-    except OSError as exc:
-        engine.shutdown()
-        print(f"chorus: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
-        return 2
-    auth = "API key required" if key else "no API key"
-    print(f"serving {model.name} at {server.url}/v1 ({auth}); Ctrl-C stops", file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        try:
+            server = HttpServer(engine, config, ready=lambda: engine.running)
+        except OSError as exc:
+            print(f"chorus: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        auth = "API key required" if key else "no API key"
+        print(f"serving {model.name} at {server.url}/v1 ({auth}); Ctrl-C stops", file=sys.stderr, flush=True)
+        signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop: as Ctrl-C
+        server.serve_until_interrupted()
     finally:
-        server.server_close()
         engine.shutdown()
     return 0

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
+from app.engines.prompts import PromptTokenizers
 from app.engines.protocol import EngineLike
 from inference.engine import RequestHandle
 from inference.errors import EngineError
@@ -32,6 +33,7 @@ class EngineGateway:
         self._to_app = to_app
         self._handles: dict[str, RequestHandle] = {}
         self._lock = threading.Lock()
+        self._prompts = PromptTokenizers()
 
     def on_delta(self, delta: Delta) -> None:
         """Every delta of the engine comes through here (on its reader thread)."""
@@ -45,11 +47,24 @@ class EngineGateway:
             handle.deliver(delta)
 
     def prepare(self, chat: ChatRequest) -> ChatRequest:
-        return chat  # the engine's process renders and tokenizes it
+        """Render and tokenize the chat here, with the vocabulary of the app engine's model
+        file (read without its weights), so the engine's process only runs it. A remote
+        engine, or one still loading, gets the chat as it is."""
+        tokenizer = self._prompts.for_engine(self._engine())
+        return chat if tokenizer is None else tokenizer.prepare(chat)
 
-    def submit(self, chat: ChatRequest) -> RequestHandle:
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions); RequestError if it cannot fit."""
+        tokenizer = self._prompts.for_engine(self._engine())
+        if tokenizer is None:
+            raise EngineError("the engine has no local model loaded")
+        tokens = tokenizer.text_tokens(text, parse_special)
+        tokenizer.check_prompt(tokens)
+        return tokens
+
+    def submit(self, chat: ChatRequest, on_delta: Callable[[Delta], None] | None = None) -> RequestHandle:
         request_id = chat.request_id or new_request_id("http-")
-        handle = RequestHandle(request_id, self, None)
+        handle = RequestHandle(request_id, self, on_delta)
         with self._lock:
             self._handles[request_id] = handle
         try:

@@ -14,13 +14,17 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from app.engines.protocol import EngineState, EngineStatus
-from inference.errors import EngineError, ModelLoadError
+from inference.errors import EngineError, ModelLoadError, RequestError
 from inference.ids import new_request_id
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason
 from inference.params import ChatRequest, LoadSettings
+
+if TYPE_CHECKING:
+    from inference.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,7 @@ def _worker_main(settings: LoadSettings, conn) -> None:
     def forward(delta: Delta) -> None:
         send(("delta", delta))
 
+    preparer = Preparer(engine, forward)
     try:
         while True:
             try:
@@ -78,9 +83,9 @@ def _worker_main(settings: LoadSettings, conn) -> None:
             except (EOFError, OSError):
                 break
             if kind == "submit":
-                engine.submit(args[0], on_delta=forward)
+                preparer.submit(args[0])
             elif kind == "cancel":
-                engine.cancel(args[0])
+                preparer.cancel(args[0])
             elif kind == "pin":
                 engine.pin_system_prompt(args[0])
             elif kind == "threads":
@@ -88,7 +93,67 @@ def _worker_main(settings: LoadSettings, conn) -> None:
             elif kind == "shutdown":
                 break
     finally:
+        preparer.stop()
         engine.shutdown()
+
+
+class Preparer:
+    """Renders and tokenizes submitted chats on a thread of its own in the engine's
+    process, then hands them to the engine in the order they came: a chat of 32,000
+    messages must not hold the engine thread's steps, nor the pipe's reader (cancels).
+
+    A cancel for a chat still waiting here ends it here; the lock makes "still here" and
+    "handed to the engine" exclusive, so no cancel falls between them.
+    """
+
+    def __init__(self, engine: Engine, forward: Callable[[Delta], None]) -> None:
+        self._engine = engine
+        self._forward = forward
+        self._queue: queue.SimpleQueue[ChatRequest | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._waiting: set[str] = set()
+        self._cancelled: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name="engine-preparer", daemon=True)
+        self._thread.start()
+
+    def submit(self, chat: ChatRequest) -> None:
+        assert chat.request_id is not None  # the client names every request
+        with self._lock:
+            self._waiting.add(chat.request_id)
+        self._queue.put(chat)
+
+    def cancel(self, request_id: str) -> None:
+        with self._lock:
+            if request_id in self._waiting:
+                self._cancelled.add(request_id)
+                return
+        self._engine.cancel(request_id)
+
+    def stop(self) -> None:
+        self._queue.put(None)
+
+    def _run(self) -> None:
+        while (chat := self._queue.get()) is not None:
+            request_id = chat.request_id or ""
+            try:
+                prepared = self._engine.prepare(chat) if request_id not in self._cancelled else chat
+            except (RequestError, EngineError) as exc:  # a bad chat; the engine stopping
+                prepared, error = None, str(exc)
+            except Exception as exc:  # a bug in templating ends that request, not the thread
+                log.exception("could not prepare request %s", request_id)
+                prepared, error = None, f"could not start: {exc}"
+            with self._lock:
+                self._waiting.discard(request_id)
+                if request_id in self._cancelled:
+                    self._cancelled.discard(request_id)
+                    self._forward(Delta.finished_with(request_id, FinishReason.CANCELLED))
+                elif prepared is None:
+                    self._forward(Delta.finished_with(request_id, FinishReason.ERROR, error))
+                else:
+                    try:
+                        self._engine.submit(prepared, on_delta=self._forward)
+                    except EngineError as exc:  # shutting down
+                        self._forward(Delta.finished_with(request_id, FinishReason.ERROR, str(exc)))
 
 
 # ----- the parent side ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from inference.engine import RequestHandle
     from inference.metrics import MetricsSnapshot
+    from inference.outputs import Delta
     from inference.params import ChatRequest
     from inference.runner import ModelInfo
 
@@ -96,7 +97,15 @@ class ServedEngine(Protocol):
         tokenize here). Raises RequestError for a chat the engine would refuse."""
         ...
 
-    def submit(self, chat: ChatRequest) -> RequestHandle: ...
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions), on the calling thread. Raises
+        RequestError for text that cannot fit in the context."""
+        ...
+
+    def submit(self, chat: ChatRequest, on_delta: Callable[[Delta], None] | None = None) -> RequestHandle:
+        """on_delta: called with each delta on the thread that delivers it (the server
+        moves them onto its event loop), besides the handle's own queue."""
+        ...
 
     def cancel(self, request_id: str) -> None: ...
 

@@ -1,47 +1,39 @@
 """A remote OpenAI-compatible endpoint (vLLM, llama.cpp's server, Ollama, another Chorus)
 behind the same interface as the local engine client: submit, cancel, deltas out.
 
-One thread per request reads the server-sent events; stopping closes the connection. Every
-failure (wrong URL, refused connection, bad key, timeout, a server error) ends that request
-with a clear message. The API key goes in a header and nowhere else (never in a message).
+One thread per request streams the server-sent events over httpx. Stop cuts that request's
+connection from whichever thread asks, so the reader wakes at once even while the server is
+still silent (prefilling). Every request ends with exactly one finished delta: CANCELLED
+after Stop, otherwise a one-line reason for any failure (wrong URL, refused connection, bad
+key, busy or broken server, a stream cut mid-reply, silence). The API key goes in a header
+and nowhere else. Proxies come from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY),
+except for a server on this machine's loopback, which no proxy elsewhere could reach.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import socket
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from urllib.parse import urlparse
+from dataclasses import replace
+from typing import Any
 
-from app.engines.finish import from_openai
+import httpx
+
 from app.engines.protocol import EngineState, EngineStatus, StateCallback
+from app.engines.remote_errors import RemoteError, event_error, explain, http_error
+from app.engines.remote_http import Line, RemoteEndpoint, http_client
+from app.engines.remote_reading import Reading, is_json, json_object
+from app.engines.sse import events
 from inference.ids import new_request_id
-from inference.outputs import Delta, FinishReason, Phase, RequestStats
+from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest
+
+__all__ = ["RemoteClient", "RemoteEndpoint", "RemoteEngine", "RemoteError"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class RemoteEndpoint:
-    base_url: str  # e.g. http://127.0.0.1:8080/v1
-    model: str
-    api_key: str | None = None
-    timeout_s: float = 60.0
-
-    def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
-        return f"RemoteEndpoint({self.base_url!r}, model={self.model!r}, api_key={'***' if self.api_key else None})"
-
-    def check(self) -> None:
-        url = urlparse(self.base_url)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            raise ValueError(f"not an http(s) URL: {self.base_url!r}")
+ERROR_BODY_BYTES = 64 * 1024  # enough for any error message; an HTML page is cut there
 
 
 class RemoteClient:
@@ -49,87 +41,144 @@ class RemoteClient:
         endpoint.check()
         self.endpoint = endpoint
         self._on_delta = on_delta
-        self._responses: dict[str, object] = {}
-        self._cancelled: set[str] = set()
+        self._http = http_client(endpoint)
+        self._lines: dict[str, Line] = {}
         self._lock = threading.Lock()
+        # Usage in streams is asked for until a server refuses the field (older servers
+        # reject unknown ones with 400); then chunks are counted instead.
+        self._usage_in_streams = True
 
     def models(self) -> list[str]:
-        with self._open("GET", "/models", None) as response:
-            return [m["id"] for m in json.load(response).get("data", [])]
+        url = self._url("/models")
+        try:
+            response = self._http.get(url)
+        except httpx.HTTPError as exc:
+            raise RemoteError(explain(exc, self.endpoint.base_url, self.endpoint.timeouts)) from None
+        if response.is_error:
+            raise RemoteError(http_error(response.status_code, response.headers, response.content, url))
+        try:
+            return [str(m["id"]) for m in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            raise RemoteError(f"{url} did not answer with a model list: is it an OpenAI-compatible server?") from None
 
     def submit(self, chat: ChatRequest) -> str:
         request_id = chat.request_id or new_request_id()
         chat = replace(chat, request_id=request_id)
-        threading.Thread(target=self._run, args=(chat,), name=f"remote-{request_id}", daemon=True).start()
+        line = Line()
+        with self._lock:  # before the thread starts, so that an early Stop finds it
+            self._lines[request_id] = line
+        threading.Thread(target=self._run, args=(chat, line), name=f"remote-{request_id}", daemon=True).start()
         return request_id
 
     def cancel(self, request_id: str) -> None:
         with self._lock:
-            self._cancelled.add(request_id)
-            response = self._responses.get(request_id)
-        if response is not None:
-            try:
-                response.close()
-            except Exception:  # noqa: BLE001, S110  (already closed by the reader)
-                pass
+            line = self._lines.get(request_id)
+        if line is not None:
+            line.cancel()
+
+    def close(self) -> None:
+        """Stop every request still running; they end CANCELLED."""
+        with self._lock:
+            lines = list(self._lines.values())
+        for line in lines:
+            line.cancel()
 
     # ----- one request ---------------------------------------------------------------
 
-    def _run(self, chat: ChatRequest) -> None:
+    def _run(self, chat: ChatRequest, line: Line) -> None:
         rid = chat.request_id
-        started = time.perf_counter()
-        first: float | None = None
-        tokens = 0
-        text_parts: list[str] = []
-        reason = FinishReason.STOP
+        assert rid is not None  # submit gave it one
+        reading = Reading()
+        error: str | None = None
         try:
-            with self._open("POST", "/chat/completions", self._body(chat)) as response:
-                with self._lock:
-                    self._responses[rid] = response
-                for event in _events(response):
-                    if rid in self._cancelled:
-                        reason = FinishReason.CANCELLED
-                        break
-                    if "error" in event:
-                        raise RemoteError(event["error"].get("message", "the server reported an error"))
-                    choice = (event.get("choices") or [{}])[0]
-                    piece = (choice.get("delta") or {}).get("content") or ""
-                    if piece:
-                        first = first or time.perf_counter()
-                        tokens += 1
-                        text_parts.append(piece)
-                        self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
-                    if choice.get("finish_reason"):
-                        reason = from_openai(choice["finish_reason"])
-        except RemoteError as exc:
-            self._finish(rid, FinishReason.ERROR, str(exc))
-            return
+            reason = self._stream(chat, line, reading)
         except Exception as exc:  # noqa: BLE001 - every request ends with a finished delta
-            if rid in self._cancelled:
-                # Stop closed the response under the reader. http.client then fails in more
-                # ways than OSError: a chunked read raises AttributeError on its closed file.
+            if line.cancelled:  # whatever the cut connection raised
                 reason = FinishReason.CANCELLED
-            elif isinstance(exc, (OSError, ValueError)):
-                self._finish(rid, FinishReason.ERROR, self._explain(exc))
-                return
             else:
-                log.exception("remote request %s failed", rid)
-                self._finish(rid, FinishReason.ERROR, f"the connection to the server failed: {exc}")
-                return
+                reason, error = FinishReason.ERROR, self._why(exc, reading)
         finally:
             with self._lock:
-                self._responses.pop(rid, None)
-        stats = _stats(started, first, tokens)
-        self._finish(rid, reason, None, stats)
+                self._lines.pop(rid, None)
+        self._on_delta(Delta.finished_with(rid, reason, error, reading.stats()))
 
-    def _finish(self, rid: str, reason: FinishReason, error: str | None, stats: RequestStats | None = None) -> None:
-        with self._lock:
-            self._cancelled.discard(rid)
-        self._on_delta(Delta.finished_with(rid, reason, error, stats))
+    def _stream(self, chat: ChatRequest, line: Line, reading: Reading) -> FinishReason:
+        if line.cancelled:  # Stop before the thread got going
+            return FinishReason.CANCELLED
+        rid = chat.request_id
+        assert rid is not None
+        response = self._open(self._body(chat), line)
+        try:
+            if is_json(response):  # a server that ignored stream: true answered all at once
+                piece = reading.take(json_object(response.read()))
+                if piece:
+                    self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
+                return reading.reason or FinishReason.STOP
+            for event in events(response.iter_lines()):
+                if line.cancelled:
+                    return FinishReason.CANCELLED
+                if event.done:
+                    return reading.reason or FinishReason.STOP
+                if event.field == "error":
+                    raise RemoteError(event_error(event.payload))
+                piece = reading.take(event.payload)
+                if piece:
+                    self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
+        finally:
+            response.close()
+        if line.cancelled:
+            return FinishReason.CANCELLED
+        if reading.reason is not None:  # finished, only the [DONE] line is missing
+            return reading.reason
+        raise RemoteError(f"{self.endpoint.base_url} closed the stream in the middle of the reply "
+                          "(no end of stream: did the server stop?)")
+
+    def _open(self, body: dict, line: Line) -> httpx.Response:
+        """The streaming response, once the server has said 200."""
+        if self._usage_in_streams:
+            response = self._post({**body, "stream_options": {"include_usage": True}}, line)
+            if response.status_code not in (400, 422):
+                return self._checked(response)
+            response.close()
+            log.info("%s refused stream_options; asking again without it", self.endpoint.base_url)
+            response = self._checked(self._post(body, line))
+            self._usage_in_streams = False  # the field was what it refused: never ask again
+            return response
+        return self._checked(self._post(body, line))
+
+    def _post(self, body: dict, line: Line) -> httpx.Response:
+        request = self._http.build_request("POST", self._url("/chat/completions"), json=body,
+                                           extensions={"trace": line.trace})
+        return self._http.send(request, stream=True)
+
+    def _checked(self, response: httpx.Response) -> httpx.Response:
+        if not response.is_error:
+            return response
+        try:
+            body = b""
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) >= ERROR_BODY_BYTES:
+                    break
+        except httpx.HTTPError:
+            pass  # the reason is the status; the body is only its detail
+        finally:
+            response.close()
+        raise RemoteError(http_error(response.status_code, response.headers, body, str(response.url)))
+
+    def _why(self, exc: Exception, reading: Reading) -> str:
+        if isinstance(exc, RemoteError):
+            return str(exc)
+        if isinstance(exc, httpx.HTTPError):
+            return explain(exc, self.endpoint.base_url, self.endpoint.timeouts, replying=reading.chunks > 0)
+        if isinstance(exc, ValueError):  # an event that is not JSON
+            return f"{self.endpoint.base_url}: {exc}"
+        log.error("remote request to %s failed: %r", self.endpoint.base_url, exc)  # a bug: say what, no traceback
+        return f"the connection to {self.endpoint.base_url} failed: {type(exc).__name__}: {exc}"
 
     def _body(self, chat: ChatRequest) -> dict:
         s = chat.sampling
-        body = {
+        body: dict[str, Any] = {
             "model": self.endpoint.model,
             # Continue (continue_final): the partial reply goes as the last assistant message,
             # which servers that prefill assistant turns (llama.cpp, vLLM) carry on; others
@@ -147,66 +196,8 @@ class RemoteClient:
             body["seed"] = s.seed
         return body
 
-    def _open(self, method: str, path: str, body: dict | None):
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.endpoint.base_url.rstrip("/") + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        if self.endpoint.api_key:
-            request.add_header("Authorization", f"Bearer {self.endpoint.api_key}")
-        try:
-            return urllib.request.urlopen(request, timeout=self.endpoint.timeout_s)
-        except urllib.error.HTTPError as exc:
-            raise RemoteError(_http_error(exc)) from None
-
-    def _explain(self, exc: Exception) -> str:
-        where = self.endpoint.base_url
-        reason = getattr(exc, "reason", exc)
-        if isinstance(reason, ConnectionRefusedError):
-            return f"{where} refused the connection: is the server running?"
-        if isinstance(reason, (socket.timeout, TimeoutError)):
-            return f"{where} did not answer within {self.endpoint.timeout_s:.0f} s"
-        if isinstance(reason, socket.gaierror):
-            return f"cannot find the host of {where}"
-        return f"cannot reach {where}: {reason}"
-
-
-class RemoteError(RuntimeError):
-    pass
-
-
-def _http_error(exc: urllib.error.HTTPError) -> str:
-    try:
-        detail = json.loads(exc.read()).get("error", {}).get("message", "")
-    except Exception:  # noqa: BLE001  (not JSON)
-        detail = ""
-    if exc.code == 401:
-        return "the server refused the API key (401)" + (f": {detail}" if detail else "")
-    if exc.code == 404:
-        return f"no such endpoint ({exc.url}); is the base URL right (…/v1)?"
-    return f"the server answered {exc.code}" + (f": {detail}" if detail else "")
-
-
-def _events(response):
-    """The JSON payloads of a server-sent event stream, until [DONE]."""
-    for raw in response:
-        line = raw.decode("utf-8", "replace").strip()
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        yield json.loads(payload)
-
-
-def _stats(started: float, first: float | None, tokens: int) -> RequestStats:
-    now = time.perf_counter()
-    decode_s = now - first if first else 0.0
-    return RequestStats(
-        prompt_tokens=0, cached_tokens=0, generated_tokens=tokens, queue_s=0.0,
-        ttft_s=(first - started) if first else None,
-        decode_tok_s=(tokens - 1) / decode_s if decode_s > 0 and tokens > 1 else None,
-        itl_p50_s=None, itl_p95_s=None, total_s=now - started,
-    )
+    def _url(self, path: str) -> str:
+        return self.endpoint.base_url.rstrip("/") + path
 
 
 class RemoteEngine:
@@ -218,19 +209,29 @@ class RemoteEngine:
     def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
                  on_state: StateCallback = lambda s: None) -> None:
         self.endpoint = endpoint
-        self._client = RemoteClient(endpoint, on_delta)
+        self._on_delta = on_delta
+        # A bad URL or proxy setting is refused by start(), as EngineLike says (state FAILED
+        # and why), rather than here, where the app's connecting thread would just die.
+        self._client: RemoteClient | None = None
+        self._refused: str | None = None
+        try:
+            self._client = RemoteClient(endpoint, on_delta)
+        except ValueError as exc:
+            self._refused = str(exc)
         self._on_state = on_state
         self.state = EngineState(EngineStatus.STOPPED)
         self.settings = None
         self.pid = None
 
     def start(self, wait: bool = True) -> None:
+        if self._client is None:
+            self._set(EngineState(EngineStatus.FAILED, error=self._refused))
+            raise RemoteError(self._refused)
         try:
             models = self._client.models()
-        except (OSError, RemoteError) as exc:
-            message = self._client._explain(exc) if isinstance(exc, OSError) else str(exc)
-            self._set(EngineState(EngineStatus.FAILED, error=message))
-            raise RemoteError(message) from None
+        except RemoteError as exc:
+            self._set(EngineState(EngineStatus.FAILED, error=str(exc)))
+            raise
         if self.endpoint.model not in models:
             message = f"{self.endpoint.base_url} has no model {self.endpoint.model!r} (it has: {', '.join(models)})"
             self._set(EngineState(EngineStatus.FAILED, error=message))
@@ -238,10 +239,15 @@ class RemoteEngine:
         self._set(EngineState(EngineStatus.READY))
 
     def submit(self, chat: ChatRequest) -> str:
+        if self._client is None:  # never started: its one delta says why
+            rid = chat.request_id or new_request_id()
+            self._on_delta(Delta.finished_with(rid, FinishReason.ERROR, self._refused))
+            return rid
         return self._client.submit(chat)
 
     def cancel(self, request_id: str) -> None:
-        self._client.cancel(request_id)
+        if self._client is not None:
+            self._client.cancel(request_id)
 
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
@@ -250,10 +256,13 @@ class RemoteEngine:
         pass  # the remote server has cores of its own
 
     def shutdown(self) -> None:
+        if self._client is not None:
+            self._client.close()
         self._set(EngineState(EngineStatus.STOPPED))
 
     def kill(self) -> None:
-        pass
+        if self._client is not None:
+            self._client.close()
 
     def _set(self, state: EngineState) -> None:
         self.state = state

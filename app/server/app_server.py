@@ -1,14 +1,17 @@
 """The app's switch for the OpenAI-compatible server (off by default): it serves the app's
-own engine through an EngineGateway, so HTTP clients share the batch with the tabs."""
+own engine through an EngineGateway, so HTTP clients share the batch with the tabs.
+
+start and stop block (binding resolves a name, stopping ends open streams): the app calls
+them from a worker thread."""
 
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import replace
+from collections.abc import Callable
 
 from app.engines.gateway import EngineGateway
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
+from app.server.config import ServerConfig
+from app.server.uvicorn_server import HttpServer
 
 log = logging.getLogger(__name__)
 
@@ -18,10 +21,10 @@ class ServerError(RuntimeError):
 
 
 class AppServer:
-    def __init__(self, gateway: EngineGateway) -> None:
+    def __init__(self, gateway: EngineGateway, ready: Callable[[], bool] | None = None) -> None:
         self.gateway = gateway
-        self._server: ChorusHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._ready = ready  # whether the app's model is loaded (/health); None: ask the gateway
+        self._server: HttpServer | None = None
 
     @property
     def running(self) -> bool:
@@ -35,22 +38,22 @@ class AppServer:
         """Listen (stopping a server already running); returns the base URL clients use."""
         self.stop()
         try:
-            self._server = ChorusHTTPServer(self.gateway, config)
+            server = HttpServer(self.gateway, config, ready=self._ready)
         except OSError as exc:
             raise ServerError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
-        self._thread = self._server.serve_in_thread()
-        log.info("serving the app's engine at %s (%s)", self.url, "API key" if config.api_key else "no API key")
-        return self.url
+        self._server = server.start()
+        url = f"{server.url}/v1"
+        log.info("serving the app's engine at %s (%s)", url, "API key" if config.api_key else "no API key")
+        return url
 
     def rename_model(self, model_id: str) -> None:
         """What /v1/models reports, after the app loaded another model."""
         if self._server is not None:
-            self._server.config = replace(self._server.config, model_id=model_id)
+            self._server.rename_model(model_id)
 
     def stop(self) -> None:
+        """Stop listening and end open requests and streams."""
         if self._server is None:
             return
         server, self._server = self._server, None
-        server.close()
-        if self._thread is not None:
-            self._thread.join(5)
+        server.stop()

@@ -2,8 +2,8 @@
 default); its requests join the tabs' batch.
 
 Starting and stopping run on one worker thread, in order, never on the GUI thread: binding
-resolves the host's name (a DNS lookup) and stopping waits for the serving loop's next poll
-(up to half a second); on the GUI thread that stalled every tab's stream. The outcome (the
+resolves the host's name (a DNS lookup) and stopping ends open streams and waits for the
+server's thread; on the GUI thread that stalled every tab's stream. The outcome (the
 address, or the error shown to the user) is posted back to the GUI thread."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from app.server.app_server import AppServer, ServerError
-from app.server.openai_api import ServerConfig
+from app.server.config import ServerConfig
 from ui.controllers.context import ControllerContext
 
 log = logging.getLogger(__name__)
@@ -22,12 +22,16 @@ log = logging.getLogger(__name__)
 class ServerController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self.server = AppServer(ctx.engines.gateway)
+        self.server = AppServer(ctx.engines.gateway, ready=self._engine_ready)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-server-switch")
         self._closed = False
         ctx.window.server_start_requested.connect(self.start_server)
         ctx.window.server_stop_requested.connect(self.stop_server)
         ctx.engines.state_changed.connect(lambda _state: self._rename())
+
+    def _engine_ready(self) -> bool:
+        """/health: the app's model is loaded (on the server's worker thread: a read)."""
+        return self.ctx.engines.engine.state.status == "ready"
 
     def _rename(self) -> None:
         if not self._closed:  # a state change while the app closes: nothing to serve any more

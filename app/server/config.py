@@ -1,0 +1,38 @@
+"""How the OpenAI-compatible server listens and what it allows: one frozen record shared by
+`chorus serve`, the app's switch and the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a request without max_tokens gets, and the most one may ask for: an abandoned or
+# runaway request must not hold a sequence for an unbounded reply. None: no cap (only by an
+# explicit setting, `chorus serve --max-tokens-cap 0`).
+DEFAULT_MAX_TOKENS_CAP = 4096
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"  # loopback unless told otherwise
+    port: int = 8080  # 0: any free port (the server reports which)
+    api_key: str | None = None
+    model_id: str = "chorus"
+    # Generation requests running at once; beyond it a request gets 429 with Retry-After
+    # (the engine queues what it cannot batch, so this only bounds memory and fairness).
+    max_concurrent: int = 256
+    max_tokens_cap: int | None = DEFAULT_MAX_TOKENS_CAP
+    max_body_bytes: int = 16 * 1024 * 1024
+    # A body still arriving after this long is refused (408): a slow sender holds nothing.
+    body_timeout_s: float = 30.0
+    # The request line and headers must arrive within this long (408, then the connection
+    # closes): uvicorn itself has no header timeout.
+    header_timeout_s: float = 10.0
+    keep_alive_s: int = 5  # an idle kept-alive connection is closed after this long
+    backlog: int = 2048  # connections the kernel holds for us before we accept them
+    # Largest request line + headers (h11 buffers at most this much of an incomplete event).
+    max_header_bytes: int = 32 * 1024
+    retry_after_s: int = 1  # what a 429 tells the client to wait
+
+    def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
+        key = "***" if self.api_key else None
+        return f"ServerConfig({self.host}:{self.port}, model_id={self.model_id!r}, api_key={key})"

@@ -1,0 +1,151 @@
+"""The server's life: bind the listening socket (ours, with a deep backlog), run uvicorn on
+it in a thread of its own with its own event loop, stop it from any thread.
+
+Binding here rather than in uvicorn: a port in use is an OSError at start, in the caller's
+thread, not a log line in the server's; port 0 works and the real port is known at once;
+and the backlog is ours (the kernel holds that many connections while the loop is busy,
+instead of resetting them)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from collections.abc import Callable
+
+import uvicorn
+
+from app.engines.protocol import ServedEngine
+from app.server.api import build_app
+from app.server.config import ServerConfig
+from app.server.http_protocol import ChorusH11Protocol
+from app.server.state import ServerState
+from inference.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+STOP_WAIT_S = 10.0
+
+
+def bind(host: str, port: int, backlog: int) -> socket.socket:
+    """Raises OSError (address in use, unknown host) with the OS's reason."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def _engine_answers(engine: ServedEngine) -> Callable[[], bool]:
+    """Ready when the engine reports its metrics: not while loading, not once it is down."""
+
+    def ready() -> bool:
+        try:
+            engine.metrics(fresh=True)  # an engine that stopped cannot answer a fresh one
+        except EngineError:
+            return False
+        return True
+
+    return ready
+
+
+class HttpServer:
+    """One OpenAI-compatible server: HttpServer(engine, config).start() ... .stop()."""
+
+    def __init__(self, engine: ServedEngine, config: ServerConfig, ready: Callable[[], bool] | None = None) -> None:
+        self.state = ServerState(engine, config, ready or _engine_answers(engine))
+        self._sock = bind(config.host, config.port, config.backlog)
+        self.host, self.port = self._sock.getsockname()[:2]
+        try:
+            self._uvicorn = uvicorn.Server(self._uvicorn_config(config))
+        except BaseException:
+            self._sock.close()
+            raise
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Event()
+
+    def _uvicorn_config(self, config: ServerConfig) -> uvicorn.Config:
+        protocol = type("Protocol", (ChorusH11Protocol,), {"header_timeout_s": config.header_timeout_s})
+        return uvicorn.Config(
+            build_app(self.state),
+            http=protocol,
+            lifespan="off",
+            log_config=None,  # the app's logging, not uvicorn's own handlers
+            access_log=False,
+            timeout_keep_alive=config.keep_alive_s,
+            h11_max_incomplete_event_size=config.max_header_bytes,
+            # Backstop only: stopping ends every open call first (ServerState.stop_all).
+            timeout_graceful_shutdown=5,
+            server_header=False,
+        )
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> HttpServer:
+        self._thread = threading.Thread(target=self._serve, name="chorus-http", daemon=True)
+        self._thread.start()
+        self._started.wait(STOP_WAIT_S)
+        return self
+
+    def _serve(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._started.set()
+            await self._uvicorn.serve(sockets=[self._sock])
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - the thread's end must be said, not raised
+            log.error("the HTTP server stopped: %s: %s", type(exc).__name__, exc)
+        finally:
+            self._started.set()
+            self._sock.close()
+
+    def rename_model(self, model_id: str) -> None:
+        self.state.rename(model_id)
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """End open calls (their engine requests cancelled, streams ended with an error
+        event), close every connection, stop listening. Any thread but the server's."""
+        loop, thread = self._loop, self._thread
+        if thread is None:
+            self._sock.close()
+            return
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.state.stop_all)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        self._uvicorn.should_exit = True
+        thread.join(timeout)
+        if thread.is_alive():
+            self._uvicorn.force_exit = True
+            thread.join(timeout)
+
+    def serve_until_interrupted(self) -> None:
+        """For `chorus serve`: until Ctrl-C (or the server's thread ends)."""
+        self.start()
+        try:
+            while self.running:
+                assert self._thread is not None
+                self._thread.join(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()

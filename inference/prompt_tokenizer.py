@@ -1,0 +1,276 @@
+"""Chat -> prompt tokens, on any thread, where only the template's markup makes control tokens.
+
+Tokenizing the rendered chat with llama.cpp's parse_special would turn a user's literal
+"<|im_end|>" into the end-of-turn token, letting message text forge turns of other roles.
+So the chat is rendered once with each message's content replaced by a sentinel; the
+render splits at the sentinels into the template's markup and the contents; special-token
+strings are looked for in the markup alone (llama.cpp's special partition: control,
+user-defined and unknown tokens); and every run of plain text between them (markup text
+and contents together) is tokenized without parse_special. For a chat whose contents hold
+no special strings the tokens are exactly what tokenizing the whole render gives.
+
+Needs only a Vocabulary: a vocab-only model file (LlamaVocab.load: no weights), or the
+runner of a loaded model. Thread-safe: llama.cpp's vocabulary is read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from inference.chat_template import ChatTemplate, builtin_template
+from inference.errors import RequestError
+from inference.params import ChatRequest
+from inference.special_split import Piece, Special, SpecialMatcher, merge_runs
+from inference.vocab import LlamaVocab, OwnedVocab, SpecialToken
+
+log = logging.getLogger(__name__)
+
+
+class Vocabulary(Protocol):
+    """What prompt tokenizing needs of a model's vocabulary (callable from any thread)."""
+
+    n_vocab: int
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]: ...
+
+    def special_text(self, token: int) -> str: ...
+
+    def special_tokens(self) -> list[SpecialToken]: ...
+
+    @property
+    def max_piece_bytes(self) -> int: ...
+
+    @property
+    def bos_token(self) -> int: ...
+
+    @property
+    def eos_token(self) -> int: ...
+
+    @property
+    def adds_bos(self) -> bool: ...
+
+    def chat_template(self) -> str | None: ...
+
+    def metadata(self, key: str) -> str | None: ...
+
+
+def template_for(vocab: Vocabulary) -> ChatTemplate:
+    """The model's chat template: the GGUF's own, else the builtin one of its architecture."""
+    return ChatTemplate(
+        vocab.chat_template() or builtin_template(vocab.metadata("general.architecture")),
+        bos_token=vocab.special_text(vocab.bos_token),
+        eos_token=vocab.special_text(vocab.eos_token),
+    )
+
+
+class PromptTokenizer:
+    """Renders chats with the model's template and tokenizes them (any thread)."""
+
+    def __init__(self, vocab: Vocabulary, n_ctx: int, template: ChatTemplate | None = None) -> None:
+        self.vocab = vocab
+        self.n_ctx = n_ctx
+        self.template = template or template_for(vocab)
+        self._matcher = SpecialMatcher(vocab.special_tokens())
+        self._nonce = _new_nonce()
+
+    @classmethod
+    def load(cls, path: Path, n_ctx: int) -> PromptTokenizer:
+        """From a model file's vocabulary alone (no weights); close() frees it."""
+        return cls(LlamaVocab.load(Path(path)), n_ctx)
+
+    def close(self) -> None:
+        if isinstance(self.vocab, OwnedVocab):
+            self.vocab.close()
+
+    # ----- what callers use ------------------------------------------------------------
+
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        """The chat with prompt_tokens set (rendered and tokenized here, on the caller's
+        thread). Raises RequestError for a chat the engine would refuse."""
+        if chat.prompt_tokens is not None:
+            return chat
+        chat.sampling.validate()
+        return replace(chat, prompt_tokens=tuple(self.prompt_tokens(chat)))
+
+    def prompt_tokens(self, chat: ChatRequest) -> list[int]:
+        """The prompt of a chat request: fitted to the context if it asks, checked."""
+        messages = list(chat.messages)
+        if chat.fit_context:
+            tokens = self.fitted_tokens(messages, chat.sampling.max_tokens, chat.continue_final)
+        else:
+            tokens = self.chat_tokens(messages, add_generation_prompt=not chat.pin,
+                                      continue_final=chat.continue_final, limit=self.n_ctx)
+        self.check_prompt(tokens)
+        return tokens
+
+    def fitted_tokens(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
+        """The chat's newest turns that fit with room for the reply (a quarter of the
+        context at most); the system prompt always stays (and the last message, the reply
+        being continued). Binary search over the cut."""
+        n_ctx = self.n_ctx
+        room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
+        first = messages[0] if messages else None
+        head = [first] if isinstance(first, dict) and first.get("role") == "system" else []
+        body = messages[len(head):]
+
+        def render(cut: int) -> list[int]:
+            return self._chat_tokens(head + body[cut:], True, continue_final)
+
+        tokens = render(0)
+        if len(tokens) + room <= n_ctx or len(body) <= 1:
+            return tokens
+        lo, hi = 1, len(body) - 1  # find the smallest cut that fits
+        best = render(hi)
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            candidate = render(mid)
+            if len(candidate) + room <= n_ctx:
+                best, hi = candidate, mid - 1
+            else:
+                lo = mid + 1
+        return best
+
+    def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
+                    continue_final: bool = False, limit: int | None = None) -> list[int]:
+        """The prompt of a chat; text longer than the context is refused untokenized.
+        With a limit, a prompt of that many tokens or more is refused as soon as
+        tokenizing reaches it (a chat of 32,000 messages costs no more than the context)."""
+        self.check_size(sum(len(m["content"]) for m in messages
+                            if isinstance(m, dict) and isinstance(m.get("content"), str)))
+        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit)
+
+    def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool,
+                     limit: int | None = None) -> list[int]:
+        tail: list[Piece] = []
+        if continue_final:
+            if not messages or messages[-1].get("role") != "assistant":
+                raise RequestError("continuing a reply needs an assistant message last")
+            partial = messages[-1].get("content")
+            if not isinstance(partial, str):
+                raise RequestError("the reply to continue needs text content")
+            messages, add_generation_prompt, tail = messages[:-1], True, [partial]
+        pieces = self._render_pieces(messages, add_generation_prompt) + tail
+        return self._tokenize_pieces(pieces, limit)
+
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt (/v1/completions): its control-token strings count when parse_special."""
+        self.check_size(len(text))
+        bos = self.template.bos_token
+        add_bos = self.vocab.adds_bos and not (bos and parse_special and text.startswith(bos))
+        return self.vocab.tokenize(text, add_special=add_bos, parse_special=parse_special)
+
+    def check_size(self, n_chars: int) -> None:
+        """Refuse, without tokenizing, text too long for any tokenization to fit: no token
+        stands for more than max_piece_bytes bytes, and a character is at least one."""
+        limit = self.n_ctx * self.vocab.max_piece_bytes
+        if n_chars > limit:
+            raise RequestError(
+                f"the prompt is longer than the context: {n_chars} characters cannot fit in "
+                f"{self.n_ctx} tokens; shorten it or load the model with a larger context"
+            )
+
+    def check_prompt(self, tokens: list[int]) -> None:
+        """Refuse a prompt the engine cannot run."""
+        check_prompt(tokens, self.n_ctx, self.vocab.n_vocab)
+
+    # ----- rendering -----------------------------------------------------------------
+
+    def _render_pieces(self, messages: list[dict], add_generation_prompt: bool) -> list[Piece]:
+        real = self.template.render(messages, add_generation_prompt)  # validates the messages too
+        contents = [m["content"] for m in messages]
+        nonce = self._nonce
+        while any(nonce in c for c in contents):  # a content could not name it but be sure
+            nonce = _new_nonce()
+        marked = [{**m, "content": f"\ue000{nonce}:{i}\ue001"} for i, m in enumerate(messages)]
+        parts = re.split(f"\ue000{nonce}:(\\d+)\ue001", self.template.render(marked, add_generation_prompt))
+        markup, slots = parts[0::2], [int(i) for i in parts[1::2]]
+        used = self._contents_as_rendered(real, markup, slots, contents)
+        if used is None:
+            log.warning("the chat template hides message contents from the prompt tokenizer; "
+                        "control tokens in message text are not escaped for this model")
+            return self._matcher.split(real)
+        pieces: list[Piece] = []
+        for i, text in enumerate(markup):
+            pieces += self._matcher.split(text)
+            if i < len(slots):
+                pieces.append(used[i])
+        return pieces
+
+    @staticmethod
+    def _contents_as_rendered(real: str, markup: list[str], slots: list[int],
+                              contents: list[str]) -> list[str] | None:
+        """Each slot's content as the template shows it. A template may transform some
+        (Gemma trims the turns' text but not the system prompt): each slot takes its raw or
+        its trimmed content, whichever the real render has there. When neither reproduces
+        the render, the raw contents go in the template's structure (the turns stay right,
+        the text is the user's). None when the render lost some content's place."""
+        shown = _match_render(real, markup, [contents[i] for i in slots])
+        if shown is not None:
+            return shown
+        if set(slots) != set(range(len(contents))):
+            return None
+        log.debug("the chat template transforms message contents; tokenizing them as given")
+        return [contents[i] for i in slots]
+
+    def _tokenize_pieces(self, pieces: list[Piece], limit: int | None = None) -> list[int]:
+        runs = merge_runs(pieces)
+        first = runs[0] if runs else ""
+        bos = self.template.bos_token
+        starts_with_bos = isinstance(first, Special) and first.token == self.vocab.bos_token and bool(bos)
+        tokens = [self.vocab.bos_token] if self.vocab.adds_bos and not starts_with_bos else []
+        for run in runs:
+            if isinstance(run, Special):
+                tokens.append(run.token)
+            elif run:
+                tokens += self.vocab.tokenize(run, add_special=False, parse_special=False)
+            if limit is not None and len(tokens) >= limit:
+                raise RequestError(
+                    f"the prompt is at least {len(tokens)} tokens but the context holds {self.n_ctx}; "
+                    "shorten the conversation or load the model with a larger context"
+                )
+        return tokens
+
+
+def _match_render(real: str, markup: list[str], contents: list[str]) -> list[str] | None:
+    """The contents, raw or trimmed each, that interleaved with markup give real; or None."""
+    shown: list[str] = []
+    pos = 0
+    for i, text in enumerate(markup):
+        if not real.startswith(text, pos):
+            return None
+        pos += len(text)
+        if i == len(contents):
+            break
+        after = markup[i + 1]
+        for candidate in (contents[i], contents[i].strip()):
+            if real.startswith(candidate, pos) and real.startswith(after, pos + len(candidate)):
+                shown.append(candidate)
+                pos += len(candidate)
+                break
+        else:
+            return None
+    return shown if pos == len(real) else None
+
+
+def _new_nonce() -> str:
+    """Digits only: they survive a template's case filters."""
+    return str(secrets.randbelow(10**16)).zfill(16)
+
+
+def check_prompt(tokens: list[int], n_ctx: int, n_vocab: int) -> None:
+    """Refuse a prompt the engine cannot run (reads only sizes)."""
+    if not tokens:
+        raise RequestError("the prompt is empty")
+    if len(tokens) >= n_ctx:
+        raise RequestError(
+            f"the prompt is {len(tokens)} tokens but the context holds {n_ctx}; "
+            "shorten the conversation or load the model with a larger context"
+        )
+    bad = [t for t in tokens if not 0 <= t < n_vocab]
+    if bad:
+        raise RequestError(f"token id {bad[0]} is outside the vocabulary")

@@ -1,0 +1,49 @@
+"""The desktop app on a damaged chat database: a box says so (what, where, how to restore a
+backup), not a traceback, and the file is left as it is."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from ui.app_main import run_app
+
+
+def app_args() -> argparse.Namespace:
+    return argparse.Namespace(smoke_prompt=None, theme="light", quit_after=None)
+
+
+def test_the_app_shows_a_damaged_database_in_a_non_modal_box(qapp, tmp_path, capsys):
+    path = tmp_path / "chorus.db"
+    content = os.urandom(64 * 1024)
+    path.write_bytes(content)
+    seen: list[QMessageBox] = []
+
+    def close_the_box() -> None:
+        boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+        seen.extend(boxes)
+        for box in boxes:
+            box.close()  # as a person would: finished quits the app's loop
+
+    QTimer.singleShot(300, close_the_box)
+    guard = QTimer(singleShot=True, interval=60_000)  # a box that never came must not hang the run
+    guard.timeout.connect(qapp.quit)
+    guard.start()
+    try:
+        status = run_app(app_args(), Path("no-model.gguf"), tmp_path)  # the model is never reached
+    finally:
+        guard.stop()  # or it would quit a later test's loop
+
+    assert status == 2
+    assert len(seen) == 1
+    box = seen[0]
+    assert box.icon() == QMessageBox.Icon.Critical
+    assert not box.isModal() and box.windowModality() == Qt.WindowModality.NonModal
+    assert box.text().startswith("the chat database is damaged: ") and str(path) in box.text()
+    assert "chorus backup" in box.text()
+    assert "the chat database is damaged" in capsys.readouterr().err
+    assert path.read_bytes() == content
