@@ -20,9 +20,10 @@ import pytest
 
 from app.bench.raw_http import Target, chat_body, request_bytes, stream_chat
 from app.bench.serve import run_load
-from app.server.openai_api import ChorusHTTPServer, ServerConfig
 from inference import ChatRequest, SamplingParams
 from inference.metrics import MetricsSnapshot
+from tests.served import KEY
+from tests.served import serving as served
 
 pytestmark = pytest.mark.model
 
@@ -36,12 +37,8 @@ PHASE_WAIT_S = 60.0  # how long a phase may take to be reached on a loaded machi
 @contextlib.contextmanager
 def serving(engine) -> Iterator[Target]:
     """The server on a free loopback port over `engine`, until the block ends."""
-    srv = ChorusHTTPServer(engine, ServerConfig(port=0))
-    srv.serve_in_thread()
-    try:
-        yield Target.from_url(srv.url)
-    finally:
-        srv.close()
+    with served(engine) as server:
+        yield Target.from_url(server.url, KEY)
 
 
 def wait_metrics(engine, done: Callable[[MetricsSnapshot], bool], timeout_s: float) -> tuple[MetricsSnapshot, float]:
