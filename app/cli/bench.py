@@ -1,4 +1,4 @@
-"""`chorus bench`, `bench-engines`, `bench-storage` and `bench-ui`: the benchmarks.
+"""`chorus bench`, `bench-engines`, `bench-serve`, `bench-storage` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py);
 here are their options.
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app.bench.engine import run_bench
 from app.bench.engines import run_engines_bench
+from app.bench.serve import run_bench_serve
 from app.bench.storage import run_storage_bench
 from app.cli import gui
 from app.cli.command import add_command
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_storage(sub)
     _register_engine(sub)
     _register_engines(sub)
+    _register_serve(sub)
 
 
 def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,12 +72,30 @@ def _register_engines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     ebench.add_argument("--json", action="store_true")
 
 
+def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sbench = add_command(sub, "bench-serve", _serve,
+                         help="N concurrent raw-HTTP streaming clients against the OpenAI-compatible server")
+    add_model_args(sbench)
+    sbench.add_argument("--clients", type=int, default=32, help="concurrent streaming requests")
+    sbench.add_argument("--max-tokens", type=int, default=16, help="max_tokens of each request")
+    sbench.add_argument("--server", default=None,
+                        help="URL of a running server (default: start `chorus serve` on a free loopback port)")
+    sbench.add_argument("--api-key", default=None, help="sent as 'Authorization: Bearer KEY'")
+    sbench.add_argument("--parallel", type=int, default=8, help="the started server's --parallel")
+    sbench.add_argument("--timeout", type=float, default=120.0, help="seconds a client waits for its whole answer")
+    sbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def _storage(args: argparse.Namespace, base: Path) -> int:
     return run_storage_bench(args)  # a scratch database: the data folder is not touched
 
 
 def _engine(args: argparse.Namespace, base: Path) -> int:
     return run_bench(args, resolve_model(args, base))
+
+
+def _serve(args: argparse.Namespace, base: Path) -> int:
+    return run_bench_serve(args, base, None if args.server else resolve_model(args, base))
 
 
 def _engines(args: argparse.Namespace, base: Path) -> int:
