@@ -36,11 +36,13 @@ def is_locked(exc: BaseException) -> bool:
     return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
-def retry_locked(work: Callable[[], T], what: str, budget_s: float = RETRY_BUDGET_S,
+def retry_locked(work: Callable[[], T], what: str, budget_s: float | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> T:
     """work(), again after a growing pause while the database is locked, for at most
     budget_s in all (each try may itself wait the busy timeout); then DatabaseBusy. Any other
-    error is raised at once. work must be one transaction: a locked one changed nothing."""
+    error is raised at once. work must be one transaction: a locked one changed nothing.
+    budget_s: RETRY_BUDGET_S, read at the call."""
+    budget_s = RETRY_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     delay = FIRST_DELAY_S
     tries = 0

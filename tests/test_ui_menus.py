@@ -5,6 +5,7 @@ formats, Help → Keyboard shortcuts from the real actions, Chat → Stop all wi
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from PySide6.QtGui import QAction, QKeySequence, QPalette
@@ -194,6 +195,30 @@ def test_a_malformed_file_is_a_clear_message_and_adds_no_chat(shell, qtbot, tmp_
     assert "broken.json is not valid JSON" in box.text()
     shell.settled()
     assert [c.title for c in shell.repo.list_conversations()] == ["Mine"]
+
+
+def test_an_import_that_finds_the_database_locked_too_long_says_so(shell, qtbot, tmp_path, monkeypatch):
+    # Before: DatabaseBusy fell through to "storage call failed" in the log and no message.
+    from storage import busy
+
+    monkeypatch.setattr(busy, "RETRY_BUDGET_S", 0.5)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"format": "chorus-chats", "version": 1, "conversations": [
+        {"title": "Theirs", "messages": [{"id": 1, "role": "user", "content": "hi"}]}]}))
+    holder = sqlite3.connect(shell.db.path, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing, for longer than the budget
+    try:
+        shell.window.import_requested.emit(str(good))
+        qtbot.waitUntil(lambda: shell.window.error_box is not None and shell.window.error_box.isVisible(),
+                        timeout=30_000)
+    finally:
+        holder.rollback()
+        holder.close()
+    box = shell.window.error_box
+    assert box.windowTitle() == "Could not import"
+    assert "stayed locked by another process" in box.text()
+    shell.settled()
+    assert "Theirs" not in [c.title for c in shell.repo.list_conversations()]
 
 
 HOSTILE_FILES = {  # issue 13: each ended in a traceback, one after 13 s

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from app.chats.transfer import export_text, import_chats, write_whole
-from storage import ImportRejected, NotFoundError
+from storage import StorageError
 from ui.controllers.context import ControllerContext
 from ui.widgets.compare_view import CompareView
 
@@ -36,7 +36,7 @@ class TransferController:
             try:
                 text, ids = export_text(repo.db, repo, fmt, conv_ids, comparison)
                 write_whole(path, text)
-            except (NotFoundError, OSError) as exc:
+            except (StorageError, OSError) as exc:  # not found, damaged, locked too long
                 return 0, str(exc)
             return len(ids), None
 
@@ -53,7 +53,7 @@ class TransferController:
         def work():
             try:
                 return import_chats(self.ctx.repo.db, path), None
-            except (ImportRejected, OSError) as exc:
+            except (StorageError, OSError) as exc:  # refused, damaged, locked too long
                 return None, str(exc)
 
         def done(answer) -> None:
