@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
-from collections.abc import Iterator
 from dataclasses import replace
 
 from app.engines.remote import RemoteClient, RemoteEndpoint, RemoteError
 from app.engines.sources import ModelSource
+from inference.engine import RequestHandle
 from inference.ids import new_request_id
 from inference.outputs import Delta
 from inference.params import ChatRequest
@@ -26,42 +25,27 @@ def add_remote_args(p: argparse.ArgumentParser) -> None:
                        help="the server's model (default: the one it serves)")
 
 
-class RemoteReply:
-    """One streaming reply: its deltas up to the finished one; cancel() stops it."""
-
-    def __init__(self, client: RemoteClient, request_id: str, deltas: queue.SimpleQueue[Delta]) -> None:
-        self._client = client
-        self.request_id = request_id
-        self._deltas = deltas
-
-    def __iter__(self) -> Iterator[Delta]:
-        while True:
-            delta = self._deltas.get()
-            yield delta
-            if delta.finished:
-                return
-
-    def cancel(self) -> None:
-        self._client.cancel(self.request_id)
-
-
 class RemoteReplies:
-    """The terminal chat's engine when it talks to a server: submit() -> RemoteReply."""
+    """The terminal chat's engine when it talks to a server: submit() returns the same
+    RequestHandle a local engine gives (iterate its deltas; cancel() stops the stream)."""
 
     def __init__(self, endpoint: RemoteEndpoint) -> None:
         self.source = ModelSource.remote(endpoint.base_url, endpoint.model)
-        self._queues: dict[str, queue.SimpleQueue[Delta]] = {}
+        self._handles: dict[str, RequestHandle] = {}
         self._client = RemoteClient(endpoint, self._route)
 
     def _route(self, delta: Delta) -> None:  # on the request's reader thread
-        self._queues[delta.request_id].put(delta)
+        handle = self._handles[delta.request_id]
+        if delta.finished:
+            del self._handles[delta.request_id]
+        handle.deliver(delta)
 
-    def submit(self, chat: ChatRequest) -> RemoteReply:
-        chat = replace(chat, request_id=chat.request_id or new_request_id())
-        assert chat.request_id is not None
-        deltas: queue.SimpleQueue[Delta] = queue.SimpleQueue()
-        self._queues[chat.request_id] = deltas  # before submit: the first delta may come at once
-        return RemoteReply(self._client, self._client.submit(chat), deltas)
+    def submit(self, chat: ChatRequest) -> RequestHandle:
+        request_id = chat.request_id or new_request_id()
+        handle = RequestHandle(request_id, self._client, None)
+        self._handles[request_id] = handle  # before submit: the first delta may come at once
+        self._client.submit(replace(chat, request_id=request_id))
+        return handle
 
     def shutdown(self) -> None:
         self._client.close()
