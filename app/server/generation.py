@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from typing import TypeVar
 
 import anyio
 from starlette.requests import Request
@@ -28,6 +29,7 @@ from inference.outputs import FinishReason
 from inference.params import ChatRequest
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CLIENT_GONE = 499  # nginx's status for "the client closed the request": counted, never sent
 
@@ -100,19 +102,28 @@ def _interrupted(error: str | None) -> ApiError:
     return ApiError(503, f"the reply was cut: {error or 'the engine stopped'}; retry once the server is healthy")
 
 
+async def _while_connected(work: Awaitable[T], request: Request, choices: Choices) -> T:
+    """work's result, unless the client leaves (ClientDisconnected) or the server stops (a
+    503) first; either way the call's engine requests are cancelled."""
+    try:
+        return await unless_disconnected(work, request.receive)
+    except ClientDisconnected:
+        choices.cancel_open()
+        raise
+    except ServerStopping:
+        choices.cancel_open()
+        raise ApiError(503, "the server is stopping; retry against another one or later") from None
+
+
 # ----- one JSON answer -----------------------------------------------------------------------
 
 
 async def answer(state: ServerState, request: Request, gen: Generation, api: fmt.Api, choices: Choices) -> Response:
     tallies = [fmt.ChoiceTally() for _ in range(gen.n)]
     try:
-        await unless_disconnected(_collect(choices, tallies), request.receive)
+        await _while_connected(_collect(choices, tallies), request, choices)
     except ClientDisconnected:
-        choices.cancel_open()
         return Response(status_code=CLIENT_GONE)
-    except ServerStopping:
-        choices.cancel_open()
-        raise ApiError(503, "the server is stopping; retry against another one or later") from None
     finally:
         choices.cancel_open()  # a no-op once every choice finished
     for tally in tallies:
@@ -140,13 +151,9 @@ async def start_stream(state: ServerState, request: Request, gen: Generation, ap
     (a bad chat, a prompt too long) gets a 400 like a plain call, not a stream that fails."""
     tallies = [fmt.ChoiceTally() for _ in range(gen.n)]
     try:
-        first = await unless_disconnected(choices.next(), request.receive)
+        first = await _while_connected(choices.next(), request, choices)
     except ClientDisconnected:
-        choices.cancel_open()
         return Response(status_code=CLIENT_GONE)
-    except ServerStopping:
-        choices.cancel_open()
-        raise ApiError(503, "the server is stopping") from None
     tallies[first.index].add(first.delta)
     if first.delta.finish_reason is FinishReason.ERROR:
         choices.cancel_open()
