@@ -63,8 +63,9 @@ class EngineCore:
         return self.prompts.chat_tokens(messages, add_generation_prompt, continue_final)
 
     def system_prefix_tokens(self, system_prompt: str) -> list[int]:
-        """The tokens a chat with this system prompt starts with (what pinning caches)."""
-        return self.render_prompt([{"role": "system", "content": system_prompt}], False)
+        """The tokens every chat with this system prompt starts with (what pinning caches),
+        derived for any template (PromptTokenizer.shared_prefix_tokens)."""
+        return self.prompts.system_prefix_tokens(system_prompt)
 
     # ----- commands ----------------------------------------------------------------
 

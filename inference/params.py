@@ -92,7 +92,9 @@ class ChatRequest:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     priority: int = 0
     request_id: str | None = None
-    # Keep this request's prompt KV pinned when it finishes (a shared system prompt).
+    # Keep this request's prompt KV pinned when it finishes (a shared system prompt). Its
+    # prompt is the prefix every chat starting with these messages shares, whatever the
+    # template (PromptTokenizer.shared_prefix_tokens), not the messages' own render.
     pin: bool = False
     # A chat longer than the context drops its oldest turns (never the system prompt)
     # instead of failing, keeping room for the reply.

@@ -30,6 +30,11 @@ from inference.vocab import LlamaVocab, OwnedVocab, SpecialToken
 
 log = logging.getLogger(__name__)
 
+# Two first user messages for deriving a shared prefix: they differ at their first
+# character and their first tokens differ in the tokenizers checked (SmolLM2's ChatML,
+# Gemma 3), so the two renders part exactly where the user's text starts.
+PREFIX_PROBES = ("A", "Z")
+
 
 class Vocabulary(Protocol):
     """What prompt tokenizing needs of a model's vocabulary (callable from any thread)."""
@@ -102,11 +107,28 @@ class PromptTokenizer:
         messages = list(chat.messages)
         if chat.fit_context:
             tokens = self.fitted_tokens(messages, chat.sampling.max_tokens, chat.continue_final)
+        elif chat.pin:
+            tokens = self.shared_prefix_tokens(messages)
         else:
-            tokens = self.chat_tokens(messages, add_generation_prompt=not chat.pin,
-                                      continue_final=chat.continue_final, limit=self.n_ctx)
+            tokens = self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx)
         self.check_prompt(tokens)
         return tokens
+
+    def system_prefix_tokens(self, system_prompt: str) -> list[int]:
+        """The tokens every chat with this system prompt starts with (what pinning caches)."""
+        return self.shared_prefix_tokens([{"role": "system", "content": system_prompt}])
+
+    def shared_prefix_tokens(self, messages: list[dict]) -> list[int]:
+        """The tokens every chat that starts with these messages and goes on with a user
+        message begins with, for any template: the common prefix of two such renders.
+        Rendering the messages alone is not it: a template without a system role (Gemma)
+        puts the system text in the first user turn, so a system-only render is just BOS;
+        a template with one adds the next turn's opening markup too."""
+        first, second = (
+            self.chat_tokens([*messages, {"role": "user", "content": probe}], limit=self.n_ctx)
+            for probe in PREFIX_PROBES
+        )
+        return first[:common_prefix_len(first, second)]
 
     def fitted_tokens(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
         """The chat's newest turns that fit with room for the reply (a quarter of the
@@ -255,6 +277,11 @@ def _match_render(real: str, markup: list[str], contents: list[str]) -> list[str
         else:
             return None
     return shown if pos == len(real) else None
+
+
+def common_prefix_len(a: list[int], b: list[int]) -> int:
+    """How many tokens a and b share from the start."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def _new_nonce() -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import inspect
 
+from inference.chat_template import GEMMA, ChatTemplate
 from inference.engine_core import MAX_DECODE_RETRIES
 from inference.kv_cache import SeqState
 from inference.model_runner import ModelRunner
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, SamplingParams
+from inference.prompt_tokenizer import PromptTokenizer
 from inference.request import RequestStatus
 from tests.core_driver import chunk_of, make_driver, prompt
 from tests.fake_runner import BOS, EOS, FakeRunner, FakeSampler
@@ -243,6 +245,28 @@ def test_any_other_decode_failure_ends_the_step_s_requests_without_retrying() ->
         assert "code -3" in (d.final(name).error or "")
     assert d.kv.cells_used == 0  # their cache is not trusted
     assert d.core.metrics.requests_failed == 2
+
+
+def test_a_pinned_system_prompt_of_a_template_without_a_system_role_is_shared() -> None:
+    """With Gemma's template the system text opens the first user turn: the pin computes
+    that opening (not only BOS) and later chats with the system prompt start from it."""
+    d = make_driver()
+    d.core.prompts = PromptTokenizer(d.runner, d.runner.n_ctx, template=ChatTemplate(GEMMA, "<s>", "</s>"))
+    system = {"role": "system", "content": "You answer in one short sentence."}
+    prefix = d.core.system_prefix_tokens(system["content"])
+    assert len(prefix) > len(system["content"])
+    d.deltas += d.core.add_request(ChatRequest(messages=(system,), sampling=SamplingParams(max_tokens=0),
+                                               pin=True, request_id="pin"))
+    d.run(lambda: any(x.finished for x in d.of("pin")))
+    assert d.final("pin").finish_reason is FinishReason.STOP and d.kv.stats().seqs_pinned == 1
+    assert d.kv.pinned_seq_for(prefix) is not None
+    for name in ("one", "two"):
+        chat = ChatRequest(messages=(system, {"role": "user", "content": f"Question {name}?"}),
+                           sampling=SamplingParams.greedy(max_tokens=2), request_id=name)
+        d.deltas += d.core.add_request(chat)
+        d.run(lambda n=name: any(x.finished for x in d.of(n)))
+        assert d.final(name).stats.cached_tokens >= len(prefix)
+    assert d.core.unpin(d.core.system_prefix_tokens(system["content"]))
 
 
 # ----- the cache runs out ------------------------------------------------------------------------

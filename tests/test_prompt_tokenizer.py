@@ -77,11 +77,32 @@ def test_prepare_sets_the_prompt_tokens_of_chats_fitted_chats_and_pins() -> None
     fitted = t.prepare(ChatRequest(messages=long_chat, fit_context=True, sampling=SamplingParams(max_tokens=100)))
     assert fitted.prompt_tokens and 0 < len(fitted.prompt_tokens) <= 1024 - 100
     pin = t.prepare(ChatRequest(messages=({"role": "system", "content": "S"},), pin=True))
-    assert pin.prompt_tokens == tuple(t.chat_tokens([{"role": "system", "content": "S"}], False))
+    assert pin.prompt_tokens == tuple(t.system_prefix_tokens("S"))
     with pytest.raises(RequestError, match="top_p"):
         t.prepare(ChatRequest(messages=chat.messages, sampling=SamplingParams(top_p=2.0)))
     with pytest.raises(RequestError, match="role"):
         t.prepare(ChatRequest(messages=({"role": "wizard", "content": "hi"},)))
+
+
+def test_the_shared_prefix_of_a_template_without_a_system_role_holds_the_system_text() -> None:
+    """Gemma's template has no system role: a system-only render is just BOS, but the
+    derived prefix is the first user turn's opening with the system text, which every
+    chat with that system prompt starts with."""
+    t = PromptTokenizer(FakeRunner(), n_ctx=1024, template=ChatTemplate(GEMMA, "<s>", "</s>"))
+    system = {"role": "system", "content": "Be terse."}
+    assert t.chat_tokens([system], add_generation_prompt=False) == [BOS]
+    prefix = t.system_prefix_tokens("Be terse.")
+    assert prefix[0] == BOS and bytes(prefix[1:]).decode() == "<start_of_turn>user\nBe terse.\n\n"
+    for question in ("Hello", "Zebra?", "  A spaced one"):
+        assert t.chat_tokens([system, {"role": "user", "content": question}])[: len(prefix)] == prefix
+    pin = t.prepare(ChatRequest(messages=(system,), pin=True))
+    assert pin.prompt_tokens == tuple(prefix)
+
+
+def test_the_shared_prefix_of_chatml_ends_before_the_users_text() -> None:
+    t = PromptTokenizer(FakeRunner(), n_ctx=1024)  # no template in the model: ChatML
+    prefix = t.system_prefix_tokens("S")
+    assert bytes(prefix[1:]).decode() == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n"
 
 
 def test_a_template_that_mangles_contents_still_gets_every_content_in_place() -> None:
