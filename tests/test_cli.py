@@ -146,6 +146,21 @@ def test_bench_prints_engine_baseline_and_ratios(data_dir):
 
 
 @pytest.mark.model
+def test_bench_finishes_with_gemma_whose_template_has_no_system_role(data_dir, gemma_path):
+    """The bench sized its system prompt by the system-only render, which Gemma's template
+    leaves at BOS whatever the text: it looped forever. Now it sizes the derived prefix."""
+    out = chorus(
+        data_dir, "bench", "--model", str(gemma_path), "--chats", "2", "--system-tokens", "200",
+        "--max-tokens", "8", "--warm", "--json", timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["ideal"]["shared_prefix_tokens"] >= 170
+    assert all(n > 200 for n in report["config"]["prompt_tokens_each"])
+    assert report["engine"]["max_batch_seqs"] == 2
+
+
+@pytest.mark.model
 def test_terminal_chat_is_saved_and_can_be_continued(data_dir):
     first = chorus(data_dir, "chat", "--max-tokens", "8", "--temperature", "0", stdin="Hello!\n/quit\n")
     assert first.returncode == 0, first.stderr

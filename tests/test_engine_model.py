@@ -83,6 +83,38 @@ def test_pinned_system_prompt_is_reused_by_new_chats(make_engine):
     assert engine.call(lambda core: core.kv.stats()).seqs_pinned == 1
 
 
+@pytest.mark.parametrize("which", ["model_path", "gemma_path"])
+def test_a_pinned_preset_is_shared_by_chats_with_any_template(which, request, catalog):
+    """SmolLM2 (ChatML, a system role) and Gemma 3 (no system role: the system text opens
+    the first user turn). Two chats with a preset's system prompt and different questions
+    start from the pinned prefix, which for Gemma holds the system text, not only BOS."""
+    from inference.engine import Engine
+    from inference.params import LoadSettings
+
+    path = request.getfixturevalue(which)
+    preset = catalog.create_preset("Careful", SYSTEM)
+    engine = Engine.start(LoadSettings(model_path=path, n_ctx=2048, n_seq_max=4))
+    try:
+        prefix = engine.call(lambda core: core.system_prefix_tokens(preset.system_prompt))
+        text = engine.call(lambda core: core.prompts.vocab.tokenize(preset.system_prompt, False, False))
+        assert len(prefix) > len(text) and _contains(prefix, text[1:-1])  # the text's own tokens, inner ones
+        assert engine.pin_system_prompt(preset.system_prompt).result(120).error is None
+        assert engine.call(lambda core: core.kv.pinned_seq_for(prefix)) is not None
+        results = [engine.submit(greedy(user(q, preset.system_prompt), 4)).result(120) for q in QUESTIONS[:2]]
+        assert all(r.error is None for r in results)
+        cached = [r.stats.cached_tokens for r in results]
+        print(f"{path.name}: derived prefix {len(prefix)} tokens, cached {cached}")
+        assert all(n >= len(prefix) for n in cached)
+        assert engine.unpin_system_prompt(preset.system_prompt)
+        assert engine.call(lambda core: core.kv.stats()).seqs_pinned == 0
+    finally:
+        engine.shutdown()
+
+
+def _contains(tokens: list[int], part: list[int]) -> bool:
+    return any(tokens[i : i + len(part)] == part for i in range(len(tokens) - len(part) + 1))
+
+
 def test_next_turn_of_a_conversation_reuses_its_own_kv(shared_engine):
     first = list(user("Name a colour.", "You are terse."))
     reply = shared_engine.submit(greedy(tuple(first), 12)).result(60)

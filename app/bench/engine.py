@@ -38,6 +38,10 @@ TOPICS = (
 )
 
 
+class SystemPromptError(RuntimeError):
+    """The bench cannot build its shared system prompt with this model's template."""
+
+
 @dataclass(frozen=True)
 class Workload:
     system_prompt: str
@@ -75,15 +79,28 @@ def build_workload(engine: Engine, chats: int, system_tokens: int, max_tokens: i
 
 
 def _system_prompt(engine: Engine, target_tokens: int) -> str:
+    """The longest text of rules whose shareable prefix (what pinning caches, derived for
+    any template) stays within target_tokens; at least one rule. A template that leaves
+    the system text out of that prefix stops the growth at once instead of looping."""
     parts: list[str] = []
-    i = 0
-    while True:
-        candidate = " ".join(parts + [f"Rule {i + 1}: {SENTENCES[i % len(SENTENCES)]}"])
-        n = len(engine.tokenize_chat([{"role": "system", "content": candidate}], False))
-        if n > target_tokens and parts:
+    size = 0
+    for i in range(max(target_tokens, 1) + 1):  # each rule adds tokens, so this is enough
+        rule = f"Rule {i + 1}: {SENTENCES[i % len(SENTENCES)]}"
+        grown = _prefix_size(engine, " ".join(parts + [rule]))
+        if grown > target_tokens and parts:
             return " ".join(parts)
-        parts.append(f"Rule {i + 1}: {SENTENCES[i % len(SENTENCES)]}")
-        i += 1
+        if grown <= size:
+            raise SystemPromptError(
+                "this model's chat template does not put the system prompt into the prefix its "
+                "chats share, so a system prompt cannot be sized for the bench"
+            )
+        parts.append(rule)
+        size = grown
+    return " ".join(parts)
+
+
+def _prefix_size(engine: Engine, system_prompt: str) -> int:
+    return len(engine.call(lambda core: core.system_prefix_tokens(system_prompt)))
 
 
 # ----- the engine side ------------------------------------------------------------------

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from app.bench.engine import SystemPromptError
 from app.cli import backup, bench, chat, chats, gui, models, serve
 from app.models.catalog import ModelFetchError
 from app.paths import data_dir
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         status: int = args.handler(args, data_dir(args.data_dir))
-    except (ModelFetchError, StorageError) as exc:  # expected failures: one line, not a traceback
+    except (ModelFetchError, StorageError, SystemPromptError) as exc:  # expected failures: one line, not a traceback
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     return status
