@@ -155,15 +155,17 @@ class Scheduler:
         # Prompt chunks and admissions share one priority order, so a request raised while it
         # waits takes the step's budget (and, if needed, a lower prefill's sequence) first.
         queue = sorted(prefilling + self.waiting, key=order)
+        blocked = False  # a waiting request found no room: those behind it do not jump ahead
         for i, req in enumerate(queue):
             if left <= 0:
                 break
             if req.status is RequestStatus.WAITING:
-                if req in plan.preempted or self._waits_for_inflight(req):
+                if blocked or req in plan.preempted or self._waits_for_inflight(req):
                     continue
                 admitted, outstanding = self._admit_or_preempt(req, now, outstanding, queue[i + 1 :], plan)
                 if not admitted:
-                    break  # head of line waits for room; those behind it do not jump ahead
+                    blocked = True  # admitted prompts behind it still get their chunks
+                    continue
                 plan.admitted.append(req)
                 n = min(req.num_uncomputed, left)
                 if n > 0:  # zero when a prefill-only request is wholly cached
@@ -231,9 +233,13 @@ class Scheduler:
 
         A prefilling request has produced no text since its admission, so nothing is lost or
         repeated. Decoding requests keep their sequence: they give it back only for room
-        (make_room) or as spare work. Returns (admitted, outstanding cells after preemptions).
+        (make_room) or as spare work. Spare work takes nobody's sequence, not even another
+        spare request's. Returns (admitted, outstanding cells after preemptions).
         """
-        victims = [r for r in behind if r.status is RequestStatus.PREFILLING and r in self.running]
+        victims = [] if is_spare(req.priority) else [
+            r for r in behind if r.status is RequestStatus.PREFILLING and r in self.running]
+        if victims and not self._fits_after_preempting(req, outstanding, victims):
+            victims = []  # even all of them would not make room: they keep going
         while not self._admit(req, now, outstanding):
             if not victims:
                 return False, outstanding
@@ -242,6 +248,12 @@ class Scheduler:
             self._requeue(victim, keep_cache=True)
             plan.preempted.append(victim)
         return True, outstanding
+
+    def _fits_after_preempting(self, req: Request, outstanding: int, victims: list[Request]) -> bool:
+        """Whether req could be admitted once every victim gave its sequence (and cells) back."""
+        promised = outstanding - sum(v.num_uncomputed for v in victims) + self._reserve_for(req)
+        released = frozenset(v.seq for v in victims if v.seq is not None)
+        return self.kv.fits(req.tokens, req.reuse_limit, promised, released)
 
     def _reserve_for(self, req: Request) -> int:
         """Cells held back for a new request's first decode tokens, so admitting it does not

@@ -88,6 +88,20 @@ def test_a_raised_request_preempts_the_prefill_that_was_ahead_of_it() -> None:
     assert_whole_output(sim, second, 2)
 
 
+def test_a_prefill_is_not_preempted_for_a_request_that_would_not_fit_anyway() -> None:
+    sim = make_sim(n_seqs=2, n_cells=256)
+    dec = sim.add("dec", prompt(1, 100), max_tokens=50)
+    sim.run(lambda: dec.is_decoding)
+    low = sim.add("low", prompt(2, 100), max_tokens=2)
+    sim.step()
+    assert low.status is RequestStatus.PREFILLING
+    big = sim.add("big", prompt(3, 200), max_tokens=2, priority=PRIORITY_VISIBLE_TAB)
+    plan = sim.step()  # 200 cells: not there while dec holds its 100, with or without low
+    assert not plan.preempted and chunk_of(plan, low) is not None and big.status is RequestStatus.WAITING
+    sim.run(lambda: not sim.sched.has_work(), max_steps=300)
+    assert_whole_output(sim, big, 2)
+
+
 def test_a_decoding_request_keeps_its_sequence_for_a_higher_priority_arrival() -> None:
     """Only prefills are preempted for priority: a reply being written is not cut off."""
     sim = make_sim(n_seqs=1)
@@ -137,6 +151,16 @@ def test_a_request_lowered_to_spare_gives_its_sequence_back() -> None:
     assert bg in plan.preempted and tab in plan.admitted
     sim.run(lambda: not sim.sched.has_work(), max_steps=300)
     assert_whole_output(sim, bg, 20)
+
+
+def test_spare_work_never_preempts_a_prefill_even_of_lower_spare_work() -> None:
+    sim = make_sim(n_seqs=1)
+    lowest = sim.add("lowest", prompt(1, 200), max_tokens=2, priority=SPARE_PRIORITY - 1)
+    sim.step()
+    assert lowest.status is RequestStatus.PREFILLING
+    sim.add("title", prompt(2, 8), max_tokens=2, priority=SPARE_PRIORITY)
+    plan = sim.step()
+    assert not plan.preempted and chunk_of(plan, lowest) is not None
 
 
 def test_spare_work_still_yields_to_a_raised_request() -> None:
