@@ -130,6 +130,12 @@ class _Cancel:
 
 
 @dataclass(frozen=True, slots=True)
+class _SetPriority:
+    request_id: str
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Call:
     fn: Callable[[EngineCore], Any]
     future: Future = field(default_factory=Future)
@@ -223,6 +229,12 @@ class Engine:
     def cancel(self, request_id: str) -> None:
         if not self._stopped.is_set():
             self._commands.put(_Cancel(request_id))
+
+    def set_priority(self, request_id: str, priority: int) -> None:
+        """Raise or lower a request while it waits or runs, from the next step on (a no-op
+        once it finished). Higher runs first; see inference/params.py for the values."""
+        if not self._stopped.is_set():
+            self._commands.put(_SetPriority(request_id, priority))
 
     def call(self, fn: Callable[[EngineCore], Any], timeout: float | None = 30.0) -> Any:
         """Run fn(core) on the engine thread between steps and return its result."""
@@ -336,6 +348,8 @@ class Engine:
             self._dispatch(deltas)
         elif isinstance(cmd, _Cancel):
             self._dispatch(core.cancel(cmd.request_id))
+        elif isinstance(cmd, _SetPriority):
+            core.set_priority(cmd.request_id, cmd.priority)
         elif isinstance(cmd, _Call):
             try:
                 cmd.future.set_result(cmd.fn(core))

@@ -105,6 +105,15 @@ class EngineCore:
             return []
         return [self._finish(out, FinishReason.CANCELLED, out.flush())]
 
+    def set_priority(self, request_id: str, priority: int) -> bool:
+        """Change a waiting or running request's priority (the user switched tabs). False
+        when the engine no longer knows the request (finished, or never sent)."""
+        out = self._outputs.get(request_id)
+        if out is None:
+            return False
+        self.scheduler.set_priority(out.request, priority)
+        return True
+
     def cancel_all(self, reason: FinishReason = FinishReason.CANCELLED, error: str | None = None) -> list[Delta]:
         return [self._finish(out, reason, "", error) for out in list(self._outputs.values())]
 

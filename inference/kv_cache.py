@@ -130,10 +130,12 @@ class KvCacheManager:
             return None
         return Allocation(seq, cached)
 
-    def fits(self, tokens: list[int], reuse_limit: int, reserve_cells: int) -> bool:
-        """Whether allocate() would find the cells for tokens now (sequence ids aside)."""
+    def fits(self, tokens: list[int], reuse_limit: int, reserve_cells: int,
+             released: frozenset[int] = frozenset()) -> bool:
+        """Whether allocate() would find the cells for tokens now (sequence ids aside), or
+        once the active sequences in released were given back (kept idle)."""
         cached = self._tree.match(tokens[:reuse_limit]).length
-        return self._room_after_eviction(tokens[:cached]) >= len(tokens) - cached + reserve_cells
+        return self._room_after_eviction(tokens[:cached], released) >= len(tokens) - cached + reserve_cells
 
     def _take_over_idle(self, holders: frozenset[int], cached: int) -> int | None:
         """Continue an idle sequence in place when it holds the matched prefix.
@@ -180,13 +182,14 @@ class KvCacheManager:
             self._evict_idle(victim)
         return True
 
-    def _room_after_eviction(self, prefix: list[int]) -> int:
+    def _room_after_eviction(self, prefix: list[int], released: frozenset[int] = frozenset()) -> int:
         """Free cells if every idle sequence were evicted but the cached prefix kept.
 
         An idle holder of the prefix is copied from (or truncated) before make_room runs,
         so only the prefix's cells must stay, not the holder's whole tail.
         """
-        keep = {s for s, st in enumerate(self._state) if st in (SeqState.ACTIVE, SeqState.PINNED)}
+        keep = {s for s, st in enumerate(self._state)
+                if st in (SeqState.ACTIVE, SeqState.PINNED) and s not in released}
         return self.n_cells - self._tree.cells_held_by(keep, prefix)
 
     def evict_one(self) -> bool:

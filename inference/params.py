@@ -15,6 +15,12 @@ UNLIMITED = -1
 # The most alternatives logprobs may ask for at each position (OpenAI's top_logprobs limit).
 MAX_TOP_LOGPROBS = 20
 
+# Priorities, higher first; the app sets them from what the user sees and changes them as
+# the user switches tabs (Engine.set_priority). Waiting ages every request up by one level
+# per Scheduler.aging_s (30 s), so a lower one is never starved, only delayed.
+PRIORITY_VISIBLE_TAB = 10  # the reply in the tab the user looks at
+PRIORITY_TAB = 1  # replies in the other open tabs
+PRIORITY_BACKGROUND = 0  # server (API) requests: the default of ChatRequest
 # A request's priority below 0: work on spare capacity (a chat's generated title). The
 # scheduler runs it after every other request and takes its sequence back for any other.
 SPARE_PRIORITY = -1
@@ -90,7 +96,7 @@ class ChatRequest:
     messages: tuple[dict, ...] = ()
     prompt_tokens: tuple[int, ...] | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    priority: int = 0
+    priority: int = PRIORITY_BACKGROUND
     request_id: str | None = None
     # Keep this request's prompt KV pinned when it finishes (a shared system prompt). Its
     # prompt is the prefix every chat starting with these messages shares, whatever the

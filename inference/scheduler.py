@@ -148,34 +148,37 @@ class Scheduler:
         committed = len(decoding)
         left = self.budget.prefill_tokens(len(decoding))
 
-        prefilling = sorted((r for r in self.running if not r.is_decoding), key=order)
-        for req in prefilling:
-            if left <= 0:
-                break
-            n = min(req.num_uncomputed, left)
-            if not self.kv.make_room(committed + n):
-                n = self.kv.cells_free - committed
-                if n <= 0:
-                    break
-            plan.chunks.append(self._prefill_chunk(req, n))
-            committed += n
-            left -= n
-
+        prefilling = [r for r in self.running if not r.is_decoding]
         # Cells promised but not yet used: this step's decode tokens and every admitted
         # prompt's remaining tokens (this step's chunks included).
         outstanding = len(decoding) + sum(r.num_uncomputed for r in prefilling)
-        for req in sorted(self.waiting, key=order):
+        # Prompt chunks and admissions share one priority order, so a request raised while it
+        # waits takes the step's budget (and, if needed, a lower prefill's sequence) first.
+        queue = sorted(prefilling + self.waiting, key=order)
+        blocked = False  # a waiting request found no room: those behind it do not jump ahead
+        for i, req in enumerate(queue):
             if left <= 0:
                 break
-            if self._waits_for_inflight(req):
-                continue
-            if not self._admit(req, now, outstanding):
-                break  # head of line waits for room; those behind it do not jump ahead
-            plan.admitted.append(req)
-            n = min(req.num_uncomputed, left)
-            if n > 0:  # zero when a prefill-only request is wholly cached
+            if req.status is RequestStatus.WAITING:
+                if blocked or req in plan.preempted or self._waits_for_inflight(req):
+                    continue
+                admitted, outstanding = self._admit_or_preempt(req, now, outstanding, queue[i + 1 :], plan)
+                if not admitted:
+                    blocked = True  # admitted prompts behind it still get their chunks
+                    continue
+                plan.admitted.append(req)
+                n = min(req.num_uncomputed, left)
+                if n > 0:  # zero when a prefill-only request is wholly cached
+                    plan.chunks.append(self._prefill_chunk(req, n))
+                outstanding += req.num_uncomputed + self._reserve_for(req)
+            else:
+                n = min(req.num_uncomputed, left)
+                if not self.kv.make_room(committed + n):
+                    n = self.kv.cells_free - committed
+                    if n <= 0:
+                        break
                 plan.chunks.append(self._prefill_chunk(req, n))
-            outstanding += req.num_uncomputed + self._reserve_for(req)
+            committed += n
             left -= n
         return plan
 
@@ -222,6 +225,36 @@ class Scheduler:
         self.running.append(req)
         return True
 
+    def _admit_or_preempt(self, req: Request, now: float, outstanding: int, behind: list[Request],
+                          plan: StepPlan) -> tuple[bool, int]:
+        """Admit req; when it finds no sequence or room, send the lowest-priority request
+        still prefilling behind it back to the queue (its KV stays cached, idle, so it resumes
+        from there unless req's admission needs those cells) and try again.
+
+        A prefilling request has produced no text since its admission, so nothing is lost or
+        repeated. Decoding requests keep their sequence: they give it back only for room
+        (make_room) or as spare work. Spare work takes nobody's sequence, not even another
+        spare request's. Returns (admitted, outstanding cells after preemptions).
+        """
+        victims = [] if is_spare(req.priority) else [
+            r for r in behind if r.status is RequestStatus.PREFILLING and r in self.running]
+        if victims and not self._fits_after_preempting(req, outstanding, victims):
+            victims = []  # even all of them would not make room: they keep going
+        while not self._admit(req, now, outstanding):
+            if not victims:
+                return False, outstanding
+            victim = victims.pop()
+            outstanding -= victim.num_uncomputed
+            self._requeue(victim, keep_cache=True)
+            plan.preempted.append(victim)
+        return True, outstanding
+
+    def _fits_after_preempting(self, req: Request, outstanding: int, victims: list[Request]) -> bool:
+        """Whether req could be admitted once every victim gave its sequence (and cells) back."""
+        promised = outstanding - sum(v.num_uncomputed for v in victims) + self._reserve_for(req)
+        released = frozenset(v.seq for v in victims if v.seq is not None)
+        return self.kv.fits(req.tokens, req.reuse_limit, promised, released)
+
     def _reserve_for(self, req: Request) -> int:
         """Cells held back for a new request's first decode tokens, so admitting it does not
         at once force a preemption. Alone it only needs one: nobody could be preempted."""
@@ -263,6 +296,11 @@ class Scheduler:
         for req in spare:
             self._requeue(req, keep_cache=True)
         return spare
+
+    def set_priority(self, request: Request, priority: int) -> None:
+        """A request's priority changes while it waits or runs (the user switched tabs): the
+        waiting queue is ordered at each step, and preemption reads the running one's."""
+        request.priority = priority
 
     def _preempt_one(self, candidates: list[Request]) -> Request:
         """Send the last request in priority order back to the queue, dropping its KV."""

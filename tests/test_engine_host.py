@@ -186,3 +186,47 @@ def test_errors_and_cancels_of_chats_still_being_prepared(model_path):
         assert finished[again].finish_reason is FinishReason.LENGTH
     finally:
         client.shutdown()
+
+
+@pytest.mark.model
+def test_a_priority_set_while_the_chat_is_prepared_goes_with_it(shared_engine, monkeypatch):
+    import threading
+
+    from app.engines.host import Preparer
+    from inference.prompt_tokenizer import PromptTokenizer
+
+    gate = threading.Event()
+    real = PromptTokenizer.chat_tokens
+
+    def held(self, *args, **kwargs):
+        assert gate.wait(30)
+        return real(self, *args, **kwargs)
+
+    submitted: list[int] = []
+    raised: list[tuple[str, int]] = []
+    real_submit, real_raise = shared_engine.submit, shared_engine.set_priority
+
+    def submit(chat_request, on_delta=None):
+        submitted.append(chat_request.priority)
+        return real_submit(chat_request, on_delta)
+
+    def set_priority(request_id, priority):
+        raised.append((request_id, priority))
+        real_raise(request_id, priority)
+
+    monkeypatch.setattr(PromptTokenizer, "chat_tokens", held)
+    monkeypatch.setattr(shared_engine, "submit", submit)
+    monkeypatch.setattr(shared_engine, "set_priority", set_priority)
+    deltas, on_delta = collect()
+    preparer = Preparer(shared_engine, on_delta)
+    try:
+        preparer.submit(replace(chat("Hi", 4), request_id="prio-1"))
+        preparer.set_priority("prio-1", 10)  # still being templated: kept for the hand-over
+        assert raised == []
+        gate.set()
+        finished, _ = wait_finished(deltas, ["prio-1"])
+        preparer.set_priority("prio-1", 1)  # handed over (and done): the engine's to ignore
+    finally:
+        preparer.stop()
+    assert submitted == [10] and finished["prio-1"].finish_reason is FinishReason.LENGTH
+    assert raised == [("prio-1", 1)]

@@ -27,6 +27,7 @@ class ScriptedEngine:
         self.is_local = is_local
         self.submitted: list[str] = []
         self.cancelled: list[str] = []
+        self.priorities: list[tuple[str, int]] = []  # submitted with, then set
         self.pinned: list[str] = []
         self.threads: int | None = None
         self.stopped = False
@@ -39,10 +40,14 @@ class ScriptedEngine:
 
     def submit(self, chat: ChatRequest) -> str:
         self.submitted.append(chat.request_id)
+        self.priorities.append((chat.request_id, chat.priority))
         return chat.request_id
 
     def cancel(self, request_id: str) -> None:
         self.cancelled.append(request_id)
+
+    def set_priority(self, request_id: str, priority: int) -> None:
+        self.priorities.append((request_id, priority))
 
     def pin_system_prompt(self, text: str) -> None:
         self.pinned.append(text)
@@ -94,6 +99,20 @@ def test_requests_wait_for_the_engine_then_go_in_order(pool_parts):
     pooled.submit(chat("r3"))
     assert engine.submitted == ["r1", "r3"]
     assert pooled.status is EngineStatus.READY and pooled.state.status is EngineStatus.READY
+
+
+def test_priorities_go_with_waiting_requests_then_to_the_engine(pool_parts):
+    pool, made, _ = pool_parts
+    pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
+    engine = made[pooled.source.key]
+    pooled.submit(chat("r1"))
+    pooled.submit(chat("r2"))
+    pooled.set_priority("r2", 10)  # while the engine starts: r2 is sent raised
+    engine.go.set()
+    assert pooled.wait_started(5)
+    assert engine.priorities == [("r1", 0), ("r2", 10)]
+    pooled.set_priority("r1", 1)
+    assert engine.priorities[-1] == ("r1", 1)
 
 
 def test_a_pooled_engine_is_an_engine_like(pool_parts):

@@ -43,7 +43,7 @@ def engines() -> dict[str, EngineLike]:
 
 
 def test_the_protocols_name_what_the_app_calls():
-    assert members(EngineLike) == ["cancel", "is_local", "pin_system_prompt", "set_threads", "shutdown",
+    assert members(EngineLike) == ["cancel", "is_local", "pin_system_prompt", "set_priority", "set_threads", "shutdown",
                                    "start", "state", "submit"]
     assert members(ServedEngine) == ["cancel", "metrics", "prepare", "submit", "text_tokens"]
 

@@ -19,6 +19,7 @@ from app.engines.remote import RemoteError
 from inference import ChatRequest, ModelLoadError, SamplingParams
 from inference.engine import Engine
 from inference.outputs import Delta
+from inference.params import PRIORITY_VISIBLE_TAB
 from storage import ChatRepository, MessageStatus, NotFoundError
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
@@ -180,7 +181,7 @@ def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None
 def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
     record = conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name)
     recorder = ReplyRecorder(conv.repo, record.id)
-    handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=1))
+    handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=PRIORITY_VISIBLE_TAB))
     sys.stdout.write("bot> ")
     try:
         for delta in handle:

@@ -86,6 +86,8 @@ def _worker_main(settings: LoadSettings, conn) -> None:
                 preparer.submit(args[0])
             elif kind == "cancel":
                 preparer.cancel(args[0])
+            elif kind == "priority":
+                preparer.set_priority(*args)
             elif kind == "pin":
                 engine.pin_system_prompt(args[0])
             elif kind == "threads":
@@ -113,6 +115,7 @@ class Preparer:
         self._lock = threading.Lock()
         self._waiting: set[str] = set()
         self._cancelled: set[str] = set()
+        self._priorities: dict[str, int] = {}  # set while the chat was still being prepared
         self._thread = threading.Thread(target=self._run, name="engine-preparer", daemon=True)
         self._thread.start()
 
@@ -129,6 +132,13 @@ class Preparer:
                 return
         self._engine.cancel(request_id)
 
+    def set_priority(self, request_id: str, priority: int) -> None:
+        with self._lock:
+            if request_id in self._waiting:
+                self._priorities[request_id] = priority  # applied when handed to the engine
+                return
+        self._engine.set_priority(request_id, priority)
+
     def stop(self) -> None:
         self._queue.put(None)
 
@@ -144,6 +154,9 @@ class Preparer:
                 prepared, error = None, f"could not start: {exc}"
             with self._lock:
                 self._waiting.discard(request_id)
+                if prepared is not None and request_id in self._priorities:
+                    prepared = replace(prepared, priority=self._priorities[request_id])
+                self._priorities.pop(request_id, None)
                 if request_id in self._cancelled:
                     self._cancelled.discard(request_id)
                     self._forward(Delta.finished_with(request_id, FinishReason.CANCELLED))
@@ -253,6 +266,9 @@ class EngineClient:
 
     def cancel(self, request_id: str) -> None:
         self._outbox.put(("cancel", request_id))
+
+    def set_priority(self, request_id: str, priority: int) -> None:
+        self._outbox.put(("priority", request_id, priority))
 
     def pin_system_prompt(self, text: str) -> None:
         self._outbox.put(("pin", text))

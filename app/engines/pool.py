@@ -75,6 +75,15 @@ class PooledEngine:
         elif self.engine is not None:
             self.engine.cancel(request_id)
 
+    def set_priority(self, request_id: str, priority: int) -> None:
+        with self._lock:
+            waiting = [c for c in self._pending if c.request_id == request_id]
+            if waiting:  # still waiting for the engine to start: it goes with the new one
+                self._pending = [replace(c, priority=priority) if c in waiting else c for c in self._pending]
+                return
+        if self.engine is not None:
+            self.engine.set_priority(request_id, priority)
+
     def pin_system_prompt(self, text: str) -> None:
         # Only a head start: a pin that comes while the engine starts is dropped, and the
         # first chat with that prompt computes its cache instead.

@@ -75,6 +75,12 @@ class EngineLike(Protocol):
 
     def cancel(self, request_id: str) -> None: ...
 
+    def set_priority(self, request_id: str, priority: int) -> None:
+        """Raise or lower a request while it waits or runs (the user switched tabs; values
+        in inference/params.py). A no-op once it finished, and for a remote server, which
+        orders its own queue."""
+        ...
+
     def pin_system_prompt(self, text: str) -> None:
         """Keep this system prompt's KV cache: chats that begin with it start from there.
         A hint: an engine without a cache of its own ignores it."""

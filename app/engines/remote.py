@@ -249,6 +249,9 @@ class RemoteEngine:
         if self._client is not None:
             self._client.cancel(request_id)
 
+    def set_priority(self, request_id: str, priority: int) -> None:
+        pass  # the remote server orders its own queue
+
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
 

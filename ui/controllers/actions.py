@@ -11,14 +11,13 @@ from app.chats.recorder import ReplyRecorder
 from app.chats.titles import stand_in_title
 from inference import ChatRequest, SamplingParams, new_request_id
 from inference.outputs import Delta, FinishReason
+from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
 from storage import MessageRecord, MessageStatus
 from ui.controllers.context import ControllerContext
 from ui.controllers.stream_presenter import Stream, message_view
 from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
 from ui.widgets.chat_settings import ChatSettingsDialog
 from ui.widgets.chat_tab import ChatTab
-
-FOREGROUND, BACKGROUND = 1, 0
 
 
 class ConversationActions:
@@ -128,9 +127,9 @@ class ConversationActions:
         engine = self.ctx.engines.engine_for(path.conversation)
         text, tokens = (reply.content, reply.completion_tokens or 0) if continued else ("", 0)
         recorder = ReplyRecorder(self.ctx.repo, reply.id, text=text, tokens=tokens)
+        priority = PRIORITY_VISIBLE_TAB if self.ctx.window.is_showing(view) else PRIORITY_TAB
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
-                                    text=[text] if text else [], base_tokens=tokens))
-        priority = FOREGROUND if self.ctx.window.is_showing(view) else BACKGROUND
+                                    text=[text] if text else [], base_tokens=tokens, priority=priority))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
         chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
                            fit_context=True, continue_final=continued)

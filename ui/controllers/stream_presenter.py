@@ -1,6 +1,8 @@
 """Draws replies as they stream: deltas from the engine's reader thread are gathered and
 applied to the tabs once per frame (FRAME_MS). A tab that is not on screen keeps its text in
-a backlog drawn when it is shown, so background tabs cost no layout however many write."""
+a backlog drawn when it is shown, so background tabs cost no layout however many write.
+It also keeps the engine's priorities on what the user sees: on each tab switch the shown
+tab's reply is raised and the others lowered (Engine.set_priority)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.chats.recorder import ReplyRecorder
 from app.engines.finish import done_text, rate_text, ui_status
 from inference.outputs import Delta, Phase, RequestStats
+from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
@@ -47,6 +50,9 @@ class Stream:
     # Tokens the message held before this request (a continued reply): the counts shown
     # and saved are the whole message's, as its header shows them.
     base_tokens: int = 0
+    # As last sent to the engine: PRIORITY_VISIBLE_TAB while its tab is on screen, else
+    # PRIORITY_TAB (inference/params.py); tab switches change it.
+    priority: int = PRIORITY_TAB
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -98,6 +104,7 @@ class StreamPresenter(QObject):
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self._flush)
         window.tabs.currentChanged.connect(self._show_backlog)
+        window.tabs.currentChanged.connect(self._follow_user)
 
     def start(self) -> None:
         self._timer.start()
@@ -194,10 +201,23 @@ class StreamPresenter(QObject):
         live = "".join(stream.text)
         return [replace(v, text=live, status="streaming") if v.key == key else v for v in views]
 
-    def _show_backlog(self, index: int) -> None:
+    def _views(self, index: int) -> list:
+        """The chat views a tab shows: one, or the panes of a comparison."""
         widget = self.window.tabs.widget(index)
-        views = widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
-        for view in views:
+        return widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
+
+    def _follow_user(self, index: int) -> None:
+        """The reply of the tab now on screen goes first in the engine's queue; the one
+        the user left drops back to the other tabs' level."""
+        shown = {view.conversation_id for view in self._views(index)}
+        for stream in self.live():
+            priority = PRIORITY_VISIBLE_TAB if stream.conversation_id in shown else PRIORITY_TAB
+            if priority != stream.priority and stream.engine is not None:
+                stream.priority = priority
+                stream.engine.set_priority(stream.request_id, priority)
+
+    def _show_backlog(self, index: int) -> None:
+        for view in self._views(index):
             stream = self.stream_for(view.conversation_id)
             if stream is not None and stream.backlog:
                 self._draw(view, stream, status="streaming")
