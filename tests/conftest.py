@@ -3,6 +3,7 @@ missing they fetch it through the same code path as `chorus models fetch`."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -112,6 +113,21 @@ def qt_asyncio(qapp):
 
     loop = qasync.QEventLoop(qapp, already_running=True)
     yield loop
+
+
+@pytest.fixture(autouse=True)
+def _no_running_loop_outside_qt(request):
+    """qt_asyncio's loop stays marked as this thread's running loop for the session (qasync
+    sets it so, as Qt's loop runs under pytest-qt): a later test that is not on Qt, and
+    calls asyncio.run() (the bench-serve client), would be refused. Such tests run with no
+    running loop, and the mark comes back after them."""
+    if "qt_asyncio" in request.fixturenames:
+        yield
+        return
+    running = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    yield
+    asyncio.events._set_running_loop(running)
 
 
 # ----- the desktop app (tests/gui_app.py), shared by the GUI test modules ---------------------
