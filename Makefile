@@ -1,5 +1,5 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run chat test test-fast lint bench setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
+.PHONY: run chat test test-fast lint bench gpu-check setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
 
 setup:
 	bash packaging/bootstrap.sh
@@ -34,6 +34,11 @@ lint: setup-tests
 
 bench: setup-terminal
 	.venv/bin/chorus bench --chats 8 --system-tokens 1000 --max-tokens 128 --warm --native
+
+# On a machine with an NVIDIA GPU: CUDA build in .venv-cuda, the bench at 1/8/32/64 chats
+# fully offloaded with NVML sampled, one JSON summary (<= 10 minutes). No GPU: exit 2.
+gpu-check:
+	bash packaging/gpu_check.sh
 
 # The desktop bundle (dist/chorus/, PyInstaller) and its end-to-end check; CI runs both.
 bundle: setup

@@ -127,6 +127,7 @@ class EngineCore:
     # ----- the step ----------------------------------------------------------------
 
     def step(self) -> list[Delta]:
+        step_started = self.clock()
         plan, deltas = self._schedule()
         if plan.empty:
             return deltas or self._fail_unschedulable()
@@ -136,7 +137,12 @@ class EngineCore:
         deltas += retried
         if plan.empty:  # making room after a failed decode left nothing to run
             return deltas
-        return deltas + self._postprocess(plan, output, duration)
+        deltas += self._postprocess(plan, output, duration)
+        if output.ok and plan.num_prefill_tokens == 0:
+            # Host time: the whole step (planning, batch filling, sampling, deltas) less
+            # the model's own llama_decode; what a GPU's few-ms decode would expose.
+            self.metrics.record_host(self.clock() - step_started, output.decode_s, output.sample_s)
+        return deltas
 
     def _schedule(self) -> tuple[StepPlan, list[Delta]]:
         """Plan the step; report requests it sent back to the queue or ended before running."""

@@ -76,6 +76,12 @@ class MetricsSnapshot:
     # Since the engine started (reset_latency keeps them): cumulative (upper bound in
     # seconds, count of samples <= it), the last bound inf, plus sum and count, as a
     # Prometheus histogram exports them.
+    # Decode-only steps, timed over the whole EngineCore.step(): host time is the part
+    # outside llama_decode, sampling its part spent in the samplers (None: no such step).
+    host_s_mean: float | None = None
+    host_s_p95: float | None = None
+    sample_s_mean: float | None = None
+    step_s_mean: float | None = None
     ttft_buckets: tuple[tuple[float, int], ...] = ()
     ttft_sum_s: float = 0.0
     ttft_count: int = 0
@@ -135,6 +141,11 @@ class EngineMetrics:
         self.requests_failed = 0
         self.preemptions = 0
         self.kv_cells_peak = 0
+        self.host_steps = 0
+        self.host_s_sum = 0.0
+        self.sample_s_sum = 0.0
+        self.step_s_sum = 0.0
+        self._host: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # the recent ones, for p95
         self.ttft_histogram = LatencyHistogram()
         self.itl_histogram = LatencyHistogram()
 
@@ -167,6 +178,15 @@ class EngineMetrics:
         self._steps.append(StepRecord(now, duration_s, prefill_tokens, decode_tokens, seqs))
         while self._steps and self._steps[0].end_s < now - WINDOW_S:
             self._steps.popleft()
+
+    def record_host(self, step_s: float, decode_s: float, sample_s: float) -> None:
+        """One decode-only step: its whole time, llama_decode's part and sampling's part."""
+        host = max(0.0, step_s - decode_s)
+        self.host_steps += 1
+        self.host_s_sum += host
+        self.sample_s_sum += sample_s
+        self.step_s_sum += step_s
+        self._host.append(host)
 
     def record_ttft(self, seconds: float) -> None:
         self._ttft.append(seconds)
@@ -221,6 +241,10 @@ class EngineMetrics:
             ttft_p95_s=percentile(ttft, 95),
             itl_p50_s=percentile(itl, 50),
             itl_p95_s=percentile(itl, 95),
+            host_s_mean=self.host_s_sum / self.host_steps if self.host_steps else None,
+            host_s_p95=percentile(list(self._host), 95),
+            sample_s_mean=self.sample_s_sum / self.host_steps if self.host_steps else None,
+            step_s_mean=self.step_s_sum / self.host_steps if self.host_steps else None,
             ttft_buckets=self.ttft_histogram.cumulative(),
             ttft_sum_s=self.ttft_histogram.sum_s,
             ttft_count=self.ttft_histogram.count,

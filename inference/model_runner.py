@@ -32,6 +32,10 @@ class StepOutput:
     tokens: list[int | None]
     # Per plan chunk, for requests asking for logprobs: their sampled token's (else None).
     logprobs: list[SampledLogprobs | None] = field(default_factory=list)
+    # Seconds spent in llama_decode (to the results being ready) and in sampling the rows:
+    # the engine splits a step's time into the model's and its own host time with them.
+    decode_s: float = 0.0
+    sample_s: float = 0.0
 
     @property
     def ok(self) -> bool:

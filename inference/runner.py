@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,9 +266,14 @@ class LlamaRunner:
         """Decode the plan in one llama_decode, then sample each chunk that wants logits
         from its own batch row with its request's chain (which accepts the token)."""
         rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
+        started = time.perf_counter()
         code = ll.llama_decode(self._ctx, self._batch.batch)
         if code != DECODE_OK:
             return StepOutput.failed(code)
+        # On a GPU llama_decode may return before the graph ran: wait here, so the wait is
+        # counted as the model's time and not as the first sampler's.
+        ll.llama_synchronize(self._ctx)
+        decoded = time.perf_counter()
         tokens: list[int | None] = []
         logprobs: list[SampledLogprobs | None] = []
         for chunk, row in zip(plan.chunks, rows):
@@ -280,7 +286,7 @@ class LlamaRunner:
             token = self._samplers.sample(chunk.request.request_id, self._ctx, row)
             tokens.append(token)
             logprobs.append(sampled_logprobs(logits, token, k) if logits is not None and k is not None else None)
-        return StepOutput(code, tokens, logprobs)
+        return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded)
 
     def _logits(self, row: int) -> np.ndarray:
         """The raw logits of one batch row (a copy: the context reuses its buffer)."""

@@ -11,7 +11,8 @@
   alphabet by position: a request's text says where it is.
 - Failures: fail_next(n) makes the next n executes report llama_decode's "no KV slot"
   (or another code) without touching the KV, as llama.cpp does.
-- Time: each execute advances the shared fake clock by step_s, the model's compute time.
+- Time: each execute advances the shared fake clock by step_s, the model's compute time
+  (reported as decode_s), then by sample_s, the sampling time (reported as sample_s).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class FakeRunner:
         n_batch: int = 512,
         clock: FakeClock | None = None,
         step_s: float = 1.0,
+        sample_s: float = 0.0,
         next_token: Callable[[list[int]], int] = alphabet,
     ) -> None:
         self.n_ctx = n_ctx
@@ -65,6 +67,7 @@ class FakeRunner:
         self.eog_tokens = [EOS]
         self.clock = clock or FakeClock()
         self.step_s = step_s
+        self.sample_s = sample_s
         self.next_token = next_token
         self.kv = ReferenceKv(n_ctx)
         self.samplers: dict[str, FakeSampler] = {}
@@ -152,7 +155,9 @@ class FakeRunner:
             return StepOutput.failed(self._failures.pop(0))
         for chunk in plan.chunks:
             self.kv.decode(chunk.seq, chunk.start, chunk.tokens)
-        return StepOutput(DECODE_OK, [self._sample(c) if c.wants_logits else None for c in plan.chunks])
+        self.clock.now += self.sample_s
+        tokens = [self._sample(c) if c.wants_logits else None for c in plan.chunks]
+        return StepOutput(DECODE_OK, tokens, decode_s=self.step_s, sample_s=self.sample_s)
 
     def _sample(self, chunk: ScheduledChunk) -> int:
         if chunk.request.request_id not in self.samplers:

@@ -161,6 +161,20 @@ def test_bench_finishes_with_gemma_whose_template_has_no_system_role(data_dir, g
 
 
 @pytest.mark.model
+def test_bench_reports_host_and_sample_time_per_decode_step(data_dir):
+    out = chorus(
+        data_dir, "bench", "--chats", "2", "--system-tokens", "60", "--max-tokens", "6",
+        "--sampling", "default", "--skip-baseline", "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    eng = report["engine"]
+    assert report["config"]["sampling"] == "default"
+    assert 0 < eng["sample_ms_per_step"] <= eng["host_ms_per_step"] < eng["step_ms_per_step"]
+    assert eng["host_ms_per_step_p95"] >= eng["host_ms_per_step"] * 0.5 > 0
+
+
+@pytest.mark.model
 def test_terminal_chat_is_saved_and_can_be_continued(data_dir):
     first = chorus(data_dir, "chat", "--max-tokens", "8", "--temperature", "0", stdin="Hello!\n/quit\n")
     assert first.returncode == 0, first.stderr

@@ -63,6 +63,12 @@ class RunResult:
     prompt_tokens_computed: int
     kv_cells_peak: int
     max_batch_seqs: int
+    # Decode-only steps (engine only; None for the baseline): EngineCore.step() outside
+    # llama_decode, and the samplers' part of it, in milliseconds.
+    host_ms_per_step: float | None = None
+    host_ms_per_step_p95: float | None = None
+    sample_ms_per_step: float | None = None
+    step_ms_per_step: float | None = None
 
 
 def build_workload(engine: Engine, chats: int, system_tokens: int, max_tokens: int) -> Workload:
@@ -106,11 +112,18 @@ def _prefix_size(engine: Engine, system_prompt: str) -> int:
 # ----- the engine side ------------------------------------------------------------------
 
 
-def run_engine(engine: Engine, work: Workload, warm: bool) -> RunResult:
+def bench_sampling(kind: str, max_tokens: int) -> SamplingParams:
+    """greedy: what the ratio benchmarks compare; default: the app's own chat settings."""
+    if kind == "greedy":
+        return SamplingParams.greedy(max_tokens, ignore_eos=True)
+    return SamplingParams(max_tokens=max_tokens, ignore_eos=True)
+
+
+def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = "greedy") -> RunResult:
     if warm:
         engine.pin_system_prompt(work.system_prompt).result(timeout=600)
     engine.reset_metrics()
-    sampling = SamplingParams.greedy(work.max_tokens, ignore_eos=True)
+    sampling = bench_sampling(sampling_kind, work.max_tokens)
     t0 = time.perf_counter()
     handles = [
         engine.submit(ChatRequest(prompt_tokens=tuple(p), sampling=sampling)) for p in work.prompts
@@ -134,7 +147,15 @@ def run_engine(engine: Engine, work: Workload, warm: bool) -> RunResult:
         prompt_tokens_computed=m.prompt_tokens_computed,
         kv_cells_peak=m.kv_cells_peak,
         max_batch_seqs=m.max_step_seqs,
+        host_ms_per_step=_ms(m.host_s_mean),
+        host_ms_per_step_p95=_ms(m.host_s_p95),
+        sample_ms_per_step=_ms(m.sample_s_mean),
+        step_ms_per_step=_ms(m.step_s_mean),
     )
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
 
 
 # ----- the baseline: llama-cpp-python's Llama, one chat after another ----------------
@@ -264,13 +285,14 @@ def run_bench(args: argparse.Namespace, model: Path) -> int:
     try:
         work = build_workload(engine, args.chats, args.system_tokens, args.max_tokens)
         threads, layers = settings.threads(), engine.info.n_gpu_layers
-        eng = run_engine(engine, work, args.warm)
+        eng = run_engine(engine, work, args.warm, args.sampling)
     finally:
         engine.shutdown()
     report: dict = {
         "config": {
             "model": model.name, "chats": args.chats, "system_tokens": args.system_tokens,
-            "max_tokens": args.max_tokens, "warm": args.warm, "threads": threads, "n_ctx": n_ctx,
+            "max_tokens": args.max_tokens, "warm": args.warm, "sampling": args.sampling, "threads": threads,
+            "n_ctx": n_ctx,
             "n_seq_max": n_seq, "reproducible": settings.reproducible,
             "prompt_tokens_each": [len(p) for p in work.prompts],
         },
@@ -328,7 +350,8 @@ def _ideal(work: Workload) -> dict:
 
 def _table(report: dict) -> str:
     rows = ["wall_s", "gen_tok_s", "decode_tok_s", "ttft_p50_s", "ttft_p95_s", "itl_p50_s",
-            "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak", "max_batch_seqs"]
+            "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak", "max_batch_seqs",
+            "host_ms_per_step", "host_ms_per_step_p95", "sample_ms_per_step", "step_ms_per_step"]
     cols = [c for c in ("engine", "baseline") if c in report]
     lines = [f"config: {json.dumps(report['config'])}", f"{'':<24}" + "".join(f"{c:>12}" for c in cols)]
     for r in rows:
@@ -342,4 +365,6 @@ def _table(report: dict) -> str:
 
 
 def _fmt(v) -> str:
+    if v is None:
+        return f"{'-':>12}"
     return f"{v:>12.3f}" if isinstance(v, float) else f"{v:>12}"

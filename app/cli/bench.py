@@ -59,6 +59,8 @@ def _register_engine(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     bench.add_argument("--n-seq-max", type=int, default=None, help="engine sequences (default: chats + 2)")
     bench.add_argument("--skip-baseline", action="store_true", help="run only the engine")
     bench.add_argument("--native", action="store_true", help="also time llama.cpp's raw batched decode")
+    bench.add_argument("--sampling", choices=("greedy", "default"), default="greedy",
+                       help="greedy (what the ratios compare) or the app's default chat sampling")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
 
 
