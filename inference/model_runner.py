@@ -50,13 +50,11 @@ class StepOutput:
         return cls(code, [])
 
 
-class ModelRunner(KvBackend, Protocol):
-    """A model behind one batched context. Not thread-safe: the engine thread owns it."""
+class Vocabulary(Protocol):
+    """A model's vocabulary: what prompt tokenizing needs (prompt_tokenizer.py), callable
+    from any thread. A vocab-only model file (vocab.LlamaVocab) or a whole runner."""
 
-    n_ctx: int
     n_vocab: int
-
-    # ----- vocabulary --------------------------------------------------------------
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         """Safe from any thread (prompts are tokenized off the engine thread)."""
@@ -71,13 +69,7 @@ class ModelRunner(KvBackend, Protocol):
         """The longest text one token stands for, in bytes."""
         ...
 
-    def piece(self, token: int) -> bytes:
-        """The bytes of one token as generated text shows it (specials hidden)."""
-        ...
-
     def special_text(self, token: int) -> str: ...
-
-    def is_eog(self, token: int) -> bool: ...
 
     @property
     def bos_token(self) -> int: ...
@@ -91,6 +83,21 @@ class ModelRunner(KvBackend, Protocol):
     def chat_template(self) -> str | None: ...
 
     def metadata(self, key: str) -> str | None: ...
+
+
+class ModelRunner(KvBackend, Vocabulary, Protocol):
+    """A model behind one batched context. Not thread-safe, but for its Vocabulary: the
+    engine thread owns it."""
+
+    n_ctx: int
+
+    # ----- generated text ----------------------------------------------------------
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token as generated text shows it (specials hidden)."""
+        ...
+
+    def is_eog(self, token: int) -> bool: ...
 
     # ----- sampling and decoding ---------------------------------------------------
 

@@ -20,13 +20,13 @@ import re
 import secrets
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
+from inference.model_runner import Vocabulary
 from inference.params import ChatRequest
 from inference.special_split import Piece, Special, SpecialMatcher, merge_runs
-from inference.vocab import LlamaVocab, OwnedVocab, SpecialToken
+from inference.vocab import LlamaVocab, OwnedVocab
 
 log = logging.getLogger(__name__)
 
@@ -34,34 +34,6 @@ log = logging.getLogger(__name__)
 # character and their first tokens differ in the tokenizers checked (SmolLM2's ChatML,
 # Gemma 3), so the two renders part exactly where the user's text starts.
 PREFIX_PROBES = ("A", "Z")
-
-
-class Vocabulary(Protocol):
-    """What prompt tokenizing needs of a model's vocabulary (callable from any thread)."""
-
-    n_vocab: int
-
-    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]: ...
-
-    def special_text(self, token: int) -> str: ...
-
-    def special_tokens(self) -> list[SpecialToken]: ...
-
-    @property
-    def max_piece_bytes(self) -> int: ...
-
-    @property
-    def bos_token(self) -> int: ...
-
-    @property
-    def eos_token(self) -> int: ...
-
-    @property
-    def adds_bos(self) -> bool: ...
-
-    def chat_template(self) -> str | None: ...
-
-    def metadata(self, key: str) -> str | None: ...
 
 
 def template_for(vocab: Vocabulary) -> ChatTemplate:
