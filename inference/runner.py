@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -141,6 +142,11 @@ class LlamaRunner:
         layers = settings.n_gpu_layers
         self._n_gpu_layers = (999 if gpu_ok else 0) if layers is None else layers
         params.n_gpu_layers = self._n_gpu_layers
+        # Repacked weight buffers (AMX, interleaved) are llama.cpp's default; a VM may list
+        # AMX in cpuinfo yet trap its tile instructions (SIGILL at the first decode), so
+        # CHORUS_NO_CPU_REPACK=1 turns them off.
+        if os.environ.get("CHORUS_NO_CPU_REPACK"):
+            params.use_extra_bufts = False
         self._progress_cb = None
         if progress is not None:
             report = progress
@@ -307,6 +313,34 @@ class LlamaRunner:
 
     def clear_memory(self) -> None:
         ll.llama_memory_clear(self._mem, True)
+
+    @property
+    def kv_layout(self) -> str:
+        """What a saved sequence state depends on besides the model file: llama.cpp's
+        version (its state format), the KV cache type and attention kernel, the offload."""
+        kv = "q8_0+fa" if self.settings.reproducible else "f16"
+        return f"llama_cpp={ll.__version__};kv={kv};gpu_layers={self._n_gpu_layers}"
+
+    # ----- per-sequence state (the SeqStateBackend protocol: the disk prompt cache) ---
+
+    def state_seq_get(self, seq: int) -> memoryview:
+        """The KV of one sequence as llama.cpp serializes it (a fresh buffer, no extra copy)."""
+        size = ll.llama_state_seq_get_size(self._ctx, seq)
+        buf = (ctypes.c_uint8 * size)()
+        written = ll.llama_state_seq_get_data(self._ctx, buf, size, seq)
+        return memoryview(buf).cast("B")[:written]
+
+    def state_seq_set(self, seq: int, data: bytearray) -> bool:
+        """Load a blob from state_seq_get into seq (emptied first). False when llama.cpp
+        refuses it (other model or KV layout, damaged, no room): it then leaves seq empty."""
+        if not data:
+            return False
+        buf = (ctypes.c_uint8 * len(data)).from_buffer(data)  # no copy of a large blob
+        read = ll.llama_state_seq_set_data(self._ctx, buf, len(data), seq)
+        if read == 0:
+            ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
+            return False
+        return True
 
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
