@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from inference.engine_core import EngineCore
 from inference.errors import EngineError, ModelLoadError
 from inference.ids import new_request_id
+from inference.kv_store import KvDiskStore, open_store
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta, FinishReason, RequestStats
 from inference.params import ChatRequest, LoadSettings, SamplingParams
@@ -144,6 +145,11 @@ class _Call:
 @dataclass(frozen=True, slots=True)
 class _Shutdown:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Wake:
+    """No work, only wakes the loop: a prompt cache file was read (kv_disk_cache.py)."""
 
 
 class Engine:
@@ -291,7 +297,8 @@ class Engine:
     def _run(self) -> None:
         try:
             runner = LlamaRunner(self.settings, progress=self._on_progress)
-            core = EngineCore(runner, self.settings)
+            core = EngineCore(runner, self.settings, store=self._open_store(runner),
+                              wake=lambda: self._commands.put(_Wake()))
             self._runner, self._core, self.info = runner, core, runner.info
         except BaseException as exc:  # noqa: BLE001 - report load failures to start(), never crash silently
             self._load_error = exc if isinstance(exc, ModelLoadError) else ModelLoadError(str(exc))
@@ -304,14 +311,28 @@ class Engine:
         finally:
             self._stopped.set()
             self._dispatch(core.cancel_all(FinishReason.CANCELLED, "the engine shut down"))
+            core.save_pending()  # conversations cut short are worth keeping too
+            core.close()  # the prompt cache files being written are finished first
             runner.close()  # frees the samplers of anything cancel_all left too
+
+    def _open_store(self, runner: LlamaRunner) -> KvDiskStore | None:
+        """The disk prompt cache, if the settings ask for one; a folder that cannot be
+        used costs the cache, never the load."""
+        s = self.settings
+        try:
+            return open_store(s.kv_cache_dir, runner.info.path, runner.kv_layout, s.kv_disk_cache_mb)
+        except OSError as exc:
+            log.warning("prompt cache disabled: %s", exc)
+            return None
 
     def _loop(self, core: EngineCore) -> None:
         while True:
             if not self._apply_commands(core, block=not core.has_work()):
                 return
+            core.poll_restores()
             if core.has_work():
                 self._dispatch(self._safe_step(core))
+            core.save_pending()  # after the deltas: copying KV out delays nobody's token
             self._publish_metrics(core)
 
     def _safe_step(self, core: EngineCore) -> list:
@@ -350,6 +371,8 @@ class Engine:
             self._dispatch(core.cancel(cmd.request_id))
         elif isinstance(cmd, _SetPriority):
             core.set_priority(cmd.request_id, cmd.priority)
+        elif isinstance(cmd, _Wake):
+            pass
         elif isinstance(cmd, _Call):
             try:
                 cmd.future.set_result(cmd.fn(core))

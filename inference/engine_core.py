@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from inference.errors import RequestError
 from inference.ids import new_request_id
 from inference.kv_cache import KvCacheManager
+from inference.kv_disk_cache import DiskPromptCache, SeqStateBackend
+from inference.kv_store import KvDiskStore
 from inference.logprobs import SampledLogprobs
 from inference.metrics import EngineMetrics, MetricsSnapshot
 from inference.model_runner import ModelRunner, StepOutput
@@ -42,7 +45,8 @@ MAX_DECODE_RETRIES = 8
 
 class EngineCore:
     def __init__(
-        self, runner: ModelRunner, settings: LoadSettings, clock: Callable[[], float] = time.perf_counter
+        self, runner: ModelRunner, settings: LoadSettings, clock: Callable[[], float] = time.perf_counter,
+        store: KvDiskStore | None = None, wake: Callable[[], None] | None = None,
     ) -> None:
         self.runner = runner
         self.settings = settings
@@ -54,6 +58,11 @@ class EngineCore:
         self.prompts = PromptTokenizer(runner, runner.n_ctx)
         self.template = self.prompts.template
         self._outputs: dict[str, RequestOutput] = {}
+        # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).
+        self.disk: DiskPromptCache | None = None
+        if store is not None:
+            backend: SeqStateBackend = runner  # type: ignore[assignment]
+            self.disk = DiskPromptCache(store, self.kv, backend, notify=wake)
 
     # ----- prompts -----------------------------------------------------------------
 
@@ -85,8 +94,28 @@ class EngineCore:
         except RequestError as exc:
             return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
         self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock())
-        self.scheduler.add(req)
+        if self.disk is None or not self.disk.begin_restore(req):
+            self.scheduler.add(req)  # else it joins once its prefix is loaded (poll_restores)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
+
+    def poll_restores(self) -> None:
+        """Requests whose saved prefix was read from disk: load it, then schedule them
+        (a cancelled one is dropped). Between steps, on the engine thread."""
+        if self.disk is None or not self.disk.restoring:
+            return
+        promised = sum(r.num_uncomputed for r in self.scheduler.running) + len(self.scheduler.running)
+        for req in self.disk.poll(promised):
+            if req.request_id in self._outputs and not req.status.finished:
+                self.scheduler.add(req)
+
+    def save_pending(self) -> None:
+        """Hand the sequences that finished to the disk cache (after the step's deltas)."""
+        if self.disk is not None:
+            self.disk.save_pending()
+
+    def close(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
 
     def _prompt_tokens(self, chat: ChatRequest) -> list[int]:
         if chat.prompt_tokens is not None:  # prepared off this thread (Engine.prepare)
@@ -276,7 +305,10 @@ class EngineCore:
         logprobs: tuple[TokenLogprob, ...] = (),
     ) -> Delta:
         req = out.request
+        seq = req.seq
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
+        if self.disk is not None and seq is not None and keep_cache and reason is not FinishReason.ERROR:
+            self.disk.on_finished(seq, pinned=req.pin)
         self._outputs.pop(req.request_id, None)
         self.runner.stop_sampling(req.request_id)
         if reason is FinishReason.ERROR:
@@ -296,8 +328,13 @@ class EngineCore:
     # ----- observation -------------------------------------------------------------
 
     def snapshot(self) -> MetricsSnapshot:
-        return self.metrics.snapshot(
+        snap = self.metrics.snapshot(
             queued=len(self.scheduler.waiting),
             running=len(self.scheduler.running),
             kv=self.kv.stats(),
         )
+        if self.disk is None:
+            return snap
+        c = self.disk.counters
+        return replace(snap, prompt_tokens_restored=c.restored_tokens, kv_restores=c.restores,
+                       kv_restore_failures=c.restore_failures, kv_disk_saves=c.saves)

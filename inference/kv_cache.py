@@ -217,6 +217,31 @@ class KvCacheManager:
             self._state[seq] = SeqState.IDLE
             self._touch(seq)
 
+    # ----- sequences loaded from disk (kv_disk_cache.py) -------------------------------
+
+    def restore_slot(self, n_cells: int, needed: int) -> int | None:
+        """A free sequence to load n_cells of saved KV into, evicting idle sequences for a
+        sequence id and for the cells; needed: the cells the whole admission will take
+        (the loaded ones, the prompt's rest, what running requests were promised).
+        None when that does not fit without touching active or pinned sequences."""
+        if self._room_after_eviction([]) < needed:
+            return None
+        seq = self._free_seq(protect=frozenset())
+        if seq is None or not self.make_room(n_cells):
+            return None
+        return seq
+
+    def add_restored(self, seq: int, tokens: list[int]) -> None:
+        """tokens were loaded into free seq: cache them as an idle sequence. They get
+        cells of their own, even where a live sequence holds the same prefix."""
+        self._tree.append(seq, tokens)
+        self._state[seq] = SeqState.IDLE
+        self._touch(seq)
+
+    def drop(self, seq: int) -> None:
+        """Forget whatever a failed load left in seq."""
+        self._evict(seq)
+
     def clear(self) -> None:
         for seq in range(self.n_seqs):
             if self._state[seq] is not SeqState.FREE:

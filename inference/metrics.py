@@ -88,6 +88,12 @@ class MetricsSnapshot:
     itl_buckets: tuple[tuple[float, int], ...] = ()
     itl_sum_s: float = 0.0
     itl_count: int = 0
+    # The disk prompt cache (since the engine started): prompt tokens loaded from disk
+    # instead of computed, loads, files found bad, files written.
+    prompt_tokens_restored: int = 0
+    kv_restores: int = 0
+    kv_restore_failures: int = 0
+    kv_disk_saves: int = 0
 
     @property
     def prefix_hit_rate(self) -> float:

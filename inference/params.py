@@ -139,6 +139,11 @@ class LoadSettings:
     # Bit-identical results whatever the batch holds (greedy output alone == in a batch),
     # at some speed cost: Q8_0 KV cache and the order-preserving attention kernel.
     reproducible: bool = False
+    # The disk prompt cache (inference/kv_store.py): KV of pinned system prompts and recent
+    # conversations saved under this folder, so a restart does not recompute them. None
+    # disables it; so does a size limit of 0 (MiB, over all models' files, LRU).
+    kv_cache_dir: Path | None = None
+    kv_disk_cache_mb: int = 1024
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()
@@ -155,3 +160,5 @@ class LoadSettings:
             raise ValueError("n_batch must be at least n_seq_max (one decode token per sequence)")
         if self.n_ubatch > self.n_batch:
             raise ValueError("n_ubatch must not exceed n_batch")
+        if self.kv_disk_cache_mb < 0:
+            raise ValueError(f"kv_disk_cache_mb must be >= 0, got {self.kv_disk_cache_mb}")
