@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app.bench.engine import run_bench
 from app.bench.engines import run_engines_bench
+from app.bench.restart import run_restart_bench
 from app.bench.serve import run_bench_serve
 from app.bench.storage import run_storage_bench
 from app.cli import gui
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_engine(sub)
     _register_engines(sub)
     _register_serve(sub)
+    _register_restart(sub)
 
 
 def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,6 +88,18 @@ def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sbench.add_argument("--parallel", type=int, default=8, help="the started server's --parallel")
     sbench.add_argument("--timeout", type=float, default=120.0, help="seconds a client waits for its whole answer")
     sbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _register_restart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rbench = add_command(sub, "bench-restart", _restart,
+                         help="TTFT of a long chat's next turn after a restart, with and without the disk prompt cache")
+    add_model_args(rbench)
+    rbench.add_argument("--history-tokens", type=int, default=4000, help="tokens of the conversation before the turn")
+    rbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _restart(args: argparse.Namespace, base: Path) -> int:
+    return run_restart_bench(args, resolve_model(args, base))
 
 
 def _storage(args: argparse.Namespace, base: Path) -> int:
