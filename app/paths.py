@@ -22,3 +22,8 @@ def models_dir(base: Path) -> Path:
     path = base / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def kv_cache_dir(base: Path) -> Path:
+    """The disk prompt cache (inference/kv_store.py): created by the engine when it saves."""
+    return base / "kv-cache"

@@ -16,6 +16,7 @@ from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
 from app.cli.remote_replies import add_remote_args, connect
 from app.engines.remote import RemoteError
+from app.paths import kv_cache_dir
 from inference import ChatRequest, ModelLoadError, SamplingParams
 from inference.engine import Engine
 from inference.outputs import Delta
@@ -115,7 +116,7 @@ def _run_local(args: argparse.Namespace, data_dir: Path) -> int:
     model = resolve_model(args, data_dir)
 
     def start() -> tuple[Replies, str]:
-        engine = Engine.start(settings_from_args(args, model))
+        engine = Engine.start(settings_from_args(args, model, kv_cache_dir=kv_cache_dir(data_dir)))
         return engine, engine.info.description if engine.info is not None else "the engine"
 
     return _run(args, data_dir, model.name, model.name, start)

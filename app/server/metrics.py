@@ -35,6 +35,11 @@ COUNTERS = (  # exposed with a _total suffix
     ("chorus_requests_failed", "Engine requests that ended in an error", "requests_failed"),
     ("chorus_preemptions", "Requests preempted to make room in the KV cache", "preemptions"),
 )
+# Counters a snapshot may lack (an engine of another version, a stand-in): exported when present.
+OPTIONAL_COUNTERS = (
+    ("chorus_prompt_tokens_restored", "Prompt tokens loaded from the disk prompt cache instead of computed",
+     "prompt_tokens_restored"),
+)
 PERCENTILES = (
     ("chorus_ttft_seconds_p50", "Time to first token, median of recent requests", "ttft_p50_s"),
     ("chorus_ttft_seconds_p95", "Time to first token, 95th percentile of recent requests", "ttft_p95_s"),
@@ -58,6 +63,9 @@ class EngineCollector(Collector):
             yield GaugeMetricFamily(name, doc, value=float(getattr(m, field)))
         for name, doc, field in COUNTERS:
             yield CounterMetricFamily(name, doc, value=float(getattr(m, field)))
+        for name, doc, field in OPTIONAL_COUNTERS:
+            if (count := getattr(m, field, None)) is not None:
+                yield CounterMetricFamily(name, doc, value=float(count))
         for name, doc, field in PERCENTILES:
             value = getattr(m, field)
             if value is not None:

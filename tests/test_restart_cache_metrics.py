@@ -1,0 +1,54 @@
+"""Restored prompt tokens where the user and an operator see them: the performance panel's
+summary line and the server's /metrics (Prometheus) export. No model: snapshots as the
+engine reports them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from app.perf.hardware import HardwareSample
+from app.server.metrics import EngineCollector
+from inference.metrics import MetricsSnapshot
+from ui.widgets.perf_panel import PerfPanel
+
+
+def snapshot(**fields) -> MetricsSnapshot:
+    values = {f.name: 0 for f in dataclasses.fields(MetricsSnapshot)}
+    values.update(ttft_p50_s=None, ttft_p95_s=None, itl_p50_s=None, itl_p95_s=None, ttft_buckets=(),
+                  itl_buckets=(), kv_cells_total=4096, prefix_lookups=3, prefix_hits=2, prompt_tokens_saved=4100)
+    values.update(fields)
+    return MetricsSnapshot(**values)
+
+
+def exported(snap) -> str:
+    registry = CollectorRegistry()
+    registry.register(EngineCollector(lambda: snap))
+    return generate_latest(registry).decode()
+
+
+def test_metrics_exports_the_restored_prompt_tokens_as_a_counter():
+    text = exported(snapshot(prompt_tokens_restored=4069))
+    assert "# TYPE chorus_prompt_tokens_restored_total counter" in text
+    assert "chorus_prompt_tokens_restored_total 4069.0" in text
+
+
+def test_a_snapshot_without_the_field_exports_the_rest():
+    from types import SimpleNamespace
+
+    fields = {f.name: getattr(snapshot(), f.name) for f in dataclasses.fields(MetricsSnapshot)}
+    del fields["prompt_tokens_restored"]  # an engine of another version, a stand-in
+    text = exported(SimpleNamespace(**fields))
+    assert "chorus_prompt_tokens_restored" not in text and "chorus_generated_tokens_total" in text
+
+
+def test_the_panel_says_how_many_prompt_tokens_came_from_disk(qtbot):
+    panel = PerfPanel()
+    qtbot.addWidget(panel)
+    no_gpu = HardwareSample(10.0, 500.0, (), "no GPU")
+    panel.add_sample({"model.gguf": snapshot()}, no_gpu)
+    assert "4100 prompt tokens saved" in panel.summary.text()
+    assert "from disk" not in panel.summary.text()  # nothing restored: no clutter
+    panel.add_sample({"model.gguf": snapshot(prompt_tokens_restored=4069)}, no_gpu)
+    assert "(4069 restored from disk)" in panel.summary.text()
