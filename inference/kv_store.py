@@ -18,6 +18,7 @@ import logging
 import os
 import struct
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ KEY_BYTES = 32
 # magic, version, model key, token count, payload bytes, crc32 of tokens + payload
 _HEADER = struct.Struct(f"<4sI{KEY_BYTES}sIQI")
 SUFFIX = ".kvs"
+# A temporary file older than this is what an interrupted write left: deleted at open.
+LEFTOVER_AGE_S = 3600
 # How much of a model file the key reads: the whole GGUF header (metadata, tensor table)
 # sits in its first megabytes; samples of the data below catch a re-quantization or a
 # fine-tune with the same layout.
@@ -179,7 +182,8 @@ class KvDiskStore:
             self._touch(covered.path)
             return None
         path = self.folder / (hashlib.sha256(token_bytes).hexdigest()[:32] + SUFFIX)
-        tmp = path.with_suffix(".tmp")
+        # Unique: two engines of one model (the app and `chorus serve`) may save at once.
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         header = _HEADER.pack(MAGIC, VERSION, self.key, len(tokens), len(payload),
                               _checksum(token_bytes, payload))
         with tmp.open("wb") as f:
@@ -230,7 +234,8 @@ class KvDiskStore:
         the checksum when one is read) and leftovers of interrupted writes."""
         for path in self.folder.iterdir():
             if path.suffix != SUFFIX:
-                path.unlink(missing_ok=True)
+                if _stale_leftover(path):
+                    path.unlink(missing_ok=True)
                 continue
             try:
                 with path.open("rb") as f:
@@ -268,6 +273,14 @@ class KvDiskStore:
                 continue
             self.discard(path)
             total -= size
+
+
+def _stale_leftover(path: Path) -> bool:
+    """A file of an interrupted write (not one another engine is writing right now)."""
+    try:
+        return time.time() - path.stat().st_mtime > LEFTOVER_AGE_S
+    except OSError:
+        return False
 
 
 def open_store(root: Path | None, model_path: Path, layout: str, limit_mb: int) -> KvDiskStore | None:

@@ -107,8 +107,10 @@ def test_truncated_or_foreign_files_are_dropped_when_the_store_opens(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])  # a write cut short
     (s.folder / "junk.kvs").write_bytes(b"not a cache file at all")
     (s.folder / "left.tmp").write_bytes(b"half a write")
+    os.utime(s.folder / "left.tmp", (1, 1))  # long ago: a write that never finished
+    (s.folder / "busy.tmp").write_bytes(b"another engine writing now")
     again = store(tmp_path)
-    assert again.entries() == [] and list(again.folder.iterdir()) == []
+    assert again.entries() == [] and [p.name for p in again.folder.iterdir()] == ["busy.tmp"]
 
 
 def test_another_format_version_is_stale_and_deleted(tmp_path):
