@@ -54,7 +54,7 @@ def test_every_command_is_there_with_a_handler() -> None:
     paths = command_paths(parser)
     assert set(paths) == {
         ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
-        ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",),
+        ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"),
     }
     required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"]}

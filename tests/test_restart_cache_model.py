@@ -98,3 +98,21 @@ def test_llama_refuses_a_truncated_state_and_leaves_the_sequence_empty(model_pat
         cut, cut_end, whole, end_diff = engine.call(probe)
     assert not cut and cut_end == -1
     assert whole and end_diff == 0
+
+
+def test_bench_restart_reports_both_ttfts_and_the_restored_tokens(model_path, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CHORUS_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "app", "bench-restart", "--model", str(model_path),
+                           "--history-tokens", "300", "--json"], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ttft_recompute_s"] > 0 and report["ttft_restored_s"] > 0
+    assert report["ratio"] == report["ttft_restored_s"] / report["ttft_recompute_s"]
+    assert report["restored_tokens"] >= 300 and report["prompt_tokens"] > report["restored_tokens"]
+    assert not (tmp_path / "kv-cache").exists()  # the bench's cache lives in a scratch folder
