@@ -88,15 +88,21 @@ class DiskPromptCache:
         writer. Sequences reused since (their tokens changed) are skipped."""
         todo, self._to_save = self._to_save, []
         for seq, tokens in todo:
-            if self.kv.state(seq) not in (SeqState.IDLE, SeqState.PINNED) or self.kv.seq_tokens(seq) != tokens:
-                continue
-            if self.store.covers(tokens):
-                continue
-            blob = self.backend.state_seq_get(seq)
-            if not self._reserve_write(len(blob)):
-                log.info("KV cache writer is behind: not saving %d tokens", len(tokens))
-                continue
-            self._writer.submit(self._write, tokens, blob)
+            try:
+                self._save(seq, tokens)
+            except Exception:  # noqa: BLE001 - a cache that cannot save costs only the cache
+                log.exception("could not save a prompt cache entry")
+
+    def _save(self, seq: int, tokens: list[int]) -> None:
+        if self.kv.state(seq) not in (SeqState.IDLE, SeqState.PINNED) or self.kv.seq_tokens(seq) != tokens:
+            return
+        if self.store.covers(tokens):
+            return
+        blob = self.backend.state_seq_get(seq)
+        if not self._reserve_write(len(blob)):
+            log.info("KV cache writer is behind: not saving %d tokens", len(tokens))
+            return
+        self._writer.submit(self._write, tokens, blob)
 
     def _reserve_write(self, n: int) -> bool:
         with self._pending_lock:
@@ -157,7 +163,10 @@ class DiskPromptCache:
                 log.warning("ignored a damaged prompt cache file: %s", exc)
                 self.counters.restore_failures += 1
             else:
-                self._load(item, tokens, blob, promised)
+                try:
+                    self._load(item, tokens, blob, promised)
+                except Exception:  # noqa: BLE001 - the cache's bug must not lose the request
+                    log.exception("could not restore a saved prompt")
             ready.append(item.request)
         return ready
 
