@@ -79,6 +79,9 @@ class RequestSampler:
         self.penalty = np.float32(params.repeat_penalty)
         self.banned = np.array(banned if params.ignore_eos else [], dtype=np.int64)
         self.log_min_p = np.float32(math.log(params.min_p)) if params.min_p > 0.0 else None
+        # The settings _draw_candidates reads, as one row of its settings matrix.
+        self.settings = (params.top_k, params.top_p if params.top_p < 1.0 else math.inf, params.min_p,
+                         params.temperature, -math.inf if self.log_min_p is None else float(self.log_min_p))
 
     def accept_prompt(self, tokens: Sequence[int]) -> None:
         if self.window is None:
@@ -93,8 +96,11 @@ class RequestSampler:
 
 
 def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
-    """One token per row of logits (shape (rows, n_vocab), float32), row i for samplers[i];
-    each sampler accepts its token. The rows are modified in place (penalties, bans)."""
+    """One token per row of logits (shape (rows, n_vocab), float32, C-contiguous), row i
+    for samplers[i]; each sampler accepts its token. The rows are modified in place
+    (penalties, bans)."""
+    if not logits.flags.c_contiguous:
+        raise ValueError("sample_rows needs C-contiguous logits rows")
     _penalise(logits, samplers)
     tokens = [0] * len(samplers)
     greedy = [i for i, s in enumerate(samplers) if s.greedy]
@@ -114,23 +120,29 @@ def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[
 
 def _penalise(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> None:
     """llama.cpp's repeat penalty (logit <= 0: times the penalty, else divided by it, in
-    float32, once per distinct window token) and the end-of-generation ban, in place."""
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    factors: list[np.ndarray] = []
+    float32, once per distinct window token) and the end-of-generation ban, in place;
+    one gather and one scatter for all rows."""
+    tokens: list[int] = []
+    offsets: list[int] = []
+    factors: list[float] = []
+    n_vocab = logits.shape[1]
     for i, s in enumerate(samplers):
         if s.window is not None:
-            window = np.array(s.window.distinct(), dtype=np.int64)
-            rows.append(np.full(window.size, i))
-            cols.append(window)
-            factors.append(np.full(window.size, s.penalty))
+            window = s.window.distinct()
+            tokens.extend(window)
+            offsets.append(i * n_vocab)
+            factors.append(len(window))
         if s.banned.size:
             logits[i, s.banned] = NEVER
-    if not rows:
+    if not tokens:
         return
-    r, c, f = np.concatenate(rows), np.concatenate(cols), np.concatenate(factors)
-    values = logits[r, c]
-    logits[r, c] = np.where(values <= 0, values * f, values / f)
+    penalised = [s for s in samplers if s.window is not None]
+    sizes = np.array(factors, dtype=np.int64)
+    flat = np.array(tokens, dtype=np.int64) + np.repeat(offsets, sizes)
+    factor = np.repeat(np.array([s.penalty for s in penalised], dtype=np.float32), sizes)
+    row = logits.reshape(-1)  # a view: the rows are contiguous
+    values = row[flat]
+    row[flat] = np.where(values <= 0, values * factor, values / factor)
 
 
 def _draw(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
@@ -149,55 +161,48 @@ def _draw_candidates(logits: np.ndarray, flat: np.ndarray, top: np.ndarray,
     """The vectorised path over each row's candidates (logit >= max + LOG_CANDIDATE);
     fills tokens for the rows it can decide exactly, leaves None for the others."""
     n, n_vocab = logits.shape
+    top_k, top_p, min_p, temperature, log_min_p = np.array([s.settings for s in samplers]).T
+    k = np.where((top_k > 0) & (top_k < n_vocab), top_k, n_vocab)
     row = flat // n_vocab
     values = logits.reshape(-1)[flat]
     gap = (top[row] - values).astype(np.float64)  # in [0, -LOG_CANDIDATE]
-    order = np.argsort(row * CANDIDATE_SPAN + gap, kind="stable")  # by row, then best first
-    row, ids, gap, values = row[order], (flat - row * n_vocab)[order], gap[order], values[order]
+    order = np.argsort(row * CANDIDATE_SPAN + gap)  # by row, then best first
+    row, flat, gap, values = row[order], flat[order], gap[order], values[order]
     counts = np.bincount(row, minlength=n)
     starts = np.cumsum(counts) - counts
-    rank = np.arange(row.size) - starts[row]
+    first = starts[row]
+    in_top_k = np.arange(row.size) - first < k[row]
     weight = np.exp(-gap)  # relative to the row's best token: <= 1
-    k = np.array([_top_k(s.params.top_k, n_vocab) for s in samplers])
-    in_top_k = rank < k[row]
+    cum = np.cumsum(weight)
+    before = cum - (cum[first] - weight[first]) - weight  # mass of the better tokens in the row
     z_low = np.bincount(row, weights=weight * in_top_k, minlength=n)
-    # The top-k set's tokens below the candidates each weigh less than CANDIDATE.
+    # min-p's cut in float32, as llama.cpp computes it.
+    eligible = in_top_k & (values >= (top + log_min_p.astype(np.float32))[row])
+    keep = eligible & (before < (top_p * z_low)[row])
+    undecided = np.zeros(n, dtype=bool)
     missing = np.maximum(k - counts, 0)
-    z_high = z_low + missing * CANDIDATE
-    top_p = np.array([s.params.top_p if s.params.top_p < 1.0 else np.inf for s in samplers])
-    min_p = np.array([s.params.min_p for s in samplers])
-    in_min_p = values >= (top + np.array([_log_min_p(s) for s in samplers], dtype=np.float32))[row]
-    before = _segment_cumsum(weight, starts, row) - weight  # mass of the better tokens
-    keep = in_top_k & in_min_p & (before < (top_p * z_low)[row])
-    unsure = keep != (in_top_k & in_min_p & (before < (top_p * z_high)[row]))
-    # Without a min-p cut above the candidates, the kept set may go on below them.
-    last = starts + counts - 1
-    open_end = (missing > 0) & (min_p < CANDIDATE) & keep[np.minimum(last, row.size - 1)]
-    undecided = (np.bincount(row, weights=unsure, minlength=n) > 0) | open_end
-    temperature = np.array([s.params.temperature for s in samplers])
+    if missing.any():
+        # The top-k set's tokens below the candidates each weigh less than CANDIDATE: a
+        # row is decided if its top-p cut is the same for their least and greatest mass.
+        z_high = z_low + missing * CANDIDATE
+        unsure = keep != (eligible & (before < (top_p * z_high)[row]))
+        undecided = np.bincount(row, weights=unsure, minlength=n) > 0
+        # Without a min-p cut above the candidates, the kept set may go on below them.
+        open_end = (missing > 0) & (min_p < CANDIDATE)
+        if open_end.any():
+            undecided |= open_end & keep[np.minimum(starts + counts - 1, row.size - 1)]
     prob = np.where(keep, np.exp(-gap / temperature[row]), 0.0)
     # One draw per decided row: the first token whose running mass exceeds u * its row's
     # mass, found for all rows at once in the cumulative sum over all segments.
     decided = np.flatnonzero(~undecided)
     uniforms = np.array([samplers[i].rng.random() for i in decided.tolist()])
     cum = np.cumsum(prob)
-    first, last = starts[decided], last[decided]
+    first, last = starts[decided], (starts + counts - 1)[decided]
     base = cum[first] - prob[first]
     picks = np.searchsorted(cum, base + uniforms * (cum[last] - base), side="right")
-    picks = np.clip(picks, first, last)  # u * mass rounding up to the row's whole mass
-    for i, pick in zip(decided.tolist(), ids[picks].tolist()):
-        tokens[i] = pick
-
-
-def _log_min_p(sampler: RequestSampler) -> float:
-    return -np.inf if sampler.log_min_p is None else float(sampler.log_min_p)
-
-
-def _segment_cumsum(x: np.ndarray, starts: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """Cumulative sums restarting at each row's first element."""
-    total = np.cumsum(x)
-    offset = total[starts[row]] - x[starts[row]]
-    return total - offset
+    picks = np.minimum(picks, last)  # u * mass rounding up to the row's whole mass
+    for i, token in zip(decided.tolist(), (flat[picks] - decided * n_vocab).tolist()):
+        tokens[i] = token
 
 
 def _top_k(k: int, n_vocab: int) -> int:
