@@ -9,13 +9,16 @@ Temperature 0 is greedy: the first maximum, as llama.cpp's greedy sampler picks.
 What makes it cheap (the chain copies the whole vocabulary into a candidate array and runs
 each sampler over it, per row):
 - penalties and bans touch only their few tokens, in place in the logits rows;
-- min-p's cut is relative to the row's maximum, so one comparison over the rows keeps only
-  the tokens with logit >= max + ln(min_p); everything after works on those few, for all
-  rows together (segments of one flat array), with no sort of the vocabulary;
-- top-p needs the top-k set's normaliser. When the min-p set holds k tokens or more it
-  contains the top-k set; otherwise the tokens missing from it are each below the min-p
-  threshold, which bounds the normaliser. A row whose top-p cut the bound cannot decide
-  (rare), or whose settings give no threshold (min_p = 0), takes the exact per-row path.
+- one pass finds each row's maximum, one comparison keeps the candidates: the tokens
+  within a factor CANDIDATE (1e-3) of the best one; everything after works on those
+  (~10-200 a row instead of the vocabulary), for all rows at once as segments of one flat
+  array: sort, top-k by rank, top-p, min-p (its cut, max + ln(min_p), is relative to the
+  row's maximum, so its tokens are all candidates), temperature, the draw;
+- top-p needs the top-k set's normaliser. When a row has k candidates or more they hold
+  the top-k set; otherwise each top-k token they miss weighs under CANDIDATE, which bounds
+  the normaliser. A row whose top-p cut that bound cannot decide (about 1 in 500 on real
+  logits), or whose kept set may go on below the candidates (min_p < CANDIDATE), takes
+  the exact per-row path (top-k by argpartition over the row).
 
 Each request has its own numpy Generator, seeded from the request's seed (or from fresh
 entropy), and draws exactly one uniform per token: its output does not depend on what
@@ -34,8 +37,6 @@ from inference.params import SamplingParams
 
 NEVER = np.float32(-np.inf)
 # Candidates: tokens within this factor of the row's best one (logit >= max + ln of it).
-# Below it, the at most top_k - 1 tokens the candidates may miss weigh too little to move
-# a top-p cut in all but a few rows; those take the exact path.
 CANDIDATE = 1e-3
 LOG_CANDIDATE = np.float32(math.log(CANDIDATE))
 CANDIDATE_SPAN = 16.0  # > -LOG_CANDIDATE: row * span + gap sorts by row, then by gap

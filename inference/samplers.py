@@ -53,10 +53,6 @@ class SamplerSet:
         if chain is not None:
             chain.close()
 
-    def sample(self, request_id: str, ctx: ll.llama_context_p, batch_row: int) -> int:
-        """Sample request_id's next token from the logits of one batch row."""
-        return self.sample_step(ctx, [request_id], [batch_row])[0]
-
     def sample_step(self, ctx: ll.llama_context_p, request_ids: Sequence[str], batch_rows: Sequence[int]) -> list[int]:
         """Sample each request's next token from its batch row (rows in increasing order:
         the batch's rows with logits). The numpy requests' rows are modified in place."""
