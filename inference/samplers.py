@@ -32,6 +32,9 @@ class SamplerSet:
         self._numpy_sampling = numpy_sampling  # False: every request on a llama.cpp chain
         self._chains: dict[str, SamplerChain] = {}
         self._numpy: dict[str, RequestSampler] = {}
+        # The last view of llama.cpp's logits buffer, by (address, rows): building one
+        # costs more than the rest of reading it, and a decode step's is the same as the last's.
+        self._view: tuple[int, int, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self._chains) + len(self._numpy)
@@ -74,7 +77,8 @@ class SamplerSet:
     def _logits_rows(self, ctx: ll.llama_context_p, batch_rows: list[int]) -> np.ndarray:
         """The rows' logits as one (rows, n_vocab) matrix: a view of llama.cpp's buffer
         when they are consecutive outputs (a decode step), else a copy."""
-        base = _address(ll.llama_get_logits(ctx))
+        pointer = ll.llama_get_logits(ctx)
+        base = _address(pointer)
         stride = self._n_vocab * _FLOAT
 
         def output(row: int) -> int:
@@ -85,7 +89,9 @@ class SamplerSet:
         consecutive = last - first == len(batch_rows) - 1
         outputs = [] if consecutive else [output(row) for row in batch_rows]
         n = last + 1 if consecutive else max(outputs) + 1
-        matrix = np.ctypeslib.as_array(ll.llama_get_logits(ctx), shape=(n, self._n_vocab))
+        if self._view is None or self._view[:2] != (base, n):
+            self._view = (base, n, np.ctypeslib.as_array(pointer, shape=(n, self._n_vocab)))
+        matrix = self._view[2]
         return matrix[first:] if consecutive else matrix[outputs]
 
     def close(self) -> None:
@@ -93,6 +99,7 @@ class SamplerSet:
             chain.close()
         self._chains.clear()
         self._numpy.clear()
+        self._view = None
 
 
 def _address(pointer: ctypes._Pointer) -> int:
