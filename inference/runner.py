@@ -280,18 +280,18 @@ class LlamaRunner:
         # counted as the model's time and not as the first sampler's.
         ll.llama_synchronize(self._ctx)
         decoded = time.perf_counter()
-        tokens: list[int | None] = []
-        logprobs: list[SampledLogprobs | None] = []
-        for chunk, row in zip(plan.chunks, rows):
-            if row < 0:
-                tokens.append(None)
-                logprobs.append(None)
-                continue
-            k = chunk.request.sampling.logprobs
-            logits = self._logits(row) if k is not None else None  # copied before sampling
-            token = self._samplers.sample(chunk.request.request_id, self._ctx, row)
-            tokens.append(token)
-            logprobs.append(sampled_logprobs(logits, token, k) if logits is not None and k is not None else None)
+        tokens: list[int | None] = [None] * len(plan.chunks)
+        logprobs: list[SampledLogprobs | None] = [None] * len(plan.chunks)
+        wanted = [i for i, row in enumerate(rows) if row >= 0]
+        raw = {i: self._logits(rows[i]) for i in wanted if plan.chunks[i].request.sampling.logprobs is not None}
+        if wanted:  # all rows at once: the numpy sampler reads them as one matrix
+            ids = [plan.chunks[i].request.request_id for i in wanted]
+            for i, token in zip(wanted, self._samplers.sample_step(self._ctx, ids, [rows[i] for i in wanted])):
+                tokens[i] = token
+        for i, logits in raw.items():  # copied before sampling, which edits rows in place
+            sampled, k = tokens[i], plan.chunks[i].request.sampling.logprobs
+            if sampled is not None and k is not None:
+                logprobs[i] = sampled_logprobs(logits, sampled, k)
         return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded)
 
     def _logits(self, row: int) -> np.ndarray:

@@ -1,4 +1,7 @@
-"""One llama_sampler chain per sequence: its own penalties history, grammar state and RNG."""
+"""One llama_sampler chain per request: its own penalties history, grammar state and RNG.
+
+The engine uses it for grammar requests (numpy_sampler.py samples the others); with
+SamplerSet(numpy_sampling=False) for every request, to compare the two."""
 
 from __future__ import annotations
 
@@ -15,14 +18,16 @@ from inference.params import SamplingParams
 
 # Biasing end-of-generation tokens this far down makes them unreachable.
 NEVER = -float("inf")
-# Plain greedy (no penalties, no grammar) is an argmax over the row's logits in numpy
-# instead of llama_sampler_sample, which first copies the whole vocabulary into a
-# candidate array. Same token (both take the first maximum); off only to compare the two.
-FAST_GREEDY = True
+
+
+# repeat_last_n = -1 means the whole history (llama.cpp's server turns it into the context
+# size); llama.cpp's penalties sampler itself treats a negative window as none at all.
+WHOLE_HISTORY = 1 << 16
 
 
 def _penalties(n_vocab: int, last_n: int, repeat: float) -> ll.llama_sampler_p:
     # llama.cpp added n_vocab as the first argument in 2026; accept both signatures.
+    last_n = last_n if last_n >= 0 else WHOLE_HISTORY
     if _PENALTIES_TAKES_VOCAB:
         return ll.llama_sampler_init_penalties(n_vocab, last_n, repeat, 0.0, 0.0)
     return ll.llama_sampler_init_penalties(last_n, repeat, 0.0, 0.0)
@@ -39,10 +44,6 @@ class SamplerChain:
         self._penalties: ll.llama_sampler_p | None = None
         self._grammar: GrammarCheck | None = None
         self._n_vocab = n_vocab
-        # Stateless chains only: then skipping llama_sampler_accept changes nothing.
-        self._plain_greedy = (params.temperature <= 0.0 and params.grammar is None
-                              and (params.repeat_penalty == 1.0 or params.repeat_last_n == 0))
-        self._banned = np.array(eog_tokens if params.ignore_eos else [], dtype=np.int64)
         if params.ignore_eos and eog_tokens:
             self._add(self._logit_bias(n_vocab, eog_tokens))
         if params.repeat_penalty != 1.0 and params.repeat_last_n != 0:
@@ -83,20 +84,9 @@ class SamplerChain:
 
     def sample(self, ctx: ll.llama_context_p, batch_index: int) -> int:
         """Sample from the logits of one batch row; the chain accepts the token itself."""
-        if self._plain_greedy and FAST_GREEDY:
-            return self._argmax(ctx, batch_index)
         if self._grammar is not None and self._chain:
             return self._grammar.sample(self._chain, ctx, batch_index)
         return ll.llama_sampler_sample(self._chain, ctx, batch_index)
-
-    def _argmax(self, ctx: ll.llama_context_p, batch_index: int) -> int:
-        logits = np.ctypeslib.as_array(ll.llama_get_logits_ith(ctx, batch_index), shape=(self._n_vocab,))
-        token = int(logits.argmax())
-        if self._banned.size and token in self._banned:  # ignore_eos: the best other token
-            masked = logits.copy()
-            masked[self._banned] = NEVER
-            token = int(masked.argmax())
-        return token
 
     def close(self) -> None:
         if self._chain:

@@ -1,4 +1,8 @@
-"""The runner's sampler chains, one per generating request, keyed by request id.
+"""The runner's samplers, one per generating request, keyed by request id.
+
+Requests without a grammar sample in numpy (numpy_sampler.py), all of a step's rows at
+once from llama.cpp's logits matrix; grammar requests keep a llama.cpp sampler chain
+(sampler_chain.py), whose grammar sampler has no numpy equivalent.
 
 Keyed by request, not by sequence: a preempted request gets a new sequence when it comes
 back but must keep its RNG state and penalty history, or seeded output would change.
@@ -6,41 +10,97 @@ back but must keep its RNG state and penalty history, or seeded output would cha
 
 from __future__ import annotations
 
-import llama_cpp as ll
+import ctypes
+from collections.abc import Sequence
 
+import llama_cpp as ll
+import numpy as np
+
+from inference.numpy_sampler import RequestSampler, sample_rows
 from inference.params import SamplingParams
 from inference.sampler_chain import SamplerChain
 
+_FLOAT = ctypes.sizeof(ctypes.c_float)
+
 
 class SamplerSet:
-    def __init__(self, n_vocab: int, eog_tokens: list[int], vocab: ll.llama_vocab_p | None = None) -> None:
+    def __init__(self, n_vocab: int, eog_tokens: list[int], vocab: ll.llama_vocab_p | None = None,
+                 numpy_sampling: bool = True) -> None:
         self._vocab = vocab  # for grammars
         self._n_vocab = n_vocab
         self._eog_tokens = eog_tokens
+        self._numpy_sampling = numpy_sampling  # False: every request on a llama.cpp chain
         self._chains: dict[str, SamplerChain] = {}
+        self._numpy: dict[str, RequestSampler] = {}
+        # The last view of llama.cpp's logits buffer, by (address, rows): building one
+        # costs more than the rest of reading it, and a decode step's is the same as the last's.
+        self._view: tuple[int, int, np.ndarray] | None = None
 
     def __len__(self) -> int:
-        return len(self._chains)
+        return len(self._chains) + len(self._numpy)
 
     def start(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
-        self.stop(request_id)  # a reused id must not leak the old chain
+        self.stop(request_id)  # a reused id must not leak the old state
+        if params.grammar is None and self._numpy_sampling:
+            sampler = RequestSampler(params, self._eog_tokens)
+            sampler.accept_prompt(prompt)
+            self._numpy[request_id] = sampler
+            return
         chain = SamplerChain(params, self._n_vocab, self._eog_tokens, self._vocab)
         chain.accept_prompt(prompt)
         self._chains[request_id] = chain
 
     def stop(self, request_id: str) -> None:
+        self._numpy.pop(request_id, None)
         chain = self._chains.pop(request_id, None)
         if chain is not None:
             chain.close()
 
-    def sample(self, request_id: str, ctx: ll.llama_context_p, batch_row: int) -> int:
-        """Sample request_id's next token from the logits of one batch row."""
-        chain = self._chains.get(request_id)
-        if chain is None:
-            raise KeyError(f"request {request_id} has no sampler (start_sampling was not called)")
-        return chain.sample(ctx, batch_row)
+    def sample_step(self, ctx: ll.llama_context_p, request_ids: Sequence[str], batch_rows: Sequence[int]) -> list[int]:
+        """Sample each request's next token from its batch row (rows in increasing order:
+        the batch's rows with logits). The numpy requests' rows are modified in place."""
+        tokens = [0] * len(request_ids)
+        fast: list[int] = []
+        for i, request_id in enumerate(request_ids):
+            if request_id in self._numpy:
+                fast.append(i)
+            elif request_id in self._chains:
+                tokens[i] = self._chains[request_id].sample(ctx, batch_rows[i])
+            else:
+                raise KeyError(f"request {request_id} has no sampler (start_sampling was not called)")
+        if fast:
+            logits = self._logits_rows(ctx, [batch_rows[i] for i in fast])
+            for i, token in zip(fast, sample_rows(logits, [self._numpy[request_ids[i]] for i in fast])):
+                tokens[i] = token
+        return tokens
+
+    def _logits_rows(self, ctx: ll.llama_context_p, batch_rows: list[int]) -> np.ndarray:
+        """The rows' logits as one (rows, n_vocab) matrix: a view of llama.cpp's buffer
+        when they are consecutive outputs (a decode step), else a copy."""
+        pointer = ll.llama_get_logits(ctx)
+        base = _address(pointer)
+        stride = self._n_vocab * _FLOAT
+
+        def output(row: int) -> int:
+            return (_address(ll.llama_get_logits_ith(ctx, row)) - base) // stride
+
+        first, last = output(batch_rows[0]), output(batch_rows[-1])
+        # Outputs follow the batch's order: first..last spanning len(rows) means consecutive.
+        consecutive = last - first == len(batch_rows) - 1
+        outputs = [] if consecutive else [output(row) for row in batch_rows]
+        n = last + 1 if consecutive else max(outputs) + 1
+        if self._view is None or self._view[:2] != (base, n):
+            self._view = (base, n, np.ctypeslib.as_array(pointer, shape=(n, self._n_vocab)))
+        matrix = self._view[2]
+        return matrix[first:] if consecutive else matrix[outputs]
 
     def close(self) -> None:
         for chain in self._chains.values():
             chain.close()
         self._chains.clear()
+        self._numpy.clear()
+        self._view = None
+
+
+def _address(pointer: ctypes._Pointer) -> int:
+    return ctypes.cast(pointer, ctypes.c_void_p).value or 0

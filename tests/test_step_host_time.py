@@ -3,6 +3,8 @@ runner and its fake clock (decode 1 s, sampling 0.25 s, batch filling 0.125 s pe
 
 from __future__ import annotations
 
+import pytest
+
 from inference.metrics import LATENCY_SAMPLES, EngineMetrics
 from tests.core_driver import make_driver, prompt
 
@@ -46,3 +48,26 @@ def test_host_time_is_never_negative_and_p95_looks_at_recent_steps() -> None:
 
 class _NoKv:
     cells_used = cells_total = cells_shared = seqs_active = seqs_idle = seqs_pinned = evictions = 0
+
+
+@pytest.mark.model
+def test_metrics_export_host_and_sampling_time_per_decode_step(make_engine) -> None:
+    """/metrics on a real server over the real model, after sampled replies: host time
+    per decode step, its p95, the sampling part of it and the whole step's time."""
+    from tests.served import client, exchange, request_bytes, serving
+
+    with serving(make_engine(n_ctx=1024, n_seq_max=4)) as server:
+        _, _, before = exchange(server, request_bytes("GET", "/metrics"))
+        assert b"chorus_step_host_seconds_mean" not in before  # no decode step yet: no value, not a 0
+        for seed in range(2):
+            client(server).chat.completions.create(
+                model="smollm2", messages=[{"role": "user", "content": "Tell me about ships."}],
+                max_tokens=12, seed=seed, temperature=0.7, extra_body={"ignore_eos": True})
+        status, _, body = exchange(server, request_bytes("GET", "/metrics"))
+    assert status == 200
+    values = {k: float(v) for k, v in (line.rsplit(" ", 1) for line in body.decode().splitlines()
+                                       if line.startswith("chorus_step_"))}
+    host, sample, step = (values["chorus_step_host_seconds_mean"], values["chorus_step_sample_seconds_mean"],
+                          values["chorus_step_seconds_mean"])
+    assert 0 < sample <= host < step
+    assert values["chorus_step_host_seconds_p95"] > 0

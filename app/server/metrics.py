@@ -1,7 +1,7 @@
 """/metrics through prometheus_client: a registry per server holding the HTTP counters it
 counts itself, and a collector that reads the engine's MetricsSnapshot at scrape time
-(engine gauges and counters, latency percentiles, and TTFT / inter-token histograms once
-the snapshot carries their buckets)."""
+(engine gauges and counters, latency percentiles, host and sampling time per decode step,
+and TTFT / inter-token histograms once the snapshot carries their buckets)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,14 @@ PERCENTILES = (
     ("chorus_itl_seconds_p95", "Inter-token latency, 95th percentile of recent tokens", "itl_p95_s"),
 )
 
+STEP_TIMES = (  # decode-only steps; absent until there was one (and from engines that do not time them)
+    ("chorus_step_host_seconds_mean", "Host time per decode step (the step less llama_decode), mean", "host_s_mean"),
+    ("chorus_step_host_seconds_p95", "Host time per decode step, 95th percentile of recent steps", "host_s_p95"),
+    ("chorus_step_sample_seconds_mean", "Sampling time per decode step (part of the host time), mean",
+     "sample_s_mean"),
+    ("chorus_step_seconds_mean", "Decode step time, llama_decode included, mean", "step_s_mean"),
+)
+
 
 class EngineCollector(Collector):
     """Reads one snapshot per scrape; an engine still loading (or gone) yields nothing."""
@@ -68,6 +76,10 @@ class EngineCollector(Collector):
                 yield CounterMetricFamily(name, doc, value=float(count))
         for name, doc, field in PERCENTILES:
             value = getattr(m, field)
+            if value is not None:
+                yield GaugeMetricFamily(name, doc, value=value)
+        for name, doc, field in STEP_TIMES:
+            value = getattr(m, field, None)
             if value is not None:
                 yield GaugeMetricFamily(name, doc, value=value)
         yield from histograms(m)

@@ -1,0 +1,129 @@
+"""The numpy sampler's repeat penalties, bans, greedy pick and per-request RNG, against
+llama.cpp's own samplers on the same logits where it has one (no model needed)."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import replace
+
+import llama_cpp as ll
+import numpy as np
+
+from inference.numpy_sampler import RequestSampler, sample_rows
+from inference.params import SamplingParams
+from inference.sampler_chain import SamplerChain, _penalties, _token_array
+
+V = 512
+GREEDY_PENALISED = SamplingParams(temperature=0.0, repeat_penalty=1.3, repeat_last_n=64)
+
+
+def logits(seed: int = 0, n: int = V) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(n) * 3).astype(np.float32)
+
+
+def llama_apply(sampler: ll.llama_sampler_p, row: np.ndarray) -> tuple[np.ndarray, int]:
+    """llama.cpp's sampler on a copy of row: the candidates' logits by token id, and the
+    selected token (-1 if it selects none)."""
+    data = np.zeros(row.size, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+    data["id"] = np.arange(row.size)
+    data["logit"] = row
+    cur = _token_array(data)
+    ll.llama_sampler_apply(sampler, ctypes.byref(cur))
+    out = np.full(row.size, np.nan, dtype=np.float32)
+    kept = data[: cur.size]
+    out[kept["id"]] = kept["logit"]
+    return out, int(data[cur.selected]["id"]) if cur.selected >= 0 else -1
+
+
+def test_penalties_are_llama_cpps_bit_for_bit() -> None:
+    row = logits()
+    history = [int(t) for t in np.random.default_rng(1).integers(0, 40, 100)]  # many repeats
+    history[:10] = list(range(100, 110))  # older than the window: never penalised
+    ours = RequestSampler(GREEDY_PENALISED)
+    ours.accept_prompt(history[:70])
+    for token in history[70:]:
+        ours.accept(token)
+    penalised = row[None].copy()
+    sample_rows(penalised, [ours])
+
+    theirs = _penalties(V, 64, 1.3)
+    for token in history:
+        ll.llama_sampler_accept(theirs, token)
+    expected, _ = llama_apply(theirs, row)
+    ll.llama_sampler_free(theirs)
+
+    window = set(history[-64:])
+    assert np.array_equal(penalised[0], expected)
+    assert all(penalised[0, t] == row[t] for t in range(100, 110))
+    positive = next(t for t in window if row[t] > 0 and history[-64:].count(t) > 1)
+    negative = next(t for t in window if row[t] < 0)
+    assert penalised[0, positive] == np.float32(row[positive] / np.float32(1.3))  # once, however often
+    assert penalised[0, negative] == np.float32(row[negative] * np.float32(1.3))
+
+
+def test_the_window_slides_and_counts_each_token_once() -> None:
+    sampler = RequestSampler(replace(GREEDY_PENALISED, repeat_last_n=3))
+    for token in [5, 5, 7, 9]:
+        sampler.accept(token)
+    assert sampler.window is not None and sorted(sampler.window.distinct()) == [5, 7, 9]
+    sampler.accept(7)
+    assert sorted(sampler.window.distinct()) == [7, 9]  # the last 5 left the window
+
+
+def test_repeat_last_n_minus_one_penalises_the_whole_history_and_zero_none() -> None:
+    whole = RequestSampler(replace(GREEDY_PENALISED, repeat_last_n=-1))
+    whole.accept_prompt(list(range(200)))
+    assert whole.window is not None and len(whole.window.distinct()) == 200
+    assert RequestSampler(replace(GREEDY_PENALISED, repeat_last_n=0)).window is None
+    assert RequestSampler(replace(GREEDY_PENALISED, repeat_penalty=1.0)).window is None
+
+
+def test_greedy_picks_llama_cpps_token_with_penalties_and_banned_eog() -> None:
+    """Temperature 0: the chain's greedy pick after its penalties and its end-of-generation
+    bias, on rows whose best token is the banned one or a penalised one."""
+    eog = [3]
+    for seed in range(20):
+        row = logits(seed)
+        row[3] = row.max() + 1.0  # the end-of-generation token is the best
+        params = replace(GREEDY_PENALISED, ignore_eos=True)
+        history = [int(row.argsort()[-2]), 11, 12]  # the second best is penalised
+        ours = RequestSampler(params, banned=eog)
+        ours.accept_prompt(history)
+        chain = SamplerChain(params, V, eog)
+        chain.accept_prompt(history)
+        _, expected = llama_apply(chain._chain, row)
+        chain.close()
+        assert sample_rows(row[None].copy(), [ours]) == [expected]
+        assert expected != 3
+
+
+def test_greedy_takes_the_first_of_equal_maxima_like_llama_cpp() -> None:
+    row = np.zeros(V, dtype=np.float32)
+    row[[40, 7, 300]] = 2.0
+    greedy = ll.llama_sampler_init_greedy()
+    _, expected = llama_apply(greedy, row)
+    ll.llama_sampler_free(greedy)
+    assert sample_rows(row[None].copy(), [RequestSampler(SamplingParams.greedy())]) == [expected] == [7]
+
+
+def test_a_seeded_request_draws_the_same_tokens_alone_and_in_any_batch() -> None:
+    """One uniform per token from the request's own generator: what else shares the batch
+    (other seeds, greedy rows, other settings, rows before or after it) changes nothing."""
+    rows = [logits(seed, 2000) for seed in range(60)]
+    seeded = SamplingParams(seed=42)
+
+    def run(batch: list[SamplingParams], at: int) -> list[int]:
+        samplers = [RequestSampler(p) for p in batch]
+        out = []
+        for row in rows:
+            matrix = np.tile(row, (len(batch), 1))
+            out.append(sample_rows(matrix, samplers)[at])
+        return out
+
+    alone = run([seeded], 0)
+    others = [SamplingParams(seed=1), SamplingParams.greedy(), SamplingParams(temperature=1.5, top_k=0, min_p=0.0),
+              SamplingParams(), SamplingParams(seed=7, top_p=0.5)]
+    assert run([*others[:3], seeded, *others[3:]], 3) == alone
+    assert run([seeded, *others], 0) == alone
+    assert len(set(alone)) > 5  # really sampled, not one token throughout
+    assert run([SamplingParams(seed=43)], 0) != alone
