@@ -26,6 +26,7 @@ class ControllerEvents(QObject):
 
     conversations_changed = Signal()  # a title, pin, order or membership changed: redraw the sidebar
     tab_opened = Signal(object)  # a ChatTab that needs its signals wired
+    models_changed = Signal()  # a model was downloaded or deleted: lists of model files are stale
 
 
 @dataclass(eq=False)

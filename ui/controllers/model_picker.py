@@ -40,6 +40,7 @@ class ModelPickerController:
         hub.model_error.connect(self._model_error)
         hub.recent_models_changed.connect(self._recent_changed)
         w.model_fetch_requested.connect(self.fetch)
+        ctx.events.models_changed.connect(self.refresh)  # a Hub download or a deletion
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
         self._show(self.status)
 

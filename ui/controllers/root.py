@@ -14,6 +14,7 @@ from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.model_picker import ModelPickerController
+from ui.controllers.models_window import ModelsWindowController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
@@ -48,6 +49,7 @@ class Controllers:
         self.titles = TitlesController(ctx, enabled=auto_titles)
         self.background = BackgroundController(ctx)
         self.model_picker = ModelPickerController(ctx)
+        self.models = ModelsWindowController(ctx)  # the Hub and the library, made on first use
         self.welcome = WelcomeController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
@@ -72,6 +74,7 @@ class Controllers:
 
     def shutdown(self) -> None:
         self.server.shutdown()
+        self.models.shutdown()
         self.window_state.save()
         self.ctx.streams.stop()
         self.background.stop()
