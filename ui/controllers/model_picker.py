@@ -10,6 +10,7 @@ the welcome page."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from pathlib import Path
 
@@ -21,6 +22,19 @@ from ui.widgets.chat_tab import ChatTab
 from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
 
 log = logging.getLogger(__name__)
+
+# A split GGUF's later parts (X-00002-of-00003.gguf): loaded through the first, not listed.
+_LATER_PART = re.compile(r"-(?!0*1-)\d{5}-of-\d{5}\.gguf$", re.IGNORECASE)
+
+
+def model_files(models_dir: Path) -> list[Path]:
+    """The GGUF models in the folder: its own files and the Hub's downloads in
+    <owner>/<repo>/ below it; not the resumable parts in .partial/, nor a split model's later parts."""
+    if not models_dir.is_dir():
+        return []
+    found = (f for f in models_dir.rglob("*.gguf") if ".partial" not in f.relative_to(models_dir).parts)
+    return sorted((f for f in found if f.is_file() and not _LATER_PART.search(f.name)),
+                  key=lambda f: (f.parent != models_dir, str(f).lower()))
 
 
 class ModelPickerController:
@@ -91,8 +105,7 @@ class ModelPickerController:
 
         def scan() -> tuple[list[ModelChoice], list[ModelChoice]]:
             titles = {spec.filename: spec.title for spec in specs}
-            files = sorted(models_dir.glob("*.gguf")) if models_dir.is_dir() else []
-            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in files if f.is_file()]
+            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in model_files(models_dir)]
             catalog = [ModelChoice(spec.title, str(model_catalog.model_path(spec, models_dir))
                                    if model_catalog.is_installed(spec, models_dir) else "", spec.key, spec.license)
                        for spec in specs]

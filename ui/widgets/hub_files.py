@@ -61,6 +61,7 @@ class HubFiles(QWidget):
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # the quant is at the name's end
         header = self.list.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)

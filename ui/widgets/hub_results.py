@@ -35,6 +35,7 @@ class HubResults(QWidget):
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # owner…model-GGUF: both ends say something
         header = self.list.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(REPO, QHeaderView.ResizeMode.Stretch)

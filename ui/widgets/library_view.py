@@ -48,6 +48,7 @@ def _optional_spin(low: int, high: int, step: int = 1) -> QSpinBox:
     spin.setRange(low, high)
     spin.setSingleStep(step)
     spin.setSpecialValueText(APP_DEFAULT)
+    spin.setMinimumWidth(160)
     return spin
 
 
@@ -90,14 +91,19 @@ class LibraryView(QWidget):
         self.chat_template = QPlainTextEdit()
         self.chat_template.setPlaceholderText("The model's own template (from its GGUF file)")
         self.chat_template.setFixedHeight(72)
+        self.chat_template.setMinimumWidth(520)
         self.save_button = QPushButton("Save defaults")
         self.defaults_box = QGroupBox("Defaults when this model loads")
         form = QFormLayout(self.defaults_box)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)  # the spin boxes stay small
         form.addRow("Context (tokens):", self.n_ctx)
         form.addRow("GPU layers:", self.n_gpu_layers)
         form.addRow("Threads:", self.n_threads)
         form.addRow("Chat template:", self.chat_template)
-        form.addRow("", self.save_button)
+        save_row = QHBoxLayout()
+        save_row.addStretch(1)
+        save_row.addWidget(self.save_button)
+        form.addRow(save_row)
 
     def _layout(self) -> None:
         buttons = QHBoxLayout()

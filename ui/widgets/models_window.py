@@ -23,7 +23,7 @@ class ModelsWindow(QWidget):
     def __init__(self, n_ctx: int = 8192, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)  # its own window, above the main one
         self.setWindowTitle("Models")
-        self.resize(980, 620)
+        self.resize(1120, 660)
         self.results = HubResults()
         self.files = HubFiles(n_ctx)
         self.library = LibraryView()
@@ -44,6 +44,7 @@ class ModelsWindow(QWidget):
         split.addWidget(self.files)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
+        split.setSizes([520, 600])  # repository ids are long; file names too
         split.setChildrenCollapsible(False)
         page = QWidget()
         box = QVBoxLayout(page)
