@@ -10,21 +10,18 @@ the welcome page."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from pathlib import Path
 
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
 from app.models import catalog as model_catalog
+from app.models.gguf_files import is_later_part
 from ui.controllers.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
 
 log = logging.getLogger(__name__)
-
-# A split GGUF's later parts (X-00002-of-00003.gguf): loaded through the first, not listed.
-_LATER_PART = re.compile(r"-(?!0*1-)\d{5}-of-\d{5}\.gguf$", re.IGNORECASE)
 
 
 def model_files(models_dir: Path) -> list[Path]:
@@ -33,7 +30,7 @@ def model_files(models_dir: Path) -> list[Path]:
     if not models_dir.is_dir():
         return []
     found = (f for f in models_dir.rglob("*.gguf") if ".partial" not in f.relative_to(models_dir).parts)
-    return sorted((f for f in found if f.is_file() and not _LATER_PART.search(f.name)),
+    return sorted((f for f in found if f.is_file() and not is_later_part(f)),
                   key=lambda f: (f.parent != models_dir, str(f).lower()))
 
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import LOCAL
 from ui.controllers.context import ControllerContext
-from ui.controllers.downloads import DownloadUpdate, Downloads
+from ui.controllers.daemon_pool import DaemonPool
+from ui.controllers.downloads import Downloads, DownloadUpdate
 from ui.widgets.model_sizes import progress_text
 from ui.widgets.models_window import ModelsWindow
 
@@ -53,8 +54,8 @@ class ModelsWindowController:
         self._client: HubClient | None = None
         self._client_lock = threading.Lock()
         self._library: ModelLibrary | None = None
-        self.hub_calls = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hub")
-        self.estimates = ThreadPoolExecutor(max_workers=ESTIMATE_WORKERS, thread_name_prefix="hub-estimate")
+        self.hub_calls = DaemonPool(2, "hub")  # searches and file lists
+        self.estimates = DaemonPool(ESTIMATE_WORKERS, "hub-estimate")
         self.downloads = Downloads(self.client, ctx.models_dir, installed=self._record_download)
         self.searched = False  # the first showing lists the Hub's most downloaded GGUF repositories
         self._closing = False
@@ -125,7 +126,7 @@ class ModelsWindowController:
 
     # ----- worker hops ------------------------------------------------------------------------
 
-    def _off_thread(self, pool: ThreadPoolExecutor, work: Callable[[], T], then: Callable[[T], Any],
+    def _off_thread(self, pool: DaemonPool | ThreadPoolExecutor, work: Callable[[], T], then: Callable[[T], Any],
                     failed: Callable[[str], Any], describe: Callable[[BaseException], str] = hub_message) -> Future:
         """work() on pool; then(result) or failed(one line) back on the GUI thread."""
         future = pool.submit(work)
@@ -277,7 +278,7 @@ class ModelsWindowController:
         return paths
 
     def refresh_library(self) -> Future:
-        loaded = {str(p) for p in self.loaded_paths()}
+        loaded = {str(p.resolve()) for p in self.loaded_paths()}  # as the library spells its paths
         view = self.window.library
         return self._stored(lambda: self.library().entries(), lambda entries: view.set_entries(entries, loaded),
                             lambda message: view.set_message(message, error=True))
@@ -333,8 +334,8 @@ class ModelsWindowController:
         self._closing = True
         self.downloads.shutdown()
         self._cancel_estimates()
-        self.hub_calls.shutdown(wait=False, cancel_futures=True)
-        self.estimates.shutdown(wait=False, cancel_futures=True)
+        self.hub_calls.shutdown()
+        self.estimates.shutdown()
 
 
 def _machine_memory() -> tuple[int, int | None]:
