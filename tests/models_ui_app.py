@@ -57,5 +57,6 @@ class ModelsShell:
         if self.models.window is not None:
             self.models.window.close()
         self.models.shutdown()
+        self.controllers.engines.shutdown()  # one a test loaded through Load
         self.ctx.storage.shutdown()
         self.db.close()

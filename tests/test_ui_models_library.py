@@ -60,6 +60,17 @@ def test_the_library_lists_installed_models_with_size_and_source(shell):
     assert "main.gguf  (loaded)" in rows and "other.gguf" in rows
     other = rows["other.gguf"]
     assert other.text(1) == "4.0 KiB" and other.text(2) == "Local file" and other.text(3) == "never"
+    assert view.message.text() == ""
+
+
+def test_an_empty_library_says_where_models_come_from(shell, qtbot):
+    win = shell.open()
+    for name in ("other.gguf", "main.gguf"):
+        (shell.models_dir / name).unlink()
+    shell.models.refresh_library()
+    qtbot.waitUntil(lambda: "find one in Discover" in win.library.message.text(), timeout=WAIT_MS)
+    assert win.library.names() == [] and win.library.list.topLevelItemCount() == 0
+    assert not win.library.load_button.isEnabled() and not win.library.delete_button.isEnabled()
 
 
 def test_delete_asks_first_and_removes_the_file_when_confirmed(shell, qtbot):

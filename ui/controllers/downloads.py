@@ -1,7 +1,7 @@
 """Hub downloads, one at a time, on a worker thread: HubClient.download blocks, reports its
 progress from that thread and stops when its cancel event is set. The GUI hears about it
-through this object's signals (queued across threads), at most PROGRESS_S apart, with the
-speed over the last few seconds."""
+through this object's signals (queued across threads), every PROGRESS_S or every percent,
+with the speed over the last few seconds."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROGRESS_S = 0.1  # progress reaches the GUI at most ten times a second
+PROGRESS_S = 0.1  # progress reaches the GUI ten times a second,
+PROGRESS_STEPS = 100  # or each percent, whichever comes first (a fast line: 100 updates in all)
 SPEED_WINDOW_S = 3.0  # the speed shown is over this many seconds
 
 
@@ -129,14 +130,15 @@ class Downloads(QObject):
 
     def _reporter(self, file: HubFile) -> Callable[[DownloadProgress], None]:
         meter = SpeedMeter()
-        last = [0.0]
+        last = [0.0, -1]  # when, and how many bytes, the GUI was last told
 
         def report(p: DownloadProgress) -> None:
             now = time.monotonic()
             speed = meter.add(now, p.done_bytes)
-            if now - last[0] < PROGRESS_S and p.done_bytes < p.total_bytes:
-                return
-            last[0] = now
+            step = max(1, (p.total_bytes or file.size_bytes) // PROGRESS_STEPS)
+            if now - last[0] < PROGRESS_S and p.done_bytes - last[1] < step and p.done_bytes < p.total_bytes:
+                return  # told less than PROGRESS_S ago, and not a percent further since
+            last[0], last[1] = now, p.done_bytes
             update = DownloadUpdate(file, p.filename, p.done_bytes, p.total_bytes or file.size_bytes, speed)
             self.latest = update
             self.progressed.emit(update)  # queued: the receiver lives on the GUI thread

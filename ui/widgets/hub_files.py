@@ -179,7 +179,9 @@ class HubFiles(QWidget):
 
     def _selection_changed(self) -> None:
         item = self.list.currentItem()
-        self.fit_reason.setText(f"{item.text(NAME)}: {item.toolTip(FIT) or item.text(FIT)}" if item else "")
+        reason = item.toolTip(FIT) if item is not None else ""
+        self.fit_reason.setText(f"{item.text(FIT).capitalize()}: {reason}" if item is not None and reason
+                                else item.text(FIT).capitalize() if item is not None else "")
         self.download_button.setEnabled(item is not None and not self.cancel_button.isVisible())
 
     def _download_clicked(self) -> None:

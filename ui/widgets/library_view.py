@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 COLUMNS = ("Name", "Size", "Source", "Last used")
 NAME, SIZE, SOURCE, USED = range(len(COLUMNS))
 APP_DEFAULT = "App default"
+EMPTY_NOTE = "No models installed yet: find one in Discover."
 
 
 def source_text(entry: LibraryEntry) -> str:
@@ -133,7 +134,9 @@ class LibraryView(QWidget):
             self.list.addTopLevelItem(item)
         self.list.blockSignals(False)
         if not self.entries:
-            self.set_message("No models installed yet: find one in Discover.")
+            self.set_message(EMPTY_NOTE)
+        elif self.message.text() == EMPTY_NOTE:
+            self.set_message("")
         if current in self.entries:
             self.select(current)
         else:
