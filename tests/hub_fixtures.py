@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 
 from tests.gguf_split import split_gguf
+from tests.hub_repos import (
+    GATED_REPO,
+    GEMMA_FILE,
+    GEMMA_REPO,
+    SMOL_FILE,
+    SMOL_REPO,
+    SPLIT_DIR,
+    SPLIT_PREFIX,
+    TAMPERED_REPO,
+)
 from tests.hub_standin import StandinFile, StandinHub, StandinRepo
-
-SMOL_REPO = "chorus-test/SmolLM2-135M-Instruct-GGUF"
-GEMMA_REPO = "chorus-test/gemma-3-270m-it-GGUF"
-GATED_REPO = "chorus-test/gated-gemma-3-270m-GGUF"
-TAMPERED_REPO = "chorus-test/tampered-SmolLM2-GGUF"
-SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
-SPLIT_DIR = "Q4_1-split"
-SPLIT_PREFIX = "SmolLM2-135M-Instruct-Q4_1"
 
 
 @pytest.fixture(scope="session")

@@ -104,6 +104,7 @@ class StandinHub:
     hold_at: int | None = None
     release: threading.Event = field(default_factory=threading.Event)
     fail_status: int | None = None
+    _epoch: int = 0  # reset() ends the streams held before it
 
     def __post_init__(self) -> None:
         self._cdn_files = {(r.repo_id, f.sha256): f for r in self.repos for f in r.files}
@@ -149,6 +150,7 @@ class StandinHub:
         self.sent.clear()
         self.hold_at = None
         self.fail_status = None
+        self._epoch += 1
         self.release.clear()
 
     # ----- routes -----------------------------------------------------------------------
@@ -298,7 +300,7 @@ class StandinHub:
 
     def _bytes(self, f: StandinFile, start: int, end: int) -> Iterator[bytes]:
         # A sync generator: Starlette runs it in a worker thread, so holding it blocks nothing.
-        index = len(self.sent)
+        index, epoch = len(self.sent), self._epoch
         self.sent.append((f.filename, 0))
         flip = f.size // 2
         with f.source.open("rb") as src:
@@ -307,7 +309,8 @@ class StandinHub:
             while chunk := src.read(min(SEND_CHUNK, end - pos)):
                 if self.hold_at is not None and self.sent[index][1] >= self.hold_at:
                     while not self.release.wait(0.05):
-                        pass
+                        if self._epoch != epoch or self._closing.is_set():
+                            return
                     if self._closing.is_set():
                         return
                 if f.corrupt and pos <= flip < pos + len(chunk):

@@ -10,7 +10,7 @@ import pytest
 from app.models.hub import GatedRepo, HubClient, HubOffline, HubUnreachable, RepoNotFound
 from inference.gguf_reader import read_gguf_header
 from inference.memory_estimate import estimate_memory
-from tests.hub_fixtures import GATED_REPO, GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX
+from tests.hub_repos import GATED_REPO, GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX
 
 pytest_plugins = ["tests.hub_fixtures"]
 
