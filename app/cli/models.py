@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from app.cli import models_hub
 from app.cli.command import add_command
 from app.models import catalog as model_catalog
 from app.paths import models_dir
@@ -19,6 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fetch.add_argument("names", nargs="*")
     path = add_command(msub, "path", run_path, help="print the file path of an installed model")
     path.add_argument("name", nargs="?", default=model_catalog.DEFAULT_MODEL)
+    models_hub.register_hub(msub)
 
 
 def run_list(args: argparse.Namespace, base: Path) -> int:

@@ -116,10 +116,9 @@ class HubClient:
         # The library's session: offline mode, proxies, and the Hub's redirect to its CDN.
         response = get_session().get(url, headers=headers, follow_redirects=True)
         hf_raise_for_status(response)
-        body = response.content
         if response.status_code == 200:  # a server that ignores Range sends the whole file
-            body = body[start : end + 1]
-        return body
+            return response.content[start : end + 1]
+        return response.content[: end + 1 - start]
 
     def download(
         self,

@@ -21,6 +21,7 @@ bar raises DownloadCancelled there, so the staged file ends at a chunk boundary 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -94,7 +95,7 @@ class PartDownloader:
         finally:
             lock.release()
             Path(lock.lock_file).unlink(missing_ok=True)
-        _remove_empty(staging, self.models_dir / PARTIAL_DIR)
+            _remove_empty(staging, self.models_dir / PARTIAL_DIR)  # kept while a part is in it
         return final
 
     def _installed(self) -> bool:
@@ -204,12 +205,19 @@ def _sha256(path: Path) -> str:
 
 
 def _remove_empty(folder: Path, stop: Path) -> None:
-    """Removes folder and its empty parents up to and including stop (.partial/)."""
-    while True:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        if folder == stop:
+    """Removes the empty folders in and above folder, up to and including stop (.partial/)."""
+    for sub, _dirs, _files in os.walk(folder, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(sub)
+    while folder != stop.parent:
+        if folder.exists() and not _rmdir(folder):
             return
         folder = folder.parent
+
+
+def _rmdir(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,151 @@
+"""`chorus models search` and `chorus models pull` against the stand-in Hub: output, the
+choice of quant, a pull whose process is killed mid-file and resumed by the next one,
+offline and unreachable Hubs as one line, and the downloaded model running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.cli.main import main
+from app.models.hub_download import PARTIAL_DIR
+from tests.hub_repos import GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO
+
+pytest_plugins = ["tests.hub_fixtures"]
+pytestmark = pytest.mark.model  # the stand-in serves the real model files
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        pause.wait(0.01)
+
+
+def in_process(capsys, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    code = main(["--data-dir", str(data_dir), *args])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+
+def chorus_env(hub_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE")}
+    env.update(HF_ENDPOINT=hub_url, HF_HOME=str(tmp_path / "hf-home"), CHORUS_DATA_DIR=str(tmp_path / "data"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]), **extra)
+    return env
+
+
+@pytest.fixture
+def endpoint(hub, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    return hub
+
+
+def test_search_prints_one_line_per_repo(endpoint, tmp_path, capsys):
+    out = in_process(capsys, tmp_path, "models", "search", "gemma")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
+    assert "gemma3" in lines[0] and "ctx 32768" in lines[0] and "gated" in lines[1]
+
+
+def test_search_without_results_says_so(endpoint, tmp_path, capsys):
+    out = in_process(capsys, tmp_path, "models", "search", "nothing-like-this")
+    assert out.returncode == 0 and "no GGUF repositories match" in out.stdout
+
+
+def test_pull_without_a_quant_picks_one_that_fits_and_says_why(endpoint, tmp_path, capsys, gemma_path):
+    out = in_process(capsys, tmp_path, "models", "pull", GEMMA_REPO, "--ctx", "2048")
+    assert out.returncode == 0, out.stderr
+    installed = tmp_path / "models" / GEMMA_REPO / GEMMA_FILE
+    assert out.stdout.strip() == str(installed)
+    assert installed.stat().st_size == gemma_path.stat().st_size
+    assert f"chose {GEMMA_FILE} (Q4_K_M, 0.3 GB): fits, 0.3 GB of " in out.stderr
+    assert "free RAM" in out.stderr and "2048 tokens" in out.stderr
+    assert "%|" not in out.stderr  # no progress bar when stderr is not a terminal
+
+
+def test_pull_by_quant_and_an_unknown_quant(endpoint, tmp_path, capsys):
+    wrong = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:Q9_9")
+    assert wrong.returncode == 1
+    assert wrong.stderr.count("\n") == 1 and "no file or quant 'Q9_9'" in wrong.stderr and "Q4_1" in wrong.stderr
+    right = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:q4_1")
+    assert right.returncode == 0, right.stderr
+    assert right.stdout.strip() == str(tmp_path / "models" / SMOL_REPO / SMOL_FILE)
+
+
+def test_a_pull_killed_mid_file_is_resumed_by_the_next_pull(hub, tmp_path):
+    hub.hold_at = 12 << 20  # the stand-in pauses after 12 MiB, so the kill lands mid-file
+    env = chorus_env(hub.url, tmp_path)
+    first = subprocess.Popen([sys.executable, "-m", "app", "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    partial_dir = tmp_path / "data" / "models" / PARTIAL_DIR / SMOL_REPO
+
+    def partial_size() -> int:
+        return sum(p.stat().st_size for p in partial_dir.glob("*.incomplete"))
+
+    try:
+        wait_until(lambda: partial_size() >= 8 << 20)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=30)
+    assert first.returncode == -signal.SIGKILL
+    have = partial_size()
+    size = hub.repo(SMOL_REPO).find(SMOL_FILE).size
+    assert 0 < have < size
+    assert not (tmp_path / "data" / "models" / SMOL_REPO).exists()  # nothing installed yet
+
+    hub.reset()
+    second = subprocess.run([sys.executable, "-m", "app", "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert [s.range for s in hub.cdn_requests(SMOL_REPO, SMOL_FILE)] == [f"bytes={have}-"]
+    assert sum(n for _name, n in hub.sent) == size - have
+    installed = Path(second.stdout.strip())
+    assert installed == tmp_path / "data" / "models" / SMOL_REPO / SMOL_FILE
+    assert installed.stat().st_size == size
+    assert not (tmp_path / "data" / "models" / PARTIAL_DIR).exists()
+
+
+def test_offline_mode_is_one_line_and_sends_nothing(hub, tmp_path):
+    env = chorus_env(hub.url, tmp_path, HF_HUB_OFFLINE="1")
+    for command in (["search", "gemma"], ["pull", GEMMA_REPO]):
+        out = subprocess.run([sys.executable, "-m", "app", "models", *command], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 1
+        assert out.stderr.startswith("chorus: ") and out.stderr.count("\n") == 1, out.stderr
+        assert "HF_HUB_OFFLINE" in out.stderr
+    assert hub.seen == []
+
+
+def test_an_unreachable_hub_is_one_line(tmp_path, capsys, monkeypatch, hub_env):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    out = in_process(capsys, tmp_path, "models", "pull", GEMMA_REPO)
+    assert out.returncode == 1
+    assert out.stderr.startswith("chorus: cannot reach") and out.stderr.count("\n") == 1
+
+
+def test_a_pulled_model_loads_and_generates(hub, tmp_path):
+    env = chorus_env(hub.url, tmp_path)
+    pulled = subprocess.run([sys.executable, "-m", "app", "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert pulled.returncode == 0, pulled.stderr
+    chat = subprocess.run(
+        [sys.executable, "-m", "app", "chat", "--model", pulled.stdout.strip(), "--max-tokens", "8",
+         "--temperature", "0"],
+        env=env, input="Hello!\n/quit\n", capture_output=True, text=True, timeout=300)
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    assert chat.stdout.split("bot> ", 1)[1].strip()
