@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.gui_app import SCREENSHOTS
-from tests.hub_fixtures import GATED_REPO, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
+from tests.hub_repos import GATED_REPO, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.models_ui_app import WAIT_MS, ModelsShell
 from ui.theme import apply_theme
 
