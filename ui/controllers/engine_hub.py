@@ -59,10 +59,6 @@ class EngineHub(QObject):
             lambda source, state: self.gui.post(lambda: self.pool_state_changed.emit(source, state)),
         )
         self.pool_state_changed.connect(self._remember_loaded)
-        # A model's own settings over the wanted ones (the model library's per-model defaults,
-        # set by the Models window's controller), given the fields the user chose for this
-        # load; called on the switching thread.
-        self.settings_for: Callable[[LoadSettings, frozenset[str]], LoadSettings] = lambda s, _chosen: s
 
     def _local_engine(self, settings: LoadSettings) -> EngineClient:
         return EngineClient(  # the client calls these on its reader thread
@@ -140,19 +136,17 @@ class EngineHub(QObject):
         previous = engine.settings
         layers = previous.n_gpu_layers if gpu_layers is None else gpu_layers
         wanted = replace(previous, model_path=Path(path), n_gpu_layers=layers)
-        chosen = frozenset({"n_gpu_layers"} if gpu_layers is not None else ())
         self.switching.emit(f"loading {wanted.model_path.name}…")
 
         def switch() -> None:
             try:
-                final = self.settings_for(wanted, chosen)
-                engine.restart(wait=True, settings=final)
+                engine.restart(wait=True, settings=wanted)
             except Exception as exc:
                 message = str(exc)
                 self.gui.post(lambda: self.model_error.emit(message))
                 engine.restart(wait=True, settings=previous)
             else:
-                self.gui.post(lambda: self._loaded(final))
+                self.gui.post(lambda: self._loaded(wanted))
             self.gui.post(lambda: self.load_progress.emit(None))
 
         thread = threading.Thread(target=switch, name="engine-switch", daemon=True)

@@ -12,13 +12,10 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.engines.protocol import EngineState, EngineStatus
-from app.engines.sources import LOCAL
-from inference import LoadSettings
 from ui.controllers.context import ControllerContext
 from ui.controllers.daemon_pool import DaemonPool
 from ui.controllers.downloads import Downloads, DownloadUpdate
@@ -35,10 +32,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 SEARCH_LIMIT = 30
 ESTIMATE_WORKERS = 3  # header reads by HTTP range, a few at a time
-# LoadSettings fields a model's library defaults may set (ModelDefaults, with the batch
-# threads that follow n_threads).
-PER_MODEL = ("n_ctx", "n_gpu_layers", "n_threads", "n_threads_batch", "chat_template")
-DEFAULTS_TIMEOUT_S = 30.0
 
 
 def hub_message(exc: BaseException) -> str:
@@ -79,8 +72,6 @@ class ModelsWindowController:
         d.failed.connect(self._download_failed)
         d.cancelled.connect(self._download_cancelled)
         ctx.engines.state_changed.connect(self._engine_state)
-        self.base_settings = ctx.engines.local_settings  # the app's own, under each model's defaults
-        ctx.engines.settings_for = self.with_defaults
 
     # ----- the services, made on first use --------------------------------------------------
 
@@ -327,21 +318,6 @@ class ModelsWindowController:
         """Through the window's model_requested, as the model picker loads a file."""
         if path:
             self.ctx.window.model_requested.emit(path)
-
-    def with_defaults(self, wanted: LoadSettings, chosen: frozenset[str]) -> LoadSettings:
-        """The settings a model loads with (on EngineHub's switching thread): the app's own,
-        the model's library defaults on top, and what the user chose for this load on top of
-        those. A previous model's defaults do not carry over."""
-        from app.models.library import apply_defaults
-
-        try:
-            future = self.ctx.storage.submit(lambda: self.library().defaults_for(wanted.model_path))
-            defaults = future.result(timeout=DEFAULTS_TIMEOUT_S)
-        except Exception as exc:  # the model still loads, with the app's settings
-            log.warning("could not read the defaults of %s: %s", wanted.model_path.name, exc)
-            return wanted
-        reset = {name: getattr(self.base_settings, name) for name in PER_MODEL if name not in chosen}
-        return apply_defaults(replace(wanted, **reset), defaults, chosen)
 
     def _engine_state(self, state: EngineState) -> None:
         """A model that loaded was used now (the library's "last used")."""
