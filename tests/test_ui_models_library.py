@@ -159,26 +159,3 @@ def test_offline_mode_says_why_discover_is_empty_and_the_library_still_works(she
     win.show_library()
     qtbot.waitUntil(lambda: "other.gguf" in shell.library_names(), timeout=WAIT_MS)
 
-
-def test_a_model_loads_with_its_own_defaults_and_not_the_previous_model_s(shell, qtbot):
-    """What EngineHub.load_model asks of the library (on its switching thread) before the
-    engine restarts: the app's settings, the model's defaults on top, the user's choice on top."""
-    from dataclasses import replace
-
-    _win, view = open_library(shell)
-    view.select("other.gguf")
-    view.n_ctx.setValue(4096)
-    view.n_gpu_layers.setValue(5)
-    view.n_threads.setValue(2)
-    view.save_button.click()
-    qtbot.waitUntil(lambda: view.message.text().startswith("Saved"), timeout=WAIT_MS)
-    app_settings = shell.ctx.engines.local_settings
-    assert shell.ctx.engines.settings_for == shell.models.with_defaults
-
-    other = shell.models.with_defaults(replace(app_settings, model_path=shell.models_dir / "other.gguf"), frozenset())
-    assert (other.n_ctx, other.n_gpu_layers, other.n_threads) == (4096, 5, 2)
-    back = shell.models.with_defaults(replace(other, model_path=shell.models_dir / "main.gguf"), frozenset())
-    assert (back.n_ctx, back.n_gpu_layers, back.n_threads) == (2048, app_settings.n_gpu_layers, None)
-    chosen = shell.models.with_defaults(
-        replace(app_settings, model_path=shell.models_dir / "other.gguf", n_gpu_layers=0), frozenset({"n_gpu_layers"}))
-    assert (chosen.n_ctx, chosen.n_gpu_layers) == (4096, 0)  # the model dialog's choice wins

@@ -157,10 +157,15 @@ class ModelLibrary:
                 found[path] = self._entry(path, None, name, "local")
         return sorted(found.values(), key=lambda e: e.name.lower())
 
+    def listed(self, name: str) -> LibraryEntry | None:
+        """The entry of entries() called name."""
+        return next((e for e in self.entries() if e.name == name), None)
+
     def entry(self, name: str) -> LibraryEntry:
-        for e in self.entries():
-            if e.name == name:
-                return e
+        """The entry called name, or a catalog model's (not installed); LibraryError if none."""
+        found = self.listed(name)
+        if found is not None:
+            return found
         spec = self.catalog.get(name)
         if spec is not None:  # a catalog model not installed: its defaults can be set ahead
             return self._entry(_key(model_catalog.model_path(spec, self.models_dir)), None, name, "catalog")
@@ -173,8 +178,8 @@ class ModelLibrary:
     def files_to_delete(self, name: str) -> list[Path]:
         """What remove(name) deletes: the files there are of a model in the models folder;
         none of a local file elsewhere (it is only forgotten)."""
-        entry = self.entry(name)
-        if not self._owned(entry.path):
+        entry = self.listed(name)
+        if entry is None or not self._owned(entry.path):
             return []
         return [p for p in parts_of(entry.path) if p.exists()]
 
@@ -217,7 +222,9 @@ class ModelLibrary:
         """Delete the model's files (all parts; see files_to_delete) and forget it. Refused
         with ModelInUse while one of them is loaded; a file that cannot be deleted raises
         LibraryError and the record stays."""
-        entry = self.entry(name)
+        entry = self.listed(name)
+        if entry is None:
+            raise LibraryError(f"{name} is not in the library (not installed); see `chorus models list`")
         parts = {_key(p) for p in parts_of(entry.path)}
         if parts & {_key(p) for p in loaded}:
             raise ModelInUse(f"{name} is loaded; load another model before removing it")

@@ -52,7 +52,6 @@ class ModelsWindowController:
         self.window: ModelsWindow | None = None
         self._client: HubClient | None = None
         self._client_lock = threading.Lock()
-        self._library: ModelLibrary | None = None
         self.hub_calls = DaemonPool(2, "hub")  # searches and file lists
         self.estimates = DaemonPool(ESTIMATE_WORKERS, "hub-estimate")
         self.downloads = Downloads(self.client, ctx.models_dir, installed=self._record_download)
@@ -85,12 +84,12 @@ class ModelsWindowController:
             return self._client
 
     def library(self) -> ModelLibrary:
-        """The model library (storage thread only, like every database call)."""
-        if self._library is None:
+        """The app's model library (call it on the storage thread, like every database call)."""
+        if self.ctx.library is None:  # the context always makes one; a caller's own may lack it
             from app.models.library import ModelLibrary
 
-            self._library = ModelLibrary(self.ctx.repo.db, self.ctx.models_dir)
-        return self._library
+            self.ctx.library = ModelLibrary(self.ctx.repo.db, self.ctx.models_dir)
+        return self.ctx.library
 
     # ----- the window -----------------------------------------------------------------------
 
@@ -269,15 +268,8 @@ class ModelsWindowController:
 
     # ----- the library --------------------------------------------------------------------
 
-    def loaded_paths(self) -> set[Path]:
-        """The model files an engine runs on: the main one and the pool's."""
-        hub = self.ctx.engines
-        paths = {Path(hub.local_settings.model_path)} if hub.is_local else set()
-        paths |= {Path(p.source.path) for p in hub.router.pool.engines() if p.source.kind == LOCAL}
-        return paths
-
     def refresh_library(self) -> Future:
-        loaded = {str(p.resolve()) for p in self.loaded_paths()}  # as the library spells its paths
+        loaded = {str(p.resolve()) for p in self.ctx.engines.loaded_paths()}  # as the library spells its paths
         view = self.window.library
         return self._stored(lambda: self.library().entries(), lambda entries: view.set_entries(entries, loaded),
                             lambda message: view.set_message(message, error=True))
@@ -285,7 +277,7 @@ class ModelsWindowController:
     def delete(self, name: str) -> Future:
         from app.models.library import ModelInUse
 
-        loaded, view = self.loaded_paths(), self.window.library
+        loaded, view = self.ctx.engines.loaded_paths(), self.window.library
 
         def work() -> str:
             try:
@@ -320,14 +312,10 @@ class ModelsWindowController:
             self.ctx.window.model_requested.emit(path)
 
     def _engine_state(self, state: EngineState) -> None:
-        """A model that loaded was used now (the library's "last used")."""
-        hub = self.ctx.engines
-        if state.status is not EngineStatus.READY or not hub.is_local:
-            return
-        path = Path(hub.local_settings.model_path)
-        self._stored(lambda: self.library().mark_used(path),
-                     lambda _none: self.window is not None and self.window.isVisible() and self.refresh_library(),
-                     lambda message: log.warning("could not mark %s used: %s", path.name, message))
+        """Another model loaded (EngineHub marked it used): the library shows its last use
+        and which one is loaded."""
+        if state.status is EngineStatus.READY and self.window is not None and self.window.isVisible():
+            self.refresh_library()
 
     def shutdown(self) -> None:
         self._closing = True
