@@ -159,3 +159,24 @@ def test_offline_mode_says_why_discover_is_empty_and_the_library_still_works(she
     win.show_library()
     qtbot.waitUntil(lambda: "other.gguf" in shell.library_names(), timeout=WAIT_MS)
 
+
+
+def test_the_window_opens_from_the_file_menu_its_shortcut_and_the_model_picker(shell, qtbot):
+    from PySide6.QtGui import QAction, QKeySequence
+
+    window = shell.window
+    action = next(a for a in window.findChildren(QAction) if a.text() == "Models…")
+    assert action.shortcut() == QKeySequence("Ctrl+Shift+M")
+    file_menu = window.menuBar().actions()[0].menu()
+    assert action in file_menu.actions()
+    action.trigger()
+    win = shell.models.window
+    qtbot.waitUntil(win.isVisible)
+    assert not win.isModal()  # beside the chats, not over them
+    win.close()
+    assert not win.isVisible()
+
+    browse = next(a for a in window.model_picker.menu.actions() if a.text() == "Browse models…")
+    browse.trigger()
+    qtbot.waitUntil(win.isVisible)
+    assert shell.models.window is win  # the same window, as it was left
