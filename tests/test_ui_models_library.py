@@ -180,3 +180,21 @@ def test_the_window_opens_from_the_file_menu_its_shortcut_and_the_model_picker(s
     browse.trigger()
     qtbot.waitUntil(win.isVisible)
     assert shell.models.window is win  # the same window, as it was left
+
+
+def test_a_model_whose_file_is_gone_is_listed_missing_and_can_be_forgotten(shell, qtbot):
+    from app.models.library import ModelLibrary
+
+    path = shell.models_dir / "elsewhere.gguf"
+    path.write_bytes(b"GGUF" + bytes(60))
+    ModelLibrary(shell.db, shell.models_dir).record_local(path)
+    path.unlink()
+    _win, view = open_library(shell)
+    qtbot.waitUntil(lambda: "elsewhere.gguf" in view.names(), timeout=WAIT_MS)
+    view.select("elsewhere.gguf")
+    assert view.list.currentItem().text(0) == "elsewhere.gguf  (missing)" and view.list.currentItem().text(1) == "—"
+    assert not view.load_button.isEnabled() and view.delete_button.isEnabled()
+    view.delete_button.click()
+    assert "Forget elsewhere.gguf" in view.delete_box.text()
+    view.delete_box.button(QMessageBox.StandardButton.Yes).click()
+    qtbot.waitUntil(lambda: "elsewhere.gguf" not in view.names(), timeout=WAIT_MS)

@@ -119,15 +119,18 @@ class LibraryView(QWidget):
     # ----- what the controller sets ---------------------------------------------------------
 
     def set_entries(self, entries: Sequence[LibraryEntry], loaded: set[str] = frozenset()) -> None:
-        """The installed models; loaded: paths an engine runs on (marked, and not deletable)."""
+        """The library's models; loaded: paths an engine runs on (marked, and not deletable).
+        A model whose file is gone stays listed as missing, until it is deleted (forgotten)."""
         current = self.selected_name()
-        self.entries = {e.name: e for e in entries if e.installed}
+        self.entries = {e.name: e for e in entries}
         self.list.blockSignals(True)
         self.list.clear()
         for entry in self.entries.values():
-            running = str(entry.path) in loaded
-            item = QTreeWidgetItem([entry.name + ("  (loaded)" if running else ""), format_bytes(entry.size_bytes),
-                                    source_text(entry), when_text(entry.last_used)])
+            mark = "  (loaded)" if str(entry.path) in loaded else "" if entry.installed else "  (missing)"
+            size = format_bytes(entry.size_bytes) if entry.installed else "—"
+            item = QTreeWidgetItem([entry.name + mark, size, source_text(entry), when_text(entry.last_used)])
+            if not entry.installed:
+                item.setForeground(NAME, self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text))
             item.setData(NAME, Qt.ItemDataRole.UserRole, entry.name)
             item.setTextAlignment(SIZE, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             item.setToolTip(NAME, str(entry.path))
@@ -170,8 +173,9 @@ class LibraryView(QWidget):
 
     def _selection_changed(self) -> None:
         entry = self.selected()
-        for widget in (self.load_button, self.delete_button, self.defaults_box):
+        for widget in (self.delete_button, self.defaults_box):
             widget.setEnabled(entry is not None)
+        self.load_button.setEnabled(entry is not None and entry.installed)
         self.defaults_box.setTitle(f"Defaults when {entry.name} loads" if entry else "Defaults when a model loads")
         d = entry.defaults if entry is not None else None
         self.n_ctx.setValue((d.n_ctx or 0) if d else 0)
@@ -189,9 +193,10 @@ class LibraryView(QWidget):
         entry = self.selected()
         if entry is None:
             return None
-        box = QMessageBox(QMessageBox.Icon.Question, "Delete model",
-                          f"Delete {entry.name} ({format_bytes(entry.size_bytes)})?\n"
-                          f"Its file is removed from {entry.path.parent}.",
+        size = format_bytes(entry.size_bytes)
+        what = (f"Delete {entry.name} ({size})?\nIts file is removed from {entry.path.parent}." if entry.installed
+                else f"Forget {entry.name}? Its file is no longer at {entry.path}.")
+        box = QMessageBox(QMessageBox.Icon.Question, "Delete model", what,
                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
         box.setDefaultButton(QMessageBox.StandardButton.No)
         name = entry.name
