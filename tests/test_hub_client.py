@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from app.models.hub import GatedRepo, HubClient, HubOffline, HubUnreachable, RepoNotFound
-from inference.gguf_reader import read_gguf_header
+from inference.gguf_reader import read_gguf_header, read_gguf_header_prefix
 from inference.memory_estimate import estimate_memory
 from tests.hub_repos import GATED_REPO, GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX
 
@@ -61,6 +61,21 @@ def test_estimate_reads_only_the_header_by_range_and_matches_the_local_estimate(
     assert ranged and all(s.range is not None for s in ranged)
     fetched = sum(n for name, n in hub.sent if name == GEMMA_FILE)
     assert fetched < gemma.size_bytes / 10  # the header, not the model
+    # Another context size: the same header, no request.
+    hub.reset()
+    longer = client.estimate(gemma, n_ctx=8192, gpu_layers=0)
+    assert longer is not None and longer.kv_bytes == 4 * estimate.kv_bytes
+    assert hub.seen == []
+
+
+def test_a_header_is_read_from_a_prefix_only_once_the_prefix_holds_it(model_path):
+    data = model_path.read_bytes()[: 4 << 20]
+    size = model_path.stat().st_size
+    assert read_gguf_header_prefix(data[:1000], model_path.name, size) is None
+    header = read_gguf_header_prefix(data, model_path.name, size)
+    local = read_gguf_header(model_path)
+    assert header is not None
+    assert (header.metadata, header.tensors, header.data_offset) == (local.metadata, local.tensors, local.data_offset)
 
 
 def test_estimate_of_a_split_model_counts_every_parts_tensors(hub, model_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +51,7 @@ SEARCH_FIELDS = ["downloads", "likes", "gated", "lastModified", "gguf"]
 # mostly the vocabulary (a few MB for 250k tokens), so this bounds a damaged file's cost.
 FIRST_RANGE = 1 << 20
 MAX_HEADER = 64 << 20
+HEADER_CACHE = 64
 
 
 class HubClient:
@@ -58,6 +60,9 @@ class HubClient:
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or hf_constants.ENDPOINT).rstrip("/")
         self.token = token  # None: HF_TOKEN, else the saved login (huggingface_hub's get_token)
         self._api = HfApi(endpoint=self.endpoint, token=token)
+        # Headers by (repo, revision, file): a new context size is estimated without the network.
+        self._headers: OrderedDict[tuple[str, str, str], GgufHeader | None] = OrderedDict()
+        self._headers_lock = threading.Lock()
 
     def search(self, query: str, limit: int = 30) -> list[HubRepo]:
         """Repositories with GGUF files matching query, most downloaded first."""
@@ -91,7 +96,20 @@ class HubClient:
             return None
 
     def read_header(self, file: HubFile, part: HubFilePart) -> GgufHeader | None:
-        """One part's GGUF header, reading more of the file until it parses."""
+        """One part's GGUF header, reading more of the file until it parses (cached)."""
+        key = (file.repo_id, file.revision or "main", part.filename)
+        with self._headers_lock:
+            if key in self._headers:
+                self._headers.move_to_end(key)
+                return self._headers[key]
+        header = self._fetch_header(file, part)
+        with self._headers_lock:
+            self._headers[key] = header
+            while len(self._headers) > HEADER_CACHE:
+                self._headers.popitem(last=False)
+        return header
+
+    def _fetch_header(self, file: HubFile, part: HubFilePart) -> GgufHeader | None:
         url = hf_hub_url(file.repo_id, part.filename, revision=file.revision or "main", endpoint=self.endpoint)
         data = b""
         want = FIRST_RANGE
