@@ -149,3 +149,29 @@ def test_a_pulled_model_loads_and_generates(hub, tmp_path):
         env=env, input="Hello!\n/quit\n", capture_output=True, text=True, timeout=300)
     assert chat.returncode == 0, chat.stderr[-2000:]
     assert chat.stdout.split("bot> ", 1)[1].strip()
+
+
+def test_pull_shows_a_progress_bar_on_a_terminal(hub, tmp_path):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 wide
+    pull = subprocess.Popen([sys.executable, "-m", "app", "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}"],
+                            env=chorus_env(hub.url, tmp_path), stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed: the process is done with it
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    assert pull.wait(timeout=300) == 0
+    text = shown.decode(errors="replace")
+    assert SMOL_FILE in text and "100%" in text and "93.8M/93.8M" in text

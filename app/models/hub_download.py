@@ -11,9 +11,13 @@ of every model. Instead each part is staged as
 library's own pieces: get_hf_file_metadata (the HEAD on resolve/, redirects, X-Linked-Size,
 X-Linked-Etag, X-Repo-Commit) and http_get (the GET with `Range: bytes=<have>-`, its retries,
 and its restart from 0 when a server ignores the range). A verified part is renamed to
-<filename> in the staging folder; when all parts are there they move to
+<filename>.verified in the staging folder; when all parts are there they move to
 <models_dir>/<owner>/<repo>/<filename>, the first part last, so that nothing partial or
 unverified is ever in the models folder.
+
+Xet-backed files (X-Xet-Hash on the HEAD) are fetched the same way, from the plain-HTTP
+address the Hub's redirect gives for them: hf_xet would be faster but keeps partial state of
+its own, out of reach of the staging, resume and sha256 check here.
 
 Cancel: http_get calls the progress bar's update() before writing each chunk; the stand-in
 bar raises DownloadCancelled there, so the staged file ends at a chunk boundary and resumes.
@@ -106,7 +110,8 @@ class PartDownloader:
     def _part(self, part: HubFilePart) -> Path:
         """The verified part in the staging folder, downloaded or resumed as needed."""
         incomplete = staged_part(self.file, part, self.models_dir)
-        verified = incomplete.with_name(Path(part.filename).name)
+        # Not "*.gguf" until installed: nothing that lists models may see a staged part.
+        verified = incomplete.with_name(Path(part.filename).name + ".verified")
         if not (verified.is_file() and verified.stat().st_size == part.size_bytes):
             self._fetch(part, incomplete)
             self._verify(part, incomplete)
