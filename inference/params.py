@@ -139,6 +139,9 @@ class LoadSettings:
     # Bit-identical results whatever the batch holds (greedy output alone == in a batch),
     # at some speed cost: Q8_0 KV cache and the order-preserving attention kernel.
     reproducible: bool = False
+    # Jinja chat template used instead of the one in the GGUF file (a per-model default of
+    # the model library); None: the file's own.
+    chat_template: str | None = None
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from app.chats.store import open_store
-from app.cli.engine_args import settings_from_args
+from app.cli.engine_args import explicit_settings, settings_from_args
 from storage import StorageError
 
 # A smoke run answers briefly and greedily: it checks the pipeline, not the model.
@@ -53,7 +53,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     # open(), not exec(): no nested event loop under qasync's
     window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
-    controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling, theme=args.theme)
+    controllers = Controllers(window, repo, settings_from_args(args, model), sampling=sampling, theme=args.theme,
+                              explicit=set(explicit_settings(args)))  # they win over the model's library defaults
     window.show()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -3,6 +3,7 @@ composition root (ui/app_main.py), the smoke run, the GUI benchmark and the test
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from app.perf.monitor import PerfMonitor
@@ -30,8 +31,8 @@ from ui.widgets.main_window import MainWindow
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
                  sampling: SamplingParams | None = None, models_dir: Path | None = None,
-                 theme: str | None = None, auto_titles: bool = True) -> None:
-        ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
+                 theme: str | None = None, auto_titles: bool = True, explicit: Collection[str] = ()) -> None:
+        ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir, explicit)
         self.engines = ctx.engines
         self.streams = ctx.streams
         self.conversations = ConversationsController(ctx)
