@@ -75,6 +75,14 @@ def test_pull_without_a_quant_picks_one_that_fits_and_says_why(endpoint, tmp_pat
     assert "%|" not in out.stderr  # no progress bar when stderr is not a terminal
 
 
+def test_a_pulled_model_is_in_the_library(endpoint, tmp_path, capsys):
+    pulled = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}")
+    assert pulled.returncode == 0, pulled.stderr
+    listed = in_process(capsys, tmp_path, "models", "list")
+    row = next(line for line in listed.stdout.splitlines() if SMOL_FILE in line)
+    assert SMOL_REPO in row
+
+
 def test_pull_by_quant_and_an_unknown_quant(endpoint, tmp_path, capsys):
     wrong = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:Q9_9")
     assert wrong.returncode == 1
