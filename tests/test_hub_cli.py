@@ -55,7 +55,7 @@ def test_search_prints_one_line_per_repo(endpoint, tmp_path, capsys):
     out = in_process(capsys, tmp_path, "models", "search", "gemma")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert len(lines) == 2 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
+    assert len(lines) == 3 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
     assert "gemma3" in lines[0] and "ctx 32768" in lines[0] and "gated" in lines[1]
 
 

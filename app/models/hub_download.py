@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +95,7 @@ class PartDownloader:
         except filelock.Timeout:
             raise HubError(f"{self.file.name} is already being downloaded by another Chorus") from None
         try:
+            self._check_space(staging)
             verified = [self._part(p) for p in self.file.parts]
             self._install(verified)
         finally:
@@ -101,6 +103,14 @@ class PartDownloader:
             Path(lock.lock_file).unlink(missing_ok=True)
             _remove_empty(staging, self.models_dir / PARTIAL_DIR)  # kept while a part is in it
         return final
+
+    def _check_space(self, staging: Path) -> None:
+        have = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file())
+        need = self.file.size_bytes - have
+        free = shutil.disk_usage(staging).free
+        if need > free:
+            raise HubError(f"not enough disk space for {self.file.name}: {_gb(need)} needed, "
+                           f"{_gb(free)} free in {self.models_dir}")
 
     def _installed(self) -> bool:
         folder = repo_folder(self.models_dir, self.file.repo_id)
@@ -199,6 +209,10 @@ class PartDownloader:
     def _check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise DownloadCancelled(f"download of {self.file.name} cancelled; it resumes where it stopped")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
 
 
 def _sha256(path: Path) -> str:
