@@ -15,6 +15,8 @@ from tests.hub_repos import (
     GATED_REPO,
     GEMMA_FILE,
     GEMMA_REPO,
+    QUANT_FILES,
+    QUANTS_REPO,
     SMOL_FILE,
     SMOL_REPO,
     SPLIT_DIR,
@@ -39,6 +41,7 @@ def _standin(model_path: Path, gemma_path: Path, split_parts: list[Path]) -> Ite
         StandinRepo(GEMMA_REPO, [StandinFile(GEMMA_FILE, gemma_path)], downloads=9000, likes=70),
         StandinRepo(GATED_REPO, [StandinFile(GEMMA_FILE, gemma_path)], downloads=300, likes=5, gated="manual"),
         StandinRepo(TAMPERED_REPO, [StandinFile(SMOL_FILE, model_path, corrupt=True)], downloads=1),
+        StandinRepo(QUANTS_REPO, [StandinFile(name, gemma_path) for name in QUANT_FILES], downloads=2),
     ]).start()
     yield hub
     hub.stop()

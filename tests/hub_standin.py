@@ -27,6 +27,11 @@ each shape comes from (huggingface_hub 2.4.0 as installed; its tests say the sam
   Content-Disposition (file_download.py http_get reads Content-Range, Content-Length,
   Content-Disposition; it resumes with `Range: bytes=<have>-`).
 
+huggingface_hub's own tests pin the same shapes: tests/test_utils_errors.py (X-Error-Code
+RepoNotFound / RevisionNotFound / EntryNotFound on 404; a 401 on a repo or resolve/ URL read as
+RepositoryNotFoundError), tests/test_file_download.py (get_hf_file_metadata over resolve/ with
+HUGGINGFACE_HEADER_X_LINKED_ETAG, http_get resuming).
+
 Test controls: `hold_at` pauses every CDN stream after that many bytes of a response until
 `release` is set (to kill a downloading process mid-file); `fail_status` makes every request
 answer that status (5xx); `corrupt` on a file serves bytes that do not match its sha256.

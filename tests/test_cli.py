@@ -56,9 +56,10 @@ def test_every_command_is_there_with_a_handler() -> None:
         ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
-        ("models", "defaults"),
+        ("models", "defaults"), ("models", "search"), ("models", "pull"),
     }
-    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"]}
+    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
+                "search": ["gemma"], "pull": ["owner/repo"]}
     for path in paths:
         args = parser.parse_args([*path, *required.get(path[-1], [])])
         assert callable(args.handler), path

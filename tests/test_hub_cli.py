@@ -55,7 +55,7 @@ def test_search_prints_one_line_per_repo(endpoint, tmp_path, capsys):
     out = in_process(capsys, tmp_path, "models", "search", "gemma")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert len(lines) == 2 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
+    assert len(lines) == 3 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
     assert "gemma3" in lines[0] and "ctx 32768" in lines[0] and "gated" in lines[1]
 
 
@@ -73,6 +73,14 @@ def test_pull_without_a_quant_picks_one_that_fits_and_says_why(endpoint, tmp_pat
     assert f"chose {GEMMA_FILE} (Q4_K_M, 0.3 GB): fits, 0.3 GB of " in out.stderr
     assert "free RAM" in out.stderr and "2048 tokens" in out.stderr
     assert "%|" not in out.stderr  # no progress bar when stderr is not a terminal
+
+
+def test_a_pulled_model_is_in_the_library(endpoint, tmp_path, capsys):
+    pulled = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}")
+    assert pulled.returncode == 0, pulled.stderr
+    listed = in_process(capsys, tmp_path, "models", "list")
+    row = next(line for line in listed.stdout.splitlines() if SMOL_FILE in line)
+    assert SMOL_REPO in row
 
 
 def test_pull_by_quant_and_an_unknown_quant(endpoint, tmp_path, capsys):
@@ -149,3 +157,29 @@ def test_a_pulled_model_loads_and_generates(hub, tmp_path):
         env=env, input="Hello!\n/quit\n", capture_output=True, text=True, timeout=300)
     assert chat.returncode == 0, chat.stderr[-2000:]
     assert chat.stdout.split("bot> ", 1)[1].strip()
+
+
+def test_pull_shows_a_progress_bar_on_a_terminal(hub, tmp_path):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 wide
+    pull = subprocess.Popen([sys.executable, "-m", "app", "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}"],
+                            env=chorus_env(hub.url, tmp_path), stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed: the process is done with it
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    assert pull.wait(timeout=300) == 0
+    text = shown.decode(errors="replace")
+    assert SMOL_FILE in text and "100%" in text and "93.8M/93.8M" in text

@@ -8,9 +8,19 @@ import socket
 import pytest
 
 from app.models.hub import GatedRepo, HubClient, HubOffline, HubUnreachable, RepoNotFound
-from inference.gguf_reader import read_gguf_header
+from inference.gguf_reader import read_gguf_header, read_gguf_header_prefix
 from inference.memory_estimate import estimate_memory
-from tests.hub_repos import GATED_REPO, GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX
+from tests.hub_repos import (
+    GATED_REPO,
+    GEMMA_FILE,
+    GEMMA_REPO,
+    QUANT_FILES,
+    QUANTS_REPO,
+    SMOL_FILE,
+    SMOL_REPO,
+    SPLIT_DIR,
+    SPLIT_PREFIX,
+)
 
 pytest_plugins = ["tests.hub_fixtures"]
 
@@ -19,8 +29,8 @@ pytestmark = pytest.mark.model  # the stand-in serves the real model files
 
 def test_search_finds_gguf_repos_with_the_hubs_summary(hub):
     repos = HubClient(hub.url).search("gemma")
-    assert [r.repo_id for r in repos] == [GEMMA_REPO, GATED_REPO]  # most downloaded first
-    gemma, gated = repos
+    assert [r.repo_id for r in repos] == [GEMMA_REPO, GATED_REPO, QUANTS_REPO]  # most downloaded first
+    gemma, gated, _quants = repos
     assert (gemma.downloads, gemma.likes, gemma.gated) == (9000, 70, False)
     assert gated.gated is True
     assert gemma.architecture == "gemma3" and gemma.context_length == 32768
@@ -61,6 +71,32 @@ def test_estimate_reads_only_the_header_by_range_and_matches_the_local_estimate(
     assert ranged and all(s.range is not None for s in ranged)
     fetched = sum(n for name, n in hub.sent if name == GEMMA_FILE)
     assert fetched < gemma.size_bytes / 10  # the header, not the model
+    # Another context size: the same header, no request.
+    hub.reset()
+    longer = client.estimate(gemma, n_ctx=8192, gpu_layers=0)
+    assert longer is not None and longer.kv_bytes == 4 * estimate.kv_bytes
+    assert hub.seen == []
+
+
+def test_a_header_is_read_from_a_prefix_only_once_the_prefix_holds_it(model_path):
+    data = model_path.read_bytes()[: 4 << 20]
+    size = model_path.stat().st_size
+    assert read_gguf_header_prefix(data[:1000], model_path.name, size) is None
+    header = read_gguf_header_prefix(data, model_path.name, size)
+    local = read_gguf_header(model_path)
+    assert header is not None
+    assert (header.metadata, header.tensors, header.data_offset) == (local.metadata, local.tensors, local.data_offset)
+
+
+def test_a_second_quant_of_a_model_is_estimated_from_the_first_ones_header(hub):
+    client = HubClient(hub.url)
+    first, second = client.files(QUANTS_REPO)
+    assert (first.name, second.name) == QUANT_FILES and (first.quant, second.quant) == ("Q4_K_M", "Q5_K_M")
+    exact = client.estimate(first, n_ctx=4096, gpu_layers=0)
+    requests = len(hub.seen)
+    derived = client.estimate(second, n_ctx=4096, gpu_layers=0)
+    assert len(hub.seen) == requests  # no header read for the sibling
+    assert exact is not None and derived == exact  # the same bytes here, so the same figures
 
 
 def test_estimate_of_a_split_model_counts_every_parts_tensors(hub, model_path):

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     template.add_argument("--chat-template", type=Path, default=None, metavar="FILE",
                           help="a Jinja chat template file used instead of the model's own")
     template.add_argument("--clear", action="store_true", help="drop all of this model's defaults")
-    models_hub.register_hub(msub)  # `chorus models search/pull` (app/cli/models_hub.py)
+    models_hub.register_hub(msub)  # `chorus models search|pull` (the Hugging Face Hub)
 
 
 # ----- list ----------------------------------------------------------------------------------

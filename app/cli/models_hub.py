@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,6 +60,9 @@ def run_pull(args: argparse.Namespace, base: Path) -> int:
         path = _download(client, chosen, models_dir(base))
     except HubError as exc:
         return _fail(exc)
+    except KeyboardInterrupt:
+        _fail(f"interrupted; `chorus models pull {args.spec}` resumes the download")
+        return 130
     _record(base, path, chosen)
     print(path)
     return 0
@@ -107,13 +109,9 @@ def _verdicts(client: HubClient, files: list[HubFile], n_ctx: int) -> dict[str, 
 
 
 def _download(client: HubClient, file: HubFile, mdir: Path) -> Path:
-    cancel = threading.Event()
     show, close = _progress_bar(file)
     try:
-        return client.download(file, mdir, progress=show, cancel=cancel)
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
+        return client.download(file, mdir, progress=show)
     finally:
         close()
 

@@ -9,8 +9,10 @@ All calls block: the GUI runs them on a worker thread.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 
 from app.models.hub_download import PartDownloader, installed_path
 from app.models.hub_errors import hub_errors
-from app.models.hub_files import group_gguf_files, quant_of
+from app.models.hub_files import group_gguf_files, model_stem, quant_of
 from app.models.hub_types import (
     DownloadCancelled,
     DownloadProgress,
@@ -50,6 +52,7 @@ SEARCH_FIELDS = ["downloads", "likes", "gated", "lastModified", "gguf"]
 # mostly the vocabulary (a few MB for 250k tokens), so this bounds a damaged file's cost.
 FIRST_RANGE = 1 << 20
 MAX_HEADER = 64 << 20
+HEADER_CACHE = 64
 
 
 class HubClient:
@@ -58,6 +61,13 @@ class HubClient:
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or hf_constants.ENDPOINT).rstrip("/")
         self.token = token  # None: HF_TOKEN, else the saved login (huggingface_hub's get_token)
         self._api = HfApi(endpoint=self.endpoint, token=token)
+        # Headers by (repo, revision, file): a new context size is estimated without the network.
+        self._headers: OrderedDict[tuple[str, str, str], GgufHeader | None] = OrderedDict()
+        self._headers_lock = threading.Lock()
+        # Per model (repo, revision, name without the quant, parts): the file whose headers stand
+        # for its siblings' estimates, and a lock so that only one of them is read.
+        self._stem_files: dict[tuple[str, str, str, int], HubFile] = {}
+        self._stem_locks: dict[tuple[str, str, str, int], threading.Lock] = {}
 
     def search(self, query: str, limit: int = 30) -> list[HubRepo]:
         """Repositories with GGUF files matching query, most downloaded first."""
@@ -78,20 +88,59 @@ class HubClient:
 
     def estimate(self, file: HubFile, n_ctx: int, gpu_layers: int | None = None) -> MemoryEstimate | None:
         """Weights + KV cache for n_ctx, from the GGUF headers read by HTTP range requests;
-        None when the headers are not a model llama.cpp would describe (not GGUF, no layers)."""
+        None when the headers are not a model llama.cpp would describe (not GGUF, no layers).
+
+        The quants of one model share their header but for the tensor types, so once one
+        file's header is read, its siblings (same name but for the quant, same number of
+        parts) are estimated from it: the same KV cache, weights from their own size, the GPU
+        share of the weights in the same proportion. A repo of 25 quants costs one header."""
+        key = (file.repo_id, file.revision or "main", model_stem(file.name), len(file.parts))
+        with self._headers_lock:
+            key_lock = self._stem_locks.setdefault(key, threading.Lock())
+        with key_lock:  # the first file of a model is read once, its siblings wait for it
+            reference = self._stem_files.get(key, file)
+            exact = self._exact_estimate(reference, n_ctx, gpu_layers)
+            if exact is None:
+                return None
+            self._stem_files.setdefault(key, reference)
+        if reference.name == file.name:
+            return exact[0]
+        estimate, header_bytes = exact
+        weights = max(0, file.size_bytes - header_bytes)
+        share = estimate.weights_gpu_bytes / estimate.weights_bytes if estimate.weights_bytes else 0.0
+        return dataclasses.replace(estimate, weights_bytes=weights, weights_gpu_bytes=round(weights * share))
+
+    def _exact_estimate(self, file: HubFile, n_ctx: int,
+                        gpu_layers: int | None) -> tuple[MemoryEstimate, int] | None:
+        """The estimate from the file's own headers, and the bytes its headers take."""
         headers = [self.read_header(file, part) for part in file.parts]
         if any(h is None for h in headers):
             return None
+        read = [h for h in headers if h is not None]
         from inference.backend_info import gpu_offload_supported  # loads llama.cpp: only when asked
 
         try:
-            return estimate_memory(_joined([h for h in headers if h is not None]), n_ctx,
-                                   gpu_layers=gpu_layers, gpu_supported=gpu_offload_supported())
+            estimate = estimate_memory(_joined(read), n_ctx, gpu_layers=gpu_layers,
+                                       gpu_supported=gpu_offload_supported())
         except GgufError:
             return None
+        return estimate, sum(h.data_offset for h in read)
 
     def read_header(self, file: HubFile, part: HubFilePart) -> GgufHeader | None:
-        """One part's GGUF header, reading more of the file until it parses."""
+        """One part's GGUF header, reading more of the file until it parses (cached)."""
+        key = (file.repo_id, file.revision or "main", part.filename)
+        with self._headers_lock:
+            if key in self._headers:
+                self._headers.move_to_end(key)
+                return self._headers[key]
+        header = self._fetch_header(file, part)
+        with self._headers_lock:
+            self._headers[key] = header
+            while len(self._headers) > HEADER_CACHE:
+                self._headers.popitem(last=False)
+        return header
+
+    def _fetch_header(self, file: HubFile, part: HubFilePart) -> GgufHeader | None:
         url = hf_hub_url(file.repo_id, part.filename, revision=file.revision or "main", endpoint=self.endpoint)
         data = b""
         want = FIRST_RANGE

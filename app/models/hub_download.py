@@ -11,9 +11,13 @@ of every model. Instead each part is staged as
 library's own pieces: get_hf_file_metadata (the HEAD on resolve/, redirects, X-Linked-Size,
 X-Linked-Etag, X-Repo-Commit) and http_get (the GET with `Range: bytes=<have>-`, its retries,
 and its restart from 0 when a server ignores the range). A verified part is renamed to
-<filename> in the staging folder; when all parts are there they move to
+<filename>.verified in the staging folder; when all parts are there they move to
 <models_dir>/<owner>/<repo>/<filename>, the first part last, so that nothing partial or
 unverified is ever in the models folder.
+
+Xet-backed files (X-Xet-Hash on the HEAD) are fetched the same way, from the plain-HTTP
+address the Hub's redirect gives for them: hf_xet would be faster but keeps partial state of
+its own, out of reach of the staging, resume and sha256 check here.
 
 Cancel: http_get calls the progress bar's update() before writing each chunk; the stand-in
 bar raises DownloadCancelled there, so the staged file ends at a chunk boundary and resumes.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +95,7 @@ class PartDownloader:
         except filelock.Timeout:
             raise HubError(f"{self.file.name} is already being downloaded by another Chorus") from None
         try:
+            self._check_space(staging)
             verified = [self._part(p) for p in self.file.parts]
             self._install(verified)
         finally:
@@ -97,6 +103,14 @@ class PartDownloader:
             Path(lock.lock_file).unlink(missing_ok=True)
             _remove_empty(staging, self.models_dir / PARTIAL_DIR)  # kept while a part is in it
         return final
+
+    def _check_space(self, staging: Path) -> None:
+        have = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file())
+        need = self.file.size_bytes - have
+        free = shutil.disk_usage(staging).free
+        if need > free:
+            raise HubError(f"not enough disk space for {self.file.name}: {_gb(need)} needed, "
+                           f"{_gb(free)} free in {self.models_dir}")
 
     def _installed(self) -> bool:
         folder = repo_folder(self.models_dir, self.file.repo_id)
@@ -106,7 +120,8 @@ class PartDownloader:
     def _part(self, part: HubFilePart) -> Path:
         """The verified part in the staging folder, downloaded or resumed as needed."""
         incomplete = staged_part(self.file, part, self.models_dir)
-        verified = incomplete.with_name(Path(part.filename).name)
+        # Not "*.gguf" until installed: nothing that lists models may see a staged part.
+        verified = incomplete.with_name(Path(part.filename).name + ".verified")
         if not (verified.is_file() and verified.stat().st_size == part.size_bytes):
             self._fetch(part, incomplete)
             self._verify(part, incomplete)
@@ -194,6 +209,10 @@ class PartDownloader:
     def _check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise DownloadCancelled(f"download of {self.file.name} cancelled; it resumes where it stopped")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
 
 
 def _sha256(path: Path) -> str:

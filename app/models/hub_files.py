@@ -35,6 +35,14 @@ def quant_of(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
+def model_stem(filename: str) -> str:
+    """The file name without folder, split suffix and quant: the same for every quant of a model."""
+    stem = filename.rsplit("/", 1)[-1]
+    split = _SPLIT.match(stem)
+    stem = split.group("prefix") if split else stem[: -len(".gguf")] if stem.lower().endswith(".gguf") else stem
+    return _QUANT.sub("", stem).lower()
+
+
 def group_gguf_files(repo_id: str, parts: Iterable[HubFilePart], revision: str | None = None) -> list[HubFile]:
     """GGUF model files of a repository, split ones grouped, sorted by size."""
     singles: list[HubFile] = []
