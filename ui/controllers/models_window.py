@@ -269,9 +269,12 @@ class ModelsWindowController:
     # ----- the library --------------------------------------------------------------------
 
     def refresh_library(self) -> Future:
-        loaded = {str(p.resolve()) for p in self.ctx.engines.loaded_paths()}  # as the library spells its paths
-        view = self.window.library
-        return self._stored(lambda: self.library().entries(), lambda entries: view.set_entries(entries, loaded),
+        loaded, view = self.ctx.engines.loaded_paths(), self.window.library
+
+        def read() -> tuple[list[LibraryEntry], set[str]]:  # resolved as the library spells its paths
+            return self.library().entries(), {str(p.resolve()) for p in loaded}
+
+        return self._stored(read, lambda found: view.set_entries(*found),
                             lambda message: view.set_message(message, error=True))
 
     def delete(self, name: str) -> Future:
