@@ -135,6 +135,20 @@ def test_a_download_runs_on_with_the_window_closed_then_the_library_and_picker_l
     qtbot.waitUntil(lambda: str(path) in {c.path for c in shell.window.model_picker.installed}, timeout=WAIT_MS)
 
 
+def test_a_download_that_ends_with_the_window_closed_says_so_in_the_status_bar(shell, qtbot, hub):
+    win = open_repo(shell, SMOL_REPO)
+    files = win.files
+    files.select(SMOL_FILE)
+    hub.hold_at = HOLD_BYTES
+    files.download_button.click()
+    qtbot.waitUntil(lambda: files.progress.value() > 0, timeout=WAIT_MS)
+    win.close()
+    hub.release.set()
+    bar = shell.window.statusBar()
+    qtbot.waitUntil(lambda: bar.currentMessage().startswith(f"Downloaded {SMOL_FILE}"), timeout=WAIT_MS)
+    assert not shell.window.download_status.isVisible() and not win.isVisible()
+
+
 def test_cancel_leaves_nothing_installed(shell, qtbot, hub):
     win = open_repo(shell, SMOL_REPO)
     files = win.files

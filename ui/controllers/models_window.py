@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 SEARCH_LIMIT = 30
 ESTIMATE_WORKERS = 3  # header reads by HTTP range, a few at a time
+STATUS_MESSAGE_MS = 15_000
 
 
 def hub_message(exc: BaseException) -> str:
@@ -253,18 +254,25 @@ class ModelsWindowController:
 
     def _download_finished(self, file: HubFile, path: Path) -> None:
         self.ctx.window.download_status.clear()
+        self._tell_if_hidden(f"Downloaded {file.name}: load it from Models (Ctrl+Shift+M) or the model menu")
         self.window.files.set_installed(str(path), file.name)
         self.refresh_library()
         self.ctx.events.models_changed.emit()  # the model picker lists it
 
     def _download_failed(self, file: HubFile, message: str) -> None:
         self.ctx.window.download_status.clear()
+        self._tell_if_hidden(f"Downloading {file.name} failed: {message}")
         self.window.files.set_idle(f"{file.name}: {message}")
         self.window.set_discover_message(message)
 
     def _download_cancelled(self, file: HubFile) -> None:
         self.ctx.window.download_status.clear()
         self.window.files.set_idle(f"Cancelled {file.name}; downloading it again resumes where it stopped.")
+
+    def _tell_if_hidden(self, text: str) -> None:
+        """How a download ended, in the main window's status bar when the Models window is closed."""
+        if not self.window.isVisible():
+            self.ctx.window.statusBar().showMessage(text, STATUS_MESSAGE_MS)
 
     # ----- the library --------------------------------------------------------------------
 
