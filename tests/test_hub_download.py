@@ -93,6 +93,15 @@ def test_cancel_leaves_only_the_resumable_part_and_the_next_download_resumes_it(
     assert path.stat().st_size == file.size_bytes
 
 
+def test_a_connection_dropped_mid_file_is_resumed_in_the_same_download(hub, tmp_path, model_path):
+    hub.cut_once_at = 20 << 20
+    path = HubClient(hub.url).download(smol(hub), tmp_path)
+    ranges = [s.range for s in hub.cdn_requests(SMOL_REPO, SMOL_FILE)]
+    assert len(ranges) == 2 and ranges[0] is None  # http_get's retry asks for the rest
+    assert ranges[1] is not None and 0 < int(ranges[1].removeprefix("bytes=").rstrip("-")) <= 20 << 20
+    assert path.read_bytes() == model_path.read_bytes()
+
+
 def test_a_file_that_does_not_match_its_sha256_is_refused_and_deleted(hub, tmp_path):
     client = HubClient(hub.url)
     (file,) = client.files(TAMPERED_REPO)
