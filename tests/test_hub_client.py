@@ -21,6 +21,7 @@ from tests.hub_repos import (
     SPLIT_DIR,
     SPLIT_PREFIX,
 )
+from tests.hub_standin import TOKEN
 
 pytest_plugins = ["tests.hub_fixtures"]
 
@@ -108,6 +109,13 @@ def test_estimate_of_a_split_model_counts_every_parts_tensors(hub, model_path):
     assert split.kv_bytes == whole.kv_bytes
     # The same tensors, less the header bytes the split moved around (well under 1%).
     assert abs(split.weights_bytes - whole.weights_bytes) < whole.weights_bytes / 100
+
+
+def test_a_gated_repos_header_needs_the_token_too(hub):
+    (file,) = HubClient(hub.url).files(GATED_REPO)
+    with pytest.raises(GatedRepo):
+        HubClient(hub.url).estimate(file, n_ctx=1024)
+    assert HubClient(hub.url, token=TOKEN).estimate(file, n_ctx=1024, gpu_layers=0) is not None
 
 
 def test_unknown_repo_is_one_line(hub):
