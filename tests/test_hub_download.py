@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubClient, IntegrityError
+from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubClient, HubError, IntegrityError
 from app.models.hub_download import PARTIAL_DIR
 from tests.hub_repos import GATED_REPO, GEMMA_FILE, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.hub_standin import TOKEN
@@ -91,6 +91,23 @@ def test_cancel_leaves_only_the_resumable_part_and_the_next_download_resumes_it(
     assert sum(n for _name, n in hub.sent) == file.size_bytes - have
     assert files_under(tmp_path) == [f"{SMOL_REPO}/{SMOL_FILE}"]
     assert path.stat().st_size == file.size_bytes
+
+
+def test_a_second_download_of_the_same_file_is_refused_while_one_runs(hub, tmp_path):
+    client = HubClient(hub.url)
+    file = smol(hub, client)
+    hub.hold_at = 4 << 20
+    worker = threading.Thread(target=client.download, args=(file, tmp_path))
+    worker.start()
+    try:
+        wait_until(lambda: any((tmp_path / PARTIAL_DIR / SMOL_REPO).glob("*.incomplete")))
+        with pytest.raises(HubError, match="already being downloaded") as raised:
+            HubClient(hub.url).download(file, tmp_path)
+        assert "\n" not in str(raised.value)
+    finally:
+        hub.release.set()
+        worker.join(60)
+    assert (tmp_path / SMOL_REPO / SMOL_FILE).stat().st_size == file.size_bytes
 
 
 def test_a_connection_dropped_mid_file_is_resumed_in_the_same_download(hub, tmp_path, model_path):
