@@ -59,3 +59,17 @@ def test_offline_mode_in_the_cli(closed_port, tmp_path):
     assert out.returncode == 1
     assert out.stderr == ("chorus: the Hugging Face Hub is off: HF_HUB_OFFLINE is set "
                           "(unset it to search or download)\n")
+
+
+def test_a_hub_that_never_answers_times_out_in_one_line(monkeypatch, tmp_path):
+    import app.models.hub as hub_module
+
+    monkeypatch.setattr(hub_module, "TIMEOUT_S", 0.5)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    with socket.socket() as silent:  # listens (the kernel completes the handshake), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(HubUnreachable) as raised:
+            HubClient(endpoint).files(REPO)
+    assert str(raised.value) == f"{endpoint} did not answer in time"
