@@ -33,7 +33,8 @@ RepositoryNotFoundError), tests/test_file_download.py (get_hf_file_metadata over
 HUGGINGFACE_HEADER_X_LINKED_ETAG, http_get resuming).
 
 Test controls: `hold_at` pauses every CDN stream after that many bytes of a response until
-`release` is set (to kill a downloading process mid-file); `fail_status` makes every request
+`release` is set (to kill a downloading process mid-file); `cut_once_at` ends the next CDN
+response early, the connection dropped; `fail_status` makes every request
 answer that status (5xx); `corrupt` on a file serves bytes that do not match its sha256.
 Every request is recorded in `seen`, and the CDN's bytes sent per response in `sent`.
 """
@@ -109,6 +110,7 @@ class StandinHub:
     hold_at: int | None = None
     release: threading.Event = field(default_factory=threading.Event)
     fail_status: int | None = None
+    cut_once_at: int | None = None  # the next CDN response stops after this many bytes
     _epoch: int = 0  # reset() ends the streams held before it
 
     def __post_init__(self) -> None:
@@ -155,6 +157,7 @@ class StandinHub:
         self.sent.clear()
         self.hold_at = None
         self.fail_status = None
+        self.cut_once_at = None
         self._epoch += 1
         self.release.clear()
 
@@ -306,6 +309,7 @@ class StandinHub:
     def _bytes(self, f: StandinFile, start: int, end: int) -> Iterator[bytes]:
         # A sync generator: Starlette runs it in a worker thread, so holding it blocks nothing.
         index, epoch = len(self.sent), self._epoch
+        cut_at, self.cut_once_at = self.cut_once_at, None
         self.sent.append((f.filename, 0))
         flip = f.size // 2
         with f.source.open("rb") as src:
@@ -318,6 +322,8 @@ class StandinHub:
                             return
                     if self._closing.is_set():
                         return
+                if cut_at is not None and self.sent[index][1] >= cut_at:
+                    return  # fewer bytes than Content-Length: the server drops the connection
                 if f.corrupt and pos <= flip < pos + len(chunk):
                     chunk = chunk[: flip - pos] + bytes([chunk[flip - pos] ^ 0xFF]) + chunk[flip - pos + 1:]
                 pos += len(chunk)

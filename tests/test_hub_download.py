@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubClient, IntegrityError
+from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubClient, HubError, IntegrityError
 from app.models.hub_download import PARTIAL_DIR
 from tests.hub_repos import GATED_REPO, GEMMA_FILE, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.hub_standin import TOKEN
@@ -91,6 +91,32 @@ def test_cancel_leaves_only_the_resumable_part_and_the_next_download_resumes_it(
     assert sum(n for _name, n in hub.sent) == file.size_bytes - have
     assert files_under(tmp_path) == [f"{SMOL_REPO}/{SMOL_FILE}"]
     assert path.stat().st_size == file.size_bytes
+
+
+def test_a_second_download_of_the_same_file_is_refused_while_one_runs(hub, tmp_path):
+    client = HubClient(hub.url)
+    file = smol(hub, client)
+    hub.hold_at = 4 << 20
+    worker = threading.Thread(target=client.download, args=(file, tmp_path))
+    worker.start()
+    try:
+        wait_until(lambda: any((tmp_path / PARTIAL_DIR / SMOL_REPO).glob("*.incomplete")))
+        with pytest.raises(HubError, match="already being downloaded") as raised:
+            HubClient(hub.url).download(file, tmp_path)
+        assert "\n" not in str(raised.value)
+    finally:
+        hub.release.set()
+        worker.join(60)
+    assert (tmp_path / SMOL_REPO / SMOL_FILE).stat().st_size == file.size_bytes
+
+
+def test_a_connection_dropped_mid_file_is_resumed_in_the_same_download(hub, tmp_path, model_path):
+    hub.cut_once_at = 20 << 20
+    path = HubClient(hub.url).download(smol(hub), tmp_path)
+    ranges = [s.range for s in hub.cdn_requests(SMOL_REPO, SMOL_FILE)]
+    assert len(ranges) == 2 and ranges[0] is None  # http_get's retry asks for the rest
+    assert ranges[1] is not None and 0 < int(ranges[1].removeprefix("bytes=").rstrip("-")) <= 20 << 20
+    assert path.read_bytes() == model_path.read_bytes()
 
 
 def test_a_file_that_does_not_match_its_sha256_is_refused_and_deleted(hub, tmp_path):

@@ -12,11 +12,15 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.command import add_command
 from app.models.fit import Fit, FitVerdict, assess, best_file, gb, machine_memory
-from app.models.hub import DownloadProgress, HubClient, HubError, HubFile
+from app.models.hub_types import DownloadProgress, HubError, HubFile
 from app.paths import models_dir
+
+if TYPE_CHECKING:
+    from app.models.hub import HubClient
 
 DEFAULT_CTX = 4096
 
@@ -32,9 +36,16 @@ def register_hub(msub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                       help=f"context size the fit is judged for (default {DEFAULT_CTX})")
 
 
+def _client() -> HubClient:
+    # huggingface_hub takes half a second to import: only the Hub commands pay for it.
+    from app.models.hub import HubClient
+
+    return HubClient()
+
+
 def run_search(args: argparse.Namespace, base: Path) -> int:
     try:
-        repos = HubClient().search(args.query, limit=args.limit)
+        repos = _client().search(args.query, limit=args.limit)
     except HubError as exc:
         return _fail(exc)
     if not repos:
@@ -49,8 +60,8 @@ def run_search(args: argparse.Namespace, base: Path) -> int:
 
 def run_pull(args: argparse.Namespace, base: Path) -> int:
     repo_id, _, wanted = args.spec.partition(":")
-    client = HubClient()
     try:
+        client = _client()
         files = client.files(repo_id)
         if not files:
             return _fail(f"{repo_id} has no GGUF model files")

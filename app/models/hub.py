@@ -53,6 +53,9 @@ SEARCH_FIELDS = ["downloads", "likes", "gated", "lastModified", "gguf"]
 FIRST_RANGE = 1 << 20
 MAX_HEADER = 64 << 20
 HEADER_CACHE = 64
+# Seconds a Hub call may wait for an answer (huggingface_hub's session has no timeout of its
+# own; its HEAD and download calls use HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT).
+TIMEOUT_S = 30.0
 
 
 class HubClient:
@@ -79,7 +82,7 @@ class HubClient:
     def files(self, repo_id: str) -> list[HubFile]:
         """The repository's GGUF model files (split ones grouped), smallest first."""
         with hub_errors(self.endpoint, repo_id):
-            info = self._api.model_info(repo_id, files_metadata=True)
+            info = self._api.model_info(repo_id, files_metadata=True, timeout=TIMEOUT_S)
         parts = [
             HubFilePart(s.rfilename, int(s.lfs.size if s.lfs else (s.size or 0)), s.lfs.sha256 if s.lfs else None)
             for s in info.siblings or []
@@ -163,7 +166,7 @@ class HubClient:
         headers["Range"] = f"bytes={start}-{end}"
         headers["Accept-Encoding"] = "identity"
         # The library's session: offline mode, proxies, and the Hub's redirect to its CDN.
-        response = get_session().get(url, headers=headers, follow_redirects=True)
+        response = get_session().get(url, headers=headers, follow_redirects=True, timeout=TIMEOUT_S)
         hf_raise_for_status(response)
         if response.status_code == 200:  # a server that ignores Range sends the whole file
             return response.content[start : end + 1]

@@ -42,7 +42,15 @@ from huggingface_hub.file_download import http_get
 from huggingface_hub.utils import build_hf_headers
 
 from app.models.hub_errors import hub_errors
-from app.models.hub_types import DownloadCancelled, DownloadProgress, HubError, HubFile, HubFilePart, IntegrityError
+from app.models.hub_types import (
+    DownloadCancelled,
+    DownloadProgress,
+    HubError,
+    HubFile,
+    HubFilePart,
+    HubUnreachable,
+    IntegrityError,
+)
 
 PARTIAL_DIR = ".partial"
 # http_get reads the body in chunks of this size and reports (and may be cancelled) between
@@ -150,9 +158,18 @@ class PartDownloader:
                 incomplete.unlink()
                 have = 0
             hf_constants.DOWNLOAD_CHUNK_SIZE = CHUNK_BYTES
-            with incomplete.open("ab") as out:
-                http_get(location, out, resume_size=have, headers=headers, expected_size=expected,
-                         displayed_filename=part.filename, tqdm_class=cast(Any, self._meter(part)))
+            try:
+                with incomplete.open("ab") as out:
+                    http_get(location, out, resume_size=have, headers=headers, expected_size=expected,
+                             displayed_filename=part.filename, tqdm_class=cast(Any, self._meter(part)))
+            except OSError as exc:
+                if isinstance(exc, HubError) or type(exc).__module__.startswith(("httpx", "huggingface_hub")):
+                    raise
+                if exc.errno is not None:  # the disk: full, gone, not writable
+                    raise HubError(f"cannot write {incomplete.name}: {exc.strerror or exc}") from None
+                # http_get's size check ("Consistency check failed"): the server sent too little.
+                raise HubUnreachable(f"the download of {part.filename} ended early; "
+                                     "start it again to resume where it stopped") from None
 
     def _verify(self, part: HubFilePart, path: Path) -> None:
         if not part.sha256:
