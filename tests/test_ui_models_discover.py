@@ -168,7 +168,7 @@ def test_cancel_leaves_nothing_installed(shell, qtbot, hub):
     qtbot.waitUntil(lambda: SMOL_FILE not in shell.library_names(), timeout=WAIT_MS)
 
 
-def test_a_gated_repository_says_how_to_log_in(shell, qtbot):
+def test_a_gated_repository_says_how_to_log_in(shell, qtbot, qapp):
     win = open_repo(shell, GATED_REPO)
     files = win.files
     files.select(next(iter(files.files)))
@@ -176,6 +176,8 @@ def test_a_gated_repository_says_how_to_log_in(shell, qtbot):
     qtbot.waitUntil(lambda: "HF_TOKEN" in win.discover_message.text(), timeout=WAIT_MS)
     assert "\n" not in win.discover_message.text() and "Traceback" not in files.progress_label.text()
     assert installed_files(shell) == []
+    assert win.results.width() >= 280  # a long message wraps; it never squeezes the results away
+    grab_both(qtbot, qapp, win, "gated")
 
 
 def test_a_file_that_does_not_match_its_sha256_is_not_installed(shell, qtbot):

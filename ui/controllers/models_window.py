@@ -262,7 +262,7 @@ class ModelsWindowController:
     def _download_failed(self, file: HubFile, message: str) -> None:
         self.ctx.window.download_status.clear()
         self._tell_if_hidden(f"Downloading {file.name} failed: {message}")
-        self.window.files.set_idle(f"{file.name}: {message}")
+        self.window.files.set_idle(f"Downloading {file.name} failed (the reason is above).")
         self.window.set_discover_message(message)
 
     def _download_cancelled(self, file: HubFile) -> None:

@@ -86,6 +86,8 @@ class HubFiles(QWidget):
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(10)
         self.progress_label = QLabel()
+        self.progress_label.setWordWrap(True)  # a long file name wraps; it never widens the window
+        self.progress_label.setMinimumWidth(120)
         self.download_button = QPushButton("Download")
         self.cancel_button = QPushButton("Cancel")
         self.load_button = QPushButton("Load")

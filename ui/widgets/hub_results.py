@@ -41,6 +41,7 @@ class HubResults(QWidget):
         header.setSectionResizeMode(REPO, QHeaderView.ResizeMode.Stretch)
         for column in (ARCH, DOWNLOADS, LIKES, ACCESS):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self.setMinimumWidth(280)  # the repository ids stay readable however the splitter is dragged
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.search_box)
