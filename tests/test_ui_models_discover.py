@@ -91,7 +91,7 @@ def test_a_repository_s_files_get_fit_badges_and_the_best_is_selected(shell, qtb
     assert files.files[split_name].quant == "Q4_1" and len(files.files[split_name].parts) == 2
     assert all(files.badge(n) in BADGES for n in files.files), "a 100 MB model has a verdict here"
     qtbot.waitUntil(lambda: files.selected_file() is not None, timeout=WAIT_MS)
-    verdicts = shell.models._verdicts
+    verdicts = shell.models.discover.verdicts
     assert files.selected_file() == fit.best_file(list(files.files.values()), verdicts)
     assert files.fit_reason.text().endswith(verdicts[files.selected_file().name].reason)
     assert files.download_button.isEnabled()
@@ -99,7 +99,7 @@ def test_a_repository_s_files_get_fit_badges_and_the_best_is_selected(shell, qtb
 
     files.context.setValue(1_048_576)  # a million tokens of KV cache: new verdicts, none better
     qtbot.waitUntil(lambda: all(files.badge(n) in BADGES for n in files.files)
-                    and not shell.models._pending, timeout=WAIT_MS)
+                    and not shell.models.discover.pending, timeout=WAIT_MS)
     assert files.selected_file() is not None  # the user's row stays chosen
 
 
@@ -163,7 +163,7 @@ def test_cancel_leaves_nothing_installed(shell, qtbot, hub):
     assert not shell.window.download_status.isVisible()
     assert installed_files(shell) == []
     win.show_library()
-    shell.models.refresh_library()
+    shell.models.library_tab.refresh()
     shell.settled()
     qtbot.waitUntil(lambda: SMOL_FILE not in shell.library_names(), timeout=WAIT_MS)
 

@@ -67,7 +67,7 @@ def test_an_empty_library_says_where_models_come_from(shell, qtbot):
     win = shell.open()
     for name in ("other.gguf", "main.gguf"):
         (shell.models_dir / name).unlink()
-    shell.models.refresh_library()
+    shell.models.library_tab.refresh()
     qtbot.waitUntil(lambda: "find one in Discover" in win.library.message.text(), timeout=WAIT_MS)
     assert win.library.names() == [] and win.library.list.topLevelItemCount() == 0
     assert not win.library.load_button.isEnabled() and not win.library.delete_button.isEnabled()
