@@ -117,8 +117,11 @@ def test_a_download_runs_on_with_the_window_closed_then_the_library_and_picker_l
     win.close()  # the download goes on; the status bar says so
     assert not win.isVisible() and status.isVisible()
     grab_both(qtbot, qapp, shell.window.statusBar(), "statusbar")
+    files.context.setValue(4096)  # new verdicts arrive while it is hidden: Download stays off
+    qtbot.waitUntil(lambda: not shell.models.discover.pending, timeout=WAIT_MS)
     qtbot.mouseClick(status, Qt.MouseButton.LeftButton)  # brings the window back
     qtbot.waitUntil(win.isVisible, timeout=WAIT_MS)
+    assert not files.download_button.isEnabled() and files.cancel_button.isVisible()
 
     hub.release.set()
     qtbot.waitUntil(files.load_button.isVisible, timeout=WAIT_MS)

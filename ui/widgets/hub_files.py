@@ -184,7 +184,8 @@ class HubFiles(QWidget):
         reason = item.toolTip(FIT) if item is not None else ""
         self.fit_reason.setText(f"{item.text(FIT).capitalize()}: {reason}" if item is not None and reason
                                 else item.text(FIT).capitalize() if item is not None else "")
-        self.download_button.setEnabled(item is not None and not self.cancel_button.isVisible())
+        # isHidden, not isVisible: with the window closed a running download still counts
+        self.download_button.setEnabled(item is not None and self.cancel_button.isHidden())
 
     def _download_clicked(self) -> None:
         chosen = self.selected_file()
