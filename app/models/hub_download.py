@@ -131,6 +131,8 @@ class PartDownloader:
         # Not "*.gguf" until installed: nothing that lists models may see a staged part.
         verified = incomplete.with_name(Path(part.filename).name + ".verified")
         if not (verified.is_file() and verified.stat().st_size == part.size_bytes):
+            if not part.sha256:  # before any byte is fetched
+                raise IntegrityError(f"the Hub gives no sha256 for {part.filename}; refusing an unverified file")
             self._fetch(part, incomplete)
             self._verify(part, incomplete)
             os.replace(incomplete, verified)
@@ -172,14 +174,12 @@ class PartDownloader:
                                      "start it again to resume where it stopped") from None
 
     def _verify(self, part: HubFilePart, path: Path) -> None:
-        if not part.sha256:
-            path.unlink(missing_ok=True)
-            raise IntegrityError(f"the Hub gives no sha256 for {part.filename}; refusing an unverified file")
-        digest = _sha256(path)
-        if digest != part.sha256.lower():
+        expected = (part.sha256 or "").lower()  # never empty here: _part refuses that first
+        digest = _sha256(path, self._check_cancel)  # a cancel here keeps the complete part
+        if digest != expected:
             path.unlink(missing_ok=True)
             raise IntegrityError(
-                f"{part.filename} does not match the Hub's sha256 (expected {part.sha256[:12]}…, "
+                f"{part.filename} does not match the Hub's sha256 (expected {expected[:12]}…, "
                 f"got {digest[:12]}…); the download was deleted")
 
     def _install(self, verified: list[Path]) -> None:
@@ -232,10 +232,11 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, check: Callable[[], None]) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(HASH_CHUNK):
+            check()
             h.update(chunk)
     return h.hexdigest()
 
