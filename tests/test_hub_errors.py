@@ -80,3 +80,13 @@ def test_a_hub_that_never_answers_times_out_in_one_line(monkeypatch, tmp_path):
         with pytest.raises(HubUnreachable) as raised:
             HubClient(endpoint).files(REPO)
     assert str(raised.value) == f"{endpoint} did not answer in time"
+
+
+@pytest.mark.parametrize("name", ["../escape.gguf", "/etc/escape.gguf", "sub/../../escape.gguf"])
+def test_a_file_name_that_would_leave_the_models_folder_is_refused(closed_port, tmp_path, name):
+    from app.models.hub import HubError, HubFile, HubFilePart
+
+    file = HubFile("owner/repo", name, None, (HubFilePart(name, 10, "0" * 64),))
+    with pytest.raises(HubError, match="refusing a file name"):
+        HubClient(closed_port).download(file, tmp_path / "models")
+    assert not (tmp_path / "models").exists() and not (tmp_path / "escape.gguf").exists()
