@@ -113,6 +113,7 @@ class StandinHub:
     release: threading.Event = field(default_factory=threading.Event)
     fail_status: int | None = None
     cut_once_at: int | None = None  # the next CDN response stops after this many bytes
+    ignore_range: bool = False  # answer 200 and the whole file, as some proxies and mirrors do
     _epoch: int = 0  # reset() ends the streams held before it
 
     def __post_init__(self) -> None:
@@ -160,6 +161,7 @@ class StandinHub:
         self.hold_at = None
         self.fail_status = None
         self.cut_once_at = None
+        self.ignore_range = False
         self._epoch += 1
         self.release.clear()
 
@@ -296,7 +298,8 @@ class StandinHub:
         f = self._cdn_files.get((repo_id, request.path_params["sha"]))
         if f is None:
             return Response("<Error><Code>AccessDenied</Code></Error>", status_code=403)
-        start, end = _byte_range(request.headers.get("range"), f.size)
+        asked = None if self.ignore_range else request.headers.get("range")
+        start, end = _byte_range(asked, f.size)
         headers = {
             "Accept-Ranges": "bytes",
             "ETag": f'"{f.sha256}"',
@@ -306,7 +309,7 @@ class StandinHub:
             "Content-Length": str(end - start),
         }
         status = 200
-        if request.headers.get("range"):
+        if asked:
             if start >= f.size:
                 return Response(status_code=416, headers={"Content-Range": f"bytes */{f.size}"})
             status = 206
