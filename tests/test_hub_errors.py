@@ -90,3 +90,11 @@ def test_a_file_name_that_would_leave_the_models_folder_is_refused(closed_port, 
     with pytest.raises(HubError, match="refusing a file name"):
         HubClient(closed_port).download(file, tmp_path / "models")
     assert not (tmp_path / "models").exists() and not (tmp_path / "escape.gguf").exists()
+
+
+def test_a_malformed_repo_name_is_one_line(closed_port, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", closed_port)
+    code = main(["--data-dir", str(tmp_path), "models", "pull", "not a/repo/name"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err == "chorus: 'not a/repo/name' is not a repository name of the form owner/name\n"
