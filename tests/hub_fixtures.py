@@ -66,3 +66,6 @@ def hub_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf-home" / "stored_tokens"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # build_hf_headers would otherwise ask huggingface.co (the endpoint imported) for its
+    # agent registry once a day (utils/_detect_agent.py): tests ask nothing of the internet.
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)

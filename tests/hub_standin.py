@@ -20,6 +20,8 @@ each shape comes from (huggingface_hub 2.4.0 as installed; its tests say the sam
   the Location is on another host, so the CDN lives on a second loopback address). No
   X-Xet-Hash / Link xet-auth headers: utils/_xet.py parse_xet_file_data_from_response then
   returns None and the download is plain HTTP.
+- GET /api/agent-harnesses: {standardEnvVars, harnesses} (utils/_detect_agent.py, which
+  build_hf_headers asks once a day, at {HF_ENDPOINT as imported}, unless HF_HUB_DISABLE_TELEMETRY).
 - Errors carry X-Error-Code (utils/_http.py hf_raise_for_status): GatedRepo (401 without a
   token, 403 with a wrong one) for a gated repo's files, RepoNotFound (401 unauthenticated,
   404 with a token, as the Hub hides private repos), EntryNotFound (404) for a missing file.
@@ -111,6 +113,7 @@ class StandinHub:
     release: threading.Event = field(default_factory=threading.Event)
     fail_status: int | None = None
     cut_once_at: int | None = None  # the next CDN response stops after this many bytes
+    ignore_range: bool = False  # answer 200 and the whole file, as some proxies and mirrors do
     _epoch: int = 0  # reset() ends the streams held before it
 
     def __post_init__(self) -> None:
@@ -158,6 +161,7 @@ class StandinHub:
         self.hold_at = None
         self.fail_status = None
         self.cut_once_at = None
+        self.ignore_range = False
         self._epoch += 1
         self.release.clear()
 
@@ -166,6 +170,7 @@ class StandinHub:
     def _app(self) -> Starlette:
         return Starlette(routes=[
             Route("/api/models", self._list_models),
+            Route("/api/agent-harnesses", self._agent_harnesses),
             Route("/api/models/{owner}/{name}", self._model_info),
             Route("/api/models/{owner}/{name}/revision/{rev}", self._model_info),
             Route("/api/models/{owner}/{name}/tree/{rev}", self._tree),
@@ -180,6 +185,12 @@ class StandinHub:
             return JSONResponse({"error": "Internal Error - We're working hard to fix this as soon as possible!"},
                                 status_code=self.fail_status)
         return None
+
+    async def _agent_harnesses(self, request: Request) -> Response:
+        # Fetched once a day by build_hf_headers for its user agent (utils/_detect_agent.py,
+        # Registry): an empty registry, so no agent is named.
+        self._record(request)
+        return JSONResponse({"standardEnvVars": [], "harnesses": {}})
 
     async def _list_models(self, request: Request) -> Response:
         if (failed := self._record(request)) is not None:
@@ -287,7 +298,8 @@ class StandinHub:
         f = self._cdn_files.get((repo_id, request.path_params["sha"]))
         if f is None:
             return Response("<Error><Code>AccessDenied</Code></Error>", status_code=403)
-        start, end = _byte_range(request.headers.get("range"), f.size)
+        asked = None if self.ignore_range else request.headers.get("range")
+        start, end = _byte_range(asked, f.size)
         headers = {
             "Accept-Ranges": "bytes",
             "ETag": f'"{f.sha256}"',
@@ -297,7 +309,7 @@ class StandinHub:
             "Content-Length": str(end - start),
         }
         status = 200
-        if request.headers.get("range"):
+        if asked:
             if start >= f.size:
                 return Response(status_code=416, headers={"Content-Range": f"bytes */{f.size}"})
             status = 206

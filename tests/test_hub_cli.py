@@ -4,12 +4,15 @@ offline and unreachable Hubs as one line, and the downloaded model running."""
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,3 +176,59 @@ def test_pull_shows_a_progress_bar_on_a_terminal(hub, tmp_path):
     assert pull.wait(timeout=300) == 0
     text = shown.decode(errors="replace")
     assert SMOL_FILE in text and "100%" in text and "93.8M/93.8M" in text
+
+
+class _Relay(http.server.BaseHTTPRequestHandler):
+    """A forward proxy: `GET http://hub.chorus-test.example/...` is asked of the stand-in."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Proxy
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's names
+        self.server.lines.append(self.requestline)
+        target = urllib.parse.urlsplit(self.path)
+        upstream = http.client.HTTPConnection(self.server.upstream, timeout=30)
+        passed = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "proxy-connection")}
+        upstream.request("GET", target.path + (f"?{target.query}" if target.query else ""), headers=passed)
+        answer = upstream.getresponse()
+        body = answer.read()
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _Proxy(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Relay)
+        self.upstream = upstream
+        self.lines: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}"
+
+
+def test_the_hub_is_reached_through_the_proxy_in_the_environment(hub, tmp_path):
+    proxy = _Proxy(urllib.parse.urlsplit(hub.url).netloc)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        env = chorus_env("http://hub.chorus-test.example", tmp_path, HTTP_PROXY=proxy.url)
+        for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+            env.pop(name, None)
+        out = subprocess.run([sys.executable, "-m", "app", "models", "search", "gemma"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith(GEMMA_REPO)
+    assert any(line.startswith("GET http://hub.chorus-test.example/api/models?") for line in proxy.lines)

@@ -77,6 +77,16 @@ def test_estimate_reads_only_the_header_by_range_and_matches_the_local_estimate(
     assert hub.seen == []
 
 
+def test_a_server_that_ignores_range_still_gives_the_header_without_the_whole_file(hub, gemma_path):
+    hub.ignore_range = True
+    client = HubClient(hub.url)
+    gemma = client.files(GEMMA_REPO)[0]
+    estimate = client.estimate(gemma, n_ctx=2048, gpu_layers=0)
+    local = estimate_memory(read_gguf_header(gemma_path), n_ctx=2048, gpu_layers=0)
+    assert estimate is not None and estimate.weights_bytes == local.weights_bytes
+    assert sum(n for name, n in hub.sent if name == GEMMA_FILE) < gemma.size_bytes / 2  # stopped reading
+
+
 def test_a_header_is_read_from_a_prefix_only_once_the_prefix_holds_it(model_path):
     data = model_path.read_bytes()[: 4 << 20]
     size = model_path.stat().st_size

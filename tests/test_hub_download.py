@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubClient, HubError, IntegrityError
-from app.models.hub_download import PARTIAL_DIR
+from app.models.hub_download import PARTIAL_DIR, staged_part
 from tests.hub_repos import GATED_REPO, GEMMA_FILE, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.hub_standin import TOKEN
 
@@ -117,6 +117,18 @@ def test_a_connection_dropped_mid_file_is_resumed_in_the_same_download(hub, tmp_
     assert len(ranges) == 2 and ranges[0] is None  # http_get's retry asks for the rest
     assert ranges[1] is not None and 0 < int(ranges[1].removeprefix("bytes=").rstrip("-")) <= 20 << 20
     assert path.read_bytes() == model_path.read_bytes()
+
+
+def test_a_resume_from_a_server_that_ignores_range_starts_over_cleanly(hub, tmp_path, model_path):
+    client = HubClient(hub.url)
+    file = smol(hub, client)
+    staged = staged_part(file, file.parts[0], tmp_path)
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(model_path.read_bytes()[: 5 << 20])  # what a cancelled download left
+    hub.ignore_range = True
+    path = client.download(file, tmp_path)
+    assert [s.range for s in hub.cdn_requests(SMOL_REPO, SMOL_FILE)] == ["bytes=5242880-"]
+    assert path.read_bytes() == model_path.read_bytes()  # http_get saw the 200 and started over
 
 
 def test_a_file_that_does_not_match_its_sha256_is_refused_and_deleted(hub, tmp_path):

@@ -144,11 +144,16 @@ def _progress_bar(file: HubFile) -> tuple[Callable[[DownloadProgress], None] | N
 def _record(base: Path, path: Path, file: HubFile) -> None:
     """Into the model library (app/models/library.py), where this build has it."""
     try:
-        from app.models.library import open_library
+        from app.models.library import LibraryError, open_library
     except ImportError:  # a build without the library: the file is installed all the same
         return
-    with open_library(base) as library:
-        library.record_download(path, file.repo_id, file.parts[0].sha256)
+    from storage.errors import StorageError
+
+    try:
+        with open_library(base) as library:
+            library.record_download(path, file.repo_id, file.parts[0].sha256)
+    except (LibraryError, StorageError) as exc:
+        print(f"chorus: {path.name} is installed, but the library did not record it: {exc}", file=sys.stderr)
 
 
 def _fail(why: object) -> int:

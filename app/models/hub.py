@@ -162,15 +162,25 @@ class HubClient:
                 want *= 2
 
     def _range(self, url: str, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of the file at url."""
         headers = build_hf_headers(token=self.token)
         headers["Range"] = f"bytes={start}-{end}"
         headers["Accept-Encoding"] = "identity"
+        want = end + 1 - start
+        out = bytearray()
         # The library's session: offline mode, proxies, and the Hub's redirect to its CDN.
-        response = get_session().get(url, headers=headers, follow_redirects=True, timeout=TIMEOUT_S)
-        hf_raise_for_status(response)
-        if response.status_code == 200:  # a server that ignores Range sends the whole file
-            return response.content[start : end + 1]
-        return response.content[: end + 1 - start]
+        with get_session().stream("GET", url, headers=headers, follow_redirects=True,
+                                  timeout=TIMEOUT_S) as response:
+            hf_raise_for_status(response)
+            skip = start if response.status_code == 200 else 0  # a server that ignores Range
+            for chunk in response.iter_bytes():
+                if skip:
+                    dropped = min(skip, len(chunk))
+                    chunk, skip = chunk[dropped:], skip - dropped
+                out += chunk
+                if len(out) >= want:  # read no further than asked, whatever was sent
+                    break
+        return bytes(out[:want])
 
     def download(
         self,

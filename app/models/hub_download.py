@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -77,6 +77,12 @@ def staged_part(file: HubFile, part: HubFilePart, models_dir: Path) -> Path:
     return repo_folder(models_dir / PARTIAL_DIR, file.repo_id) / f"{part.filename}.{tag}.incomplete"
 
 
+def verified_part(file: HubFile, part: HubFilePart, models_dir: Path) -> Path:
+    """A part downloaded and verified, waiting for the others (not "*.gguf": nothing that
+    lists models may see it)."""
+    return staged_part(file, part, models_dir).with_name(Path(part.filename).name + ".verified")
+
+
 class PartDownloader:
     """Downloads the parts of one HubFile; one instance per download."""
 
@@ -91,19 +97,22 @@ class PartDownloader:
         self.done_before = 0  # bytes of the parts already finished
 
     def run(self) -> Path:
+        _check_names(self.file)
         final = installed_path(self.file, self.models_dir)
         if self._installed():
             self._report(self.file.size_bytes, self.file.name)
             return final
         staging = repo_folder(self.models_dir / PARTIAL_DIR, self.file.repo_id)
         staging.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(staging / (Path(self.file.name).name + ".lock")), timeout=0)
+        lock_path = staging / (self.file.name + ".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(lock_path), timeout=0)
         try:
             lock.acquire()
         except filelock.Timeout:
             raise HubError(f"{self.file.name} is already being downloaded by another Chorus") from None
         try:
-            self._check_space(staging)
+            self._check_space()
             verified = [self._part(p) for p in self.file.parts]
             self._install(verified)
         finally:
@@ -112,10 +121,14 @@ class PartDownloader:
             _remove_empty(staging, self.models_dir / PARTIAL_DIR)  # kept while a part is in it
         return final
 
-    def _check_space(self, staging: Path) -> None:
-        have = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file())
+    def _check_space(self) -> None:
+        have = 0
+        for part in self.file.parts:
+            for staged in (staged_part(self.file, part, self.models_dir),
+                           verified_part(self.file, part, self.models_dir)):
+                have += staged.stat().st_size if staged.is_file() else 0
         need = self.file.size_bytes - have
-        free = shutil.disk_usage(staging).free
+        free = shutil.disk_usage(self.models_dir).free
         if need > free:
             raise HubError(f"not enough disk space for {self.file.name}: {_gb(need)} needed, "
                            f"{_gb(free)} free in {self.models_dir}")
@@ -128,9 +141,10 @@ class PartDownloader:
     def _part(self, part: HubFilePart) -> Path:
         """The verified part in the staging folder, downloaded or resumed as needed."""
         incomplete = staged_part(self.file, part, self.models_dir)
-        # Not "*.gguf" until installed: nothing that lists models may see a staged part.
-        verified = incomplete.with_name(Path(part.filename).name + ".verified")
+        verified = verified_part(self.file, part, self.models_dir)
         if not (verified.is_file() and verified.stat().st_size == part.size_bytes):
+            if not part.sha256:  # before any byte is fetched
+                raise IntegrityError(f"the Hub gives no sha256 for {part.filename}; refusing an unverified file")
             self._fetch(part, incomplete)
             self._verify(part, incomplete)
             os.replace(incomplete, verified)
@@ -172,14 +186,12 @@ class PartDownloader:
                                      "start it again to resume where it stopped") from None
 
     def _verify(self, part: HubFilePart, path: Path) -> None:
-        if not part.sha256:
-            path.unlink(missing_ok=True)
-            raise IntegrityError(f"the Hub gives no sha256 for {part.filename}; refusing an unverified file")
-        digest = _sha256(path)
-        if digest != part.sha256.lower():
+        expected = (part.sha256 or "").lower()  # never empty here: _part refuses that first
+        digest = _sha256(path, self._check_cancel)  # a cancel here keeps the complete part
+        if digest != expected:
             path.unlink(missing_ok=True)
             raise IntegrityError(
-                f"{part.filename} does not match the Hub's sha256 (expected {part.sha256[:12]}…, "
+                f"{part.filename} does not match the Hub's sha256 (expected {expected[:12]}…, "
                 f"got {digest[:12]}…); the download was deleted")
 
     def _install(self, verified: list[Path]) -> None:
@@ -228,14 +240,23 @@ class PartDownloader:
             raise DownloadCancelled(f"download of {self.file.name} cancelled; it resumes where it stopped")
 
 
+def _check_names(file: HubFile) -> None:
+    """Names from the Hub become paths here: none may climb out of the models folder."""
+    for name in (file.repo_id, *(p.filename for p in file.parts)):
+        path = PurePosixPath(name)
+        if not name or path.is_absolute() or ".." in path.parts or "\\" in name:
+            raise HubError(f"refusing a file name the Hub should not give: {name!r}")
+
+
 def _gb(n: int) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, check: Callable[[], None]) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(HASH_CHUNK):
+            check()
             h.update(chunk)
     return h.hexdigest()
 

@@ -36,6 +36,8 @@ def translate(exc: BaseException, endpoint: str, repo_id: str | None, filename: 
     what = repo_id or "the repository"
     if isinstance(exc, hf_errors.OfflineModeIsEnabled):
         return HubOffline("the Hugging Face Hub is off: HF_HUB_OFFLINE is set (unset it to search or download)")
+    if isinstance(exc, hf_errors.HFValidationError):
+        return RepoNotFound(f"{what!r} is not a repository name of the form owner/name")
     if isinstance(exc, hf_errors.GatedRepoError):
         return GatedRepo(f"{what} is gated: accept its terms on the Hub, then {LOGIN_HINT}")
     if isinstance(exc, (hf_errors.RemoteEntryNotFoundError, hf_errors.EntryNotFoundError)):
