@@ -55,13 +55,30 @@ def _raise(message: str) -> None:
     raise TemplateError(message)
 
 
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def template_problem(source: str) -> str | None:
+    """Why this template text cannot be used (one line), or None when it compiles: checked
+    before a user's template override is saved, since a broken one would fall back to ChatML."""
+    if not source.strip():
+        return "the chat template is empty"
+    try:
+        _environment().from_string(source)
+    except TemplateError as exc:
+        return f"the chat template does not compile: {exc}"
+    return None
+
+
 class ChatTemplate:
     def __init__(self, source: str | None, bos_token: str = "", eos_token: str = "") -> None:
-        env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
-        )
-        env.globals["raise_exception"] = _raise
-        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        env = _environment()
         self.source = source or CHATML
         try:
             self._template = env.from_string(self.source)

@@ -23,7 +23,7 @@ from inference.model_runner import ModelRunner, StepOutput
 from inference.output_processor import RequestOutput
 from inference.outputs import Delta, FinishReason, Phase, TokenLogprob, TopLogprob
 from inference.params import ChatRequest, LoadSettings
-from inference.prompt_tokenizer import PromptTokenizer, check_prompt
+from inference.prompt_tokenizer import PromptTokenizer, check_prompt, template_for
 from inference.request import Request, RequestStatus
 from inference.scheduler import Scheduler, StepPlan
 from inference.step_budget import StepBudget
@@ -55,7 +55,7 @@ class EngineCore:
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
         self.metrics = EngineMetrics()
-        self.prompts = PromptTokenizer(runner, runner.n_ctx)
+        self.prompts = PromptTokenizer(runner, runner.n_ctx, template_for(runner, settings.chat_template))
         self.template = self.prompts.template
         self._outputs: dict[str, RequestOutput] = {}
         # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).

@@ -7,6 +7,7 @@ docs/gguf.md (little-endian; versions 2 and 3 use 64-bit counts and lengths).
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,17 @@ def read_gguf_header(path: Path) -> GgufHeader:
         raise GgufError(f"cannot read {path.name}: {exc.strerror or exc}") from None
     except (struct.error, EOFError, UnicodeDecodeError):
         raise GgufError(f"{path.name} is truncated or damaged (its GGUF header does not parse)") from None
+
+
+def read_gguf_header_prefix(data: bytes, name: str, file_size: int) -> GgufHeader | None:
+    """The header from the first bytes of a file of file_size bytes (a ranged HTTP read);
+    None when data ends before the header does: read more and ask again."""
+    try:
+        return _read(io.BytesIO(data), Path(name), file_size)
+    except (struct.error, EOFError):
+        return None
+    except UnicodeDecodeError:
+        raise GgufError(f"{name} is damaged (its GGUF header does not parse)") from None
 
 
 def _read(f: BinaryIO, path: Path, size: int) -> GgufHeader:

@@ -144,6 +144,9 @@ class LoadSettings:
     # disables it; so does a size limit of 0 (MiB, over all models' files, LRU).
     kv_cache_dir: Path | None = None
     kv_disk_cache_mb: int = 1024
+    # Jinja chat template used instead of the one in the GGUF file (a per-model default of
+    # the model library); None: the file's own.
+    chat_template: str | None = None
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()

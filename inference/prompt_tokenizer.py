@@ -36,10 +36,12 @@ log = logging.getLogger(__name__)
 PREFIX_PROBES = ("A", "Z")
 
 
-def template_for(vocab: Vocabulary) -> ChatTemplate:
-    """The model's chat template: the GGUF's own, else the builtin one of its architecture."""
+def template_for(vocab: Vocabulary, override: str | None = None) -> ChatTemplate:
+    """The model's chat template: the override when given (LoadSettings.chat_template, a
+    per-model default of the library), else the GGUF's own, else the builtin one of its
+    architecture. The vocabulary's special tokens fill bos_token/eos_token either way."""
     return ChatTemplate(
-        vocab.chat_template() or builtin_template(vocab.metadata("general.architecture")),
+        override or vocab.chat_template() or builtin_template(vocab.metadata("general.architecture")),
         bos_token=vocab.special_text(vocab.bos_token),
         eos_token=vocab.special_text(vocab.eos_token),
     )
@@ -56,9 +58,11 @@ class PromptTokenizer:
         self._nonce = _new_nonce()
 
     @classmethod
-    def load(cls, path: Path, n_ctx: int) -> PromptTokenizer:
-        """From a model file's vocabulary alone (no weights); close() frees it."""
-        return cls(LlamaVocab.load(Path(path)), n_ctx)
+    def load(cls, path: Path, n_ctx: int, chat_template: str | None = None) -> PromptTokenizer:
+        """From a model file's vocabulary alone (no weights); close() frees it.
+        chat_template: an override of the file's template (see template_for)."""
+        vocab = LlamaVocab.load(Path(path))
+        return cls(vocab, n_ctx, template_for(vocab, chat_template) if chat_template else None)
 
     def close(self) -> None:
         if isinstance(self.vocab, OwnedVocab):

@@ -7,6 +7,7 @@ from storage.busy import retry_locked
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
 from storage.errors import DamagedDatabase, DatabaseBusy, ImportRejected, NotFoundError, StorageError
+from storage.library import LibraryRepository
 from storage.records import (
     ActivePath,
     BranchPosition,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_FILENAME",
     "Database",
     "ImportRejected",
+    "LibraryRepository",
     "MessageRecord",
     "MessageStatus",
     "NotFoundError",

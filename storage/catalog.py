@@ -27,6 +27,7 @@ def _profile(p: ModelProfile) -> ModelProfileRecord:
     return ModelProfileRecord(
         p.id, p.name, p.kind, p.path, p.size_bytes, p.sha256, p.architecture,
         p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), _aware(p.created_at),
+        p.source, p.hub_repo, _aware(p.last_used_at) if p.last_used_at is not None else None,
     )
 
 
@@ -94,6 +95,7 @@ class CatalogRepository:
                 profile = ModelProfile(name=name)
                 s.add(profile)
             profile.kind = kind
+            profile.source = (profile.source or "local") if kind == "gguf" else None  # a library entry
             profile.load_settings_json = json.dumps(load_settings or {})
             for f in PROFILE_FIELDS:
                 setattr(profile, f, fields.get(f))

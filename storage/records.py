@@ -111,6 +111,10 @@ class ModelProfileRecord:
     remote_model: str | None
     load_settings: dict
     created_at: datetime
+    # The model library (GGUF profiles): "catalog" | "hub" | "local"; None for a remote one.
+    source: str | None = None
+    hub_repo: str | None = None
+    last_used_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

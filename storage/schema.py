@@ -33,14 +33,17 @@ class Preset(Base):
 
 
 class ModelProfile(Base):
-    """A local GGUF file or a remote OpenAI-compatible endpoint, with load settings."""
+    """A local GGUF file or a remote OpenAI-compatible endpoint, with load settings.
+
+    A GGUF profile is an entry of the model library (0005): its source says where the
+    file came from, load_settings_json holds the per-model defaults applied at load."""
 
     __tablename__ = "model_profiles"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     kind: Mapped[str] = mapped_column(String(16))  # "gguf" | "remote"
-    path: Mapped[str | None] = mapped_column(Text)
+    path: Mapped[str | None] = mapped_column(Text, index=True)
     size_bytes: Mapped[int | None] = mapped_column(Integer)
     sha256: Mapped[str | None] = mapped_column(String(64))
     architecture: Mapped[str | None] = mapped_column(String(64))
@@ -49,6 +52,9 @@ class ModelProfile(Base):
     remote_model: Mapped[str | None] = mapped_column(String(200))
     load_settings_json: Mapped[str] = mapped_column(Text, default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    source: Mapped[str | None] = mapped_column(String(16))  # "catalog" | "hub" | "local"; None: remote
+    hub_repo: Mapped[str | None] = mapped_column(Text)  # "owner/name" of a Hub download
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Comparison(Base):

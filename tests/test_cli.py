@@ -55,9 +55,11 @@ def test_every_command_is_there_with_a_handler() -> None:
     assert set(paths) == {
         ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
-        ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"),
+        ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
+        ("models", "defaults"), ("models", "search"), ("models", "pull"),
     }
-    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"]}
+    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
+                "search": ["gemma"], "pull": ["owner/repo"]}
     for path in paths:
         args = parser.parse_args([*path, *required.get(path[-1], [])])
         assert callable(args.handler), path
@@ -96,10 +98,11 @@ def test_an_unknown_option_is_a_clear_error(capsys) -> None:
 def test_models_list_shows_what_is_installed(data_dir, tmp_path_factory):
     out = chorus(data_dir, "models", "list")
     assert out.returncode == 0
-    assert "smollm2-135m   installed" in out.stdout
-    assert "gemma3-270m    not installed" in out.stdout
+    rows = {line.split()[0]: line for line in out.stdout.splitlines()[1:] if not line.startswith(" ")}
+    assert "installed" in rows["smollm2-135m"].split() and "catalog" in rows["smollm2-135m"]
+    assert "not installed" in rows["gemma3-270m"]
     empty = chorus(tmp_path_factory.mktemp("empty"), "models", "list")
-    assert "smollm2-135m   not installed" in empty.stdout
+    assert "not installed" in empty.stdout.splitlines()[1] and empty.stdout.splitlines()[1].startswith("smollm2-135m")
 
 
 def test_models_errors_are_one_line_and_nonzero(tmp_path, capsys):

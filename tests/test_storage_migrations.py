@@ -51,17 +51,18 @@ def test_schema_comparison_sees_a_difference(tmp_path):
     """The agreement check is not vacuous: a database one revision behind differs."""
     db = Database(tmp_path / "old.db")
     try:
-        db.upgrade("0003")
+        db.upgrade("0004")
         diff = schema_diff(db)
-        assert len(diff) == 1
-        op, _schema, table, column = diff[0]
-        assert (op, table, column.name) == ("add_column", "conversations", "title_provisional")
+        added = [(op, table, column.name) for op, _schema, table, column in diff[:3]]
+        assert added == [("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
+                         ("add_column", "model_profiles", "last_used_at")]
+        assert [(d[0], d[1].name) for d in diff[3:]] == [("add_index", "ix_model_profiles_path")]
     finally:
         db.close()
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0004"
+    assert head_revision() == "0005"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------
@@ -220,7 +221,7 @@ def test_reopening_up_to_date_database_makes_no_backup(tmp_path):
 
 
 def test_upgrade_from_each_old_revision(tmp_path):
-    for rev in ("0001", "0002", "0003"):
+    for rev in ("0001", "0002", "0003", "0004"):
         path = tmp_path / f"at-{rev}.db"
         old = Database(path)
         old.upgrade(rev)

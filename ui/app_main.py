@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from app.chats.store import open_store
-from app.cli.engine_args import settings_from_args
+from app.cli.engine_args import explicit_settings, settings_from_args
 from app.paths import kv_cache_dir
 from storage import StorageError
 
@@ -55,7 +55,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
     settings = settings_from_args(args, model, kv_cache_dir=kv_cache_dir(data_dir))
-    controllers = Controllers(window, repo, settings, sampling=sampling, theme=args.theme)
+    controllers = Controllers(window, repo, settings, sampling=sampling, theme=args.theme,
+                              explicit=set(explicit_settings(args)))  # they win over the model's library defaults
     window.show()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

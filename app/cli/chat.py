@@ -13,7 +13,7 @@ from typing import Protocol
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_store
 from app.cli.command import add_command
-from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
+from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.cli.remote_replies import add_remote_args, connect
 from app.engines.remote import RemoteError
 from app.paths import kv_cache_dir
@@ -116,7 +116,8 @@ def _run_local(args: argparse.Namespace, data_dir: Path) -> int:
     model = resolve_model(args, data_dir)
 
     def start() -> tuple[Replies, str]:
-        engine = Engine.start(settings_from_args(args, model, kv_cache_dir=kv_cache_dir(data_dir)))
+        engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
+                                                 kv_cache_dir=kv_cache_dir(data_dir)))
         return engine, engine.info.description if engine.info is not None else "the engine"
 
     return _run(args, data_dir, model.name, model.name, start)

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from app.models import catalog as model_catalog
+from app.models.library import ModelDefaults, apply_defaults, open_library
 from app.paths import models_dir
 from inference.params import LoadSettings
+from storage import StorageError
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -32,8 +34,9 @@ def resolve_model(args: argparse.Namespace, base: Path) -> Path:
     return model_catalog.resolve(name, mdir)
 
 
-def settings_from_args(args: argparse.Namespace, model: Path, **overrides: Any) -> LoadSettings:
-    values: dict[str, Any] = dict(model_path=model)
+def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The LoadSettings fields the command line set: they win over a model's defaults."""
+    values: dict[str, Any] = {}
     if getattr(args, "ctx", None):
         values["n_ctx"] = args.ctx
     if getattr(args, "threads", None):
@@ -42,5 +45,25 @@ def settings_from_args(args: argparse.Namespace, model: Path, **overrides: Any) 
         values["n_gpu_layers"] = args.gpu_layers
     if getattr(args, "reproducible", False):
         values["reproducible"] = True
-    values.update(overrides)
-    return LoadSettings(**values)
+    return values
+
+
+def settings_from_args(args: argparse.Namespace, model: Path, defaults: ModelDefaults | None = None,
+                       **overrides: Any) -> LoadSettings:
+    """LoadSettings for model: the model's library defaults (if given) under the command
+    line's options and the caller's overrides."""
+    values = {**explicit_settings(args), **overrides}
+    settings = LoadSettings(model_path=model, **values)
+    return apply_defaults(settings, defaults, explicit=set(values)) if defaults is not None else settings
+
+
+def library_defaults(base: Path, model: Path) -> ModelDefaults:
+    """The model's defaults in the library of the data folder, marking it used (it is about
+    to load). A database that cannot be opened costs the defaults, not the command."""
+    try:
+        with open_library(base) as library:
+            library.mark_used(model)
+            return library.defaults_for(model)
+    except StorageError as exc:
+        print(f"chorus: the model library is not available, loading without its defaults: {exc}", file=sys.stderr)
+        return ModelDefaults()

@@ -1,36 +1,97 @@
-"""`chorus models list|fetch|path`: the model catalog and what is installed of it."""
+"""`chorus models list|fetch|path|rm|defaults`: the model library and the catalog.
+
+`rm` cannot know what a running `chorus app` or `chorus serve` has loaded (another
+process): it deletes. The desktop window's Models window refuses while the model is loaded.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
+from app.cli import models_hub
 from app.cli.command import add_command
 from app.models import catalog as model_catalog
+from app.models.library import LibraryEntry, LibraryError, ModelDefaults, open_library
 from app.paths import models_dir
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    models = add_command(sub, "models", run_list, help="list or fetch models")  # bare `models` lists
-    msub = models.add_subparsers(dest="models_command")
-    add_command(msub, "list", run_list, help="known models and whether they are installed")
+    models = add_command(sub, "models", run_list, help="the model library: list, fetch, remove, defaults")
+    msub = models.add_subparsers(dest="models_command")  # bare `models` lists
+    add_command(msub, "list", run_list, help="the models on this machine, and the catalog's others")
     fetch = add_command(msub, "fetch", run_fetch, help="download and verify models (default: the default model)")
     fetch.add_argument("names", nargs="*")
     path = add_command(msub, "path", run_path, help="print the file path of an installed model")
     path.add_argument("name", nargs="?", default=model_catalog.DEFAULT_MODEL)
+    rm = add_command(msub, "rm", run_rm, help="delete a model's files and forget it (asks first on a terminal)")
+    rm.add_argument("name")
+    rm.add_argument("--yes", "-y", action="store_true", help="do not ask (needed when not on a terminal)")
+    defaults = add_command(msub, "defaults", run_defaults,
+                           help="show or set a model's load defaults (used unless the command line says otherwise)")
+    defaults.add_argument("name")
+    defaults.add_argument("--ctx", type=int, default=None, help="context size in tokens")
+    defaults.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (0: CPU only)")
+    defaults.add_argument("--threads", type=int, default=None, help="CPU threads")
+    template = defaults.add_mutually_exclusive_group()
+    template.add_argument("--chat-template", type=Path, default=None, metavar="FILE",
+                          help="a Jinja chat template file used instead of the model's own")
+    template.add_argument("--clear", action="store_true", help="drop all of this model's defaults")
+    models_hub.register_hub(msub)  # `chorus models search|pull` (the Hugging Face Hub)
+
+
+# ----- list ----------------------------------------------------------------------------------
 
 
 def run_list(args: argparse.Namespace, base: Path) -> int:
-    mdir = models_dir(base)
+    with open_library(base) as library:
+        entries = library.entries()
+    listed = {e.name for e in entries}
+    print(f"{'NAME':<32} {'SIZE':>9}  {'SOURCE':<24} {'LAST USED':<16}  {'STATE':<13}  DEFAULTS")
+    for e in entries:
+        print(_row(e.name, _size(e.size_bytes) if e.size_bytes else "-", _source(e), _when(e.last_used),
+                   "installed" if e.installed else "not installed", _defaults(e.defaults)))
+        print(f"{'':<4}{e.path}")
     for spec in model_catalog.CATALOG.values():
-        installed = model_catalog.is_installed(spec, mdir)
-        mark = "installed" if installed else "not installed"
-        default = " (default)" if spec.key == model_catalog.DEFAULT_MODEL else ""
-        print(f"{spec.key:<14} {mark:<14} {spec.title}{default}  [{spec.license}]")
-        if installed:
-            print(f"{'':<14} {model_catalog.model_path(spec, mdir)}")
+        if spec.key not in listed:
+            print(_row(spec.key, "-", "catalog", "-", "not installed",
+                       f"{spec.title} [{spec.license}]; chorus models fetch {spec.key}"))
     return 0
+
+
+def _row(name: str, size: str, source: str, used: str, state: str, rest: str) -> str:
+    return f"{name:<32} {size:>9}  {source:<24} {used:<16}  {state:<13}  {rest}".rstrip()
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB"):
+        if value < 1000:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
+
+
+def _source(e: LibraryEntry) -> str:
+    return f"hub {e.hub_repo}" if e.source == "hub" and e.hub_repo else e.source
+
+
+def _when(t: datetime | None) -> str:
+    return t.astimezone().strftime("%Y-%m-%d %H:%M") if t is not None else "never"
+
+
+def _defaults(d: ModelDefaults) -> str:
+    parts = [f"{label} {value}" for label, value in (("ctx", d.n_ctx), ("gpu-layers", d.n_gpu_layers),
+                                                    ("threads", d.n_threads)) if value is not None]
+    if d.chat_template is not None:
+        parts.append("own chat template")
+    return ", ".join(parts) or "-"
+
+
+# ----- fetch, path -----------------------------------------------------------------------------
 
 
 def run_fetch(args: argparse.Namespace, base: Path) -> int:
@@ -42,6 +103,8 @@ def run_fetch(args: argparse.Namespace, base: Path) -> int:
         return 2
     for name in names:
         path = model_catalog.fetch(model_catalog.CATALOG[name], models_dir(base), say=_say)
+        with open_library(base) as library:
+            library.record_local(path)  # a catalog model's file: recorded as the catalog's
         print(f"{name}: {path} (sha256 verified)")
     return 0
 
@@ -49,6 +112,69 @@ def run_fetch(args: argparse.Namespace, base: Path) -> int:
 def run_path(args: argparse.Namespace, base: Path) -> int:
     print(model_catalog.resolve(args.name, models_dir(base)))
     return 0
+
+
+# ----- rm ------------------------------------------------------------------------------------
+
+
+def run_rm(args: argparse.Namespace, base: Path) -> int:
+    with open_library(base) as library:
+        try:
+            listed = library.listed(args.name)
+            if listed is None:
+                raise LibraryError(f"{args.name} is not in the library (not installed); see `chorus models list`")
+            entry, files = listed, library.files_to_delete(args.name)
+        except LibraryError as exc:
+            return _fail(exc)
+        what = (f"delete {len(files)} file(s), {_size(sum(f.stat().st_size for f in files))}: "
+                + ", ".join(str(f) for f in files)) if files else f"forget {entry.path} (the file is kept)"
+        if not args.yes:
+            if not sys.stdin.isatty():
+                return _fail(f"not on a terminal: pass --yes to remove {args.name} ({what})")
+            answer = input(f"Remove {args.name}: {what}? [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                print("nothing removed", file=sys.stderr)
+                return 1
+        try:
+            library.remove(args.name, loaded=set())  # another process's loaded model is not known here
+        except LibraryError as exc:
+            return _fail(exc)
+    print(f"removed {args.name}" + ("" if files else f" from the library; {entry.path} was kept"))
+    return 0
+
+
+# ----- defaults --------------------------------------------------------------------------------
+
+
+def run_defaults(args: argparse.Namespace, base: Path) -> int:
+    with open_library(base) as library:
+        try:
+            entry = library.entry(args.name)
+            defaults = ModelDefaults() if args.clear else entry.defaults
+            changes = {k: v for k, v in (("n_ctx", args.ctx), ("n_gpu_layers", args.gpu_layers),
+                                         ("n_threads", args.threads)) if v is not None}
+            if args.chat_template is not None:
+                changes["chat_template"] = _read_template(args.chat_template)
+            if changes or args.clear:
+                entry = library.set_defaults(args.name, replace(defaults, **changes))
+        except (LibraryError, OSError) as exc:
+            return _fail(exc)
+    print(f"{entry.name}: {_defaults(entry.defaults)}")
+    if entry.defaults.chat_template is not None:
+        print(entry.defaults.chat_template)
+    return 0
+
+
+def _read_template(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LibraryError(f"cannot read the chat template {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _fail(why: object) -> int:
+    print(f"chorus: {why}", file=sys.stderr)
+    return 2
 
 
 def _say(message: str) -> None:

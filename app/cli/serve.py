@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from app.cli.command import add_command
-from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
+from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.paths import kv_cache_dir
 from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
 from app.server.uvicorn_server import HttpServer
@@ -55,7 +55,7 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None)
     try:
-        engine = Engine.start(settings_from_args(args, model, n_seq_max=args.parallel,
+        engine = Engine.start(settings_from_args(args, model, library_defaults(base, model), n_seq_max=args.parallel,
                                                  kv_cache_dir=kv_cache_dir(base)))
     except ModelLoadError as exc:
         print(f"chorus: {exc}", file=sys.stderr)

@@ -39,6 +39,9 @@ class EngineRouter:
         self._held: dict[int, ModelSource] = {}  # conversation -> the pool engine it holds
         self._lock = threading.Lock()
         self.pool = EnginePool(self._make_engine, on_delta, on_state)
+        # What a pool engine loads its model with, from the main engine's settings with the
+        # model's path: the app puts that model's own library defaults on.
+        self.settings_for: Callable[[LoadSettings], LoadSettings] = lambda settings: settings
 
     def engine_for(self, conversation_id: int, source: ModelSource) -> PooledEngine:
         """The pool engine of a conversation on a model other than the main one; held until
@@ -66,6 +69,11 @@ class EngineRouter:
             with self._lock:
                 self._metrics.pop(source.label, None)
             self._share_cpu()
+
+    def local_paths(self) -> set[Path]:
+        """The model files the conversations' pool engines hold."""
+        with self._lock:
+            return {Path(source.path) for source in self._held.values() if source.kind != REMOTE}
 
     def metrics(self) -> dict[str, MetricsSnapshot]:
         """The latest snapshot of each pool engine (read from the monitor thread)."""
@@ -98,7 +106,8 @@ class EngineRouter:
             endpoint = RemoteEndpoint(source.base_url, source.model, self.remote_keys.get(source.base_url))
             return RemoteEngine(endpoint, self._on_delta, on_state)
         share = self._cpu_share(len(self._local_engines()) + 1)
-        settings = replace(self._local_settings(), model_path=Path(source.path), n_threads=share, n_threads_batch=share)
+        settings = self.settings_for(
+            replace(self._local_settings(), model_path=Path(source.path), n_threads=share, n_threads_batch=share))
 
         def metrics(snapshot: MetricsSnapshot, label=source.label) -> None:
             with self._lock:

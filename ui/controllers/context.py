@@ -7,12 +7,14 @@ conversation actions) and the events below.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from app.engines.own_requests import OwnRequests
+from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
 from ui.controllers.engine_hub import EngineHub
@@ -26,6 +28,7 @@ class ControllerEvents(QObject):
 
     conversations_changed = Signal()  # a title, pin, order or membership changed: redraw the sidebar
     tab_opened = Signal(object)  # a ChatTab that needs its signals wired
+    models_changed = Signal()  # a model was downloaded or deleted: lists of model files are stale
 
 
 @dataclass(eq=False)
@@ -41,18 +44,23 @@ class ControllerContext:
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
     models_dir: Path
     own_requests: OwnRequests  # the app's own requests (titles): their deltas skip the views
+    library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,
-                  sampling: SamplingParams | None = None, models_dir: Path | None = None) -> ControllerContext:
+                  sampling: SamplingParams | None = None, models_dir: Path | None = None,
+                  explicit: Collection[str] = ()) -> ControllerContext:
+    """explicit: the LoadSettings fields the command line set (they win over a model's defaults)."""
     catalog = CatalogRepository(repo.db)
+    models_dir = models_dir or Path(repo.db.path).parent / "models"
+    library = ModelLibrary(repo.db, models_dir)
     storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
     gui = GuiCalls()
     streams = StreamPresenter(window, storage.executor)
     own_requests = OwnRequests(streams.on_delta)
-    engines = EngineHub(settings, catalog, storage, gui, own_requests.on_delta)
+    engines = EngineHub(settings, catalog, storage, gui, own_requests.on_delta, library, explicit)
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         streams=streams, events=ControllerEvents(), sampling=sampling or SamplingParams(),
-        models_dir=models_dir or Path(repo.db.path).parent / "models", own_requests=own_requests,
+        models_dir=models_dir, own_requests=own_requests, library=library,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from app.engines.protocol import EngineLike, EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
 from app.engines.sources import LOCAL, ModelSource, source_of
+from app.models.library import ModelDefaults, ModelLibrary, apply_defaults
 from inference import LoadSettings
 from inference.metrics import MetricsSnapshot
 from inference.outputs import Delta
@@ -43,11 +44,19 @@ class EngineHub(QObject):
     recent_models_changed = Signal(list)
 
     def __init__(self, settings: LoadSettings, catalog: CatalogRepository, storage: StorageThread,
-                 gui: GuiCalls, to_app: Callable[[Delta], None]) -> None:
+                 gui: GuiCalls, to_app: Callable[[Delta], None], library: ModelLibrary | None = None,
+                 explicit: Collection[str] = ()) -> None:
         super().__init__()
         self.catalog = catalog
         self.storage = storage
         self.gui = gui
+        # Every local model loads with the command line's settings and its own library
+        # defaults on top, except the fields the command line set (explicit).
+        self.library = library
+        self.base_settings = settings
+        self.explicit = frozenset(explicit)
+        self.applied = self._defaults(settings.model_path)  # the loaded model's defaults
+        settings = apply_defaults(settings, self.applied, self.explicit)
         self.local_settings = settings
         self.model_name = settings.model_path.name
         self.metrics: MetricsSnapshot | None = None
@@ -58,6 +67,7 @@ class EngineHub(QObject):
             lambda: self.engine, lambda: self.local_settings, to_app,
             lambda source, state: self.gui.post(lambda: self.pool_state_changed.emit(source, state)),
         )
+        self.router.settings_for = self._pool_settings
         self.pool_state_changed.connect(self._remember_loaded)
 
     def _local_engine(self, settings: LoadSettings) -> EngineClient:
@@ -109,6 +119,9 @@ class EngineHub(QObject):
                 engine.start(wait=True)
             except Exception as exc:  # shown in the status bar; the window stays usable
                 log.error("engine failed to start: %s", exc)
+            else:
+                if engine.is_local:
+                    self._mark_used(engine.settings.model_path)
 
         threading.Thread(target=run, name="engine-start", daemon=True).start()
 
@@ -128,17 +141,18 @@ class EngineHub(QObject):
 
     def load_model(self, path: str, gpu_layers: int | None = None) -> threading.Thread:
         """Switch the main engine to another GGUF file; on failure say why and keep the old
-        one. gpu_layers None keeps the current setting."""
+        one. gpu_layers: the model dialog's choice; None: the model's library default, else
+        the command line's."""
         if not self.is_local:  # back from a remote server
             self.engine.shutdown()
             self.engine = self._local_engine(self.local_settings)
         engine = self.engine
         previous = engine.settings
-        layers = previous.n_gpu_layers if gpu_layers is None else gpu_layers
-        wanted = replace(previous, model_path=Path(path), n_gpu_layers=layers)
-        self.switching.emit(f"loading {wanted.model_path.name}…")
+        self.switching.emit(f"loading {Path(path).name}…")
 
         def switch() -> None:
+            # reads the library: here, not on the GUI thread
+            wanted, defaults = self._settings_for(path, previous, gpu_layers)
             try:
                 engine.restart(wait=True, settings=wanted)
             except Exception as exc:
@@ -146,15 +160,65 @@ class EngineHub(QObject):
                 self.gui.post(lambda: self.model_error.emit(message))
                 engine.restart(wait=True, settings=previous)
             else:
-                self.gui.post(lambda: self._loaded(wanted))
+                self._mark_used(wanted.model_path)
+                self.gui.post(lambda: self._loaded(wanted, defaults))
             self.gui.post(lambda: self.load_progress.emit(None))
 
         thread = threading.Thread(target=switch, name="engine-switch", daemon=True)
         thread.start()
         return thread
 
-    def _loaded(self, settings: LoadSettings) -> None:
+    def _settings_for(self, path: str, previous: LoadSettings,
+                      gpu_layers: int | None) -> tuple[LoadSettings, ModelDefaults]:
+        """What path loads with (any thread): the command line's settings for the fields a
+        model's defaults may set (none of the previous model's leak into this one), its
+        library defaults on top unless the command line or gpu_layers chose that field."""
+        base = self.base_settings
+        settings = replace(previous, model_path=Path(path), n_ctx=base.n_ctx, chat_template=base.chat_template,
+                           n_gpu_layers=base.n_gpu_layers if gpu_layers is None else gpu_layers)
+        if self.applied.n_threads is not None:  # else keep the threads the router shared out
+            settings = replace(settings, n_threads=base.n_threads, n_threads_batch=base.n_threads_batch)
+        defaults = self._defaults(Path(path))
+        explicit = self.explicit | ({"n_gpu_layers"} if gpu_layers is not None else set())
+        return apply_defaults(settings, defaults, explicit), defaults
+
+    def _pool_settings(self, settings: LoadSettings) -> LoadSettings:
+        """A pool engine's settings: its own model's defaults, not the main model's; its
+        threads stay the router's share of the cores."""
+        base = self.base_settings
+        settings = replace(settings, n_ctx=base.n_ctx, chat_template=base.chat_template, n_gpu_layers=base.n_gpu_layers)
+        keep = self.explicit | {"n_threads", "n_threads_batch"}
+        return apply_defaults(settings, self._defaults(settings.model_path), keep)
+
+    def _defaults(self, path: Path) -> ModelDefaults:
+        if self.library is None:
+            return ModelDefaults()
+        try:
+            return self.library.defaults_for(path)
+        except Exception as exc:  # noqa: BLE001 - the library's trouble costs the defaults, not the load
+            log.warning("model defaults of %s not read: %s", path.name, exc)
+            return ModelDefaults()
+
+    def _mark_used(self, path: Path) -> None:
+        """The library's last use of a model that loaded (any thread but the GUI's)."""
+        if self.library is None:
+            return
+        try:
+            self.library.mark_used(path)
+        except Exception as exc:  # noqa: BLE001 - bookkeeping only
+            log.warning("could not mark %s used in the model library: %s", path.name, exc)
+
+    def loaded_paths(self) -> set[Path]:
+        """The model files loaded now (the main engine and the pooled ones): what the
+        library refuses to remove."""
+        paths = self.router.local_paths()
+        if self.is_local:
+            paths.add(self.local_settings.model_path)
+        return paths
+
+    def _loaded(self, settings: LoadSettings, defaults: ModelDefaults | None = None) -> None:
         self.model_name = settings.model_path.name
+        self.applied = defaults or ModelDefaults()
         self.local_settings = settings
         self.remember_model(str(settings.model_path))
         self.state_changed.emit(self.engine.state)
@@ -201,3 +265,4 @@ class EngineHub(QObject):
     def _remember_loaded(self, source: ModelSource, state: EngineState) -> None:
         if state.status is EngineStatus.READY and source.kind == LOCAL:  # a model that loads is worth offering again
             self.remember_model(source.path)
+            self.storage.run(lambda: self._mark_used(Path(source.path)))

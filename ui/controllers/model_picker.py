@@ -16,11 +16,22 @@ from pathlib import Path
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
 from app.models import catalog as model_catalog
+from app.models.gguf_files import is_later_part
 from ui.controllers.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
 
 log = logging.getLogger(__name__)
+
+
+def model_files(models_dir: Path) -> list[Path]:
+    """The GGUF models in the folder: its own files and the Hub's downloads in
+    <owner>/<repo>/ below it; not the resumable parts in .partial/, nor a split model's later parts."""
+    if not models_dir.is_dir():
+        return []
+    found = (f for f in models_dir.rglob("*.gguf") if ".partial" not in f.relative_to(models_dir).parts)
+    return sorted((f for f in found if f.is_file() and not is_later_part(f)),
+                  key=lambda f: (f.parent != models_dir, str(f).lower()))
 
 
 class ModelPickerController:
@@ -40,6 +51,7 @@ class ModelPickerController:
         hub.model_error.connect(self._model_error)
         hub.recent_models_changed.connect(self._recent_changed)
         w.model_fetch_requested.connect(self.fetch)
+        ctx.events.models_changed.connect(self.refresh)  # a Hub download or a deletion
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
         self._show(self.status)
 
@@ -90,8 +102,7 @@ class ModelPickerController:
 
         def scan() -> tuple[list[ModelChoice], list[ModelChoice]]:
             titles = {spec.filename: spec.title for spec in specs}
-            files = sorted(models_dir.glob("*.gguf")) if models_dir.is_dir() else []
-            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in files if f.is_file()]
+            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in model_files(models_dir)]
             catalog = [ModelChoice(spec.title, str(model_catalog.model_path(spec, models_dir))
                                    if model_catalog.is_installed(spec, models_dir) else "", spec.key, spec.license)
                        for spec in specs]

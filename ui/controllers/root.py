@@ -3,6 +3,7 @@ composition root (ui/app_main.py), the smoke run, the GUI benchmark and the test
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from app.perf.monitor import PerfMonitor
@@ -14,6 +15,7 @@ from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.model_picker import ModelPickerController
+from ui.controllers.models_window import ModelsWindowController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
@@ -30,8 +32,8 @@ from ui.widgets.main_window import MainWindow
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
                  sampling: SamplingParams | None = None, models_dir: Path | None = None,
-                 theme: str | None = None, auto_titles: bool = True) -> None:
-        ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir)
+                 theme: str | None = None, auto_titles: bool = True, explicit: Collection[str] = ()) -> None:
+        ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir, explicit)
         self.engines = ctx.engines
         self.streams = ctx.streams
         self.conversations = ConversationsController(ctx)
@@ -48,6 +50,7 @@ class Controllers:
         self.titles = TitlesController(ctx, enabled=auto_titles)
         self.background = BackgroundController(ctx)
         self.model_picker = ModelPickerController(ctx)
+        self.models = ModelsWindowController(ctx)  # the Hub and the library, made on first use
         self.welcome = WelcomeController(ctx)
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
@@ -72,6 +75,7 @@ class Controllers:
 
     def shutdown(self) -> None:
         self.server.shutdown()
+        self.models.shutdown()
         self.window_state.save()
         self.ctx.streams.stop()
         self.background.stop()

@@ -29,6 +29,7 @@ from ui.widgets.chat_tab import ChatTab
 from ui.widgets.chat_tabs import ChatTabs
 from ui.widgets.compare_view import ComparePane, CompareView
 from ui.widgets.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
+from ui.widgets.download_status import DownloadStatus
 from ui.widgets.file_dialogs import open_file_dialog
 from ui.widgets.model_dialog import ModelDialog
 from ui.widgets.model_picker import ModelPicker
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
     import_requested = Signal(str)  # path of a Chorus JSON export
     model_fetch_requested = Signal(str)  # a catalog model's key: download it, then load it
     example_requested = Signal(str)  # a new chat that sends this prompt (the welcome page's examples)
+    models_requested = Signal()  # the Models window: the Hub and the model library
 
     def __init__(self) -> None:
         super().__init__()
@@ -116,6 +118,8 @@ class MainWindow(QMainWindow):
         self.load_progress.setMaximumWidth(160)
         self.load_progress.hide()
         self.statusBar().addPermanentWidget(self.load_progress)
+        self.download_status = DownloadStatus()  # a Hub download going on; a click shows it
+        self.statusBar().addPermanentWidget(self.download_status)
         self.statusBar().addPermanentWidget(self.engine_label)
         self.server_label = QLabel("")
         self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
@@ -188,6 +192,7 @@ class MainWindow(QMainWindow):
             source.fetch_requested.connect(self.model_fetch_requested)
             source.open_file_requested.connect(self._choose_model)
         self.model_picker.remote_requested.connect(self._ask_remote)
+        self.model_picker.browse_requested.connect(self.models_requested)
         self.welcome.example_chosen.connect(self.example_requested)
         self.welcome.new_chat_requested.connect(self.new_chat_requested)
         self.welcome.compare_requested.connect(self.new_comparison_requested)
@@ -208,10 +213,11 @@ class MainWindow(QMainWindow):
             ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
             ("Stop", QKeySequence("Escape"), self._stop_current),
             ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
+            ("Models…", QKeySequence("Ctrl+Shift+M"), lambda: self.models_requested.emit()),
         ]
         file_menu = self.menuBar().addMenu("&File")
         chat_menu = self.menuBar().addMenu("&Chat")
-        in_file = {"New chat", "New comparison", "Open model…", "Close tab"}
+        in_file = {"New chat", "New comparison", "Open model…", "Models…", "Close tab"}
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
             action.setShortcuts(keys) if isinstance(keys, list) else action.setShortcut(keys)

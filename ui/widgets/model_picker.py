@@ -56,6 +56,7 @@ class ModelPicker(QWidget):
     fetch_requested = Signal(str)  # a catalog key: download it, then load it
     open_file_requested = Signal()  # the model dialog
     remote_requested = Signal()  # connect to an OpenAI-compatible server
+    browse_requested = Signal()  # the Models window (search the Hub, the library)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -145,6 +146,7 @@ class ModelPicker(QWidget):
         recent = [c for c in self.recent if c.path not in installed_paths]
         self._section("Recent", [self._load_action(c) for c in recent])
         self.menu.addSeparator()
+        self.menu.addAction("Browse models…", self.browse_requested.emit)
         self.menu.addAction("Open a GGUF file…", self.open_file_requested.emit)
         self.menu.addAction("Connect to a server…", self.remote_requested.emit)
 
