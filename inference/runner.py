@@ -142,10 +142,7 @@ class LlamaRunner:
         layers = settings.n_gpu_layers
         self._n_gpu_layers = (999 if gpu_ok else 0) if layers is None else layers
         params.n_gpu_layers = self._n_gpu_layers
-        # Repacked weight buffers (AMX, interleaved) are llama.cpp's default; a VM may list
-        # AMX in cpuinfo yet trap its tile instructions (SIGILL at the first decode), so
-        # CHORUS_NO_CPU_REPACK=1 turns them off.
-        if os.environ.get("CHORUS_NO_CPU_REPACK"):
+        if not cpu_repack_enabled():
             params.use_extra_bufts = False
         self._progress_cb = None
         if progress is not None:
@@ -346,3 +343,26 @@ class LlamaRunner:
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
     return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.wants_logits)
 
+
+def cpu_repack_enabled() -> bool:
+    """Whether llama.cpp may use its extra CPU weight buffers (AMX tiles, repacked layouts).
+
+    Virtual machines have been seen to list AMX in /proc/cpuinfo yet trap its tile
+    instructions: the process dies with SIGILL at its first decode (seen on this project's
+    build machines). Where the CPU lists AMX they are off unless CHORUS_CPU_REPACK=1; on a
+    machine whose AMX works that costs some CPU speed. CHORUS_CPU_REPACK=0 turns them off
+    anywhere."""
+    choice = os.environ.get("CHORUS_CPU_REPACK")
+    if choice is not None:
+        return choice.strip() not in ("", "0", "false", "no")
+    if os.environ.get("CHORUS_NO_CPU_REPACK"):
+        return False
+    return not _cpu_lists_amx()
+
+
+def _cpu_lists_amx() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("flags") and "amx_tile" in line for line in info)
+    except OSError:  # not Linux: no such VM seen
+        return False
