@@ -38,10 +38,13 @@ def test_gpu_layers_from_the_dialog_reach_the_engine_settings(qtbot, tmp_path, m
                         and app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
         assert app.controllers.engines.engine.settings.n_gpu_layers == 0
         assert app.controllers.engines.engine.state.info.n_gpu_layers == 0  # what the engine process loaded with
-        app.window.model_load_requested.emit(str(model_path), -1)  # -1: keep the current setting
+        # -1: no choice in the dialog. The model's library defaults decide (none here), not the
+        # previous model's setting: llama.cpp's default, which on this CPU build loads 0 layers.
+        app.window.model_load_requested.emit(str(model_path), -1)
         qtbot.waitUntil(lambda: app.controllers.engines.model_name == model_path.name
                         and app.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)
-        assert app.controllers.engines.engine.settings.n_gpu_layers == 0
+        assert app.controllers.engines.engine.settings.n_gpu_layers is None
+        assert app.controllers.engines.engine.state.info.n_gpu_layers == 0
     finally:
         app.close()
 

@@ -13,6 +13,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from app.cli.engine_args import settings_from_args
 from inference import ChatRequest, SamplingParams
@@ -161,10 +162,30 @@ def _ms(seconds: float | None) -> float | None:
 # ----- the baseline: llama-cpp-python's Llama, one chat after another ----------------
 
 
-def run_baseline(model: Path, n_ctx: int, threads: int, gpu_layers: int, work: Workload, warm: bool) -> RunResult:
-    from llama_cpp import Llama
+def _load_llama(**kwargs: Any) -> Any:
+    """llama-cpp-python's Llama with the engine's CPU repacking choice: Llama has no option
+    for it, so its module's default model parameters are wrapped while it loads."""
+    import llama_cpp.llama as llama_module
 
-    llm = Llama(
+    from inference.runner import cpu_repack_enabled
+
+    module_api = llama_module.llama_cpp
+    defaults = module_api.llama_model_default_params
+
+    def engine_defaults() -> Any:
+        params = defaults()
+        params.use_extra_bufts = cpu_repack_enabled()
+        return params
+
+    module_api.llama_model_default_params = engine_defaults
+    try:
+        return llama_module.Llama(**kwargs)
+    finally:
+        module_api.llama_model_default_params = defaults
+
+
+def run_baseline(model: Path, n_ctx: int, threads: int, gpu_layers: int, work: Workload, warm: bool) -> RunResult:
+    llm = _load_llama(
         model_path=str(model), n_ctx=n_ctx, n_batch=512, n_threads=threads,
         n_threads_batch=threads, n_gpu_layers=gpu_layers, verbose=False,
     )
@@ -227,11 +248,12 @@ def native_decode_tok_s(
     sequence per llama_decode, no sampling. Same llama.cpp build, same threads."""
     import llama_cpp as ll
 
-    from inference.runner import init_backend
+    from inference.runner import cpu_repack_enabled, init_backend
 
     init_backend()  # llama.cpp's log goes through Python logging, as in the engine
     mp = ll.llama_model_default_params()
     mp.n_gpu_layers = gpu_layers
+    mp.use_extra_bufts = cpu_repack_enabled()  # as the engine loads it (inference/runner.py)
     model_ptr = ll.llama_model_load_from_file(str(model).encode(), mp)
     cp = ll.llama_context_default_params()
     cp.n_ctx = shared_prompt + n_seqs * steps + 512
