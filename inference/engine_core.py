@@ -221,6 +221,7 @@ class EngineCore:
               logprobs: list[SampledLogprobs | None]) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
         sampled = 0
+        now = self.clock()  # every token of a step arrives at the same moment
         for i, (chunk, token) in enumerate(zip(plan.chunks, tokens)):
             out = self._outputs.get(chunk.request.request_id)
             if out is None:
@@ -229,11 +230,11 @@ class EngineCore:
                 deltas.append(self._progress_or_done(out))
                 continue
             sampled += 1
-            deltas.append(self._on_token(out, token, logprobs[i] if i < len(logprobs) else None))
+            deltas.append(self._on_token(out, token, now, logprobs[i] if i < len(logprobs) else None))
         return deltas, sampled
 
-    def _on_token(self, out: RequestOutput, token: int, sampled: SampledLogprobs | None = None) -> Delta:
-        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), self.clock())
+    def _on_token(self, out: RequestOutput, token: int, now: float, sampled: SampledLogprobs | None = None) -> Delta:
+        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), now)
         if verdict.first:
             self.metrics.record_ttft(verdict.latency_s)
         else:

@@ -1,4 +1,5 @@
-"""Sampling without a grammar, in numpy, over all of a step's logits rows at once.
+"""Sampling without a grammar, over all of a step's logits rows at once, in place in
+llama.cpp's logits matrix.
 
 The semantics are those of the llama.cpp chain that SamplerChain builds (llama.cpp's own
 order): end-of-generation bias (ignore_eos), repeat penalties over the last repeat_last_n
@@ -8,81 +9,100 @@ Temperature 0 is greedy: the first maximum, as llama.cpp's greedy sampler picks.
 
 What makes it cheap (the chain copies the whole vocabulary into a candidate array and runs
 each sampler over it, per row):
-- penalties and bans touch only their few tokens, in place in the logits rows;
-- one pass finds each row's maximum, one comparison keeps the candidates: the tokens
-  within a factor CANDIDATE (1e-3) of the best one; everything after works on those
-  (~10-200 a row instead of the vocabulary), for all rows at once as segments of one flat
-  array: sort, top-k by rank, top-p, min-p (its cut, max + ln(min_p), is relative to the
-  row's maximum, so its tokens are all candidates), temperature, the draw;
+- greedy rows, and rows with a top-k of at most KERNEL_MAX_K (the app's default is 40),
+  go to C in one call for the step (_sampling.c, draw_rows): per row one vector pass for
+  block maxima, the penalties and bans on their few tokens, the exact top-k from only
+  the blocks that can hold one, then top-p, min-p, temperature and the draw on those k;
+- the other rows (top_k 0 or large) get their penalties in C (penalise_rows) and find
+  their candidates here with one threshold: the tokens within a factor CANDIDATE (1e-3)
+  of the best one; everything after works on those (~10-200 a row instead of the
+  vocabulary), for all rows at once as segments of one flat array: sort, top-k by rank,
+  top-p, min-p (its cut, max + ln(min_p), is relative to the row's maximum, so its tokens
+  are all candidates), temperature, the draw;
 - top-p needs the top-k set's normaliser. When a row has k candidates or more they hold
   the top-k set; otherwise each top-k token they miss weighs under CANDIDATE, which bounds
-  the normaliser. A row whose top-p cut that bound cannot decide (about 1 in 500 on real
-  logits), or whose kept set may go on below the candidates (min_p < CANDIDATE), takes
-  the exact per-row path (top-k by argpartition over the row).
+  the normaliser. A row whose top-p cut that bound cannot decide, or whose kept set may go
+  on below the candidates (min_p < CANDIDATE), takes the exact per-row path.
 
 Each request has its own numpy Generator, seeded from the request's seed (or from fresh
-entropy), and draws exactly one uniform per token: its output does not depend on what
-else shares the batch.
+entropy), and draws exactly one uniform per sampled token (none when greedy): its output
+does not depend on what else shares the batch.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from inference._sampling import draw_rows, penalise_rows
 from inference.params import SamplingParams
 
-NEVER = np.float32(-np.inf)
 # Candidates: tokens within this factor of the row's best one (logit >= max + ln of it).
 CANDIDATE = 1e-3
 LOG_CANDIDATE = np.float32(math.log(CANDIDATE))
 CANDIDATE_SPAN = 16.0  # > -LOG_CANDIDATE: row * span + gap sorts by row, then by gap
+# The largest top-k draw_rows serves; its cost grows with k (a heap of k, k blocks re-read).
+KERNEL_MAX_K = 256
+_NO_TOKENS = np.empty(0, dtype=np.int64)
+# Uniforms a request draws from its generator at a time (the same stream as one by one).
+UNIFORM_BATCH = 64
 
 
 class PenaltyWindow:
-    """The last n tokens (n < 0: all of them) and how often each occurs among them,
-    updated in O(1) per token: llama.cpp's penalties sampler's ring buffer."""
+    """The last n tokens (n < 0: all of them), as a numpy ring handed to C as it is. A
+    token seen twice is in it twice: the penalty reads every value before it writes any,
+    so it still applies once per token, as llama.cpp's does."""
 
     def __init__(self, size: int) -> None:
-        self._tokens: deque[int] = deque()
         self._size = size
-        self._counts: dict[int, int] = {}
+        self._ring = np.empty(size if size > 0 else 64, dtype=np.int64)
+        self._count = 0  # tokens accepted so far
 
     def accept(self, token: int) -> None:
-        if 0 <= self._size == len(self._tokens):
-            old = self._tokens.popleft()
-            left = self._counts[old] - 1
-            if left:
-                self._counts[old] = left
-            else:
-                del self._counts[old]
-        self._tokens.append(token)
-        self._counts[token] = self._counts.get(token, 0) + 1
+        if self._size > 0:
+            self._ring[self._count % self._size] = token
+        else:  # the whole history: grow by doubling
+            if self._count == self._ring.size:
+                self._ring = np.concatenate([self._ring, np.empty_like(self._ring)])
+            self._ring[self._count] = token
+        self._count += 1
+
+    def tokens(self) -> np.ndarray:
+        """The window's tokens (in no particular order; repeats included): a view."""
+        return self._ring[: min(self._count, self._ring.size)] if self._size > 0 else self._ring[: self._count]
 
     def distinct(self) -> list[int]:
-        """Each token in the window once: the penalty applies once per token."""
-        return list(self._counts)
+        """Each token in the window once."""
+        return sorted(set(self.tokens().tolist()))
 
 
 class RequestSampler:
-    """One request's sampling state on the numpy path: settings, RNG and penalty window."""
+    """One request's sampling state: settings, RNG and penalty window."""
 
-    def __init__(self, params: SamplingParams, banned: Sequence[int] = ()) -> None:
+    def __init__(self, params: SamplingParams, banned: Sequence[int] | np.ndarray = ()) -> None:
         self.params = params
         self.greedy = params.temperature <= 0.0
         seed = params.seed if params.seed is not None else None
         self.rng = np.random.default_rng(None if seed is None else seed & 0xFFFFFFFFFFFFFFFF)
+        self._uniforms = np.empty(0)
+        self._next_uniform = 0
+        self._uniform_taken = False
         penalised = params.repeat_penalty != 1.0 and params.repeat_last_n != 0
         self.window = PenaltyWindow(params.repeat_last_n) if penalised else None
-        self.penalty = np.float32(params.repeat_penalty)
-        self.banned = np.array(banned if params.ignore_eos else [], dtype=np.int64)
+        self.penalty = params.repeat_penalty if penalised else 1.0
+        self.banned = np.asarray(banned if params.ignore_eos else (), dtype=np.int64)
         self.log_min_p = np.float32(math.log(params.min_p)) if params.min_p > 0.0 else None
+        top_p = params.top_p if params.top_p < 1.0 else math.inf
+        log_min_p = -math.inf if self.log_min_p is None else float(self.log_min_p)
+        # The k draw_rows takes for this request (greedy: the best one), or 0: the threshold path.
+        self.kernel_k = 1 if self.greedy else params.top_k if 0 < params.top_k <= KERNEL_MAX_K else 0
+        self.kernel_settings = (top_p, log_min_p, params.temperature)
         # The settings _draw_candidates reads, as one row of its settings matrix.
-        self.settings = (params.top_k, params.top_p if params.top_p < 1.0 else math.inf, params.min_p,
-                         params.temperature, -math.inf if self.log_min_p is None else float(self.log_min_p))
+        self.settings = (params.top_k, top_p, params.min_p, params.temperature, log_min_p)
 
     def accept_prompt(self, tokens: Sequence[int]) -> None:
         if self.window is None:
@@ -91,59 +111,153 @@ class RequestSampler:
         for token in tokens if n < 0 else tokens[-n:]:
             self.window.accept(token)
 
+    def uniform(self) -> float:
+        """The uniform draw of this request's next token: the same value until accept()
+        takes it, so a step that is planned but never decoded costs no draw."""
+        if self._next_uniform == self._uniforms.size:
+            self._uniforms = self.rng.random(UNIFORM_BATCH)
+            self._next_uniform = 0
+        self._uniform_taken = True
+        return float(self._uniforms[self._next_uniform])
+
     def accept(self, token: int) -> None:
         if self.window is not None:
             self.window.accept(token)
+        if self._uniform_taken:
+            self._next_uniform += 1
+            self._uniform_taken = False
+
+
+class DrawArgs(NamedTuple):
+    """draw_rows' arguments between the logits and its output (see _sampling.pyi)."""
+
+    rows: np.ndarray
+    ks: np.ndarray
+    settings: np.ndarray
+    windows: np.ndarray
+    window_ends: np.ndarray
+    penalties: np.ndarray
+    bans: np.ndarray
+    ban_ends: np.ndarray
+
+
+@dataclass(slots=True)
+class PreparedRows:
+    """What sampling a step's rows needs besides the logits, built before llama_decode:
+    after it, the caches hold the model's weights, and every Python object touched costs
+    a trip to memory."""
+
+    samplers: Sequence[RequestSampler]
+    in_c: list[int]  # rows draw_rows serves
+    c_args: DrawArgs | None  # None: no row for draw_rows
+    tokens: np.ndarray  # draw_rows' output
+    threshold: list[int]  # rows of the threshold path
+
+
+class _StepRows:
+    """The arguments of one set of rows that stay fixed while the same requests are sampled
+    in the same order (rows, k, settings, penalties, bans); windows and uniforms are new
+    each step (for_step)."""
+
+    def __init__(self, samplers: Sequence[RequestSampler]) -> None:
+        self.samplers = samplers
+        self.in_c = [i for i, s in enumerate(samplers) if s.kernel_k]
+        self.threshold = [i for i, s in enumerate(samplers) if not s.kernel_k]
+        self.chosen = [samplers[i] for i in self.in_c]
+        self.drawn = [i for i, s in enumerate(self.chosen) if not s.greedy]  # rows that take a uniform
+        self.rows = np.array(self.in_c, dtype=np.int32)
+        self.ks = np.array([s.kernel_k for s in self.chosen], dtype=np.int32)
+        self.settings = np.array([s.kernel_settings + (0.0,) for s in self.chosen]).reshape(-1, 4)
+        self.penalties = np.array([s.penalty for s in self.chosen], dtype=np.float32)
+        bans = [s.banned for s in self.chosen]
+        self.bans = np.concatenate(bans) if bans else _NO_TOKENS
+        self.ban_ends = np.cumsum([b.size for b in bans], dtype=np.int64)
+        self.window_sizes: list[int] = []
+        self.window_ends = _NO_TOKENS
+        self.tokens = np.empty(len(self.in_c), dtype=np.int32)
+
+    def for_step(self) -> PreparedRows:
+        if not self.chosen:
+            return PreparedRows(self.samplers, [], None, self.tokens, self.threshold)
+        for i in self.drawn:
+            self.settings[i, 3] = self.chosen[i].uniform()
+        windows = [_NO_TOKENS if s.window is None else s.window.tokens() for s in self.chosen]
+        sizes = [w.size for w in windows]
+        if sizes != self.window_sizes:  # only while a window is still filling
+            self.window_sizes, self.window_ends = sizes, np.cumsum(sizes, dtype=np.int64)
+        c_args = DrawArgs(self.rows, self.ks, self.settings, np.concatenate(windows), self.window_ends,
+                          self.penalties, self.bans, self.ban_ends)
+        return PreparedRows(self.samplers, self.in_c, c_args, self.tokens, self.threshold)
+
+
+class RowPreparer:
+    """prepare_rows with a memory of the last step: a decode step usually samples the same
+    requests in the same order as the one before, so their fixed arrays are built once."""
+
+    def __init__(self) -> None:
+        self._last: _StepRows | None = None
+
+    def prepare(self, samplers: Sequence[RequestSampler]) -> PreparedRows:
+        last = self._last
+        if last is None or len(last.samplers) != len(samplers) or any(
+                a is not b for a, b in zip(last.samplers, samplers)):
+            last = self._last = _StepRows(list(samplers))
+        return last.for_step()
+
+    def clear(self) -> None:
+        self._last = None
+
+
+def prepare_rows(samplers: Sequence[RequestSampler]) -> PreparedRows:
+    """What sample_prepared needs for these rows, built from scratch."""
+    return _StepRows(list(samplers)).for_step()
 
 
 def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
     """One token per row of logits (shape (rows, n_vocab), float32, C-contiguous), row i
     for samplers[i]; each sampler accepts its token. The rows are modified in place
     (penalties, bans)."""
+    return sample_prepared(logits, prepare_rows(samplers))
+
+
+def sample_prepared(logits: np.ndarray, prepared: PreparedRows) -> list[int]:
+    """sample_rows, with the arguments prepare_rows built for these rows."""
     if not logits.flags.c_contiguous:
         raise ValueError("sample_rows needs C-contiguous logits rows")
-    _penalise(logits, samplers)
+    samplers = prepared.samplers
+    if logits.shape[0] != len(samplers):
+        raise ValueError(f"{logits.shape[0]} logits rows for {len(samplers)} samplers")
     tokens = [0] * len(samplers)
-    greedy = [i for i, s in enumerate(samplers) if s.greedy]
-    drawn = [i for i, s in enumerate(samplers) if not s.greedy]
-    if greedy:
-        best = logits.argmax(axis=1) if len(greedy) == len(samplers) else [logits[i].argmax() for i in greedy]
-        for i, token in zip(greedy, best):
-            tokens[i] = int(token)
-    if drawn:
-        rows = logits if len(drawn) == len(samplers) else logits[drawn]
-        for i, token in zip(drawn, _draw(rows, [samplers[i] for i in drawn])):
+    if prepared.c_args is not None:
+        draw_rows(logits, *prepared.c_args, prepared.tokens)
+        if prepared.tokens.min() < 0:
+            raise ValueError("the model produced a logits row without a finite value (NaN)")
+        drawn = prepared.tokens.tolist()
+        if prepared.threshold:
+            for i, token in zip(prepared.in_c, drawn):
+                tokens[i] = token
+        else:  # the usual step: every row was drawn in C, in order
+            tokens = drawn
+    if prepared.threshold:
+        threshold = prepared.threshold
+        chosen = [samplers[i] for i in threshold]
+        penalise_rows(logits, np.array(threshold, dtype=np.int32), *_penalty_arrays(chosen))
+        rows = logits if len(threshold) == len(samplers) else logits[threshold]
+        for i, token in zip(threshold, _draw(rows, chosen)):
             tokens[i] = token
     for sampler, token in zip(samplers, tokens):
         sampler.accept(token)
     return tokens
 
 
-def _penalise(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> None:
-    """llama.cpp's repeat penalty (logit <= 0: times the penalty, else divided by it, in
-    float32, once per distinct window token) and the end-of-generation ban, in place;
-    one gather and one scatter for all rows."""
-    tokens: list[int] = []
-    offsets: list[int] = []
-    factors: list[float] = []
-    n_vocab = logits.shape[1]
-    for i, s in enumerate(samplers):
-        if s.window is not None:
-            window = s.window.distinct()
-            tokens.extend(window)
-            offsets.append(i * n_vocab)
-            factors.append(len(window))
-        if s.banned.size:
-            logits[i, s.banned] = NEVER
-    if not tokens:
-        return
-    penalised = [s for s in samplers if s.window is not None]
-    sizes = np.array(factors, dtype=np.int64)
-    flat = np.array(tokens, dtype=np.int64) + np.repeat(offsets, sizes)
-    factor = np.repeat(np.array([s.penalty for s in penalised], dtype=np.float32), sizes)
-    row = logits.reshape(-1)  # a view: the rows are contiguous
-    values = row[flat]
-    row[flat] = np.where(values <= 0, values * factor, values / factor)
+def _penalty_arrays(samplers: Sequence[RequestSampler]) -> tuple[np.ndarray, ...]:
+    """The rows' windows and bans as the C side reads them: each kind concatenated, with
+    the running end of each row's part; and each row's penalty."""
+    windows = [_NO_TOKENS if s.window is None else s.window.tokens() for s in samplers]
+    bans = [s.banned for s in samplers]
+    return (np.concatenate(windows), np.cumsum([w.size for w in windows], dtype=np.int64),
+            np.array([s.penalty for s in samplers], dtype=np.float32),
+            np.concatenate(bans), np.cumsum([b.size for b in bans], dtype=np.int64))
 
 
 def _draw(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
@@ -196,7 +310,7 @@ def _draw_candidates(logits: np.ndarray, flat: np.ndarray, top: np.ndarray,
     # One draw per decided row: the first token whose running mass exceeds u * its row's
     # mass, found for all rows at once in the cumulative sum over all segments.
     decided = np.flatnonzero(~undecided)
-    uniforms = np.array([samplers[i].rng.random() for i in decided.tolist()])
+    uniforms = np.array([samplers[i].uniform() for i in decided.tolist()])
     cum = np.cumsum(prob)
     first, last = starts[decided], (starts + counts - 1)[decided]
     base = cum[first] - prob[first]
@@ -229,5 +343,5 @@ def _draw_exact(row: np.ndarray, sampler: RequestSampler) -> int:
         ids, values = ids[:n_keep], values[:n_keep]
     prob = np.exp((values.astype(np.float64) - np.float64(top)) / p.temperature)
     cum = np.cumsum(prob)
-    pick = int(np.searchsorted(cum, sampler.rng.random() * cum[-1], side="right"))
+    pick = int(np.searchsorted(cum, sampler.uniform() * cum[-1], side="right"))
     return int(ids[min(pick, ids.size - 1)])

@@ -12,15 +12,25 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import llama_cpp as ll
 import numpy as np
 
-from inference.numpy_sampler import RequestSampler, sample_rows
+from inference.numpy_sampler import PreparedRows, RequestSampler, RowPreparer, sample_prepared
 from inference.params import SamplingParams
 from inference.sampler_chain import SamplerChain
 
 _FLOAT = ctypes.sizeof(ctypes.c_float)
+
+
+@dataclass(slots=True)
+class PreparedStep:
+    """A step's sampling, prepared before llama_decode (SamplerSet.prepare)."""
+
+    request_ids: Sequence[str]
+    fast: list[int]  # positions of the numpy-path requests
+    rows: PreparedRows | None
 
 
 class SamplerSet:
@@ -29,12 +39,14 @@ class SamplerSet:
         self._vocab = vocab  # for grammars
         self._n_vocab = n_vocab
         self._eog_tokens = eog_tokens
+        self._eog_array = np.array(eog_tokens, dtype=np.int64)  # one array for all numpy requests' bans
         self._numpy_sampling = numpy_sampling  # False: every request on a llama.cpp chain
         self._chains: dict[str, SamplerChain] = {}
         self._numpy: dict[str, RequestSampler] = {}
         # The last view of llama.cpp's logits buffer, by (address, rows): building one
         # costs more than the rest of reading it, and a decode step's is the same as the last's.
         self._view: tuple[int, int, np.ndarray] | None = None
+        self._preparer = RowPreparer()  # keeps the last step's requests alive until the next differs
 
     def __len__(self) -> int:
         return len(self._chains) + len(self._numpy)
@@ -42,7 +54,7 @@ class SamplerSet:
     def start(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
         self.stop(request_id)  # a reused id must not leak the old state
         if params.grammar is None and self._numpy_sampling:
-            sampler = RequestSampler(params, self._eog_tokens)
+            sampler = RequestSampler(params, self._eog_array)
             sampler.accept_prompt(prompt)
             self._numpy[request_id] = sampler
             return
@@ -56,21 +68,29 @@ class SamplerSet:
         if chain is not None:
             chain.close()
 
-    def sample_step(self, ctx: ll.llama_context_p, request_ids: Sequence[str], batch_rows: Sequence[int]) -> list[int]:
-        """Sample each request's next token from its batch row (rows in increasing order:
-        the batch's rows with logits). The numpy requests' rows are modified in place."""
-        tokens = [0] * len(request_ids)
+    def prepare(self, request_ids: Sequence[str]) -> PreparedStep:
+        """What sampling these requests' rows will need, built before the decode, while the
+        caches still hold the engine's own state (see numpy_sampler.PreparedRows)."""
         fast: list[int] = []
         for i, request_id in enumerate(request_ids):
             if request_id in self._numpy:
                 fast.append(i)
-            elif request_id in self._chains:
-                tokens[i] = self._chains[request_id].sample(ctx, batch_rows[i])
-            else:
+            elif request_id not in self._chains:
                 raise KeyError(f"request {request_id} has no sampler (start_sampling was not called)")
-        if fast:
-            logits = self._logits_rows(ctx, [batch_rows[i] for i in fast])
-            for i, token in zip(fast, sample_rows(logits, [self._numpy[request_ids[i]] for i in fast])):
+        rows = self._preparer.prepare([self._numpy[request_ids[i]] for i in fast]) if fast else None
+        return PreparedStep(request_ids, fast, rows)
+
+    def sample_step(self, ctx: ll.llama_context_p, prepared: PreparedStep, batch_rows: Sequence[int]) -> list[int]:
+        """Sample each request's next token from its batch row (rows in increasing order:
+        the batch's rows with logits). The numpy requests' rows are modified in place."""
+        tokens = [0] * len(prepared.request_ids)
+        for i, request_id in enumerate(prepared.request_ids):
+            chain = self._chains.get(request_id)
+            if chain is not None:
+                tokens[i] = chain.sample(ctx, batch_rows[i])
+        if prepared.rows is not None:
+            logits = self._logits_rows(ctx, [batch_rows[i] for i in prepared.fast])
+            for i, token in zip(prepared.fast, sample_prepared(logits, prepared.rows)):
                 tokens[i] = token
         return tokens
 
@@ -99,6 +119,7 @@ class SamplerSet:
             chain.close()
         self._chains.clear()
         self._numpy.clear()
+        self._preparer.clear()
         self._view = None
 
 

@@ -116,3 +116,20 @@ def test_bench_restart_reports_both_ttfts_and_the_restored_tokens(model_path, tm
     assert report["ratio"] == report["ttft_restored_s"] / report["ttft_recompute_s"]
     assert report["restored_tokens"] >= 300 and report["prompt_tokens"] > report["restored_tokens"]
     assert not (tmp_path / "kv-cache").exists()  # the bench's cache lives in a scratch folder
+
+
+def test_gemma_restores_after_a_restart_too(gemma_path, tmp_path):
+    """Gemma 3: another template (no system role), sliding-window attention layers and a
+    262k vocabulary. Its saved sequence is restored after a restart and the greedy next
+    turn is the one the engine gave without the restart."""
+    cache = tmp_path / "kv-cache"
+    first = [{"role": "user", "content": STORY}]
+    with Engine.start(settings(gemma_path, cache)) as engine:
+        follow = next_turn(first, ask(engine, first))
+        unrestarted = ask(engine, follow)
+    assert list(cache.rglob("*.kvs"))
+    with Engine.start(settings(gemma_path, cache)) as engine:
+        reply = ask(engine, follow)
+        m = engine.metrics(fresh=True)
+    assert m.kv_restores >= 1 and m.prompt_tokens_restored > 300
+    assert reply == unrestarted

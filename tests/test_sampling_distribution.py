@@ -160,19 +160,78 @@ def test_a_tiny_temperature_is_the_argmax() -> None:
     assert counts[0] == 2_000
 
 
-def test_the_vocabulary_sized_rows_of_a_real_step_take_the_fast_path_and_match(monkeypatch) -> None:
-    """49k-token rows like the real model's: candidates found by one threshold, the rest
-    of the vocabulary never sorted (no row takes the exact path); same distribution."""
+def real_sized_logits() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    logits = (rng.standard_normal(49_152) - 6).astype(np.float32)
+    logits[:7] = [9.0, 8.2, 7.5, 6.4, 5.0, 4.1, 3.3]
+    return logits
+
+
+def test_vocabulary_sized_rows_with_a_top_k_take_the_kernel_and_match(monkeypatch) -> None:
+    """49k-token rows like the real model's, the app's defaults: the C kernel's top-k set,
+    never the threshold path; same distribution."""
+    import inference.numpy_sampler as numpy_sampler
+
+    monkeypatch.setattr(numpy_sampler, "_draw", lambda rows, samplers: pytest.fail("threshold path used"))
+    logits = real_sized_logits()
+    p = target(logits, DEFAULT)
+    n = 10_000
+    counts = numpy_draws(logits, DEFAULT, n, rows=50)
+    assert counts[p == 0].sum() == 0
+    assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
+
+
+def test_vocabulary_sized_rows_without_a_top_k_take_the_threshold_and_match(monkeypatch) -> None:
+    """top_k=0: candidates found by one threshold, the rest of the vocabulary never
+    sorted (no row takes the exact path); same distribution."""
     import inference.numpy_sampler as numpy_sampler
 
     exact = []
     monkeypatch.setattr(numpy_sampler, "_draw_exact", lambda row, sampler: exact.append(1))
-    rng = np.random.default_rng(3)
-    logits = (rng.standard_normal(49_152) - 6).astype(np.float32)
-    logits[:7] = [9.0, 8.2, 7.5, 6.4, 5.0, 4.1, 3.3]
-    p = target(logits, DEFAULT)
+    monkeypatch.setattr(numpy_sampler, "draw_rows", lambda *args: pytest.fail("kernel path used"))
+    logits = real_sized_logits()
+    params = replace(DEFAULT, top_k=0)
+    p = target(logits, params)
     n = 10_000
-    counts = numpy_draws(logits, DEFAULT, n, rows=50)
+    counts = numpy_draws(logits, params, n, rows=50)
     assert not exact
     assert counts[p == 0].sum() == 0
     assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
+
+
+def test_kernel_and_threshold_rows_in_one_step_each_draw_their_own_settings() -> None:
+    """A step mixing greedy, kernel (top-k) and threshold (no top-k) rows: every row gets
+    its own settings' distribution, whatever its neighbours take."""
+    logits = flat()
+    no_top_k = replace(DEFAULT, top_k=0, min_p=0.3, top_p=1.0, temperature=2.0)
+    kinds = [replace(DEFAULT, temperature=0.0), DEFAULT, no_top_k]
+    rows = 300
+    samplers = [RequestSampler(replace(kinds[i % 3], seed=i)) for i in range(rows)]
+    counts = [np.zeros(V, dtype=np.int64) for _ in kinds]
+    for _ in range(100):
+        for i, token in enumerate(sample_rows(np.tile(logits, (rows, 1)), samplers)):
+            counts[i % 3][token] += 1
+    n = 100 * rows // 3
+    assert counts[0][0] == n  # greedy: the argmax every time
+    for kind, got in zip(kinds[1:], counts[1:]):
+        p = target(logits, kind)
+        assert got[p == 0].sum() == 0
+        assert np.abs(got / n - p).sum() / 2 < bound(p, n)
+
+
+def test_rows_with_different_top_k_in_one_step_keep_their_own_cut() -> None:
+    """The kernel's matrix is as wide as the largest top-k; a row with a smaller one is
+    padded and must draw only from its own top-k set."""
+    logits = flat()
+    kinds = [replace(DEFAULT, top_k=3, top_p=1.0, min_p=0.0, temperature=1.5), replace(DEFAULT, top_k=50)]
+    rows = 200
+    samplers = [RequestSampler(replace(kinds[i % 2], seed=i)) for i in range(rows)]
+    counts = [np.zeros(V, dtype=np.int64) for _ in kinds]
+    for _ in range(100):
+        for i, token in enumerate(sample_rows(np.tile(logits, (rows, 1)), samplers)):
+            counts[i % 2][token] += 1
+    n = 100 * rows // 2
+    for kind, got in zip(kinds, counts):
+        p = target(logits, kind)
+        assert got[p == 0].sum() == 0
+        assert np.abs(got / n - p).sum() / 2 < bound(p, n)

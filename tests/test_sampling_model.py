@@ -28,12 +28,12 @@ def test_greedy_tokens_are_llama_cpps_on_the_same_logits(shared_engine, monkeypa
     pairs: list[tuple[int, int]] = []
     ours = SamplerSet.sample_step
 
-    def both(self, ctx, request_ids, rows):
+    def both(self, ctx, prepared, rows):
         # llama.cpp's greedy chain first: the numpy sampler edits the rows in place after.
         chain = SamplerChain(SamplingParams.greedy(ignore_eos=ignore_eos), self._n_vocab, self._eog_tokens)
         expected = [ll.llama_sampler_sample(chain._chain, ctx, row) for row in rows]
         chain.close()
-        got = ours(self, ctx, request_ids, rows)
+        got = ours(self, ctx, prepared, rows)
         pairs.extend(zip(got, expected))
         return got
 

@@ -127,3 +127,20 @@ def test_a_seeded_request_draws_the_same_tokens_alone_and_in_any_batch() -> None
     assert run([seeded, *others], 0) == alone
     assert len(set(alone)) > 5  # really sampled, not one token throughout
     assert run([SamplingParams(seed=43)], 0) != alone
+
+
+def test_a_step_prepared_but_never_decoded_costs_no_draw() -> None:
+    """llama_decode can refuse a step (no KV slot) after its rows were prepared: the rows'
+    uniforms must not be used up, or a seeded request's text would depend on the retry."""
+    from inference.numpy_sampler import prepare_rows, sample_prepared
+
+    row = logits(5)
+    params = SamplingParams(seed=42, temperature=1.5, top_k=100, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
+    straight, retried = RequestSampler(params), RequestSampler(params)
+    expected = [sample_rows(row[None].copy(), [straight])[0] for _ in range(70)]  # past one uniform batch
+    got = []
+    for _ in range(70):
+        prepare_rows([retried])  # a step planned and dropped
+        got.append(sample_prepared(row[None].copy(), prepare_rows([retried]))[0])
+    assert got == expected
+    assert len(set(expected)) > 5  # really sampled

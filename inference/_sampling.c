@@ -1,0 +1,517 @@
+/* Sampling over a step's logits rows in C: what numpy cannot do without touching the
+   whole vocabulary several times, or without some thirty small calls per step.
+
+   Per row (rows are read through an index array, in place in llama.cpp's logits matrix):
+     1. the maximum of every block of 64 logits (vector max, one streaming read);
+     2. the repeat penalty and bans on the row's few window tokens, now in cache, and the
+        maxima of their blocks recomputed;
+     3. the k-th largest block maximum t: k blocks hold a value >= t, so the k-th largest
+        logit is >= t (with fewer than k blocks, t = -inf); only blocks whose maximum is
+        >= t are read again, their logits >= t offered to a heap of the k best. Order:
+        descending value, ties by smaller token id (a stable argsort of -logits);
+     4. (draw_rows) llama.cpp's chain on those k: top-p on the softmax of the top-k set,
+        min-p relative to the best token (cut in float32), temperature, and one draw with
+        the caller's uniform; temperature <= 0 is the first maximum (greedy).
+   The GIL is released while rows are worked on. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK 64
+
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static inline v4f vmax(v4f a, v4f b) {
+    v4i m = a > b;
+    return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
+}
+
+static inline v4f vload(const float *p) {
+    v4f v;
+    memcpy(&v, p, sizeof v); /* unaligned-safe; compiles to one load */
+    return v;
+}
+
+static inline float fmax_(float a, float b) { return a > b ? a : b; }
+
+static float block_max(const float *p, int64_t n) {
+    if (n < BLOCK) {
+        float m = p[0];
+        for (int64_t j = 1; j < n; j++) m = fmax_(m, p[j]);
+        return m;
+    }
+    v4f a0 = vload(p), a1 = vload(p + 4), a2 = vload(p + 8), a3 = vload(p + 12);
+    for (int j = 16; j < BLOCK; j += 16) {
+        a0 = vmax(a0, vload(p + j));
+        a1 = vmax(a1, vload(p + j + 4));
+        a2 = vmax(a2, vload(p + j + 8));
+        a3 = vmax(a3, vload(p + j + 12));
+    }
+    a0 = vmax(vmax(a0, a1), vmax(a2, a3));
+    float lane[4];
+    memcpy(lane, &a0, sizeof lane);
+    return fmax_(fmax_(lane[0], lane[1]), fmax_(lane[2], lane[3]));
+}
+
+/* A bounded min-heap of (value, id): the root is the worst kept entry. */
+typedef struct {
+    float *value;
+    int32_t *id;
+    int size;
+    int capacity;
+} Heap;
+
+static inline int worse(float va, int32_t ia, float vb, int32_t ib) {
+    return va < vb || (va == vb && ia > ib);
+}
+
+static inline void heap_swap(Heap *h, int a, int b) {
+    float v = h->value[a];
+    int32_t i = h->id[a];
+    h->value[a] = h->value[b];
+    h->id[a] = h->id[b];
+    h->value[b] = v;
+    h->id[b] = i;
+}
+
+static void sift_down(Heap *h, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->size && worse(h->value[l], h->id[l], h->value[m], h->id[m])) m = l;
+        if (r < h->size && worse(h->value[r], h->id[r], h->value[m], h->id[m])) m = r;
+        if (m == i) return;
+        heap_swap(h, i, m);
+        i = m;
+    }
+}
+
+static inline void heap_offer(Heap *h, float value, int32_t id) {
+    if (h->size < h->capacity) {
+        int i = h->size++;
+        h->value[i] = value;
+        h->id[i] = id;
+        while (i > 0) {
+            int p = (i - 1) / 2;
+            if (!worse(h->value[i], h->id[i], h->value[p], h->id[p])) break;
+            heap_swap(h, i, p);
+            i = p;
+        }
+    } else if (worse(h->value[0], h->id[0], value, id)) {
+        h->value[0] = value;
+        h->id[0] = id;
+        sift_down(h, 0);
+    }
+}
+
+/* Bans (-inf), then llama.cpp's repeat penalty (logit <= 0: times the penalty, else
+   divided by it, in float32) on each window token once, however often it occurs: every
+   value is read before any is written, so a repeated token gets the same result twice.
+   With block_maxima, the maxima of the blocks it changed are recomputed. */
+static void penalise_row(float *row, int64_t n_vocab, const int64_t *window, int64_t n_window, float penalty,
+                         const int64_t *bans, int64_t n_bans, float *scratch, float *block_maxima) {
+    for (int64_t i = 0; i < n_bans; i++) row[bans[i]] = -INFINITY;
+    if (penalty != 1.0f) {
+        for (int64_t i = 0; i < n_window; i++) scratch[i] = row[window[i]];
+        for (int64_t i = 0; i < n_window; i++) {
+            float x = scratch[i];
+            row[window[i]] = x <= 0.0f ? x * penalty : x / penalty;
+        }
+    }
+    if (block_maxima == NULL) return;
+    for (int64_t i = 0; i < n_window + n_bans; i++) {
+        int64_t t = i < n_window ? window[i] : bans[i - n_window];
+        int64_t start = t / BLOCK * BLOCK;
+        block_maxima[t / BLOCK] = block_max(row + start, n_vocab - start < BLOCK ? n_vocab - start : BLOCK);
+    }
+}
+
+static void block_maxima_of(const float *row, int64_t n_vocab, float *block_maxima) {
+    int64_t n_blocks = (n_vocab + BLOCK - 1) / BLOCK;
+    for (int64_t b = 0; b < n_blocks; b++) {
+        int64_t start = b * BLOCK;
+        block_maxima[b] = block_max(row + start, n_vocab - start < BLOCK ? n_vocab - start : BLOCK);
+    }
+}
+
+/* The k best of row into out_ids/out_values (descending), given its block maxima; the
+   slots from k to width get -1 and -inf. Returns how many it found (min(k, n_vocab)). */
+static int top_k_row(const float *row, int64_t n_vocab, int k, const float *block_maxima, Heap *heap,
+                     int32_t *out_ids, float *out_values, int64_t width) {
+    int64_t n_blocks = (n_vocab + BLOCK - 1) / BLOCK;
+    heap->capacity = k;
+    heap->size = 0;
+    float threshold = -INFINITY;
+    if (k > 0 && n_blocks >= k) {
+        for (int64_t b = 0; b < n_blocks; b++) heap_offer(heap, block_maxima[b], (int32_t)b);
+        threshold = heap->value[0];
+    }
+    heap->size = 0;
+    for (int64_t b = 0; b < n_blocks && k > 0; b++) {
+        if (block_maxima[b] < threshold) continue;
+        int64_t end = (b + 1) * BLOCK < n_vocab ? (b + 1) * BLOCK : n_vocab;
+        for (int64_t j = b * BLOCK; j < end; j++) {
+            if (row[j] >= threshold) heap_offer(heap, row[j], (int32_t)j);
+        }
+    }
+    int n = heap->size;
+    for (int m = n; m > 0; m--) { /* pop the worst to the back: descending order */
+        out_ids[m - 1] = heap->id[0];
+        out_values[m - 1] = heap->value[0];
+        heap->value[0] = heap->value[heap->size - 1];
+        heap->id[0] = heap->id[heap->size - 1];
+        heap->size--;
+        sift_down(heap, 0);
+    }
+    for (int64_t m = n; m < width; m++) {
+        out_ids[m] = -1;
+        out_values[m] = -INFINITY;
+    }
+    return n;
+}
+
+/* llama.cpp's chain after top-k, on the n best (descending): top-p over the softmax of
+   those n, min-p against the best, temperature, then the first token whose running mass
+   exceeds uniform * the kept mass. Returns the chosen index into values. */
+static int draw_from_top(const float *values, int n, double top_p, float log_min_p, double temperature,
+                         double uniform, double *scratch) {
+    if (n <= 1 || temperature <= 0.0) return 0;
+    float best = values[0];
+    double z = 0.0;
+    for (int j = 0; j < n; j++) {
+        scratch[j] = exp(-(double)(best - values[j]));
+        z += scratch[j];
+    }
+    double before = 0.0, kept_mass = 0.0;
+    int kept = 0;
+    for (; kept < n; kept++) { /* the kept set is a prefix: top-p and min-p both cut a tail */
+        if (!(before < top_p * z) || !(values[kept] >= best + log_min_p)) break;
+        before += scratch[kept];
+        scratch[kept] = exp(-(double)(best - values[kept]) / temperature);
+        kept_mass += scratch[kept];
+    }
+    if (kept == 0) kept = 1; /* unreachable (the best always passes), kept for safety */
+    double target = uniform * kept_mass, running = 0.0;
+    for (int j = 0; j < kept; j++) {
+        running += scratch[j];
+        if (running > target) return j;
+    }
+    return kept - 1; /* uniform * mass rounded up to the whole mass */
+}
+
+/* ----- the Python side: buffer checks, then the rows without the GIL ------------------ */
+
+typedef enum { F32, F64, I32, I64 } Kind;
+
+static const char *kind_name(Kind kind) {
+    return kind == F32 ? "float32" : kind == F64 ? "float64" : kind == I32 ? "int32" : "int64";
+}
+
+static int get_array(PyObject *obj, Py_buffer *view, int writable, int ndim, Kind kind, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *format = view->format ? view->format : "B";
+    if (*format == '<' || *format == '=' || *format == '@') format++;
+    char f = format[1] == '\0' ? format[0] : '?';
+    int ok = kind == F32   ? f == 'f' && view->itemsize == 4
+             : kind == F64 ? f == 'd' && view->itemsize == 8
+             : kind == I32 ? (f == 'i' || f == 'l') && view->itemsize == 4
+                           : (f == 'l' || f == 'q') && view->itemsize == 8;
+    if (view->ndim != ndim || !ok) {
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous %d-D %s array", name, ndim, kind_name(kind));
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject *object;
+    Py_buffer view;
+    int writable, ndim;
+    Kind kind;
+    const char *name;
+    int held;
+} Arg;
+
+static int get_args(Arg *args, int n) {
+    for (int i = 0; i < n; i++) {
+        if (get_array(args[i].object, &args[i].view, args[i].writable, args[i].ndim, args[i].kind, args[i].name) < 0)
+            return -1;
+        args[i].held = 1;
+    }
+    return 0;
+}
+
+static void release_args(Arg *args, int n) {
+    for (int i = 0; i < n; i++) {
+        if (args[i].held) PyBuffer_Release(&args[i].view);
+    }
+}
+
+static Py_ssize_t rows_of(const Arg *arg) { return arg->view.shape[0]; }
+
+/* Row indices inside the logits matrix, and a vocabulary that int32 ids can name. */
+static int check_rows(const Arg *logits, const Arg *rows) {
+    Py_ssize_t n_logit_rows = logits->view.shape[0], n_vocab = logits->view.shape[1];
+    if (n_vocab < 1 || n_vocab > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the vocabulary must hold 1 to 2**31-1 tokens");
+        return -1;
+    }
+    const int32_t *index = rows->view.buf;
+    for (Py_ssize_t r = 0; r < rows_of(rows); r++) {
+        if (index[r] < 0 || index[r] >= n_logit_rows) {
+            PyErr_Format(PyExc_IndexError, "row %d is outside the %zd logits rows", index[r], n_logit_rows);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* tokens[ends[r-1]:ends[r]] belong to row r: ends rise, end within tokens, ids in the vocabulary. */
+static int check_ragged(const Arg *tokens, const Arg *ends, Py_ssize_t n_rows, int64_t n_vocab, const char *name) {
+    if (rows_of(ends) != n_rows) {
+        PyErr_Format(PyExc_ValueError, "%s_ends must have one entry per row", name);
+        return -1;
+    }
+    const int64_t *end = ends->view.buf, *token = tokens->view.buf;
+    int64_t previous = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        if (end[r] < previous || end[r] > rows_of(tokens)) {
+            PyErr_Format(PyExc_ValueError, "%s_ends must rise and stay within %s", name, name);
+            return -1;
+        }
+        previous = end[r];
+    }
+    for (Py_ssize_t i = 0; i < rows_of(tokens); i++) {
+        if (token[i] < 0 || token[i] >= n_vocab) {
+            PyErr_Format(PyExc_IndexError, "token %lld in %s is outside the vocabulary", (long long)token[i], name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t longest_span(const Arg *ends, Py_ssize_t n_rows) {
+    const int64_t *end = ends->view.buf;
+    int64_t longest = 0, previous = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        if (end[r] - previous > longest) longest = end[r] - previous;
+        previous = end[r];
+    }
+    return longest;
+}
+
+/* Scratch memory for one call: block maxima, the heap, a row's top values and ids, the
+   penalty's gathered values, the draw's weights. */
+typedef struct {
+    float *block_maxima, *heap_values, *top_values, *gathered;
+    int32_t *heap_ids, *top_ids;
+    double *weights;
+} Scratch;
+
+static void free_scratch(Scratch *s) {
+    free(s->block_maxima);
+    free(s->heap_values);
+    free(s->top_values);
+    free(s->gathered);
+    free(s->heap_ids);
+    free(s->top_ids);
+    free(s->weights);
+}
+
+static int alloc_scratch(Scratch *s, int64_t n_vocab, int64_t width, int64_t window) {
+    int64_t n_blocks = (n_vocab + BLOCK - 1) / BLOCK;
+    size_t heap_room = (size_t)(width > n_blocks ? width : n_blocks) + 1;
+    s->block_maxima = malloc(sizeof(float) * (size_t)n_blocks);
+    s->heap_values = malloc(sizeof(float) * heap_room);
+    s->heap_ids = malloc(sizeof(int32_t) * heap_room);
+    s->top_values = malloc(sizeof(float) * (size_t)(width + 1));
+    s->top_ids = malloc(sizeof(int32_t) * (size_t)(width + 1));
+    s->weights = malloc(sizeof(double) * (size_t)(width + 1));
+    s->gathered = malloc(sizeof(float) * (size_t)(window + 1));
+    if (!s->block_maxima || !s->heap_values || !s->heap_ids || !s->top_values || !s->top_ids || !s->weights ||
+        !s->gathered) {
+        free_scratch(s);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *top_k_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    Arg a[5] = {
+        {.writable = 0, .ndim = 2, .kind = F32, .name = "logits"},
+        {.writable = 0, .ndim = 1, .kind = I32, .name = "rows"},
+        {.writable = 0, .ndim = 1, .kind = I32, .name = "ks"},
+        {.writable = 1, .ndim = 2, .kind = I32, .name = "ids"},
+        {.writable = 1, .ndim = 2, .kind = F32, .name = "values"},
+    };
+    if (!PyArg_ParseTuple(args, "OOOOO:top_k_rows", &a[0].object, &a[1].object, &a[2].object, &a[3].object,
+                          &a[4].object))
+        return NULL;
+    PyObject *result = NULL;
+    Scratch scratch = {0};
+    if (get_args(a, 5) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
+    Py_ssize_t n_rows = rows_of(&a[1]), width = a[3].view.shape[1], n_vocab = a[0].view.shape[1];
+    if (rows_of(&a[2]) != n_rows || rows_of(&a[3]) != n_rows || rows_of(&a[4]) != n_rows ||
+        a[4].view.shape[1] != width || width > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "rows, ks, ids and values must agree in rows, ids and values in width");
+        goto done;
+    }
+    if (alloc_scratch(&scratch, n_vocab, width, 0) < 0) goto done;
+    const int32_t *index = a[1].view.buf, *k_of = a[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    Heap heap = {scratch.heap_values, scratch.heap_ids, 0, 0};
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        int64_t k = k_of[r] < 0 ? 0 : k_of[r];
+        if (k > width) k = width;
+        if (k > n_vocab) k = n_vocab;
+        const float *row = (const float *)a[0].view.buf + (int64_t)index[r] * n_vocab;
+        block_maxima_of(row, n_vocab, scratch.block_maxima);
+        top_k_row(row, n_vocab, (int)k, scratch.block_maxima, &heap, (int32_t *)a[3].view.buf + r * width,
+                  (float *)a[4].view.buf + r * width, width);
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free_scratch(&scratch);
+    release_args(a, 5);
+    return result;
+}
+
+/* The penalty arguments shared by penalise_rows and draw_rows. */
+#define PENALTY_ARGS                                                                 \
+    {.writable = 0, .ndim = 1, .kind = I64, .name = "windows"},                      \
+    {.writable = 0, .ndim = 1, .kind = I64, .name = "window_ends"},                  \
+    {.writable = 0, .ndim = 1, .kind = F32, .name = "penalties"},                    \
+    {.writable = 0, .ndim = 1, .kind = I64, .name = "bans"},                         \
+    {.writable = 0, .ndim = 1, .kind = I64, .name = "ban_ends"}
+
+static int check_penalties(const Arg *p, Py_ssize_t n_rows, int64_t n_vocab) {
+    if (rows_of(&p[2]) != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "penalties must have one entry per row");
+        return -1;
+    }
+    if (check_ragged(&p[0], &p[1], n_rows, n_vocab, "windows") < 0) return -1;
+    return check_ragged(&p[3], &p[4], n_rows, n_vocab, "bans");
+}
+
+static void penalise_nth(float *row, int64_t n_vocab, const Arg *p, Py_ssize_t r, float *gathered,
+                         float *block_maxima) {
+    const int64_t *w_end = p[1].view.buf, *b_end = p[4].view.buf;
+    int64_t w0 = r ? w_end[r - 1] : 0, b0 = r ? b_end[r - 1] : 0;
+    penalise_row(row, n_vocab, (const int64_t *)p[0].view.buf + w0, w_end[r] - w0, ((const float *)p[2].view.buf)[r],
+                 (const int64_t *)p[3].view.buf + b0, b_end[r] - b0, gathered, block_maxima);
+}
+
+static PyObject *penalise_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    Arg a[7] = {
+        {.writable = 1, .ndim = 2, .kind = F32, .name = "logits"},
+        {.writable = 0, .ndim = 1, .kind = I32, .name = "rows"},
+        PENALTY_ARGS,
+    };
+    if (!PyArg_ParseTuple(args, "OOOOOOO:penalise_rows", &a[0].object, &a[1].object, &a[2].object, &a[3].object,
+                          &a[4].object, &a[5].object, &a[6].object))
+        return NULL;
+    PyObject *result = NULL;
+    Scratch scratch = {0};
+    if (get_args(a, 7) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
+    Py_ssize_t n_rows = rows_of(&a[1]), n_vocab = a[0].view.shape[1];
+    if (check_penalties(&a[2], n_rows, n_vocab) < 0) goto done;
+    if (alloc_scratch(&scratch, n_vocab, 0, longest_span(&a[3], n_rows)) < 0) goto done;
+    const int32_t *index = a[1].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        float *row = (float *)a[0].view.buf + (int64_t)index[r] * n_vocab;
+        penalise_nth(row, n_vocab, &a[2], r, scratch.gathered, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free_scratch(&scratch);
+    release_args(a, 7);
+    return result;
+}
+
+static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    Arg a[10] = {
+        {.writable = 1, .ndim = 2, .kind = F32, .name = "logits"},
+        {.writable = 0, .ndim = 1, .kind = I32, .name = "rows"},
+        {.writable = 0, .ndim = 1, .kind = I32, .name = "ks"},
+        {.writable = 0, .ndim = 2, .kind = F64, .name = "settings"},
+        PENALTY_ARGS,
+        {.writable = 1, .ndim = 1, .kind = I32, .name = "tokens"},
+    };
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:draw_rows", &a[0].object, &a[1].object, &a[2].object, &a[3].object,
+                          &a[4].object, &a[5].object, &a[6].object, &a[7].object, &a[8].object, &a[9].object))
+        return NULL;
+    PyObject *result = NULL;
+    Scratch scratch = {0};
+    if (get_args(a, 10) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
+    Py_ssize_t n_rows = rows_of(&a[1]), n_vocab = a[0].view.shape[1];
+    if (rows_of(&a[2]) != n_rows || rows_of(&a[3]) != n_rows || a[3].view.shape[1] != 4 || rows_of(&a[9]) != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "ks, settings (rows x 4) and tokens must have one row per row");
+        goto done;
+    }
+    if (check_penalties(&a[4], n_rows, n_vocab) < 0) goto done;
+    const int32_t *index = a[1].view.buf, *k_of = a[2].view.buf;
+    int64_t width = 1;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        if (k_of[r] < 1) {
+            PyErr_SetString(PyExc_ValueError, "every row's k must be at least 1");
+            goto done;
+        }
+        if (k_of[r] > width) width = k_of[r];
+    }
+    if (width > n_vocab) width = n_vocab;
+    if (alloc_scratch(&scratch, n_vocab, width, longest_span(&a[5], n_rows)) < 0) goto done;
+    const double *settings = a[3].view.buf;
+    int32_t *tokens = a[9].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    Heap heap = {scratch.heap_values, scratch.heap_ids, 0, 0};
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        float *row = (float *)a[0].view.buf + (int64_t)index[r] * n_vocab;
+        block_maxima_of(row, n_vocab, scratch.block_maxima);
+        penalise_nth(row, n_vocab, &a[4], r, scratch.gathered, scratch.block_maxima);
+        int k = (int)(k_of[r] < width ? k_of[r] : width);
+        int n = top_k_row(row, n_vocab, k, scratch.block_maxima, &heap, scratch.top_ids, scratch.top_values, k);
+        const double *s = settings + 4 * r; /* top_p, log(min_p), temperature, uniform */
+        /* No finite best (the row is NaN, or all banned): nothing to draw. */
+        tokens[r] = n && scratch.top_values[0] > -INFINITY
+                        ? scratch.top_ids[draw_from_top(scratch.top_values, n, s[0], (float)s[1], s[2], s[3],
+                                                        scratch.weights)]
+                        : -1;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free_scratch(&scratch);
+    release_args(a, 10);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"top_k_rows", top_k_rows, METH_VARARGS,
+     "top_k_rows(logits, rows, ks, ids, values): for each i, the ks[i] largest logits of row rows[i] "
+     "(descending, ties by smaller id) into ids[i] and values[i]; the rest of each row -1 and -inf."},
+    {"penalise_rows", penalise_rows, METH_VARARGS,
+     "penalise_rows(logits, rows, windows, window_ends, penalties, bans, ban_ends): bans, then repeat "
+     "penalties, in place, on each listed row."},
+    {"draw_rows", draw_rows, METH_VARARGS,
+     "draw_rows(logits, rows, ks, settings, windows, window_ends, penalties, bans, ban_ends, tokens): "
+     "penalties, top-k, top-p, min-p, temperature and one draw per row; tokens[i] = -1 where no logit is finite."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sampling", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__sampling(void) { return PyModule_Create(&module); }

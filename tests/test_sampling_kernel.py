@@ -1,0 +1,210 @@
+"""The C sampling kernels (inference/_sampling.c): the top-k against numpy's stable sort
+on the shapes it meets (a real vocabulary, small test vocabularies, a tail block, ties,
+banned tokens), and the inputs each entry point must refuse without touching memory it
+does not own. Their sampling semantics are tested in test_sampling_distribution.py and
+test_sampling_penalties.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference._sampling import draw_rows, penalise_rows, top_k_rows
+
+
+def reference(logits: np.ndarray, rows: list[int], k: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.full((len(rows), width), -1, dtype=np.int32)
+    values = np.full((len(rows), width), -np.inf, dtype=np.float32)
+    for i, r in enumerate(rows):
+        order = np.argsort(-logits[r], kind="stable")[: min(k, logits.shape[1], width)]
+        ids[i, : order.size] = order
+        values[i, : order.size] = logits[r, order]
+    return ids, values
+
+
+def run(logits: np.ndarray, rows: list[int], ks: list[int], width: int) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.zeros((len(rows), width), dtype=np.int32)
+    values = np.zeros((len(rows), width), dtype=np.float32)
+    top_k_rows(logits, np.array(rows, dtype=np.int32), np.array(ks, dtype=np.int32), ids, values)
+    return ids, values
+
+
+def test_the_kernel_serves_the_default_settings_and_greedy() -> None:
+    from inference.numpy_sampler import RequestSampler
+    from inference.params import SamplingParams
+
+    assert RequestSampler(SamplingParams()).kernel_k == 40
+    assert RequestSampler(SamplingParams.greedy()).kernel_k == 1
+    assert RequestSampler(SamplingParams(top_k=0)).kernel_k == 0  # no top-k: the threshold path
+
+
+@pytest.mark.parametrize("n_vocab", [49_152, 262_144 + 37, 256, 100, 65, 7, 1])
+@pytest.mark.parametrize("k", [1, 40, 256])
+def test_matches_a_stable_sort(n_vocab: int, k: int) -> None:
+    rng = np.random.default_rng(n_vocab + k)
+    logits = rng.standard_normal((3, n_vocab)).astype(np.float32) * 3
+    ids, values = run(logits, [0, 1, 2], [k] * 3, k)
+    want_ids, want_values = reference(logits, [0, 1, 2], k, k)
+    np.testing.assert_array_equal(ids, want_ids)
+    np.testing.assert_array_equal(values, want_values)
+
+
+def test_ties_go_to_the_smaller_id_across_blocks() -> None:
+    logits = np.zeros((1, 1000), dtype=np.float32)
+    logits[0, [999, 3, 500, 64, 63]] = 5.0  # five equal best, in several blocks
+    logits[0, 700:710] = 4.0
+    ids, values = run(logits, [0], [8], 8)
+    assert ids[0].tolist() == [3, 63, 64, 500, 999, 700, 701, 702]
+    assert values[0].tolist() == [5.0] * 5 + [4.0] * 3
+
+
+def test_a_flat_row_and_banned_tokens() -> None:
+    """Every block has the same maximum (the threshold admits all of them), and -inf
+    (banned) tokens rank last, after every finite one."""
+    logits = np.full((2, 4096), 1.0, dtype=np.float32)
+    logits[1, :4000] = -np.inf
+    ids, values = run(logits, [0, 1], [40, 100], 100)
+    assert ids[0, :40].tolist() == list(range(40))
+    assert (ids[0, 40:] == -1).all() and np.isneginf(values[0, 40:]).all()
+    assert ids[1, :96].tolist() == list(range(4000, 4096))
+    assert ids[1, 96:].tolist() == [0, 1, 2, 3]  # -inf, by id
+
+
+def test_rows_are_read_through_the_index_and_each_row_has_its_own_k() -> None:
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((6, 5000)).astype(np.float32)
+    ids, values = run(logits, [5, 0, 3], [10, 3, 0], 12)
+    for i, (row, k) in enumerate([(5, 10), (0, 3), (3, 0)]):
+        want_ids, want_values = reference(logits, [row], k, 12)
+        np.testing.assert_array_equal(ids[i], want_ids[0])
+        np.testing.assert_array_equal(values[i], want_values[0])
+
+
+def test_no_rows_is_nothing_to_do() -> None:
+    ids, values = run(np.zeros((2, 10), dtype=np.float32), [], [], 4)
+    assert ids.shape == (0, 4)
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        (lambda a: {**a, "logits": a["logits"].astype(np.float64)}, TypeError),
+        (lambda a: {**a, "logits": a["logits"][:, ::2]}, (TypeError, ValueError, BufferError)),
+        (lambda a: {**a, "rows": np.array([0, 9], dtype=np.int32)}, IndexError),
+        (lambda a: {**a, "rows": np.array([0, -1], dtype=np.int32)}, IndexError),
+        (lambda a: {**a, "rows": np.array([0, 1], dtype=np.int64)}, TypeError),
+        (lambda a: {**a, "ks": np.array([1], dtype=np.int32)}, ValueError),
+        (lambda a: {**a, "ids": np.zeros((2, 3), dtype=np.int32)}, ValueError),
+        (lambda a: {**a, "ids": np.zeros((2, 4), dtype=np.int32)[:, ::-1]}, (TypeError, ValueError, BufferError)),
+        (lambda a: {**a, "values": np.zeros((2, 4), dtype=np.float32).view()[None]}, TypeError),
+        (lambda a: {**a, "ids": np.zeros((2, 4), dtype=np.int32).copy(order="C").view(np.float32)}, TypeError),
+    ],
+)
+def test_bad_arguments_raise_before_any_write(change, error) -> None:
+    args = {
+        "logits": np.ones((3, 50), dtype=np.float32),
+        "rows": np.array([0, 1], dtype=np.int32),
+        "ks": np.array([2, 2], dtype=np.int32),
+        "ids": np.full((2, 4), 7, dtype=np.int32),
+        "values": np.full((2, 4), 7, dtype=np.float32),
+    }
+    args = change(args)
+    before = args["ids"].copy(), args["values"].copy()
+    with pytest.raises(error):
+        top_k_rows(args["logits"], args["rows"], args["ks"], args["ids"], args["values"])
+    np.testing.assert_array_equal(args["ids"], before[0])
+    np.testing.assert_array_equal(args["values"], before[1])
+
+
+def test_read_only_outputs_are_refused() -> None:
+    ids = np.zeros((1, 2), dtype=np.int32)
+    ids.flags.writeable = False
+    with pytest.raises((TypeError, ValueError, BufferError)):
+        top_k_rows(np.ones((1, 5), dtype=np.float32), np.zeros(1, np.int32), np.ones(1, np.int32),
+                   ids, np.zeros((1, 2), np.float32))
+
+
+def draw_args(**changes) -> dict:
+    args = {
+        "logits": np.arange(2 * 300, dtype=np.float32).reshape(2, 300) % 97,
+        "rows": np.array([0, 1], dtype=np.int32),
+        "ks": np.array([1, 40], dtype=np.int32),
+        "settings": np.array([[np.inf, -np.inf, 0.0, 0.0], [0.95, np.log(0.05), 0.7, 0.5]]),
+        "windows": np.array([96, 5, 7], dtype=np.int64),
+        "window_ends": np.array([1, 3], dtype=np.int64),
+        "penalties": np.array([1.5, 1.1], dtype=np.float32),
+        "bans": np.array([193], dtype=np.int64),
+        "ban_ends": np.array([0, 1], dtype=np.int64),
+        "tokens": np.full(2, 7, dtype=np.int32),
+    }
+    return {**args, **changes}
+
+
+def call_draw(a: dict) -> None:
+    draw_rows(a["logits"], a["rows"], a["ks"], a["settings"], a["windows"], a["window_ends"], a["penalties"],
+              a["bans"], a["ban_ends"], a["tokens"])
+
+
+def test_draw_rows_penalises_bans_and_picks_the_best_when_greedy() -> None:
+    logits = np.zeros((2, 300), dtype=np.float32)
+    logits[0, [96, 95, 250]] = [9.0, 7.0, 7.0]  # 96 penalised to 6: 95 and 250 tie, 95 first
+    logits[1, [193, 20]] = [50.0, 8.0]  # 193 banned
+    a = draw_args(logits=logits, settings=np.array([[np.inf, -np.inf, 0.0, 0.0], [np.inf, -np.inf, 0.0, 0.0]]))
+    call_draw(a)
+    assert a["tokens"].tolist() == [95, 20]
+    assert a["logits"][0, 96] == np.float32(9.0) / np.float32(1.5)
+    assert np.isneginf(a["logits"][1, 193])
+
+
+def test_a_row_without_a_finite_logit_draws_no_token() -> None:
+    """NaN rows, banned tokens or not: -1, never a banned token, and sample_rows says so."""
+    a = draw_args(logits=np.full((2, 300), np.nan, dtype=np.float32))
+    call_draw(a)
+    assert a["tokens"].tolist() == [-1, -1]
+
+    from inference.numpy_sampler import RequestSampler, sample_rows
+    from inference.params import SamplingParams
+
+    with pytest.raises(ValueError, match="NaN"):
+        sample_rows(np.full((1, 300), np.nan, dtype=np.float32), [RequestSampler(SamplingParams())])
+
+
+@pytest.mark.parametrize(
+    "changes, error",
+    [
+        ({"windows": np.array([96, 5, 300], dtype=np.int64)}, IndexError),  # outside the vocabulary
+        ({"windows": np.array([96, 5, -1], dtype=np.int64)}, IndexError),
+        ({"window_ends": np.array([3, 1], dtype=np.int64)}, ValueError),  # falling
+        ({"window_ends": np.array([1, 4], dtype=np.int64)}, ValueError),  # past the end
+        ({"window_ends": np.array([3], dtype=np.int64)}, ValueError),  # not one per row
+        ({"bans": np.array([1000], dtype=np.int64)}, IndexError),
+        ({"ks": np.array([0, 40], dtype=np.int32)}, ValueError),
+        ({"settings": np.zeros((2, 3))}, ValueError),
+        ({"settings": np.zeros((2, 4), dtype=np.float32)}, TypeError),
+        ({"penalties": np.ones(1, dtype=np.float32)}, ValueError),
+        ({"rows": np.array([0, 2], dtype=np.int32)}, IndexError),
+        ({"tokens": np.zeros(3, dtype=np.int32)}, ValueError),
+    ],
+)
+def test_draw_rows_refuses_bad_arguments_before_any_write(changes, error) -> None:
+    a = draw_args(**changes)
+    before = a["logits"].copy(), a["tokens"].copy()
+    with pytest.raises(error):
+        call_draw(a)
+    np.testing.assert_array_equal(a["logits"], before[0])
+    np.testing.assert_array_equal(a["tokens"], before[1])
+
+
+def test_penalise_rows_touches_only_its_rows() -> None:
+    a = draw_args()
+    logits = a["logits"]
+    before = logits.copy()
+    penalise_rows(logits, np.array([1], dtype=np.int32), np.array([5, 5, 7], dtype=np.int64),
+                  np.array([3], dtype=np.int64), np.array([2.0], dtype=np.float32),
+                  np.array([9], dtype=np.int64), np.array([1], dtype=np.int64))
+    np.testing.assert_array_equal(logits[0], before[0])
+    assert logits[1, 5] == before[1, 5] / 2  # once, though listed twice
+    assert logits[1, 7] == before[1, 7] / 2
+    assert np.isneginf(logits[1, 9])
+    changed = np.flatnonzero(logits[1] != before[1]).tolist()
+    assert changed == [5, 7, 9]
