@@ -475,6 +475,7 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     if (alloc_scratch(&scratch, n_vocab, width, longest_span(&a[5], n_rows)) < 0) goto done;
     const double *settings = a[3].view.buf;
     int32_t *tokens = a[9].view.buf;
+    Py_ssize_t undrawn = 0;
     Py_BEGIN_ALLOW_THREADS
     Heap heap = {scratch.heap_values, scratch.heap_ids, 0, 0};
     for (Py_ssize_t r = 0; r < n_rows; r++) {
@@ -489,10 +490,10 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
                         ? scratch.top_ids[draw_from_top(scratch.top_values, n, s[0], (float)s[1], s[2], s[3],
                                                         scratch.weights)]
                         : -1;
+        undrawn += tokens[r] < 0;
     }
     Py_END_ALLOW_THREADS
-    result = Py_None;
-    Py_INCREF(result);
+    result = PyLong_FromSsize_t(undrawn);
 done:
     free_scratch(&scratch);
     release_args(a, 10);
@@ -508,7 +509,8 @@ static PyMethodDef methods[] = {
      "penalties, in place, on each listed row."},
     {"draw_rows", draw_rows, METH_VARARGS,
      "draw_rows(logits, rows, ks, settings, windows, window_ends, penalties, bans, ban_ends, tokens): "
-     "penalties, top-k, top-p, min-p, temperature and one draw per row; tokens[i] = -1 where no logit is finite."},
+     "penalties, top-k, top-p, min-p, temperature and one draw per row; tokens[i] = -1 where no logit is finite. "
+     "Returns how many rows drew no token."},
     {NULL, NULL, 0, NULL},
 };
 

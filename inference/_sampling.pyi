@@ -16,6 +16,7 @@ def penalise_rows(logits: np.ndarray, rows: np.ndarray, windows: np.ndarray, win
 
 def draw_rows(logits: np.ndarray, rows: np.ndarray, ks: np.ndarray, settings: np.ndarray, windows: np.ndarray,
               window_ends: np.ndarray, penalties: np.ndarray, bans: np.ndarray, ban_ends: np.ndarray,
-              tokens: np.ndarray) -> None:
+              tokens: np.ndarray) -> int:
     """Per row: bans and penalties in place, its top ks[i], then top-p, min-p, temperature
-    and the draw; tokens[i] the token, or -1 where no logit is finite (NaN)."""
+    and the draw; tokens[i] the token, or -1 where no logit is finite (NaN). Returns the
+    number of such rows."""

@@ -229,8 +229,7 @@ def sample_prepared(logits: np.ndarray, prepared: PreparedRows) -> list[int]:
         raise ValueError(f"{logits.shape[0]} logits rows for {len(samplers)} samplers")
     tokens = [0] * len(samplers)
     if prepared.c_args is not None:
-        draw_rows(logits, *prepared.c_args, prepared.tokens)
-        if prepared.tokens.min() < 0:
+        if draw_rows(logits, *prepared.c_args, prepared.tokens):
             raise ValueError("the model produced a logits row without a finite value (NaN)")
         drawn = prepared.tokens.tolist()
         if prepared.threshold:

@@ -104,8 +104,13 @@ class SamplerSet:
         def output(row: int) -> int:
             return (_address(ll.llama_get_logits_ith(ctx, row)) - base) // stride
 
-        first, last = output(batch_rows[0]), output(batch_rows[-1])
-        # Outputs follow the batch's order: first..last spanning len(rows) means consecutive.
+        # Outputs follow the batch's order (llama.cpp numbers them so): batch rows 0..n-1 are
+        # outputs 0..n-1, the usual decode step, with no call to look them up; otherwise
+        # first..last spanning len(rows) means consecutive.
+        if batch_rows[-1] == len(batch_rows) - 1:
+            first, last = 0, len(batch_rows) - 1
+        else:
+            first, last = output(batch_rows[0]), output(batch_rows[-1])
         consecutive = last - first == len(batch_rows) - 1
         outputs = [] if consecutive else [output(row) for row in batch_rows]
         n = last + 1 if consecutive else max(outputs) + 1

@@ -140,8 +140,8 @@ def draw_args(**changes) -> dict:
     return {**args, **changes}
 
 
-def call_draw(a: dict) -> None:
-    draw_rows(a["logits"], a["rows"], a["ks"], a["settings"], a["windows"], a["window_ends"], a["penalties"],
+def call_draw(a: dict) -> int:
+    return draw_rows(a["logits"], a["rows"], a["ks"], a["settings"], a["windows"], a["window_ends"], a["penalties"],
               a["bans"], a["ban_ends"], a["tokens"])
 
 
@@ -150,7 +150,7 @@ def test_draw_rows_penalises_bans_and_picks_the_best_when_greedy() -> None:
     logits[0, [96, 95, 250]] = [9.0, 7.0, 7.0]  # 96 penalised to 6: 95 and 250 tie, 95 first
     logits[1, [193, 20]] = [50.0, 8.0]  # 193 banned
     a = draw_args(logits=logits, settings=np.array([[np.inf, -np.inf, 0.0, 0.0], [np.inf, -np.inf, 0.0, 0.0]]))
-    call_draw(a)
+    assert call_draw(a) == 0
     assert a["tokens"].tolist() == [95, 20]
     assert a["logits"][0, 96] == np.float32(9.0) / np.float32(1.5)
     assert np.isneginf(a["logits"][1, 193])
@@ -159,7 +159,7 @@ def test_draw_rows_penalises_bans_and_picks_the_best_when_greedy() -> None:
 def test_a_row_without_a_finite_logit_draws_no_token() -> None:
     """NaN rows, banned tokens or not: -1, never a banned token, and sample_rows says so."""
     a = draw_args(logits=np.full((2, 300), np.nan, dtype=np.float32))
-    call_draw(a)
+    assert call_draw(a) == 2
     assert a["tokens"].tolist() == [-1, -1]
 
     from inference.numpy_sampler import RequestSampler, sample_rows
