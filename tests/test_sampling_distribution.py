@@ -199,19 +199,24 @@ def test_vocabulary_sized_rows_without_a_top_k_take_the_threshold_and_match(monk
     assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
 
 
+def mixed_step_counts(logits: np.ndarray, kinds: list[SamplingParams], rows: int, steps: int = 100) -> list:
+    """Draw counts per kind over steps in which row i samples with kinds[i % len(kinds)]."""
+    samplers = [RequestSampler(replace(kinds[i % len(kinds)], seed=i)) for i in range(rows)]
+    counts = [np.zeros(logits.size, dtype=np.int64) for _ in kinds]
+    for _ in range(steps):
+        for i, token in enumerate(sample_rows(np.tile(logits, (rows, 1)), samplers)):
+            counts[i % len(kinds)][token] += 1
+    return counts
+
+
 def test_kernel_and_threshold_rows_in_one_step_each_draw_their_own_settings() -> None:
     """A step mixing greedy, kernel (top-k) and threshold (no top-k) rows: every row gets
     its own settings' distribution, whatever its neighbours take."""
     logits = flat()
     no_top_k = replace(DEFAULT, top_k=0, min_p=0.3, top_p=1.0, temperature=2.0)
     kinds = [replace(DEFAULT, temperature=0.0), DEFAULT, no_top_k]
-    rows = 300
-    samplers = [RequestSampler(replace(kinds[i % 3], seed=i)) for i in range(rows)]
-    counts = [np.zeros(V, dtype=np.int64) for _ in kinds]
-    for _ in range(100):
-        for i, token in enumerate(sample_rows(np.tile(logits, (rows, 1)), samplers)):
-            counts[i % 3][token] += 1
-    n = 100 * rows // 3
+    counts = mixed_step_counts(logits, kinds, rows=300)
+    n = 100 * 300 // 3
     assert counts[0][0] == n  # greedy: the argmax every time
     for kind, got in zip(kinds[1:], counts[1:]):
         p = target(logits, kind)
@@ -220,17 +225,12 @@ def test_kernel_and_threshold_rows_in_one_step_each_draw_their_own_settings() ->
 
 
 def test_rows_with_different_top_k_in_one_step_keep_their_own_cut() -> None:
-    """The kernel's matrix is as wide as the largest top-k; a row with a smaller one is
-    padded and must draw only from its own top-k set."""
+    """One C call for the step, each row with its own k: a row with a small one draws only
+    from its own top-k set, whatever k its neighbours have."""
     logits = flat()
     kinds = [replace(DEFAULT, top_k=3, top_p=1.0, min_p=0.0, temperature=1.5), replace(DEFAULT, top_k=50)]
-    rows = 200
-    samplers = [RequestSampler(replace(kinds[i % 2], seed=i)) for i in range(rows)]
-    counts = [np.zeros(V, dtype=np.int64) for _ in kinds]
-    for _ in range(100):
-        for i, token in enumerate(sample_rows(np.tile(logits, (rows, 1)), samplers)):
-            counts[i % 2][token] += 1
-    n = 100 * rows // 2
+    counts = mixed_step_counts(logits, kinds, rows=200)
+    n = 100 * 200 // 2
     for kind, got in zip(kinds, counts):
         p = target(logits, kind)
         assert got[p == 0].sum() == 0
