@@ -109,25 +109,32 @@ static inline void heap_offer(Heap *h, float value, int32_t id) {
     }
 }
 
+/* One logit changed; with block_maxima, its block's maximum kept true (recomputed only
+   when the maximum itself went down). */
+static void set_logit(float *row, int64_t n_vocab, int64_t token, float value, float *block_maxima) {
+    float old = row[token];
+    row[token] = value;
+    if (block_maxima == NULL) return;
+    float *maximum = &block_maxima[token / BLOCK];
+    if (value > *maximum) {
+        *maximum = value; /* a penalty below 1 raises a logit */
+    } else if (old == *maximum && value != old) { /* the block's maximum went down: find the new one */
+        int64_t start = token / BLOCK * BLOCK;
+        *maximum = block_max(row + start, n_vocab - start < BLOCK ? n_vocab - start : BLOCK);
+    }
+}
+
 /* Bans (-inf), then llama.cpp's repeat penalty (logit <= 0: times the penalty, else
    divided by it, in float32) on each window token once, however often it occurs: every
-   value is read before any is written, so a repeated token gets the same result twice.
-   With block_maxima, the maxima of the blocks it changed are recomputed. */
+   value is read before any is written, so a repeated token gets the same result twice. */
 static void penalise_row(float *row, int64_t n_vocab, const int64_t *window, int64_t n_window, float penalty,
                          const int64_t *bans, int64_t n_bans, float *scratch, float *block_maxima) {
-    for (int64_t i = 0; i < n_bans; i++) row[bans[i]] = -INFINITY;
-    if (penalty != 1.0f) {
-        for (int64_t i = 0; i < n_window; i++) scratch[i] = row[window[i]];
-        for (int64_t i = 0; i < n_window; i++) {
-            float x = scratch[i];
-            row[window[i]] = x <= 0.0f ? x * penalty : x / penalty;
-        }
-    }
-    if (block_maxima == NULL) return;
-    for (int64_t i = 0; i < n_window + n_bans; i++) {
-        int64_t t = i < n_window ? window[i] : bans[i - n_window];
-        int64_t start = t / BLOCK * BLOCK;
-        block_maxima[t / BLOCK] = block_max(row + start, n_vocab - start < BLOCK ? n_vocab - start : BLOCK);
+    for (int64_t i = 0; i < n_bans; i++) set_logit(row, n_vocab, bans[i], -INFINITY, block_maxima);
+    if (penalty == 1.0f) return;
+    for (int64_t i = 0; i < n_window; i++) scratch[i] = row[window[i]];
+    for (int64_t i = 0; i < n_window; i++) {
+        float x = scratch[i];
+        set_logit(row, n_vocab, window[i], x <= 0.0f ? x * penalty : x / penalty, block_maxima);
     }
 }
 

@@ -208,3 +208,18 @@ def test_penalise_rows_touches_only_its_rows() -> None:
     assert np.isneginf(logits[1, 9])
     changed = np.flatnonzero(logits[1] != before[1]).tolist()
     assert changed == [5, 7, 9]
+
+
+def test_a_penalty_below_one_raises_a_token_into_the_top() -> None:
+    """penalty 0.5 doubles a positive logit: the block maxima must follow it up (else the
+    top-k would never look at its block again)."""
+    logits = np.zeros((1, 4096), dtype=np.float32)
+    logits[0, 10] = 5.0
+    logits[0, 3000] = 3.0  # raised to 6.0
+    a = draw_args(logits=logits, rows=np.array([0], dtype=np.int32), ks=np.array([1], dtype=np.int32),
+                  settings=np.array([[np.inf, -np.inf, 0.0, 0.0]]), windows=np.array([3000], dtype=np.int64),
+                  window_ends=np.array([1], dtype=np.int64), penalties=np.array([0.5], dtype=np.float32),
+                  bans=np.array([], dtype=np.int64), ban_ends=np.array([0], dtype=np.int64),
+                  tokens=np.zeros(1, dtype=np.int32))
+    assert call_draw(a) == 0
+    assert a["tokens"][0] == 3000 and a["logits"][0, 3000] == 6.0
