@@ -2,12 +2,14 @@
    whole vocabulary several times, or without some thirty small calls per step.
 
    Per row (rows are read through an index array, in place in llama.cpp's logits matrix):
-     1. the maximum of every block of 64 logits (vector max, one streaming read);
+     1. the maximum of every block of 64 logits (one streaming read, at the widest vectors
+        the CPU has: AVX-512, AVX2 or SSE, chosen at import);
      2. the repeat penalty and bans on the row's few window tokens, now in cache, and the
         maxima of their blocks recomputed;
      3. the k-th largest block maximum t: k blocks hold a value >= t, so the k-th largest
         logit is >= t (with fewer than k blocks, t = -inf); only blocks whose maximum is
-        >= t are read again, their logits >= t offered to a heap of the k best. Order:
+        >= t are read again, four logits to a comparison, and their logits >= t (or, once
+        the heap is full, >= its worst) offered to a heap of the k best. Order:
         descending value, ties by smaller token id (a stable argsort of -logits);
      4. (draw_rows) llama.cpp's chain on those k: top-p on the softmax of the top-k set,
         min-p relative to the best token (cut in float32), temperature, and one draw with
@@ -24,46 +26,109 @@
 
 #define BLOCK 64
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
+static inline float fmax_(float a, float b) { return a > b ? a : b; }
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-/* maxps is exactly a > b ? a : b per lane (NaN: b); the compiler does not find it in the
-   mask form below, which costs four instructions a lane group instead of one. */
-static inline v4f vmax(v4f a, v4f b) { return (v4f)_mm_max_ps((__m128)a, (__m128)b); }
-#else
-static inline v4f vmax(v4f a, v4f b) {
-    v4i m = a > b;
-    return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
+/* The maximum of up to BLOCK logits, a > b ? a : b in order (a NaN may or may not pass). */
+static float block_max(const float *p, int64_t n) {
+    float m = p[0];
+    for (int64_t j = 1; j < n; j++) m = fmax_(m, p[j]);
+    return m;
+}
+
+/* ----- vector kernels: the block maxima pass and the candidate scan -------------------
+
+   The maxima pass reads the whole row and is most of the kernel's time: it runs at the
+   widest vectors the CPU has (chosen once, at import). maxps and its wider forms are
+   exactly a > b ? a : b per lane. */
+
+typedef void (*BlockMaxima)(const float *row, int64_t n_blocks, float *out);
+
+static void block_maxima_scalar(const float *row, int64_t n_blocks, float *out) {
+    for (int64_t b = 0; b < n_blocks; b++) out[b] = block_max(row + b * BLOCK, BLOCK);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+
+static float reduce4(__m128 v) {
+    float lane[4];
+    _mm_storeu_ps(lane, v);
+    return fmax_(fmax_(lane[0], lane[1]), fmax_(lane[2], lane[3]));
+}
+
+static void block_maxima_sse(const float *row, int64_t n_blocks, float *out) {
+    for (int64_t b = 0; b < n_blocks; b++) {
+        const float *p = row + b * BLOCK;
+        __m128 a0 = _mm_loadu_ps(p), a1 = _mm_loadu_ps(p + 4), a2 = _mm_loadu_ps(p + 8), a3 = _mm_loadu_ps(p + 12);
+        for (int j = 16; j < BLOCK; j += 16) {
+            a0 = _mm_max_ps(a0, _mm_loadu_ps(p + j));
+            a1 = _mm_max_ps(a1, _mm_loadu_ps(p + j + 4));
+            a2 = _mm_max_ps(a2, _mm_loadu_ps(p + j + 8));
+            a3 = _mm_max_ps(a3, _mm_loadu_ps(p + j + 12));
+        }
+        out[b] = reduce4(_mm_max_ps(_mm_max_ps(a0, a1), _mm_max_ps(a2, a3)));
+    }
+}
+
+__attribute__((target("avx2"))) static void block_maxima_avx2(const float *row, int64_t n_blocks, float *out) {
+    for (int64_t b = 0; b < n_blocks; b++) {
+        const float *p = row + b * BLOCK;
+        __m256 a0 = _mm256_max_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 32));
+        __m256 a1 = _mm256_max_ps(_mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 40));
+        __m256 a2 = _mm256_max_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 48));
+        __m256 a3 = _mm256_max_ps(_mm256_loadu_ps(p + 24), _mm256_loadu_ps(p + 56));
+        __m256 m = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+        out[b] = reduce4(_mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1)));
+    }
+}
+
+__attribute__((target("avx512f"))) static void block_maxima_avx512(const float *row, int64_t n_blocks,
+                                                                   float *out) {
+    for (int64_t b = 0; b < n_blocks; b++) {
+        const float *p = row + b * BLOCK;
+        __m512 m = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)),
+                                 _mm512_max_ps(_mm512_loadu_ps(p + 32), _mm512_loadu_ps(p + 48)));
+        __m256 h = _mm256_max_ps(_mm512_castps512_ps256(m),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
+        out[b] = reduce4(_mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
 }
 #endif
 
-static inline v4f vload(const float *p) {
-    v4f v;
-    memcpy(&v, p, sizeof v); /* unaligned-safe; compiles to one load */
-    return v;
+static BlockMaxima block_maxima_full = block_maxima_scalar;
+
+/* Chosen once, when the module loads: the widest the CPU has, or CHORUS_SAMPLING_VECTOR
+   (scalar, sse, avx2, avx512f) where the CPU has that one (tests run every width). */
+static const char *choose_vector_width(void) {
+    const char *wanted = getenv("CHORUS_SAMPLING_VECTOR");
+    if (wanted != NULL && strcmp(wanted, "scalar") == 0) return "scalar";
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    int pick_any = wanted == NULL || *wanted == '\0';
+    if (__builtin_cpu_supports("avx512f") && (pick_any || strcmp(wanted, "avx512f") == 0)) {
+        block_maxima_full = block_maxima_avx512;
+        return "avx512f";
+    }
+    if (__builtin_cpu_supports("avx2") && (pick_any || strcmp(wanted, "avx2") == 0)) {
+        block_maxima_full = block_maxima_avx2;
+        return "avx2";
+    }
+    block_maxima_full = block_maxima_sse;
+    return "sse";
+#else
+    return "scalar";
+#endif
 }
 
-static inline float fmax_(float a, float b) { return a > b ? a : b; }
-
-static float block_max(const float *p, int64_t n) {
-    if (n < BLOCK) {
-        float m = p[0];
-        for (int64_t j = 1; j < n; j++) m = fmax_(m, p[j]);
-        return m;
-    }
-    v4f a0 = vload(p), a1 = vload(p + 4), a2 = vload(p + 8), a3 = vload(p + 12);
-    for (int j = 16; j < BLOCK; j += 16) {
-        a0 = vmax(a0, vload(p + j));
-        a1 = vmax(a1, vload(p + j + 4));
-        a2 = vmax(a2, vload(p + j + 8));
-        a3 = vmax(a3, vload(p + j + 12));
-    }
-    a0 = vmax(vmax(a0, a1), vmax(a2, a3));
-    float lane[4];
-    memcpy(lane, &a0, sizeof lane);
-    return fmax_(fmax_(lane[0], lane[1]), fmax_(lane[2], lane[3]));
+/* A bitmask of the lanes of p[0..4) that are >= bound (a NaN never is). */
+static inline unsigned at_least4(const float *p, float bound) {
+#ifdef HAVE_X86
+    return (unsigned)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(p), _mm_set1_ps(bound)));
+#else
+    return (unsigned)(p[0] >= bound) | (unsigned)(p[1] >= bound) << 1 | (unsigned)(p[2] >= bound) << 2 |
+           (unsigned)(p[3] >= bound) << 3;
+#endif
 }
 
 /* A bounded min-heap of (value, id): the root is the worst kept entry. */
@@ -96,6 +161,20 @@ static void sift_down(Heap *h, int i) {
         heap_swap(h, i, m);
         i = m;
     }
+}
+
+/* A min-heap of values only (kth_largest): the hole moves down, the value is written once. */
+static void sift_down_values(float *heap, int size, int i) {
+    float v = heap[i];
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= size) break;
+        if (c + 1 < size && heap[c + 1] < heap[c]) c++;
+        if (!(heap[c] < v)) break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = v;
 }
 
 static inline void heap_offer(Heap *h, float value, int32_t id) {
@@ -146,10 +225,38 @@ static void penalise_row(float *row, int64_t n_vocab, const int64_t *window, int
 }
 
 static void block_maxima_of(const float *row, int64_t n_vocab, float *block_maxima) {
-    int64_t n_blocks = (n_vocab + BLOCK - 1) / BLOCK;
-    for (int64_t b = 0; b < n_blocks; b++) {
-        int64_t start = b * BLOCK;
-        block_maxima[b] = block_max(row + start, n_vocab - start < BLOCK ? n_vocab - start : BLOCK);
+    int64_t n_full = n_vocab / BLOCK;
+    block_maxima_full(row, n_full, block_maxima);
+    if (n_vocab % BLOCK) block_maxima[n_full] = block_max(row + n_full * BLOCK, n_vocab % BLOCK);
+}
+
+/* The k-th largest of n values (1 <= k <= n), with a min-heap of the k largest so far in
+   scratch: most values fail the one comparison with its root. */
+static float kth_largest(const float *values, int64_t n, int k, float *heap) {
+    memcpy(heap, values, sizeof(float) * (size_t)k);
+    for (int i = k / 2 - 1; i >= 0; i--) sift_down_values(heap, k, i);
+    for (int64_t i = k; i < n; i++) {
+        if (values[i] > heap[0]) {
+            heap[0] = values[i];
+            sift_down_values(heap, k, 0);
+        }
+    }
+    return heap[0];
+}
+
+/* Offer row[start..end) to the heap, four logits at a time: only those at or above the
+   bound (t, or once the heap is full its worst entry) are offered. */
+static void offer_block(Heap *heap, const float *row, int64_t start, int64_t end, float threshold) {
+    int64_t j = start;
+    for (; j + 4 <= end; j += 4) {
+        float bound = heap->size == heap->capacity ? heap->value[0] : threshold;
+        for (unsigned mask = at_least4(row + j, bound); mask; mask &= mask - 1) {
+            int64_t id = j + __builtin_ctz(mask);
+            heap_offer(heap, row[id], (int32_t)id);
+        }
+    }
+    for (; j < end; j++) {
+        if (row[j] >= threshold) heap_offer(heap, row[j], (int32_t)j);
     }
 }
 
@@ -160,18 +267,11 @@ static int top_k_row(const float *row, int64_t n_vocab, int k, const float *bloc
     int64_t n_blocks = (n_vocab + BLOCK - 1) / BLOCK;
     heap->capacity = k;
     heap->size = 0;
-    float threshold = -INFINITY;
-    if (k > 0 && n_blocks >= k) {
-        for (int64_t b = 0; b < n_blocks; b++) heap_offer(heap, block_maxima[b], (int32_t)b);
-        threshold = heap->value[0];
-    }
-    heap->size = 0;
+    /* k blocks hold a logit >= the k-th largest block maximum: so does the k-th best. */
+    float threshold = k > 0 && n_blocks >= k ? kth_largest(block_maxima, n_blocks, k, heap->value) : -INFINITY;
     for (int64_t b = 0; b < n_blocks && k > 0; b++) {
         if (block_maxima[b] < threshold) continue;
-        int64_t end = (b + 1) * BLOCK < n_vocab ? (b + 1) * BLOCK : n_vocab;
-        for (int64_t j = b * BLOCK; j < end; j++) {
-            if (row[j] >= threshold) heap_offer(heap, row[j], (int32_t)j);
-        }
+        offer_block(heap, row, b * BLOCK, (b + 1) * BLOCK < n_vocab ? (b + 1) * BLOCK : n_vocab, threshold);
     }
     int n = heap->size;
     for (int m = n; m > 0; m--) { /* pop the worst to the back: descending order */
@@ -530,4 +630,12 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sampling", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__sampling(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__sampling(void) {
+    const char *width = choose_vector_width();
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "VECTOR_WIDTH", width) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

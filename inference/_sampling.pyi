@@ -6,6 +6,9 @@ temperature (<= 0: greedy), the row's uniform draw in [0, 1)."""
 
 import numpy as np
 
+# The vector width the block maxima pass runs at (CHORUS_SAMPLING_VECTOR may narrow it).
+VECTOR_WIDTH: str
+
 def top_k_rows(logits: np.ndarray, rows: np.ndarray, ks: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
     """For each i: the ks[i] largest logits of row rows[i] (descending, ties by smaller id)
     into ids[i] and values[i]; the rest of each output row -1 and -inf."""

@@ -6,10 +6,15 @@ test_sampling_penalties.py."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
-from inference._sampling import draw_rows, penalise_rows, top_k_rows
+from inference._sampling import VECTOR_WIDTH, draw_rows, penalise_rows, top_k_rows
 
 
 def reference(logits: np.ndarray, rows: list[int], k: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +52,45 @@ def test_matches_a_stable_sort(n_vocab: int, k: int) -> None:
     want_ids, want_values = reference(logits, [0, 1, 2], k, k)
     np.testing.assert_array_equal(ids, want_ids)
     np.testing.assert_array_equal(values, want_values)
+
+
+# Each width's block maxima, against the stable sort, in a fresh interpreter: the width is
+# chosen once, at import (CHORUS_SAMPLING_VECTOR picks one the CPU has).
+_EVERY_WIDTH = textwrap.dedent("""
+    import numpy as np
+    from inference._sampling import VECTOR_WIDTH, top_k_rows
+    rng = np.random.default_rng(7)
+    for n_vocab in (49_152, 1000, 64, 65, 3):
+        logits = rng.standard_normal((2, n_vocab)).astype(np.float32)
+        logits[1, ::97] = logits[1].max()  # ties in many blocks
+        k = min(40, n_vocab)
+        ids = np.zeros((2, k), np.int32); values = np.zeros((2, k), np.float32)
+        top_k_rows(logits, np.array([0, 1], np.int32), np.array([k, k], np.int32), ids, values)
+        for r in range(2):
+            assert ids[r].tolist() == np.argsort(-logits[r], kind="stable")[:k].tolist(), (VECTOR_WIDTH, n_vocab)
+    print(VECTOR_WIDTH)
+""")
+
+
+@pytest.mark.parametrize("width", ["scalar", "sse", "avx2", "avx512f"])
+def test_every_vector_width_finds_the_same_top_k(width: str) -> None:
+    env = {**os.environ, "CHORUS_SAMPLING_VECTOR": width}
+    done = subprocess.run([sys.executable, "-c", _EVERY_WIDTH], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    used = done.stdout.strip()
+    if used != width:  # this CPU lacks it: the module fell back to a narrower one
+        pytest.skip(f"this CPU has no {width}; the module used {used}")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/cpuinfo") or "CHORUS_SAMPLING_VECTOR" in os.environ,
+                    reason="reads the CPU's flags from Linux; the width was not chosen by default")
+def test_the_default_is_the_widest_width_the_cpu_has() -> None:
+    flags = set(open("/proc/cpuinfo").read().split())
+    if "sse" not in flags:
+        assert VECTOR_WIDTH == "scalar"
+    else:
+        assert VECTOR_WIDTH == next(w for w in ("avx512f", "avx2", "sse") if w in flags)
 
 
 def test_ties_go_to_the_smaller_id_across_blocks() -> None:
