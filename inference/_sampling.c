@@ -555,27 +555,82 @@ done:
     return result;
 }
 
+/* A row's penalty window lives in rings[r]: its first min(count, size) entries (a ring of
+   size entries, the next token at count % size). */
+static int check_rings(const Arg *rings, const Arg *sizes, const Arg *counts, Py_ssize_t n_rows, int64_t n_vocab) {
+    if (rows_of(rings) != n_rows || rows_of(sizes) != n_rows || rows_of(counts) != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "rings, ring_sizes and ring_counts must have one row per row");
+        return -1;
+    }
+    int64_t width = rings->view.shape[1];
+    const int64_t *size = sizes->view.buf, *count = counts->view.buf, *token = rings->view.buf;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        if (size[r] < 0 || size[r] > width || count[r] < 0) {
+            PyErr_Format(PyExc_ValueError, "row %zd's ring (size %lld, count %lld) does not fit rings of width %lld",
+                         r, (long long)size[r], (long long)count[r], (long long)width);
+            return -1;
+        }
+        int64_t used = count[r] < size[r] ? count[r] : size[r];
+        for (int64_t i = 0; i < used; i++) {
+            if (token[r * width + i] < 0 || token[r * width + i] >= n_vocab) {
+                PyErr_Format(PyExc_IndexError, "token %lld in row %zd's ring is outside the vocabulary",
+                             (long long)token[r * width + i], r);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Every row that draws (temperature > 0) has an unused uniform. */
+static int check_uniforms(const Arg *uniforms, const Arg *cursors, const double *settings, Py_ssize_t n_rows) {
+    if (rows_of(uniforms) != n_rows || rows_of(cursors) != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "uniforms and cursors must have one row per row");
+        return -1;
+    }
+    const int32_t *cursor = cursors->view.buf;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        if (settings[3 * r + 2] > 0.0 && (cursor[r] < 0 || cursor[r] >= uniforms->view.shape[1])) {
+            PyErr_Format(PyExc_ValueError, "row %zd has no unused uniform (cursor %d)", r, cursor[r]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
-    Arg a[10] = {
+    Arg a[13] = {
         {.writable = 1, .ndim = 2, .kind = F32, .name = "logits"},
         {.writable = 0, .ndim = 1, .kind = I32, .name = "rows"},
         {.writable = 0, .ndim = 1, .kind = I32, .name = "ks"},
         {.writable = 0, .ndim = 2, .kind = F64, .name = "settings"},
-        PENALTY_ARGS,
+        {.writable = 0, .ndim = 1, .kind = F32, .name = "penalties"},
+        {.writable = 0, .ndim = 1, .kind = I64, .name = "bans"},
+        {.writable = 0, .ndim = 1, .kind = I64, .name = "ban_ends"},
+        {.writable = 1, .ndim = 2, .kind = I64, .name = "rings"},
+        {.writable = 0, .ndim = 1, .kind = I64, .name = "ring_sizes"},
+        {.writable = 1, .ndim = 1, .kind = I64, .name = "ring_counts"},
+        {.writable = 0, .ndim = 2, .kind = F64, .name = "uniforms"},
+        {.writable = 1, .ndim = 1, .kind = I32, .name = "cursors"},
         {.writable = 1, .ndim = 1, .kind = I32, .name = "tokens"},
     };
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:draw_rows", &a[0].object, &a[1].object, &a[2].object, &a[3].object,
-                          &a[4].object, &a[5].object, &a[6].object, &a[7].object, &a[8].object, &a[9].object))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO:draw_rows", &a[0].object, &a[1].object, &a[2].object, &a[3].object,
+                          &a[4].object, &a[5].object, &a[6].object, &a[7].object, &a[8].object, &a[9].object,
+                          &a[10].object, &a[11].object, &a[12].object))
         return NULL;
     PyObject *result = NULL;
     Scratch scratch = {0};
-    if (get_args(a, 10) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
+    if (get_args(a, 13) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
     Py_ssize_t n_rows = rows_of(&a[1]), n_vocab = a[0].view.shape[1];
-    if (rows_of(&a[2]) != n_rows || rows_of(&a[3]) != n_rows || a[3].view.shape[1] != 4 || rows_of(&a[9]) != n_rows) {
-        PyErr_SetString(PyExc_ValueError, "ks, settings (rows x 4) and tokens must have one row per row");
+    if (rows_of(&a[2]) != n_rows || rows_of(&a[3]) != n_rows || a[3].view.shape[1] != 3 || rows_of(&a[4]) != n_rows ||
+        rows_of(&a[12]) != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "ks, settings (rows x 3), penalties and tokens must have one row per row");
         goto done;
     }
-    if (check_penalties(&a[4], n_rows, n_vocab) < 0) goto done;
+    const double *settings = a[3].view.buf;
+    if (check_ragged(&a[5], &a[6], n_rows, n_vocab, "bans") < 0 || check_rings(&a[7], &a[8], &a[9], n_rows, n_vocab) < 0 ||
+        check_uniforms(&a[10], &a[11], settings, n_rows) < 0)
+        goto done;
     const int32_t *index = a[1].view.buf, *k_of = a[2].view.buf;
     int64_t width = 1;
     for (Py_ssize_t r = 0; r < n_rows; r++) {
@@ -586,31 +641,46 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         if (k_of[r] > width) width = k_of[r];
     }
     if (width > n_vocab) width = n_vocab;
-    if (alloc_scratch(&scratch, n_vocab, width, longest_span(&a[5], n_rows)) < 0) goto done;
-    const double *settings = a[3].view.buf;
-    int32_t *tokens = a[9].view.buf;
-    Py_ssize_t undrawn = 0;
+    int64_t ring_width = a[7].view.shape[1];
+    if (alloc_scratch(&scratch, n_vocab, width, ring_width) < 0) goto done;
+    const float *penalties = a[4].view.buf;
+    const int64_t *bans = a[5].view.buf, *ban_end = a[6].view.buf, *ring_size = a[8].view.buf;
+    int64_t *rings = a[7].view.buf, *ring_count = a[9].view.buf;
+    const double *uniforms = a[10].view.buf;
+    int64_t n_uniforms = a[10].view.shape[1];
+    int32_t *cursor = a[11].view.buf, *tokens = a[12].view.buf;
+    Py_ssize_t undrawn = 0, exhausted = 0;
     Py_BEGIN_ALLOW_THREADS
     Heap heap = {scratch.heap_values, scratch.heap_ids, 0, 0};
     for (Py_ssize_t r = 0; r < n_rows; r++) {
         float *row = (float *)a[0].view.buf + (int64_t)index[r] * n_vocab;
+        int64_t b0 = r ? ban_end[r - 1] : 0;
+        int64_t used = ring_count[r] < ring_size[r] ? ring_count[r] : ring_size[r];
         block_maxima_of(row, n_vocab, scratch.block_maxima);
-        penalise_nth(row, n_vocab, &a[4], r, scratch.gathered, scratch.block_maxima);
+        penalise_row(row, n_vocab, rings + r * ring_width, used, penalties[r], bans + b0, ban_end[r] - b0,
+                     scratch.gathered, scratch.block_maxima);
         int k = (int)(k_of[r] < width ? k_of[r] : width);
         int n = top_k_row(row, n_vocab, k, scratch.block_maxima, &heap, scratch.top_ids, scratch.top_values, k);
-        const double *s = settings + 4 * r; /* top_p, log(min_p), temperature, uniform */
+        const double *s = settings + 3 * r; /* top_p, log(min_p), temperature */
+        double uniform = s[2] > 0.0 ? uniforms[r * n_uniforms + cursor[r]] : 0.0;
         /* No finite best (the row is NaN, or all banned): nothing to draw. */
         tokens[r] = n && scratch.top_values[0] > -INFINITY
-                        ? scratch.top_ids[draw_from_top(scratch.top_values, n, s[0], (float)s[1], s[2], s[3],
+                        ? scratch.top_ids[draw_from_top(scratch.top_values, n, s[0], (float)s[1], s[2], uniform,
                                                         scratch.weights)]
                         : -1;
         undrawn += tokens[r] < 0;
     }
+    /* Every row drew: each accepts its token (the window takes it, the uniform is used). */
+    for (Py_ssize_t r = 0; r < n_rows && undrawn == 0; r++) {
+        if (ring_size[r] > 0) rings[r * ring_width + ring_count[r] % ring_size[r]] = tokens[r];
+        ring_count[r]++;
+        if (settings[3 * r + 2] > 0.0) exhausted += ++cursor[r] == n_uniforms;
+    }
     Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(undrawn);
+    result = Py_BuildValue("(nn)", undrawn, exhausted);
 done:
     free_scratch(&scratch);
-    release_args(a, 10);
+    release_args(a, 13);
     return result;
 }
 
@@ -622,9 +692,10 @@ static PyMethodDef methods[] = {
      "penalise_rows(logits, rows, windows, window_ends, penalties, bans, ban_ends): bans, then repeat "
      "penalties, in place, on each listed row."},
     {"draw_rows", draw_rows, METH_VARARGS,
-     "draw_rows(logits, rows, ks, settings, windows, window_ends, penalties, bans, ban_ends, tokens): "
-     "penalties, top-k, top-p, min-p, temperature and one draw per row; tokens[i] = -1 where no logit is finite. "
-     "Returns how many rows drew no token."},
+     "draw_rows(logits, rows, ks, settings, penalties, bans, ban_ends, rings, ring_sizes, ring_counts, uniforms, "
+     "cursors, tokens): bans and penalties (each row's ring), top-k, top-p, min-p, temperature and one draw per "
+     "row; tokens[i] = -1 where no logit is finite. When every row drew, each ring takes its token and each "
+     "drawing row's cursor moves on. Returns (rows that drew no token, rows whose uniforms ran out)."},
     {NULL, NULL, 0, NULL},
 };
 

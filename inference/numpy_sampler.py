@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -53,14 +51,27 @@ UNIFORM_BATCH = 64
 
 
 class PenaltyWindow:
-    """The last n tokens (n < 0: all of them), as a numpy ring handed to C as it is. A
-    token seen twice is in it twice: the penalty reads every value before it writes any,
-    so it still applies once per token, as llama.cpp's does."""
+    """The last n tokens (n < 0: all of them), as a numpy ring. A token seen twice is in it
+    twice: the penalty reads every value before it writes any, so it still applies once per
+    token, as llama.cpp's does. While its request's rows are in a PreparedRows, the ring is
+    a row of that one's matrix (export/load)."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._ring = np.empty(size if size > 0 else 64, dtype=np.int64)
         self._count = 0  # tokens accepted so far
+
+    @property
+    def bounded(self) -> bool:
+        return self._size > 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def capacity(self) -> int:
+        return self._ring.size
 
     def accept(self, token: int) -> None:
         if self._size > 0:
@@ -73,11 +84,26 @@ class PenaltyWindow:
 
     def tokens(self) -> np.ndarray:
         """The window's tokens (in no particular order; repeats included): a view."""
-        return self._ring[: min(self._count, self._ring.size)] if self._size > 0 else self._ring[: self._count]
+        return self._ring[: min(self._count, self._ring.size)]
 
     def distinct(self) -> list[int]:
         """Each token in the window once."""
         return sorted(set(self.tokens().tolist()))
+
+    def export(self, ring: np.ndarray) -> int:
+        """Copy the ring into ring (at least capacity wide); returns the ring size C uses
+        there: the window's size, or for the whole history the room ring has."""
+        used = min(self._count, self._ring.size)
+        ring[:used] = self._ring[:used]
+        return self._size if self._size > 0 else ring.size
+
+    def load(self, ring: np.ndarray, count: int) -> None:
+        """Take back the ring export wrote to, after C accepted tokens into it."""
+        if self._size <= 0 and count > self._ring.size:
+            self._ring = np.empty(max(count, 2 * self._ring.size), dtype=np.int64)
+        used = min(count, self._ring.size)
+        self._ring[:used] = ring[:used]
+        self._count = count
 
 
 class RequestSampler:
@@ -100,7 +126,7 @@ class RequestSampler:
         log_min_p = -math.inf if self.log_min_p is None else float(self.log_min_p)
         # The k draw_rows takes for this request (greedy: the best one), or 0: the threshold path.
         self.kernel_k = 1 if self.greedy else params.top_k if 0 < params.top_k <= KERNEL_MAX_K else 0
-        self.kernel_settings = (top_p, log_min_p, params.temperature)
+        self.kernel_settings = (top_p, log_min_p, params.temperature)  # draw_rows' settings row
         # The settings _draw_candidates reads, as one row of its settings matrix.
         self.settings = (params.top_k, top_p, params.min_p, params.temperature, log_min_p)
 
@@ -127,124 +153,150 @@ class RequestSampler:
             self._next_uniform += 1
             self._uniform_taken = False
 
+    def export_uniforms(self, out: np.ndarray) -> int:
+        """Copy the unused uniforms' buffer into out (UNIFORM_BATCH wide), refilled first
+        when it is used up; returns the index of the next one."""
+        if self._next_uniform == self._uniforms.size:
+            self._uniforms = self.rng.random(UNIFORM_BATCH)
+            self._next_uniform = 0
+        out[:] = self._uniforms
+        return self._next_uniform
 
-class DrawArgs(NamedTuple):
-    """draw_rows' arguments between the logits and its output (see _sampling.pyi)."""
-
-    rows: np.ndarray
-    ks: np.ndarray
-    settings: np.ndarray
-    windows: np.ndarray
-    window_ends: np.ndarray
-    penalties: np.ndarray
-    bans: np.ndarray
-    ban_ends: np.ndarray
+    def load_uniforms(self, uniforms: np.ndarray, cursor: int) -> None:
+        """Take back the buffer export_uniforms wrote to, after C used cursor of them."""
+        self._uniforms = uniforms.copy()
+        self._next_uniform = cursor
+        self._uniform_taken = False
 
 
-@dataclass(slots=True)
 class PreparedRows:
-    """What sampling a step's rows needs besides the logits, built before llama_decode:
-    after it, the caches hold the model's weights, and every Python object touched costs
-    a trip to memory."""
+    """The state of a step's rows that draw_rows serves, as the arrays it reads and updates
+    in place, built before llama_decode (after it the caches hold the model's weights, and
+    every Python object touched costs a trip to memory).
 
-    samplers: Sequence[RequestSampler]
-    in_c: list[int]  # rows draw_rows serves
-    c_args: DrawArgs | None  # None: no row for draw_rows
-    tokens: np.ndarray  # draw_rows' output
-    threshold: list[int]  # rows of the threshold path
-
-
-class _StepRows:
-    """The arguments of one set of rows that stay fixed while the same requests are sampled
-    in the same order (rows, k, settings, penalties, bans); windows and uniforms are new
-    each step (for_step)."""
+    Kept while the same requests are sampled in the same order (RowPreparer): a decode step
+    then costs one C call and no Python per row. While kept, the rows' penalty windows and
+    unused uniforms live here, not in their samplers: store() hands them back, and must run
+    before the samplers are used anywhere else (RowPreparer does so when the rows change)."""
 
     def __init__(self, samplers: Sequence[RequestSampler]) -> None:
-        self.samplers = samplers
-        self.in_c = [i for i, s in enumerate(samplers) if s.kernel_k]
-        self.threshold = [i for i, s in enumerate(samplers) if not s.kernel_k]
-        self.chosen = [samplers[i] for i in self.in_c]
-        self.drawn = [i for i, s in enumerate(self.chosen) if not s.greedy]  # rows that take a uniform
-        self.rows = np.array(self.in_c, dtype=np.int32)
-        self.ks = np.array([s.kernel_k for s in self.chosen], dtype=np.int32)
-        self.settings = np.array([s.kernel_settings + (0.0,) for s in self.chosen]).reshape(-1, 4)
-        self.penalties = np.array([s.penalty for s in self.chosen], dtype=np.float32)
-        bans = [s.banned for s in self.chosen]
-        self.bans = np.concatenate(bans) if bans else _NO_TOKENS
-        self.ban_ends = np.cumsum([b.size for b in bans], dtype=np.int64)
-        self.window_sizes: list[int] = []
-        self.window_ends = _NO_TOKENS
-        self.tokens = np.empty(len(self.in_c), dtype=np.int32)
+        self.samplers = list(samplers)
+        self.in_c = [i for i, s in enumerate(self.samplers) if s.kernel_k]
+        self.threshold = [i for i, s in enumerate(self.samplers) if not s.kernel_k]
+        chosen = self._chosen = [self.samplers[i] for i in self.in_c]
+        n = len(chosen)
+        self.tokens = np.empty(n, dtype=np.int32)  # draw_rows' output
+        windows = [s.window for s in chosen]
+        # Whole-history windows grow: room for twice what they hold (ready() checks it).
+        width = max([1] + [w.capacity if w.bounded else 2 * w.count + 64 for w in windows if w is not None])
+        self._rings = np.zeros((n, width), dtype=np.int64)
+        sizes = np.array([0 if w is None else w.export(self._rings[i]) for i, w in enumerate(windows)],
+                         dtype=np.int64)
+        self._counts = np.array([0 if w is None else w.count for w in windows], dtype=np.int64)
+        self._growing = [i for i, w in enumerate(windows) if w is not None and not w.bounded]
+        self._drawing = [i for i, s in enumerate(chosen) if not s.greedy]
+        self._uniforms = np.zeros((n, UNIFORM_BATCH))
+        self._cursors = np.zeros(n, dtype=np.int32)
+        for i in self._drawing:
+            self._cursors[i] = chosen[i].export_uniforms(self._uniforms[i])
+        bans = [s.banned for s in chosen]
+        # draw_rows' arguments between the logits and tokens, in its order (see _sampling.pyi).
+        self._c_args = (
+            np.array(self.in_c, dtype=np.int32),
+            np.array([s.kernel_k for s in chosen], dtype=np.int32),
+            np.array([s.kernel_settings for s in chosen], dtype=np.float64).reshape(-1, 3),
+            np.array([s.penalty for s in chosen], dtype=np.float32),
+            np.concatenate(bans) if bans else _NO_TOKENS,
+            np.cumsum([b.size for b in bans], dtype=np.int64),
+            self._rings, sizes, self._counts, self._uniforms, self._cursors,
+        )
 
-    def for_step(self) -> PreparedRows:
-        if not self.chosen:
-            return PreparedRows(self.samplers, [], None, self.tokens, self.threshold)
-        for i in self.drawn:
-            self.settings[i, 3] = self.chosen[i].uniform()
-        windows = [_NO_TOKENS if s.window is None else s.window.tokens() for s in self.chosen]
-        sizes = [w.size for w in windows]
-        if sizes != self.window_sizes:  # only while a window is still filling
-            self.window_sizes, self.window_ends = sizes, np.cumsum(sizes, dtype=np.int64)
-        c_args = DrawArgs(self.rows, self.ks, self.settings, np.concatenate(windows), self.window_ends,
-                          self.penalties, self.bans, self.ban_ends)
-        return PreparedRows(self.samplers, self.in_c, c_args, self.tokens, self.threshold)
+    def serves(self, samplers: Sequence[RequestSampler]) -> bool:
+        mine = self.samplers
+        return len(mine) == len(samplers) and all(a is b for a, b in zip(mine, samplers))
+
+    def ready(self) -> bool:
+        """False when a whole-history window has filled its room: build the rows again."""
+        return all(self._counts[i] < self._rings.shape[1] for i in self._growing)
+
+    def draw(self, logits: np.ndarray) -> list[int]:
+        """One token for each row draw_rows serves, in order; each row accepts it."""
+        if not self._chosen:
+            return []
+        undrawn, exhausted = draw_rows(logits, *self._c_args, self.tokens)
+        if undrawn:
+            raise ValueError("the model produced a logits row without a finite value (NaN)")
+        if exhausted:
+            self._refill()
+        return self.tokens.tolist()
+
+    def _refill(self) -> None:
+        for i in self._drawing:
+            if self._cursors[i] == UNIFORM_BATCH:
+                self._uniforms[i] = self._chosen[i].rng.random(UNIFORM_BATCH)
+                self._cursors[i] = 0
+
+    def store(self) -> None:
+        """Hand each row's window and uniforms back to its sampler."""
+        for i, sampler in enumerate(self._chosen):
+            if sampler.window is not None:
+                sampler.window.load(self._rings[i], int(self._counts[i]))
+        for i in self._drawing:
+            self._chosen[i].load_uniforms(self._uniforms[i], int(self._cursors[i]))
 
 
 class RowPreparer:
-    """prepare_rows with a memory of the last step: a decode step usually samples the same
-    requests in the same order as the one before, so their fixed arrays are built once."""
+    """Keeps the last step's PreparedRows: a decode step usually samples the same requests
+    in the same order as the one before, so their rows are built once."""
 
     def __init__(self) -> None:
-        self._last: _StepRows | None = None
+        self._last: PreparedRows | None = None
 
     def prepare(self, samplers: Sequence[RequestSampler]) -> PreparedRows:
         last = self._last
-        if last is None or len(last.samplers) != len(samplers) or any(
-                a is not b for a, b in zip(last.samplers, samplers)):
-            last = self._last = _StepRows(list(samplers))
-        return last.for_step()
+        if last is None or not last.serves(samplers) or not last.ready():
+            self.clear()
+            last = self._last = PreparedRows(samplers)
+        return last
 
     def clear(self) -> None:
-        self._last = None
-
-
-def prepare_rows(samplers: Sequence[RequestSampler]) -> PreparedRows:
-    """What sample_prepared needs for these rows, built from scratch."""
-    return _StepRows(list(samplers)).for_step()
+        """Hand the kept rows' state back to their samplers and forget them."""
+        if self._last is not None:
+            self._last.store()
+            self._last = None
 
 
 def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
     """One token per row of logits (shape (rows, n_vocab), float32, C-contiguous), row i
     for samplers[i]; each sampler accepts its token. The rows are modified in place
     (penalties, bans)."""
-    return sample_prepared(logits, prepare_rows(samplers))
+    prepared = PreparedRows(samplers)
+    try:
+        return sample_prepared(logits, prepared)
+    finally:
+        prepared.store()
 
 
 def sample_prepared(logits: np.ndarray, prepared: PreparedRows) -> list[int]:
-    """sample_rows, with the arguments prepare_rows built for these rows."""
+    """sample_rows, on rows built (and kept) by the caller: their state stays in prepared."""
     if not logits.flags.c_contiguous:
         raise ValueError("sample_rows needs C-contiguous logits rows")
     samplers = prepared.samplers
     if logits.shape[0] != len(samplers):
         raise ValueError(f"{logits.shape[0]} logits rows for {len(samplers)} samplers")
+    drawn = prepared.draw(logits)
+    threshold = prepared.threshold
+    if not threshold:  # the usual step: every row was drawn in C, in order
+        return drawn
     tokens = [0] * len(samplers)
-    if prepared.c_args is not None:
-        if draw_rows(logits, *prepared.c_args, prepared.tokens):
-            raise ValueError("the model produced a logits row without a finite value (NaN)")
-        drawn = prepared.tokens.tolist()
-        if prepared.threshold:
-            for i, token in zip(prepared.in_c, drawn):
-                tokens[i] = token
-        else:  # the usual step: every row was drawn in C, in order
-            tokens = drawn
-    if prepared.threshold:
-        threshold = prepared.threshold
-        chosen = [samplers[i] for i in threshold]
-        penalise_rows(logits, np.array(threshold, dtype=np.int32), *_penalty_arrays(chosen))
-        rows = logits if len(threshold) == len(samplers) else logits[threshold]
-        for i, token in zip(threshold, _draw(rows, chosen)):
-            tokens[i] = token
-    for sampler, token in zip(samplers, tokens):
+    for i, token in zip(prepared.in_c, drawn):
+        tokens[i] = token
+    chosen = [samplers[i] for i in threshold]
+    penalise_rows(logits, np.array(threshold, dtype=np.int32), *_penalty_arrays(chosen))
+    rows = logits if len(threshold) == len(samplers) else logits[threshold]
+    for i, token in zip(threshold, _draw(rows, chosen)):
+        tokens[i] = token
+    for sampler, token in zip(chosen, (tokens[i] for i in threshold)):
         sampler.accept(token)
     return tokens
 

@@ -269,6 +269,7 @@ class LlamaRunner:
         rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
         wanted = [i for i, row in enumerate(rows) if row >= 0]
         prepared = self._samplers.prepare([plan.chunks[i].request.request_id for i in wanted]) if wanted else None
+        with_logprobs = [i for i in wanted if plan.chunks[i].request.sampling.logprobs is not None]
         started = time.perf_counter()
         code = ll.llama_decode(self._ctx, self._batch.batch)
         if code != DECODE_OK:
@@ -279,14 +280,18 @@ class LlamaRunner:
         decoded = time.perf_counter()
         tokens: list[int | None] = [None] * len(plan.chunks)
         logprobs: list[SampledLogprobs | None] = [None] * len(plan.chunks)
-        raw = {i: self._logits(rows[i]) for i in wanted if plan.chunks[i].request.sampling.logprobs is not None}
+        raw = {i: self._logits(rows[i]) for i in with_logprobs}  # copied before sampling edits rows
         if prepared is not None:  # all rows at once: the numpy sampler reads them as one matrix
-            for i, token in zip(wanted, self._samplers.sample_step(self._ctx, prepared, [rows[i] for i in wanted])):
-                tokens[i] = token
-        for i, logits in raw.items():  # copied before sampling, which edits rows in place
-            sampled, k = tokens[i], plan.chunks[i].request.sampling.logprobs
-            if sampled is not None and k is not None:
-                logprobs[i] = sampled_logprobs(logits, sampled, k)
+            sampled = self._samplers.sample_step(self._ctx, prepared, [rows[i] for i in wanted])
+            if len(wanted) == len(tokens):  # a decode step: every chunk sampled, in order
+                tokens[:] = sampled
+            else:
+                for i, token in zip(wanted, sampled):
+                    tokens[i] = token
+        for i, row_logits in raw.items():
+            sampled_token, k = tokens[i], plan.chunks[i].request.sampling.logprobs
+            if sampled_token is not None and k is not None:
+                logprobs[i] = sampled_logprobs(row_logits, sampled_token, k)
         return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded)
 
     def _logits(self, row: int) -> np.ndarray:

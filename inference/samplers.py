@@ -83,6 +83,9 @@ class SamplerSet:
     def sample_step(self, ctx: ll.llama_context_p, prepared: PreparedStep, batch_rows: Sequence[int]) -> list[int]:
         """Sample each request's next token from its batch row (rows in increasing order:
         the batch's rows with logits). The numpy requests' rows are modified in place."""
+        if prepared.rows is not None and len(prepared.fast) == len(batch_rows) == batch_rows[-1] + 1:
+            # The usual decode step: no chains, and batch rows 0..n-1 are outputs 0..n-1.
+            return sample_prepared(self._first_outputs(ctx, len(batch_rows)), prepared.rows)
         tokens = [0] * len(prepared.request_ids)
         for i, request_id in enumerate(prepared.request_ids):
             chain = self._chains.get(request_id)
@@ -94,29 +97,31 @@ class SamplerSet:
                 tokens[i] = token
         return tokens
 
+    def _first_outputs(self, ctx: ll.llama_context_p, n: int) -> np.ndarray:
+        """llama.cpp's first n logits rows, as a view kept while its buffer stays put."""
+        base = _logits_address(ctx)
+        view = self._view
+        if view is None or view[:2] != (base, n):
+            matrix = np.ctypeslib.as_array(ctypes.cast(base, ctypes.POINTER(ctypes.c_float)), shape=(n, self._n_vocab))
+            view = self._view = (base, n, matrix)
+        return view[2]
+
     def _logits_rows(self, ctx: ll.llama_context_p, batch_rows: list[int]) -> np.ndarray:
         """The rows' logits as one (rows, n_vocab) matrix: a view of llama.cpp's buffer
-        when they are consecutive outputs (a decode step), else a copy."""
-        pointer = ll.llama_get_logits(ctx)
-        base = _address(pointer)
+        when they are consecutive outputs, else a copy."""
+        base = _logits_address(ctx)
         stride = self._n_vocab * _FLOAT
 
         def output(row: int) -> int:
             return (_address(ll.llama_get_logits_ith(ctx, row)) - base) // stride
 
-        # Outputs follow the batch's order (llama.cpp numbers them so): batch rows 0..n-1 are
-        # outputs 0..n-1, the usual decode step, with no call to look them up; otherwise
-        # first..last spanning len(rows) means consecutive.
-        if batch_rows[-1] == len(batch_rows) - 1:
-            first, last = 0, len(batch_rows) - 1
-        else:
-            first, last = output(batch_rows[0]), output(batch_rows[-1])
+        # Outputs follow the batch's order (llama.cpp numbers them so): first..last
+        # spanning len(rows) means consecutive.
+        first, last = output(batch_rows[0]), output(batch_rows[-1])
         consecutive = last - first == len(batch_rows) - 1
         outputs = [] if consecutive else [output(row) for row in batch_rows]
         n = last + 1 if consecutive else max(outputs) + 1
-        if self._view is None or self._view[:2] != (base, n):
-            self._view = (base, n, np.ctypeslib.as_array(pointer, shape=(n, self._n_vocab)))
-        matrix = self._view[2]
+        matrix = self._first_outputs(ctx, n)
         return matrix[first:] if consecutive else matrix[outputs]
 
     def close(self) -> None:
@@ -130,3 +135,12 @@ class SamplerSet:
 
 def _address(pointer: ctypes._Pointer) -> int:
     return ctypes.cast(pointer, ctypes.c_void_p).value or 0
+
+
+# llama_get_logits returning the address as an int: no pointer object to build and cast
+# on every step (ctypes casts cost microseconds on caches the decode has just emptied).
+_get_logits = ctypes.cast(ll.llama_get_logits, ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p))
+
+
+def _logits_address(ctx: ll.llama_context_p) -> int:
+    return _get_logits(ctx) or 0

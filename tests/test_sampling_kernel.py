@@ -169,42 +169,72 @@ def test_read_only_outputs_are_refused() -> None:
 
 
 def draw_args(**changes) -> dict:
+    """Row 0 greedy with window [96] (a ring of 4 holding one token), row 1 sampled with
+    window [5, 7] (a ring of 2, full after 5 tokens) and token 193 banned."""
+    rings = np.zeros((2, 4), dtype=np.int64)
+    rings[0, 0] = 96
+    rings[1, :2] = [7, 5]
     args = {
         "logits": np.arange(2 * 300, dtype=np.float32).reshape(2, 300) % 97,
         "rows": np.array([0, 1], dtype=np.int32),
         "ks": np.array([1, 40], dtype=np.int32),
-        "settings": np.array([[np.inf, -np.inf, 0.0, 0.0], [0.95, np.log(0.05), 0.7, 0.5]]),
-        "windows": np.array([96, 5, 7], dtype=np.int64),
-        "window_ends": np.array([1, 3], dtype=np.int64),
+        "settings": np.array([[np.inf, -np.inf, 0.0], [0.95, np.log(0.05), 0.7]]),
         "penalties": np.array([1.5, 1.1], dtype=np.float32),
         "bans": np.array([193], dtype=np.int64),
         "ban_ends": np.array([0, 1], dtype=np.int64),
+        "rings": rings,
+        "ring_sizes": np.array([4, 2], dtype=np.int64),
+        "ring_counts": np.array([1, 5], dtype=np.int64),
+        "uniforms": np.array([[0.0, 0.0], [0.5, 0.25]]),
+        "cursors": np.array([0, 0], dtype=np.int32),
         "tokens": np.full(2, 7, dtype=np.int32),
     }
     return {**args, **changes}
 
 
-def call_draw(a: dict) -> int:
-    return draw_rows(a["logits"], a["rows"], a["ks"], a["settings"], a["windows"], a["window_ends"], a["penalties"],
-              a["bans"], a["ban_ends"], a["tokens"])
+def call_draw(a: dict) -> tuple[int, int]:
+    return draw_rows(a["logits"], a["rows"], a["ks"], a["settings"], a["penalties"], a["bans"], a["ban_ends"],
+                     a["rings"], a["ring_sizes"], a["ring_counts"], a["uniforms"], a["cursors"], a["tokens"])
 
 
 def test_draw_rows_penalises_bans_and_picks_the_best_when_greedy() -> None:
     logits = np.zeros((2, 300), dtype=np.float32)
     logits[0, [96, 95, 250]] = [9.0, 7.0, 7.0]  # 96 penalised to 6: 95 and 250 tie, 95 first
     logits[1, [193, 20]] = [50.0, 8.0]  # 193 banned
-    a = draw_args(logits=logits, settings=np.array([[np.inf, -np.inf, 0.0, 0.0], [np.inf, -np.inf, 0.0, 0.0]]))
-    assert call_draw(a) == 0
+    a = draw_args(logits=logits, settings=np.array([[np.inf, -np.inf, 0.0], [np.inf, -np.inf, 0.0]]))
+    assert call_draw(a) == (0, 0)
     assert a["tokens"].tolist() == [95, 20]
     assert a["logits"][0, 96] == np.float32(9.0) / np.float32(1.5)
     assert np.isneginf(a["logits"][1, 193])
 
 
+def test_each_row_accepts_its_token_in_place() -> None:
+    """The ring takes the token at count % size and counts it; a drawing row's cursor moves
+    on, a greedy row's does not; the uniform a row used is the one at its cursor."""
+    logits = np.zeros((2, 300), dtype=np.float32)
+    logits[0, 42] = 9.0
+    logits[1, [10, 11]] = [3.0, 3.0]  # equal halves: a uniform of 0.25 picks 10, 0.75 picks 11
+    a = draw_args(logits=logits, uniforms=np.array([[0.0, 0.0], [0.25, 0.75]]),
+                  penalties=np.array([1.5, 1.0], dtype=np.float32))  # row 1's ring fills, penalises nothing
+    assert call_draw(a) == (0, 0)
+    assert a["tokens"].tolist() == [42, 10]
+    assert a["rings"][0].tolist() == [96, 42, 0, 0] and a["ring_counts"][0] == 2
+    assert a["rings"][1].tolist() == [7, 10, 0, 0] and a["ring_counts"][1] == 6  # 5 % 2: slot 1
+    assert a["cursors"].tolist() == [0, 1]
+    a["logits"][:] = logits
+    assert call_draw(a) == (0, 1)  # the second uniform was the last one: refill due
+    assert a["tokens"].tolist() == [42, 11] and a["cursors"].tolist() == [0, 2]
+
+
 def test_a_row_without_a_finite_logit_draws_no_token() -> None:
-    """NaN rows, banned tokens or not: -1, never a banned token, and sample_rows says so."""
+    """NaN rows, banned tokens or not: -1, never a banned token, no state changed, and
+    sample_rows says so."""
     a = draw_args(logits=np.full((2, 300), np.nan, dtype=np.float32))
-    assert call_draw(a) == 2
+    before = {k: a[k].copy() for k in ("rings", "ring_counts", "cursors")}
+    assert call_draw(a)[0] == 2
     assert a["tokens"].tolist() == [-1, -1]
+    for k, v in before.items():
+        np.testing.assert_array_equal(a[k], v)
 
     from inference.numpy_sampler import RequestSampler, sample_rows
     from inference.params import SamplingParams
@@ -216,15 +246,21 @@ def test_a_row_without_a_finite_logit_draws_no_token() -> None:
 @pytest.mark.parametrize(
     "changes, error",
     [
-        ({"windows": np.array([96, 5, 300], dtype=np.int64)}, IndexError),  # outside the vocabulary
-        ({"windows": np.array([96, 5, -1], dtype=np.int64)}, IndexError),
-        ({"window_ends": np.array([3, 1], dtype=np.int64)}, ValueError),  # falling
-        ({"window_ends": np.array([1, 4], dtype=np.int64)}, ValueError),  # past the end
-        ({"window_ends": np.array([3], dtype=np.int64)}, ValueError),  # not one per row
+        ({"rings": np.array([[96, 0, 0, 0], [5, 300, 0, 0]], dtype=np.int64)}, IndexError),  # outside the vocabulary
+        ({"rings": np.array([[-1, 0, 0, 0], [5, 7, 0, 0]], dtype=np.int64)}, IndexError),
+        ({"ring_sizes": np.array([5, 2], dtype=np.int64)}, ValueError),  # wider than the rings
+        ({"ring_sizes": np.array([-1, 2], dtype=np.int64)}, ValueError),
+        ({"ring_counts": np.array([-1, 2], dtype=np.int64)}, ValueError),
+        ({"ring_counts": np.array([1], dtype=np.int64)}, ValueError),  # not one per row
+        ({"rings": np.zeros((2, 4), dtype=np.int32)}, TypeError),
+        ({"cursors": np.array([0, 2], dtype=np.int32)}, ValueError),  # row 1 draws: none left
+        ({"cursors": np.array([0, -1], dtype=np.int32)}, ValueError),
+        ({"uniforms": np.zeros((1, 2))}, ValueError),
         ({"bans": np.array([1000], dtype=np.int64)}, IndexError),
+        ({"ban_ends": np.array([3], dtype=np.int64)}, ValueError),
         ({"ks": np.array([0, 40], dtype=np.int32)}, ValueError),
-        ({"settings": np.zeros((2, 3))}, ValueError),
-        ({"settings": np.zeros((2, 4), dtype=np.float32)}, TypeError),
+        ({"settings": np.zeros((2, 4))}, ValueError),
+        ({"settings": np.zeros((2, 3), dtype=np.float32)}, TypeError),
         ({"penalties": np.ones(1, dtype=np.float32)}, ValueError),
         ({"rows": np.array([0, 2], dtype=np.int32)}, IndexError),
         ({"tokens": np.zeros(3, dtype=np.int32)}, ValueError),
@@ -232,16 +268,16 @@ def test_a_row_without_a_finite_logit_draws_no_token() -> None:
 )
 def test_draw_rows_refuses_bad_arguments_before_any_write(changes, error) -> None:
     a = draw_args(**changes)
-    before = a["logits"].copy(), a["tokens"].copy()
+    names = ("logits", "tokens", "rings", "ring_counts", "cursors")
+    before = {k: a[k].copy() for k in names}
     with pytest.raises(error):
         call_draw(a)
-    np.testing.assert_array_equal(a["logits"], before[0])
-    np.testing.assert_array_equal(a["tokens"], before[1])
+    for k in names:
+        np.testing.assert_array_equal(a[k], before[k])
 
 
 def test_penalise_rows_touches_only_its_rows() -> None:
-    a = draw_args()
-    logits = a["logits"]
+    logits = draw_args()["logits"]
     before = logits.copy()
     penalise_rows(logits, np.array([1], dtype=np.int32), np.array([5, 5, 7], dtype=np.int64),
                   np.array([3], dtype=np.int64), np.array([2.0], dtype=np.float32),
@@ -261,9 +297,10 @@ def test_a_penalty_below_one_raises_a_token_into_the_top() -> None:
     logits[0, 10] = 5.0
     logits[0, 3000] = 3.0  # raised to 6.0
     a = draw_args(logits=logits, rows=np.array([0], dtype=np.int32), ks=np.array([1], dtype=np.int32),
-                  settings=np.array([[np.inf, -np.inf, 0.0, 0.0]]), windows=np.array([3000], dtype=np.int64),
-                  window_ends=np.array([1], dtype=np.int64), penalties=np.array([0.5], dtype=np.float32),
-                  bans=np.array([], dtype=np.int64), ban_ends=np.array([0], dtype=np.int64),
-                  tokens=np.zeros(1, dtype=np.int32))
-    assert call_draw(a) == 0
+                  settings=np.array([[np.inf, -np.inf, 0.0]]), rings=np.array([[3000]], dtype=np.int64),
+                  ring_sizes=np.array([1], dtype=np.int64), ring_counts=np.array([1], dtype=np.int64),
+                  uniforms=np.zeros((1, 1)), cursors=np.zeros(1, dtype=np.int32),
+                  penalties=np.array([0.5], dtype=np.float32), bans=np.array([], dtype=np.int64),
+                  ban_ends=np.array([0], dtype=np.int64), tokens=np.zeros(1, dtype=np.int32))
+    assert call_draw(a) == (0, 0)
     assert a["tokens"][0] == 3000 and a["logits"][0, 3000] == 6.0

@@ -131,16 +131,60 @@ def test_a_seeded_request_draws_the_same_tokens_alone_and_in_any_batch() -> None
 
 def test_a_step_prepared_but_never_decoded_costs_no_draw() -> None:
     """llama_decode can refuse a step (no KV slot) after its rows were prepared: the rows'
-    uniforms must not be used up, or a seeded request's text would depend on the retry."""
-    from inference.numpy_sampler import prepare_rows, sample_prepared
+    uniforms must not be used up, or a seeded request's text would depend on the retry.
+    The dropped steps here alternate between the kept rows and other rows (which hand the
+    kept ones' state back to their samplers and build new ones)."""
+    from inference.numpy_sampler import RowPreparer, sample_prepared
 
     row = logits(5)
     params = SamplingParams(seed=42, temperature=1.5, top_k=100, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
-    straight, retried = RequestSampler(params), RequestSampler(params)
+    straight, retried, other = RequestSampler(params), RequestSampler(params), RequestSampler(params)
     expected = [sample_rows(row[None].copy(), [straight])[0] for _ in range(70)]  # past one uniform batch
     got = []
-    for _ in range(70):
-        prepare_rows([retried])  # a step planned and dropped
-        got.append(sample_prepared(row[None].copy(), prepare_rows([retried]))[0])
+    preparer = RowPreparer()
+    for i in range(70):
+        preparer.prepare([other, retried] if i % 3 == 0 else [retried])  # a step planned and dropped
+        got.append(sample_prepared(row[None].copy(), preparer.prepare([retried]))[0])
+    preparer.clear()
     assert got == expected
     assert len(set(expected)) > 5  # really sampled
+
+
+def kept_rows_tokens(seeded: SamplingParams, rows: list[np.ndarray], churn: int) -> list[int]:
+    """seeded's tokens when sampled through one RowPreparer, as the engine does, with other
+    requests joining and leaving every churn steps (its state handed back and forth)."""
+    from inference.numpy_sampler import RowPreparer, sample_prepared
+
+    mine = RequestSampler(seeded)
+    others = [RequestSampler(p) for p in (SamplingParams(seed=1), SamplingParams.greedy(),
+                                          SamplingParams(top_k=0, seed=3))]
+    preparer = RowPreparer()
+    out = []
+    for step, row in enumerate(rows):
+        batch = [*others[: (step // churn) % 4], mine][::-1 if step // churn % 2 else 1]
+        tokens = sample_prepared(np.tile(row, (len(batch), 1)), preparer.prepare(batch))
+        out.append(tokens[batch.index(mine)])
+    preparer.clear()
+    return out
+
+
+def test_kept_rows_hand_windows_and_uniforms_back_when_the_batch_changes() -> None:
+    """Penalty window and uniforms live in the kept rows while the batch stays the same:
+    the tokens must be those of the request sampled alone, step by step."""
+    seeded = SamplingParams(seed=11, repeat_penalty=1.5, repeat_last_n=8, top_k=20, temperature=1.2)
+    alone = RequestSampler(seeded)
+    rows = [logits(seed, 600) for seed in range(150)]
+    expected = [sample_rows(row[None].copy(), [alone])[0] for row in rows]
+    assert kept_rows_tokens(seeded, rows, churn=7) == expected
+    assert kept_rows_tokens(seeded, rows, churn=1000) == expected  # kept throughout
+    assert len(set(expected)) > 20
+
+
+def test_a_whole_history_window_grows_while_its_rows_are_kept() -> None:
+    """repeat_last_n -1 penalises every token so far: the kept rows make room as it grows."""
+    seeded = SamplingParams(seed=5, repeat_penalty=2.0, repeat_last_n=-1, top_k=5, temperature=0.0)
+    alone = RequestSampler(seeded)
+    rows = [np.linspace(3.0, 0.0, 600, dtype=np.float32) for _ in range(300)]
+    expected = [sample_rows(row[None].copy(), [alone])[0] for row in rows]
+    assert kept_rows_tokens(seeded, rows, churn=1000) == expected
+    assert len(set(expected)) > 200  # each token penalised for good: the greedy pick moves on
