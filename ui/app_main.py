@@ -46,6 +46,11 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     app.setDesktopFileName("chorus")  # matches packaging/linux/chorus.desktop (Wayland app id)
     app.setWindowIcon(app_icon())
     apply_theme(app, args.theme or "system")  # the saved theme comes with the controllers
+    # The loop first: controllers and widgets schedule storage calls as they are built, and
+    # a task made before it would land on a default loop that never runs (and be destroyed,
+    # pending, when that loop is collected).
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
     try:
         db, repo = open_store(data_dir)
     except StorageError as exc:  # a damaged (or too new) database: said in a box, not a traceback
@@ -58,8 +63,6 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     controllers = Controllers(window, repo, settings, sampling=sampling, theme=args.theme,
                               explicit=set(explicit_settings(args)))  # they win over the model's library defaults
     window.show()
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
     loop.call_soon(controllers.start)  # the controller's work runs as tasks on this loop
     loop.call_soon(freeze_startup_heap)  # full GC passes stalled the window for up to 159 ms
     if args.quit_after:  # smoke tests: start, run a while, quit cleanly
