@@ -220,31 +220,35 @@ class EngineCore:
     def _emit(self, plan: StepPlan, tokens: list[int | None],
               logprobs: list[SampledLogprobs | None]) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
+        itls: list[float] = []
         sampled = 0
         now = self.clock()  # every token of a step arrives at the same moment
+        outputs = self._outputs
         for i, (chunk, token) in enumerate(zip(plan.chunks, tokens)):
-            out = self._outputs.get(chunk.request.request_id)
+            out = outputs.get(chunk.request.request_id)
             if out is None:
                 continue
             if token is None:
                 deltas.append(self._progress_or_done(out))
                 continue
             sampled += 1
-            deltas.append(self._on_token(out, token, now, logprobs[i] if i < len(logprobs) else None))
+            deltas.append(self._on_token(out, token, now, logprobs[i] if i < len(logprobs) else None, itls))
+        self.metrics.record_itls(itls)
         return deltas, sampled
 
-    def _on_token(self, out: RequestOutput, token: int, now: float, sampled: SampledLogprobs | None = None) -> Delta:
-        verdict = out.on_token(token, self.runner.piece(token), self.runner.is_eog(token), now)
+    def _on_token(self, out: RequestOutput, token: int, now: float, sampled: SampledLogprobs | None,
+                  itls: list[float]) -> Delta:
+        runner = self.runner
+        verdict = out.on_token(token, runner.piece(token), runner.is_eog(token), now)
         if verdict.first:
             self.metrics.record_ttft(verdict.latency_s)
         else:
-            self.metrics.record_itl(verdict.latency_s)
+            itls.append(verdict.latency_s)  # recorded for the whole step at once
         logprobs = (self._token_logprob(token, sampled),) if sampled is not None and verdict.kept else ()
         if verdict.finish is not None:
             kept = (token,) if verdict.kept else ()
             return self._finish(out, verdict.finish, verdict.text, token_ids=kept, logprobs=logprobs)
-        return Delta(out.request_id, text=verdict.text, token_ids=(token,), phase=Phase.DECODING,
-                     logprobs=logprobs)
+        return Delta(out.request_id, verdict.text, (token,), Phase.DECODING, None, None, None, None, logprobs)
 
     def _token_logprob(self, token: int, sampled: SampledLogprobs) -> TokenLogprob:
         def text(t: int) -> tuple[str, bytes]:

@@ -3,17 +3,22 @@
 llama_batch_init allocates fixed C arrays and ctypes indexes them without bounds checks,
 so the capacity is checked before the first write: an oversized step must fail loudly
 and leave the batch as it was, never write past the arrays.
+
+Each row's sequence id and logits flag are written only where they changed (a decode
+step's rows keep theirs, so it writes two values a token, not five), against a Python
+mirror of what the C arrays hold. Plain ctypes writes, not numpy views: after a decode
+the caches are cold, and numpy's conversion and fancy-indexing code costs more to bring
+back than a few dozen ctypes stores.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import llama_cpp as ll
 
 
-@dataclass(frozen=True, slots=True)
-class BatchItem:
+class BatchItem(NamedTuple):
     seq: int
     start: int  # position of tokens[0]
     tokens: list[int]
@@ -24,6 +29,12 @@ class TokenBatch:
     def __init__(self, capacity: int, n_seq_max: int) -> None:
         self.capacity = capacity
         self._batch: ll.llama_batch | None = ll.llama_batch_init(capacity, 0, n_seq_max)
+        b = self._batch
+        for i in range(capacity):
+            b.n_seq_id[i] = 1  # every token in one sequence
+        self._seq_ids = [b.seq_id[i] for i in range(capacity)]
+        self._seq_of_row = [-1] * capacity  # what each row's seq_id[0] holds
+        self._flag_of_row = [-1] * capacity  # what each row's logits flag holds
 
     @property
     def batch(self) -> ll.llama_batch:
@@ -39,21 +50,22 @@ class TokenBatch:
         if n_tokens > self.capacity:
             raise ValueError(f"a step of {n_tokens} tokens exceeds the batch of {self.capacity} (n_batch)")
         b = self.batch
+        token, pos, logits = b.token, b.pos, b.logits
+        seq_of_row, flag_of_row, seq_ids = self._seq_of_row, self._flag_of_row, self._seq_ids
         i = 0
         logit_rows: list[int] = []
         for item in items:
-            for pos, tok in enumerate(item.tokens, start=item.start):
-                b.token[i] = tok
-                b.pos[i] = pos  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = item.seq
-                b.logits[i] = 0
+            seq, last = item.seq, len(item.tokens) - 1
+            for offset, tok in enumerate(item.tokens):
+                token[i] = tok
+                pos[i] = item.start + offset  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
+                if seq_of_row[i] != seq:
+                    seq_ids[i][0] = seq_of_row[i] = seq
+                flag = 1 if offset == last and item.logits else 0
+                if flag_of_row[i] != flag:
+                    logits[i] = flag_of_row[i] = flag
                 i += 1
-            if item.logits and item.tokens:
-                b.logits[i - 1] = 1
-                logit_rows.append(i - 1)
-            else:
-                logit_rows.append(-1)
+            logit_rows.append(i - 1 if item.logits and item.tokens else -1)
         b.n_tokens = i
         return logit_rows
 

@@ -10,6 +10,7 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 WINDOW_S = 10.0
 LATENCY_SAMPLES = 4096
@@ -28,8 +29,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[rank]
 
 
-@dataclass(frozen=True, slots=True)
-class StepRecord:
+class StepRecord(NamedTuple):
     end_s: float
     duration_s: float
     prefill_tokens: int
@@ -79,6 +79,7 @@ class MetricsSnapshot:
     # Decode-only steps, timed over the whole EngineCore.step(): host time is the part
     # outside llama_decode, sampling its part spent in the samplers (None: no such step).
     host_s_mean: float | None = None
+    host_s_p50: float | None = None  # the median: what a typical step costs, outliers aside
     host_s_p95: float | None = None
     sample_s_mean: float | None = None
     step_s_mean: float | None = None
@@ -202,6 +203,13 @@ class EngineMetrics:
         self._itl.append(seconds)
         self.itl_histogram.observe(seconds)
 
+    def record_itls(self, seconds: list[float]) -> None:
+        """A step's inter-token latencies at once (one per request that decoded)."""
+        self._itl.extend(seconds)
+        observe = self.itl_histogram.observe
+        for s in seconds:
+            observe(s)
+
     def record_kv(self, cells_used: int) -> None:
         self.kv_cells_peak = max(self.kv_cells_peak, cells_used)
 
@@ -248,6 +256,7 @@ class EngineMetrics:
             itl_p50_s=percentile(itl, 50),
             itl_p95_s=percentile(itl, 95),
             host_s_mean=self.host_s_sum / self.host_steps if self.host_steps else None,
+            host_s_p50=percentile(list(self._host), 50),
             host_s_p95=percentile(list(self._host), 95),
             sample_s_mean=self.sample_s_sum / self.host_steps if self.host_steps else None,
             step_s_mean=self.step_s_sum / self.host_steps if self.host_steps else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from inference.detokenizer import IncrementalDetokenizer
 from inference.metrics import percentile
@@ -12,8 +13,9 @@ from inference.request import Request
 from inference.stop_strings import StopStringMatcher
 
 
-@dataclass(slots=True)
-class TokenVerdict:
+class TokenVerdict(NamedTuple):
+    """What one sampled token did to its request (one per request per step: a tuple)."""
+
     text: str
     finish: FinishReason | None
     kept: bool = True  # the token became part of the output (end-of-generation does not)
@@ -41,38 +43,38 @@ class RequestOutput:
 
     def on_token(self, token: int, piece: bytes, is_eog: bool, now: float) -> TokenVerdict:
         """Account one sampled token: append it to the request unless it ends generation."""
-        verdict = self._judge(token, piece, is_eog)
-        verdict.first = self.last_token_s is None
-        verdict.latency_s = self._record_time(now)
-        return verdict
-
-    def _judge(self, token: int, piece: bytes, is_eog: bool) -> TokenVerdict:
-        req = self.request
-        if is_eog and not req.sampling.ignore_eos:
-            return TokenVerdict(self.flush(), FinishReason.STOP, kept=False)
-        req.append_token(token)
-        pushed = self.stops.push(self.detok.feed(piece))
-        if pushed.stopped:
-            return TokenVerdict(pushed.text, FinishReason.STOP)
-        max_tokens = req.sampling.max_tokens
-        if max_tokens > 0 and req.num_output >= max_tokens:
-            return TokenVerdict(pushed.text + self.flush(), FinishReason.LENGTH)
-        if len(req.tokens) >= self.n_ctx:
-            return TokenVerdict(pushed.text + self.flush(), FinishReason.CONTEXT_FULL)
-        return TokenVerdict(pushed.text, None)
-
-    def flush(self) -> str:
-        return self.stops.push(self.detok.flush()).text + self.stops.flush()
-
-    def _record_time(self, now: float) -> float:
-        """Note a token's arrival; returns its latency (TTFT for the first, else the ITL)."""
         previous = self.last_token_s
         self.last_token_s = now
         if previous is None:
             self.first_token_s = now
-            return now - self.submitted_s
-        self.itls.append(now - previous)
-        return now - previous
+            latency = now - self.submitted_s
+        else:
+            latency = now - previous
+            self.itls.append(latency)
+        text, finish, kept = self._judge(token, piece, is_eog)
+        return TokenVerdict(text, finish, kept, previous is None, latency)
+
+    def _judge(self, token: int, piece: bytes, is_eog: bool) -> tuple[str, FinishReason | None, bool]:
+        """The token's new text, whether it ends the request and why, whether it was kept."""
+        req = self.request
+        if is_eog and not req.sampling.ignore_eos:
+            return self.flush(), FinishReason.STOP, False
+        req.append_token(token)
+        text = self.detok.feed(piece)
+        if self.stops.active:
+            pushed = self.stops.push(text)
+            if pushed.stopped:
+                return pushed.text, FinishReason.STOP, True
+            text = pushed.text
+        max_tokens = req.sampling.max_tokens
+        if 0 < max_tokens <= req.num_output:
+            return text + self.flush(), FinishReason.LENGTH, True
+        if len(req.tokens) >= self.n_ctx:
+            return text + self.flush(), FinishReason.CONTEXT_FULL, True
+        return text, None, True
+
+    def flush(self) -> str:
+        return self.stops.push(self.detok.flush()).text + self.stops.flush()
 
     @property
     def ttft_s(self) -> float | None:

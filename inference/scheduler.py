@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from inference.kv_cache import KvCacheManager
 from inference.params import is_spare
@@ -27,8 +28,9 @@ from inference.step_budget import StepBudget
 MIN_SHARED_WAIT = 32
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduledChunk:
+class ScheduledChunk(NamedTuple):
+    """One request's slice of a step (a tuple: several are built every step)."""
+
     request: Request
     start: int  # first position fed (== request.num_computed when scheduled)
     n_tokens: int

@@ -22,6 +22,11 @@ class StopStringMatcher:
         self._stops = tuple(s for s in stops if s)
         self._held = ""
 
+    @property
+    def active(self) -> bool:
+        """False without stop strings: push would return its text unchanged."""
+        return bool(self._stops)
+
     def push(self, text: str) -> StopResult:
         if not self._stops:
             return StopResult(text, False)

@@ -175,6 +175,7 @@ def test_bench_reports_host_and_sample_time_per_decode_step(data_dir):
     assert report["config"]["sampling"] == "default"
     assert 0 < eng["sample_ms_per_step"] <= eng["host_ms_per_step"] < eng["step_ms_per_step"]
     assert eng["host_ms_per_step_p95"] >= eng["host_ms_per_step"] * 0.5 > 0
+    assert 0 < eng["host_ms_per_step_p50"] <= eng["host_ms_per_step_p95"]
 
 
 @pytest.mark.model

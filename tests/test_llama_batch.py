@@ -47,3 +47,15 @@ def test_free_twice_is_harmless_and_a_freed_batch_is_not_used() -> None:
     b.free()
     with pytest.raises(RuntimeError, match="freed"):
         b.fill([BatchItem(0, 0, [1], True)])
+
+
+def test_a_row_keeps_no_stale_sequence_or_logits_flag_from_an_earlier_step(batch) -> None:
+    """Sequence ids are written only where they change: a row that held another sequence
+    in an earlier step must get the new one, and old logits flags must be cleared."""
+    batch.fill([BatchItem(1, 0, [5, 6, 7], True), BatchItem(0, 9, [8], True)])
+    rows = batch.fill([BatchItem(0, 10, [9], True), BatchItem(1, 3, [4], True)])  # the rows swap sequences
+    assert rows == [0, 1]
+    assert rows_of(batch, 2) == [(9, 10, 0, 1), (4, 3, 1, 1)]
+    batch.fill([BatchItem(1, 4, [3, 2, 1], False)])
+    assert rows_of(batch, 3) == [(3, 4, 1, 0), (2, 5, 1, 0), (1, 6, 1, 0)]
+    assert [batch.batch.n_seq_id[i] for i in range(4)] == [1, 1, 1, 1]

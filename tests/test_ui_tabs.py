@@ -323,3 +323,24 @@ def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme, qap
     finally:
         shot.close()
         qapp.setPalette(old_palette)
+
+
+def test_a_finished_reply_is_recorded_with_the_wait_the_user_had(desk, qtbot):
+    """The last delta's stats are rewritten for the chat (its time to first token is the
+    user's whole wait, its tokens those of the whole message) before they are saved."""
+    from inference.outputs import RequestStats
+
+    conv = desk.repo.create_conversation(title="Stats")
+    desk.window.open_tab(conv.id, "Stats")
+    saved = []
+    stream = Stream("r-stats", conv.id, message_id=1, recorder=SimpleNamespace(on_delta=saved.append))
+    stream.base_tokens = 5  # a continued reply: 5 tokens were there before
+    desk.streams.add(stream)
+    desk.token(stream)
+    stats = RequestStats(prompt_tokens=9, cached_tokens=0, generated_tokens=3, queue_s=0.0, ttft_s=0.01,
+                         decode_tok_s=None, itl_p50_s=None, itl_p95_s=None, total_s=0.5)
+    desk.streams.on_delta(Delta.finished_with(stream.request_id, FinishReason.STOP, stats=stats))
+    qtbot.waitUntil(lambda: any(d.finished for d in saved))
+    shown = next(d for d in saved if d.finished).stats
+    assert shown.generated_tokens == 8 and shown.prompt_tokens == 9
+    assert shown.ttft_s == stream.waited_s()

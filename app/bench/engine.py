@@ -67,6 +67,7 @@ class RunResult:
     # Decode-only steps (engine only; None for the baseline): EngineCore.step() outside
     # llama_decode, and the samplers' part of it, in milliseconds.
     host_ms_per_step: float | None = None
+    host_ms_per_step_p50: float | None = None
     host_ms_per_step_p95: float | None = None
     sample_ms_per_step: float | None = None
     step_ms_per_step: float | None = None
@@ -149,6 +150,7 @@ def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = 
         kv_cells_peak=m.kv_cells_peak,
         max_batch_seqs=m.max_step_seqs,
         host_ms_per_step=_ms(m.host_s_mean),
+        host_ms_per_step_p50=_ms(m.host_s_p50),
         host_ms_per_step_p95=_ms(m.host_s_p95),
         sample_ms_per_step=_ms(m.sample_s_mean),
         step_ms_per_step=_ms(m.step_s_mean),
@@ -373,7 +375,7 @@ def _ideal(work: Workload) -> dict:
 def _table(report: dict) -> str:
     rows = ["wall_s", "gen_tok_s", "decode_tok_s", "ttft_p50_s", "ttft_p95_s", "itl_p50_s",
             "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak", "max_batch_seqs",
-            "host_ms_per_step", "host_ms_per_step_p95", "sample_ms_per_step", "step_ms_per_step"]
+            "host_ms_per_step", "host_ms_per_step_p50", "host_ms_per_step_p95", "sample_ms_per_step", "step_ms_per_step"]
     cols = [c for c in ("engine", "baseline") if c in report]
     lines = [f"config: {json.dumps(report['config'])}", f"{'':<24}" + "".join(f"{c:>12}" for c in cols)]
     for r in rows:

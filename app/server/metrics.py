@@ -49,6 +49,7 @@ PERCENTILES = (
 
 STEP_TIMES = (  # decode-only steps; absent until there was one (and from engines that do not time them)
     ("chorus_step_host_seconds_mean", "Host time per decode step (the step less llama_decode), mean", "host_s_mean"),
+    ("chorus_step_host_seconds_p50", "Host time per decode step, median of recent steps", "host_s_p50"),
     ("chorus_step_host_seconds_p95", "Host time per decode step, 95th percentile of recent steps", "host_s_p95"),
     ("chorus_step_sample_seconds_mean", "Sampling time per decode step (part of the host time), mean",
      "sample_s_mean"),

@@ -136,7 +136,7 @@ class StreamPresenter(QObject):
             if delta.token_ids and stream.first_seen_s is None:
                 stream.first_seen_s = time.monotonic()
             if delta.finished and delta.stats is not None:
-                delta = replace(delta, stats=_as_shown(delta.stats, stream))
+                delta = delta._replace(stats=_as_shown(delta.stats, stream))
             pending = self._pending.setdefault(delta.request_id, _Pending())
             pending.text.append(delta.text)
             pending.tokens += len(delta.token_ids)
