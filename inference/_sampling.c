@@ -14,7 +14,9 @@
      4. (draw_rows) llama.cpp's chain on those k: top-p on the softmax of the top-k set,
         min-p relative to the best token (cut in float32), temperature, and one draw with
         the caller's uniform; temperature <= 0 is the first maximum (greedy).
-   The GIL is released while rows are worked on. */
+   The GIL is released while rows are worked on. draw_rows spreads a step's rows over
+   OpenMP threads (at least 4 rows each): llama.cpp's own workers, idle between decodes,
+   whose memory bandwidth the one full read of each row is bound by. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,6 +25,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define BLOCK 64
 
@@ -555,6 +561,73 @@ done:
     return result;
 }
 
+/* ----- draw_rows: the rows, on one thread or on OpenMP's ------------------------------ */
+
+/* Fewer rows a thread than this: one thread (waking another costs more than it saves). */
+#define MIN_ROWS_PER_THREAD 4
+
+/* The threads for n rows: reading a step's logits (1.5 MB at 8 rows of 49k) is bound by one
+   core's memory bandwidth; llama.cpp's OpenMP workers, idle between decodes, add theirs. */
+static int threads_for(Py_ssize_t n_rows) {
+#ifdef _OPENMP
+    Py_ssize_t most = n_rows / MIN_ROWS_PER_THREAD, have = omp_get_max_threads();
+    Py_ssize_t n = most < have ? most : have;
+    return n > 1 ? (int)n : 1;
+#else
+    (void)n_rows;
+    return 1;
+#endif
+}
+
+static inline int thread_number(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Everything one row's draw reads, checked by draw_rows before any thread starts. */
+typedef struct {
+    float *logits;
+    int64_t n_vocab;
+    const int32_t *index, *k_of;
+    int64_t width; /* the largest k */
+    const double *settings;
+    const float *penalties;
+    const int64_t *bans, *ban_end;
+    const int64_t *rings; /* written only after every row drew */
+    int64_t ring_width;
+    const int64_t *ring_size, *ring_count;
+    const double *uniforms;
+    int64_t n_uniforms;
+    const int32_t *cursor;
+    int32_t *tokens;
+} DrawJob;
+
+/* Row r: bans and penalties in place, its top k, the chain and the draw; its token, or -1
+   when no logit is finite. Rows share nothing but read-only inputs: any thread, any order. */
+static int32_t draw_row(const DrawJob *job, Py_ssize_t r, Scratch *sc) {
+    int64_t n_vocab = job->n_vocab;
+    float *row = job->logits + (int64_t)job->index[r] * n_vocab;
+    int64_t b0 = r ? job->ban_end[r - 1] : 0;
+    int64_t used = job->ring_count[r] < job->ring_size[r] ? job->ring_count[r] : job->ring_size[r];
+    block_maxima_of(row, n_vocab, sc->block_maxima);
+    penalise_row(row, n_vocab, job->rings + r * job->ring_width, used, job->penalties[r], job->bans + b0,
+                 job->ban_end[r] - b0, sc->gathered, sc->block_maxima);
+    Heap heap = {sc->heap_values, sc->heap_ids, 0, 0};
+    int k = (int)(job->k_of[r] < job->width ? job->k_of[r] : job->width);
+    int n = top_k_row(row, n_vocab, k, sc->block_maxima, &heap, sc->top_ids, sc->top_values, k);
+    const double *s = job->settings + 3 * r; /* top_p, log(min_p), temperature */
+    double uniform = s[2] > 0.0 ? job->uniforms[r * job->n_uniforms + job->cursor[r]] : 0.0;
+    /* No finite best (the row is NaN, or all banned): nothing to draw. */
+    int32_t token = n && sc->top_values[0] > -INFINITY
+                        ? sc->top_ids[draw_from_top(sc->top_values, n, s[0], (float)s[1], s[2], uniform, sc->weights)]
+                        : -1;
+    job->tokens[r] = token;
+    return token;
+}
+
 /* A row's penalty window lives in rings[r]: its first min(count, size) entries (a ring of
    size entries, the next token at count % size). */
 static int check_rings(const Arg *rings, const Arg *sizes, const Arg *counts, Py_ssize_t n_rows, int64_t n_vocab) {
@@ -619,7 +692,8 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
                           &a[10].object, &a[11].object, &a[12].object))
         return NULL;
     PyObject *result = NULL;
-    Scratch scratch = {0};
+    Scratch *per_thread = NULL; /* one scratch a thread */
+    int n_threads = 0;
     if (get_args(a, 13) < 0 || check_rows(&a[0], &a[1]) < 0) goto done;
     Py_ssize_t n_rows = rows_of(&a[1]), n_vocab = a[0].view.shape[1];
     if (rows_of(&a[2]) != n_rows || rows_of(&a[3]) != n_rows || a[3].view.shape[1] != 3 || rows_of(&a[4]) != n_rows ||
@@ -642,34 +716,32 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     if (width > n_vocab) width = n_vocab;
     int64_t ring_width = a[7].view.shape[1];
-    if (alloc_scratch(&scratch, n_vocab, width, ring_width) < 0) goto done;
-    const float *penalties = a[4].view.buf;
-    const int64_t *bans = a[5].view.buf, *ban_end = a[6].view.buf, *ring_size = a[8].view.buf;
-    int64_t *rings = a[7].view.buf, *ring_count = a[9].view.buf;
-    const double *uniforms = a[10].view.buf;
-    int64_t n_uniforms = a[10].view.shape[1];
+    DrawJob job = {
+        .logits = a[0].view.buf, .n_vocab = n_vocab, .index = index, .k_of = k_of, .width = width,
+        .settings = settings, .penalties = a[4].view.buf, .bans = a[5].view.buf, .ban_end = a[6].view.buf,
+        .rings = a[7].view.buf, .ring_width = ring_width, .ring_size = a[8].view.buf, .ring_count = a[9].view.buf,
+        .uniforms = a[10].view.buf, .n_uniforms = a[10].view.shape[1], .cursor = a[11].view.buf,
+        .tokens = a[12].view.buf,
+    };
+    int wanted = threads_for(n_rows);
+    per_thread = calloc((size_t)wanted, sizeof *per_thread);
+    if (per_thread == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    n_threads = wanted;
+    for (int t = 0; t < n_threads; t++) {
+        if (alloc_scratch(&per_thread[t], n_vocab, width, ring_width) < 0) goto done;
+    }
+    const int64_t *ring_size = a[8].view.buf;
+    int64_t *rings = a[7].view.buf, *ring_count = a[9].view.buf, n_uniforms = a[10].view.shape[1];
     int32_t *cursor = a[11].view.buf, *tokens = a[12].view.buf;
     Py_ssize_t undrawn = 0, exhausted = 0;
     Py_BEGIN_ALLOW_THREADS
-    Heap heap = {scratch.heap_values, scratch.heap_ids, 0, 0};
-    for (Py_ssize_t r = 0; r < n_rows; r++) {
-        float *row = (float *)a[0].view.buf + (int64_t)index[r] * n_vocab;
-        int64_t b0 = r ? ban_end[r - 1] : 0;
-        int64_t used = ring_count[r] < ring_size[r] ? ring_count[r] : ring_size[r];
-        block_maxima_of(row, n_vocab, scratch.block_maxima);
-        penalise_row(row, n_vocab, rings + r * ring_width, used, penalties[r], bans + b0, ban_end[r] - b0,
-                     scratch.gathered, scratch.block_maxima);
-        int k = (int)(k_of[r] < width ? k_of[r] : width);
-        int n = top_k_row(row, n_vocab, k, scratch.block_maxima, &heap, scratch.top_ids, scratch.top_values, k);
-        const double *s = settings + 3 * r; /* top_p, log(min_p), temperature */
-        double uniform = s[2] > 0.0 ? uniforms[r * n_uniforms + cursor[r]] : 0.0;
-        /* No finite best (the row is NaN, or all banned): nothing to draw. */
-        tokens[r] = n && scratch.top_values[0] > -INFINITY
-                        ? scratch.top_ids[draw_from_top(scratch.top_values, n, s[0], (float)s[1], s[2], uniform,
-                                                        scratch.weights)]
-                        : -1;
-        undrawn += tokens[r] < 0;
-    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : undrawn) if (n_threads > 1)
+#endif
+    for (Py_ssize_t r = 0; r < n_rows; r++) undrawn += draw_row(&job, r, &per_thread[thread_number()]) < 0;
     /* Every row drew: each accepts its token (the window takes it, the uniform is used). */
     for (Py_ssize_t r = 0; r < n_rows && undrawn == 0; r++) {
         if (ring_size[r] > 0) rings[r * ring_width + ring_count[r] % ring_size[r]] = tokens[r];
@@ -679,7 +751,8 @@ static PyObject *draw_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("(nn)", undrawn, exhausted);
 done:
-    free_scratch(&scratch);
+    for (int t = 0; t < n_threads; t++) free_scratch(&per_thread[t]); /* calloc'd: a scratch not reached is NULLs */
+    free(per_thread);
     release_args(a, 13);
     return result;
 }

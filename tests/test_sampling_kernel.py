@@ -93,6 +93,38 @@ def test_the_default_is_the_widest_width_the_cpu_has() -> None:
         assert VECTOR_WIDTH == next(w for w in ("avx512f", "avx2", "sse") if w in flags)
 
 
+# A step's rows drawn on OpenMP threads (as many as OMP_NUM_THREADS allows, 4 rows or more
+# each) must be the rows one thread draws: same tokens, same windows and uniforms after.
+_THREADED = textwrap.dedent("""
+    import json
+    import numpy as np
+    from dataclasses import replace
+    from inference.numpy_sampler import RequestSampler, RowPreparer, sample_prepared
+    from inference.params import SamplingParams
+    rng = np.random.default_rng(3)
+    kinds = [SamplingParams(), SamplingParams.greedy(), SamplingParams(top_k=7, repeat_last_n=4)]
+    samplers = [RequestSampler(replace(kinds[i % 3], seed=i), np.array([2], np.int64)) for i in range(37)]
+    preparer = RowPreparer()
+    out = []
+    for _ in range(80):  # past a uniform batch: the refill after a threaded step too
+        logits = (rng.standard_normal((37, 5000)) * 2).astype(np.float32)
+        out.append(sample_prepared(logits, preparer.prepare(samplers)))
+    preparer.clear()
+    print(json.dumps([out, [s.window.tokens().tolist() for s in samplers if s.window is not None]]))
+""")
+
+
+def test_rows_on_several_threads_draw_what_one_thread_draws() -> None:
+    def run(threads: str) -> str:
+        env = {**os.environ, "OMP_NUM_THREADS": threads}
+        done = subprocess.run([sys.executable, "-c", _THREADED], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    one = run("1")
+    assert run("4") == one and run("9") == one
+
+
 def test_ties_go_to_the_smaller_id_across_blocks() -> None:
     logits = np.zeros((1, 1000), dtype=np.float32)
     logits[0, [999, 3, 500, 64, 63]] = 5.0  # five equal best, in several blocks
