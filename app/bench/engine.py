@@ -375,7 +375,8 @@ def _ideal(work: Workload) -> dict:
 def _table(report: dict) -> str:
     rows = ["wall_s", "gen_tok_s", "decode_tok_s", "ttft_p50_s", "ttft_p95_s", "itl_p50_s",
             "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak", "max_batch_seqs",
-            "host_ms_per_step", "host_ms_per_step_p50", "host_ms_per_step_p95", "sample_ms_per_step", "step_ms_per_step"]
+            "host_ms_per_step", "host_ms_per_step_p50", "host_ms_per_step_p95", "sample_ms_per_step",
+            "step_ms_per_step"]
     cols = [c for c in ("engine", "baseline") if c in report]
     lines = [f"config: {json.dumps(report['config'])}", f"{'':<24}" + "".join(f"{c:>12}" for c in cols)]
     for r in rows:
