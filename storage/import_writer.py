@@ -101,7 +101,8 @@ def _locked(db: Database, work: Callable[[Connection], None], what: str) -> floa
 
 def _batches(staged: list[_Staged]) -> Iterator[list[tuple[_Staged, int, int]]]:
     """Pieces (conversation, first message, end) of at most BATCH_ROWS rows each; a long
-    conversation is split across batches (its parents are always written earlier)."""
+    conversation is split across batches (validation put each parent before its children,
+    so a parent is always written in the same batch or an earlier one)."""
     batch: list[tuple[_Staged, int, int]] = []
     room = BATCH_ROWS
     for conv in staged:
@@ -245,12 +246,10 @@ def _publish(conn: Connection, staged: list[_Staged], comparisons: list[dict], j
         preset = conv.data.get("preset")
         if preset is not None and preset["name"] not in presets:
             presets[preset["name"]] = _preset_id(conn, preset)
-        active = conv.data.get("active_message")
         rows.append({
             "cid": conv.id,
             "pid": None if preset is None else presets[preset["name"]],
-            # Given, or the last message written (as the file lists them).
-            "active": conv.ids.get(active) if active is not None else max(conv.ids.values(), default=None),
+            "active": conv.ids.get(conv.data["active_message"]),  # named by validation when absent
         })
     if rows:
         conn.execute(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 
@@ -29,6 +30,7 @@ VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_MESSAGES = 500_000
 STATUSES = frozenset(s.value for s in MessageStatus)
+T = TypeVar("T")
 
 
 # ----- export --------------------------------------------------------------------------
@@ -56,7 +58,8 @@ def _comparison_json(comp: Comparison) -> dict:
 
 
 def _conversation_json(s, conv: Conversation, preset: Preset | None) -> dict:
-    messages = s.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
+    rows = s.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
+    messages = tree_order(list(rows), key=lambda m: m.id, parent=lambda m: m.parent_id)
     return {
         "id": conv.id,
         "title": conv.title,
@@ -86,6 +89,30 @@ def _conversation_json(s, conv: Conversation, preset: Preset | None) -> dict:
             for m in messages
         ],
     }
+
+
+def tree_order(items: list[T], key: Callable[[T], Any], parent: Callable[[T], Any]) -> list[T]:
+    """items with every parent before its children: depth first from the roots, siblings
+    in their given order. Creation order is not enough: a system prompt added to a chat
+    later becomes the parent of messages older than itself. Items whose parent is not among
+    them, or that descend from themselves, are left out (the caller can tell by the length)."""
+    children: dict[Any, list[T]] = {}
+    keys = {key(item) for item in items}
+    roots = []
+    for item in items:
+        up = parent(item)
+        if up is None or up not in keys:
+            if up is None:
+                roots.append(item)
+        else:
+            children.setdefault(up, []).append(item)
+    ordered: list[T] = []
+    stack = roots[::-1]
+    while stack:  # not recursive: a chat may be thousands of messages deep
+        item = stack.pop()
+        ordered.append(item)
+        stack.extend(reversed(children.get(key(item), ())))
+    return ordered
 
 
 def export_markdown(repo: ChatRepository, conversation_ids: list[int]) -> str:
@@ -154,6 +181,8 @@ def import_data(db: Database, data: Any, remap: SettingsRemap | None = None) -> 
 
 
 def _validate(data: Any) -> list[dict]:
+    """The file's conversations, checked whole; each a copy whose messages are in tree
+    order (parents first, as the writer needs them) and whose active message is named."""
     _require(isinstance(data, dict), "the file must hold a JSON object")
     _require(data.get("format") == FORMAT, f'"format" must be "{FORMAT}"')
     _require(data.get("version") == VERSION,
@@ -163,9 +192,11 @@ def _validate(data: Any) -> list[dict]:
     groups = _validate_comparisons(data.get("comparisons", []))
     total = 0
     seen: set = set()
+    ordered = []
     for i, conv in enumerate(convs):
         where = f"conversation {i + 1}"
-        total += _validate_conversation(conv, where)
+        ordered.append(_validate_conversation(conv, where))
+        total += len(conv["messages"])
         _require(total <= MAX_MESSAGES, f"more than {MAX_MESSAGES:,} messages")
         ident = conv.get("id")
         _require(ident is None or (_is_id(ident) and ident not in seen), f"{where}: id must be a unique number or text")
@@ -174,7 +205,7 @@ def _validate(data: Any) -> list[dict]:
         _require(group is None or (_is_id(group) and group in groups),
                  f"{where}: comparison {group!r} is not in the file")
     _require_unicode(data)
-    return convs
+    return ordered
 
 
 def _validate_comparisons(comparisons: Any) -> set:
@@ -192,7 +223,7 @@ def _validate_comparisons(comparisons: Any) -> set:
     return ids
 
 
-def _validate_conversation(conv: Any, where: str) -> int:
+def _validate_conversation(conv: Any, where: str) -> dict:
     _require(isinstance(conv, dict), f"{where} must be an object")
     _require(isinstance(conv.get("title", ""), str), f"{where}: title must be text")
     _require(_is_text_or_none(conv.get("model")), f"{where}: model must be text")
@@ -212,18 +243,36 @@ def _validate_conversation(conv: Any, where: str) -> int:
     for j, m in enumerate(messages):
         _validate_message(m, seen, f"{where}, message {j + 1}")
         seen.add(m["id"])
+    ordered = _parents_first(messages, seen, where)
     active = conv.get("active_message")
     _require(active is None or (_is_id(active) and active in seen),
              f"{where}: active_message {active!r} is not one of its messages")
-    return len(messages)
+    if active is None and messages:
+        active = messages[-1]["id"]  # none named: the last message as the file lists them
+    return {**conv, "messages": ordered, "active_message": active}
+
+
+def _parents_first(messages: list[dict], ids: set, where: str) -> list[dict]:
+    """Any order whose parents are in the file is accepted (older Chorus exported in
+    creation order, where a system prompt added later follows its children)."""
+    for j, m in enumerate(messages):
+        parent = m.get("parent")
+        _require(parent is None or parent in ids,
+                 f"{where}, message {j + 1}: parent {parent!r} is not a message of the same conversation")
+    ordered = tree_order(messages, key=lambda m: m["id"], parent=lambda m: m.get("parent"))
+    if len(ordered) < len(messages):
+        placed = {id(m) for m in ordered}
+        j, m = next((j, m) for j, m in enumerate(messages) if id(m) not in placed)
+        _require(False, f"{where}, message {j + 1}: parent {m['parent']!r} leads in a loop that never "
+                        "reaches a first message")
+    return ordered
 
 
 def _validate_message(m: Any, seen: set, where: str) -> None:
     _require(isinstance(m, dict), f"{where} must be an object")
     _require(_is_id(m.get("id")), f"{where}: id must be a number or text")
     _require(m["id"] not in seen, f"{where}: duplicate id {m['id']!r}")
-    _require(m.get("parent") is None or (_is_id(m.get("parent")) and m.get("parent") in seen),
-             f"{where}: parent {m.get('parent')!r} must be an earlier message of the same conversation")
+    _require(m.get("parent") is None or _is_id(m.get("parent")), f"{where}: parent must be a message id or null")
     _require(m.get("role") in ROLES, f"{where}: role must be one of {ROLES}")
     _require(isinstance(m.get("content"), str), f"{where}: content must be text")
     status = m.get("status", "complete")

@@ -63,7 +63,11 @@ def tree_shape(repo, conv_id: int) -> dict:
     with repo.db.engine.connect() as conn:
         msg_ids = [r[0] for r in conn.exec_driver_sql(
             "SELECT id FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,))]
-    messages = [repo.get_message(i) for i in msg_ids]
+    # Positions in tree order (parents first, siblings oldest first): an import renumbers
+    # the messages, and a system prompt added later has a larger id than its children.
+    messages = transfer.tree_order([repo.get_message(i) for i in msg_ids], key=lambda m: m.id,
+                                   parent=lambda m: m.parent_id)
+    assert len(messages) == len(msg_ids)
     pos = {m.id: i for i, m in enumerate(messages)}
     path = repo.active_path(conv_id)
     return {
@@ -132,6 +136,171 @@ def test_import_file_round_trip(tmp_path, db, repo, other_db):
     path.write_text(json.dumps(export_json(db), indent=1), encoding="utf-8")
     (new_id,) = import_file(other_db, path).conversation_ids
     assert tree_shape(ChatRepository(other_db), new_id) == tree_shape(repo, conv_id)
+
+
+# ----- every shape of tree (issue 27, defect 1: a backup that did not restore) -------------
+
+
+def _chat(repo, title="chat"):
+    conv = repo.create_conversation(title)
+    user = repo.add_message(conv.id, "user", "Tell me about owls")
+    reply = repo.add_message(conv.id, "assistant", "Owls are birds.")
+    return conv.id, user, reply
+
+
+def system_prompt_added_later(repo):
+    conv_id, _, _ = _chat(repo)
+    repo.set_system_prompt(conv_id, "Answer briefly.")  # the root, with a larger id than its children
+    repo.add_message(conv_id, "user", "And their eyes?")
+    repo.add_message(conv_id, "assistant", "Big.")
+    return conv_id
+
+
+def system_prompt_over_two_roots(repo):
+    conv_id, user, _ = _chat(repo)
+    repo.edit_message(user.id, "Tell me about cats")  # a second root
+    repo.add_message(conv_id, "assistant", "Cats purr.")
+    repo.set_system_prompt(conv_id, "Be kind.")  # parent of both roots
+    return conv_id
+
+
+def system_prompt_removed_and_added_again(repo):
+    conv_id = system_prompt_added_later(repo)
+    repo.set_system_prompt(conv_id, "")
+    repo.set_system_prompt(conv_id, "Answer at length.")
+    repo.set_system_prompt(conv_id, "Answer in French.")  # changed in place
+    return conv_id
+
+
+def branches_after_a_later_system_prompt(repo):
+    conv_id, user, first = _chat(repo)
+    repo.set_system_prompt(conv_id, "Answer briefly.")
+    for text in ("Owls hoot.", "Owls fly at night."):  # regenerate: siblings of the first reply
+        reply = repo.start_reply(conv_id, parent_id=user.id)
+        repo.finish_reply(reply.id, text, completion_tokens=3, tokens_per_s=50.0)
+    repo.switch_to(first.id)
+    return conv_id
+
+
+def edits_deep_in_the_tree(repo):
+    conv_id, _, _ = _chat(repo)
+    follow = repo.add_message(conv_id, "user", "And their eyes?")
+    repo.add_message(conv_id, "assistant", "Big.")
+    repo.set_system_prompt(conv_id, "Answer briefly.")
+    edited = repo.edit_message(follow.id, "And their ears?")
+    repo.add_message(conv_id, "assistant", "Asymmetric.")
+    repo.edit_message(edited.id, "And their feet?")  # a third sibling, left without a reply
+    return conv_id
+
+
+def a_continued_reply(repo):
+    conv_id, _, reply = _chat(repo)
+    repo.set_system_prompt(conv_id, "Answer briefly.")
+    repo.resume_reply(reply.id)
+    repo.checkpoint(reply.id, "Owls are birds. They")
+    repo.finish_reply(reply.id, "Owls are birds. They hunt at night.", status=MessageStatus.COMPLETE,
+                      completion_tokens=9)
+    cut = repo.add_message(conv_id, "assistant", "A reply cut at the limit", parent_id=reply.id,
+                           status=MessageStatus.INTERRUPTED)
+    repo.switch_to(cut.id)
+    return conv_id
+
+
+SHAPES = [system_prompt_added_later, system_prompt_over_two_roots, system_prompt_removed_and_added_again,
+          branches_after_a_later_system_prompt, edits_deep_in_the_tree, a_continued_reply]
+
+
+def _round_trip(db, repo, other_db, conv_id):
+    text = json.dumps(export_json(db, [conv_id]), ensure_ascii=False)  # what File -> Export writes
+    (new_id,) = import_data(other_db, json.loads(text)).conversation_ids
+    return new_id
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda f: f.__name__)
+def test_every_shape_of_tree_survives_export_and_import(db, repo, other_db, shape):
+    conv_id = shape(repo)
+    new_id = _round_trip(db, repo, other_db, conv_id)
+    other_repo = ChatRepository(other_db)
+    assert tree_shape(other_repo, new_id) == tree_shape(repo, conv_id)
+    assert [m.content for m in other_repo.active_path(new_id).messages] == \
+        [m.content for m in repo.active_path(conv_id).messages]
+    # and the copy's own export imports again into the first database
+    (third,) = import_data(db, export_json(other_db, [new_id])).conversation_ids
+    assert tree_shape(repo, third) == tree_shape(repo, conv_id)
+
+
+def test_export_lists_every_parent_before_its_children(db, repo):
+    conv_id = system_prompt_removed_and_added_again(repo)
+    (conv,) = export_json(db, [conv_id])["conversations"]
+    seen: set = set()
+    for m in conv["messages"]:
+        assert m["parent"] is None or m["parent"] in seen
+        seen.add(m["id"])
+    assert conv["messages"][0]["role"] == "system"
+
+
+def test_random_histories_survive_export_and_import(db, repo, other_db):
+    """Edits, regenerations, continues, switches and system prompt changes in random order."""
+    import random
+
+    for seed in range(12):
+        rng = random.Random(seed)
+        conv_id = repo.create_conversation(f"random {seed}").id
+        for step in range(30):
+            leafs = [m for m in repo.active_path(conv_id).messages]
+            action = rng.choice(["user", "reply", "edit", "regenerate", "continue", "system", "switch"])
+            if action == "user" or not leafs:
+                repo.add_message(conv_id, "user", f"question {step}")
+            elif action == "reply":
+                repo.add_message(conv_id, "assistant", f"answer {step}")
+            elif action == "edit":
+                repo.edit_message(rng.choice(leafs).id, f"edited {step}")
+            elif action == "regenerate":
+                target = rng.choice(leafs)
+                reply = repo.start_reply(conv_id, parent_id=target.parent_id)
+                repo.finish_reply(reply.id, f"regenerated {step}")
+            elif action == "continue":
+                replies = [m for m in leafs if m.role == "assistant"]
+                if replies:
+                    reply = rng.choice(replies)
+                    repo.resume_reply(reply.id)
+                    repo.finish_reply(reply.id, reply.content + f" continued {step}")
+            elif action == "system":
+                repo.set_system_prompt(conv_id, rng.choice(["", f"system {step}"]))
+            else:
+                repo.switch_to(rng.choice(leafs).id)
+        new_id = _round_trip(db, repo, other_db, conv_id)
+        assert tree_shape(ChatRepository(other_db), new_id) == tree_shape(repo, conv_id), seed
+
+
+def test_import_accepts_any_order_whose_parents_are_in_the_file(db, repo, other_db):
+    """Files written by older versions list messages in creation order: a system prompt
+    added later comes after its children. Any such order gives the same tree."""
+    import random
+
+    conv_id = edits_deep_in_the_tree(repo)
+    data = export_json(db, [conv_id])
+    expected = tree_shape(repo, conv_id)
+    messages = data["conversations"][0]["messages"]
+    orders = [sorted(messages, key=lambda m: m["id"])]  # creation order, as the old export wrote
+    for seed in range(4):  # random orders; siblings keep theirs (it is their branch number)
+        shuffled = random.Random(seed).sample(messages, len(messages))
+        siblings = {p: iter([m for m in messages if m["parent"] == p]) for p in {m["parent"] for m in messages}}
+        orders.append([next(siblings[m["parent"]]) for m in shuffled])
+    assert orders[0] != messages  # the system prompt, created last, is no longer first
+    for order in orders:
+        file = copy.deepcopy(data)
+        file["conversations"][0]["messages"] = copy.deepcopy(order)
+        (new_id,) = import_data(other_db, file).conversation_ids
+        assert tree_shape(ChatRepository(other_db), new_id) == expected
+
+
+def test_without_an_active_message_the_files_last_message_is_active(db, repo):
+    data = minimal()
+    data["conversations"][0]["messages"].reverse()  # the reply first, its parent after it
+    (conv_id,) = import_data(db, data).conversation_ids
+    path = repo.active_path(conv_id)
+    assert [m.content for m in path.messages] == ["hello"]  # "hello" is last in the file
 
 
 def test_export_selects_conversations_and_skips_deleted(db, repo):
@@ -302,7 +471,9 @@ BAD = {
     "stat not number": (good_then({"messages": [msg(1, prompt_tokens="12")]}), "prompt_tokens"),
     "bad message time": (good_then({"messages": [msg(1, created_at=12)]}), "created_at"),
     "duplicate id": (good_then({"messages": [msg(1), msg(1)]}), "duplicate id 1"),
-    "parent forward": (good_then({"messages": [msg(1, parent=2), msg(2)]}), "parent 2"),
+    "parents in a loop": (good_then({"messages": [msg(1, parent=2), msg(2, parent=1)]}), "parent 2 leads in a loop"),
+    "a loop below a root": (good_then({"messages": [msg(1), msg(2, parent=3), msg(3, parent=2)]}),
+                            "message 2: parent 3 leads in a loop"),
     "parent missing": (good_then({"messages": [msg(1), msg(2, parent=7)]}), "parent 7"),
     "parent in other conversation": (good_then({"messages": [msg(2, parent="a")]}), "parent 'a'"),
     "self parent": (good_then({"messages": [msg(1, parent=1)]}), "parent 1"),
