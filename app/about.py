@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from inference import backend_info
+from inference import backend
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -70,10 +70,10 @@ def _distribution_version(*names: str) -> str:
 def gather_about(data_dir: Path) -> AboutInfo:
     return AboutInfo(
         chorus=chorus_version(),
-        llama_cpp_python=backend_info.llama_cpp_python_version(),
-        llama_cpp=backend_info.llama_cpp_version(),
-        llama_system_info=backend_info.system_info(),
-        gpu_offload=backend_info.gpu_offload_supported(),
+        llama_cpp_python=backend.llama_cpp_python_version(),
+        llama_cpp=backend.llama_cpp_version(),
+        llama_system_info=backend.system_info(),
+        gpu_offload=backend.gpu_offload_supported(),
         pyside6=_distribution_version("PySide6-Essentials", "PySide6"),
         sqlite=sqlite3.sqlite_version,
         python=f"{platform.python_version()} ({platform.python_implementation()})",

@@ -25,5 +25,5 @@ def models_dir(base: Path) -> Path:
 
 
 def kv_cache_dir(base: Path) -> Path:
-    """The disk prompt cache (inference/kv_store.py): created by the engine when it saves."""
+    """The disk prompt cache (inference/kv/disk_store.py): created by the engine when it saves."""
     return base / "kv-cache"

@@ -1,22 +1,111 @@
 """The Chorus inference engine: one continuously batched llama.cpp context.
 
-This package imports neither Qt nor storage. Public entry points are re-exported here.
+This package is the one door for app/ and ui/ (an import-linter contract): everything they
+use of the engine is named here. Inside, the rooms are
+
+    core/       the engine thread, its synchronous step, request handles, the delta router,
+                the output processor, metrics
+    sched/      the scheduler and its time-aware step budget
+    kv/         the KV cache manager, the prefix tree, the prompt cache on disk
+    sample/     the sampling paths (C kernel, numpy, grammar chains), log-probabilities
+    worker/     the only code that drives llama.cpp's context; its backend helpers
+    tokenizer/  chat templates, the input processor, special tokens, detokenizing, stops
+    gguf/       GGUF headers, file checks and memory estimates, in pure Python
+
+with the request's data types (params, outputs, request, errors) at the root. It imports
+neither Qt nor storage. The names that load llama.cpp (the engine, the input processor,
+the backend) are imported on first use, so that a process that only passes deltas and
+settings around (the desktop window) never loads it.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from inference.core.metrics import MetricsSnapshot, percentile
 from inference.errors import EngineError, ModelLoadError, RequestError
-from inference.ids import new_request_id
-from inference.outputs import Delta, FinishReason, RequestStats
-from inference.params import ChatRequest, LoadSettings, SamplingParams
+from inference.outputs import Delta, FinishReason, ModelInfo, Phase, RequestStats, TokenLogprob, TopLogprob
+from inference.params import (
+    PRIORITY_BACKGROUND,
+    PRIORITY_TAB,
+    PRIORITY_VISIBLE_TAB,
+    SPARE_PRIORITY,
+    UNLIMITED,
+    ChatRequest,
+    LoadSettings,
+    SamplingParams,
+    is_spare,
+    new_request_id,
+    physical_cores,
+)
+from inference.sample.grammars import JSON_OBJECT
+
+if TYPE_CHECKING:
+    from inference.core.engine import Engine
+    from inference.core.handle import Completion, RequestHandle
+    from inference.core.router import DeltaRouter
+    from inference.tokenizer.chat_template import template_problem
+    from inference.tokenizer.input_processor import InputProcessor
+    from inference.worker import backend
+    from inference.worker.vocab_loader import load_input_processor
+
+# name -> the module that defines it, imported when the name is first used
+_LAZY = {
+    "Engine": "inference.core.engine",
+    "Completion": "inference.core.handle",
+    "RequestHandle": "inference.core.handle",
+    "DeltaRouter": "inference.core.router",
+    "InputProcessor": "inference.tokenizer.input_processor",
+    "template_problem": "inference.tokenizer.chat_template",
+    "load_input_processor": "inference.worker.vocab_loader",
+}
+# a module of its own: llama.cpp's backend (versions, CPU features, GPU offload, its log)
+_LAZY_MODULES = {"backend": "inference.worker.backend"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        value = importlib.import_module(_LAZY_MODULES[name])
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'inference' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "JSON_OBJECT",
+    "PRIORITY_BACKGROUND",
+    "PRIORITY_TAB",
+    "PRIORITY_VISIBLE_TAB",
+    "SPARE_PRIORITY",
+    "UNLIMITED",
     "ChatRequest",
+    "Completion",
     "Delta",
+    "DeltaRouter",
+    "Engine",
     "EngineError",
     "FinishReason",
+    "InputProcessor",
     "LoadSettings",
+    "MetricsSnapshot",
+    "ModelInfo",
     "ModelLoadError",
+    "Phase",
     "RequestError",
+    "RequestHandle",
     "RequestStats",
     "SamplingParams",
+    "TokenLogprob",
+    "TopLogprob",
+    "backend",
+    "is_spare",
+    "load_input_processor",
     "new_request_id",
+    "percentile",
+    "physical_cores",
+    "template_problem",
 ]

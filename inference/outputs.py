@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 
@@ -108,3 +109,18 @@ class Delta(NamedTuple):
             stats=stats,
             logprobs=logprobs,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What the engine loaded: reported once it is ready (and over the engine process's pipe)."""
+
+    path: Path
+    description: str
+    n_params: int
+    size_bytes: int
+    n_ctx_train: int
+    n_ctx: int
+    n_seq_max: int
+    n_gpu_layers: int
+    gpu_offload_supported: bool

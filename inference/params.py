@@ -1,13 +1,24 @@
-"""Input dataclasses: how to load a model, how to sample, what to generate."""
+"""Input dataclasses: how to load a model, how to sample, what to generate; request ids."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from inference.errors import RequestError
+
+# Request ids are minted one way wherever a request starts (engine, app, HTTP server).
+# 48 random bits: no two requests of a session meet, and an id stays short enough for logs.
+ID_HEX_CHARS = 12
+
+
+def new_request_id(prefix: str = "") -> str:
+    """A fresh request id: `prefix` and 12 hex digits, e.g. "3f9c0a1b2c4d" or "http-3f9c0a1b2c4d"."""
+    return prefix + uuid.uuid4().hex[:ID_HEX_CHARS]
+
 
 # max_tokens meaning "until end-of-generation or a full context".
 UNLIMITED = -1
@@ -46,7 +57,7 @@ class SamplingParams:
     # log-probability and the k most likely tokens at its position (Delta.logprobs).
     logprobs: int | None = None
     # GBNF text (llama.cpp's grammar format, rule "root") the output must follow, e.g.
-    # inference.grammars.JSON_OBJECT. One that does not parse ends the request with an error.
+    # inference.sample.grammars.JSON_OBJECT. One that does not parse ends the request with an error.
     grammar: str | None = None
 
     @classmethod
@@ -139,7 +150,7 @@ class LoadSettings:
     # Bit-identical results whatever the batch holds (greedy output alone == in a batch),
     # at some speed cost: Q8_0 KV cache and the order-preserving attention kernel.
     reproducible: bool = False
-    # The disk prompt cache (inference/kv_store.py): KV of pinned system prompts and recent
+    # The disk prompt cache (inference/kv/disk_store.py): KV of pinned system prompts and recent
     # conversations saved under this folder, so a restart does not recompute them. None
     # disables it; so does a size limit of 0 (MiB, over all models' files, LRU).
     kv_cache_dir: Path | None = None

@@ -56,7 +56,7 @@ def shared_engine(model_path):
 
     Reproducible, so that a greedy answer is the same whether its prompt was computed
     fresh or partly came from the prefix cache of an earlier test."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     engine = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8, reproducible=True))
@@ -67,7 +67,7 @@ def shared_engine(model_path):
 @pytest.fixture
 def make_engine(model_path):
     """Start engines with custom settings; all are shut down after the test."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     started = []
@@ -146,3 +146,16 @@ def app(qtbot, data_dir, model_path, qt_asyncio):
     instance = App(qtbot, data_dir, model_path)
     yield instance
     instance.close()
+
+
+@pytest.fixture(params=["kernel", "numpy"])
+def sampling_path(request, monkeypatch) -> str:
+    """Runs a sampling test on the C kernel and again on the numpy path that takes every
+    row where the kernel could not be built (inference/sample/kernel.py)."""
+    from inference.sample import kernel
+
+    if request.param == "kernel" and not kernel.AVAILABLE:
+        pytest.skip("the C sampling kernel is not built here")
+    if request.param == "numpy":
+        monkeypatch.setattr(kernel, "AVAILABLE", False)
+    return request.param

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference.engine_core import EngineCore
-from inference.kv_cache import KvCacheManager
+from inference.core.engine_core import EngineCore
+from inference.kv.cache_manager import KvCacheManager
 from inference.outputs import Delta
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.request import Request
-from inference.scheduler import ScheduledChunk, Scheduler, StepPlan
+from inference.sched.scheduler import ScheduledChunk, Scheduler, StepPlan
 from tests.fake_runner import FakeClock, FakeRunner, alphabet
 
 

@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inference.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from inference.params import SamplingParams
-from inference.scheduler import ScheduledChunk, StepPlan
-from inference.vocab import SpecialToken
+from inference.sched.scheduler import ScheduledChunk, StepPlan
+from inference.tokenizer.vocab import SpecialToken
+from inference.worker.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from tests.reference_kv import ReferenceKv
 
 BOS = 256

@@ -60,7 +60,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from inference.gguf_reader import read_gguf_header
+from inference.gguf.reader import read_gguf_header
 
 TOKEN = "hf_chorus_standin_token"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

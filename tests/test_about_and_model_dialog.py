@@ -11,7 +11,7 @@ import pytest
 
 from app.about import chorus_version, gather_about
 from app.models.probe import ModelProbe
-from inference import backend_info
+from inference import backend
 from inference.params import LoadSettings
 
 pytest.importorskip("PySide6")
@@ -34,9 +34,9 @@ def test_about_gathers_the_versions_without_qt(tmp_path) -> None:
     assert info.chorus == chorus_version() == pyproject_version()
     assert info.sqlite == sqlite3.sqlite_version
     assert info.python.startswith(f"{sys.version_info.major}.{sys.version_info.minor}.")
-    assert info.llama_cpp_python == backend_info.llama_cpp_python_version() != "unknown"
+    assert info.llama_cpp_python == backend.llama_cpp_python_version() != "unknown"
     assert info.llama_system_info.startswith("CPU :")  # llama.cpp's own summary of its build
-    assert info.gpu_offload is backend_info.gpu_offload_supported()
+    assert info.gpu_offload is backend.gpu_offload_supported()
     assert info.data_dir == tmp_path and info.frozen is False
     labels = [label for label, _ in info.rows(qt_version="6.9.9")]
     assert labels == ["Chorus", "llama.cpp", "GPU offload", "llama.cpp build", "Qt", "SQLite", "Python", "Data folder"]
@@ -58,7 +58,7 @@ def test_about_dialog_shows_every_version_and_the_data_folder(qtbot, tmp_path) -
     assert shown["SQLite"] == sqlite3.sqlite_version
     assert shown["Data folder"] == str(tmp_path)
     assert "llama-cpp-python" in shown["llama.cpp"]
-    assert shown["GPU offload"] == ("yes" if backend_info.gpu_offload_supported() else "no (CPU only)")
+    assert shown["GPU offload"] == ("yes" if backend.gpu_offload_supported() else "no (CPU only)")
 
 
 def test_help_menu_asks_for_about(qtbot) -> None:
@@ -124,7 +124,7 @@ def test_sizes_read_like_a_person_writes_them() -> None:
 def test_without_gpu_support_the_layers_are_disabled_with_a_note(qtbot, probe) -> None:
     from ui.widgets.model_dialog import NO_GPU_NOTE
 
-    if backend_info.gpu_offload_supported():
+    if backend.gpu_offload_supported():
         pytest.skip("this llama.cpp build has GPU support")
     dialog = open_dialog(qtbot, probe)
     assert not dialog.gpu_layers.isEnabled()

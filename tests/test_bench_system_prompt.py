@@ -3,15 +3,11 @@ and stops with a clear error on a template that leaves the system prompt out of 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
 from app.bench.engine import SystemPromptError, _system_prompt
-from inference.chat_template import GEMMA, ChatTemplate
-from inference.engine_core import EngineCore
-from inference.prompt_tokenizer import PromptTokenizer
+from inference.tokenizer.chat_template import GEMMA, ChatTemplate
+from inference.tokenizer.input_processor import InputProcessor
 from tests.core_driver import make_driver
 
 # A template that drops the system message: no system text can reach any prefix.
@@ -23,20 +19,18 @@ NO_SYSTEM = (
 
 
 class CoreCaller:
-    """What _system_prompt uses of an Engine: call(fn) runs fn on the core."""
+    """What _system_prompt uses of an Engine: its input processor, on a fake runner."""
 
     def __init__(self, template: str) -> None:
         self.core = make_driver(n_cells=4096).core
-        self.core.prompts = PromptTokenizer(self.core.runner, 4096, template=ChatTemplate(template, "<s>", "</s>"))
-
-    def call(self, fn: Callable[[EngineCore], Any]) -> Any:
-        return fn(self.core)
+        self.inputs = self.core.inputs = InputProcessor(self.core.runner, 4096,
+                                                        template=ChatTemplate(template, "<s>", "</s>"))
 
 
 def test_the_system_prompt_of_a_template_without_a_system_role_grows_to_the_target() -> None:
     engine = CoreCaller(GEMMA)
     text = _system_prompt(engine, 600)  # type: ignore[arg-type]
-    size = len(engine.core.system_prefix_tokens(text))
+    size = len(engine.core.inputs.system_prefix_tokens(text))
     assert 500 < size <= 600  # the fake vocabulary is bytes: a rule is ~75 tokens
 
 

@@ -7,8 +7,8 @@ import datetime
 import pytest
 from jinja2.exceptions import SecurityError
 
-from inference.chat_template import CHATML, ChatTemplate
 from inference.errors import RequestError
+from inference.tokenizer.chat_template import CHATML, ChatTemplate
 
 CHAT = [
     {"role": "system", "content": "Be brief."},
@@ -153,7 +153,7 @@ def test_a_template_that_does_not_compile_falls_back_to_chatml(source: str) -> N
 
 
 def test_gemma_files_without_a_template_get_gemmas_turns_not_chatml():
-    from inference.chat_template import CHATML, GEMMA, builtin_template
+    from inference.tokenizer.chat_template import CHATML, GEMMA, builtin_template
 
     assert builtin_template("gemma3") is GEMMA and builtin_template("llama") is CHATML
     assert builtin_template(None) is CHATML
@@ -167,10 +167,10 @@ def test_gemma_files_without_a_template_get_gemmas_turns_not_chatml():
 
 @pytest.mark.model
 def test_the_real_gemma_file_is_read_as_gemma(gemma_path):
-    from inference.chat_template import GEMMA
-    from inference.engine_core import EngineCore
+    from inference.core.engine_core import EngineCore
     from inference.params import LoadSettings
-    from inference.runner import LlamaRunner
+    from inference.tokenizer.chat_template import GEMMA
+    from inference.worker.runner import LlamaRunner
 
     runner = LlamaRunner(LoadSettings(model_path=gemma_path, n_ctx=256, n_seq_max=1))
     try:
@@ -178,8 +178,8 @@ def test_the_real_gemma_file_is_read_as_gemma(gemma_path):
         assert runner.metadata("general.architecture") == "gemma3"
         assert runner.metadata("no.such.key") is None
         core = EngineCore(runner, LoadSettings(model_path=gemma_path, n_ctx=256, n_seq_max=1))
-        assert core.template.source == GEMMA
-        tokens = core.render_prompt([{"role": "user", "content": "hi"}])
+        assert core.inputs.template.source == GEMMA
+        tokens = core.inputs.chat_tokens([{"role": "user", "content": "hi"}])
         assert tokens[:2] == [runner.bos_token, 105]  # <bos><start_of_turn> as special tokens
         assert tokens.count(runner.bos_token) == 1
     finally:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import inspect
 
-from inference.chat_template import GEMMA, ChatTemplate
-from inference.engine_core import MAX_DECODE_RETRIES
-from inference.kv_cache import SeqState
-from inference.model_runner import ModelRunner
+from inference.core.engine_core import MAX_DECODE_RETRIES
+from inference.kv.cache_manager import SeqState
 from inference.outputs import Delta, FinishReason, Phase
 from inference.params import ChatRequest, SamplingParams
-from inference.prompt_tokenizer import PromptTokenizer
 from inference.request import RequestStatus
+from inference.tokenizer.chat_template import GEMMA, ChatTemplate
+from inference.tokenizer.input_processor import InputProcessor
+from inference.worker.model_runner import ModelRunner
 from tests.core_driver import chunk_of, make_driver, prompt
 from tests.fake_runner import BOS, EOS, FakeRunner, FakeSampler
 
@@ -91,7 +91,7 @@ def test_end_of_generation_stops_without_showing_the_token() -> None:
 def test_a_chat_is_rendered_with_the_template_and_tokenized() -> None:
     d = make_driver()
     messages = ({"role": "user", "content": "hi"},)
-    tokens = d.core.render_prompt(list(messages))
+    tokens = d.core.inputs.chat_tokens(list(messages))
     assert tokens[0] == BOS  # the fake adds BOS; ChatML has none of its own
     assert bytes(tokens[1:]).decode() == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     [queued] = d.core.add_request(ChatRequest(messages=messages, sampling=SamplingParams.greedy(2), request_id="c"))
@@ -103,7 +103,7 @@ def test_a_chat_is_rendered_with_the_template_and_tokenized() -> None:
 def test_continue_final_renders_the_partial_reply_without_an_end_of_turn() -> None:
     d = make_driver()
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hel"}]
-    tokens = d.core.render_prompt(messages, continue_final=True)
+    tokens = d.core.inputs.chat_tokens(messages, continue_final=True)
     assert bytes(tokens[1:]).decode() == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nHel"
     fitted = ChatRequest(messages=tuple(messages), sampling=SamplingParams.greedy(2), request_id="c",
                          fit_context=True, continue_final=True)
@@ -251,9 +251,9 @@ def test_a_pinned_system_prompt_of_a_template_without_a_system_role_is_shared() 
     """With Gemma's template the system text opens the first user turn: the pin computes
     that opening (not only BOS) and later chats with the system prompt start from it."""
     d = make_driver()
-    d.core.prompts = PromptTokenizer(d.runner, d.runner.n_ctx, template=ChatTemplate(GEMMA, "<s>", "</s>"))
+    d.core.inputs = InputProcessor(d.runner, d.runner.n_ctx, template=ChatTemplate(GEMMA, "<s>", "</s>"))
     system = {"role": "system", "content": "You answer in one short sentence."}
-    prefix = d.core.system_prefix_tokens(system["content"])
+    prefix = d.core.inputs.system_prefix_tokens(system["content"])
     assert len(prefix) > len(system["content"])
     d.deltas += d.core.add_request(ChatRequest(messages=(system,), sampling=SamplingParams(max_tokens=0),
                                                pin=True, request_id="pin"))
@@ -266,7 +266,7 @@ def test_a_pinned_system_prompt_of_a_template_without_a_system_role_is_shared() 
         d.deltas += d.core.add_request(chat)
         d.run(lambda n=name: any(x.finished for x in d.of(n)))
         assert d.final(name).stats.cached_tokens >= len(prefix)
-    assert d.core.unpin(d.core.system_prefix_tokens(system["content"]))
+    assert d.core.unpin(d.core.inputs.system_prefix_tokens(system["content"]))
 
 
 # ----- the cache runs out ------------------------------------------------------------------------

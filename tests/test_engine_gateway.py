@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.engines.gateway import EngineGateway
-from inference import ChatRequest
+from inference import ChatRequest, DeltaRouter
 from inference.errors import EngineError
 from inference.outputs import Delta, FinishReason
 
@@ -35,14 +35,15 @@ def chat() -> ChatRequest:
 
 def test_http_deltas_reach_their_handle_and_the_others_the_app():
     engine, to_app = ScriptedEngine(), []
-    gateway = EngineGateway(lambda: engine, lambda: None, to_app.append)
+    router = DeltaRouter(fallback=to_app.append)  # the app's router: the views get what is not the gateway's
+    gateway = EngineGateway(lambda: engine, lambda: None, router)
     handle = gateway.submit(chat())
     assert re.fullmatch(r"http-[0-9a-f]{12}", handle.request_id)
     assert [c.request_id for c in engine.submitted] == [handle.request_id]
     tab = Delta("tab-1", text="for a tab")
-    gateway.on_delta(tab)
-    gateway.on_delta(Delta(handle.request_id, text="Hi"))
-    gateway.on_delta(Delta.finished_with(handle.request_id, FinishReason.STOP))
+    router.route(tab)
+    router.route(Delta(handle.request_id, text="Hi"))
+    router.route(Delta.finished_with(handle.request_id, FinishReason.STOP))
     assert to_app == [tab]
     assert handle.result(timeout=1).text == "Hi" and gateway.open_requests() == 0
     handle.cancel()
@@ -50,14 +51,14 @@ def test_http_deltas_reach_their_handle_and_the_others_the_app():
 
 
 def test_a_refused_submit_leaves_no_open_request():
-    gateway = EngineGateway(lambda: ScriptedEngine(refuse=True), lambda: None, lambda d: None)
+    gateway = EngineGateway(lambda: ScriptedEngine(refuse=True), lambda: None, router := DeltaRouter())
     with pytest.raises(EngineError):
         gateway.submit(chat())
-    assert gateway.open_requests() == 0
+    assert gateway.open_requests() == 0 and not router.open_ids()
 
 
 def test_metrics_before_the_first_snapshot_are_an_engine_error():
-    gateway = EngineGateway(lambda: ScriptedEngine(), lambda: None, lambda d: None)
+    gateway = EngineGateway(lambda: ScriptedEngine(), lambda: None, DeltaRouter())
     with pytest.raises(EngineError):
         gateway.metrics()
 
@@ -67,7 +68,7 @@ class LocalEngine(ScriptedEngine):
 
     def __init__(self, path, is_local: bool = True) -> None:
         from app.engines.protocol import EngineState, EngineStatus
-        from inference.runner import ModelInfo
+        from inference import ModelInfo
 
         super().__init__()
         self.is_local = is_local
@@ -79,11 +80,11 @@ class LocalEngine(ScriptedEngine):
 @pytest.mark.model
 def test_prepare_tokenizes_with_the_local_models_vocabulary(model_path):
     from inference.errors import RequestError
-    from inference.prompt_tokenizer import PromptTokenizer
+    from inference.worker.vocab_loader import load_input_processor
 
     gateway = EngineGateway(lambda: LocalEngine(model_path), lambda: None, lambda d: None)
     prepared = gateway.prepare(chat())
-    reference = PromptTokenizer.load(model_path, n_ctx=256)
+    reference = load_input_processor(model_path, n_ctx=256)
     try:
         assert prepared.prompt_tokens == tuple(reference.chat_tokens([{"role": "user", "content": "hi"}]))
     finally:

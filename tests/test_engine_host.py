@@ -144,16 +144,16 @@ def test_the_preparer_templates_off_the_engine_thread(shared_engine, monkeypatch
     import threading
 
     from app.engines.host import Preparer
-    from inference.prompt_tokenizer import PromptTokenizer
+    from inference.tokenizer.input_processor import InputProcessor
 
     threads: list[str] = []
-    real = PromptTokenizer.chat_tokens
+    real = InputProcessor.chat_tokens
 
     def spy(self, *args, **kwargs):
         threads.append(threading.current_thread().name)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(PromptTokenizer, "chat_tokens", spy)
+    monkeypatch.setattr(InputProcessor, "chat_tokens", spy)
     deltas, on_delta = collect()
     preparer = Preparer(shared_engine, on_delta)
     try:
@@ -193,10 +193,10 @@ def test_a_priority_set_while_the_chat_is_prepared_goes_with_it(shared_engine, m
     import threading
 
     from app.engines.host import Preparer
-    from inference.prompt_tokenizer import PromptTokenizer
+    from inference.tokenizer.input_processor import InputProcessor
 
     gate = threading.Event()
-    real = PromptTokenizer.chat_tokens
+    real = InputProcessor.chat_tokens
 
     def held(self, *args, **kwargs):
         assert gate.wait(30)
@@ -204,18 +204,18 @@ def test_a_priority_set_while_the_chat_is_prepared_goes_with_it(shared_engine, m
 
     submitted: list[int] = []
     raised: list[tuple[str, int]] = []
-    real_submit, real_raise = shared_engine.submit, shared_engine.set_priority
+    real_stream, real_raise = shared_engine.stream, shared_engine.set_priority
 
-    def submit(chat_request, on_delta=None):
+    def stream(chat_request, sink):
         submitted.append(chat_request.priority)
-        return real_submit(chat_request, on_delta)
+        return real_stream(chat_request, sink)
 
     def set_priority(request_id, priority):
         raised.append((request_id, priority))
         real_raise(request_id, priority)
 
-    monkeypatch.setattr(PromptTokenizer, "chat_tokens", held)
-    monkeypatch.setattr(shared_engine, "submit", submit)
+    monkeypatch.setattr(InputProcessor, "chat_tokens", held)
+    monkeypatch.setattr(shared_engine, "stream", stream)
     monkeypatch.setattr(shared_engine, "set_priority", set_priority)
     deltas, on_delta = collect()
     preparer = Preparer(shared_engine, on_delta)

@@ -10,8 +10,8 @@ import pytest
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.errors import RequestError
-from inference.grammars import JSON_OBJECT
-from inference.logprobs import log_softmax, sampled_logprobs
+from inference.sample.grammars import JSON_OBJECT
+from inference.sample.logprobs import log_softmax, sampled_logprobs
 
 
 def ask(text: str, sampling: SamplingParams) -> ChatRequest:

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from inference import new_request_id
-from inference.engine import RequestHandle
+from inference.core.engine import RequestHandle
 from inference.outputs import Delta, FinishReason, Phase, RequestStats
 
 

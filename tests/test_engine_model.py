@@ -8,8 +8,8 @@ import pytest
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.errors import EngineError, ModelLoadError
-from inference.model_runner import DECODE_NO_KV_SLOT, StepOutput
 from inference.outputs import Phase
+from inference.worker.model_runner import DECODE_NO_KV_SLOT, StepOutput
 
 pytestmark = pytest.mark.model  # every test here runs the real model
 
@@ -49,7 +49,7 @@ def test_greedy_output_is_identical_alone_and_in_a_batch_of_8(make_engine):
 
 def test_requests_share_one_batch_and_a_system_prompt_is_computed_once(make_engine):
     engine = make_engine(n_ctx=4096, n_seq_max=8)
-    prompts = [engine.tokenize_chat(list(user(q, SYSTEM))) for q in QUESTIONS[:4]]
+    prompts = [engine.inputs.chat_tokens(list(user(q, SYSTEM))) for q in QUESTIONS[:4]]
     shared = min(
         next(i for i, (a, b) in enumerate(zip(prompts[0], p)) if a != b) for p in prompts[1:]
     )
@@ -69,7 +69,7 @@ def test_pinned_system_prompt_is_reused_by_new_chats(make_engine):
     engine = make_engine(n_ctx=4096, n_seq_max=8)
     pin = engine.pin_system_prompt(SYSTEM).result(60)
     assert pin.finish_reason is FinishReason.STOP and pin.error is None
-    prefix = engine.call(lambda core: core.system_prefix_tokens(SYSTEM))
+    prefix = engine.inputs.system_prefix_tokens(SYSTEM)
     before = engine.metrics(fresh=True).prompt_tokens_computed
     results = [engine.submit(greedy(user(q, SYSTEM), 8)).result(60) for q in QUESTIONS[:3]]
     computed = engine.metrics(fresh=True).prompt_tokens_computed - before
@@ -88,15 +88,15 @@ def test_a_pinned_preset_is_shared_by_chats_with_any_template(which, request, ca
     """SmolLM2 (ChatML, a system role) and Gemma 3 (no system role: the system text opens
     the first user turn). Two chats with a preset's system prompt and different questions
     start from the pinned prefix, which for Gemma holds the system text, not only BOS."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     path = request.getfixturevalue(which)
     preset = catalog.create_preset("Careful", SYSTEM)
     engine = Engine.start(LoadSettings(model_path=path, n_ctx=2048, n_seq_max=4))
     try:
-        prefix = engine.call(lambda core: core.system_prefix_tokens(preset.system_prompt))
-        text = engine.call(lambda core: core.prompts.vocab.tokenize(preset.system_prompt, False, False))
+        prefix = engine.inputs.system_prefix_tokens(preset.system_prompt)
+        text = engine.inputs.vocab.tokenize(preset.system_prompt, False, False)
         assert len(prefix) > len(text) and _contains(prefix, text[1:-1])  # the text's own tokens, inner ones
         assert engine.pin_system_prompt(preset.system_prompt).result(120).error is None
         assert engine.call(lambda core: core.kv.pinned_seq_for(prefix)) is not None
@@ -203,7 +203,7 @@ def test_generation_stops_at_max_tokens_and_at_stop_strings(shared_engine):
 
 
 def test_streamed_text_is_utf8_correct_when_characters_span_tokens(shared_engine):
-    from inference.detokenizer import IncrementalDetokenizer
+    from inference.tokenizer.detokenizer import IncrementalDetokenizer
 
     text = "🎉🌍 日本語"
     tokens = shared_engine.call(lambda core: core.runner.tokenize(text, add_special=False))
@@ -298,7 +298,7 @@ def test_shutdown_cancels_running_requests_and_stops_the_thread(make_engine):
 
 
 def test_broken_model_files_are_clear_errors(tmp_path, model_path):
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     truncated = tmp_path / "truncated.gguf"
@@ -425,7 +425,7 @@ def test_a_chat_longer_than_the_context_keeps_its_newest_turns(make_engine):
     ).result(60)
     assert fitted.error is None
     assert 300 < fitted.stats.prompt_tokens <= 512 - 16
-    tokens = engine.call(lambda core: core.prompts.fitted_tokens(history, 16))
+    tokens = engine.inputs.fitted_tokens(history, 16)
     text = engine.call(lambda core: "".join(core.runner.piece(t).decode("utf-8", "replace") for t in tokens))
     assert "You are brief." in text and "And the last one?" in text
     assert "item 0." not in text and "item 59." in text

@@ -15,7 +15,7 @@ from app.engines.pool import PooledEngine
 from app.engines.protocol import EngineLike, EngineState, EngineStatus, ServedEngine
 from app.engines.remote import RemoteEndpoint, RemoteEngine
 from app.engines.sources import ModelSource
-from inference.engine import Engine
+from inference.core.engine import Engine
 from inference.params import LoadSettings
 
 if TYPE_CHECKING:  # what mypy checks: each class is assignable to its protocol

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.models.hub import GatedRepo, HubClient, HubOffline, HubUnreachable, RepoNotFound
-from inference.gguf_reader import read_gguf_header, read_gguf_header_prefix
-from inference.memory_estimate import estimate_memory
+from inference.gguf.memory_estimate import estimate_memory
+from inference.gguf.reader import read_gguf_header, read_gguf_header_prefix
 from tests.hub_repos import (
     GATED_REPO,
     GEMMA_FILE,

@@ -1,4 +1,4 @@
-"""PromptTokenizer: only the template's markup makes control tokens; off the engine thread."""
+"""The input processor: only the template's markup makes control tokens; off the engine thread."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import threading
 
 import pytest
 
-from inference.chat_template import GEMMA, ChatTemplate
 from inference.errors import RequestError
 from inference.params import ChatRequest, SamplingParams
-from inference.prompt_tokenizer import PromptTokenizer
+from inference.tokenizer.chat_template import GEMMA, ChatTemplate
+from inference.tokenizer.input_processor import InputProcessor
+from inference.worker.vocab_loader import load_input_processor
 from tests.fake_runner import BOS, EOS, FakeRunner
 
 CHAT = [
@@ -20,7 +21,7 @@ CHAT = [
 ]
 
 
-def old_path(tokenizer: PromptTokenizer, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+def old_path(tokenizer: InputProcessor, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
     """What the engine did before: the whole render tokenized with parse_special."""
     text = tokenizer.template.render(messages, add_generation_prompt)
     bos = tokenizer.template.bos_token
@@ -31,8 +32,8 @@ def old_path(tokenizer: PromptTokenizer, messages: list[dict], add_generation_pr
 # ----- without a model ------------------------------------------------------------------
 
 
-def fake_tokenizer() -> PromptTokenizer:
-    return PromptTokenizer(FakeRunner(), n_ctx=1024, template=ChatTemplate("{{ bos_token }}" + _FAKE, "<s>", "</s>"))
+def fake_tokenizer() -> InputProcessor:
+    return InputProcessor(FakeRunner(), n_ctx=1024, template=ChatTemplate("{{ bos_token }}" + _FAKE, "<s>", "</s>"))
 
 
 # A template whose markup has the fake vocabulary's control tokens around each content.
@@ -58,7 +59,7 @@ def test_a_huge_prompt_is_refused_before_rendering_or_tokenizing() -> None:
     calls = []
     tokenize = runner.tokenize
     runner.tokenize = lambda *a, **k: calls.append(a) or tokenize(*a, **k)  # type: ignore[method-assign]
-    t = PromptTokenizer(runner, n_ctx=1024)
+    t = InputProcessor(runner, n_ctx=1024)
     big = "x" * (15 * 1024 * 1024)
     for attempt in (lambda: t.chat_tokens([{"role": "user", "content": big}]), lambda: t.text_tokens(big)):
         with pytest.raises(RequestError, match="prompt is longer than the context"):
@@ -88,7 +89,7 @@ def test_the_shared_prefix_of_a_template_without_a_system_role_holds_the_system_
     """Gemma's template has no system role: a system-only render is just BOS, but the
     derived prefix is the first user turn's opening with the system text, which every
     chat with that system prompt starts with."""
-    t = PromptTokenizer(FakeRunner(), n_ctx=1024, template=ChatTemplate(GEMMA, "<s>", "</s>"))
+    t = InputProcessor(FakeRunner(), n_ctx=1024, template=ChatTemplate(GEMMA, "<s>", "</s>"))
     system = {"role": "system", "content": "Be terse."}
     assert t.chat_tokens([system], add_generation_prompt=False) == [BOS]
     prefix = t.system_prefix_tokens("Be terse.")
@@ -100,13 +101,13 @@ def test_the_shared_prefix_of_a_template_without_a_system_role_holds_the_system_
 
 
 def test_the_shared_prefix_of_chatml_ends_before_the_users_text() -> None:
-    t = PromptTokenizer(FakeRunner(), n_ctx=1024)  # no template in the model: ChatML
+    t = InputProcessor(FakeRunner(), n_ctx=1024)  # no template in the model: ChatML
     prefix = t.system_prefix_tokens("S")
     assert bytes(prefix[1:]).decode() == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n"
 
 
 def test_a_template_that_mangles_contents_still_gets_every_content_in_place() -> None:
-    t = PromptTokenizer(FakeRunner(), n_ctx=1024,
+    t = InputProcessor(FakeRunner(), n_ctx=1024,
                         template=ChatTemplate("{% for m in messages %}<{{ m['content'] | upper }}>{% endfor %}"))
     tokens = t.chat_tokens([{"role": "user", "content": "ab</s>"}])
     assert EOS not in tokens and bytes(tokens[1:]).decode() == "<ab</s>>"
@@ -117,12 +118,12 @@ def test_a_template_that_mangles_contents_still_gets_every_content_in_place() ->
 
 @pytest.fixture(scope="module")
 def smol(model_path):
-    tokenizer = PromptTokenizer.load(model_path, n_ctx=4096)
+    tokenizer = load_input_processor(model_path, n_ctx=4096)
     yield tokenizer
     tokenizer.close()
 
 
-def special_ids(tokenizer: PromptTokenizer) -> set[int]:
+def special_ids(tokenizer: InputProcessor) -> set[int]:
     return {s.token for s in tokenizer.vocab.special_tokens() if s.control}
 
 
@@ -148,7 +149,7 @@ def test_a_normal_chat_tokenizes_exactly_as_before(smol) -> None:
 
 @pytest.mark.model
 def test_the_gemma_template_on_smollm2s_vocabulary_tokenizes_as_before(smol) -> None:
-    t = PromptTokenizer(smol.vocab, 4096, template=ChatTemplate(GEMMA, bos_token="<|endoftext|>"))
+    t = InputProcessor(smol.vocab, 4096, template=ChatTemplate(GEMMA, bos_token="<|endoftext|>"))
     padded = [{**m, "content": f"  {m['content']}  "} for m in CHAT]  # Gemma trims contents
     for chat in (CHAT, padded):
         assert t.chat_tokens(chat) == old_path(t, chat)
@@ -156,7 +157,7 @@ def test_the_gemma_template_on_smollm2s_vocabulary_tokenizes_as_before(smol) -> 
 
 @pytest.mark.model
 def test_the_real_gemma_vocabulary_tokenizes_as_before(gemma_path) -> None:
-    t = PromptTokenizer.load(gemma_path, n_ctx=4096)
+    t = load_input_processor(gemma_path, n_ctx=4096)
     try:
         assert t.template.source == GEMMA
         padded = [{**m, "content": f" {m['content']} "} for m in CHAT]
@@ -210,7 +211,7 @@ def test_a_chat_of_many_messages_stops_tokenizing_at_the_context() -> None:
     calls = []
     tokenize = runner.tokenize
     runner.tokenize = lambda *a, **k: calls.append(a) or tokenize(*a, **k)  # type: ignore[method-assign]
-    t = PromptTokenizer(runner, n_ctx=1024, template=ChatTemplate(_FAKE))  # a control token a turn
+    t = InputProcessor(runner, n_ctx=1024, template=ChatTemplate(_FAKE))  # a control token a turn
     chat = ChatRequest(messages=tuple({"role": "user", "content": "ab"} for _ in range(1500)))
     with pytest.raises(RequestError, match="context holds 1024"):
         t.prepare(chat)

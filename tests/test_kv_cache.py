@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.kv_cache import Allocation, KvCacheManager, KvStats, SeqState
+from inference.kv.cache_manager import Allocation, KvCacheManager, KvStats, SeqState
 from tests.reference_kv import ReferenceKv
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.kv_store import _HEADER, KEY_BYTES, VERSION, KvDiskStore, StoreError, model_key, open_store
+from inference.kv.disk_store import _HEADER, KEY_BYTES, VERSION, KvDiskStore, StoreError, model_key, open_store
 
 KEY = b"k" * KEY_BYTES
 OTHER_KEY = b"o" * KEY_BYTES

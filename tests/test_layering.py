@@ -28,10 +28,10 @@ CLEAN_TREE = {
     "ui/bench.py": "import pyqtgraph\n",
     "app/__init__.py": "",
     "app/cli/__init__.py": "",
-    "app/cli/main.py": "import inference.engine\nimport storage.db\n",
+    "app/cli/main.py": "import inference.core.engine\nimport storage.db\n",
     "app/cli/gui.py": "def run():\n    from ui.app_main import run_app\n    from ui.bench import run_ui_bench\n",
     "inference/__init__.py": "",
-    "inference/engine.py": "import llama_cpp\n",
+    "inference/core/engine.py": "import llama_cpp\n",
     "storage/__init__.py": "",
     "storage/db.py": "import sqlalchemy\n",
 }

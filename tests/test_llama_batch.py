@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.llama_batch import BatchItem, TokenBatch
+from inference.worker.batch import BatchItem, TokenBatch
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from inference.gguf_reader import GgufError, read_gguf_header
-from inference.memory_estimate import estimate_memory, model_shape
+from inference.gguf.memory_estimate import estimate_memory, model_shape
+from inference.gguf.reader import GgufError, read_gguf_header
 
 # ----- a tiny GGUF writer (version 3, little-endian) -----------------------------------------
 
@@ -142,10 +142,11 @@ def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[
     """(llama_model_size, KV MiB and cells from llama.cpp's own log) for a real load."""
     import llama_cpp as ll
 
-    from inference import runner
     from inference.params import LoadSettings
+    from inference.worker import backend
+    from inference.worker.runner import LlamaRunner
 
-    runner.init_backend()
+    backend.init_backend()
     lines: list[str] = []
 
     @ll.llama_log_callback
@@ -155,9 +156,9 @@ def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[
     ll.llama_log_set(capture, ctypes.c_void_p())
     try:
         settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=4, reproducible=reproducible)
-        loaded = runner.LlamaRunner(settings)
+        loaded = LlamaRunner(settings)
     finally:
-        ll.llama_log_set(runner._log_callback, ctypes.c_void_p())  # back to the app's handler
+        ll.llama_log_set(backend._log_callback, ctypes.c_void_p())  # back to the app's handler
     try:
         match = KV_LINE.search("".join(lines))
         assert match, "llama.cpp did not log its KV cache size"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from inference.metrics import LATENCY_BUCKETS, EngineMetrics
+from inference.core.metrics import LATENCY_BUCKETS, EngineMetrics
 from tests.core_driver import make_driver, prompt
 
 

@@ -7,10 +7,10 @@ import pytest
 
 from app.cli.engine_args import library_defaults, settings_from_args
 from app.cli.main import main, parse
-from app.engines.prompts import PromptTokenizers
+from app.engines.input_processors import InputProcessors
 from app.models.library import ModelDefaults, ModelInUse, open_library
 from inference import SamplingParams
-from inference.engine import Engine
+from inference.core.engine import Engine
 from inference.params import ChatRequest, LoadSettings
 from tests.gui_app import WAIT_MS
 
@@ -45,18 +45,18 @@ def test_a_default_context_is_what_the_engine_loads_with(base, capsys):
 
 def test_a_chat_template_override_changes_the_prompt_the_engine_renders(model_path):
     with Engine.start(LoadSettings(model_path=model_path, n_ctx=1024, n_seq_max=2)) as own:
-        ordinary = own.tokenize_chat(CHAT)  # the file's own ChatML
+        ordinary = own.inputs.chat_tokens(CHAT)  # the file's own ChatML
     settings = LoadSettings(model_path=model_path, n_ctx=1024, n_seq_max=2, chat_template=TEMPLATE)
     with Engine.start(settings) as overridden:
         expected = overridden.text_tokens("### user: Name a colour.\n### assistant:", parse_special=False)
-        assert overridden.tokenize_chat(CHAT) == expected != ordinary
+        assert overridden.inputs.chat_tokens(CHAT) == expected != ordinary
         reply = overridden.submit(ChatRequest(messages=tuple(CHAT), sampling=SamplingParams.greedy(max_tokens=8)))
         done = reply.result(timeout=120)
         assert done.error is None and done.stats.prompt_tokens == len(expected)
 
 
 def test_the_gateways_tokenizer_renders_with_the_override_too(model_path):
-    tokenizers = PromptTokenizers()
+    tokenizers = InputProcessors()
     plain = tokenizers.get(model_path, 1024)
     overridden = tokenizers.get(model_path, 1024, TEMPLATE)
     assert overridden is not plain and overridden.template.source == TEMPLATE

@@ -65,7 +65,7 @@ def fresh(make_engine):
 def sampled(model_path):
     """A server on an engine of its own for sampled (temperature 1) replies: what earlier
     tests left in the shared engine's cache must not move a sampled token."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     engine = Engine.start(LoadSettings(model_path=model_path, n_ctx=1024, n_seq_max=4, reproducible=True))
@@ -129,7 +129,7 @@ def test_penalties_are_accepted(server):
 
 
 def test_completions_take_a_raw_prompt_of_token_ids(server, shared_engine):
-    tokens = shared_engine.tokenize_chat([{"role": "user", "content": "Name a fruit."}])
+    tokens = shared_engine.inputs.chat_tokens([{"role": "user", "content": "Name a fruit."}])
     c = client(server)
     out = c.completions.create(model="m", prompt=tokens, max_tokens=6, temperature=0)
     chat = c.chat.completions.create(**ask("Name a fruit.", max_tokens=6))

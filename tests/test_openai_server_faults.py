@@ -31,7 +31,7 @@ WAIT_S = 30
 def engine(model_path):
     """One sequence (a second request queues) and small batches (a long prompt takes many
     steps to prefill), so that each phase lasts long enough to leave in."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     started = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=1, n_batch=32, n_ubatch=32))
@@ -207,12 +207,14 @@ def test_an_engine_process_dying_mid_reply_is_an_error_to_both_kinds_of_call(mod
     from app.engines.host import EngineClient
     from app.server.config import ServerConfig
     from app.server.uvicorn_server import HttpServer
+    from inference import DeltaRouter
     from inference.params import LoadSettings
 
     snapshots = []
-    gateway = EngineGateway(lambda: process, lambda: snapshots[-1] if snapshots else None, lambda d: None)
+    router = DeltaRouter()
+    gateway = EngineGateway(lambda: process, lambda: snapshots[-1] if snapshots else None, router)
     process = EngineClient(LoadSettings(model_path=model_path, n_ctx=1024, n_seq_max=2),
-                           on_delta=gateway.on_delta, on_metrics=snapshots.append)
+                           on_delta=router.route, on_metrics=snapshots.append)
     process.start(wait=True)
     server = HttpServer(gateway, ServerConfig(port=0, api_key="sekrit"),
                         ready=lambda: process.state.status == "ready").start()

@@ -1,14 +1,16 @@
 """What packaging adds to the running app: GPU layers from the model dialog reaching the
-engine, the smoke run that the bundle check uses (run here from source), and the desktop
-entry installer."""
+engine, the smoke run that the bundle check uses (run here from source), the desktop
+entry installer, and an install where the C sampling kernel cannot be built."""
 
 from __future__ import annotations
 
 import configparser
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,21 @@ def test_the_shipped_desktop_entry_is_valid() -> None:
         checked = subprocess.run(["desktop-file-validate", str(ROOT / "packaging/linux/chorus.desktop")],
                                  capture_output=True, text=True)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_package_builds_without_a_c_compiler_leaving_the_kernel_out(tmp_path) -> None:
+    """The sampling extension is optional: with a compiler that fails (none, or MSVC
+    without OpenMP) the wheel still builds, without it, and sampling takes the numpy path
+    (test_sampling_model.py runs the engine that way)."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "dist", "artifacts", "__pycache__", "*.so", "*.egg-info", ".*_cache"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "wheels"),
+                            str(src)], env={**os.environ, "CC": "/bin/false"}, capture_output=True, text=True,
+                           timeout=600)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert 'building extension "inference.sample._kernel" failed' in built.stdout + built.stderr
+    (wheel,) = (tmp_path / "wheels").glob("chorus-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "inference/sample/kernel.py" in names and "inference/sample/rows.py" in names
+    assert not [n for n in names if n.startswith("inference/sample/_kernel") and n.endswith((".so", ".pyd"))]

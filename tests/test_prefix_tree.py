@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from inference.kv_cache import KvCacheManager, SeqState
-from inference.prefix_tree import PrefixMatch, PrefixTree, common_prefix_len
+from inference.kv.cache_manager import KvCacheManager, SeqState
+from inference.kv.prefix_tree import PrefixMatch, PrefixTree, common_prefix_len
 from tests.reference_kv import ReferenceKv
 
 

@@ -23,7 +23,7 @@ KEY = "sekrit-key-123"
 def engine(model_path):
     """An engine of this module's own: the greedy answers compared below must not depend
     on what earlier tests left in a shared cache (see README, Reproducible mode)."""
-    from inference.engine import Engine
+    from inference.core.engine import Engine
     from inference.params import LoadSettings
 
     started = Engine.start(LoadSettings(model_path=model_path, n_ctx=4096, n_seq_max=8, reproducible=True))

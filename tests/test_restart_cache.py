@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inference.engine_core import EngineCore
-from inference.kv_cache import SeqState
-from inference.kv_disk_cache import MIN_SAVE_TOKENS
-from inference.kv_store import KEY_BYTES, KvDiskStore
+from inference.core.engine_core import EngineCore
+from inference.kv.cache_manager import SeqState
+from inference.kv.disk_cache import MIN_SAVE_TOKENS
+from inference.kv.disk_store import KEY_BYTES, KvDiskStore
 from inference.outputs import FinishReason
 from inference.params import ChatRequest, LoadSettings, SamplingParams
-from inference.scheduler import StepPlan
+from inference.sched.scheduler import StepPlan
 from tests.core_driver import Driver, prompt
 from tests.fake_runner import FakeClock, FakeRunner
 from tests.reference_kv import Cell

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from app.perf.hardware import HardwareSample
 from app.server.metrics import EngineCollector
-from inference.metrics import MetricsSnapshot
+from inference.core.metrics import MetricsSnapshot
 from ui.widgets.perf_panel import PerfPanel
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.engine import Engine
+from inference.core.engine import Engine
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 
 pytestmark = pytest.mark.model

@@ -6,8 +6,8 @@ import pytest
 
 from inference.params import LoadSettings, SamplingParams
 from inference.request import Request
-from inference.runner import LlamaRunner
-from inference.scheduler import ScheduledChunk, StepPlan
+from inference.sched.scheduler import ScheduledChunk, StepPlan
+from inference.worker.runner import LlamaRunner
 
 
 @pytest.mark.model

@@ -21,9 +21,9 @@ import llama_cpp as ll
 import numpy as np
 import pytest
 
-from inference.numpy_sampler import RequestSampler, sample_rows
 from inference.params import SamplingParams
-from inference.sampler_chain import SamplerChain, _token_array
+from inference.sample.grammar_chain import SamplerChain, _token_array
+from inference.sample.rows import RequestSampler, sample_rows
 
 DELTA = 1e-12
 N = 100_000  # draws per case
@@ -170,7 +170,7 @@ def real_sized_logits() -> np.ndarray:
 def test_vocabulary_sized_rows_with_a_top_k_take_the_kernel_and_match(monkeypatch) -> None:
     """49k-token rows like the real model's, the app's defaults: the C kernel's top-k set,
     never the threshold path; same distribution."""
-    import inference.numpy_sampler as numpy_sampler
+    import inference.sample.rows as numpy_sampler
 
     monkeypatch.setattr(numpy_sampler, "_draw", lambda rows, samplers: pytest.fail("threshold path used"))
     logits = real_sized_logits()
@@ -184,7 +184,7 @@ def test_vocabulary_sized_rows_with_a_top_k_take_the_kernel_and_match(monkeypatc
 def test_vocabulary_sized_rows_without_a_top_k_take_the_threshold_and_match(monkeypatch) -> None:
     """top_k=0: candidates found by one threshold, the rest of the vocabulary never
     sorted (no row takes the exact path); same distribution."""
-    import inference.numpy_sampler as numpy_sampler
+    import inference.sample.rows as numpy_sampler
 
     exact = []
     monkeypatch.setattr(numpy_sampler, "_draw_exact", lambda row, sampler: exact.append(1))

@@ -1,4 +1,4 @@
-"""The C sampling kernels (inference/_sampling.c): the top-k against numpy's stable sort
+"""The C sampling kernels (inference/sample/_kernel.c): the top-k against numpy's stable sort
 on the shapes it meets (a real vocabulary, small test vocabularies, a tail block, ties,
 banned tokens), and the inputs each entry point must refuse without touching memory it
 does not own. Their sampling semantics are tested in test_sampling_distribution.py and
@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from inference._sampling import VECTOR_WIDTH, draw_rows, penalise_rows, top_k_rows
+from inference.sample._kernel import VECTOR_WIDTH, draw_rows, penalise_rows, top_k_rows
 
 
 def reference(logits: np.ndarray, rows: list[int], k: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,8 +35,8 @@ def run(logits: np.ndarray, rows: list[int], ks: list[int], width: int) -> tuple
 
 
 def test_the_kernel_serves_the_default_settings_and_greedy() -> None:
-    from inference.numpy_sampler import RequestSampler
     from inference.params import SamplingParams
+    from inference.sample.rows import RequestSampler
 
     assert RequestSampler(SamplingParams()).kernel_k == 40
     assert RequestSampler(SamplingParams.greedy()).kernel_k == 1
@@ -58,7 +58,7 @@ def test_matches_a_stable_sort(n_vocab: int, k: int) -> None:
 # chosen once, at import (CHORUS_SAMPLING_VECTOR picks one the CPU has).
 _EVERY_WIDTH = textwrap.dedent("""
     import numpy as np
-    from inference._sampling import VECTOR_WIDTH, top_k_rows
+    from inference.sample._kernel import VECTOR_WIDTH, top_k_rows
     rng = np.random.default_rng(7)
     for n_vocab in (49_152, 1000, 64, 65, 3):
         logits = rng.standard_normal((2, n_vocab)).astype(np.float32)
@@ -99,7 +99,7 @@ _THREADED = textwrap.dedent("""
     import json
     import numpy as np
     from dataclasses import replace
-    from inference.numpy_sampler import RequestSampler, RowPreparer, sample_prepared
+    from inference.sample.rows import RequestSampler, RowPreparer, sample_prepared
     from inference.params import SamplingParams
     rng = np.random.default_rng(3)
     kinds = [SamplingParams(), SamplingParams.greedy(), SamplingParams(top_k=7, repeat_last_n=4)]
@@ -268,8 +268,8 @@ def test_a_row_without_a_finite_logit_draws_no_token() -> None:
     for k, v in before.items():
         np.testing.assert_array_equal(a[k], v)
 
-    from inference.numpy_sampler import RequestSampler, sample_rows
     from inference.params import SamplingParams
+    from inference.sample.rows import RequestSampler, sample_rows
 
     with pytest.raises(ValueError, match="NaN"):
         sample_rows(np.full((1, 300), np.nan, dtype=np.float32), [RequestSampler(SamplingParams())])

@@ -10,9 +10,9 @@ import pytest
 
 from inference import ChatRequest, SamplingParams
 from inference.params import LoadSettings
-from inference.runner import LlamaRunner
-from inference.sampler_chain import SamplerChain
-from inference.samplers import SamplerSet
+from inference.sample.grammar_chain import SamplerChain
+from inference.sample.sampler_set import SamplerSet
+from inference.worker.runner import LlamaRunner
 
 pytestmark = pytest.mark.model
 
@@ -133,3 +133,32 @@ def test_logits_depend_on_the_kv_cells_order_not_on_chunking_or_sharing(model_pa
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x.astype(np.float64) - x.max())
     return e / e.sum()
+
+
+NO_KERNEL_RUN = """
+import json, sys
+sys.modules["inference.sample._kernel"] = None  # as where the extension could not be built
+from inference import ChatRequest, Engine, LoadSettings, SamplingParams
+from inference.sample import kernel
+assert not kernel.AVAILABLE
+questions, model = json.loads(sys.argv[1]), sys.argv[2]
+with Engine.start(LoadSettings(model_path=model, n_ctx=4096, n_seq_max=8, reproducible=True)) as engine:
+    handles = [engine.submit(ChatRequest(messages=({"role": "user", "content": q},),
+                                         sampling=SamplingParams.greedy(32))) for q in questions]
+    print(json.dumps([list(h.result(300).token_ids) for h in handles]))
+"""
+
+
+def test_without_the_c_kernel_the_engine_samples_in_numpy_with_the_same_greedy_text(shared_engine,
+                                                                                     model_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, "-c", NO_KERNEL_RUN, json.dumps(QUESTIONS), str(model_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    without = json.loads(ran.stdout.strip().splitlines()[-1])
+    handles = [shared_engine.submit(ask(q, SamplingParams.greedy(32))) for q in QUESTIONS]
+    assert without == [list(h.result(300).token_ids) for h in handles]
+    assert all(without)

@@ -1,5 +1,6 @@
 """The numpy sampler's repeat penalties, bans, greedy pick and per-request RNG, against
-llama.cpp's own samplers on the same logits where it has one (no model needed)."""
+llama.cpp's own samplers on the same logits where it has one (no model needed); each on the
+C kernel and on the numpy path alone (no kernel built)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from dataclasses import replace
 
 import llama_cpp as ll
 import numpy as np
+import pytest
 
-from inference.numpy_sampler import RequestSampler, sample_rows
 from inference.params import SamplingParams
-from inference.sampler_chain import SamplerChain, _penalties, _token_array
+from inference.sample.grammar_chain import SamplerChain, _penalties, _token_array
+from inference.sample.rows import RequestSampler, sample_rows
 
 V = 512
 GREEDY_PENALISED = SamplingParams(temperature=0.0, repeat_penalty=1.3, repeat_last_n=64)
@@ -35,7 +37,7 @@ def llama_apply(sampler: ll.llama_sampler_p, row: np.ndarray) -> tuple[np.ndarra
     return out, int(data[cur.selected]["id"]) if cur.selected >= 0 else -1
 
 
-def test_penalties_are_llama_cpps_bit_for_bit() -> None:
+def test_penalties_are_llama_cpps_bit_for_bit(sampling_path) -> None:
     row = logits()
     history = [int(t) for t in np.random.default_rng(1).integers(0, 40, 100)]  # many repeats
     history[:10] = list(range(100, 110))  # older than the window: never penalised
@@ -78,7 +80,7 @@ def test_repeat_last_n_minus_one_penalises_the_whole_history_and_zero_none() -> 
     assert RequestSampler(replace(GREEDY_PENALISED, repeat_penalty=1.0)).window is None
 
 
-def test_greedy_picks_llama_cpps_token_with_penalties_and_banned_eog() -> None:
+def test_greedy_picks_llama_cpps_token_with_penalties_and_banned_eog(sampling_path) -> None:
     """Temperature 0: the chain's greedy pick after its penalties and its end-of-generation
     bias, on rows whose best token is the banned one or a penalised one."""
     eog = [3]
@@ -97,7 +99,7 @@ def test_greedy_picks_llama_cpps_token_with_penalties_and_banned_eog() -> None:
         assert expected != 3
 
 
-def test_greedy_takes_the_first_of_equal_maxima_like_llama_cpp() -> None:
+def test_greedy_takes_the_first_of_equal_maxima_like_llama_cpp(sampling_path) -> None:
     row = np.zeros(V, dtype=np.float32)
     row[[40, 7, 300]] = 2.0
     greedy = ll.llama_sampler_init_greedy()
@@ -106,7 +108,7 @@ def test_greedy_takes_the_first_of_equal_maxima_like_llama_cpp() -> None:
     assert sample_rows(row[None].copy(), [RequestSampler(SamplingParams.greedy())]) == [expected] == [7]
 
 
-def test_a_seeded_request_draws_the_same_tokens_alone_and_in_any_batch() -> None:
+def test_a_seeded_request_draws_the_same_tokens_alone_and_in_any_batch(sampling_path) -> None:
     """One uniform per token from the request's own generator: what else shares the batch
     (other seeds, greedy rows, other settings, rows before or after it) changes nothing."""
     rows = [logits(seed, 2000) for seed in range(60)]
@@ -134,7 +136,7 @@ def test_a_step_prepared_but_never_decoded_costs_no_draw() -> None:
     uniforms must not be used up, or a seeded request's text would depend on the retry.
     The dropped steps here alternate between the kept rows and other rows (which hand the
     kept ones' state back to their samplers and build new ones)."""
-    from inference.numpy_sampler import RowPreparer, sample_prepared
+    from inference.sample.rows import RowPreparer, sample_prepared
 
     row = logits(5)
     params = SamplingParams(seed=42, temperature=1.5, top_k=100, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
@@ -153,7 +155,7 @@ def test_a_step_prepared_but_never_decoded_costs_no_draw() -> None:
 def kept_rows_tokens(seeded: SamplingParams, rows: list[np.ndarray], churn: int) -> list[int]:
     """seeded's tokens when sampled through one RowPreparer, as the engine does, with other
     requests joining and leaving every churn steps (its state handed back and forth)."""
-    from inference.numpy_sampler import RowPreparer, sample_prepared
+    from inference.sample.rows import RowPreparer, sample_prepared
 
     mine = RequestSampler(seeded)
     others = [RequestSampler(p) for p in (SamplingParams(seed=1), SamplingParams.greedy(),
@@ -188,3 +190,30 @@ def test_a_whole_history_window_grows_while_its_rows_are_kept() -> None:
     expected = [sample_rows(row[None].copy(), [alone])[0] for row in rows]
     assert kept_rows_tokens(seeded, rows, churn=1000) == expected
     assert len(set(expected)) > 200  # each token penalised for good: the greedy pick moves on
+
+
+def test_penalties_in_numpy_are_the_kernels_bit_for_bit() -> None:
+    """Where the kernel is built, its penalise_rows and the numpy one agree exactly: bans,
+    repeats, a penalty below one, rows not listed left alone."""
+    from inference.sample import kernel
+
+    if not kernel.AVAILABLE:
+        pytest.skip("the C sampling kernel is not built here")
+    rng = np.random.default_rng(5)
+    matrix = (rng.standard_normal((4, V)) * 3).astype(np.float32)
+    rows = np.array([0, 2, 3], dtype=np.int32)
+    windows = rng.integers(0, V, 90).astype(np.int64)  # with repeats
+    window_ends = np.array([30, 60, 90], dtype=np.int64)
+    penalties = np.array([1.3, 0.8, 1.0], dtype=np.float32)
+    bans = np.array([3, 7, 7, 100], dtype=np.int64)
+    ban_ends = np.array([1, 3, 4], dtype=np.int64)
+    in_c, in_numpy = matrix.copy(), matrix.copy()
+    kernel.penalise_rows(in_c, rows, windows, window_ends, penalties, bans, ban_ends)
+    kernel.AVAILABLE = False
+    try:
+        kernel.penalise_rows(in_numpy, rows, windows, window_ends, penalties, bans, ban_ends)
+    finally:
+        kernel.AVAILABLE = True
+    assert np.array_equal(in_c, in_numpy)
+    assert np.array_equal(in_numpy[1], matrix[1]) and not np.array_equal(in_numpy[0], matrix[0])
+    assert in_numpy[2, 7] == -np.inf and in_numpy[3, 100] == -np.inf

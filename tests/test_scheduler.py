@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from inference.kv_cache import SeqState
+from inference.kv.cache_manager import SeqState
 from inference.outputs import FinishReason, Phase
 from inference.params import SamplingParams
 from inference.request import RequestStatus
-from inference.scheduler import MIN_SHARED_WAIT
+from inference.sched.scheduler import MIN_SHARED_WAIT
 from tests.core_driver import Driver, chunk_of, make_driver, prompt
 
 SAMPLED = 7  # every "sampled" token

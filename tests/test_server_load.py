@@ -21,7 +21,7 @@ import pytest
 from app.bench.raw_http import Target, chat_body, request_bytes, stream_chat
 from app.bench.serve import run_load
 from inference import ChatRequest, SamplingParams
-from inference.metrics import MetricsSnapshot
+from inference.core.metrics import MetricsSnapshot
 from tests.served import KEY
 from tests.served import serving as served
 
@@ -97,7 +97,7 @@ def test_killed_clients_stop_costing_anything(make_engine, phase_name, stream):
     # ignore_eos (an extension, as vLLM's; ignored where unknown): no request ends on its own.
     bodies = [{**chat_body(1000, f"Client {i}. {phase.prompt}", stream=stream), "ignore_eos": True}
               for i in range(KILLED)]
-    prompt_tokens = sum(len(engine.tokenize_chat(b["messages"])) for b in bodies)
+    prompt_tokens = sum(len(engine.inputs.chat_tokens(b["messages"])) for b in bodies)
     blockers = [engine.submit(ChatRequest(messages=({"role": "user", "content": f"Blocker {i}. {STORY}"},),
                                           sampling=SamplingParams(temperature=0, max_tokens=1000, ignore_eos=True)))
                 for i in range(phase.blockers)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.step_budget import StepBudget
+from inference.sched.step_budget import StepBudget
 
 TARGET = 0.1
 FAST, SLOW = 0.05, 0.2

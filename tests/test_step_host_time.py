@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.metrics import LATENCY_SAMPLES, EngineMetrics
+from inference.core.metrics import LATENCY_SAMPLES, EngineMetrics
 from tests.core_driver import make_driver, prompt
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference.detokenizer import IncrementalDetokenizer
-from inference.stop_strings import StopResult, StopStringMatcher
+from inference.tokenizer.detokenizer import IncrementalDetokenizer
+from inference.tokenizer.stop_strings import StopResult, StopStringMatcher
 
 REPLACEMENT = "\ufffd"
 

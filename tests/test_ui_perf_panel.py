@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 
 from app.perf.hardware import GpuSample, HardwareSample
-from inference.metrics import MetricsSnapshot
+from inference.core.metrics import MetricsSnapshot
 from tests.gui_app import SCREENSHOTS
 from tests.shown import shown
 from ui.theme import dark_palette, light_palette

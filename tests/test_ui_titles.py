@@ -19,20 +19,22 @@ class Spy:
     def __init__(self, app: App) -> None:
         self.asked: list[list[str]] = []  # each title request's output, as it streams
         self.to_views: list[str] = []  # request ids of the deltas the views got
-        own = app.ctx.own_requests
-        expect, to_views = own.expect, own._to_views
+        deltas = app.ctx.engines.deltas
+        register, to_views = deltas.register, deltas._fallback
+        assert to_views is not None
 
-        def spy_expect(request_id, on_delta) -> None:
+        def spy_register(request_id, on_delta) -> None:
             parts: list[str] = []
-            self.asked.append(parts)
-            expect(request_id, lambda d: (parts.append(d.text), on_delta(d)))
+            if request_id.startswith("title-"):
+                self.asked.append(parts)
+            register(request_id, lambda d: (parts.append(d.text), on_delta(d)))
 
         def spy_views(delta) -> None:
             self.to_views.append(delta.request_id)
             to_views(delta)
 
-        own.expect = spy_expect
-        own._to_views = spy_views
+        deltas.register = spy_register
+        deltas._fallback = spy_views
 
 
 @pytest.fixture
@@ -70,7 +72,7 @@ def test_the_first_exchange_gets_a_generated_title_in_tab_sidebar_and_storage(ti
     # The title request's text went into no view: the chat shows its two messages only.
     assert not any(rid.startswith("title-") for rid in spy.to_views)
     assert [v.text for v in tab.model.views()] == [question, reply]
-    assert app.ctx.own_requests.pending() == 0
+    assert not [rid for rid in app.ctx.engines.deltas.open_ids() if rid.startswith("title-")]
     # A later exchange does not title the chat again.
     app.send(tab, "And black tea?")
     app.wait_done(tab)

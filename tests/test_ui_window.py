@@ -88,7 +88,7 @@ def test_regenerate_needs_a_question(window):
 
 def test_the_status_line_says_idle_and_keeps_slow_rates():
     from app.engines.finish import rate_text as rate
-    from inference.metrics import MetricsSnapshot
+    from inference.core.metrics import MetricsSnapshot
     from ui.controllers.engine_status import status_line
 
     fields = {name: 0 for name in MetricsSnapshot.__dataclass_fields__}

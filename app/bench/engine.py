@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.engine_args import settings_from_args
-from inference import ChatRequest, SamplingParams
-from inference.engine import Engine
-from inference.metrics import percentile
+from inference import ChatRequest, Engine, SamplingParams, percentile
 
 SENTENCES = (
     "You are Chorus, a careful assistant who answers in plain language.",
@@ -77,10 +75,10 @@ def build_workload(engine: Engine, chats: int, system_tokens: int, max_tokens: i
     system = _system_prompt(engine, system_tokens)
     questions = [f"Question {i + 1}: explain {TOPICS[i % len(TOPICS)]} in a few sentences." for i in range(chats)]
     prompts = [
-        engine.tokenize_chat([{"role": "system", "content": system}, {"role": "user", "content": q}])
+        engine.inputs.chat_tokens([{"role": "system", "content": system}, {"role": "user", "content": q}])
         for q in questions
     ]
-    warm = engine.tokenize_chat(
+    warm = engine.inputs.chat_tokens(
         [{"role": "system", "content": system}, {"role": "user", "content": "Say hello."}]
     )
     return Workload(system, questions, prompts, warm, max_tokens)
@@ -108,7 +106,7 @@ def _system_prompt(engine: Engine, target_tokens: int) -> str:
 
 
 def _prefix_size(engine: Engine, system_prompt: str) -> int:
-    return len(engine.call(lambda core: core.system_prefix_tokens(system_prompt)))
+    return len(engine.inputs.system_prefix_tokens(system_prompt))
 
 
 # ----- the engine side ------------------------------------------------------------------
@@ -169,14 +167,14 @@ def _load_llama(**kwargs: Any) -> Any:
     for it, so its module's default model parameters are wrapped while it loads."""
     import llama_cpp.llama as llama_module
 
-    from inference.runner import cpu_repack_enabled
+    from inference import backend
 
     module_api = llama_module.llama_cpp
     defaults = module_api.llama_model_default_params
 
     def engine_defaults() -> Any:
         params = defaults()
-        params.use_extra_bufts = cpu_repack_enabled()
+        params.use_extra_bufts = backend.cpu_repack_enabled()
         return params
 
     module_api.llama_model_default_params = engine_defaults
@@ -250,12 +248,12 @@ def native_decode_tok_s(
     sequence per llama_decode, no sampling. Same llama.cpp build, same threads."""
     import llama_cpp as ll
 
-    from inference.runner import cpu_repack_enabled, init_backend
+    from inference import backend
 
-    init_backend()  # llama.cpp's log goes through Python logging, as in the engine
+    backend.init_backend()  # llama.cpp's log goes through Python logging, as in the engine
     mp = ll.llama_model_default_params()
     mp.n_gpu_layers = gpu_layers
-    mp.use_extra_bufts = cpu_repack_enabled()  # as the engine loads it (inference/runner.py)
+    mp.use_extra_bufts = backend.cpu_repack_enabled()  # as the engine loads it (inference/worker/runner.py)
     model_ptr = ll.llama_model_load_from_file(str(model).encode(), mp)
     cp = ll.llama_context_default_params()
     cp.n_ctx = shared_prompt + n_seqs * steps + 512
@@ -264,10 +262,8 @@ def native_decode_tok_s(
     cp.n_threads = cp.n_threads_batch = threads
     cp.kv_unified = True
     if reproducible:  # the same KV cache settings as the engine's reproducible mode
-        from inference.runner import GGML_TYPE_Q8_0
-
         cp.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        cp.type_k = cp.type_v = GGML_TYPE_Q8_0
+        cp.type_k = cp.type_v = backend.GGML_TYPE_Q8_0
     ctx = ll.llama_init_from_model(model_ptr, cp)
     batch = ll.llama_batch_init(512, 0, n_seqs)
 

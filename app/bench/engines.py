@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engines.host import EngineClient
-from inference import ChatRequest, LoadSettings, SamplingParams
-from inference.params import physical_cores
+from inference import ChatRequest, LoadSettings, SamplingParams, physical_cores
 
 PROMPT = "Tell me a long story about a lighthouse keeper."
 

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from app.bench.raw_http import FAILURE_KINDS, ClientResult
-from inference.metrics import percentile
+from inference import percentile
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from pathlib import Path
 
 from app.bench.engine import SENTENCES, TOPICS
 from app.cli.engine_args import settings_from_args
-from inference import ChatRequest, LoadSettings, SamplingParams
-from inference.engine import Engine
+from inference import ChatRequest, Engine, LoadSettings, SamplingParams
 
 REPLY_TOKENS = 32  # each timed turn's reply (greedy); TTFT is what is compared
 
@@ -38,7 +37,7 @@ def build_history(engine: Engine, history_tokens: int) -> list[dict]:
     conversation reaches history_tokens (the assistant turns are written, not generated)."""
     messages: list[dict] = [{"role": "system", "content": " ".join(SENTENCES)}]
     i = 0
-    while len(engine.tokenize_chat(messages)) < history_tokens:
+    while len(engine.inputs.chat_tokens(messages)) < history_tokens:
         topic = TOPICS[i % len(TOPICS)]
         messages.append({"role": "user", "content": f"Question {i + 1}: tell me about {topic}."})
         answer = " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(6))

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from app.engines.finish import message_status
-from inference.outputs import Delta
+from inference import Delta
 from storage import ChatRepository, DatabaseBusy, MessageStatus, retry_locked
 
 log = logging.getLogger(__name__)

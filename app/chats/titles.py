@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from inference.params import SPARE_PRIORITY, ChatRequest, SamplingParams
+from inference import SPARE_PRIORITY, ChatRequest, SamplingParams
 
 TITLE_CHARS = 48
 MAX_WORDS = 8  # a longer "title" is an answer or a sentence

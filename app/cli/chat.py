@@ -17,10 +17,7 @@ from app.cli.engine_args import add_model_args, library_defaults, resolve_model,
 from app.cli.remote_replies import add_remote_args, connect
 from app.engines.remote import RemoteError
 from app.paths import kv_cache_dir
-from inference import ChatRequest, ModelLoadError, SamplingParams
-from inference.engine import Engine
-from inference.outputs import Delta
-from inference.params import PRIORITY_VISIBLE_TAB
+from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, ModelLoadError, SamplingParams
 from storage import ChatRepository, MessageStatus, NotFoundError
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"

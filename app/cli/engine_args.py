@@ -10,7 +10,7 @@ from typing import Any
 from app.models import catalog as model_catalog
 from app.models.library import ModelDefaults, apply_defaults, open_library
 from app.paths import models_dir
-from inference.params import LoadSettings
+from inference import LoadSettings
 from storage import StorageError
 
 

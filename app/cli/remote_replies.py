@@ -9,10 +9,7 @@ from dataclasses import replace
 
 from app.engines.remote import RemoteClient, RemoteEndpoint, RemoteError
 from app.engines.sources import ModelSource
-from inference.engine import RequestHandle
-from inference.ids import new_request_id
-from inference.outputs import Delta
-from inference.params import ChatRequest
+from inference import ChatRequest, Delta, RequestHandle, new_request_id
 
 
 def add_remote_args(p: argparse.ArgumentParser) -> None:

@@ -13,8 +13,7 @@ from app.cli.engine_args import add_model_args, library_defaults, resolve_model,
 from app.paths import kv_cache_dir
 from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
 from app.server.uvicorn_server import HttpServer
-from inference import ModelLoadError
-from inference.engine import Engine
+from inference import Engine, ModelLoadError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference.outputs import Delta, FinishReason
+from inference import Delta, FinishReason
 from storage import MessageStatus
 
 

@@ -17,14 +17,21 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.engines.protocol import EngineState, EngineStatus
-from inference.errors import EngineError, ModelLoadError, RequestError
-from inference.ids import new_request_id
-from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason
-from inference.params import ChatRequest, LoadSettings
+from inference import (
+    ChatRequest,
+    Delta,
+    DeltaRouter,
+    EngineError,
+    FinishReason,
+    LoadSettings,
+    MetricsSnapshot,
+    ModelLoadError,
+    RequestError,
+    new_request_id,
+)
 
 if TYPE_CHECKING:
-    from inference.engine import Engine
+    from inference import Engine
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,7 @@ def _yield_to_the_window() -> None:
 
 
 def _worker_main(settings: LoadSettings, conn) -> None:
-    from inference.engine import Engine
+    from inference import Engine
 
     _yield_to_the_window()
     send_lock = threading.Lock()
@@ -164,7 +171,7 @@ class Preparer:
                     self._forward(Delta.finished_with(request_id, FinishReason.ERROR, error))
                 else:
                     try:
-                        self._engine.submit(prepared, on_delta=self._forward)
+                        self._engine.stream(prepared, self._forward)
                     except EngineError as exc:  # shutting down
                         self._forward(Delta.finished_with(request_id, FinishReason.ERROR, str(exc)))
 
@@ -191,8 +198,8 @@ class EngineClient:
         self._on_state = on_state
         self._on_progress = on_progress
         self._ctx = mp.get_context("spawn")  # no inherited threads or llama state
-        self._in_flight: set[str] = set()
-        self._lock = threading.Lock()
+        # The requests in flight: ended by this side when the process dies.
+        self._deltas = DeltaRouter(fallback=on_delta)
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._process = None
         self._conn = None
@@ -259,8 +266,7 @@ class EngineClient:
         if self.state.status not in (EngineStatus.READY, EngineStatus.STARTING):
             raise EngineError(f"the engine is {self.state.status.value}")
         request_id = chat.request_id or new_request_id()
-        with self._lock:
-            self._in_flight.add(request_id)
+        self._deltas.register(request_id, self._on_delta)
         self._outbox.put(("submit", replace(chat, request_id=request_id)))
         return request_id
 
@@ -281,8 +287,7 @@ class EngineClient:
         self._outbox.put(("threads", n_threads))
 
     def in_flight(self) -> set[str]:
-        with self._lock:
-            return set(self._in_flight)
+        return set(self._deltas.open_ids())
 
     # ----- threads -------------------------------------------------------------------
 
@@ -302,7 +307,7 @@ class EngineClient:
             while True:
                 kind, payload = conn.recv()
                 if kind == "delta":
-                    self._deliver(payload)
+                    self._deltas.route(payload)
                 elif kind == "metrics":
                     self._on_metrics(payload)
                 elif kind == "progress":
@@ -325,20 +330,8 @@ class EngineClient:
             self._fail_in_flight(CRASH_MESSAGE.format(code=code), FinishReason.INTERRUPTED)
             self._set_state(EngineState(EngineStatus.CRASHED, error=f"exit code {code}"))
 
-    def _deliver(self, delta: Delta) -> None:
-        if delta.finished:
-            with self._lock:
-                self._in_flight.discard(delta.request_id)
-        try:
-            self._on_delta(delta)
-        except Exception:
-            log.exception("delta listener failed")
-
     def _fail_in_flight(self, message: str, reason: FinishReason = FinishReason.CANCELLED) -> None:
-        with self._lock:
-            ids, self._in_flight = self._in_flight, set()
-        for request_id in ids:
-            self._deliver(Delta.finished_with(request_id, reason, message))
+        self._deltas.finish_all(reason, message)
 
     def _set_state(self, state: EngineState) -> None:
         self.state = state

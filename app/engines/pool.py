@@ -15,9 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.sources import LOCAL, ModelSource
-from inference.ids import new_request_id
-from inference.outputs import Delta, FinishReason
-from inference.params import ChatRequest
+from inference import ChatRequest, Delta, FinishReason, new_request_id
 
 log = logging.getLogger(__name__)
 

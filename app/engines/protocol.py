@@ -6,7 +6,7 @@ a local model in a process of its own (EngineClient), a remote OpenAI-compatible
 come back through it: each engine hands them to the on_delta callback it was built with.
 
 ServedEngine is what the OpenAI-compatible server needs: requests it can stream or wait on.
-inference.engine.Engine gives it (`chorus serve`), and so does EngineGateway (the app's
+inference.core.engine.Engine gives it (`chorus serve`), and so does EngineGateway (the app's
 engine, whose deltas arrive from another process).
 """
 
@@ -18,11 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from inference.engine import RequestHandle
-    from inference.metrics import MetricsSnapshot
-    from inference.outputs import Delta
-    from inference.params import ChatRequest
-    from inference.runner import ModelInfo
+    from inference import ChatRequest, Delta, MetricsSnapshot, ModelInfo, RequestHandle
 
 
 class EngineStatus(str, enum.Enum):

@@ -25,9 +25,7 @@ from app.engines.remote_errors import RemoteError, event_error, explain, http_er
 from app.engines.remote_http import Line, RemoteEndpoint, http_client
 from app.engines.remote_reading import Reading, is_json, json_object
 from app.engines.sse import events
-from inference.ids import new_request_id
-from inference.outputs import Delta, FinishReason, Phase
-from inference.params import ChatRequest
+from inference import ChatRequest, Delta, FinishReason, Phase, new_request_id
 
 __all__ = ["RemoteClient", "RemoteEndpoint", "RemoteEngine", "RemoteError"]
 

@@ -11,7 +11,7 @@ import httpx
 
 from app.engines.finish import from_openai
 from app.engines.remote_errors import RemoteError, event_error
-from inference.outputs import FinishReason, RequestStats
+from inference import FinishReason, RequestStats
 
 
 @dataclass

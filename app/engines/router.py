@@ -17,9 +17,7 @@ from app.engines.pool import EnginePool, PooledEngine
 from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine
 from app.engines.sources import REMOTE, ModelSource
-from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta
-from inference.params import LoadSettings
+from inference import Delta, LoadSettings, MetricsSnapshot
 
 
 class EngineRouter:

@@ -37,8 +37,7 @@ from app.models.hub_types import (
     IntegrityError,
     RepoNotFound,
 )
-from inference.gguf_reader import GgufError, GgufHeader, read_gguf_header_prefix
-from inference.memory_estimate import MemoryEstimate, estimate_memory
+from inference.gguf import GgufError, GgufHeader, MemoryEstimate, estimate_memory, read_gguf_header_prefix
 
 __all__ = [
     "DownloadCancelled", "DownloadProgress", "GatedRepo", "HubClient", "HubError", "HubFile", "HubFilePart",
@@ -120,11 +119,11 @@ class HubClient:
         if any(h is None for h in headers):
             return None
         read = [h for h in headers if h is not None]
-        from inference.backend_info import gpu_offload_supported  # loads llama.cpp: only when asked
+        from inference import backend  # loads llama.cpp: only when asked
 
         try:
             estimate = estimate_memory(_joined(read), n_ctx, gpu_layers=gpu_layers,
-                                       gpu_supported=gpu_offload_supported())
+                                       gpu_supported=backend.gpu_offload_supported())
         except GgufError:
             return None
         return estimate, sum(h.data_offset for h in read)

@@ -25,8 +25,7 @@ from pathlib import Path
 from app.models import catalog as model_catalog
 from app.models.gguf_files import all_present, is_later_part, parts_of, size_on_disk
 from app.paths import models_dir
-from inference.chat_template import template_problem
-from inference.params import LoadSettings
+from inference import LoadSettings, template_problem
 from storage import DEFAULT_FILENAME, Database, LibraryRepository, open_database
 from storage.records import ModelProfileRecord
 

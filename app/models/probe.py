@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from inference import backend_info
-from inference.gguf_reader import GgufError, GgufHeader, read_gguf_header
-from inference.memory_estimate import MemoryEstimate, estimate_memory
-from inference.params import LoadSettings
+from inference import LoadSettings, backend
+from inference.gguf import GgufError, GgufHeader, MemoryEstimate, estimate_memory, read_gguf_header
 
 
 class ModelProbe:
@@ -23,7 +21,7 @@ class ModelProbe:
 
     def gpu_offload_supported(self) -> bool:
         if self._gpu is None:
-            self._gpu = backend_info.gpu_offload_supported()
+            self._gpu = backend.gpu_offload_supported()
         return self._gpu
 
     def estimate(self, path: str | Path, gpu_layers: int | None = None) -> MemoryEstimate:

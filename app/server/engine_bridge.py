@@ -15,9 +15,7 @@ from typing import TypeVar
 from starlette.types import Receive
 
 from app.engines.protocol import ServedEngine
-from inference.engine import RequestHandle
-from inference.outputs import Delta
-from inference.params import ChatRequest
+from inference import ChatRequest, Delta, RequestHandle
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

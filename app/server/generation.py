@@ -24,9 +24,7 @@ from app.server.errors import ApiError
 from app.server.request_parsing import Generation
 from app.server.state import ServerState
 from app.server.streaming import DONE, SSEResponse, event
-from inference.errors import EngineError, RequestError
-from inference.outputs import FinishReason
-from inference.params import ChatRequest
+from inference import ChatRequest, EngineError, FinishReason, RequestError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,8 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from inference.errors import EngineError
-from inference.metrics import MetricsSnapshot
+from inference import EngineError, MetricsSnapshot
 
 GAUGES = (  # name, help, snapshot field
     ("chorus_prefill_tokens_per_second", "Prompt tokens computed per second (10 s window)", "prefill_tok_s"),

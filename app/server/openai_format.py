@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from app.engines.finish import openai_finish_reason
-from inference.outputs import Delta, FinishReason
+from inference import Delta, FinishReason
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,7 @@ from typing import Any
 
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
-from inference.errors import RequestError
-from inference.grammars import JSON_OBJECT
-from inference.params import UNLIMITED, ChatRequest, SamplingParams
+from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams
 
 MAX_CHOICES = 4
 MAX_STOP = 4

@@ -21,7 +21,7 @@ from app.server.api import build_app
 from app.server.config import ServerConfig
 from app.server.http_protocol import ChorusH11Protocol
 from app.server.state import ServerState
-from inference.errors import EngineError
+from inference import EngineError
 
 log = logging.getLogger(__name__)
 

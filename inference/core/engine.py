@@ -14,19 +14,21 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from inference.engine_core import EngineCore
+from inference.core.engine_core import EngineCore
+from inference.core.handle import DeltaCallback, RequestHandle
+from inference.core.metrics import MetricsSnapshot
+from inference.core.router import DeltaRouter
 from inference.errors import EngineError, ModelLoadError
-from inference.ids import new_request_id
-from inference.kv_store import KvDiskStore, open_store
-from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta, FinishReason, RequestStats
-from inference.params import ChatRequest, LoadSettings, SamplingParams
-from inference.runner import LlamaRunner, ModelInfo
+from inference.kv.disk_store import KvDiskStore, open_store
+from inference.outputs import Delta, FinishReason, ModelInfo
+from inference.params import ChatRequest, LoadSettings, SamplingParams, new_request_id
+from inference.tokenizer.input_processor import InputProcessor
+from inference.worker.runner import LlamaRunner
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
@@ -34,89 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 METRICS_PERIOD_S = 0.1
-DeltaCallback = Callable[[Delta], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    request_id: str
-    text: str
-    token_ids: tuple[int, ...]
-    finish_reason: FinishReason
-    error: str | None
-    stats: RequestStats | None
-
-
-class Canceller(Protocol):
-    """Whoever runs a request, as its handle needs it: something to pass a cancel to."""
-
-    def cancel(self, request_id: str) -> None: ...
-
-
-class RequestHandle:
-    """The caller's side of one request: iterate its deltas or wait for the result.
-
-    Whoever runs the request feeds the handle through deliver(): the engine thread here, or
-    a router outside the engine loop (the app's gateway, for an engine in another process).
-    """
-
-    def __init__(self, request_id: str, engine: Canceller, on_delta: DeltaCallback | None) -> None:
-        self.request_id = request_id
-        self._engine = engine
-        self._on_delta = on_delta
-        self._deltas: queue.SimpleQueue[Delta] = queue.SimpleQueue()
-        self._done = threading.Event()
-        self._text: list[str] = []
-        self._tokens: list[int] = []
-        self.final: Delta | None = None
-
-    def deliver(self, delta: Delta) -> None:
-        """Hand the caller the next delta of this request.
-
-        Only for the source of the request's deltas, never for the caller: one thread at a
-        time, deltas in order, the finished one last (it wakes result() and ends iteration).
-        """
-        self._text.append(delta.text)
-        self._tokens.extend(delta.token_ids)
-        if delta.finished:
-            self.final = delta
-        self._deltas.put(delta)
-        if self._on_delta is not None:
-            try:
-                self._on_delta(delta)
-            except Exception:  # a listener's bug must not stop the engine
-                log.exception("delta callback failed for %s", self.request_id)
-        if delta.finished:
-            self._done.set()
-
-    def __iter__(self) -> Iterator[Delta]:
-        while True:
-            delta = self._deltas.get()
-            yield delta
-            if delta.finished:
-                return
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def result(self, timeout: float | None = None) -> Completion:
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"request {self.request_id} still running after {timeout}s")
-        final = self.final
-        if final is None or final.finish_reason is None:  # done is set by the finished delta alone
-            raise EngineError(f"request {self.request_id} is done without a final delta")
-        return Completion(
-            self.request_id,
-            "".join(self._text),
-            tuple(self._tokens),
-            final.finish_reason,
-            final.error,
-            final.stats,
-        )
-
-    def cancel(self) -> None:
-        self._engine.cancel(self.request_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +82,7 @@ class Engine:
         self._on_progress = on_progress
         self._on_metrics = on_metrics
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
-        self._handles: dict[str, RequestHandle] = {}
+        self._router = DeltaRouter()  # request id -> its handle (or a caller's sink)
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._load_error: BaseException | None = None
@@ -188,36 +107,53 @@ class Engine:
     # ----- API (any thread) --------------------------------------------------------
 
     def submit(self, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
-        self._check_running()
-        request_id = chat.request_id
-        if request_id is None or request_id in self._handles:
-            request_id = new_request_id()
-            chat = _with_id(chat, request_id)
-        handle = RequestHandle(request_id, self, on_delta)
-        self._handles[request_id] = handle
-        self._commands.put(_Submit(chat, request_id))
+        """Start a request; iterate its handle's deltas or wait for its result. on_delta:
+        called with each delta on the engine thread too."""
+        chat = self._named(chat)
+        assert chat.request_id is not None
+        handle = RequestHandle(chat.request_id, self, on_delta)
+        self._send(chat, handle.deliver)
         return handle
 
-    def prepare(self, chat: ChatRequest) -> ChatRequest:
-        """Render and tokenize the chat on the calling thread (templating a huge request
-        must not hold the engine's steps); the chat comes back with prompt_tokens set.
-        Raises RequestError for a chat the engine would refuse."""
+    def stream(self, chat: ChatRequest, sink: DeltaCallback) -> str:
+        """Start a request whose deltas go to sink alone, on the engine thread (no handle
+        keeps its text: for a caller that forwards them, as the engine's process does to
+        the app). Returns its id."""
+        chat = self._named(chat)
+        assert chat.request_id is not None
+        self._send(chat, sink)
+        return chat.request_id
+
+    def _named(self, chat: ChatRequest) -> ChatRequest:
+        self._check_running()
+        if chat.request_id is None or chat.request_id in self._router:
+            return replace(chat, request_id=new_request_id())
+        return chat
+
+    def _send(self, chat: ChatRequest, sink: DeltaCallback) -> None:
+        assert chat.request_id is not None
+        self._router.register(chat.request_id, sink)
+        self._commands.put(_Submit(chat, chat.request_id))
+
+    @property
+    def inputs(self) -> InputProcessor:
+        """The engine's input processor (render + tokenize + check), usable from any
+        thread: templating a huge request must not hold the engine's steps."""
         self._check_running()  # the vocabulary is freed with the model at shutdown
         core = self._core
         if core is None:
-            return chat
-        return core.prompts.prepare(chat)
+            raise EngineError("the engine is not running")
+        return core.inputs
+
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        """The chat rendered and tokenized on the calling thread (prompt_tokens set).
+        Raises RequestError for a chat the engine would refuse."""
+        return self.inputs.prepare(chat)
 
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
         text that cannot fit in the context (refused without tokenizing it)."""
-        self._check_running()
-        core = self._core
-        if core is None:
-            raise EngineError("the engine is not running")
-        tokens = core.prompts.text_tokens(text, parse_special)
-        core.check_prompt(tokens)
-        return tokens
+        return self.inputs.prepare_text(text, parse_special)
 
     def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""
@@ -230,7 +166,8 @@ class Engine:
         return self.submit(chat)
 
     def unpin_system_prompt(self, system_prompt: str) -> bool:
-        return self.call(lambda core: core.unpin(core.system_prefix_tokens(system_prompt)))
+        tokens = self.inputs.system_prefix_tokens(system_prompt)
+        return self.call(lambda core: core.unpin(tokens))
 
     def cancel(self, request_id: str) -> None:
         if not self._stopped.is_set():
@@ -255,9 +192,6 @@ class Engine:
         if runner is None:
             raise EngineError("the engine is not running")
         self.call(lambda _core: runner.set_threads(n_threads))
-
-    def tokenize_chat(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
-        return self.call(lambda core: core.render_prompt(messages, add_generation_prompt))
 
     def metrics(self, fresh: bool = False) -> MetricsSnapshot:
         if fresh or self._snapshot is None:
@@ -380,13 +314,9 @@ class Engine:
                 cmd.future.set_exception(exc)
 
     def _dispatch(self, deltas: list[Delta]) -> None:
+        route = self._router.route
         for delta in deltas:
-            handle = self._handles.get(delta.request_id)
-            if handle is None:
-                continue
-            if delta.finished:
-                del self._handles[delta.request_id]
-            handle.deliver(delta)
+            route(delta)
 
     def _publish_metrics(self, core: EngineCore) -> None:
         now = time.perf_counter()
@@ -399,7 +329,3 @@ class Engine:
                 self._on_metrics(self._snapshot)
             except Exception:
                 log.exception("metrics callback failed")
-
-
-def _with_id(chat: ChatRequest, request_id: str) -> ChatRequest:
-    return replace(chat, request_id=request_id)

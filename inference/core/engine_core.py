@@ -12,21 +12,20 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from inference.core.metrics import EngineMetrics, MetricsSnapshot
+from inference.core.output_processor import RequestOutput
 from inference.errors import RequestError
-from inference.ids import new_request_id
-from inference.kv_cache import KvCacheManager
-from inference.kv_disk_cache import DiskPromptCache, SeqStateBackend
-from inference.kv_store import KvDiskStore
-from inference.logprobs import SampledLogprobs
-from inference.metrics import EngineMetrics, MetricsSnapshot
-from inference.model_runner import ModelRunner, StepOutput
-from inference.output_processor import RequestOutput
+from inference.kv.cache_manager import KvCacheManager
+from inference.kv.disk_cache import DiskPromptCache, SeqStateBackend
+from inference.kv.disk_store import KvDiskStore
 from inference.outputs import Delta, FinishReason, Phase, TokenLogprob, TopLogprob
-from inference.params import ChatRequest, LoadSettings
-from inference.prompt_tokenizer import PromptTokenizer, check_prompt, template_for
+from inference.params import ChatRequest, LoadSettings, new_request_id
 from inference.request import Request, RequestStatus
-from inference.scheduler import Scheduler, StepPlan
-from inference.step_budget import StepBudget
+from inference.sample.logprobs import SampledLogprobs
+from inference.sched.scheduler import Scheduler, StepPlan
+from inference.sched.step_budget import StepBudget
+from inference.tokenizer.input_processor import InputProcessor
+from inference.worker.model_runner import ModelRunner, StepOutput
 
 log = logging.getLogger(__name__)
 
@@ -55,26 +54,15 @@ class EngineCore:
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
         self.metrics = EngineMetrics()
-        self.prompts = PromptTokenizer(runner, runner.n_ctx, template_for(runner, settings.chat_template))
-        self.template = self.prompts.template
+        # The one input processor of this model: the engine thread's requests and the other
+        # threads' (Engine.prepare) are rendered, tokenized and checked by the same object.
+        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template)
         self._outputs: dict[str, RequestOutput] = {}
         # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).
         self.disk: DiskPromptCache | None = None
         if store is not None:
             backend: SeqStateBackend = runner  # type: ignore[assignment]
             self.disk = DiskPromptCache(store, self.kv, backend, notify=wake)
-
-    # ----- prompts -----------------------------------------------------------------
-
-    def render_prompt(self, messages: list[dict], add_generation_prompt: bool = True,
-                      continue_final: bool = False) -> list[int]:
-        """The chat's prompt tokens (any thread): message text never becomes control tokens."""
-        return self.prompts.chat_tokens(messages, add_generation_prompt, continue_final)
-
-    def system_prefix_tokens(self, system_prompt: str) -> list[int]:
-        """The tokens every chat with this system prompt starts with (what pinning caches),
-        derived for any template (PromptTokenizer.shared_prefix_tokens)."""
-        return self.prompts.system_prefix_tokens(system_prompt)
 
     # ----- commands ----------------------------------------------------------------
 
@@ -84,8 +72,7 @@ class EngineCore:
     def add_request(self, chat: ChatRequest) -> list[Delta]:
         request_id = chat.request_id or new_request_id()
         try:
-            chat.sampling.validate()
-            tokens = self._prompt_tokens(chat)
+            tokens = list(self.inputs.prepare(chat).prompt_tokens or ())
             if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
                 return [Delta.finished_with(request_id, FinishReason.STOP)]
             req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
@@ -116,17 +103,6 @@ class EngineCore:
     def close(self) -> None:
         if self.disk is not None:
             self.disk.close()
-
-    def _prompt_tokens(self, chat: ChatRequest) -> list[int]:
-        if chat.prompt_tokens is not None:  # prepared off this thread (Engine.prepare)
-            tokens = list(chat.prompt_tokens)
-            self.check_prompt(tokens)
-            return tokens
-        return self.prompts.prompt_tokens(chat)
-
-    def check_prompt(self, tokens: list[int]) -> None:
-        """Refuse a prompt the engine cannot run (any thread: reads only sizes)."""
-        check_prompt(tokens, self.runner.n_ctx, self.runner.n_vocab)
 
     def cancel(self, request_id: str) -> list[Delta]:
         out = self._outputs.get(request_id)

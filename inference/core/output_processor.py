@@ -6,11 +6,11 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from inference.detokenizer import IncrementalDetokenizer
-from inference.metrics import percentile
+from inference.core.metrics import percentile
 from inference.outputs import Delta, FinishReason, RequestStats, TokenLogprob
 from inference.request import Request
-from inference.stop_strings import StopStringMatcher
+from inference.tokenizer.detokenizer import IncrementalDetokenizer
+from inference.tokenizer.stop_strings import StopStringMatcher
 
 
 class TokenVerdict(NamedTuple):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inference.gguf_reader import GgufError, GgufHeader, as_float, as_int
+from inference.gguf.reader import GgufError, GgufHeader, as_float, as_int
 
 # Bytes per element of each KV cache type Chorus uses (Q8_0: 34-byte blocks of 32 values).
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "f32": 4.0}

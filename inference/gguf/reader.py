@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from inference.errors import ModelLoadError
+
 MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
 # Guards against reading a corrupt length as a request for gigabytes.
@@ -22,6 +24,25 @@ MAX_COUNT = 1 << 32
 # Value types: fixed-size scalars by struct code, then string (8) and array (9).
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+
+
+# Smallest sane GGUF: header + a few metadata entries. Anything shorter is certainly broken.
+MIN_GGUF_BYTES = 1024
+
+
+def check_gguf_file(path: Path) -> None:
+    """Fail early, with a message a user understands, on files llama.cpp would reject."""
+    if not path.exists():
+        raise ModelLoadError(f"model file not found: {path}")
+    if not path.is_file():
+        raise ModelLoadError(f"model path is not a file: {path}")
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic != MAGIC:
+        raise ModelLoadError(f"{path.name} is not a GGUF model file (starts with {magic!r})")
+    if size < MIN_GGUF_BYTES:
+        raise ModelLoadError(f"{path.name} is too small to be a model ({size} bytes)")
 
 
 class GgufError(ValueError):

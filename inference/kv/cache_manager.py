@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from inference.prefix_tree import PrefixTree
+from inference.kv.prefix_tree import PrefixTree
 
 
 class KvBackend(Protocol):

@@ -21,9 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from inference.kv_cache import KvCacheManager, SeqState
-from inference.kv_store import KvDiskStore, PrefixMatch, StoreError
-from inference.prefix_tree import common_prefix_len
+from inference.kv.cache_manager import KvCacheManager, SeqState
+from inference.kv.disk_store import KvDiskStore, PrefixMatch, StoreError
+from inference.kv.prefix_tree import common_prefix_len
 from inference.request import Request
 
 log = logging.getLogger(__name__)

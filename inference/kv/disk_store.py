@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.prefix_tree import common_prefix_len
+from inference.kv.prefix_tree import common_prefix_len
 
 log = logging.getLogger(__name__)
 

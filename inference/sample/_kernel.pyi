@@ -1,4 +1,4 @@
-"""Sampling over a step's logits rows in C (inference/_sampling.c). Arrays are C-contiguous
+"""Sampling over a step's logits rows in C (inference/sample/_kernel.c). Arrays are C-contiguous
 numpy arrays: logits float32 (n, n_vocab); rows, ks, ids, cursors and tokens int32; windows,
 bans and their *_ends int64 (row r owns bans[ban_ends[r-1]:ban_ends[r]]); penalties float32.
 In settings, top_p is inf for none, log(min_p) -inf for none, a temperature <= 0 is greedy."""

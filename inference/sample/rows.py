@@ -10,7 +10,7 @@ Temperature 0 is greedy: the first maximum, as llama.cpp's greedy sampler picks.
 What makes it cheap (the chain copies the whole vocabulary into a candidate array and runs
 each sampler over it, per row):
 - greedy rows, and rows with a top-k of at most KERNEL_MAX_K (the app's default is 40),
-  go to C in one call for the step (_sampling.c, draw_rows): per row one vector pass for
+  go to C in one call for the step (_kernel.c, draw_rows): per row one vector pass for
   block maxima, the penalties and bans on their few tokens, the exact top-k from only
   the blocks that can hold one, then top-p, min-p, temperature and the draw on those k;
 - the other rows (top_k 0 or large) get their penalties in C (penalise_rows) and find
@@ -36,8 +36,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from inference._sampling import draw_rows, penalise_rows
 from inference.params import SamplingParams
+from inference.sample import kernel
+from inference.sample.kernel import draw_rows, penalise_rows
 
 # Candidates: tokens within this factor of the row's best one (logit >= max + ln of it).
 CANDIDATE = 1e-3
@@ -124,8 +125,10 @@ class RequestSampler:
         self.log_min_p = np.float32(math.log(params.min_p)) if params.min_p > 0.0 else None
         top_p = params.top_p if params.top_p < 1.0 else math.inf
         log_min_p = -math.inf if self.log_min_p is None else float(self.log_min_p)
-        # The k draw_rows takes for this request (greedy: the best one), or 0: the threshold path.
-        self.kernel_k = 1 if self.greedy else params.top_k if 0 < params.top_k <= KERNEL_MAX_K else 0
+        # The k draw_rows takes for this request (greedy: the best one), or 0: the threshold
+        # path (every request's, where the C kernel was not built).
+        self.kernel_k = 0 if not kernel.AVAILABLE else 1 if self.greedy else \
+            params.top_k if 0 < params.top_k <= KERNEL_MAX_K else 0
         self.kernel_settings = (top_p, log_min_p, params.temperature)  # draw_rows' settings row
         # The settings _draw_candidates reads, as one row of its settings matrix.
         self.settings = (params.top_k, top_p, params.min_p, params.temperature, log_min_p)
@@ -312,9 +315,18 @@ def _penalty_arrays(samplers: Sequence[RequestSampler]) -> tuple[np.ndarray, ...
 
 
 def _draw(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
+    tokens: list[int | None] = [None] * len(samplers)
+    greedy = [i for i, s in enumerate(samplers) if s.greedy]
+    if greedy:  # only without the C kernel: the first maximum, as llama.cpp's greedy sampler
+        for i, token in zip(greedy, np.argmax(logits[greedy], axis=1).tolist()):
+            tokens[i] = token
+        others = [i for i, s in enumerate(samplers) if not s.greedy]
+        if others:
+            for i, token in zip(others, _draw(logits[others], [samplers[i] for i in others])):
+                tokens[i] = token
+        return tokens  # type: ignore[return-value]  # every row was drawn
     top = logits.max(axis=1)
     flat = np.flatnonzero(logits >= (top + LOG_CANDIDATE)[:, None])
-    tokens: list[int | None] = [None] * len(samplers)
     _draw_candidates(logits, flat, top, samplers, tokens)
     for i, token in enumerate(tokens):
         if token is None:

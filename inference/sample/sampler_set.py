@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import llama_cpp as ll
 import numpy as np
 
-from inference.numpy_sampler import PreparedRows, RequestSampler, RowPreparer, sample_prepared
 from inference.params import SamplingParams
-from inference.sampler_chain import SamplerChain
+from inference.sample.grammar_chain import SamplerChain
+from inference.sample.rows import PreparedRows, RequestSampler, RowPreparer, sample_prepared
 
 _FLOAT = ctypes.sizeof(ctypes.c_float)
 

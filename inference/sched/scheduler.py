@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from inference.kv_cache import KvCacheManager
+from inference.kv.cache_manager import KvCacheManager
+from inference.kv.prefix_tree import common_prefix_len
 from inference.params import is_spare
-from inference.prefix_tree import common_prefix_len
 from inference.request import Request, RequestStatus
-from inference.step_budget import StepBudget
+from inference.sched.step_budget import StepBudget
 
 # A waiting request holds back for an in-flight prompt only when that saves at least this
 # many tokens of prefill; a shorter shared head is cheaper to compute again.

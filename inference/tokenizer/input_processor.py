@@ -1,4 +1,9 @@
-"""Chat -> prompt tokens, on any thread, where only the template's markup makes control tokens.
+"""The input processor: chat -> checked prompt tokens, on any thread. Every door into the
+engine (EngineCore.add_request, Engine.prepare off the engine thread, the engine process's
+preparer, the app's server gateway) renders, tokenizes and checks a request here, so a
+chat gets the same tokens whichever way it came.
+
+Only the template's markup makes control tokens.
 
 Tokenizing the rendered chat with llama.cpp's parse_special would turn a user's literal
 "<|im_end|>" into the end-of-turn token, letting message text forge turns of other roles.
@@ -9,8 +14,8 @@ user-defined and unknown tokens); and every run of plain text between them (mark
 and contents together) is tokenized without parse_special. For a chat whose contents hold
 no special strings the tokens are exactly what tokenizing the whole render gives.
 
-Needs only a Vocabulary: a vocab-only model file (LlamaVocab.load: no weights), or the
-runner of a loaded model. Thread-safe: llama.cpp's vocabulary is read-only.
+Needs only a Vocabulary: a vocab-only model file (worker/vocab_loader.py: no weights), or
+the runner of a loaded model. Thread-safe: llama.cpp's vocabulary is read-only.
 """
 
 from __future__ import annotations
@@ -19,14 +24,12 @@ import logging
 import re
 import secrets
 from dataclasses import replace
-from pathlib import Path
 
-from inference.chat_template import ChatTemplate, builtin_template
 from inference.errors import RequestError
-from inference.model_runner import Vocabulary
 from inference.params import ChatRequest
-from inference.special_split import Piece, Special, SpecialMatcher, merge_runs
-from inference.vocab import LlamaVocab, OwnedVocab
+from inference.tokenizer.chat_template import ChatTemplate, builtin_template
+from inference.tokenizer.special_split import Piece, Special, SpecialMatcher, merge_runs
+from inference.tokenizer.vocab import OwnedVocab, Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +50,8 @@ def template_for(vocab: Vocabulary, override: str | None = None) -> ChatTemplate
     )
 
 
-class PromptTokenizer:
-    """Renders chats with the model's template and tokenizes them (any thread)."""
+class InputProcessor:
+    """Renders chats with the model's template, tokenizes and checks them (any thread)."""
 
     def __init__(self, vocab: Vocabulary, n_ctx: int, template: ChatTemplate | None = None) -> None:
         self.vocab = vocab
@@ -58,11 +61,9 @@ class PromptTokenizer:
         self._nonce = _new_nonce()
 
     @classmethod
-    def load(cls, path: Path, n_ctx: int, chat_template: str | None = None) -> PromptTokenizer:
-        """From a model file's vocabulary alone (no weights); close() frees it.
-        chat_template: an override of the file's template (see template_for)."""
-        vocab = LlamaVocab.load(Path(path))
-        return cls(vocab, n_ctx, template_for(vocab, chat_template) if chat_template else None)
+    def for_vocab(cls, vocab: Vocabulary, n_ctx: int, chat_template: str | None = None) -> InputProcessor:
+        """With the model's own template, or chat_template instead (see template_for)."""
+        return cls(vocab, n_ctx, template_for(vocab, chat_template))
 
     def close(self) -> None:
         if isinstance(self.vocab, OwnedVocab):
@@ -71,12 +72,21 @@ class PromptTokenizer:
     # ----- what callers use ------------------------------------------------------------
 
     def prepare(self, chat: ChatRequest) -> ChatRequest:
-        """The chat with prompt_tokens set (rendered and tokenized here, on the caller's
-        thread). Raises RequestError for a chat the engine would refuse."""
-        if chat.prompt_tokens is not None:
-            return chat
+        """The chat with prompt_tokens set: rendered and tokenized here, on the caller's
+        thread, or, when they came set (prepared earlier, or given by the caller), checked.
+        Raises RequestError for a chat the engine would refuse."""
         chat.sampling.validate()
+        if chat.prompt_tokens is not None:
+            self.check_prompt(list(chat.prompt_tokens))
+            return chat
         return replace(chat, prompt_tokens=tuple(self.prompt_tokens(chat)))
+
+    def prepare_text(self, text: str, parse_special: bool = True) -> list[int]:
+        """A raw prompt's tokens (/v1/completions), checked: RequestError for text that
+        cannot fit in the context (refused without tokenizing it)."""
+        tokens = self.text_tokens(text, parse_special)
+        self.check_prompt(tokens)
+        return tokens
 
     def prompt_tokens(self, chat: ChatRequest) -> list[int]:
         """The prompt of a chat request: fitted to the context if it asks, checked."""

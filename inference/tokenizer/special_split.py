@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inference.vocab import SpecialToken
+from inference.tokenizer.vocab import SpecialToken
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """A model's vocabulary through llama.cpp: tokenize, token pieces, the special tokens.
 
 LlamaVocab wraps the vocabulary of a loaded model (the runner's) or of a model file loaded
-with vocab_only (no weights: tens of milliseconds, a few MB), which lets any thread render
-and tokenize prompts without the engine. llama.cpp's vocabulary is read-only once loaded,
+with vocab_only (worker/vocab_loader.py: no weights, tens of milliseconds, a few MB), which
+lets any thread render and tokenize prompts without the engine. llama.cpp's vocabulary is read-only once loaded,
 so its calls here are safe from several threads at once.
 """
 
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 
 import llama_cpp as ll
-
-from inference.errors import ModelLoadError
 
 # The tokens llama.cpp's tokenizer matches as whole strings before anything else (its
 # "special" partition, llama-vocab.cpp tokenizer_st_partition).
@@ -32,6 +30,41 @@ class SpecialToken:
     control: bool = True
 
 
+class Vocabulary(Protocol):
+    """A model's vocabulary: what the input processor needs (input_processor.py), callable
+    from any thread. A vocab-only model file (OwnedVocab) or a whole runner."""
+
+    n_vocab: int
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """Safe from any thread (prompts are tokenized off the engine thread)."""
+        ...
+
+    def special_tokens(self) -> list[SpecialToken]:
+        """The tokens the tokenizer matches as whole strings (control, user-defined)."""
+        ...
+
+    @property
+    def max_piece_bytes(self) -> int:
+        """The longest text one token stands for, in bytes."""
+        ...
+
+    def special_text(self, token: int) -> str: ...
+
+    @property
+    def bos_token(self) -> int: ...
+
+    @property
+    def eos_token(self) -> int: ...
+
+    @property
+    def adds_bos(self) -> bool: ...
+
+    def chat_template(self) -> str | None: ...
+
+    def metadata(self, key: str) -> str | None: ...
+
+
 class LlamaVocab:
     """The vocabulary of a llama model (borrowed: the model's owner frees it)."""
 
@@ -41,20 +74,6 @@ class LlamaVocab:
         self.n_vocab = ll.llama_vocab_n_tokens(self._vocab)
         self._specials: list[SpecialToken] | None = None
         self._max_piece: int | None = None
-
-    @classmethod
-    def load(cls, path: Path) -> OwnedVocab:
-        """Load only the vocabulary of a GGUF file (no weights)."""
-        from inference.runner import check_gguf_file, init_backend
-
-        check_gguf_file(path)
-        init_backend()
-        params = ll.llama_model_default_params()
-        params.vocab_only = True
-        model = ll.llama_model_load_from_file(str(path).encode(), params)
-        if not model:
-            raise ModelLoadError(f"llama.cpp could not read the vocabulary of {path.name}")
-        return OwnedVocab(model)
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         data = text.encode("utf-8")

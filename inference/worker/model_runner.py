@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from inference.kv_cache import KvBackend
-from inference.logprobs import SampledLogprobs
+from inference.kv.cache_manager import KvBackend
+from inference.sample.logprobs import SampledLogprobs
+from inference.tokenizer.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from inference.params import SamplingParams
-    from inference.scheduler import StepPlan
-    from inference.vocab import SpecialToken
+    from inference.sched.scheduler import StepPlan
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0
@@ -48,41 +48,6 @@ class StepOutput:
     @classmethod
     def failed(cls, code: int) -> StepOutput:
         return cls(code, [])
-
-
-class Vocabulary(Protocol):
-    """A model's vocabulary: what prompt tokenizing needs (prompt_tokenizer.py), callable
-    from any thread. A vocab-only model file (vocab.LlamaVocab) or a whole runner."""
-
-    n_vocab: int
-
-    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
-        """Safe from any thread (prompts are tokenized off the engine thread)."""
-        ...
-
-    def special_tokens(self) -> list[SpecialToken]:
-        """The tokens the tokenizer matches as whole strings (control, user-defined)."""
-        ...
-
-    @property
-    def max_piece_bytes(self) -> int:
-        """The longest text one token stands for, in bytes."""
-        ...
-
-    def special_text(self, token: int) -> str: ...
-
-    @property
-    def bos_token(self) -> int: ...
-
-    @property
-    def eos_token(self) -> int: ...
-
-    @property
-    def adds_bos(self) -> bool: ...
-
-    def chat_template(self) -> str | None: ...
-
-    def metadata(self, key: str) -> str | None: ...
 
 
 class ModelRunner(KvBackend, Vocabulary, Protocol):

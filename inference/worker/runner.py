@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,80 +18,22 @@ import llama_cpp as ll
 import numpy as np
 
 from inference.errors import ModelLoadError
-from inference.llama_batch import BatchItem, TokenBatch
-from inference.logprobs import SampledLogprobs, sampled_logprobs
-from inference.model_runner import DECODE_OK, StepOutput
+from inference.gguf.reader import check_gguf_file
+from inference.outputs import ModelInfo
 from inference.params import LoadSettings, SamplingParams
-from inference.samplers import SamplerSet
-from inference.vocab import LlamaVocab, SpecialToken
+from inference.sample.logprobs import SampledLogprobs, sampled_logprobs
+from inference.sample.sampler_set import SamplerSet
+from inference.tokenizer.vocab import LlamaVocab, SpecialToken
+from inference.worker import backend
+from inference.worker.batch import BatchItem, TokenBatch
+from inference.worker.model_runner import DECODE_OK, StepOutput
 
 if TYPE_CHECKING:
-    from inference.scheduler import ScheduledChunk, StepPlan
+    from inference.sched.scheduler import ScheduledChunk, StepPlan
 
 log = logging.getLogger(__name__)
 
-GGUF_MAGIC = b"GGUF"
-# Smallest sane GGUF: header + a few metadata entries. Anything shorter is certainly broken.
-MIN_GGUF_BYTES = 1024
-
-GGML_TYPE_Q8_0 = 8
-
 ProgressCallback = Callable[[float], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    path: Path
-    description: str
-    n_params: int
-    size_bytes: int
-    n_ctx_train: int
-    n_ctx: int
-    n_seq_max: int
-    n_gpu_layers: int
-    gpu_offload_supported: bool
-
-
-def check_gguf_file(path: Path) -> None:
-    """Fail early, with a message a user understands, on files llama.cpp would reject."""
-    if not path.exists():
-        raise ModelLoadError(f"model file not found: {path}")
-    if not path.is_file():
-        raise ModelLoadError(f"model path is not a file: {path}")
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        magic = f.read(4)
-    if magic != GGUF_MAGIC:
-        raise ModelLoadError(f"{path.name} is not a GGUF model file (starts with {magic!r})")
-    if size < MIN_GGUF_BYTES:
-        raise ModelLoadError(f"{path.name} is too small to be a model ({size} bytes)")
-
-
-_backend_ready = False
-_log_callback = None
-# The last error llama.cpp logged: the real reason behind a NULL from a load call.
-_last_error = ""
-
-
-def init_backend() -> None:
-    global _backend_ready, _log_callback
-    if _backend_ready:
-        return
-
-    @ll.llama_log_callback
-    def forward(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-        # llama.cpp is chatty at load; keep its warnings and errors, drop the rest.
-        global _last_error
-        if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
-            line = text.decode("utf-8", "replace").rstrip()
-            log.warning("llama.cpp: %s", line)
-            if level == 4 and "failed to load model" not in line:
-                _last_error = line.split(": ", 1)[-1]
-
-    _log_callback = forward
-    ll.llama_log_set(forward, ctypes.c_void_p())
-    ll.llama_backend_init()
-    _backend_ready = True
 
 
 class LlamaRunner:
@@ -101,7 +41,7 @@ class LlamaRunner:
         settings.validate()
         path = Path(settings.model_path)
         check_gguf_file(path)
-        init_backend()
+        backend.init_backend()
         self.settings = settings
         self._model = self._load_model(path, settings, progress)
         try:
@@ -144,7 +84,7 @@ class LlamaRunner:
         layers = settings.n_gpu_layers
         self._n_gpu_layers = (999 if gpu_ok else 0) if layers is None else layers
         params.n_gpu_layers = self._n_gpu_layers
-        if not cpu_repack_enabled():
+        if not backend.cpu_repack_enabled():
             params.use_extra_bufts = False
         self._progress_cb = None
         if progress is not None:
@@ -157,11 +97,10 @@ class LlamaRunner:
 
             self._progress_cb = on_progress  # llama.cpp keeps only the pointer: hold the object
             params.progress_callback = on_progress
-        global _last_error
-        _last_error = ""
+        backend.clear_last_error()
         model = ll.llama_model_load_from_file(str(path).encode(), params)
         if not model:
-            reason = f" ({_last_error})" if _last_error else ""
+            reason = f" ({backend.last_error()})" if backend.last_error() else ""
             raise ModelLoadError(
                 f"llama.cpp could not load {path.name}{reason}: the file is damaged, "
                 "truncated, or uses an architecture this llama.cpp build does not support"
@@ -185,7 +124,7 @@ class LlamaRunner:
             # and split-KV kernels chosen by batch shape round differently. So a sequence
             # gets bit-identical logits whatever else shares its batch.
             params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED
-            params.type_k = params.type_v = GGML_TYPE_Q8_0
+            params.type_k = params.type_v = backend.GGML_TYPE_Q8_0
         ctx = ll.llama_init_from_model(self._model, params)
         if not ctx:
             raise ModelLoadError(
@@ -345,27 +284,3 @@ class LlamaRunner:
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
     return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.wants_logits)
-
-
-def cpu_repack_enabled() -> bool:
-    """Whether llama.cpp may use its extra CPU weight buffers (AMX tiles, repacked layouts).
-
-    Virtual machines have been seen to list AMX in /proc/cpuinfo yet trap its tile
-    instructions: the process dies with SIGILL at its first decode (seen on this project's
-    build machines). Where the CPU lists AMX they are off unless CHORUS_CPU_REPACK=1; on a
-    machine whose AMX works that costs some CPU speed. CHORUS_CPU_REPACK=0 turns them off
-    anywhere."""
-    choice = os.environ.get("CHORUS_CPU_REPACK")
-    if choice is not None:
-        return choice.strip() not in ("", "0", "false", "no")
-    if os.environ.get("CHORUS_NO_CPU_REPACK"):
-        return False
-    return not _cpu_lists_amx()
-
-
-def _cpu_lists_amx() -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
-            return any(line.startswith("flags") and "amx_tile" in line for line in info)
-    except OSError:  # not Linux: no such VM seen
-        return False

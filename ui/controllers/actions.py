@@ -9,9 +9,15 @@ from dataclasses import replace
 
 from app.chats.recorder import ReplyRecorder
 from app.chats.titles import stand_in_title
-from inference import ChatRequest, SamplingParams, new_request_id
-from inference.outputs import Delta, FinishReason
-from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
+from inference import (
+    PRIORITY_TAB,
+    PRIORITY_VISIBLE_TAB,
+    ChatRequest,
+    Delta,
+    FinishReason,
+    SamplingParams,
+    new_request_id,
+)
 from storage import MessageRecord, MessageStatus
 from ui.controllers.context import ControllerContext
 from ui.controllers.stream_presenter import Stream, message_view

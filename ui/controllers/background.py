@@ -12,7 +12,7 @@ import time
 
 from PySide6.QtCore import QTimer
 
-from inference.outputs import Delta, FinishReason, Phase
+from inference import Delta, FinishReason, Phase
 from ui.controllers.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.compare_view import ComparePane

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engines.own_requests import OwnRequests
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
@@ -43,7 +42,6 @@ class ControllerContext:
     events: ControllerEvents
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
     models_dir: Path
-    own_requests: OwnRequests  # the app's own requests (titles): their deltas skip the views
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
 
 
@@ -57,10 +55,9 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
     storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
     gui = GuiCalls()
     streams = StreamPresenter(window, storage.executor)
-    own_requests = OwnRequests(streams.on_delta)
-    engines = EngineHub(settings, catalog, storage, gui, own_requests.on_delta, library, explicit)
+    engines = EngineHub(settings, catalog, storage, gui, streams.on_delta, library, explicit)
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         streams=streams, events=ControllerEvents(), sampling=sampling or SamplingParams(),
-        models_dir=models_dir, own_requests=own_requests, library=library,
+        models_dir=models_dir, library=library,
     )

@@ -23,9 +23,7 @@ from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
 from app.engines.sources import LOCAL, ModelSource, source_of
 from app.models.library import ModelDefaults, ModelLibrary, apply_defaults
-from inference import LoadSettings
-from inference.metrics import MetricsSnapshot
-from inference.outputs import Delta
+from inference import Delta, DeltaRouter, LoadSettings, MetricsSnapshot
 from storage import CatalogRepository, ConversationRecord
 from ui.controllers.threads import GuiCalls, StorageThread
 
@@ -44,7 +42,7 @@ class EngineHub(QObject):
     recent_models_changed = Signal(list)
 
     def __init__(self, settings: LoadSettings, catalog: CatalogRepository, storage: StorageThread,
-                 gui: GuiCalls, to_app: Callable[[Delta], None], library: ModelLibrary | None = None,
+                 gui: GuiCalls, to_views: Callable[[Delta], None], library: ModelLibrary | None = None,
                  explicit: Collection[str] = ()) -> None:
         super().__init__()
         self.catalog = catalog
@@ -60,11 +58,13 @@ class EngineHub(QObject):
         self.local_settings = settings
         self.model_name = settings.model_path.name
         self.metrics: MetricsSnapshot | None = None
-        # Deltas of the main engine: HTTP clients' go to their handles, the rest to the app.
-        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, to_app)
+        # Every engine's deltas: those of the requests registered here (HTTP clients', the
+        # app's own such as titles) go to whoever registered them, the rest to the views.
+        self.deltas = DeltaRouter(fallback=to_views)
+        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.deltas)
         self.engine: EngineLike = self._local_engine(settings)
         self.router = EngineRouter(
-            lambda: self.engine, lambda: self.local_settings, to_app,
+            lambda: self.engine, lambda: self.local_settings, self.deltas.route,
             lambda source, state: self.gui.post(lambda: self.pool_state_changed.emit(source, state)),
         )
         self.router.settings_for = self._pool_settings
@@ -73,7 +73,7 @@ class EngineHub(QObject):
     def _local_engine(self, settings: LoadSettings) -> EngineClient:
         return EngineClient(  # the client calls these on its reader thread
             settings,
-            on_delta=self.gateway.on_delta,
+            on_delta=self.deltas.route,
             on_metrics=self._on_metrics,
             on_state=lambda state: self.gui.post(lambda: self._on_state(state)),
             on_progress=lambda fraction: self.gui.post(lambda: self.load_progress.emit(fraction)),
@@ -228,7 +228,7 @@ class EngineHub(QObject):
         self.switching.emit(f"connecting to {endpoint.base_url}…")
 
         def connect() -> None:
-            remote = RemoteEngine(endpoint, self.gateway.on_delta,
+            remote = RemoteEngine(endpoint, self.deltas.route,
                                   lambda state: self.gui.post(lambda: self._on_state(state)))
             try:
                 remote.start()

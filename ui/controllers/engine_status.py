@@ -7,7 +7,7 @@ from app.engines.finish import rate_text
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
-from inference.metrics import MetricsSnapshot
+from inference import MetricsSnapshot
 from ui.controllers.context import ControllerContext
 
 

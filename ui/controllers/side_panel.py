@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.engines.finish import finish_label
-from inference.outputs import Delta, FinishReason
+from inference import Delta, FinishReason
 from storage import ActivePath, MessageRecord, MessageStatus
 from storage.records import PresetRecord
 from ui.controllers.context import ControllerContext

@@ -15,8 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
 from app.engines.finish import done_text, rate_text, ui_status
-from inference.outputs import Delta, Phase, RequestStats
-from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
+from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow

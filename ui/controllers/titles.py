@@ -3,7 +3,7 @@
 Until then a new chat shows its first message's words, stored as a provisional title. When
 a reply of a chat whose title is still provisional ends, the chat's own engine is asked
 for a title at spare priority (it runs only when no tab needs the room: inference/
-scheduler.py), with its deltas kept out of every view (app/engines/own_requests.py). The
+scheduler.py), with its deltas kept out of every view (registered in the app's delta router). The
 cleaned title (app/chats/titles.py) replaces the provisional one in one storage step that
 does nothing if the user renamed the chat meanwhile; a chat is titled once. Replies to the
 HTTP server are not chats of the window and never get here.
@@ -15,8 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 from app.chats.titles import make_title, title_request
-from inference import new_request_id
-from inference.outputs import Delta, FinishReason
+from inference import Delta, FinishReason, new_request_id
 from storage import ConversationRecord
 from ui.controllers.context import ControllerContext
 from ui.controllers.stream_presenter import Stream
@@ -67,12 +66,12 @@ class TitlesController:
         conv, first_message, reply = loaded
         job = TitleJob(conv_id, first_message, reply)
         request_id = new_request_id("title-")
-        self.ctx.own_requests.expect(request_id, lambda d: self._on_delta(job, d))
+        self.ctx.engines.deltas.register(request_id, lambda d: self._on_delta(job, d))
         try:
             self.ctx.engines.engine_for(conv).submit(title_request(first_message, request_id))
         except Exception as exc:  # no engine now: the first message's words will do
             log.info("no generated title for chat %s: %s", conv_id, exc)
-            self.ctx.own_requests.forget(request_id)
+            self.ctx.engines.deltas.forget(request_id)
             self._save(job, "")
 
     def _on_delta(self, job: TitleJob, delta: Delta) -> None:

@@ -1,0 +1,3 @@
+"""The worker: the only code that drives llama.cpp's context (load, fill the batch,
+llama_decode, KV memory calls) and its backend helpers.
+"""
