@@ -17,7 +17,8 @@ from inference.kv.cache_manager import KvCacheManager
 from inference.outputs import Delta
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.request import Request
-from inference.sched.scheduler import ScheduledChunk, Scheduler, StepPlan
+from inference.sched.plan import ScheduledChunk, StepPlan
+from inference.sched.scheduler import Scheduler
 from tests.fake_runner import FakeClock, FakeRunner, alphabet
 
 

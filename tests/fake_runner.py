@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference.params import SamplingParams
-from inference.sched.scheduler import ScheduledChunk, StepPlan
+from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.tokenizer.vocab import SpecialToken
 from inference.worker.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from tests.reference_kv import ReferenceKv

@@ -13,7 +13,7 @@ from inference.kv.disk_cache import MIN_SAVE_TOKENS
 from inference.kv.disk_store import KEY_BYTES, KvDiskStore
 from inference.outputs import FinishReason
 from inference.params import ChatRequest, LoadSettings, SamplingParams
-from inference.sched.scheduler import StepPlan
+from inference.sched.plan import StepPlan
 from tests.core_driver import Driver, prompt
 from tests.fake_runner import FakeClock, FakeRunner
 from tests.reference_kv import Cell

@@ -6,7 +6,7 @@ import pytest
 
 from inference.params import LoadSettings, SamplingParams
 from inference.request import Request
-from inference.sched.scheduler import ScheduledChunk, StepPlan
+from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.worker.runner import LlamaRunner
 
 

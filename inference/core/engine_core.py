@@ -22,7 +22,8 @@ from inference.outputs import Delta, FinishReason, Phase, TokenLogprob, TopLogpr
 from inference.params import ChatRequest, LoadSettings, new_request_id
 from inference.request import Request, RequestStatus
 from inference.sample.logprobs import SampledLogprobs
-from inference.sched.scheduler import Scheduler, StepPlan
+from inference.sched.plan import StepPlan
+from inference.sched.scheduler import Scheduler
 from inference.sched.step_budget import StepBudget
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.model_runner import ModelRunner, StepOutput

@@ -16,7 +16,7 @@ from inference.tokenizer.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from inference.params import SamplingParams
-    from inference.sched.scheduler import StepPlan
+    from inference.sched.plan import StepPlan
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0

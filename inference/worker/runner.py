@@ -29,7 +29,7 @@ from inference.worker.batch import BatchItem, TokenBatch
 from inference.worker.model_runner import DECODE_OK, StepOutput
 
 if TYPE_CHECKING:
-    from inference.sched.scheduler import ScheduledChunk, StepPlan
+    from inference.sched.plan import ScheduledChunk, StepPlan
 
 log = logging.getLogger(__name__)
 
