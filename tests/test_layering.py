@@ -1,5 +1,7 @@
-"""The dependency rule ui -> app -> (inference | storage), no Qt outside ui/: pyproject.toml's
-import-linter contracts, run on this source tree and on a planted tree that breaks each one.
+"""The dependency rule ui -> app -> (inference | storage), no Qt outside ui/, app and ui only
+through the engine's door, the engine's rooms in layers, llama.cpp only in three rooms, no
+import cycles: pyproject.toml's import-linter contracts, run on this source tree and on a
+planted tree that breaks each one.
 
 import-linter follows every import, also those inside functions and indirect chains
 (app -> storage -> PySide6 is app importing Qt).
@@ -28,10 +30,28 @@ CLEAN_TREE = {
     "ui/bench.py": "import pyqtgraph\n",
     "app/__init__.py": "",
     "app/cli/__init__.py": "",
-    "app/cli/main.py": "import inference.core.engine\nimport storage.db\n",
+    "app/cli/main.py": "from inference import Engine\nimport inference.gguf\nimport storage.db\n",
     "app/cli/gui.py": "def run():\n    from ui.app_main import run_app\n    from ui.bench import run_ui_bench\n",
-    "inference/__init__.py": "",
-    "inference/core/engine.py": "import llama_cpp\n",
+    "inference/__init__.py": "from inference.core.engine import Engine\n",
+    "inference/errors.py": "",
+    "inference/params.py": "import inference.errors\n",
+    "inference/outputs.py": "",
+    "inference/request.py": "import inference.params\n",
+    "inference/core/__init__.py": "",
+    "inference/core/engine.py": "import inference.worker.runner\nimport inference.sched.scheduler\n",
+    "inference/worker/__init__.py": "",
+    "inference/worker/runner.py": "import llama_cpp\nimport inference.sample.rows\nimport inference.tokenizer.vocab\n",
+    "inference/sched/__init__.py": "",
+    "inference/sched/scheduler.py": "import inference.kv.cache_manager\nimport inference.request\n",
+    "inference/kv/__init__.py": "",
+    "inference/kv/cache_manager.py": "import inference.kv.prefix_tree\n",
+    "inference/kv/prefix_tree.py": "",
+    "inference/sample/__init__.py": "",
+    "inference/sample/rows.py": "import llama_cpp\n",
+    "inference/tokenizer/__init__.py": "",
+    "inference/tokenizer/vocab.py": "import llama_cpp\nimport inference.gguf.reader\n",
+    "inference/gguf/__init__.py": "from inference.gguf.reader import read_gguf_header\n",
+    "inference/gguf/reader.py": "import inference.errors\n",
     "storage/__init__.py": "",
     "storage/db.py": "import sqlalchemy\n",
 }
@@ -47,7 +67,7 @@ def lint_imports(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
 def test_this_tree_keeps_every_contract() -> None:
     out = lint_imports(ROOT, ROOT / "pyproject.toml")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Contracts: 3 kept, 0 broken." in out.stdout
+    assert "Contracts: 7 kept, 0 broken." in out.stdout
 
 
 def test_the_contracts_state_the_whole_rule() -> None:
@@ -58,8 +78,15 @@ def test_the_contracts_state_the_whole_rule() -> None:
     assert set(contracts["independent"]["modules"]) == {"inference", "storage"}
     assert set(contracts["no-qt"]["source_modules"]) == {"app", "inference", "storage"}
     assert {"PySide6", "pyqtgraph", "qasync"} <= set(contracts["no-qt"]["forbidden_modules"])
+    assert contracts["rooms"]["containers"] == ["inference"]
+    assert "kv | sample | tokenizer" in contracts["rooms"]["layers"]  # independent of each other
+    assert contracts["llama"]["forbidden_modules"] == ["llama_cpp"]
+    assert set(contracts["acyclic"]["ancestors"]) == {"app", "ui", "inference", "storage"}
     allowed = {"app.cli.gui -> ui.app_main", "app.cli.gui -> ui.bench"}  # the CLI's GUI commands
     for contract in contracts.values():
+        if contract["id"] == "llama":  # the benchmarks' references call llama.cpp directly
+            assert all(i.startswith("app.bench.") and i.endswith("-> llama_cpp") for i in contract["ignore_imports"])
+            continue
         assert set(contract.get("ignore_imports", allowed)) == allowed
 
 
@@ -75,6 +102,20 @@ def planted(tmp_path: Path):
 
     for path, source in CLEAN_TREE.items():
         write(path, source)
+    contracts = tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    for contract in contracts:  # every module a contract names exists, and its ignored imports happen
+        for module in contract.get("forbidden_modules", []):
+            if module.split(".")[0] in ("app", "ui", "inference", "storage"):
+                write(module.replace(".", "/") + ".py", "")
+        for ignored in contract.get("ignore_imports", []):
+            importer, imported = (part.strip() for part in ignored.split("->"))
+            path = tmp_path / (importer.replace(".", "/") + ".py")
+            if not path.exists():
+                write(str(path.relative_to(tmp_path)), "")
+            path.write_text(path.read_text(encoding="utf-8") + f"import {imported}\n", encoding="utf-8")
+    for package in {p.parent for p in tmp_path.rglob("*.py")}:
+        if not (package / "__init__.py").exists():
+            write(str((package / "__init__.py").relative_to(tmp_path)), "")
 
     def run() -> subprocess.CompletedProcess[str]:
         return lint_imports(tmp_path, config)
@@ -98,6 +139,20 @@ def test_the_planted_clean_tree_passes(planted) -> None:
         ("inference/bad.py", "def f():\n    import qasync\n", "inference is not allowed to import qasync"),
         ("storage/bad.py", "from PySide6.QtCore import QObject\n", "storage is not allowed to import PySide6"),
         ("app/plot.py", "import pyqtgraph as pg\n", "app is not allowed to import pyqtgraph"),
+        # through the engine's door only
+        ("app/chat.py", "from inference.core.engine import Engine\n", "app is not allowed to import inference.core"),
+        ("ui/view.py", "def f():\n    from inference.outputs import Delta\n", "ui is not allowed to import inference.outputs"),
+        # the rooms' layers; kv, sample and tokenizer independent
+        ("inference/kv/bad.py", "import inference.sched.scheduler\n", "inference.kv is not allowed to import inference.sched"),
+        ("inference/sample/bad.py", "import inference.tokenizer.vocab\n",
+         "inference.sample is not allowed to import inference.tokenizer"),
+        ("inference/params.py", "def f():\n    import inference.core.engine\n",
+         "inference.params is not allowed to import inference.core"),
+        # llama.cpp only in the worker, sample and tokenizer rooms
+        ("inference/kv/disk.py", "def f():\n    import llama_cpp\n", "inference.kv is not allowed to import llama_cpp"),
+        ("app/cli/probe.py", "import llama_cpp\n", "app is not allowed to import llama_cpp"),
+        # no cycles, lazy imports included
+        ("inference/kv/prefix_tree.py", "def f():\n    import inference.kv.cache_manager\n", "No cycles are allowed"),
     ],
 )
 def test_a_planted_violation_is_reported(planted, path: str, source: str, reported: str) -> None:
