@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench.engine import SystemPromptError, _system_prompt
+from app.bench.workload import SystemPromptError, _system_prompt
 from inference.tokenizer.chat_template import GEMMA, ChatTemplate
 from inference.tokenizer.input_processor import InputProcessor
 from tests.core_driver import make_driver

@@ -1,10 +1,10 @@
 """`chorus bench-engines`: two models decoding at the same time in two engine processes,
 first with every engine on all the cores, then with the cores split between them (what the
-compare view does). Both runs happen here, side by side, so the ratio is what to read."""
+compare view does). Both runs happen here, side by side, so the ratio is what to read.
+run_engines_bench() returns both runs; render() is their lines or JSON."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import time
@@ -15,6 +15,13 @@ from app.engines.host import EngineClient
 from inference import ChatRequest, LoadSettings, SamplingParams, physical_cores
 
 PROMPT = "Tell me a long story about a lighthouse keeper."
+
+
+@dataclass(frozen=True)
+class EnginesBenchOptions:
+    models: tuple[Path, ...]  # the GGUF files, one engine each
+    threads: int | None = None  # cores to use; None: the physical cores
+    max_tokens: int = 150
 
 
 @dataclass(frozen=True)
@@ -56,15 +63,21 @@ def run_pair(models: list[Path], threads: int, max_tokens: int) -> Run:
             client.shutdown()
 
 
-def run_engines_bench(args: argparse.Namespace, models: list[Path]) -> int:
-    cores = args.threads or physical_cores()
+def run_engines_bench(options: EnginesBenchOptions) -> list[Run]:
+    """All the cores for every engine, then the cores split between them."""
+    models = list(options.models)
+    cores = options.threads or physical_cores()
     share = max(1, cores // len(models))
-    runs = [run_pair(models, cores, args.max_tokens), run_pair(models, share, args.max_tokens)]
-    if args.json:
-        print(json.dumps([{"threads": r.threads, "tok_s": r.tok_s, "wall_s": r.wall_s} for r in runs]))
-        return 0
+    return [run_pair(models, cores, options.max_tokens), run_pair(models, share, options.max_tokens)]
+
+
+def render(runs: list[Run], as_json: bool) -> str:
+    """Both runs as one JSON list, or a line each and the ratio of their totals."""
+    if as_json:
+        return json.dumps([{"threads": r.threads, "tok_s": r.tok_s, "wall_s": r.wall_s} for r in runs])
+    lines = []
     for r in runs:
         rates = ", ".join(f"{name} {rate:.1f}" for name, rate in r.tok_s.items())
-        print(f"{r.threads} thread(s) per engine: {rates} tok/s (total {r.total:.1f}); wall {r.wall_s:.1f} s")
-    print(f"split cores / all cores each, total decode tok/s: {runs[1].total / max(runs[0].total, 1e-9):.2f}x")
-    return 0
+        lines.append(f"{r.threads} thread(s) per engine: {rates} tok/s (total {r.total:.1f}); wall {r.wall_s:.1f} s")
+    lines.append(f"split cores / all cores each, total decode tok/s: {runs[1].total / max(runs[0].total, 1e-9):.2f}x")
+    return "\n".join(lines)

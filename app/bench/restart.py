@@ -1,26 +1,32 @@
 """`chorus bench-restart`: the next turn of a long conversation after an engine restart,
 with the disk prompt cache and without it, measured side by side in one run.
 
-It builds a conversation of about --history-tokens tokens, runs its last turn on an engine
+It builds a conversation of about history_tokens tokens, runs its last turn on an engine
 with the prompt cache in a scratch folder (the finished sequence is saved), stops that
 engine, then starts a fresh one twice: with the saved cache and without, timing the
 first token of the same next turn (greedy, so the two replies can be compared too).
+run_restart_bench() returns the report; render() is its lines or JSON.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from app.bench.engine import SENTENCES, TOPICS
-from app.cli.engine_args import settings_from_args
+from app.bench.workload import SENTENCES, TOPICS
 from inference import ChatRequest, Engine, LoadSettings, SamplingParams
 
 REPLY_TOKENS = 32  # each timed turn's reply (greedy); TTFT is what is compared
+
+
+@dataclass(frozen=True)
+class RestartBenchOptions:
+    history_tokens: int = 4000  # tokens of the conversation before the timed turn
+    ctx: int | None = None  # context size; None: sized for the history
 
 
 @dataclass(frozen=True)
@@ -69,14 +75,16 @@ def timed_turn(settings: LoadSettings, messages: list[dict]) -> TurnResult:
                       snap.prompt_tokens_restored, snap.prompt_tokens_saved)
 
 
-def run_restart_bench(args: argparse.Namespace, model: Path) -> int:
-    n_ctx = args.ctx or max(4096, 256 * ((args.history_tokens + 1024 + 255) // 256))
+def run_restart_bench(options: RestartBenchOptions, settings: LoadSettings) -> dict[str, Any]:
+    """The three timed turns on settings (the model and the caller's engine options, with
+    the context, sequences and prompt cache folder set here); the report."""
+    n_ctx = options.ctx or max(4096, 256 * ((options.history_tokens + 1024 + 255) // 256))
     with tempfile.TemporaryDirectory(prefix="chorus-bench-restart-") as scratch:
-        cached = settings_from_args(args, model, n_ctx=n_ctx, n_seq_max=4, kv_cache_dir=Path(scratch))
+        cached = replace(settings, n_ctx=n_ctx, n_seq_max=4, kv_cache_dir=Path(scratch))
         cold = replace(cached, kv_cache_dir=None)
         probe = Engine.start(cold)
         try:
-            history = build_history(probe, args.history_tokens)
+            history = build_history(probe, options.history_tokens)
         finally:
             probe.shutdown()
         first = timed_turn(cached, history)  # computes the history; its sequence is saved
@@ -86,8 +94,8 @@ def run_restart_bench(args: argparse.Namespace, model: Path) -> int:
         restored = timed_turn(cached, follow)
         files = list(Path(scratch).rglob("*.kvs"))
         cache_mb = sum(f.stat().st_size for f in files) / 2**20
-    report = {
-        "config": {"model": model.name, "history_tokens": args.history_tokens, "n_ctx": n_ctx,
+    return {
+        "config": {"model": settings.model_path.name, "history_tokens": options.history_tokens, "n_ctx": n_ctx,
                    "threads": cached.threads(), "reproducible": cached.reproducible},
         "prompt_tokens": restored.prompt_tokens,
         "ttft_first_turn_s": first.ttft_s,
@@ -100,13 +108,19 @@ def run_restart_bench(args: argparse.Namespace, model: Path) -> int:
         "cache_mb": round(cache_mb, 1),
         "turns": {"recompute": asdict(recompute), "restored": asdict(restored)},
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(f"model {model.name}, next turn of a {restored.prompt_tokens}-token conversation after a restart")
-    print(f"  TTFT recompute   {recompute.ttft_s:8.3f} s")
-    print(f"  TTFT restored    {restored.ttft_s:8.3f} s  ({restored.restored_tokens} tokens from disk, "
-          f"{cache_mb:.1f} MiB in {len(files)} file(s))")
-    print(f"  ratio            {report['ratio']:8.3f}   (goal <= 0.1)")
-    print(f"  same greedy reply: {report['same_output']}")
-    return 0
+
+
+def render(report: dict[str, Any], as_json: bool) -> str:
+    """The report as one JSON object, or as a few lines: both TTFTs and their ratio."""
+    if as_json:
+        return json.dumps(report, indent=2)
+    recompute, restored = report["turns"]["recompute"], report["turns"]["restored"]
+    return "\n".join([
+        f"model {report['config']['model']}, next turn of a {report['prompt_tokens']}-token conversation "
+        "after a restart",
+        f"  TTFT recompute   {recompute['ttft_s']:8.3f} s",
+        f"  TTFT restored    {restored['ttft_s']:8.3f} s  ({report['restored_tokens']} tokens from disk, "
+        f"{report['cache_mb']:.1f} MiB in {report['cache_files']} file(s))",
+        f"  ratio            {report['ratio']:8.3f}   (goal <= 0.1)",
+        f"  same greedy reply: {report['same_output']}",
+    ])

@@ -4,11 +4,11 @@ Unless given a server's URL, it starts `chorus serve` in a subprocess on a free 
 port (as a user would run it) and stops it afterwards. All N clients start at once; each
 sends one streaming chat completion of T tokens and reads it to `[DONE]`, with no retries.
 Then one more request measures how soon the server serves again after the load.
+run_bench_serve() returns the server's URL and the report; render() is its lines or JSON.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -35,6 +36,45 @@ class ServerStartError(RuntimeError):
     """The server subprocess exited or never answered."""
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """How the bench starts `chorus serve`: its data folder, model, --parallel and engine options."""
+
+    base: Path
+    model: Path
+    parallel: int = 8
+    ctx: int | None = None
+    threads: int | None = None
+    gpu_layers: int | None = None
+    reproducible: bool = False
+
+    def engine_flags(self) -> list[str]:
+        """The engine options as `chorus serve` takes them (those not set are left out)."""
+        flags: list[str] = []
+        for name, value in (("ctx", self.ctx), ("threads", self.threads), ("gpu-layers", self.gpu_layers)):
+            if value is not None:
+                flags += [f"--{name}", str(value)]
+        if self.reproducible:
+            flags.append("--reproducible")
+        return flags
+
+
+@dataclass(frozen=True)
+class ServeBenchOptions:
+    clients: int = 32  # concurrent streaming requests
+    max_tokens: int = 16  # of each request
+    timeout_s: float = 120.0  # a client's wait for its whole answer
+    api_key: str | None = None  # sent as 'Authorization: Bearer KEY'
+    server: str | None = None  # URL of a running server; None: start one as `start` says
+    start: ServerOptions | None = None
+
+
+@dataclass(frozen=True)
+class ServeBenchResult:
+    url: str  # the server the clients talked to
+    report: LoadReport
+
+
 async def run_load(target: Target, clients: int, max_tokens: int, timeout_s: float) -> LoadReport:
     """N clients at once, then one more request; the report of both."""
     bodies = [chat_body(max_tokens, f"Client {i}: count from one to twenty in words.") for i in range(clients)]
@@ -45,45 +85,48 @@ async def run_load(target: Target, clients: int, max_tokens: int, timeout_s: flo
     return LoadReport.of(list(results), max_tokens, wall, after)
 
 
-def run_bench_serve(args: argparse.Namespace, base: Path, model: Path | None) -> int:
-    try:
-        with _server(args, base, model) as url:
-            report = asyncio.run(run_load(Target.from_url(url, args.api_key), args.clients, args.max_tokens,
-                                          args.timeout))
-    except (ServerStartError, ValueError) as exc:
-        print(f"chorus: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps({"server": url, **report.as_dict()}))
-    else:
-        print(f"{args.clients} streaming clients x {args.max_tokens} tokens against {url}")
-        print("\n".join(report.lines()))
-    return 0
+def run_bench_serve(options: ServeBenchOptions) -> ServeBenchResult:
+    """The load against options.server, or against a server started for it and stopped after.
+    Raises ServerStartError when that server does not come up, ValueError for a bad URL."""
+    with _server(options) as url:
+        report = asyncio.run(run_load(Target.from_url(url, options.api_key), options.clients, options.max_tokens,
+                                      options.timeout_s))
+    return ServeBenchResult(url, report)
+
+
+def render(result: ServeBenchResult, as_json: bool) -> str:
+    """One JSON object (the server's URL and the report), or a heading and the report's lines."""
+    if as_json:
+        return json.dumps({"server": result.url, **result.report.as_dict()})
+    report = result.report
+    heading = f"{report.clients} streaming clients x {report.max_tokens} tokens against {result.url}"
+    return "\n".join([heading, *report.lines()])
 
 
 @contextmanager
-def _server(args: argparse.Namespace, base: Path, model: Path | None) -> Iterator[str]:
-    if args.server:
-        yield args.server.rstrip("/").removesuffix("/v1")
+def _server(options: ServeBenchOptions) -> Iterator[str]:
+    if options.server:
+        yield options.server.rstrip("/").removesuffix("/v1")
         return
-    assert model is not None  # the command resolves one whenever it starts a server
-    with started_server(base, model, args) as url:
+    if options.start is None:
+        raise ValueError("bench-serve needs a server's URL or the options to start one")
+    with started_server(options.start, options.api_key) as url:
         yield url
 
 
 @contextmanager
-def started_server(base: Path, model: Path, args: argparse.Namespace) -> Iterator[str]:
+def started_server(start: ServerOptions, api_key: str | None = None) -> Iterator[str]:
     """`chorus serve` in a subprocess on a free loopback port, until the block ends."""
     port = free_port()
-    command = [sys.executable, "-m", "app", "--data-dir", str(base), "serve", "--port", str(port),
-               "--model", str(model), "--parallel", str(args.parallel), *_engine_flags(args)]
-    if args.api_key:
-        command += ["--api-key", args.api_key]
+    command = [sys.executable, "-m", "app", "--data-dir", str(start.base), "serve", "--port", str(port),
+               "--model", str(start.model), "--parallel", str(start.parallel), *start.engine_flags()]
+    if api_key:
+        command += ["--api-key", api_key]
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_child_env())
         try:
             url = f"http://127.0.0.1:{port}"
-            _wait_ready(url, proc, log, args.api_key)
+            _wait_ready(url, proc, log, api_key)
             yield url
         finally:
             _stop(proc)
@@ -94,17 +137,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _engine_flags(args: argparse.Namespace) -> list[str]:
-    flags = []
-    for name in ("ctx", "threads", "gpu_layers"):
-        value = getattr(args, name, None)
-        if value is not None:
-            flags += [f"--{name.replace('_', '-')}", str(value)]
-    if getattr(args, "reproducible", False):
-        flags.append("--reproducible")
-    return flags
 
 
 def _child_env() -> dict[str, str]:

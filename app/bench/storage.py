@@ -1,16 +1,18 @@
 """`chorus bench-storage`: checkpoint latency, opening a long conversation and search,
-timed on a scratch database of realistic size (nothing touches the user's chats)."""
+timed on a scratch database of realistic size (nothing touches the user's chats).
+run_storage_bench() returns the timings; render() is their lines or JSON."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import insert, text
 
@@ -24,6 +26,13 @@ WORDS = (
 ).split()
 FILLER = "the a of to and in is it that for on with as was at by".split()
 COMMON = "python"  # in about 1 message of 3
+GOALS_MS = {"checkpoint_ms_p50": 5, "open_long_conversation_ms_p50": 200, "search_common_word_ms_p50": 100}
+
+
+@dataclass(frozen=True)
+class StorageBenchOptions:
+    messages: int = 100_000  # in the search corpus
+    long: int = 10_000  # in the long conversation
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -141,14 +150,18 @@ def measure(db_path: Path, messages: int, long: int) -> dict:
     }
 
 
-def run_storage_bench(args: argparse.Namespace) -> int:
+def run_storage_bench(options: StorageBenchOptions) -> dict[str, Any]:
+    """measure() on a scratch database, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="chorus-bench-") as tmp:
-        result = measure(Path(tmp) / "bench.db", args.messages, args.long)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        goals = {"checkpoint_ms_p50": 5, "open_long_conversation_ms_p50": 200, "search_common_word_ms_p50": 100}
-        for key, value in result.items():
-            goal = f"   (goal < {goals[key]} ms)" if key in goals else ""
-            print(f"{key:<34}{value:>12.2f}{goal}" if isinstance(value, float) else f"{key:<34}{value:>12}")
-    return 0
+        return measure(Path(tmp) / "bench.db", options.messages, options.long)
+
+
+def render(result: dict[str, Any], as_json: bool) -> str:
+    """The timings as one JSON object, or a line each (with its goal where it has one)."""
+    if as_json:
+        return json.dumps(result, indent=2)
+    lines = []
+    for key, value in result.items():
+        goal = f"   (goal < {GOALS_MS[key]} ms)" if key in GOALS_MS else ""
+        lines.append(f"{key:<34}{value:>12.2f}{goal}" if isinstance(value, float) else f"{key:<34}{value:>12}")
+    return "\n".join(lines)

@@ -1,22 +1,21 @@
-"""`chorus bench`, `bench-engines`, `bench-serve`, `bench-storage` and `bench-ui`: the benchmarks.
+"""`chorus bench`, `bench-engines`, `bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`:
+the benchmarks.
 
-The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py);
-here are their options.
+The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
+each benchmark takes an options dataclass (and the engine's LoadSettings) and returns its
+report. Here are their command-line options, turned into those inputs, and the printing.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from app.bench.engine import run_bench
-from app.bench.engines import run_engines_bench
-from app.bench.restart import run_restart_bench
-from app.bench.serve import run_bench_serve
-from app.bench.storage import run_storage_bench
+from app.bench import engine, engines, restart, serve, storage
 from app.cli import gui
 from app.cli.command import add_command
-from app.cli.engine_args import add_model_args, resolve_model
+from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
 from app.models import catalog as model_catalog
 from app.paths import models_dir
 
@@ -99,20 +98,52 @@ def _register_restart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _restart(args: argparse.Namespace, base: Path) -> int:
-    return run_restart_bench(args, resolve_model(args, base))
+    options = restart.RestartBenchOptions(history_tokens=args.history_tokens, ctx=args.ctx)
+    report = restart.run_restart_bench(options, settings_from_args(args, resolve_model(args, base)))
+    print(restart.render(report, args.json))
+    return 0
 
 
 def _storage(args: argparse.Namespace, base: Path) -> int:
-    return run_storage_bench(args)  # a scratch database: the data folder is not touched
+    # A scratch database: the data folder is not touched.
+    result = storage.run_storage_bench(storage.StorageBenchOptions(messages=args.messages, long=args.long))
+    print(storage.render(result, args.json))
+    return 0
 
 
 def _engine(args: argparse.Namespace, base: Path) -> int:
-    return run_bench(args, resolve_model(args, base))
+    options = engine.EngineBenchOptions(
+        chats=args.chats, system_tokens=args.system_tokens, max_tokens=args.max_tokens, warm=args.warm,
+        sampling=args.sampling, native=args.native, skip_baseline=args.skip_baseline,
+        n_seq_max=args.n_seq_max, ctx=args.ctx,
+    )
+    report = engine.run_bench(options, settings_from_args(args, resolve_model(args, base)))
+    print(engine.render(report, args.json))
+    return 0
 
 
 def _serve(args: argparse.Namespace, base: Path) -> int:
-    return run_bench_serve(args, base, None if args.server else resolve_model(args, base))
+    options = serve.ServeBenchOptions(clients=args.clients, max_tokens=args.max_tokens, timeout_s=args.timeout,
+                                      api_key=args.api_key, server=args.server, start=_server_to_start(args, base))
+    try:
+        result = serve.run_bench_serve(options)
+    except (serve.ServerStartError, ValueError) as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    print(serve.render(result, args.json))
+    return 0
+
+
+def _server_to_start(args: argparse.Namespace, base: Path) -> serve.ServerOptions | None:
+    """The `chorus serve` bench-serve starts, unless it was given a running server's URL."""
+    if args.server:
+        return None
+    return serve.ServerOptions(base=base, model=resolve_model(args, base), parallel=args.parallel, ctx=args.ctx,
+                               threads=args.threads, gpu_layers=args.gpu_layers, reproducible=args.reproducible)
 
 
 def _engines(args: argparse.Namespace, base: Path) -> int:
-    return run_engines_bench(args, [model_catalog.resolve(m, models_dir(base)) for m in args.models])
+    models = tuple(model_catalog.resolve(m, models_dir(base)) for m in args.models)
+    options = engines.EnginesBenchOptions(models=models, threads=args.threads, max_tokens=args.max_tokens)
+    print(engines.render(engines.run_engines_bench(options), args.json))
+    return 0

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from app.bench.engine import SystemPromptError
+from app.bench.workload import SystemPromptError
 from app.cli import backup, bench, chat, chats, gui, models, serve
 from app.models.catalog import ModelFetchError
 from app.paths import data_dir

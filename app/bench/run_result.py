@@ -1,0 +1,26 @@
+"""What one side of `chorus bench` measured (the engine, or a baseline), in the report's fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RunResult:
+    wall_s: float
+    gen_tok_s: float
+    decode_tok_s: float
+    ttft_p50_s: float
+    ttft_p95_s: float
+    itl_p50_s: float
+    itl_p95_s: float
+    prompt_tokens_computed: int
+    kv_cells_peak: int
+    max_batch_seqs: int
+    # Decode-only steps (engine only; None for the baseline): EngineCore.step() outside
+    # llama_decode, and the samplers' part of it, in milliseconds.
+    host_ms_per_step: float | None = None
+    host_ms_per_step_p50: float | None = None
+    host_ms_per_step_p95: float | None = None
+    sample_ms_per_step: float | None = None
+    step_ms_per_step: float | None = None
