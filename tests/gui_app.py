@@ -35,12 +35,12 @@ class App:
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096,
                  auto_titles: bool = False) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chats.store import open_store
+        from app.chats.store import open_chat_store
         from ui.controllers.root import Controllers
         from ui.widgets.main_window import MainWindow
 
         self.qtbot = qtbot
-        self.db, self.repo = open_store(data_dir)
+        self.db, self.repo = open_chat_store(data_dir)
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)

@@ -12,12 +12,12 @@ from inference import LoadSettings
 class Shell:
     def __init__(self, qtbot, data_dir: Path, theme: str | None = None) -> None:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chats.store import open_store
+        from app.chats.store import open_chat_store
         from ui.controllers.root import Controllers
         from ui.widgets.main_window import MainWindow
 
         self.qtbot = qtbot
-        self.db, self.repo = open_store(data_dir)
+        self.db, self.repo = open_chat_store(data_dir)
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         settings = LoadSettings(model_path=data_dir / "no-model.gguf")

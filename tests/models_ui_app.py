@@ -17,13 +17,13 @@ class ModelsShell:
         """model_path: the main engine's model (never started here): a file the library may
         hold, so that deleting it is refused."""
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chats.store import open_store
+        from app.chats.store import open_chat_store
         from ui.controllers.root import Controllers
         from ui.widgets.main_window import MainWindow
 
         self.qtbot = qtbot
         self.data_dir = data_dir
-        self.db, self.repo = open_store(data_dir)
+        self.db, self.repo = open_chat_store(data_dir)
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         settings = LoadSettings(model_path=model_path or data_dir / "no-model.gguf", n_ctx=2048)

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from app.chats.store import open_store
+from app.chats.store import open_chat_store
 from app.cli.main import main
 from storage import ChatRepository, open_database
 from storage.backup import backup_database
@@ -15,7 +15,7 @@ from storage.errors import StorageError
 
 
 def test_backup_of_an_open_database_holds_commits_still_in_the_wal(tmp_path, capsys) -> None:
-    db, repo = open_store(tmp_path)
+    db, repo = open_chat_store(tmp_path)
     try:
         conv = repo.create_conversation(model_ref="m.gguf")
         repo.add_message(conv.id, "user", "keep me safe")
@@ -36,7 +36,7 @@ def test_backup_of_an_open_database_holds_commits_still_in_the_wal(tmp_path, cap
 
 
 def test_a_folder_gets_a_dated_file_and_nothing_is_overwritten(tmp_path, capsys) -> None:
-    db, _repo = open_store(tmp_path)
+    db, _repo = open_chat_store(tmp_path)
     db.close()
     backups = tmp_path / "backups"
     backups.mkdir()

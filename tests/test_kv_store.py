@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.kv.disk_store import _HEADER, KEY_BYTES, VERSION, KvDiskStore, StoreError, model_key, open_store
+from inference.kv.disk_store import _HEADER, KEY_BYTES, VERSION, KvDiskStore, StoreError, model_key, open_disk_store
 
 KEY = b"k" * KEY_BYTES
 OTHER_KEY = b"o" * KEY_BYTES
@@ -149,8 +149,8 @@ def test_the_model_key_follows_the_file_and_the_kv_layout(tmp_path):
 def test_a_size_of_zero_or_no_folder_disables_the_store(tmp_path):
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF" + bytes(2000))
-    assert open_store(None, model, "kv=f16", 1024) is None
-    assert open_store(tmp_path / "kv", model, "kv=f16", 0) is None
+    assert open_disk_store(None, model, "kv=f16", 1024) is None
+    assert open_disk_store(tmp_path / "kv", model, "kv=f16", 0) is None
     assert not (tmp_path / "kv").exists()
-    enabled = open_store(tmp_path / "kv", model, "kv=f16", 1)
+    enabled = open_disk_store(tmp_path / "kv", model, "kv=f16", 1)
     assert enabled is not None and enabled.limit_bytes == 1 << 20

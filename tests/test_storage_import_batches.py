@@ -15,7 +15,7 @@ from inference.outputs import Delta, FinishReason
 from storage import ChatRepository, DatabaseBusy, MessageStatus, import_writer, open_database, search
 from storage import database as database_module
 from storage.catalog import CatalogRepository
-from storage.transfer import export_json, import_data
+from storage.chat_file_format import export_json, import_data
 
 
 def chats_file(conversations: int, messages: int = 4, comparison: bool = False) -> dict:

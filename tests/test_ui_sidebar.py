@@ -102,11 +102,11 @@ def test_rename_asks_without_a_nested_event_loop(sidebar, qtbot):
 
 @pytest.fixture
 def window(qtbot, tmp_path, qt_asyncio):
-    from app.chats.store import open_store
+    from app.chats.store import open_chat_store
     from ui.controllers.root import Controllers
     from ui.widgets.main_window import MainWindow
 
-    db, repo = open_store(tmp_path)
+    db, repo = open_chat_store(tmp_path)
     w = MainWindow()
     qtbot.addWidget(w)
     controllers = Controllers(w, repo, LoadSettings(model_path=tmp_path / "none.gguf"))

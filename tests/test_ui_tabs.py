@@ -29,12 +29,12 @@ class Desk:
     """The window and its controllers on a chat database, the engine never started."""
 
     def __init__(self, qtbot, data_dir) -> None:
-        from app.chats.store import open_store
+        from app.chats.store import open_chat_store
         from ui.controllers.root import Controllers
         from ui.widgets.main_window import MainWindow
 
         self.qtbot = qtbot
-        self.db, self.repo = open_store(data_dir)
+        self.db, self.repo = open_chat_store(data_dir)
         self.window = MainWindow()
         qtbot.addWidget(self.window)
         self.controllers = Controllers(self.window, self.repo, LoadSettings(model_path=data_dir / "none.gguf"))

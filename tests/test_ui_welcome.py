@@ -20,13 +20,13 @@ from ui.widgets.main_window import MainWindow
 @pytest.fixture
 def unstarted(qtbot, tmp_path, qt_asyncio, monkeypatch):
     """The window and its controllers with no engine started: loads are recorded, not run."""
-    from app.chats.store import open_store
+    from app.chats.store import open_chat_store
     from inference import LoadSettings
     from ui.controllers.root import Controllers
 
     loads: list[str] = []
     monkeypatch.setattr(EngineHub, "load_model", lambda self, path, gpu_layers=None: loads.append(path))
-    db, repo = open_store(tmp_path)
+    db, repo = open_chat_store(tmp_path)
     w = MainWindow()
     qtbot.addWidget(w)
     controllers = Controllers(w, repo, LoadSettings(model_path=tmp_path / "models" / "main.gguf"))
@@ -227,13 +227,13 @@ def test_an_example_prompt_opens_a_chat_and_sends_it(app):
 @pytest.mark.model
 def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data_dir, model_path, qt_asyncio,
                                                                      tmp_path):
-    from app.chats.store import open_store
+    from app.chats.store import open_chat_store
     from storage import CatalogRepository
 
     other = tmp_path / "other" / "another-smollm.gguf"
     other.parent.mkdir()
     other.symlink_to(model_path)
-    db, _repo = open_store(data_dir)
+    db, _repo = open_chat_store(data_dir)
     CatalogRepository(db).set_setting(RECENT_MODELS_SETTING, [str(other)])
     db.close()
     app = App(qtbot, data_dir, model_path)

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from app.chats.store import open_store
+from app.chats.store import open_chat_store
 from app.cli.engine_args import explicit_settings, settings_from_args
 from app.paths import kv_cache_dir
 from storage import StorageError
@@ -52,7 +52,7 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        db, repo = open_store(data_dir)
+        db, repo = open_chat_store(data_dir)
     except StorageError as exc:  # a damaged (or too new) database: said in a box, not a traceback
         return show_storage_error(app, exc)
     window = MainWindow()

@@ -25,7 +25,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.chats.store import open_store
+    from app.chats.store import open_chat_store
     from app.engines.protocol import EngineStatus
     from app.perf.heap import freeze_startup_heap
     from inference import LoadSettings, SamplingParams
@@ -39,7 +39,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
 
     qasync.QEventLoop(app, already_running=True)  # the controller's asyncio tasks run on Qt
     with tempfile.TemporaryDirectory(prefix="chorus-bench-ui-") as tmp:
-        db, repo = open_store(Path(tmp))
+        db, repo = open_chat_store(Path(tmp))
         window = MainWindow()
         sampling = SamplingParams(temperature=0.7, seed=1, max_tokens=args.max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model, n_ctx=max(4096, args.tabs * (args.max_tokens + 96)),

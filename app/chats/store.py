@@ -11,7 +11,7 @@ from storage import DEFAULT_FILENAME, ChatRepository, Database, open_database
 PURGE_AFTER = timedelta(days=1)
 
 
-def open_store(data_dir: Path) -> tuple[Database, ChatRepository]:
+def open_chat_store(data_dir: Path) -> tuple[Database, ChatRepository]:
     db = open_database(data_dir / DEFAULT_FILENAME)
     repo = ChatRepository(db)
     repo.recover_interrupted()

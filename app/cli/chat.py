@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.chats.recorder import ReplyRecorder
-from app.chats.store import open_store
+from app.chats.store import open_chat_store
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.cli.remote_replies import add_remote_args, connect
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
          start: Callable[[], tuple[Replies, str]]) -> int:
     """The chat, once the model is known: the conversation is opened before the engine
     starts, so a wrong --conversation costs no model load."""
-    db, repo = open_store(data_dir)
+    db, repo = open_chat_store(data_dir)
     conv = Conversation(repo, label, model_ref)
     try:
         if args.conversation is not None:

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.chats.store import open_store
-from app.chats.transfer import export_text, import_chats, write_whole
+from app.chats.export_import import export_text, import_chats, write_whole
+from app.chats.store import open_chat_store
 from app.cli.command import add_command
 from storage import ImportRejected, NotFoundError
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_export(args: argparse.Namespace, base: Path) -> int:
-    db, repo = open_store(base)
+    db, repo = open_chat_store(base)
     try:
         text, ids = export_text(db, repo, args.format, args.conversation, args.comparison)
     except NotFoundError as exc:
@@ -44,7 +44,7 @@ def run_export(args: argparse.Namespace, base: Path) -> int:
 
 
 def run_import(args: argparse.Namespace, base: Path) -> int:
-    db, _repo = open_store(base)
+    db, _repo = open_chat_store(base)
     try:
         result = import_chats(db, args.path)
     except ImportRejected as exc:
@@ -58,7 +58,7 @@ def run_import(args: argparse.Namespace, base: Path) -> int:
 
 
 def run_list(args: argparse.Namespace, base: Path) -> int:
-    db, repo = open_store(base)
+    db, repo = open_chat_store(base)
     try:
         for conv in repo.list_conversations():
             pin = "*" if conv.pinned else " "

@@ -24,7 +24,7 @@ from inference.core.handle import DeltaCallback, RequestHandle
 from inference.core.metrics import MetricsSnapshot
 from inference.core.router import DeltaRouter
 from inference.errors import EngineError, ModelLoadError
-from inference.kv.disk_store import KvDiskStore, open_store
+from inference.kv.disk_store import KvDiskStore, open_disk_store
 from inference.outputs import Delta, FinishReason, ModelInfo
 from inference.params import ChatRequest, LoadSettings, SamplingParams, new_request_id
 from inference.tokenizer.input_processor import InputProcessor
@@ -231,7 +231,7 @@ class Engine:
     def _run(self) -> None:
         try:
             runner = LlamaRunner(self.settings, progress=self._on_progress)
-            core = EngineCore(runner, self.settings, store=self._open_store(runner),
+            core = EngineCore(runner, self.settings, store=self._open_disk_store(runner),
                               wake=lambda: self._commands.put(_Wake()))
             self._runner, self._core, self.info = runner, core, runner.info
         except BaseException as exc:  # noqa: BLE001 - report load failures to start(), never crash silently
@@ -249,12 +249,12 @@ class Engine:
             core.close()  # the prompt cache files being written are finished first
             runner.close()  # frees the samplers of anything cancel_all left too
 
-    def _open_store(self, runner: LlamaRunner) -> KvDiskStore | None:
+    def _open_disk_store(self, runner: LlamaRunner) -> KvDiskStore | None:
         """The disk prompt cache, if the settings ask for one; a folder that cannot be
         used costs the cache, never the load."""
         s = self.settings
         try:
-            return open_store(s.kv_cache_dir, runner.info.path, runner.kv_layout, s.kv_disk_cache_mb)
+            return open_disk_store(s.kv_cache_dir, runner.info.path, runner.kv_layout, s.kv_disk_cache_mb)
         except OSError as exc:
             log.warning("prompt cache disabled: %s", exc)
             return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from inference.kv.cache_manager import KvCacheManager, SeqState
-from inference.kv.disk_store import KvDiskStore, PrefixMatch, StoreError
+from inference.kv.disk_store import DiskMatch, KvDiskStore, StoreError
 from inference.kv.prefix_tree import common_prefix_len
 from inference.request import Request
 
@@ -48,7 +48,7 @@ class SeqStateBackend(Protocol):
 @dataclass(slots=True)
 class _Restore:
     request: Request
-    match: PrefixMatch
+    match: DiskMatch
     future: Future
 
 

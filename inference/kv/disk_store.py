@@ -80,7 +80,10 @@ class StoredPrefix:
 
 
 @dataclass(frozen=True, slots=True)
-class PrefixMatch:
+class DiskMatch:
+    """A saved sequence sharing a prefix with a query (the in-memory tree's own match is
+    prefix_tree.PrefixMatch)."""
+
     entry: StoredPrefix
     length: int  # tokens of the query the entry's KV covers
 
@@ -112,13 +115,13 @@ class KvDiskStore:
         with self._lock:
             return list(self._entries.values())
 
-    def best_match(self, tokens: list[int]) -> PrefixMatch | None:
+    def best_match(self, tokens: list[int]) -> DiskMatch | None:
         """The saved sequence sharing the longest prefix with tokens (None: none shares any)."""
-        best: PrefixMatch | None = None
+        best: DiskMatch | None = None
         for entry in self.entries():
             n = common_prefix_len(list(entry.tokens), tokens)
             if n and (best is None or n > best.length):
-                best = PrefixMatch(entry, n)
+                best = DiskMatch(entry, n)
         return best
 
     def total_bytes(self) -> int:
@@ -283,7 +286,7 @@ def _stale_leftover(path: Path) -> bool:
         return False
 
 
-def open_store(root: Path | None, model_path: Path, layout: str, limit_mb: int) -> KvDiskStore | None:
+def open_disk_store(root: Path | None, model_path: Path, layout: str, limit_mb: int) -> KvDiskStore | None:
     """The store for this model, or None when disabled (no folder, or a limit of 0)."""
     if root is None or limit_mb <= 0:
         return None

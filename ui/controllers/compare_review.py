@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from app.chats.transfer import write_whole
+from app.chats.export_import import write_whole
 from app.compare.export import comparison_markdown
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words

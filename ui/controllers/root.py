@@ -10,6 +10,7 @@ from app.perf.monitor import PerfMonitor
 from inference import LoadSettings, SamplingParams
 from storage import ChatRepository
 from ui.controllers.background import BackgroundController
+from ui.controllers.chat_files import TransferController
 from ui.controllers.compare import CompareController
 from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
@@ -23,7 +24,6 @@ from ui.controllers.side_panel import SidePanelController
 from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
 from ui.controllers.titles import TitlesController
-from ui.controllers.transfer import TransferController
 from ui.controllers.welcome import WelcomeController
 from ui.controllers.window_state import WindowStateController
 from ui.widgets.main_window import MainWindow

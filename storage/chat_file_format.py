@@ -1,9 +1,10 @@
-"""Export conversations to Markdown and to JSON, and import that JSON back.
+"""The JSON chat file (format "chorus-chats", version 1): conversations exported to it and
+imported back. Markdown, which is written only, is the app's (app/chats/markdown_export.py).
 
-The JSON format (version 1) is documented in README.md ("Chat files"). An import is
-validated completely before anything is written, then written all or nothing in short
-transactions (storage/import_writer.py): a malformed, truncated or oversized file changes
-nothing, and a chat saving its reply meanwhile is not locked out.
+The format is documented in docs/chat-file-format.md. An import is validated completely
+before anything is written, then written all or nothing in short transactions
+(storage/import_writer.py): a malformed, truncated or oversized file changes nothing, and a
+chat saving its reply meanwhile is not locked out.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from sqlalchemy import select
 from storage.database import Database
 from storage.errors import ImportRejected
 from storage.import_writer import STATS, SettingsRemap, parse_time, write_import
-from storage.records import ROLES, ActivePath, MessageStatus
-from storage.repository import ChatRepository
+from storage.records import ROLES, MessageStatus
 from storage.schema import Comparison, Conversation, Message, Preset
 
 FORMAT = "chorus-chats"
@@ -113,34 +113,6 @@ def tree_order(items: list[T], key: Callable[[T], Any], parent: Callable[[T], An
         ordered.append(item)
         stack.extend(reversed(children.get(key(item), ())))
     return ordered
-
-
-def export_markdown(repo: ChatRepository, conversation_ids: list[int]) -> str:
-    return "\n\n---\n\n".join(_markdown(repo.active_path(cid)) for cid in conversation_ids) + "\n"
-
-
-def _markdown(path: ActivePath) -> str:
-    conv = path.conversation
-    lines = [f"# {conv.title or 'Untitled chat'}", ""]
-    meta = [f"created {conv.created_at:%Y-%m-%d %H:%M} UTC"]
-    if conv.model_ref:
-        meta.insert(0, f"model: {conv.model_ref}")
-    lines += [f"_{' · '.join(meta)}_", ""]
-    for m in path.messages:
-        lines += [f"### {_heading(m)}", "", m.content, ""]
-        if m.status is not MessageStatus.COMPLETE:
-            lines += [f"_({m.status.value}{': ' + m.error_text if m.error_text else ''})_", ""]
-        branch = path.branches.get(m.id)
-        if branch and branch.count > 1:
-            lines += [f"_(branch {branch.index} of {branch.count})_", ""]
-    return "\n".join(lines).rstrip()
-
-
-def _heading(m) -> str:
-    title = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}[m.role]
-    details = [d for d in (m.model if m.role == "assistant" else None,
-                           f"{m.tokens_per_s:.1f} tok/s" if m.tokens_per_s else None) if d]
-    return " · ".join([title, *details])
 
 
 # ----- import --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Export to JSON/Markdown and import back: round trips and all-or-nothing rejections."""
+"""The JSON chat file: export and import back, round trips and all-or-nothing rejections."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from storage import ChatRepository, ImportRejected, MessageStatus, open_database, transfer
+from storage import ChatRepository, ImportRejected, MessageStatus, chat_file_format, open_database
 from storage.catalog import CatalogRepository
-from storage.transfer import export_json, export_markdown, import_data, import_file
+from storage.chat_file_format import export_json, import_data, import_file
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def tree_shape(repo, conv_id: int) -> dict:
             "SELECT id FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,))]
     # Positions in tree order (parents first, siblings oldest first): an import renumbers
     # the messages, and a system prompt added later has a larger id than its children.
-    messages = transfer.tree_order([repo.get_message(i) for i in msg_ids], key=lambda m: m.id,
+    messages = chat_file_format.tree_order([repo.get_message(i) for i in msg_ids], key=lambda m: m.id,
                                    parent=lambda m: m.parent_id)
     assert len(messages) == len(msg_ids)
     pos = {m.id: i for i, m in enumerate(messages)}
@@ -360,50 +360,6 @@ def test_imported_times_are_kept_in_utc(db, repo):
     assert first.created_at == datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 
 
-# ----- Markdown ----------------------------------------------------------------------------
-
-
-def test_markdown_has_active_branch_in_order_with_marks(db, repo):
-    conv = repo.create_conversation("Owl chat", model_ref="tiny.gguf")
-    user = repo.add_message(conv.id, "user", "Tell me about owls")
-    good = repo.add_message(conv.id, "assistant", "OLD ANSWER owls are birds", model="tiny.gguf")
-    cut = repo.start_reply(conv.id, parent_id=user.id, model="tiny.gguf")
-    repo.finish_reply(cut.id, "They hoot at ni", status=MessageStatus.INTERRUPTED, tokens_per_s=50.0)
-    md = export_markdown(repo, [conv.id])
-    assert md.startswith("# Owl chat\n")
-    assert "model: tiny.gguf" in md
-    assert "OLD ANSWER" not in md  # not on the active branch
-    q = md.index("Tell me about owls")
-    a = md.index("They hoot at ni")
-    assert q < a
-    assert md.index("### You") < q < md.index("### Assistant") < a
-    assert "### Assistant · tiny.gguf · 50.0 tok/s" in md
-    assert "_(interrupted)_" in md[a:]
-    assert "_(branch 2 of 2)_" in md[a:]
-
-    repo.switch_to(good.id)
-    err = repo.add_message(conv.id, "user", "and?")
-    failed = repo.start_reply(conv.id)
-    repo.finish_reply(failed.id, "", status=MessageStatus.ERROR, error_text="model crashed")
-    md = export_markdown(repo, [conv.id])
-    assert "OLD ANSWER" in md and "They hoot" not in md
-    assert "_(branch 1 of 2)_" in md
-    assert md.index("OLD ANSWER") < md.index("and?") < md.index("_(error: model crashed)_")
-    assert "_(interrupted)_" not in md
-    assert err.id
-
-
-def test_markdown_of_several_conversations(db, repo):
-    a = repo.create_conversation("")
-    repo.add_message(a.id, "user", "first chat")
-    b = repo.create_conversation("Second")
-    repo.add_message(b.id, "user", "second chat")
-    md = export_markdown(repo, [a.id, b.id])
-    assert md.count("\n---\n") == 1
-    assert md.index("# Untitled chat") < md.index("first chat") < md.index("# Second") < md.index("second chat")
-    assert md.endswith("\n")
-
-
 def test_comparisons_travel_as_groups_and_their_settings_follow_new_ids(db, repo, other_db):
     catalog = CatalogRepository(db)
     a, b, lone = (repo.create_conversation(t) for t in ("pane a", "pane b", "lone"))
@@ -574,7 +530,7 @@ def test_a_lone_surrogate_escaped_in_a_file_is_refused_before_writing(tmp_path, 
     path = tmp_path / "surrogate.json"
     path.write_text(json.dumps(data), encoding="utf-8")  # ASCII file: the escape \\ud800
     assert "\\ud800" in path.read_text()
-    monkeypatch.setattr(transfer, "write_import", lambda *a: pytest.fail("the writer was reached"))
+    monkeypatch.setattr(chat_file_format, "write_import", lambda *a: pytest.fail("the writer was reached"))
     with pytest.raises(ImportRejected, match="conversation 1, message 2 has text that is not valid Unicode"):
         import_file(db, path)
 
@@ -602,11 +558,11 @@ def test_oversized_file_is_rejected(tmp_path, db, repo, monkeypatch):
     path = tmp_path / "big.json"
     path.write_text(text, encoding="utf-8")
     before = counts(db)
-    monkeypatch.setattr(transfer, "MAX_IMPORT_BYTES", len(text.encode()) - 1)
+    monkeypatch.setattr(chat_file_format, "MAX_IMPORT_BYTES", len(text.encode()) - 1)
     with pytest.raises(ImportRejected, match="the limit is"):
         import_file(db, path)
     assert counts(db) == before
-    monkeypatch.setattr(transfer, "MAX_IMPORT_BYTES", len(text.encode()))
+    monkeypatch.setattr(chat_file_format, "MAX_IMPORT_BYTES", len(text.encode()))
     import_file(db, path)  # exactly at the limit is fine
     assert counts(db)[1] == before[1] + 8
 
@@ -616,18 +572,18 @@ def test_too_many_messages_is_rejected(db, repo, monkeypatch):
     before = counts(db)
     data = minimal()  # 2 messages
     data["conversations"].append({"title": "second", "messages": [msg(1), msg(2, parent=1)]})
-    monkeypatch.setattr(transfer, "MAX_MESSAGES", 3)
+    monkeypatch.setattr(chat_file_format, "MAX_MESSAGES", 3)
     with pytest.raises(ImportRejected, match="more than 3 messages"):
         import_data(db, data)
     assert counts(db) == before
-    monkeypatch.setattr(transfer, "MAX_MESSAGES", 4)
+    monkeypatch.setattr(chat_file_format, "MAX_MESSAGES", 4)
     assert import_data(db, data).messages == 4
 
 
 def test_flags_must_be_booleans_and_a_byte_order_mark_is_accepted(tmp_path):
     from storage import open_database
+    from storage.chat_file_format import import_data, import_file
     from storage.errors import ImportRejected
-    from storage.transfer import import_data, import_file
 
     db = open_database(tmp_path / "flags.db")
     bad = {"format": "chorus-chats", "version": 1,

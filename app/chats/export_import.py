@@ -7,11 +7,12 @@ import json
 import os
 from pathlib import Path
 
+from app.chats.markdown_export import export_markdown
 from app.compare.export import comparison_markdown
 from app.compare.state import ComparisonState
 from storage import CatalogRepository, ChatRepository
+from storage.chat_file_format import ImportResult, export_json, import_file
 from storage.database import Database
-from storage.transfer import ImportResult, export_json, export_markdown, import_file
 
 FORMATS = ("json", "md")
 

@@ -1,12 +1,12 @@
 """File → Export… and Import…: chats written to and read from files in the CLI's formats
-(app/chats/transfer.py), on the storage thread. A file that cannot be imported is said
+(app/chats/export_import.py), on the storage thread. A file that cannot be imported is said
 plainly in the window and writes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 
-from app.chats.transfer import export_text, import_chats, write_whole
+from app.chats.export_import import export_text, import_chats, write_whole
 from storage import StorageError
 from ui.controllers.context import ControllerContext
 from ui.widgets.compare_view import CompareView

@@ -1,0 +1,36 @@
+"""Conversations as one Markdown document (`chorus export --format md`, File → Export…):
+each chat's active branch in order, with its model, numbers and marks for an unfinished
+reply or a branch point. Written only, never read back (the JSON chat file is the format
+that imports: storage/chat_file_format.py)."""
+
+from __future__ import annotations
+
+from storage import ActivePath, ChatRepository, MessageRecord, MessageStatus
+
+
+def export_markdown(repo: ChatRepository, conversation_ids: list[int]) -> str:
+    return "\n\n---\n\n".join(_markdown(repo.active_path(cid)) for cid in conversation_ids) + "\n"
+
+
+def _markdown(path: ActivePath) -> str:
+    conv = path.conversation
+    lines = [f"# {conv.title or 'Untitled chat'}", ""]
+    meta = [f"created {conv.created_at:%Y-%m-%d %H:%M} UTC"]
+    if conv.model_ref:
+        meta.insert(0, f"model: {conv.model_ref}")
+    lines += [f"_{' · '.join(meta)}_", ""]
+    for m in path.messages:
+        lines += [f"### {_heading(m)}", "", m.content, ""]
+        if m.status is not MessageStatus.COMPLETE:
+            lines += [f"_({m.status.value}{': ' + m.error_text if m.error_text else ''})_", ""]
+        branch = path.branches.get(m.id)
+        if branch and branch.count > 1:
+            lines += [f"_(branch {branch.index} of {branch.count})_", ""]
+    return "\n".join(lines).rstrip()
+
+
+def _heading(m: MessageRecord) -> str:
+    title = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}[m.role]
+    details = [d for d in (m.model if m.role == "assistant" else None,
+                           f"{m.tokens_per_s:.1f} tok/s" if m.tokens_per_s else None) if d]
+    return " · ".join([title, *details])
