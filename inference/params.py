@@ -123,6 +123,9 @@ class ChatRequest:
     continue_final: bool = False
 
 
+SPECULATIVE_MODES = ("off", "lookup")
+
+
 def physical_cores() -> int:
     try:
         import psutil
@@ -158,6 +161,12 @@ class LoadSettings:
     # Jinja chat template used instead of the one in the GGUF file (a per-model default of
     # the model library); None: the file's own.
     chat_template: str | None = None
+    # Speculative decoding (inference/spec/): "off", or "lookup" (draft tokens from the
+    # request's own prompt and output, verified in the step's llama_decode). draft_max: the
+    # most draft tokens one sequence verifies in a step; the planner gives fewer (or none)
+    # as acceptance and the step's cost decide.
+    speculative: str = "off"
+    draft_max: int = 32
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()
@@ -176,3 +185,7 @@ class LoadSettings:
             raise ValueError("n_ubatch must not exceed n_batch")
         if self.kv_disk_cache_mb < 0:
             raise ValueError(f"kv_disk_cache_mb must be >= 0, got {self.kv_disk_cache_mb}")
+        if self.speculative not in SPECULATIVE_MODES:
+            raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
+        if not 1 <= self.draft_max <= 64:
+            raise ValueError(f"draft_max must be in 1..64, got {self.draft_max}")

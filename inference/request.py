@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 
 from inference.params import SamplingParams
+from inference.spec.ngram import NgramIndex
+from inference.spec.policy import Acceptance
 
 
 class RequestStatus(enum.Enum):
@@ -44,6 +46,10 @@ class Request:
     status: RequestStatus = RequestStatus.WAITING
     admitted_s: float | None = None
     preemptions: int = 0
+    # Speculative decoding: the index its drafts come from (made at its first draft) and
+    # how its drafts have fared.
+    drafter: NgramIndex | None = None
+    acceptance: Acceptance = field(default_factory=Acceptance)
 
     def __post_init__(self) -> None:
         self.num_prompt = len(self.tokens)
@@ -73,6 +79,18 @@ class Request:
     @property
     def is_decoding(self) -> bool:
         return self.status is RequestStatus.DECODING
+
+    @property
+    def may_draft(self) -> bool:
+        """Whether draft tokens can be verified for it: not for a grammar (its sampler is
+        llama.cpp's chain) nor for log-probabilities (one row per token is reported)."""
+        return self.sampling.grammar is None and self.sampling.logprobs is None
+
+    def draft(self, max_tokens: int) -> list[int]:
+        """Prompt-lookup draft tokens that may follow its tokens."""
+        if self.drafter is None:
+            self.drafter = NgramIndex(self.tokens)
+        return self.drafter.draft(max_tokens)
 
     def append_token(self, token: int) -> None:
         self.tokens.append(token)

@@ -88,6 +88,8 @@ def make_driver(
     step_s: float = 1.0,
     target_itl_s: float = 0.1,
     next_token: Callable[[list[int]], int] = alphabet,
+    speculative: str = "off",
+    draft_max: int = 16,
 ) -> Driver:
     """A core over n_cells of KV and n_seqs sequences. Each step "computes" for step_s of
     fake time: with the default target latency that is a slow step, so the prefill share
@@ -102,6 +104,8 @@ def make_driver(
         n_ubatch=n_batch,
         target_itl_s=target_itl_s,
         decode_reserve=decode_reserve,
+        speculative=speculative,
+        draft_max=draft_max,
     )
     core = EngineCore(runner, settings, clock=clock)
     core.scheduler.aging_s = aging_s

@@ -8,7 +8,8 @@
   too much fails the test instead of corrupting a cache.
 - Sampling: next_token(context), where context is the sequence's tokens in the KV after
   this step, so the "model" is a pure function of what it saw. The default writes the
-  alphabet by position: a request's text says where it is.
+  alphabet by position: a request's text says where it is. Draft tokens are verified
+  as the real runner does: the token after each row, drafts kept up to the first miss.
 - Failures: fail_next(n) makes the next n executes report llama_decode's "no KV slot"
   (or another code) without touching the KV, as llama.cpp does.
 - Time: each execute advances the shared fake clock by step_s, the model's compute time
@@ -157,9 +158,26 @@ class FakeRunner:
             self.kv.decode(chunk.seq, chunk.start, chunk.tokens)
         self.clock.now += self.sample_s
         tokens = [self._sample(c) if c.wants_logits else None for c in plan.chunks]
-        return StepOutput(DECODE_OK, tokens, decode_s=self.step_s, sample_s=self.sample_s)
+        kept = [self._verify(c, tokens, i) for i, c in enumerate(plan.chunks)] if plan.n_draft else None
+        return StepOutput(DECODE_OK, tokens, decode_s=self.step_s, sample_s=self.sample_s, kept_drafts=kept)
+
+    def _verify(self, chunk: ScheduledChunk, tokens: list[int | None], i: int) -> int:
+        """A drafted chunk: the model's token after each row, the drafts kept up to the first
+        that differs; tokens[i] becomes the one sampled after them."""
+        if not chunk.draft:
+            return 0
+        context = self.kv.seq_tokens(chunk.seq)
+        end = chunk.start + chunk.n_tokens  # the decode token's row: the first sampled
+        for kept, draft in enumerate(chunk.draft):
+            token = self.next_token(context[: end + kept])
+            if token != draft:
+                tokens[i] = token
+                return kept
+        tokens[i] = self.next_token(context[: end + len(chunk.draft)])
+        return len(chunk.draft)
 
     def _sample(self, chunk: ScheduledChunk) -> int:
         if chunk.request.request_id not in self.samplers:
             raise KeyError(f"request {chunk.request.request_id} has no sampler")
-        return self.next_token(self.kv.seq_tokens(chunk.seq))
+        context = self.kv.seq_tokens(chunk.seq)
+        return self.next_token(context[: chunk.start + chunk.n_tokens] if chunk.draft else context)

@@ -235,3 +235,29 @@ def test_rows_with_different_top_k_in_one_step_keep_their_own_cut() -> None:
         p = target(logits, kind)
         assert got[p == 0].sum() == 0
         assert np.abs(got / n - p).sum() / 2 < bound(p, n)
+
+
+def test_verifying_a_draft_keeps_each_rows_distribution(sampling_path) -> None:
+    """Speculative decoding's acceptance test on fixed logits: the first token a draft's
+    verification gives follows row 0's distribution, and after it kept the first draft
+    token, the next follows row 1's: the output is distributed as without a draft (for a
+    draft of fixed tokens, what rejection sampling guarantees), whatever the draft."""
+    from inference.sample.rows import verify_draft
+
+    rows = np.stack([peaked(), np.roll(peaked(), 3), np.roll(peaked(), 7)])
+    draft = [1, 4]  # likely in their rows, not certain: both outcomes happen
+    n = 30_000
+    first = np.zeros(V, dtype=np.int64)
+    second = np.zeros(V, dtype=np.int64)
+    for seed in range(n):
+        emitted = verify_draft(rows.copy(), RequestSampler(replace(DEFAULT, seed=seed)), draft)
+        first[emitted[0]] += 1
+        if emitted[0] == draft[0]:
+            second[emitted[1]] += 1
+    for counts, row in ((first, rows[0]), (second, rows[1])):
+        p = target(row, DEFAULT)
+        total = int(counts.sum())
+        assert total > 1000
+        tv = 0.5 * float(np.abs(counts / total - p).sum())
+        assert tv <= bound(p, total), (tv, bound(p, total))
+    assert 0.05 < first[draft[0]] / n < 0.95  # the draft was kept and rejected, both many times

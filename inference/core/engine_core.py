@@ -25,6 +25,7 @@ from inference.sample.logprobs import SampledLogprobs
 from inference.sched.plan import StepPlan
 from inference.sched.scheduler import Scheduler
 from inference.sched.step_budget import StepBudget
+from inference.spec.policy import DraftPlanner
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.model_runner import ModelRunner, StepOutput
 
@@ -53,7 +54,8 @@ class EngineCore:
         self.clock = clock  # every time stamp and step duration: tests run on a fake one
         self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
-        self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
+        drafts = DraftPlanner(settings.draft_max) if settings.speculative == "lookup" else None
+        self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock, drafts=drafts)
         self.metrics = EngineMetrics()
         # The one input processor of this model: the engine thread's requests and the other
         # threads' (Engine.prepare) are rendered, tokenized and checked by the same object.
@@ -180,9 +182,15 @@ class EngineCore:
         """The plan's tokens are in the KV cache: account them and turn samples into deltas."""
         if not output.ok:
             return self._fail_plan(plan, f"llama_decode failed with code {output.code}")
-        self.scheduler.commit(plan)
-        deltas, sampled = self._emit(plan, output.tokens, output.logprobs)
-        self._record(plan, duration, sampled)
+        self.scheduler.commit(plan, output.kept_drafts)
+        deltas, sampled = self._emit(plan, output.tokens, output.logprobs, output.kept_drafts)
+        kept = 0
+        if output.kept_drafts is not None:
+            kept = sum(output.kept_drafts)
+            self.metrics.record_drafts(plan.n_draft, kept)
+        self._record(plan, duration, sampled, kept)
+        if self.scheduler.drafts is not None:
+            self.scheduler.drafts.cost.observe(plan.num_tokens, duration)
         return deltas
 
     def _finish_out_of_cells(self, plan: StepPlan) -> list[Delta]:
@@ -194,8 +202,8 @@ class EngineCore:
         done = [r for r in plan.admitted if not r.wants_output and r.num_uncomputed == 0]
         return [self._finish(self._outputs[r.request_id], FinishReason.STOP, "") for r in done]
 
-    def _emit(self, plan: StepPlan, tokens: list[int | None],
-              logprobs: list[SampledLogprobs | None]) -> tuple[list[Delta], int]:
+    def _emit(self, plan: StepPlan, tokens: list[int | None], logprobs: list[SampledLogprobs | None],
+              kept_drafts: list[int] | None = None) -> tuple[list[Delta], int]:
         deltas: list[Delta] = []
         itls: list[float] = []
         sampled = 0
@@ -207,6 +215,11 @@ class EngineCore:
                 continue
             if token is None:
                 deltas.append(self._progress_or_done(out))
+                continue
+            if kept_drafts is not None and chunk.draft:
+                emitted = [*chunk.draft[: kept_drafts[i]], token]
+                sampled += len(emitted)
+                deltas.append(self._on_tokens(out, emitted, now, itls))
                 continue
             sampled += 1
             deltas.append(self._on_token(out, token, now, logprobs[i] if i < len(logprobs) else None, itls))
@@ -226,6 +239,25 @@ class EngineCore:
             kept = (token,) if verdict.kept else ()
             return self._finish(out, verdict.finish, verdict.text, token_ids=kept, logprobs=logprobs)
         return Delta(out.request_id, verdict.text, (token,), Phase.DECODING, None, None, None, None, logprobs)
+
+    def _on_tokens(self, out: RequestOutput, emitted: list[int], now: float, itls: list[float]) -> Delta:
+        """Several tokens of one request at once (kept draft tokens and the one sampled
+        after them): one delta, ended at the first token that ends the request."""
+        texts: list[str] = []
+        kept: list[int] = []
+        runner = self.runner
+        for token in emitted:
+            verdict = out.on_token(token, runner.piece(token), runner.is_eog(token), now)
+            if verdict.first:
+                self.metrics.record_ttft(verdict.latency_s)
+            else:
+                itls.append(verdict.latency_s)
+            texts.append(verdict.text)
+            if verdict.kept:
+                kept.append(token)
+            if verdict.finish is not None:
+                return self._finish(out, verdict.finish, "".join(texts), token_ids=tuple(kept))
+        return Delta(out.request_id, "".join(texts), tuple(kept), Phase.DECODING)
 
     def _token_logprob(self, token: int, sampled: SampledLogprobs) -> TokenLogprob:
         def text(t: int) -> tuple[str, bytes]:
@@ -299,8 +331,8 @@ class EngineCore:
             self.metrics.requests_finished += 1
         return out.finished_delta(text, reason, self.clock(), error, token_ids, logprobs)
 
-    def _record(self, plan: StepPlan, duration: float, sampled: int) -> None:
-        n_decode = plan.num_decode_tokens
+    def _record(self, plan: StepPlan, duration: float, sampled: int, kept_drafts: int = 0) -> None:
+        n_decode = plan.num_decode_tokens + kept_drafts  # a kept draft token is a decoded one
         n_prefill = plan.num_prefill_tokens
         self.metrics.record_step(duration, n_prefill, n_decode, len(plan.chunks), sampled)
         self.metrics.record_kv(self.kv.cells_used)

@@ -95,6 +95,13 @@ class MetricsSnapshot:
     kv_restores: int = 0
     kv_restore_failures: int = 0
     kv_disk_saves: int = 0
+    # Speculative decoding (since the engine started): draft tokens verified, and kept.
+    draft_tokens: int = 0
+    draft_tokens_accepted: int = 0
+
+    @property
+    def draft_acceptance(self) -> float:
+        return self.draft_tokens_accepted / self.draft_tokens if self.draft_tokens else 0.0
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -147,6 +154,8 @@ class EngineMetrics:
         self.requests_finished = 0
         self.requests_failed = 0
         self.preemptions = 0
+        self.draft_tokens = 0
+        self.draft_tokens_accepted = 0
         self.kv_cells_peak = 0
         self.host_steps = 0
         self.host_s_sum = 0.0
@@ -210,6 +219,10 @@ class EngineMetrics:
         for s in seconds:
             observe(s)
 
+    def record_drafts(self, drafted: int, accepted: int) -> None:
+        self.draft_tokens += drafted
+        self.draft_tokens_accepted += accepted
+
     def record_kv(self, cells_used: int) -> None:
         self.kv_cells_peak = max(self.kv_cells_peak, cells_used)
 
@@ -266,4 +279,6 @@ class EngineMetrics:
             itl_buckets=self.itl_histogram.cumulative(),
             itl_sum_s=self.itl_histogram.sum_s,
             itl_count=self.itl_histogram.count,
+            draft_tokens=self.draft_tokens,
+            draft_tokens_accepted=self.draft_tokens_accepted,
         )

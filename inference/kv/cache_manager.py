@@ -173,6 +173,11 @@ class KvCacheManager:
         self._tree.append(seq, tokens)
         self._touch(seq)
 
+    def drop_uncommitted(self, seq: int) -> None:
+        """Cells llama.cpp holds for seq past what was appended (draft tokens the worker
+        did not keep) are freed: the sequence is again exactly what the tree says."""
+        self._backend.seq_rm(seq, self._tree.length(seq), -1)
+
     def make_room(self, n_cells: int, protect: frozenset[int] = frozenset()) -> bool:
         """Evict idle sequences, least recently used first, until n_cells are free."""
         while self.cells_free < n_cells:

@@ -268,6 +268,11 @@ class RowPreparer:
             self._last.store()
             self._last = None
 
+    def release(self, sampler: RequestSampler) -> None:
+        """Before sampler is used on its own (a draft's verification): its state back."""
+        if self._last is not None and any(s is sampler for s in self._last.samplers):
+            self.clear()
+
 
 def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[int]:
     """One token per row of logits (shape (rows, n_vocab), float32, C-contiguous), row i
@@ -278,6 +283,26 @@ def sample_rows(logits: np.ndarray, samplers: Sequence[RequestSampler]) -> list[
         return sample_prepared(logits, prepared)
     finally:
         prepared.store()
+
+
+def verify_draft(logits: np.ndarray, sampler: RequestSampler, draft: Sequence[int]) -> list[int]:
+    """One request's rows for a draft: row j holds the logits after the request's tokens
+    and draft[:j]. Sampled in order: the draft tokens kept (up to the first that differs
+    from what was sampled there) and the token sampled after them.
+
+    Each row is sampled with the state the tokens before it left (penalty window, one
+    uniform per token kept), so the tokens are those of decoding them one by one: greedy
+    output does not change, and sampled output keeps its distribution. For a draft of
+    fixed tokens this is speculative rejection sampling: a draft token is kept with the
+    probability the model gives it, and a rejected one is replaced by a draw from the rest
+    of the distribution (the sample, which is not it)."""
+    emitted: list[int] = []
+    for j in range(len(draft) + 1):
+        token = sample_rows(logits[j:j + 1], [sampler])[0]
+        emitted.append(token)
+        if j == len(draft) or token != draft[j]:
+            break
+    return emitted
 
 
 def sample_prepared(logits: np.ndarray, prepared: PreparedRows) -> list[int]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from inference.params import SamplingParams
 from inference.sample.grammar_chain import SamplerChain
-from inference.sample.rows import PreparedRows, RequestSampler, RowPreparer, sample_prepared
+from inference.sample.rows import PreparedRows, RequestSampler, RowPreparer, sample_prepared, verify_draft
 
 _FLOAT = ctypes.sizeof(ctypes.c_float)
 
@@ -96,6 +96,17 @@ class SamplerSet:
             for i, token in zip(prepared.fast, sample_prepared(logits, prepared.rows)):
                 tokens[i] = token
         return tokens
+
+    def verify(self, ctx: ll.llama_context_p, request_id: str, first_row: int, draft: Sequence[int]) -> list[int]:
+        """A request's draft rows (batch rows first_row.. : its decode token, then each
+        draft token), verified with its own sampler (rows.verify_draft): the draft tokens
+        it keeps and the token sampled after them."""
+        sampler = self._numpy.get(request_id)
+        if sampler is None:
+            raise KeyError(f"request {request_id} has no numpy sampler to verify a draft with")
+        self._preparer.release(sampler)
+        logits = self._logits_rows(ctx, list(range(first_row, first_row + len(draft) + 1)))
+        return verify_draft(logits, sampler, draft)
 
     def _first_outputs(self, ctx: ll.llama_context_p, n: int) -> np.ndarray:
         """llama.cpp's first n logits rows, as a view kept while its buffer stays put."""

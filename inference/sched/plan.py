@@ -14,13 +14,27 @@ class ScheduledChunk(NamedTuple):
 
     request: Request
     start: int  # first position fed (== request.num_computed when scheduled)
-    n_tokens: int
+    n_tokens: int  # of the request's own tokens
     wants_logits: bool
     is_decode: bool = False
+    # Draft tokens fed after the decode token, each with logits: the worker samples every
+    # row and keeps the drafts up to the first that differs from what was sampled there.
+    draft: tuple[int, ...] = ()
 
     @property
     def tokens(self) -> list[int]:
-        return self.request.tokens[self.start : self.start + self.n_tokens]
+        own = self.request.tokens[self.start : self.start + self.n_tokens]
+        return own + list(self.draft) if self.draft else own
+
+    @property
+    def n_fed(self) -> int:
+        """Tokens this chunk puts in the batch."""
+        return self.n_tokens + len(self.draft)
+
+    @property
+    def n_logits(self) -> int:
+        """Rows of the chunk, counted from its end, that need logits."""
+        return 1 + len(self.draft) if self.wants_logits else 0
 
     @property
     def seq(self) -> int:
@@ -37,10 +51,12 @@ class StepPlan:
     # Running alone, yet no cell left for its next token: it ends, its text kept.
     out_of_cells: list[Request] = field(default_factory=list)
     admitted: list[Request] = field(default_factory=list)
+    n_draft: int = 0  # draft tokens in the chunks (the worker verifies them when > 0)
 
     @property
     def num_tokens(self) -> int:
-        return sum(c.n_tokens for c in self.chunks)
+        """Tokens in the batch, draft tokens included."""
+        return sum(c.n_fed for c in self.chunks)
 
     @property
     def num_decode_tokens(self) -> int:
@@ -48,7 +64,7 @@ class StepPlan:
 
     @property
     def num_prefill_tokens(self) -> int:
-        return self.num_tokens - self.num_decode_tokens
+        return self.num_tokens - self.num_decode_tokens - self.n_draft
 
     @property
     def empty(self) -> bool:

@@ -21,6 +21,7 @@ from inference.params import is_spare
 from inference.request import Request, RequestStatus
 from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.sched.step_budget import StepBudget
+from inference.spec.policy import DraftPlanner
 
 # A waiting request holds back for an in-flight prompt only when that saves at least this
 # many tokens of prefill; a shorter shared head is cheaper to compute again.
@@ -35,8 +36,10 @@ class Scheduler:
         decode_reserve: int = 64,
         aging_s: float = 30.0,
         clock: Callable[[], float] = time.perf_counter,
+        drafts: DraftPlanner | None = None,
     ) -> None:
         self.kv = kv
+        self.drafts = drafts  # speculative decoding: None when it is off
         self.budget = budget
         self.decode_reserve = decode_reserve
         self.aging_s = aging_s
@@ -78,12 +81,6 @@ class Scheduler:
             else:
                 self.kv.release(request.seq, keep=keep_cache)
             request.seq = None
-
-    def commit(self, plan: StepPlan) -> None:
-        """The plan's tokens are now in the KV cache."""
-        for chunk in plan.chunks:
-            self.kv.append(chunk.seq, chunk.tokens)
-            chunk.request.num_computed += chunk.n_tokens
 
     # ----- the step ----------------------------------------------------------------
 
@@ -135,7 +132,53 @@ class Scheduler:
                 plan.chunks.append(self._prefill_chunk(req, n))
             committed += n
             left -= n
+        if self.drafts is not None and decoding:
+            self._add_drafts(plan, committed)
         return plan
+
+    def commit(self, plan: StepPlan, kept_drafts: list[int] | None = None) -> None:
+        """The plan's tokens are now in the KV cache: those of its drafts up to the ones
+        the worker kept (kept_drafts, per chunk); the rest leave the KV again."""
+        for i, chunk in enumerate(plan.chunks):
+            if not chunk.draft:
+                self.kv.append(chunk.seq, chunk.tokens)
+                chunk.request.num_computed += chunk.n_tokens
+                continue
+            kept = kept_drafts[i] if kept_drafts is not None else 0
+            fed = chunk.tokens[: chunk.n_tokens + kept]
+            self.kv.append(chunk.seq, fed)
+            if kept < len(chunk.draft):
+                self.kv.drop_uncommitted(chunk.seq)  # the rejected drafts' cells
+            chunk.request.num_computed += len(fed)
+            chunk.request.acceptance.observe(len(chunk.draft), kept)
+
+    def _add_drafts(self, plan: StepPlan, committed: int) -> None:
+        """Draft tokens for the decoding requests that have some and where they pay
+        (DraftPlanner), within the batch and the KV cells left after this step's others."""
+        planner = self.drafts
+        assert planner is not None
+        room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
+        if room <= 0:
+            return
+        at: list[int] = []
+        offers: list[list[int]] = []
+        for i, chunk in enumerate(plan.chunks):
+            if not chunk.is_decode:
+                continue
+            req = chunk.request
+            limit = min(planner.max_draft, self.kv.n_cells - len(req.tokens) - 1, _output_left(req) - 1)
+            offer = req.draft(limit) if limit > 0 and req.may_draft else []
+            if offer:
+                at.append(i)
+                offers.append(offer)
+        if not offers:
+            return
+        rates = [plan.chunks[i].request.acceptance.rate for i in at]
+        lengths = planner.lengths(rates, [len(o) for o in offers], plan.num_tokens, room)
+        for i, offer, k in zip(at, offers, lengths):
+            if k:
+                plan.chunks[i] = plan.chunks[i]._replace(draft=tuple(offer[:k]))
+                plan.n_draft += k
 
     def make_room_after_failed_decode(self) -> Request | None:
         """llama_decode found no KV slot: evict an idle sequence, else preempt a request.
@@ -274,3 +317,9 @@ class Scheduler:
         req.status = RequestStatus.WAITING
         req.preemptions += 1
         self.waiting.append(req)
+
+
+def _output_left(req: Request) -> int:
+    """Tokens the request may still generate (a large number when it has no limit)."""
+    limit = req.sampling.max_tokens
+    return limit - req.num_output if limit > 0 else 1 << 30

@@ -22,7 +22,7 @@ class BatchItem(NamedTuple):
     seq: int
     start: int  # position of tokens[0]
     tokens: list[int]
-    logits: bool  # need logits for the last token
+    n_logits: int  # how many of the last tokens need logits (1: the last; more: draft rows)
 
 
 class TokenBatch:
@@ -43,9 +43,9 @@ class TokenBatch:
         return self._batch
 
     def fill(self, items: list[BatchItem]) -> list[int]:
-        """Write items into the batch. Returns the batch row of each item's logits (-1
-        where none were asked for). Raises ValueError, having written nothing, when the
-        items hold more tokens than the batch."""
+        """Write items into the batch. Returns the batch row of each item's first logits
+        row (its others follow it; -1 where none were asked for). Raises ValueError, having
+        written nothing, when the items hold more tokens than the batch."""
         n_tokens = sum(len(item.tokens) for item in items)
         if n_tokens > self.capacity:
             raise ValueError(f"a step of {n_tokens} tokens exceeds the batch of {self.capacity} (n_batch)")
@@ -55,17 +55,17 @@ class TokenBatch:
         i = 0
         logit_rows: list[int] = []
         for item in items:
-            seq, last = item.seq, len(item.tokens) - 1
+            seq, first_logits = item.seq, len(item.tokens) - item.n_logits
             for offset, tok in enumerate(item.tokens):
                 token[i] = tok
                 pos[i] = item.start + offset  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
                 if seq_of_row[i] != seq:
                     seq_ids[i][0] = seq_of_row[i] = seq
-                flag = 1 if offset == last and item.logits else 0
+                flag = 1 if offset >= first_logits else 0
                 if flag_of_row[i] != flag:
                     logits[i] = flag_of_row[i] = flag
                 i += 1
-            logit_rows.append(i - 1 if item.logits and item.tokens else -1)
+            logit_rows.append(i - item.n_logits if item.n_logits and item.tokens else -1)
         b.n_tokens = i
         return logit_rows
 

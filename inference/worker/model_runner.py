@@ -36,6 +36,9 @@ class StepOutput:
     # the engine splits a step's time into the model's and its own host time with them.
     decode_s: float = 0.0
     sample_s: float = 0.0
+    # Per plan chunk, when the plan held draft tokens: how many of its draft tokens were
+    # kept (the chunk's token in tokens is the one sampled after them); None otherwise.
+    kept_drafts: list[int] | None = None
 
     @property
     def ok(self) -> bool:

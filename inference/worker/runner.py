@@ -204,9 +204,14 @@ class LlamaRunner:
 
     def execute(self, plan: StepPlan) -> StepOutput:
         """Decode the plan in one llama_decode, then sample each chunk that wants logits
-        from its own batch row with its request's chain (which accepts the token)."""
+        from its own batch row with its request's sampler (which accepts the token); a
+        chunk with draft tokens is verified row by row (SamplerSet.verify)."""
         rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
         wanted = [i for i, row in enumerate(rows) if row >= 0]
+        drafted: list[int] = []
+        if plan.n_draft:
+            drafted = [i for i in wanted if plan.chunks[i].draft]
+            wanted = [i for i in wanted if not plan.chunks[i].draft]
         prepared = self._samplers.prepare([plan.chunks[i].request.request_id for i in wanted]) if wanted else None
         with_logprobs = [i for i in wanted if plan.chunks[i].request.sampling.logprobs is not None]
         started = time.perf_counter()
@@ -227,11 +232,22 @@ class LlamaRunner:
             else:
                 for i, token in zip(wanted, sampled):
                     tokens[i] = token
+        kept = self._verify(plan, rows, drafted, tokens) if drafted else None
         for i, row_logits in raw.items():
             sampled_token, k = tokens[i], plan.chunks[i].request.sampling.logprobs
             if sampled_token is not None and k is not None:
                 logprobs[i] = sampled_logprobs(row_logits, sampled_token, k)
-        return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded)
+        return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded, kept)
+
+    def _verify(self, plan: StepPlan, rows: list[int], drafted: list[int], tokens: list[int | None]) -> list[int]:
+        """Each drafted chunk's kept draft tokens (how many) and its last sampled token."""
+        kept = [0] * len(plan.chunks)
+        for i in drafted:
+            chunk = plan.chunks[i]
+            emitted = self._samplers.verify(self._ctx, chunk.request.request_id, rows[i], chunk.draft)
+            tokens[i] = emitted[-1]
+            kept[i] = len(emitted) - 1
+        return kept
 
     def _logits(self, row: int) -> np.ndarray:
         """The raw logits of one batch row (a copy: the context reuses its buffer)."""
@@ -283,4 +299,4 @@ class LlamaRunner:
 
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
-    return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.wants_logits)
+    return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.n_logits)
