@@ -1,6 +1,7 @@
 """The dependency rule ui -> app -> (inference | storage), no Qt outside ui/, app and ui only
-through the engine's door, the engine's rooms in layers, llama.cpp only in three rooms, no
-import cycles: pyproject.toml's import-linter contracts, run on this source tree and on a
+through the engine's door, the engine's rooms in layers, llama.cpp only in three rooms, ui/'s
+controllers above its services above its widgets, controllers that do not import each other,
+no import cycles: pyproject.toml's import-linter contracts, run on this source tree and on a
 planted tree that breaks each one.
 
 import-linter follows every import, also those inside functions and indirect chains
@@ -67,7 +68,7 @@ def lint_imports(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
 def test_this_tree_keeps_every_contract() -> None:
     out = lint_imports(ROOT, ROOT / "pyproject.toml")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Contracts: 7 kept, 0 broken." in out.stdout
+    assert "Contracts: 9 kept, 0 broken." in out.stdout
 
 
 def test_the_contracts_state_the_whole_rule() -> None:
@@ -82,6 +83,12 @@ def test_the_contracts_state_the_whole_rule() -> None:
     assert "kv | sample | tokenizer" in contracts["rooms"]["layers"]  # independent of each other
     assert contracts["llama"]["forbidden_modules"] == ["llama_cpp"]
     assert set(contracts["acyclic"]["ancestors"]) == {"app", "ui", "inference", "storage"}
+    assert contracts["ui-rooms"]["containers"] == ["ui"]
+    assert contracts["ui-rooms"]["layers"] == ["controllers", "services", "widgets"]
+    # every controller, and nothing else: the root that builds them is not one
+    controllers = {f"ui.controllers.{p.stem if p.suffix else p.name}" for p in (ROOT / "ui" / "controllers").iterdir()
+                   if p.name not in ("__init__.py", "root.py", "__pycache__")}
+    assert set(contracts["controllers"]["modules"]) == controllers
     allowed = {"app.cli.gui -> ui.app_main", "app.cli.gui -> ui.bench"}  # the CLI's GUI commands
     for contract in contracts.values():
         if contract["id"] == "llama":  # the benchmarks' references call llama.cpp directly
@@ -104,7 +111,12 @@ def planted(tmp_path: Path):
         write(path, source)
     contracts = tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
     for contract in contracts:  # every module a contract names exists, and its ignored imports happen
-        for module in contract.get("forbidden_modules", []):
+        for container in contract.get("containers", []):  # a layer the tree lacks: a package
+            for layer in (name.strip() for names in contract["layers"] for name in names.split("|")):
+                room = tmp_path / container.replace(".", "/") / layer
+                if not room.is_dir() and not room.with_suffix(".py").exists():
+                    write(str((room / "__init__.py").relative_to(tmp_path)), "")
+        for module in [*contract.get("forbidden_modules", []), *contract.get("modules", [])]:
             if module.split(".")[0] in ("app", "ui", "inference", "storage"):
                 write(module.replace(".", "/") + ".py", "")
         for ignored in contract.get("ignore_imports", []):
@@ -141,9 +153,11 @@ def test_the_planted_clean_tree_passes(planted) -> None:
         ("app/plot.py", "import pyqtgraph as pg\n", "app is not allowed to import pyqtgraph"),
         # through the engine's door only
         ("app/chat.py", "from inference.core.engine import Engine\n", "app is not allowed to import inference.core"),
-        ("ui/view.py", "def f():\n    from inference.outputs import Delta\n", "ui is not allowed to import inference.outputs"),
+        ("ui/view.py", "def f():\n    from inference.outputs import Delta\n",
+         "ui is not allowed to import inference.outputs"),
         # the rooms' layers; kv, sample and tokenizer independent
-        ("inference/kv/bad.py", "import inference.sched.scheduler\n", "inference.kv is not allowed to import inference.sched"),
+        ("inference/kv/bad.py", "import inference.sched.scheduler\n",
+         "inference.kv is not allowed to import inference.sched"),
         ("inference/sample/bad.py", "import inference.tokenizer.vocab\n",
          "inference.sample is not allowed to import inference.tokenizer"),
         ("inference/params.py", "def f():\n    import inference.core.engine\n",
@@ -151,6 +165,12 @@ def test_the_planted_clean_tree_passes(planted) -> None:
         # llama.cpp only in the worker, sample and tokenizer rooms
         ("inference/kv/disk.py", "def f():\n    import llama_cpp\n", "inference.kv is not allowed to import llama_cpp"),
         ("app/cli/probe.py", "import llama_cpp\n", "app is not allowed to import llama_cpp"),
+        # ui/'s rooms: controllers -> services -> widgets, and controllers independent
+        ("ui/services/presenter.py", "def f():\n    import ui.controllers.root\n",
+         "ui.services is not allowed to import ui.controllers"),
+        ("ui/widgets/view.py", "import ui.services.presenter\n", "ui.widgets is not allowed to import ui.services"),
+        ("ui/controllers/welcome.py", "def f():\n    from ui.controllers.titles import Titles\n",
+         "ui.controllers.welcome is not allowed to import ui.controllers.titles"),
         # no cycles, lazy imports included
         ("inference/kv/prefix_tree.py", "def f():\n    import inference.kv.cache_manager\n", "No cycles are allowed"),
     ],

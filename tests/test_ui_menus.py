@@ -280,7 +280,7 @@ def test_no_two_actions_share_a_shortcut(shell):
 
 
 def test_stop_all_asks_every_stream_to_stop(shell, qtbot):
-    from ui.controllers.stream_presenter import Stream
+    from ui.services.stream_presenter import Stream
 
     cancelled = []
 

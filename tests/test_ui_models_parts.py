@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from PySide6.QtCore import Qt
 
 from tests.shown import shown
-from ui.controllers.daemon_pool import DaemonPool
-from ui.controllers.downloads import SpeedMeter
+from ui.services.daemon_pool import DaemonPool
+from ui.services.downloads import SpeedMeter
 from ui.widgets.download_status import DownloadStatus
 from ui.widgets.model_sizes import count_text, progress_text, when_text
 

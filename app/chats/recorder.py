@@ -4,7 +4,11 @@ the end. A crash loses at most the last second; the partial reply reopens `inter
 Another process may hold the database's write lock (an import, a second chat): a checkpoint
 that finds it locked is skipped (the next one, or the end, saves the text), and the end is
 tried again with backoff for up to FINISH_RETRY_S, so a reply is never left `streaming`
-with its tail lost because of a busy moment."""
+with its tail lost because of a busy moment.
+
+What it saves is the reply's ReplyText: in the desktop app the buffer the presenter draws
+from, filled by the deltas' reader thread before each delta is handed here (so it holds at
+least that delta's text); in the CLI one of its own that it fills itself."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from app.chats.reply_text import ReplyText
 from app.engines.finish import message_status
 from inference import Delta
 from storage import ChatRepository, DatabaseBusy, MessageStatus, retry_locked
@@ -32,42 +37,49 @@ class ReplyRecorder:
         text: str = "",
         tokens: int = 0,
         finish_retry_s: float = FINISH_RETRY_S,
+        reply: ReplyText | None = None,
     ) -> None:
-        """text, tokens: what the message already holds when a reply is continued."""
+        """text, tokens: what the message already holds when a reply is continued.
+        reply: the reply's text shared with whoever shows it, who appends each delta's text
+        to it before handing the delta here (it then holds that text already); None: the
+        recorder keeps its own, starting from text, and appends each delta's text itself."""
+        if reply is not None and text:
+            raise ValueError("a shared reply text starts with the message's text itself")
         self.repo = repo
         self.message_id = message_id
         self.every_s = every_s
         self.finish_retry_s = finish_retry_s
         self._clock = clock
-        self._parts: list[str] = [text] if text else []
+        self.reply = reply if reply is not None else ReplyText(text)
+        self._fills = reply is None
         self._tokens = tokens
         self._saved_at = clock()
-        self._dirty = False
+        self._saved_end = self.reply.end  # what the message holds in storage already
         self.finished = False
 
     @property
     def text(self) -> str:
-        return "".join(self._parts)
+        return self.reply.text()
 
     def on_delta(self, delta: Delta) -> None:
-        if delta.text:
-            self._parts.append(delta.text)
-            self._dirty = True
+        if self._fills:
+            self.reply.append(delta.text)
         self._tokens += len(delta.token_ids)
         if delta.finished:
             self.finish(delta)
-        elif self._dirty and self._clock() - self._saved_at >= self.every_s:
+        elif self.reply.end > self._saved_end and self._clock() - self._saved_at >= self.every_s:
             self.checkpoint()
 
     def checkpoint(self) -> None:
         """One try (SQLite's busy timeout included); locked: the text stays to be saved."""
+        text, end = self.reply.upto()
         try:
-            retry_locked(lambda: self.repo.checkpoint(self.message_id, self.text, completion_tokens=self._tokens),
+            retry_locked(lambda: self.repo.checkpoint(self.message_id, text, completion_tokens=self._tokens),
                          "checkpoint the reply", budget_s=0)
         except DatabaseBusy:
             log.info("checkpoint of message %d skipped: the database is locked", self.message_id)
         else:
-            self._dirty = False
+            self._saved_end = end
         self._saved_at = self._clock()
 
     def finish(self, delta: Delta) -> None:

@@ -13,7 +13,7 @@ import time
 from PySide6.QtCore import QTimer
 
 from inference import Delta, FinishReason, Phase
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.compare_view import ComparePane
 from ui.widgets.tab_activity import READY, Activity, TabState, aggregate

@@ -15,13 +15,13 @@ import logging
 from app.chats.titles import stand_in_title
 from app.compare.export import reply_stats
 from app.compare.state import ComparisonState
+from app.engines.hub import RECENT_MODELS_SETTING
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
-from ui.controllers.actions import ConversationActions
-from ui.controllers.compare_review import ComparisonReview
-from ui.controllers.context import ControllerContext
-from ui.controllers.engine_hub import RECENT_MODELS_SETTING
+from ui.services.compare_review import ComparisonReview
+from ui.services.context import ControllerContext
+from ui.services.conversation_actions import ConversationActions
 from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class CompareController:
             (w.open_comparison_requested, self.open_comparison), (w.comparison_closed, self._closed),
             (w.rename_comparison_requested, self.rename), (w.delete_comparison_requested, self.delete),
             (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.router.release),
-            (ctx.engines.pool_state_changed, self.on_engine_state),
+            (ctx.engine_signals.pool_state_changed, self.on_engine_state),
         ):
             signal.connect(slot)
 

@@ -7,8 +7,8 @@ import asyncio
 
 from app.engines.sources import source_of
 from storage import search
-from ui.controllers.actions import ConversationActions
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
+from ui.services.conversation_actions import ConversationActions
 from ui.widgets.conversation_list import ConversationItem
 
 

@@ -8,7 +8,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
 from inference import MetricsSnapshot
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 
 
 class EngineStatusController:
@@ -19,11 +19,12 @@ class EngineStatusController:
         w.model_load_requested.connect(lambda path, layers: hub.load_model(path, None if layers < 0 else layers))
         w.remote_requested.connect(lambda url, model, key: hub.connect_remote(RemoteEndpoint(url, model, key or None)))
         w.model_probe = ModelProbe(lambda: hub.local_settings)
-        hub.state_changed.connect(self.show_state)
-        hub.switching.connect(w.set_engine_status)
-        hub.load_progress.connect(w.set_load_progress)
-        hub.model_error.connect(w.show_model_error)
-        hub.recent_models_changed.connect(w.set_recent_models)
+        told = ctx.engine_signals
+        told.state_changed.connect(self.show_state)
+        told.switching.connect(w.set_engine_status)
+        told.load_progress.connect(w.set_load_progress)
+        told.model_error.connect(w.show_model_error)
+        told.recent_models_changed.connect(w.set_recent_models)
         ctx.streams.frame_drawn.connect(self.show_metrics)
 
     def show_state(self, state: EngineState) -> None:

@@ -17,7 +17,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
 from app.models import catalog as model_catalog
 from app.models.gguf_files import is_later_part
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
 
@@ -45,11 +45,12 @@ class ModelPickerController:
         self.recent: list[str] = []
         self.engine_state = EngineState(EngineStatus.STARTING)  # the main engine's, as last told
         w, hub = ctx.window, ctx.engines
-        hub.state_changed.connect(self._engine_state)
-        hub.switching.connect(lambda text: self._show(ModelStatus(hub.model_name, LOADING, text)))
-        hub.load_progress.connect(self._progress)
-        hub.model_error.connect(self._model_error)
-        hub.recent_models_changed.connect(self._recent_changed)
+        told = ctx.engine_signals
+        told.state_changed.connect(self._engine_state)
+        told.switching.connect(lambda text: self._show(ModelStatus(hub.model_name, LOADING, text)))
+        told.load_progress.connect(self._progress)
+        told.model_error.connect(self._model_error)
+        told.recent_models_changed.connect(self._recent_changed)
         w.model_fetch_requested.connect(self.fetch)
         ctx.events.models_changed.connect(self.refresh)  # a Hub download or a deletion
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())

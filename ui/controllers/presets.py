@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.preset_editor import PresetEditor
 
 

@@ -12,11 +12,10 @@ from storage import ChatRepository
 from ui.controllers.background import BackgroundController
 from ui.controllers.chat_files import TransferController
 from ui.controllers.compare import CompareController
-from ui.controllers.context import ControllerContext, build_context
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.model_picker import ModelPickerController
-from ui.controllers.models_window import ModelsWindowController
+from ui.controllers.models_window.window import ModelsWindowController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
@@ -25,7 +24,8 @@ from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
 from ui.controllers.titles import TitlesController
 from ui.controllers.welcome import WelcomeController
-from ui.controllers.window_state import WindowStateController
+from ui.services.context import ControllerContext, build_context
+from ui.services.window_state import WindowState
 from ui.widgets.main_window import MainWindow
 
 
@@ -42,7 +42,7 @@ class Controllers:
         self.side_panel = SidePanelController(ctx)
         self.server = ServerController(ctx)
         self.compare = CompareController(ctx)
-        self.window_state = WindowStateController(ctx)
+        self.window_state = WindowState(ctx)
         self.engine_status = EngineStatusController(ctx)
         self.theme = ThemeController(ctx, override=theme)  # theme: --theme, which wins over the saved one
         self.stop_all = StopAllController(ctx)

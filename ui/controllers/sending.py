@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import weakref
 
-from ui.controllers.actions import ConversationActions
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
+from ui.services.conversation_actions import ConversationActions
 from ui.widgets.chat_tab import ChatTab
 
 

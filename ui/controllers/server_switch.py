@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.server.app_server import AppServer, ServerError
 from app.server.config import ServerConfig
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class ServerController:
         self._closed = False
         ctx.window.server_start_requested.connect(self.start_server)
         ctx.window.server_stop_requested.connect(self.stop_server)
-        ctx.engines.state_changed.connect(lambda _state: self._rename())
+        ctx.engine_signals.state_changed.connect(lambda _state: self._rename())
 
     def _engine_ready(self) -> bool:
         """/health: the app's model is loaded (on the server's worker thread: a read)."""

@@ -14,12 +14,12 @@ from app.engines.finish import finish_label
 from inference import Delta, FinishReason
 from storage import ActivePath, MessageRecord, MessageStatus
 from storage.records import PresetRecord
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.chat_side_panel import SAMPLING_NAMES, ReplyNumbers
 from ui.widgets.chat_tab import ChatTab
 
 if TYPE_CHECKING:
-    from ui.controllers.stream_presenter import Stream
+    from ui.services.stream_presenter import Stream
 
 PANEL_SETTING = "side_panel"
 

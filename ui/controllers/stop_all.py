@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 
 
 class StopAllController:

@@ -7,7 +7,7 @@ from concurrent.futures import Future
 
 from PySide6.QtWidgets import QApplication
 
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.theme import THEMES, apply_theme, current_theme
 
 THEME_SETTING = "theme"

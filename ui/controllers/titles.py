@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from app.chats.titles import make_title, title_request
 from inference import Delta, FinishReason, new_request_id
 from storage import ConversationRecord
-from ui.controllers.context import ControllerContext
-from ui.controllers.stream_presenter import Stream
+from ui.services.context import ControllerContext
+from ui.services.stream_presenter import Stream
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ class TitlesController:
         conv_id = stream.conversation_id
         if not self.enabled or conv_id in self._busy or delta.finish_reason is FinishReason.ERROR:
             return
-        # The reply as drawn: its final save may still be queued behind this read.
-        reply, message_id, repo = "".join(stream.text), stream.message_id, self.ctx.repo
+        # The reply's text as held here: its final save may still be queued behind this read.
+        reply, message_id, repo = stream.reply.text(), stream.message_id, self.ctx.repo
 
         def load() -> tuple[ConversationRecord, str, str] | None:
             conv = repo.get_conversation(conv_id)

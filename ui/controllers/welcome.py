@@ -4,7 +4,7 @@ as if typed. The examples wait for a model that is ready (they would only queue 
 from __future__ import annotations
 
 from app.engines.protocol import EngineState, EngineStatus
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.chat_tab import ChatTab
 
 
@@ -14,7 +14,7 @@ class WelcomeController:
         self.pending: str | None = None  # the prompt for the next new chat's tab
         ctx.window.example_requested.connect(self.start_example)
         ctx.events.tab_opened.connect(self._tab_opened)
-        ctx.engines.state_changed.connect(self._engine_state)
+        ctx.engine_signals.state_changed.connect(self._engine_state)
         ctx.window.welcome.set_examples_enabled(False)
 
     def _engine_state(self, state: EngineState) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.engines.protocol import EngineState, EngineStatus
-from ui.controllers.context import ControllerContext
-from ui.controllers.downloads import Downloads, DownloadUpdate
-from ui.controllers.hub_discover import DiscoverController
-from ui.controllers.library_tab import LibraryController
-from ui.controllers.worker_hops import WorkerHops
+from ui.controllers.models_window.discover import DiscoverController
+from ui.controllers.models_window.library import LibraryController
+from ui.services.context import ControllerContext
+from ui.services.downloads import Downloads, DownloadUpdate
+from ui.services.worker_hops import WorkerHops
 from ui.widgets.model_sizes import progress_text
 from ui.widgets.models_window import ModelsWindow
 
@@ -47,7 +47,7 @@ class ModelsWindowController:
         d.finished.connect(self._download_finished)
         d.failed.connect(self._download_failed)
         d.cancelled.connect(self._download_cancelled)
-        ctx.engines.state_changed.connect(self._engine_state)
+        ctx.engine_signals.state_changed.connect(self._engine_state)
 
     def client(self) -> HubClient:
         """The Hub client (any thread), made on first use: HF_ENDPOINT, HF_TOKEN or the saved

@@ -10,7 +10,7 @@ from app.chats.export_import import write_whole
 from app.compare.export import comparison_markdown
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.compare_view import CompareView
 from ui.widgets.diff_dialog import DiffDialog
 

@@ -1,8 +1,8 @@
 """What the controllers share, built once by the GUI's composition root.
 
 Controllers never import each other: each gets this context and talks to the others only
-through the window's signals, the services here (storage thread, engines, streams,
-conversation actions) and the events below.
+through the window's signals, the services here (storage thread, engines and their signals,
+streams) and the events below.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from app.engines.hub import EngineHub
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
-from ui.controllers.engine_hub import EngineHub
-from ui.controllers.stream_presenter import StreamPresenter
-from ui.controllers.threads import GuiCalls, StorageThread
+from ui.services.engine_signals import EngineSignals, engine_hub
+from ui.services.stream_presenter import StreamPresenter
+from ui.services.threads import GuiCalls, StorageThread
 from ui.widgets.main_window import MainWindow
 
 
@@ -37,7 +38,8 @@ class ControllerContext:
     catalog: CatalogRepository
     storage: StorageThread
     gui: GuiCalls
-    engines: EngineHub
+    engines: EngineHub  # Qt-free: the engines' lifecycle, settings, switching, routing
+    engine_signals: EngineSignals  # what engines does, as signals on the GUI thread
     streams: StreamPresenter
     events: ControllerEvents
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
@@ -55,9 +57,9 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
     storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
     gui = GuiCalls()
     streams = StreamPresenter(window, storage.executor)
-    engines = EngineHub(settings, catalog, storage, gui, streams.on_delta, library, explicit)
+    engines, engine_signals = engine_hub(settings, catalog, storage, gui, streams.on_delta, library, explicit)
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
-        streams=streams, events=ControllerEvents(), sampling=sampling or SamplingParams(),
-        models_dir=models_dir, library=library,
+        engine_signals=engine_signals, streams=streams, events=ControllerEvents(),
+        sampling=sampling or SamplingParams(), models_dir=models_dir, library=library,
     )

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 
 from app.chats.recorder import ReplyRecorder
+from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
 from inference import (
     PRIORITY_TAB,
@@ -19,8 +20,8 @@ from inference import (
     new_request_id,
 )
 from storage import MessageRecord, MessageStatus
-from ui.controllers.context import ControllerContext
-from ui.controllers.stream_presenter import Stream, message_view
+from ui.services.context import ControllerContext
+from ui.services.stream_presenter import Stream, message_view
 from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
 from ui.widgets.chat_settings import ChatSettingsDialog
 from ui.widgets.chat_tab import ChatTab
@@ -132,10 +133,11 @@ class ConversationActions:
         request_id = new_request_id()
         engine = self.ctx.engines.engine_for(path.conversation)
         text, tokens = (reply.content, reply.completion_tokens or 0) if continued else ("", 0)
-        recorder = ReplyRecorder(self.ctx.repo, reply.id, text=text, tokens=tokens)
+        shared = ReplyText(text)  # drawn by the presenter, saved by the recorder
+        recorder = ReplyRecorder(self.ctx.repo, reply.id, tokens=tokens, reply=shared)
         priority = PRIORITY_VISIBLE_TAB if self.ctx.window.is_showing(view) else PRIORITY_TAB
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
-                                    text=[text] if text else [], base_tokens=tokens, priority=priority))
+                                    reply=shared, base_tokens=tokens, priority=priority))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
         chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
                            fit_context=True, continue_final=continued)

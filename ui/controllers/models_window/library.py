@@ -8,8 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ui.controllers.context import ControllerContext
-from ui.controllers.worker_hops import WorkerHops, first_line, storage_message
+from ui.services.context import ControllerContext
+from ui.services.worker_hops import WorkerHops, first_line, storage_message
 from ui.widgets.library_view import LibraryView
 
 if TYPE_CHECKING:

@@ -1,6 +1,9 @@
 """Draws replies as they stream: deltas from the engine's reader thread are gathered and
-applied to the tabs once per frame (FRAME_MS). A tab that is not on screen keeps its text in
-a backlog drawn when it is shown, so background tabs cost no layout however many write.
+applied to the tabs once per frame (FRAME_MS). Each reply's text is held once, in its
+ReplyText (app/chats/reply_text.py), which the reader thread appends to and the reply
+recorder saves from; a view draws what follows the position it has drawn up to. A tab that
+is not on screen draws nothing until it is shown, so background tabs cost no layout however
+many write.
 It also keeps the engine's priorities on what the user sees: on each tab switch the shown
 tab's reply is raised and the others lowered (Engine.set_priority)."""
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
+from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, ui_status
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import MessageRecord
@@ -39,12 +43,10 @@ class Stream:
     # the engine's own TTFT starts when the request reaches it.
     sent_s: float = field(default_factory=time.monotonic)
     first_seen_s: float | None = None
-    # Text for a tab that is not on screen: drawn when the user switches to it, so
-    # background tabs cost no layout per frame however many are writing.
-    backlog: list[str] = field(default_factory=list)
-    # Everything drawn or owed so far: a view opened mid-reply starts from this, not from
-    # the last checkpoint in storage (which can be up to a second behind).
-    text: list[str] = field(default_factory=list)
+    # The reply's text (the message's own first, for a continued reply), shared with its
+    # recorder: a view opened mid-reply starts from it, not from the last checkpoint in
+    # storage (which can be up to a second behind).
+    reply: ReplyText = field(default_factory=ReplyText)
     phase: Phase = Phase.QUEUED  # as last drawn
     # Tokens the message held before this request (a continued reply): the counts shown
     # and saved are the whole message's, as its header shows them.
@@ -52,6 +54,13 @@ class Stream:
     # As last sent to the engine: PRIORITY_VISIBLE_TAB while its tab is on screen, else
     # PRIORITY_TAB (inference/params.py); tab switches change it.
     priority: int = PRIORITY_TAB
+    # How much of reply the view shows (a position in it). A tab that is not on screen
+    # falls behind and catches up when the user switches to it, so background tabs cost no
+    # layout per frame however many are writing.
+    drawn: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.drawn = self.reply.end  # the view shows the message as stored: what it held before
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -65,7 +74,8 @@ class Stream:
 
 @dataclass
 class _Pending:
-    text: list[str] = field(default_factory=list)
+    """What a frame applies of a reply besides its text (which is in the reply's ReplyText)."""
+
     tokens: int = 0
     last: Delta | None = None
 
@@ -136,8 +146,8 @@ class StreamPresenter(QObject):
                 stream.first_seen_s = time.monotonic()
             if delta.finished and delta.stats is not None:
                 delta = delta._replace(stats=_as_shown(delta.stats, stream))
+            stream.reply.append(delta.text)  # before the recorder sees the delta: it saves from there
             pending = self._pending.setdefault(delta.request_id, _Pending())
-            pending.text.append(delta.text)
             pending.tokens += len(delta.token_ids)
             pending.last = delta
         # In order, off the GUI thread: checkpoints at most once a second, and the end.
@@ -163,8 +173,6 @@ class StreamPresenter(QObject):
         if update.tokens and stream.first_token_s is None:
             stream.first_token_s = time.monotonic()
         stream.tokens += update.tokens
-        stream.backlog.extend(update.text)
-        stream.text.extend(update.text)
         stream.phase = delta.phase
         if delta.finished:
             with self._lock:
@@ -186,7 +194,7 @@ class StreamPresenter(QObject):
         tab.set_state(_live_text(delta, stream if on_screen else None))
 
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
-        text, stream.backlog = "".join(stream.backlog), []
+        text, stream.drawn = stream.reply.since(stream.drawn)
         tab.model.append_text(f"m{stream.message_id}", text, **changes)
 
     def live_views(self, conversation_id: int, views: list[MessageView]) -> list[MessageView]:
@@ -196,8 +204,7 @@ class StreamPresenter(QObject):
         if stream is None:
             return views
         key = f"m{stream.message_id}"
-        stream.backlog = []  # included below; only text from later frames is appended
-        live = "".join(stream.text)
+        live, stream.drawn = stream.reply.upto()  # later frames append only what follows
         return [replace(v, text=live, status="streaming") if v.key == key else v for v in views]
 
     def _views(self, index: int) -> list:
@@ -218,7 +225,7 @@ class StreamPresenter(QObject):
     def _show_backlog(self, index: int) -> None:
         for view in self._views(index):
             stream = self.stream_for(view.conversation_id)
-            if stream is not None and stream.backlog:
+            if stream is not None and stream.reply.end > stream.drawn:
                 self._draw(view, stream, status="streaming")
 
 

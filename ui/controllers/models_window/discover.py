@@ -10,8 +10,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from ui.controllers.daemon_pool import DaemonPool
-from ui.controllers.worker_hops import WorkerHops
+from ui.services.daemon_pool import DaemonPool
+from ui.services.worker_hops import WorkerHops
 from ui.widgets.models_window import ModelsWindow
 
 if TYPE_CHECKING:

@@ -1,9 +1,18 @@
-"""The engines behind the window: the main engine every chat shares, the pool of engines
-for conversations on other models, and switching the main one to another model or server.
+"""The engines behind the app's chats: the main engine every chat shares, the pool of
+engines for conversations on other models, and switching the main one to another model or
+server. No Qt here: the desktop's adapter (ui/services/engine_signals.py) turns the events
+below into signals.
 
-Engines call back on their own threads; everything they change that the window or the
-controllers read (the engine, its name, settings) is changed here on the GUI thread only,
-and settings are written on the storage thread only. Signals tell the rest.
+Every local model loads with the command line's settings and its own library defaults on
+top, except the fields the command line set (explicit).
+
+Threads. Engines call back on their own threads; everything they change that the owner
+reads (the engine, its name, its settings, the latest metrics' owner) is changed on the
+owner's thread only, through post (the GUI thread in the desktop app), and the events are
+reported there. Storage calls (the recent models) go through stored, which runs work where
+the database is used (the storage thread) and hands the result back on the owner's thread.
+The model library is read and marked on the engines' threads or through stored, never on
+the owner's thread.
 """
 
 from __future__ import annotations
@@ -11,45 +20,82 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-from PySide6.QtCore import QObject, Signal
+from typing import Any, Protocol, TypeVar
 
 from app.engines.gateway import EngineGateway
 from app.engines.host import EngineClient
-from app.engines.protocol import EngineLike, EngineState, EngineStatus
+from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
 from app.engines.sources import LOCAL, ModelSource, source_of
 from app.models.library import ModelDefaults, ModelLibrary, apply_defaults
 from inference import Delta, DeltaRouter, LoadSettings, MetricsSnapshot
 from storage import CatalogRepository, ConversationRecord
-from ui.controllers.threads import GuiCalls, StorageThread
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 RECENT_MODELS_SETTING = "recent_models"
 RECENT_MODELS = 8
 
 
-class EngineHub(QObject):
-    state_changed = Signal(object)  # EngineState of the main engine
-    pool_state_changed = Signal(object, object)  # ModelSource, EngineState of a pool engine
-    load_progress = Signal(object)  # fraction loaded, or None when done
-    switching = Signal(str)  # what is being loaded or connected
-    model_error = Signal(str)  # a model or server that could not be used, and why
-    recent_models_changed = Signal(list)
+class LocalEngine(EngineLike, Protocol):
+    """The main engine on a model of this machine (EngineClient): it can be started again on
+    another model."""
 
-    def __init__(self, settings: LoadSettings, catalog: CatalogRepository, storage: StorageThread,
-                 gui: GuiCalls, to_views: Callable[[Delta], None], library: ModelLibrary | None = None,
-                 explicit: Collection[str] = ()) -> None:
-        super().__init__()
+    settings: LoadSettings
+
+    def restart(self, wait: bool = True, settings: LoadSettings | None = None) -> None: ...
+
+
+class LocalEngineFactory(Protocol):
+    """EngineClient's signature: an engine not yet started, calling back on its own threads."""
+
+    def __call__(self, settings: LoadSettings, on_delta: Callable[[Delta], None],
+                 on_metrics: Callable[[MetricsSnapshot], None], on_state: StateCallback,
+                 on_progress: Callable[[float], None]) -> LocalEngine: ...
+
+
+class Stored(Protocol):
+    """Runs work() where storage calls run, then then(result) on the owner's thread."""
+
+    def __call__(self, work: Callable[[], T], then: Callable[[T], Any] | None = None, /) -> object: ...
+
+
+Post = Callable[[Callable[[], None]], None]  # runs a callable on the owner's thread, in order
+
+
+def _ignore(*_args: object) -> None:
+    pass
+
+
+@dataclass
+class EngineEvents:
+    """What the hub reports, each on the owner's thread."""
+
+    state_changed: Callable[[EngineState], None] = _ignore  # of the main engine
+    pool_state_changed: Callable[[ModelSource, EngineState], None] = _ignore  # of a pool engine
+    load_progress: Callable[[float | None], None] = _ignore  # fraction loaded, or None when done
+    switching: Callable[[str], None] = _ignore  # what is being loaded or connected
+    model_error: Callable[[str], None] = _ignore  # a model or server that could not be used, and why
+    recent_models_changed: Callable[[list[str]], None] = _ignore  # newest first
+
+
+class EngineHub:
+    def __init__(self, settings: LoadSettings, catalog: CatalogRepository, stored: Stored, post: Post,
+                 to_views: Callable[[Delta], None], events: EngineEvents | None = None,
+                 library: ModelLibrary | None = None, explicit: Collection[str] = (),
+                 local_engine: LocalEngineFactory = EngineClient) -> None:
+        """to_views: every delta no request registered itself for (the chats' replies), on
+        the engines' threads. local_engine: makes the main engine (EngineClient; tests script one)."""
         self.catalog = catalog
-        self.storage = storage
-        self.gui = gui
-        # Every local model loads with the command line's settings and its own library
-        # defaults on top, except the fields the command line set (explicit).
+        self._stored = stored
+        self._post = post
+        self.events = events or EngineEvents()
+        self._make_local = local_engine
         self.library = library
         self.base_settings = settings
         self.explicit = frozenset(explicit)
@@ -62,24 +108,31 @@ class EngineHub(QObject):
         # app's own such as titles) go to whoever registered them, the rest to the views.
         self.deltas = DeltaRouter(fallback=to_views)
         self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.deltas)
-        self.engine: EngineLike = self._local_engine(settings)
+        self._local = self._local_engine(settings)  # the main engine while it is local
+        self._remote: RemoteEngine | None = None  # the main engine while it is a server
+        self.engine: EngineLike = self._local
         self.router = EngineRouter(
             lambda: self.engine, lambda: self.local_settings, self.deltas.route,
-            lambda source, state: self.gui.post(lambda: self.pool_state_changed.emit(source, state)),
+            lambda source, state: self._post(lambda: self._pool_state(source, state)),
         )
         self.router.settings_for = self._pool_settings
-        self.pool_state_changed.connect(self._remember_loaded)
 
-    def _local_engine(self, settings: LoadSettings) -> EngineClient:
-        return EngineClient(  # the client calls these on its reader thread
+    def _local_engine(self, settings: LoadSettings) -> LocalEngine:
+        engine: LocalEngine | None = None
+
+        def on_state(state: EngineState) -> None:
+            self._post(lambda: self._on_state(engine, state))
+
+        engine = self._make_local(  # the engine calls these on its own threads
             settings,
             on_delta=self.deltas.route,
             on_metrics=self._on_metrics,
-            on_state=lambda state: self.gui.post(lambda: self._on_state(state)),
-            on_progress=lambda fraction: self.gui.post(lambda: self.load_progress.emit(fraction)),
+            on_state=on_state,
+            on_progress=lambda fraction: self._post(lambda: self.events.load_progress(fraction)),
         )
+        return engine
 
-    # ----- what the controllers ask -------------------------------------------------------
+    # ----- what the app asks --------------------------------------------------------------
 
     @property
     def is_local(self) -> bool:
@@ -87,11 +140,11 @@ class EngineHub(QObject):
 
     def main_source(self) -> ModelSource:
         """The model the main engine serves: new chats, and panes that share its batch."""
-        if isinstance(self.engine, RemoteEngine):  # the source is the server's address
-            return ModelSource.remote(self.engine.endpoint.base_url, self.engine.endpoint.model)
+        if self._remote is not None:  # the source is the server's address
+            return ModelSource.remote(self._remote.endpoint.base_url, self._remote.endpoint.model)
         return ModelSource.local(self.local_settings.model_path)
 
-    def engine_for(self, conversation: ConversationRecord):
+    def engine_for(self, conversation: ConversationRecord) -> EngineLike:
         """A conversation on a model of its own (a compare pane, or a chat continued from
         one) has its own engine; every other chat shares the main engine's batch."""
         source = source_of(conversation.model_ref)
@@ -107,31 +160,54 @@ class EngineHub(QObject):
         """The latest snapshot of every loaded engine, the main one first (any thread)."""
         return {self.model_name: self.metrics, **self.router.metrics()}
 
+    def loaded_paths(self) -> set[Path]:
+        """The model files loaded now (the main engine and the pooled ones): what the
+        library refuses to remove."""
+        paths = self.router.local_paths()
+        if self.is_local:
+            paths.add(self.local_settings.model_path)
+        return paths
+
     # ----- start, stop, crash ---------------------------------------------------------------
 
-    def start(self) -> None:
-        self.storage.run(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.recent_models_changed.emit)
-        self._start_in_background(self.engine)
+    def start(self) -> threading.Thread:
+        """The recent models read, the main engine started on a thread (returned)."""
+        self._stored(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.events.recent_models_changed)
+        return self._start_in_background(self.engine)
 
-    def _start_in_background(self, engine) -> None:
+    def _start_in_background(self, engine: EngineLike) -> threading.Thread:
+        local = self._local if engine is self._local else None
+
         def run() -> None:
             try:
                 engine.start(wait=True)
-            except Exception as exc:  # shown in the status bar; the window stays usable
+            except Exception as exc:  # its state says why; the app stays usable
                 log.error("engine failed to start: %s", exc)
             else:
-                if engine.is_local:
-                    self._mark_used(engine.settings.model_path)
+                if local is not None:
+                    self._mark_used(local.settings.model_path)
 
-        threading.Thread(target=run, name="engine-start", daemon=True).start()
+        thread = threading.Thread(target=run, name="engine-start", daemon=True)
+        thread.start()
+        return thread
 
     def _on_metrics(self, snapshot: MetricsSnapshot) -> None:
         self.metrics = snapshot  # read by the frame timer and the monitor: one reference swap
 
-    def _on_state(self, state: EngineState) -> None:
+    def _on_state(self, engine: EngineLike | None, state: EngineState) -> None:
+        """A state of the main engine; one of an engine let go (the local one stopping after
+        the switch to a server, a server that did not answer) is no news of the main one."""
+        if engine is not self.engine:
+            return
         if state.status is EngineStatus.CRASHED:
             self._start_in_background(self.engine)
-        self.state_changed.emit(state)
+        self.events.state_changed(state)
+
+    def _pool_state(self, source: ModelSource, state: EngineState) -> None:
+        if state.status is EngineStatus.READY and source.kind == LOCAL:  # a model that loads is worth offering again
+            self.remember_model(source.path)
+            self._stored(lambda: self._mark_used(Path(source.path)))
+        self.events.pool_state_changed(source, state)
 
     def shutdown(self) -> None:
         self.router.shutdown()
@@ -143,26 +219,28 @@ class EngineHub(QObject):
         """Switch the main engine to another GGUF file; on failure say why and keep the old
         one. gpu_layers: the model dialog's choice; None: the model's library default, else
         the command line's."""
-        if not self.is_local:  # back from a remote server
-            self.engine.shutdown()
-            self.engine = self._local_engine(self.local_settings)
-        engine = self.engine
+        if self._remote is not None:  # back from a remote server
+            self._remote.shutdown()
+            self._remote = None
+            self._local = self._local_engine(self.local_settings)
+            self.engine = self._local
+        engine = self._local
         previous = engine.settings
-        self.switching.emit(f"loading {Path(path).name}…")
+        self.events.switching(f"loading {Path(path).name}…")
 
         def switch() -> None:
-            # reads the library: here, not on the GUI thread
+            # reads the library: here, not on the owner's thread
             wanted, defaults = self._settings_for(path, previous, gpu_layers)
             try:
                 engine.restart(wait=True, settings=wanted)
             except Exception as exc:
                 message = str(exc)
-                self.gui.post(lambda: self.model_error.emit(message))
+                self._post(lambda: self.events.model_error(message))
                 engine.restart(wait=True, settings=previous)
             else:
                 self._mark_used(wanted.model_path)
-                self.gui.post(lambda: self._loaded(wanted, defaults))
-            self.gui.post(lambda: self.load_progress.emit(None))
+                self._post(lambda: self._loaded(wanted, defaults))
+            self._post(lambda: self.events.load_progress(None))
 
         thread = threading.Thread(target=switch, name="engine-switch", daemon=True)
         thread.start()
@@ -200,7 +278,7 @@ class EngineHub(QObject):
             return ModelDefaults()
 
     def _mark_used(self, path: Path) -> None:
-        """The library's last use of a model that loaded (any thread but the GUI's)."""
+        """The library's last use of a model that loaded (any thread but the owner's)."""
         if self.library is None:
             return
         try:
@@ -208,61 +286,48 @@ class EngineHub(QObject):
         except Exception as exc:  # noqa: BLE001 - bookkeeping only
             log.warning("could not mark %s used in the model library: %s", path.name, exc)
 
-    def loaded_paths(self) -> set[Path]:
-        """The model files loaded now (the main engine and the pooled ones): what the
-        library refuses to remove."""
-        paths = self.router.local_paths()
-        if self.is_local:
-            paths.add(self.local_settings.model_path)
-        return paths
-
     def _loaded(self, settings: LoadSettings, defaults: ModelDefaults | None = None) -> None:
         self.model_name = settings.model_path.name
         self.applied = defaults or ModelDefaults()
         self.local_settings = settings
         self.remember_model(str(settings.model_path))
-        self.state_changed.emit(self.engine.state)
+        self.events.state_changed(self.engine.state)
 
     def connect_remote(self, endpoint: RemoteEndpoint) -> threading.Thread:
-        """Serve the tabs from an OpenAI-compatible server instead of the local engine."""
-        self.switching.emit(f"connecting to {endpoint.base_url}…")
+        """Serve the chats from an OpenAI-compatible server instead of the local engine."""
+        self.events.switching(f"connecting to {endpoint.base_url}…")
 
         def connect() -> None:
             remote = RemoteEngine(endpoint, self.deltas.route,
-                                  lambda state: self.gui.post(lambda: self._on_state(state)))
+                                  lambda state: self._post(lambda: self._on_state(remote, state)))
             try:
                 remote.start()
             except RemoteError as exc:
                 message = str(exc)
-                self.gui.post(lambda: self.model_error.emit(message))
+                self._post(lambda: self.events.model_error(message))
                 return
-            self.gui.post(lambda: self._use_remote(remote))
+            self._post(lambda: self._use_remote(remote))
 
         thread = threading.Thread(target=connect, name="engine-remote", daemon=True)
         thread.start()
         return thread
 
     def _use_remote(self, remote: RemoteEngine) -> None:
-        old, self.engine = self.engine, remote
+        old, self.engine, self._remote = self.engine, remote, remote
         self.model_name = remote.endpoint.model
         self.router.remote_keys[remote.endpoint.base_url.rstrip("/")] = remote.endpoint.api_key or ""
         self.metrics = None
         threading.Thread(target=old.shutdown, name="engine-stop", daemon=True).start()
-        self.state_changed.emit(remote.state)
+        self.events.state_changed(remote.state)
 
     # ----- recent models ------------------------------------------------------------------
 
     def remember_model(self, path: str) -> None:
-        """Offered again in File → Recent models and in every compare pane (storage thread)."""
+        """Offered again in File → Recent models and in every compare pane (through stored)."""
         def work() -> list[str]:
             recent = [p for p in self.catalog.get_setting(RECENT_MODELS_SETTING, []) if p != path]
             recent = [path, *recent][:RECENT_MODELS]
             self.catalog.set_setting(RECENT_MODELS_SETTING, recent)
             return recent
 
-        self.storage.run(work, self.recent_models_changed.emit)
-
-    def _remember_loaded(self, source: ModelSource, state: EngineState) -> None:
-        if state.status is EngineStatus.READY and source.kind == LOCAL:  # a model that loads is worth offering again
-            self.remember_model(source.path)
-            self.storage.run(lambda: self._mark_used(Path(source.path)))
+        self._stored(work, self.events.recent_models_changed)

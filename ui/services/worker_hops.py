@@ -9,8 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ui.controllers.daemon_pool import DaemonPool
-from ui.controllers.threads import GuiCalls
+from ui.services.daemon_pool import DaemonPool
+from ui.services.threads import GuiCalls
 
 log = logging.getLogger(__name__)
 

@@ -7,14 +7,14 @@ from concurrent.futures import Future
 
 from PySide6.QtCore import QByteArray
 
-from ui.controllers.context import ControllerContext
+from ui.services.context import ControllerContext
 from ui.widgets.compare_view import CompareView
 
 WINDOW_SETTING = "window"
 CHAT, COMPARISON = "chat", "comparison"
 
 
-class WindowStateController:
+class WindowState:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
 
