@@ -28,6 +28,34 @@ TOPICS = (
 )
 
 
+# The edit workload (`chorus bench --workload edit`): each chat asks the model to copy a
+# text, so its output copies its prompt (what speculative decoding's prompt lookup serves).
+# A fixed text the default small model copies reliably (this project's README front page
+# as it was when the workload was written), not a file of the tree that changes.
+EDIT_INSTRUCTION = "Copy the following text exactly, word for word:\n\n"
+EDIT_TEXT = """# Chorus
+
+Many local LLM chats at once, all served by **one** continuously batched llama.cpp engine.
+Every conversation that is generating joins the same `llama_decode` loop; conversations that
+start with the same system prompt share that prompt's KV cells instead of computing and
+storing it again. The reply in the tab you are looking at goes first, other tabs next, chat
+titles only on spare capacity. Chats are kept in a SQLite history (a killed process loses at
+most the last second of a reply); a live performance panel shows throughput, batch, KV cache
+and latency as they happen; a compare view puts 2 to 4 models or settings side by side on
+one prompt. The same engine serves an OpenAI-compatible HTTP API, and the app's tabs can use
+a remote OpenAI-compatible server instead of a local model.
+
+Status: the engine, chat storage, the desktop app (PySide6) with side-by-side comparison and
+its live performance panel, an OpenAI-compatible server, remote models, the terminal chat and
+the benchmarks are here. It installs as a desktop application (a one-folder bundle, or from
+source, with a desktop entry)."""
+
+
+def edit_messages(chat: int) -> list[dict]:
+    """Chat `chat`'s edit request: the shared text, then a line of its own."""
+    return [{"role": "user", "content": f"{EDIT_INSTRUCTION}{EDIT_TEXT}\n\n(Copy {chat + 1}.)"}]
+
+
 class SystemPromptError(RuntimeError):
     """The bench cannot build its shared system prompt with this model's template."""
 
