@@ -50,6 +50,10 @@ class Request:
     # how its drafts have fared.
     drafter: NgramIndex | None = None
     acceptance: Acceptance = field(default_factory=Acceptance)
+    # A draft offered but not verified (it did not pay): (the position it guessed, its
+    # first token). What the model then wrote there tells how good the drafts are, for
+    # free: a request whose drafts stopped paying learns when they would again.
+    shadow: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.num_prompt = len(self.tokens)
@@ -87,7 +91,13 @@ class Request:
         return self.sampling.grammar is None and self.sampling.logprobs is None
 
     def draft(self, max_tokens: int) -> list[int]:
-        """Prompt-lookup draft tokens that may follow its tokens."""
+        """Prompt-lookup draft tokens that may follow its tokens (the last unverified
+        draft's guess is scored first)."""
+        if self.shadow is not None:
+            position, guess = self.shadow
+            if position < len(self.tokens):
+                self.acceptance.observe(1, 1 if self.tokens[position] == guess else 0)
+                self.shadow = None
         if self.drafter is None:
             self.drafter = NgramIndex(self.tokens)
         return self.drafter.draft(max_tokens)

@@ -60,24 +60,41 @@ def test_acceptance_follows_runs_of_kept_tokens() -> None:
     assert record.drafted == 320
 
 
-def test_the_step_cost_is_fitted_from_steps_of_different_sizes() -> None:
-    cost = StepCost()
-    for n in [1, 4, 9, 16, 2, 30, 8] * 20:
-        cost.observe(n, 0.020 + 0.003 * n)
-    assert cost.base_s == pytest.approx(0.020, rel=0.02)
-    assert cost.per_token_s == pytest.approx(0.003, rel=0.02)
-    assert cost.seconds(10) == pytest.approx(0.050, rel=0.02)
+def test_the_step_cost_follows_the_sizes_seen_and_guesses_between_and_beyond() -> None:
+    cost = StepCost(base_s=0.010, per_token_s=0.005)
+    assert cost.seconds(1) == pytest.approx(0.010) and cost.seconds(3) == pytest.approx(0.020)  # the prior
+    for _ in range(30):  # a CPU: one token memory-bound, each more one of compute
+        for n, seconds in ((1, 0.014), (2, 0.024), (4, 0.037), (8, 0.057)):
+            cost.observe(n, seconds)
+    assert cost.seconds(2) == pytest.approx(0.024)
+    assert cost.seconds(3) == pytest.approx(0.0305)  # between 2 and 4
+    assert cost.extra(1) == pytest.approx(0.010)  # the first draft token is dear
+    assert cost.seconds(16) == pytest.approx(2 * 0.057)  # beyond: at the largest size's rate per token
+    assert cost.seen(8) and not cost.seen(9)
+    cost.observe(1, 0.030)  # a slower moment moves the average a fifth of the way
+    assert cost.seconds(1) == pytest.approx(0.014 + 0.2 * 0.016)
 
 
 def test_drafts_go_where_they_pay_and_stop_where_they_do_not() -> None:
-    cheap = StepCost(base_s=0.010, per_token_s=0.0001)  # a lone chat on a memory-bound decode
+    cheap = StepCost(base_s=0.010, per_token_s=0.0001)  # a GPU: further rows are nearly free
+    for n in range(1, 41):
+        cheap.observe(n, 0.010 + 0.0001 * n)
     assert draft_lengths([0.9], [16], 1, cheap, room=64) == [16]
     assert draft_lengths([0.9], [16], 1, cheap, room=5) == [5]
     assert draft_lengths([0.9, 0.9], [3, 0], 2, cheap, room=64) == [3, 0]
-    costly = StepCost(base_s=0.010, per_token_s=0.005)  # every row costs half a step
-    assert draft_lengths([0.5] * 8, [16] * 8, 8, costly, room=64) == [0] * 8
-    mixed = draft_lengths([0.95, 0.3], [16, 16], 2, StepCost(base_s=0.010, per_token_s=0.0004), room=64)
-    assert mixed[0] > mixed[1] >= 0 and mixed[0] >= 4
+    cpu = StepCost()
+    for n in range(1, 41):  # what this project's CPU measured: 14 ms, then ~7-10 ms a token
+        cpu.observe(n, 0.014 + 0.0098 * min(n - 1, 1) + 0.007 * max(n - 2, 0))
+    assert draft_lengths([0.6] * 8, [16] * 8, 8, cpu, room=64) == [0] * 8  # 8 chats: nothing pays
+    lone = draft_lengths([0.97], [32], 1, cpu, room=64)[0]
+    assert 3 <= lone < 32  # a lone chat that copies well: a few tokens, not all on offer
+    assert draft_lengths([0.5], [32], 1, cpu, room=64) == [0]  # one that copies badly: none
+    mixed = draft_lengths([0.99, 0.3], [16, 16], 2, cheap, room=64)
+    assert mixed[0] > mixed[1] >= 0
+    unmeasured = StepCost()
+    unmeasured.observe(8, 0.057)
+    assert draft_lengths([0.95] * 8, [16] * 8, 8, unmeasured, room=64) == [1] + [0] * 7  # one probe of size 9
+    assert draft_lengths([0.7] * 8, [16] * 8, 8, unmeasured, room=64) == [0] * 8  # not on a poor draft
 
 
 # ----- verifying on the engine core ----------------------------------------------------
@@ -151,3 +168,55 @@ def test_several_requests_draft_in_one_step_each_from_its_own_tokens() -> None:
     for name, tokens in prompts.items():
         alone, expected = generate("off", max_tokens=40, prompt=tokens)
         assert [t for x in d.of(name) for t in x.token_ids] == expected
+
+
+def test_an_unverified_draft_is_scored_against_what_the_model_wrote() -> None:
+    """Drafts that do not pay get no rows, so their acceptance cannot be measured by
+    verifying: the guess is compared with the token the model then wrote, for free."""
+    from inference.params import SamplingParams
+    from inference.request import Request
+
+    req = Request("r", [1, 2, 3, 1, 2], SamplingParams.greedy(10))
+    assert req.draft(4) == [3, 1, 2, 3]
+    req.shadow = (len(req.tokens), 3)
+    before = req.acceptance.rate
+    req.append_token(3)  # the model wrote the guess
+    req.draft(4)
+    assert req.acceptance.rate > before and req.shadow is None
+    req.shadow = (len(req.tokens), 1)
+    req.append_token(9)  # it did not
+    req.draft(4)
+    assert req.acceptance.rate < before
+
+
+def test_a_request_whose_drafts_do_not_pay_yet_learns_when_they_would() -> None:
+    """On a CPU-like cost a copy's drafts start below the bar; the free scoring raises its
+    rate as the copy goes on, and drafts start."""
+    from inference.spec.policy import DraftPlanner
+
+    d = make_driver(n_cells=1024, n_batch=64, next_token=lambda c: c[len(c) - PERIOD], speculative="lookup")
+    cost = StepCost()
+    for n in range(1, 41):
+        cost.observe(n, 0.014 + 0.0098 * min(n - 1, 1) + 0.007 * max(n - 2, 0))
+    d.sched.drafts = DraftPlanner(16, cost)
+    d.core.scheduler.drafts = d.sched.drafts
+    d.add("r", list(PROMPT), max_tokens=80)
+    d.run(lambda: any(x.finished for x in d.of("r")))
+    first = next(i for i, plan in enumerate(d.plans) if any(c.draft for c in plan.chunks))
+    assert first > 1  # not at once: the prior is below the bar
+    assert len(d.plans) < 60  # but soon, and then for most of the reply
+
+
+def test_the_guard_pauses_drafting_where_it_made_steps_slower_and_tries_again_later() -> None:
+    from inference.spec.policy import RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.MIN_STEPS):
+        guard.record(8, False, tokens=8, seconds=0.057)  # 140 tok/s plain
+        guard.record(8, True, tokens=10, seconds=0.090)  # 111 tok/s with drafts
+        guard.record(1, False, tokens=1, seconds=0.014)
+        guard.record(1, True, tokens=3, seconds=0.030)  # 100 tok/s against 71: drafts pay
+    assert not guard.allows(8) and guard.allows(1)
+    for _ in range(RateGuard.HOLD_STEPS):
+        guard.record(1, True, tokens=3, seconds=0.030)
+    assert guard.allows(8)  # tried again after the pause

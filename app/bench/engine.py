@@ -15,7 +15,7 @@ from typing import Any
 
 from app.bench.baselines import native_decode_tok_s, run_baseline
 from app.bench.run_result import RunResult
-from app.bench.workload import Workload, build_workload, common_prefix
+from app.bench.workload import EDIT_PROMPT_TOKENS, Workload, build_edit_workload, build_workload, common_prefix
 from inference import ChatRequest, Engine, LoadSettings, SamplingParams, percentile
 
 
@@ -30,6 +30,9 @@ class EngineBenchOptions:
     skip_baseline: bool = False
     n_seq_max: int | None = None  # engine sequences; None: chats + 2
     ctx: int | None = None  # context size; None: sized for the workload
+    # "chat": questions under a shared system prompt; "edit": each chat copies a given
+    # text (its output copies its prompt: what speculative decoding's lookup serves).
+    workload: str = "chat"
 
 
 # ----- the engine side ------------------------------------------------------------------
@@ -43,8 +46,10 @@ def bench_sampling(kind: str, max_tokens: int) -> SamplingParams:
 
 
 def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = "greedy") -> RunResult:
-    if warm:
+    if warm and work.system_prompt:
         engine.pin_system_prompt(work.system_prompt).result(timeout=600)
+    elif warm:  # no system prompt (the edit workload): the prompts' shared text into the cache
+        engine.submit(ChatRequest(prompt_tokens=tuple(work.warm_prompt), sampling=SamplingParams.greedy(1))).result(600)
     engine.reset_metrics()
     sampling = bench_sampling(sampling_kind, work.max_tokens)
     t0 = time.perf_counter()
@@ -75,6 +80,9 @@ def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = 
         host_ms_per_step_p95=_ms(m.host_s_p95),
         sample_ms_per_step=_ms(m.sample_s_mean),
         step_ms_per_step=_ms(m.step_s_mean),
+        draft_tokens=m.draft_tokens,
+        draft_tokens_accepted=m.draft_tokens_accepted,
+        generated_per_step=m.generated_tokens / m.steps if m.steps else None,
     )
 
 
@@ -89,7 +97,8 @@ def sized_settings(options: EngineBenchOptions, settings: LoadSettings) -> LoadS
     """settings (the model and the caller's engine options) with the context, sequences and
     batch this workload needs: every chat in one batch, with room for all of their tokens."""
     n_seq = options.n_seq_max or options.chats + 2
-    need = options.system_tokens + options.chats * (64 + options.max_tokens) + 512
+    prompt = options.system_tokens if options.workload == "chat" else EDIT_PROMPT_TOKENS
+    need = prompt + options.chats * (64 + options.max_tokens) + 512
     n_ctx = options.ctx or max(4096, 256 * ((need + 255) // 256))
     return replace(settings, n_ctx=n_ctx, n_seq_max=n_seq, n_batch=max(512, n_seq))
 
@@ -101,7 +110,8 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     model = settings.model_path
     engine = Engine.start(settings)
     try:
-        work = build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
+        work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
+                if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
         threads, layers = settings.threads(), engine.info.n_gpu_layers
         eng = run_engine(engine, work, options.warm, options.sampling)
     finally:
@@ -110,6 +120,7 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
         "config": {
             "model": model.name, "chats": options.chats, "system_tokens": options.system_tokens,
             "max_tokens": options.max_tokens, "warm": options.warm, "sampling": options.sampling,
+            "workload": options.workload, "speculative": settings.speculative,
             "threads": threads, "n_ctx": settings.n_ctx,
             "n_seq_max": settings.n_seq_max, "reproducible": settings.reproducible,
             "prompt_tokens_each": [len(p) for p in work.prompts],
@@ -169,11 +180,11 @@ def _table(report: dict[str, Any]) -> str:
     rows = ["wall_s", "gen_tok_s", "decode_tok_s", "ttft_p50_s", "ttft_p95_s", "itl_p50_s",
             "itl_p95_s", "prompt_tokens_computed", "kv_cells_peak", "max_batch_seqs",
             "host_ms_per_step", "host_ms_per_step_p50", "host_ms_per_step_p95", "sample_ms_per_step",
-            "step_ms_per_step"]
+            "step_ms_per_step", "draft_tokens", "draft_tokens_accepted", "generated_per_step"]
     cols = [c for c in ("engine", "baseline") if c in report]
     lines = [f"config: {json.dumps(report['config'])}", f"{'':<24}" + "".join(f"{c:>12}" for c in cols)]
     for r in rows:
-        lines.append(f"{r:<24}" + "".join(_fmt(report[c][r]) for c in cols))
+        lines.append(f"{r:<24}" + "".join(_fmt(report[c].get(r)) for c in cols))
     for k, v in report.get("ratio", {}).items():
         lines.append(f"ratio {k:<18}{v:>12.3f}")
     if "native_decode_tok_s" in report:

@@ -24,3 +24,8 @@ class RunResult:
     host_ms_per_step_p95: float | None = None
     sample_ms_per_step: float | None = None
     step_ms_per_step: float | None = None
+    # Speculative decoding (engine only): draft tokens verified and kept, and tokens
+    # generated per engine step.
+    draft_tokens: int | None = None
+    draft_tokens_accepted: int | None = None
+    generated_per_step: float | None = None

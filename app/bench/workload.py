@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.bench.edit_code import EDIT_CODE
+
 if TYPE_CHECKING:
     from inference import Engine
 
@@ -28,32 +30,20 @@ TOPICS = (
 )
 
 
-# The edit workload (`chorus bench --workload edit`): each chat asks the model to copy a
-# text, so its output copies its prompt (what speculative decoding's prompt lookup serves).
-# A fixed text the default small model copies reliably (this project's README front page
-# as it was when the workload was written), not a file of the tree that changes.
-EDIT_INSTRUCTION = "Copy the following text exactly, word for word:\n\n"
-EDIT_TEXT = """# Chorus
+# The edit workload (`chorus bench --workload edit`): each chat asks the model to repeat a
+# Python file with a class renamed, so its output copies its prompt but for the new name
+# (what speculative decoding's prompt lookup serves). A fixed file written for it, which the
+# default small model repeats (not a file of the tree, which changes).
 
-Many local LLM chats at once, all served by **one** continuously batched llama.cpp engine.
-Every conversation that is generating joins the same `llama_decode` loop; conversations that
-start with the same system prompt share that prompt's KV cells instead of computing and
-storing it again. The reply in the tab you are looking at goes first, other tabs next, chat
-titles only on spare capacity. Chats are kept in a SQLite history (a killed process loses at
-most the last second of a reply); a live performance panel shows throughput, batch, KV cache
-and latency as they happen; a compare view puts 2 to 4 models or settings side by side on
-one prompt. The same engine serves an OpenAI-compatible HTTP API, and the app's tabs can use
-a remote OpenAI-compatible server instead of a local model.
-
-Status: the engine, chat storage, the desktop app (PySide6) with side-by-side comparison and
-its live performance panel, an OpenAI-compatible server, remote models, the terminal chat and
-the benchmarks are here. It installs as a desktop application (a one-folder bundle, or from
-source, with a desktop entry)."""
+EDIT_NAMES = ("Stockroom", "Warehouse", "Storehouse", "Depot", "Pantry", "Larder", "Cellar", "Granary")
+EDIT_PROMPT_TOKENS = 1024  # a bound on one edit prompt's tokens, for sizing the context
 
 
 def edit_messages(chat: int) -> list[dict]:
-    """Chat `chat`'s edit request: the shared text, then a line of its own."""
-    return [{"role": "user", "content": f"{EDIT_INSTRUCTION}{EDIT_TEXT}\n\n(Copy {chat + 1}.)"}]
+    """Chat `chat`'s edit request: the shared file, then its own new name for the class."""
+    name = EDIT_NAMES[chat % len(EDIT_NAMES)] + (str(chat // len(EDIT_NAMES)) if chat >= len(EDIT_NAMES) else "")
+    return [{"role": "user", "content": f"```python\n{EDIT_CODE}```\n\n"
+                                        f"Repeat the code above, with the class Inventory renamed to {name}."}]
 
 
 class SystemPromptError(RuntimeError):
@@ -80,6 +70,14 @@ def build_workload(engine: Engine, chats: int, system_tokens: int, max_tokens: i
         [{"role": "system", "content": system}, {"role": "user", "content": "Say hello."}]
     )
     return Workload(system, questions, prompts, warm, max_tokens)
+
+
+def build_edit_workload(engine: Engine, chats: int, max_tokens: int) -> Workload:
+    """Each chat repeats EDIT_CODE with its own rename: no system prompt; the warm prompt is
+    the first chat's, whose file the others share."""
+    prompts = [engine.inputs.chat_tokens(edit_messages(i)) for i in range(chats)]
+    questions = [m[-1]["content"] for m in (edit_messages(i) for i in range(chats))]
+    return Workload("", questions, prompts, prompts[0], max_tokens)
 
 
 def _system_prompt(engine: Engine, target_tokens: int) -> str:

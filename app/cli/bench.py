@@ -62,6 +62,9 @@ def _register_engine(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     bench.add_argument("--native", action="store_true", help="also time llama.cpp's raw batched decode")
     bench.add_argument("--sampling", choices=("greedy", "default"), default="greedy",
                        help="greedy (what the ratios compare) or the app's default chat sampling")
+    bench.add_argument("--workload", choices=("chat", "edit"), default="chat",
+                       help="chat: questions under a shared system prompt; edit: each chat copies a given text "
+                            "(what --speculative lookup speeds up)")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -115,7 +118,7 @@ def _engine(args: argparse.Namespace, base: Path) -> int:
     options = engine.EngineBenchOptions(
         chats=args.chats, system_tokens=args.system_tokens, max_tokens=args.max_tokens, warm=args.warm,
         sampling=args.sampling, native=args.native, skip_baseline=args.skip_baseline,
-        n_seq_max=args.n_seq_max, ctx=args.ctx,
+        n_seq_max=args.n_seq_max, ctx=args.ctx, workload=args.workload,
     )
     report = engine.run_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(engine.render(report, args.json))

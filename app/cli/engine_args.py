@@ -10,7 +10,7 @@ from typing import Any
 from app.models import catalog as model_catalog
 from app.models.library import ModelDefaults, apply_defaults, open_library
 from app.paths import models_dir
-from inference import LoadSettings
+from inference import SPECULATIVE_MODES, LoadSettings
 from storage import StorageError
 
 
@@ -22,6 +22,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
     p.add_argument("--reproducible", action="store_true",
                    help="bit-identical results whatever the batch holds (slower)")
+    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
+                   help="speculative decoding: lookup drafts tokens from the chat's own text and verifies them "
+                        "in the same batch (same output; faster when replies copy their prompt). Default: off, "
+                        "or the model's library default")
 
 
 def resolve_model(args: argparse.Namespace, base: Path) -> Path:
@@ -45,6 +49,8 @@ def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
         values["n_gpu_layers"] = args.gpu_layers
     if getattr(args, "reproducible", False):
         values["reproducible"] = True
+    if getattr(args, "speculative", None) is not None:
+        values["speculative"] = args.speculative
     return values
 
 

@@ -17,6 +17,7 @@ from app.cli.command import add_command
 from app.models import catalog as model_catalog
 from app.models.library import LibraryEntry, LibraryError, ModelDefaults, open_library
 from app.paths import models_dir
+from inference import SPECULATIVE_MODES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,6 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     defaults.add_argument("--ctx", type=int, default=None, help="context size in tokens")
     defaults.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (0: CPU only)")
     defaults.add_argument("--threads", type=int, default=None, help="CPU threads")
+    defaults.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
+                          help="speculative decoding for this model (off | lookup)")
     template = defaults.add_mutually_exclusive_group()
     template.add_argument("--chat-template", type=Path, default=None, metavar="FILE",
                           help="a Jinja chat template file used instead of the model's own")
@@ -85,7 +88,8 @@ def _when(t: datetime | None) -> str:
 
 def _defaults(d: ModelDefaults) -> str:
     parts = [f"{label} {value}" for label, value in (("ctx", d.n_ctx), ("gpu-layers", d.n_gpu_layers),
-                                                    ("threads", d.n_threads)) if value is not None]
+                                                    ("threads", d.n_threads), ("speculative", d.speculative))
+             if value is not None]
     if d.chat_template is not None:
         parts.append("own chat template")
     return ", ".join(parts) or "-"
@@ -152,7 +156,8 @@ def run_defaults(args: argparse.Namespace, base: Path) -> int:
             entry = library.entry(args.name)
             defaults = ModelDefaults() if args.clear else entry.defaults
             changes = {k: v for k, v in (("n_ctx", args.ctx), ("n_gpu_layers", args.gpu_layers),
-                                         ("n_threads", args.threads)) if v is not None}
+                                         ("n_threads", args.threads), ("speculative", args.speculative))
+                       if v is not None}
             if args.chat_template is not None:
                 changes["chat_template"] = _read_template(args.chat_template)
             if changes or args.clear:

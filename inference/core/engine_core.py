@@ -189,8 +189,8 @@ class EngineCore:
             kept = sum(output.kept_drafts)
             self.metrics.record_drafts(plan.n_draft, kept)
         self._record(plan, duration, sampled, kept)
-        if self.scheduler.drafts is not None:
-            self.scheduler.drafts.cost.observe(plan.num_tokens, duration)
+        if self.scheduler.drafts is not None and plan.num_prefill_tokens == 0:
+            self.scheduler.drafts.observe(plan.num_decode_tokens, plan.num_tokens, plan.n_draft, sampled, duration)
         return deltas
 
     def _finish_out_of_cells(self, plan: StepPlan) -> list[Delta]:

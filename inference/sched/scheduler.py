@@ -157,6 +157,10 @@ class Scheduler:
         (DraftPlanner), within the batch and the KV cells left after this step's others."""
         planner = self.drafts
         assert planner is not None
+        decoding = [c.request for c in plan.chunks if c.is_decode]
+        best = max(r.acceptance.rate for r in decoding)
+        if not planner.worth_drafting(best, len(decoding), plan.num_tokens):
+            return
         room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
         if room <= 0:
             return
@@ -179,6 +183,9 @@ class Scheduler:
             if k:
                 plan.chunks[i] = plan.chunks[i]._replace(draft=tuple(offer[:k]))
                 plan.n_draft += k
+            else:  # scored against what the model writes there (Request.draft)
+                req = plan.chunks[i].request
+                req.shadow = (len(req.tokens), offer[0])
 
     def make_room_after_failed_decode(self) -> Request | None:
         """llama_decode found no KV slot: evict an idle sequence, else preempt a request.
