@@ -38,6 +38,8 @@ COUNTERS = (  # exposed with a _total suffix
 OPTIONAL_COUNTERS = (
     ("chorus_prompt_tokens_restored", "Prompt tokens loaded from the disk prompt cache instead of computed",
      "prompt_tokens_restored"),
+    ("chorus_draft_tokens", "Speculative draft tokens verified", "draft_tokens"),
+    ("chorus_draft_tokens_accepted", "Speculative draft tokens kept after verification", "draft_tokens_accepted"),
 )
 PERCENTILES = (
     ("chorus_ttft_seconds_p50", "Time to first token, median of recent requests", "ttft_p50_s"),
