@@ -27,6 +27,7 @@ from inference.core.metrics import MetricsSnapshot, percentile
 from inference.errors import EngineError, ModelLoadError, RequestError
 from inference.outputs import Delta, FinishReason, ModelInfo, Phase, RequestStats, TokenLogprob, TopLogprob
 from inference.params import (
+    KV_TYPES,
     PRIORITY_BACKGROUND,
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -77,6 +78,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "KV_TYPES",
     "JSON_OBJECT",
     "PRIORITY_BACKGROUND",
     "PRIORITY_TAB",

@@ -124,6 +124,7 @@ class ChatRequest:
 
 
 SPECULATIVE_MODES = ("off", "lookup")
+KV_TYPES = ("f16", "q8_0", "q4_0")
 
 
 def physical_cores() -> int:
@@ -148,6 +149,9 @@ class LoadSettings:
     n_gpu_layers: int | None = None
     # The step latency the adaptive prefill budget aims to stay under while others decode.
     target_itl_s: float = 0.15
+    # The longest a step of prompt chunks may take (tokens bounded by the measured seconds
+    # per token): what a cancel, or a request raised to the front, waits at most. None: no bound.
+    max_step_s: float | None = 0.4
     # Cells held back at admission for each request's first decode tokens.
     decode_reserve: int = 64
     # Bit-identical results whatever the batch holds (greedy output alone == in a batch),
@@ -167,6 +171,12 @@ class LoadSettings:
     # as acceptance and the step's cost decide.
     speculative: str = "off"
     draft_max: int = 32
+    # The KV cache's element type for K and V: "f16", or "q8_0"/"q4_0" (about half and a
+    # quarter of the memory per cell; llama.cpp needs flash attention for a quantized V).
+    # flash_attn: True/False, or None for llama.cpp's own choice (on where it helps); a
+    # quantized cache turns it on. The reproducible mode is q8_0 with flash attention.
+    kv_type: str = "f16"
+    flash_attn: bool | None = None
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()
@@ -189,3 +199,19 @@ class LoadSettings:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
         if not 1 <= self.draft_max <= 64:
             raise ValueError(f"draft_max must be in 1..64, got {self.draft_max}")
+        if self.kv_type not in KV_TYPES:
+            raise ValueError(f"kv_type must be one of {', '.join(KV_TYPES)}, got {self.kv_type!r}")
+        if self.kv_type != "f16" and self.flash_attn is False:
+            raise ValueError(f"a {self.kv_type} KV cache needs flash attention (llama.cpp quantizes V only with it)")
+        if self.reproducible and (self.kv_type not in ("f16", "q8_0") or self.flash_attn is False):
+            raise ValueError("the reproducible mode uses a q8_0 KV cache with flash attention")
+
+    def cache_type(self) -> str:
+        """The KV cache type the context gets (the reproducible mode's is q8_0)."""
+        return "q8_0" if self.reproducible else self.kv_type
+
+    def uses_flash_attn(self) -> bool | None:
+        """True or False when decided here; None leaves it to llama.cpp."""
+        if self.reproducible or self.cache_type() != "f16":
+            return True
+        return self.flash_attn

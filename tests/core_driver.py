@@ -90,6 +90,7 @@ def make_driver(
     next_token: Callable[[list[int]], int] = alphabet,
     speculative: str = "off",
     draft_max: int = 16,
+    max_step_s: float | None = None,  # fake steps take step_s whatever they hold: no time bound
 ) -> Driver:
     """A core over n_cells of KV and n_seqs sequences. Each step "computes" for step_s of
     fake time: with the default target latency that is a slow step, so the prefill share
@@ -106,6 +107,7 @@ def make_driver(
         decode_reserve=decode_reserve,
         speculative=speculative,
         draft_max=draft_max,
+        max_step_s=max_step_s,
     )
     core = EngineCore(runner, settings, clock=clock)
     core.scheduler.aging_s = aging_s

@@ -17,6 +17,9 @@ from app.bench.baselines import native_decode_tok_s, run_baseline
 from app.bench.run_result import RunResult
 from app.bench.workload import EDIT_PROMPT_TOKENS, Workload, build_edit_workload, build_workload, common_prefix
 from inference import ChatRequest, Engine, LoadSettings, SamplingParams, percentile
+from inference.gguf import estimate_memory, read_gguf_header
+
+MAX_SEQUENCES = 256  # llama.cpp's limit (LoadSettings.validate)
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def _ms(seconds: float | None) -> float | None:
 def sized_settings(options: EngineBenchOptions, settings: LoadSettings) -> LoadSettings:
     """settings (the model and the caller's engine options) with the context, sequences and
     batch this workload needs: every chat in one batch, with room for all of their tokens."""
-    n_seq = options.n_seq_max or options.chats + 2
+    n_seq = options.n_seq_max or min(MAX_SEQUENCES, options.chats + 2)
     prompt = options.system_tokens if options.workload == "chat" else EDIT_PROMPT_TOKENS
     need = prompt + options.chats * (64 + options.max_tokens) + 512
     n_ctx = options.ctx or max(4096, 256 * ((need + 255) // 256))
@@ -146,7 +149,17 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
         if "baseline" in report:
             ratio["gen_tok_s_native_ceiling"] = _native_ceiling(eng, native, work) / base.gen_tok_s
     report["ideal"] = _ideal(work)
+    report["memory"] = _memory(settings, eng, options.chats)
     return report
+
+
+def _memory(settings: LoadSettings, eng: RunResult, chats: int) -> dict[str, Any]:
+    """The KV cache's bytes per cell (the model's layers and KV width, the cache type) and
+    what the run's peak of cells cost per chat: the memory a chat holds."""
+    estimate = estimate_memory(read_gguf_header(settings.model_path), settings.n_ctx, 0, False, settings.cache_type())
+    per_cell = estimate.kv_bytes / estimate.n_ctx
+    return {"kv_type": settings.cache_type(), "kv_bytes_per_cell": per_cell,
+            "kv_bytes_total": estimate.kv_bytes, "kv_bytes_per_chat_at_peak": per_cell * eng.kv_cells_peak / chats}
 
 
 def _native_ceiling(eng: RunResult, native_tok_s: float, work: Workload) -> float:
@@ -190,6 +203,8 @@ def _table(report: dict[str, Any]) -> str:
     if "native_decode_tok_s" in report:
         lines.append(f"{'native decode tok/s':<24}{report['native_decode_tok_s']:>12.1f}")
     lines.append(f"ideal (shared prefix once): {json.dumps(report['ideal'])}")
+    if "memory" in report:
+        lines.append(f"memory: {json.dumps(report['memory'])}")
     return "\n".join(lines)
 
 

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from app.models import catalog as model_catalog
+from app.models.capacity import chats_that_fit
+from app.models.fit import machine_memory
 from app.models.library import ModelDefaults, apply_defaults, open_library
 from app.paths import models_dir
-from inference import SPECULATIVE_MODES, LoadSettings
+from inference import KV_TYPES, SPECULATIVE_MODES, LoadSettings, backend
+from inference.gguf import GgufError, read_gguf_header
 from storage import StorageError
 
 
@@ -22,6 +25,14 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
     p.add_argument("--reproducible", action="store_true",
                    help="bit-identical results whatever the batch holds (slower)")
+    p.add_argument("--kv-type", choices=KV_TYPES, default=None,
+                   help="the KV cache's element type: f16 (default), q8_0 or q4_0 (about 1/2 or 1/4 of the memory "
+                        "per cell, so more chats or a longer context fit; slight changes to the output)")
+    p.add_argument("--flash-attn", choices=("on", "off", "auto"), default=None,
+                   help="flash attention (default auto: llama.cpp's choice; a quantized KV cache turns it on)")
+    p.add_argument("--chats-that-fit", type=int, default=None, metavar="CTX",
+                   help="as many chats of CTX tokens each as fit this machine's memory with the KV type: "
+                        "sets the sequences and the context (chorus models fit shows the numbers)")
     p.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
                    help="speculative decoding: lookup drafts tokens from the chat's own text and verifies them "
                         "in the same batch (same output; faster when replies copy their prompt). Default: off, "
@@ -51,6 +62,10 @@ def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
         values["reproducible"] = True
     if getattr(args, "speculative", None) is not None:
         values["speculative"] = args.speculative
+    if getattr(args, "kv_type", None) is not None:
+        values["kv_type"] = args.kv_type
+    if getattr(args, "flash_attn", None) is not None:
+        values["flash_attn"] = {"on": True, "off": False, "auto": None}[args.flash_attn]
     return values
 
 
@@ -60,7 +75,20 @@ def settings_from_args(args: argparse.Namespace, model: Path, defaults: ModelDef
     line's options and the caller's overrides."""
     values = {**explicit_settings(args), **overrides}
     settings = LoadSettings(model_path=model, **values)
-    return apply_defaults(settings, defaults, explicit=set(values)) if defaults is not None else settings
+    if defaults is not None:
+        settings = apply_defaults(settings, defaults, explicit=set(values))
+    ctx = getattr(args, "chats_that_fit", None)
+    return settings if ctx is None else fitted(settings, ctx)
+
+
+def fitted(settings: LoadSettings, ctx_per_chat: int) -> LoadSettings:
+    """settings for as many chats of ctx_per_chat as fit; a model too large says so and exits."""
+    try:
+        header = read_gguf_header(settings.model_path)
+        ram, gpu = machine_memory()
+        return chats_that_fit(settings, header, ctx_per_chat, ram, gpu, backend.gpu_offload_supported())
+    except (GgufError, ValueError) as exc:
+        raise SystemExit(f"chorus: {exc}") from None
 
 
 def library_defaults(base: Path, model: Path) -> ModelDefaults:

@@ -7,17 +7,21 @@ process): it deletes. The desktop window's Models window refuses while the model
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
 from app.cli import models_hub
 from app.cli.command import add_command
+from app.models import capacity
 from app.models import catalog as model_catalog
+from app.models.fit import gb, machine_memory
 from app.models.library import LibraryEntry, LibraryError, ModelDefaults, open_library
 from app.paths import models_dir
-from inference import SPECULATIVE_MODES
+from inference import KV_TYPES, SPECULATIVE_MODES, backend
+from inference.gguf import GgufError, read_gguf_header
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,12 +35,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rm = add_command(msub, "rm", run_rm, help="delete a model's files and forget it (asks first on a terminal)")
     rm.add_argument("name")
     rm.add_argument("--yes", "-y", action="store_true", help="do not ask (needed when not on a terminal)")
+    fit = add_command(msub, "fit", run_fit,
+                      help="how many chats of each context fit this machine's memory, for each KV cache type")
+    fit.add_argument("name", nargs="?", default=None, help="an installed model (default: the default model)")
+    fit.add_argument("--ctx", type=int, action="append", default=None,
+                     help="context per chat (repeatable; default 2048, 4096, 8192, 16384)")
+    fit.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (default: all if supported)")
+    fit.add_argument("--json", action="store_true", help="print one JSON object")
     defaults = add_command(msub, "defaults", run_defaults,
                            help="show or set a model's load defaults (used unless the command line says otherwise)")
     defaults.add_argument("name")
     defaults.add_argument("--ctx", type=int, default=None, help="context size in tokens")
     defaults.add_argument("--gpu-layers", type=int, default=None, help="layers to offload (0: CPU only)")
     defaults.add_argument("--threads", type=int, default=None, help="CPU threads")
+    defaults.add_argument("--kv-type", choices=KV_TYPES, default=None, help="the KV cache type for this model")
     defaults.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
                           help="speculative decoding for this model (off | lookup)")
     template = defaults.add_mutually_exclusive_group()
@@ -88,7 +100,8 @@ def _when(t: datetime | None) -> str:
 
 def _defaults(d: ModelDefaults) -> str:
     parts = [f"{label} {value}" for label, value in (("ctx", d.n_ctx), ("gpu-layers", d.n_gpu_layers),
-                                                    ("threads", d.n_threads), ("speculative", d.speculative))
+                                                    ("threads", d.n_threads), ("kv-type", d.kv_type),
+                                                    ("speculative", d.speculative))
              if value is not None]
     if d.chat_template is not None:
         parts.append("own chat template")
@@ -147,6 +160,43 @@ def run_rm(args: argparse.Namespace, base: Path) -> int:
     return 0
 
 
+# ----- fit -------------------------------------------------------------------------------------
+
+
+def run_fit(args: argparse.Namespace, base: Path) -> int:
+    try:
+        path = _model_file(args.name or model_catalog.DEFAULT_MODEL, base)
+        header = read_gguf_header(path)
+    except (LibraryError, GgufError, OSError, model_catalog.ModelFetchError) as exc:
+        return _fail(exc)
+    ram, gpu = machine_memory()
+    rows = capacity.plan(header, ram, gpu, backend.gpu_offload_supported(), args.gpu_layers,
+                         contexts=tuple(args.ctx) if args.ctx else capacity.CONTEXTS)
+    if args.json:
+        print(json.dumps({"model": path.name, "ram_available": ram, "gpu_free": gpu,
+                          "capacity": [asdict(r) for r in rows]}, indent=2))
+        return 0
+    contexts = sorted({r.ctx_per_chat for r in rows})
+    limit = rows[0].limit if rows else "RAM"
+    print(f"{path.name}: chats that fit in {gb(ram) if limit == 'RAM' else gb(gpu or 0)} free {limit} "
+          f"(at most {capacity.MAX_CHATS})")
+    print(f"{'KV type':<10}" + "".join(f"{f'{c} tokens':>14}" for c in contexts))
+    for kv in dict.fromkeys(r.kv_type for r in rows):
+        cells = {r.ctx_per_chat: r for r in rows if r.kv_type == kv}
+        print(f"{kv:<10}" + "".join(f"{cells[c].chats:>8} chats" for c in contexts))
+    per_cell = {r.kv_type: r.kv_bytes_per_chat / r.ctx_per_chat for r in rows}
+    print("KV per token: " + ", ".join(f"{kv} {n / 1024:.1f} KiB" for kv, n in per_cell.items()))
+    return 0
+
+
+def _model_file(name: str, base: Path) -> Path:
+    """A catalog model, a GGUF path, or a model of the library by its name."""
+    if name in model_catalog.CATALOG or Path(name).expanduser().is_file():
+        return model_catalog.resolve(name, models_dir(base))
+    with open_library(base) as library:
+        return library.entry(name).path
+
+
 # ----- defaults --------------------------------------------------------------------------------
 
 
@@ -156,7 +206,8 @@ def run_defaults(args: argparse.Namespace, base: Path) -> int:
             entry = library.entry(args.name)
             defaults = ModelDefaults() if args.clear else entry.defaults
             changes = {k: v for k, v in (("n_ctx", args.ctx), ("n_gpu_layers", args.gpu_layers),
-                                         ("n_threads", args.threads), ("speculative", args.speculative))
+                                         ("n_threads", args.threads), ("kv_type", args.kv_type),
+                                         ("speculative", args.speculative))
                        if v is not None}
             if args.chat_template is not None:
                 changes["chat_template"] = _read_template(args.chat_template)

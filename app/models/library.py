@@ -25,7 +25,7 @@ from pathlib import Path
 from app.models import catalog as model_catalog
 from app.models.gguf_files import all_present, is_later_part, parts_of, size_on_disk
 from app.paths import models_dir
-from inference import SPECULATIVE_MODES, LoadSettings, template_problem
+from inference import KV_TYPES, SPECULATIVE_MODES, LoadSettings, template_problem
 from storage import DEFAULT_FILENAME, Database, LibraryRepository, open_database
 from storage.records import ModelProfileRecord
 
@@ -51,6 +51,7 @@ class ModelDefaults:
     n_threads: int | None = None
     chat_template: str | None = None  # Jinja text used instead of the GGUF's template
     speculative: str | None = None  # "off" | "lookup" (LoadSettings.speculative)
+    kv_type: str | None = None  # "f16" | "q8_0" | "q4_0" (LoadSettings.kv_type)
 
     def validate(self) -> None:
         """Raises LibraryError naming every bad value."""
@@ -65,6 +66,8 @@ class ModelDefaults:
                        else "the chat template must be text")
             if problem:
                 problems.append(problem)
+        if self.kv_type is not None and self.kv_type not in KV_TYPES:
+            problems.append(f"kv_type must be one of {', '.join(KV_TYPES)}, got {self.kv_type!r}")
         if self.speculative is not None and self.speculative not in SPECULATIVE_MODES:
             problems.append(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
         if problems:

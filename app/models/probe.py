@@ -32,7 +32,7 @@ class ModelProbe:
             n_ctx=settings.n_ctx,
             gpu_layers=gpu_layers,
             gpu_supported=self.gpu_offload_supported(),
-            kv_type="q8_0" if settings.reproducible else "f16",
+            kv_type=settings.cache_type(),
         )
 
     def _header(self, path: Path) -> GgufHeader:

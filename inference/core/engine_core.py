@@ -53,7 +53,7 @@ class EngineCore:
         self.settings = settings
         self.clock = clock  # every time stamp and step duration: tests run on a fake one
         self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
-        self.budget = StepBudget(settings.n_batch, settings.target_itl_s)
+        self.budget = StepBudget(settings.n_batch, settings.target_itl_s, max_step_s=settings.max_step_s)
         drafts = DraftPlanner(settings.draft_max) if settings.speculative == "lookup" else None
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock, drafts=drafts)
         self.metrics = EngineMetrics()

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from inference.gguf.reader import GgufError, GgufHeader, as_float, as_int
 
-# Bytes per element of each KV cache type Chorus uses (Q8_0: 34-byte blocks of 32 values).
-KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "f32": 4.0}
+# Bytes per element of each KV cache type Chorus uses (Q8_0: 34-byte blocks of 32 values;
+# Q4_0: 18-byte blocks of 32).
+KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "f32": 4.0}
 # llama.cpp rounds the context up to a multiple of this many cells.
 KV_CELL_PADDING = 256
 _BLOCK = re.compile(r"blk\.(\d+)\.")

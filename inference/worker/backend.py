@@ -15,6 +15,7 @@ import llama_cpp as ll
 log = logging.getLogger(__name__)
 
 GGML_TYPE_Q8_0 = 8  # ggml.h's enum ggml_type, for the reproducible mode's KV cache
+GGML_TYPES = {"f16": 1, "q4_0": 2, "q8_0": GGML_TYPE_Q8_0}  # the KV cache types LoadSettings knows
 
 
 def gpu_offload_supported() -> bool:

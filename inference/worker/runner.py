@@ -118,13 +118,14 @@ class LlamaRunner:
         # One cell pool for all sequences: seq_cp shares cells instead of copying them.
         params.kv_unified = True
         params.no_perf = True
-        if s.reproducible:
-            # A quantized KV cache sends every attention through llama.cpp's CPU kernel
-            # that walks a sequence's own cells in order and skips masked ones; the tiled
-            # and split-KV kernels chosen by batch shape round differently. So a sequence
-            # gets bit-identical logits whatever else shares its batch.
-            params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED
-            params.type_k = params.type_v = backend.GGML_TYPE_Q8_0
+        # The reproducible mode's q8_0 cache sends every attention through llama.cpp's CPU
+        # kernel that walks a sequence's own cells in order and skips masked ones; the tiled
+        # and split-KV kernels chosen by batch shape round differently. So a sequence gets
+        # bit-identical logits whatever else shares its batch.
+        params.type_k = params.type_v = backend.GGML_TYPES[s.cache_type()]
+        flash = s.uses_flash_attn()
+        if flash is not None:
+            params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
         ctx = ll.llama_init_from_model(self._model, params)
         if not ctx:
             raise ModelLoadError(
@@ -273,7 +274,8 @@ class LlamaRunner:
     def kv_layout(self) -> str:
         """What a saved sequence state depends on besides the model file: llama.cpp's
         version (its state format), the KV cache type and attention kernel, the offload."""
-        kv = "q8_0+fa" if self.settings.reproducible else "f16"
+        s = self.settings
+        kv = s.cache_type() + ("+fa" if s.uses_flash_attn() else "")
         return f"llama_cpp={ll.__version__};kv={kv};gpu_layers={self._n_gpu_layers}"
 
     # ----- per-sequence state (the SeqStateBackend protocol: the disk prompt cache) ---
