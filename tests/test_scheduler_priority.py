@@ -90,7 +90,7 @@ def test_a_raised_request_preempts_the_prefill_that_was_ahead_of_it() -> None:
 
 def test_a_prefill_is_not_preempted_for_a_request_that_would_not_fit_anyway() -> None:
     sim = make_sim(n_seqs=2, n_cells=256)
-    dec = sim.add("dec", prompt(1, 100), max_tokens=50)
+    dec = sim.add("dec", prompt(1, 100), max_tokens=50, priority=PRIORITY_VISIBLE_TAB)  # not preemptible by big
     sim.run(lambda: dec.is_decoding)
     low = sim.add("low", prompt(2, 100), max_tokens=2)
     sim.step()
@@ -102,14 +102,30 @@ def test_a_prefill_is_not_preempted_for_a_request_that_would_not_fit_anyway() ->
     assert_whole_output(sim, big, 2)
 
 
-def test_a_decoding_request_keeps_its_sequence_for_a_higher_priority_arrival() -> None:
-    """Only prefills are preempted for priority: a reply being written is not cut off."""
+def test_the_visible_tab_preempts_a_lower_decoding_request_which_resumes_losing_nothing() -> None:
+    """Every sequence is writing: the tab the user looks at does not wait for a background
+    reply to end. The background one goes back to the queue with its KV cached, resumes
+    from there, and its text is whole and in order."""
+    sim = make_sim(n_seqs=1)
+    low = sim.add("low", prompt(1, 8), max_tokens=6)
+    sim.run(lambda: low.is_decoding and low.num_output >= 2)
+    tab = sim.add("tab", prompt(2, 8), max_tokens=2, priority=PRIORITY_VISIBLE_TAB)
+    plan = sim.step()
+    assert plan.preempted == [low] and plan.admitted == [tab] and chunk_of(plan, low) is None
+    assert low.status is RequestStatus.WAITING and low.preemptions == 1
+    sim.run(lambda: not sim.sched.has_work(), max_steps=100)
+    assert_whole_output(sim, tab, 2)
+    assert_whole_output(sim, low, 6)
+
+
+def test_a_decoding_request_keeps_its_sequence_for_a_raised_background_tab() -> None:
+    """Only the visible tab preempts a reply being written; other tabs wait their turn."""
     sim = make_sim(n_seqs=1)
     low = sim.add("low", prompt(1, 8), max_tokens=6)
     sim.run(lambda: low.is_decoding)
-    tab = sim.add("tab", prompt(2, 8), max_tokens=2, priority=PRIORITY_VISIBLE_TAB)
+    other = sim.add("other", prompt(2, 8), max_tokens=2, priority=PRIORITY_TAB)
     plan = sim.step()
-    assert not plan.preempted and tab.status is RequestStatus.WAITING and low.preemptions == 0
+    assert not plan.preempted and other.status is RequestStatus.WAITING and low.preemptions == 0
 
 
 def test_an_equal_or_lower_arrival_does_not_preempt_a_prefill() -> None:

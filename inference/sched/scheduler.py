@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from inference.kv.cache_manager import KvCacheManager
 from inference.kv.prefix_tree import common_prefix_len
-from inference.params import is_spare
+from inference.params import PRIORITY_VISIBLE_TAB, is_spare
 from inference.request import Request, RequestStatus
 from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.sched.step_budget import StepBudget
@@ -242,17 +242,31 @@ class Scheduler:
         spare request's. Returns (admitted, outstanding cells after preemptions).
         """
         victims = [] if is_spare(req.priority) else [
-            r for r in behind if r.status is RequestStatus.PREFILLING and r in self.running]
+            *self._lower_decoding(req, plan),
+            *(r for r in behind if r.status is RequestStatus.PREFILLING and r in self.running)]
         if victims and not self._fits_after_preempting(req, outstanding, victims):
             victims = []  # even all of them would not make room: they keep going
         while not self._admit(req, now, outstanding):
             if not victims:
                 return False, outstanding
-            victim = victims.pop()
+            victim = victims.pop()  # the lowest prefilling one first, then the lowest decoding
             outstanding -= victim.num_uncomputed
+            if victim.is_decoding:  # its decode token was planned: it leaves this step
+                plan.chunks = [c for c in plan.chunks if c.request is not victim]
             self._requeue(victim, keep_cache=True)
             plan.preempted.append(victim)
         return True, outstanding
+
+    def _lower_decoding(self, req: Request, plan: StepPlan) -> list[Request]:
+        """For a request of the tab the user looks at: decoding requests of a lower priority
+        (raw priorities: aging does not make a waiting request preempt a writing one), the
+        highest first. Preempted,
+        one keeps its KV as an idle prefix and its sampler, and resumes from there with no
+        text lost; the tab the user looks at does not wait for a background reply to end."""
+        if req.priority < PRIORITY_VISIBLE_TAB:
+            return []
+        lower = [c.request for c in plan.chunks if c.is_decode and c.request.priority < req.priority]
+        return sorted(lower, key=self._order_key(self.clock()))
 
     def _fits_after_preempting(self, req: Request, outstanding: int, victims: list[Request]) -> bool:
         """Whether req could be admitted once every victim gave its sequence (and cells) back."""
