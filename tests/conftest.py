@@ -130,7 +130,7 @@ def _no_running_loop_outside_qt(request):
     asyncio.events._set_running_loop(running)
 
 
-# ----- the desktop app (tests/gui_app.py), shared by the GUI test modules ---------------------
+# ----- the desktop app (tests/support/gui_app.py), shared by the GUI test modules ---------------------
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def data_dir(tmp_path):
 @pytest.fixture
 def app(qtbot, data_dir, model_path, qt_asyncio):
     """The app on the real model, with the asyncio loop on Qt's (tests using it are `model`)."""
-    from tests.gui_app import App
+    from tests.support.gui_app import App
 
     instance = App(qtbot, data_dir, model_path)
     yield instance

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the backport, which import-linter itself installs there
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"  # installed with the `test` extra
 
 # Just enough of the four packages for the contracts, including the two allowed lazy imports.

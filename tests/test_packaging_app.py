@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.models.probe import ModelProbe
-from tests.gui_app import WAIT_MS, App
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.gui_app import WAIT_MS, App
+from tests.support.paths import ROOT
 
 
 @pytest.fixture(autouse=True)

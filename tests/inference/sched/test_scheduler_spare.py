@@ -1,0 +1,91 @@
+"""Spare-capacity requests (priority below 0, the app's chat titles) never delay a tab.
+
+Run in the real EngineCore on the fake runner (tests/support/core_driver.py): each step takes 1 s of
+fake time, so a request's time to first token is counted in steps.
+"""
+
+from __future__ import annotations
+
+from inference.outputs import Phase
+from inference.params import SPARE_PRIORITY
+from inference.request import Request, RequestStatus
+from tests.support.core_driver import Driver, make_driver, prompt
+
+SAMPLED = 7
+FOREGROUND, BACKGROUND = 1, 0
+
+
+def make_sim(n_seqs: int, n_cells: int = 1024) -> Driver:
+    return make_driver(n_cells=n_cells, n_seqs=n_seqs, n_batch=64, decode_reserve=4, next_token=lambda _c: SAMPLED)
+
+
+def first_token_step(sim: Driver, name: str) -> int:
+    """Steps from now until the request's first sampled token (its TTFT in fake seconds)."""
+    return sim.run(lambda: any(d.token_ids for d in sim.of(name)))
+
+
+def tab_ttft_with(other_priority: int | None, n_seqs: int = 2) -> tuple[Driver, int]:
+    """A background chat writes; another request (the title) may be decoding too; then the
+    user sends in the visible tab. Returns the steps to the tab's first token."""
+    sim = make_sim(n_seqs=n_seqs)
+    sim.add("background", prompt(1, 8), max_tokens=60, priority=BACKGROUND)
+    if other_priority is not None:
+        sim.add("title", prompt(2, 30), max_tokens=40, priority=other_priority)
+    sim.run(lambda: all(r.is_decoding for r in sim.sched.running) and not sim.sched.waiting)
+    sim.add("tab", prompt(3, 8), max_tokens=5, priority=FOREGROUND)
+    return sim, first_token_step(sim, "tab")
+
+
+def test_a_title_request_does_not_delay_the_first_token_of_a_tab_when_slots_run_out() -> None:
+    _, alone = tab_ttft_with(None)
+    sim, with_title = tab_ttft_with(SPARE_PRIORITY)
+    assert with_title == alone == 1  # admitted, prefilled and sampled in its first step
+    title = next(r for r in sim.sched.waiting + sim.sched.running if r.request_id == "title")
+    assert title.status is RequestStatus.WAITING and title.preemptions == 1  # it gave its slot back
+    assert sim.of("title")[-1].phase is Phase.QUEUED
+    # ...and finishes once there is room again, with its whole output
+    sim.run(lambda: title.status.finished, max_steps=300)
+    assert title.status is RequestStatus.FINISHED_LENGTH and title.output_tokens == [SAMPLED] * 40
+    assert "".join(d.text for d in sim.of("title")) == chr(SAMPLED) * 40
+
+
+def test_the_same_request_at_background_priority_does_delay_the_tab() -> None:
+    """What the spare priority prevents: a request holding the last slot makes the tab wait."""
+    _, alone = tab_ttft_with(None)
+    _, with_background = tab_ttft_with(BACKGROUND)
+    assert with_background > alone
+
+
+def test_a_spare_request_waits_behind_newer_requests_however_old() -> None:
+    sim = make_sim(n_seqs=1)
+    sim.add("busy", prompt(1, 5), max_tokens=3)
+    sim.step()
+    title = sim.add("title", prompt(2, 5), max_tokens=3, priority=SPARE_PRIORITY)
+    sim.clock.now += 3600  # an hour of aging would put a priority-0 request first
+    later = sim.add("later", prompt(3, 5), max_tokens=3, priority=BACKGROUND)
+    assert sim.sched.queue_position(later) == 1 and sim.sched.queue_position(title) == 2
+    sim.run(lambda: not sim.core.has_work())
+    admitted = [r.request_id for p in sim.plans for r in p.admitted]
+    assert admitted == ["busy", "later", "title"]
+
+
+def test_a_spare_request_runs_beside_others_when_there_is_room() -> None:
+    sim = make_sim(n_seqs=4)
+    chat = sim.add("chat", prompt(1, 5), max_tokens=6)
+    title = sim.add("title", prompt(2, 5), max_tokens=6, priority=SPARE_PRIORITY)
+    plan = sim.step()
+    assert plan.admitted == [chat, title] and not plan.preempted
+    sim.run(lambda: not sim.core.has_work())
+    assert title.preemptions == 0 and title.status is RequestStatus.FINISHED_LENGTH
+
+
+def test_a_spare_request_gives_back_its_cells_to_a_tab_that_needs_them() -> None:
+    sim = make_sim(n_seqs=4, n_cells=64)
+    title = sim.add("title", prompt(1, 30), max_tokens=20, priority=SPARE_PRIORITY)
+    sim.run(lambda: title.is_decoding)
+    tab: Request = sim.add("tab", prompt(2, 30), max_tokens=5, priority=FOREGROUND)
+    plan = sim.step()  # 30 + 30 prompt cells and their decode reserves do not fit in 64
+    assert plan.preempted == [title] and plan.admitted == [tab]
+    sim.run(lambda: tab.status.finished)
+    sim.run(lambda: title.status.finished, max_steps=300)
+    assert title.status is RequestStatus.FINISHED_LENGTH and len(title.output_tokens) == 20

@@ -1,0 +1,222 @@
+"""Speculative decoding with prompt lookup, without a model: the n-gram drafter, the draft
+planner's arithmetic, and EngineCore verifying drafts on the fake runner (the same tokens
+as without speculation, the KV exactly what was kept, limits and stops mid-draft)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.spec.ngram import NgramIndex, accepted_prefix
+from inference.spec.policy import Acceptance, StepCost, draft_lengths
+from tests.support.core_driver import make_driver
+from tests.support.fake_runner import EOS
+
+# ----- the drafter ---------------------------------------------------------------------
+
+
+def test_the_draft_is_what_followed_the_latest_earlier_occurrence_of_the_last_tokens() -> None:
+    tokens = [1, 2, 3, 4, 5, 9, 1, 2, 3, 7, 8, 0, 1, 2, 3]
+    index = NgramIndex(tokens)
+    # "1 2 3" occurred twice before the end; the latest (followed by 7 8) wins.
+    assert index.draft(3) == [7, 8, 0]
+    tokens.append(7)  # the request grows: "2 3 7" occurred once, at 7 8 0
+    assert index.draft(2) == [8, 0]
+
+
+def test_a_longer_match_is_preferred_and_no_match_drafts_nothing() -> None:
+    # "5 6" last occurred before 1, but "4 5 6" only before 2: the longer witness wins.
+    tokens = [4, 5, 6, 2, 2, 2, 5, 6, 1, 3, 4, 5, 6]
+    assert NgramIndex(tokens).draft(1) == [2]
+    assert NgramIndex([1, 2, 3, 4]).draft(8) == []
+    assert NgramIndex([1, 2]).draft(8) == []
+    assert NgramIndex([5, 6, 7, 5, 6]).draft(0) == []
+
+
+def test_a_copy_that_reaches_the_end_goes_on_as_a_loop() -> None:
+    tokens = [1, 2, 3, 1, 2, 3, 1, 2, 3]  # a loop: the latest "1 2 3" ends 3 before the end
+    assert NgramIndex(tokens).draft(7) == [1, 2, 3, 1, 2, 3, 1]
+    tokens = [9, 5, 6, 7, 8, 5, 6, 7]  # "5 6 7" then 8 once: the copy goes 8, 5, 6, 7, 8 ...
+    assert NgramIndex(tokens).draft(6) == [8, 5, 6, 7, 8, 5]
+
+
+def test_accepted_prefix_counts_the_matching_head() -> None:
+    assert accepted_prefix([5, 6, 7], [5, 6, 9, 7]) == 2
+    assert accepted_prefix([5, 6], [5, 6, 1]) == 2
+    assert accepted_prefix([5], [4, 5]) == 0
+
+
+# ----- the planner ---------------------------------------------------------------------
+
+
+def test_acceptance_follows_runs_of_kept_tokens() -> None:
+    record = Acceptance()
+    for _ in range(20):
+        record.observe(drafted=8, accepted=8)
+    assert record.rate > 0.95 and (record.drafted, record.accepted) == (160, 160)
+    for _ in range(20):
+        record.observe(drafted=8, accepted=0)
+    assert record.rate < 0.05
+    record.observe(drafted=0, accepted=0)  # nothing drafted: nothing learned
+    assert record.drafted == 320
+
+
+def test_the_step_cost_follows_the_sizes_seen_and_guesses_between_and_beyond() -> None:
+    cost = StepCost(base_s=0.010, per_token_s=0.005)
+    assert cost.seconds(1) == pytest.approx(0.010) and cost.seconds(3) == pytest.approx(0.020)  # the prior
+    for _ in range(30):  # a CPU: one token memory-bound, each more one of compute
+        for n, seconds in ((1, 0.014), (2, 0.024), (4, 0.037), (8, 0.057)):
+            cost.observe(n, seconds)
+    assert cost.seconds(2) == pytest.approx(0.024)
+    assert cost.seconds(3) == pytest.approx(0.0305)  # between 2 and 4
+    assert cost.extra(1) == pytest.approx(0.010)  # the first draft token is dear
+    assert cost.seconds(16) == pytest.approx(2 * 0.057)  # beyond: at the largest size's rate per token
+    assert cost.seen(8) and not cost.seen(9)
+    cost.observe(1, 0.030)  # a slower moment moves the average a fifth of the way
+    assert cost.seconds(1) == pytest.approx(0.014 + 0.2 * 0.016)
+
+
+def test_drafts_go_where_they_pay_and_stop_where_they_do_not() -> None:
+    cheap = StepCost(base_s=0.010, per_token_s=0.0001)  # a GPU: further rows are nearly free
+    for n in range(1, 41):
+        cheap.observe(n, 0.010 + 0.0001 * n)
+    assert draft_lengths([0.9], [16], 1, cheap, room=64) == [16]
+    assert draft_lengths([0.9], [16], 1, cheap, room=5) == [5]
+    assert draft_lengths([0.9, 0.9], [3, 0], 2, cheap, room=64) == [3, 0]
+    cpu = StepCost()
+    for n in range(1, 41):  # what this project's CPU measured: 14 ms, then ~7-10 ms a token
+        cpu.observe(n, 0.014 + 0.0098 * min(n - 1, 1) + 0.007 * max(n - 2, 0))
+    assert draft_lengths([0.6] * 8, [16] * 8, 8, cpu, room=64) == [0] * 8  # 8 chats: nothing pays
+    lone = draft_lengths([0.97], [32], 1, cpu, room=64)[0]
+    assert 3 <= lone < 32  # a lone chat that copies well: a few tokens, not all on offer
+    assert draft_lengths([0.5], [32], 1, cpu, room=64) == [0]  # one that copies badly: none
+    mixed = draft_lengths([0.99, 0.3], [16, 16], 2, cheap, room=64)
+    assert mixed[0] > mixed[1] >= 0
+    unmeasured = StepCost()
+    unmeasured.observe(8, 0.057)
+    assert draft_lengths([0.95] * 8, [16] * 8, 8, unmeasured, room=64) == [1] + [0] * 7  # one probe of size 9
+    assert draft_lengths([0.7] * 8, [16] * 8, 8, unmeasured, room=64) == [0] * 8  # not on a poor draft
+
+
+# ----- verifying on the engine core ----------------------------------------------------
+
+PERIOD = 23
+
+
+def copier(context: list[int]) -> int:
+    """A "model" that repeats its context with period PERIOD, except at every 10th position,
+    where it writes a token of its own: drafts from the lookup are right for a while, then
+    rejected."""
+    n = len(context)
+    return 5000 + n if n % 10 == 0 else context[n - PERIOD]
+
+
+PROMPT = [100 + i for i in range(PERIOD)] * 2
+
+
+def generate(speculative: str, max_tokens: int = 60, next_token=copier, prompt=PROMPT):
+    d = make_driver(n_cells=1024, n_batch=64, next_token=next_token, speculative=speculative)
+    d.add("r", list(prompt), max_tokens=max_tokens)
+    d.run(lambda: any(x.finished for x in d.of("r")))
+    tokens = [t for x in d.of("r") for t in x.token_ids]
+    return d, tokens
+
+
+def test_lookup_gives_the_same_tokens_in_fewer_steps_with_the_kv_exactly_what_was_kept() -> None:
+    plain, expected = generate("off")
+    spec, tokens = generate("lookup")
+    assert tokens == expected and len(tokens) == 60
+    assert len(spec.plans) < len(plain.plans) / 2  # most steps kept several tokens
+    drafted = [c for plan in spec.plans for c in plan.chunks if c.draft]
+    assert drafted and any(len(c.draft) > 1 for c in drafted)
+    snap = spec.core.snapshot()
+    assert 0 < snap.draft_tokens_accepted < snap.draft_tokens  # some were rejected
+    # (the driver checks after every step that the manager, the reference KV and each
+    # request agree: rejected drafts left no cell behind)
+    assert ("rm",) in {call[:1] for call in spec.runner.kv.calls}
+    assert spec.final("r").finish_reason == plain.final("r").finish_reason
+
+
+def test_a_token_limit_reached_mid_draft_ends_the_reply_at_the_limit() -> None:
+    for limit in (1, 2, 7, 31):
+        _, expected = generate("off", max_tokens=limit)
+        spec, tokens = generate("lookup", max_tokens=limit)
+        assert tokens == expected and len(tokens) == limit
+        assert spec.final("r").finish_reason.value == "length"
+
+
+def test_an_end_of_generation_token_kept_from_a_draft_ends_the_reply_there() -> None:
+    prompt = [100 + i for i in range(PERIOD - 1)] + [EOS]  # the copy reaches EOS after one period
+    prompt = prompt * 2
+
+    def copy_all(context: list[int]) -> int:
+        return context[len(context) - PERIOD]
+
+    _, expected = generate("off", next_token=copy_all, prompt=prompt)
+    spec, tokens = generate("lookup", next_token=copy_all, prompt=prompt)
+    assert tokens == expected and EOS not in tokens
+    assert spec.final("r").finish_reason.value == "stop"
+
+
+def test_several_requests_draft_in_one_step_each_from_its_own_tokens() -> None:
+    d = make_driver(n_cells=2048, n_batch=128, next_token=copier, speculative="lookup")
+    prompts = {f"r{i}": [200 * (i + 1) + j for j in range(PERIOD)] * 2 for i in range(3)}
+    for name, tokens in prompts.items():
+        d.add(name, tokens, max_tokens=40)
+    d.run(lambda: all(any(x.finished for x in d.of(n)) for n in prompts))
+    multi = [plan for plan in d.plans if sum(1 for c in plan.chunks if c.draft) >= 2]
+    assert multi, "no step verified two requests' drafts together"
+    for name, tokens in prompts.items():
+        alone, expected = generate("off", max_tokens=40, prompt=tokens)
+        assert [t for x in d.of(name) for t in x.token_ids] == expected
+
+
+def test_an_unverified_draft_is_scored_against_what_the_model_wrote() -> None:
+    """Drafts that do not pay get no rows, so their acceptance cannot be measured by
+    verifying: the guess is compared with the token the model then wrote, for free."""
+    from inference.params import SamplingParams
+    from inference.request import Request
+
+    req = Request("r", [1, 2, 3, 1, 2], SamplingParams.greedy(10))
+    assert req.draft(4) == [3, 1, 2, 3]
+    req.shadow = (len(req.tokens), 3)
+    before = req.acceptance.rate
+    req.append_token(3)  # the model wrote the guess
+    req.draft(4)
+    assert req.acceptance.rate > before and req.shadow is None
+    req.shadow = (len(req.tokens), 1)
+    req.append_token(9)  # it did not
+    req.draft(4)
+    assert req.acceptance.rate < before
+
+
+def test_a_request_whose_drafts_do_not_pay_yet_learns_when_they_would() -> None:
+    """On a CPU-like cost a copy's drafts start below the bar; the free scoring raises its
+    rate as the copy goes on, and drafts start."""
+    from inference.spec.policy import DraftPlanner
+
+    d = make_driver(n_cells=1024, n_batch=64, next_token=lambda c: c[len(c) - PERIOD], speculative="lookup")
+    cost = StepCost()
+    for n in range(1, 41):
+        cost.observe(n, 0.014 + 0.0098 * min(n - 1, 1) + 0.007 * max(n - 2, 0))
+    d.sched.drafts = DraftPlanner(16, cost)
+    d.core.scheduler.drafts = d.sched.drafts
+    d.add("r", list(PROMPT), max_tokens=80)
+    d.run(lambda: any(x.finished for x in d.of("r")))
+    first = next(i for i, plan in enumerate(d.plans) if any(c.draft for c in plan.chunks))
+    assert first > 1  # not at once: the prior is below the bar
+    assert len(d.plans) < 60  # but soon, and then for most of the reply
+
+
+def test_the_guard_pauses_drafting_where_it_made_steps_slower_and_tries_again_later() -> None:
+    from inference.spec.policy import RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.MIN_STEPS):
+        guard.record(8, False, tokens=8, seconds=0.057)  # 140 tok/s plain
+        guard.record(8, True, tokens=10, seconds=0.090)  # 111 tok/s with drafts
+        guard.record(1, False, tokens=1, seconds=0.014)
+        guard.record(1, True, tokens=3, seconds=0.030)  # 100 tok/s against 71: drafts pay
+    assert not guard.allows(8) and guard.allows(1)
+    for _ in range(RateGuard.HOLD_STEPS):
+        guard.record(1, True, tokens=3, seconds=0.030)
+    assert guard.allows(8)  # tried again after the pause

@@ -1,0 +1,13 @@
+"""Names of the stand-in Hub's repositories and files (tests/support/hub_fixtures.py serves them)."""
+
+SMOL_REPO = "chorus-test/SmolLM2-135M-Instruct-GGUF"
+GEMMA_REPO = "chorus-test/gemma-3-270m-it-GGUF"
+GATED_REPO = "chorus-test/gated-gemma-3-270m-GGUF"
+TAMPERED_REPO = "chorus-test/tampered-SmolLM2-GGUF"
+SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+SPLIT_DIR = "Q4_1-split"
+SPLIT_PREFIX = "SmolLM2-135M-Instruct-Q4_1"
+# The same Gemma bytes under two quant names: the second file's estimate comes from the first's header.
+QUANTS_REPO = "chorus-test/gemma-3-270m-quants-GGUF"
+QUANT_FILES = ("gemma-3-270m-it-Q4_K_M.gguf", "gemma-3-270m-it-Q5_K_M.gguf")
