@@ -149,9 +149,15 @@ class KvCacheManager:
         exact = [s for s in idle if self._tree.length(s) == cached]
         if exact:
             return exact[0]
-        if self._state.count(SeqState.FREE) or self._evictable(protect=holders):
-            return None  # copying keeps the idle tail cached for someone else
         seq = min(idle, key=lambda s: self._last_used[s])
+        if self._state.count(SeqState.FREE):
+            return None  # copying into a free sequence keeps the idle tail cached too
+        victim = self._lru_idle(protect=holders)
+        if victim is not None and self._tree.exclusive_cells(victim) < self._tree.length(seq) - cached:
+            return None  # evicting that one loses fewer cached tokens than this tail
+        # Dropping this holder's tail (a finished reply the request answers anew) keeps
+        # more cached than evicting another chat whole: with every sequence idle, eight
+        # chats asked again would otherwise each evict the next one's prompt.
         self._evictions += 1  # its tail beyond the shared prefix is dropped
         self._truncate(seq, cached)
         return seq
