@@ -261,12 +261,16 @@ class Engine:
 
     def _loop(self, core: EngineCore) -> None:
         while True:
-            if not self._apply_commands(core, block=not core.has_work()):
+            if not self._apply_commands(core, block=not core.has_work() and not core.saves_pending):
                 return
             core.poll_restores()
             if core.has_work():
                 self._dispatch(self._safe_step(core))
-            core.save_pending()  # after the deltas: copying KV out delays nobody's token
+            if self._commands.empty() and not core.scheduler.waiting:
+                # After the deltas, one sequence per turn of the loop, and not while requests
+                # wait to start: copying a chat's KV out (tens of MB) must not hold a new
+                # round's first tokens. A sequence reused meanwhile is saved when it ends again.
+                core.save_pending(limit=1)
             self._publish_metrics(core)
 
     def _safe_step(self, core: EngineCore) -> list:

@@ -98,11 +98,15 @@ class EngineCore:
             if req.request_id in self._outputs and not req.status.finished:
                 self.scheduler.add(req)
 
-    def save_pending(self) -> None:
-        """Hand the sequences that finished to the disk cache (after the step's deltas)."""
+    def save_pending(self, limit: int | None = None) -> None:
+        """Hand the sequences that finished to the disk cache (after the step's deltas):
+        all of them, or the first `limit`."""
         if self.disk is not None:
-            self.disk.save_pending()
+            self.disk.save_pending(limit)
 
+    @property
+    def saves_pending(self) -> bool:
+        return self.disk is not None and self.disk.saves_pending
     def close(self) -> None:
         if self.disk is not None:
             self.disk.close()

@@ -83,10 +83,16 @@ class DiskPromptCache:
         if n >= (MIN_SAVE_PINNED if pinned else MIN_SAVE_TOKENS):
             self._to_save.append((seq, self.kv.seq_tokens(seq)))
 
-    def save_pending(self) -> None:
+    @property
+    def saves_pending(self) -> bool:
+        return bool(self._to_save)
+
+    def save_pending(self, limit: int | None = None) -> None:
         """Copy the KV of the sequences that finished out of llama.cpp and hand it to the
-        writer. Sequences reused since (their tokens changed) are skipped."""
-        todo, self._to_save = self._to_save, []
+        writer: all, or the first `limit`. Sequences reused since (their tokens changed)
+        are skipped."""
+        n = len(self._to_save) if limit is None else limit
+        todo, self._to_save = self._to_save[:n], self._to_save[n:]
         for seq, tokens in todo:
             try:
                 self._save(seq, tokens)
