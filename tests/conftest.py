@@ -1,5 +1,10 @@
-"""Shared fixtures. Real-model tests use the default model from the data folder; if it is
-missing they fetch it through the same code path as `chorus models fetch`."""
+"""The fixtures of the whole suite: the real models and engines on them (the engine, the
+server, the app's and the CLI's tests all use them), chat databases, and qasync's loop on
+Qt's. A folder's own fixtures are in its conftest.py (tests/ui/, tests/ui/controllers/,
+tests/ui/widgets/, tests/inference/sample/); helpers that are no fixtures are in tests/support/.
+
+Real-model tests use the default model from the data folder; if it is missing they fetch it
+through the same code path as `chorus models fetch`."""
 
 from __future__ import annotations
 
@@ -108,7 +113,10 @@ def catalog(db):
 
 @pytest.fixture(scope="session")
 def qt_asyncio(qapp):
-    """qasync's asyncio loop on the Qt event loop that pytest-qt runs, as in the app."""
+    """qasync's asyncio loop on the Qt event loop that pytest-qt runs, as in the app.
+
+    Here, not in tests/ui/conftest.py: test_packaging_app.py runs the app too, and the
+    fixture below, which every test uses, goes by its name."""
     import qasync
 
     loop = qasync.QEventLoop(qapp, already_running=True)
@@ -130,7 +138,8 @@ def _no_running_loop_outside_qt(request):
     asyncio.events._set_running_loop(running)
 
 
-# ----- the desktop app (tests/support/gui_app.py), shared by the GUI test modules ---------------------
+# ----- the desktop app (tests/support/gui_app.py): the GUI tests (tests/ui/) and the model
+# library's (tests/app/models/test_model_library_engine.py) --------------------------------
 
 
 @pytest.fixture
@@ -146,16 +155,3 @@ def app(qtbot, data_dir, model_path, qt_asyncio):
     instance = App(qtbot, data_dir, model_path)
     yield instance
     instance.close()
-
-
-@pytest.fixture(params=["kernel", "numpy"])
-def sampling_path(request, monkeypatch) -> str:
-    """Runs a sampling test on the C kernel and again on the numpy path that takes every
-    row where the kernel could not be built (inference/sample/kernel.py)."""
-    from inference.sample import kernel
-
-    if request.param == "kernel" and not kernel.AVAILABLE:
-        pytest.skip("the C sampling kernel is not built here")
-    if request.param == "numpy":
-        monkeypatch.setattr(kernel, "AVAILABLE", False)
-    return request.param

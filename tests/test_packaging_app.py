@@ -20,13 +20,8 @@ from tests.support.gui_app import WAIT_MS, App
 from tests.support.paths import ROOT
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 @pytest.mark.model
-def test_gpu_layers_from_the_dialog_reach_the_engine_settings(qtbot, tmp_path, model_path) -> None:
+def test_gpu_layers_from_the_dialog_reach_the_engine_settings(qtbot, qt_asyncio, tmp_path, model_path) -> None:
     app = App(qtbot, tmp_path, model_path)
     try:
         probe = app.window.model_probe

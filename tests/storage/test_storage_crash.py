@@ -16,6 +16,7 @@ import pytest
 
 from storage import ChatRepository, MessageStatus, open_database
 from tests.support.paths import ROOT
+from tests.support.waiting import wait_until
 
 WRITER = textwrap.dedent(
     """
@@ -122,11 +123,9 @@ def test_killed_terminal_chat_reopens_with_its_partial_reply_interrupted(tmp_pat
 def wait_for_checkpoint(db_path: Path, chars: int, timeout: float = 30) -> None:
     """Until the reply being written has `chars` characters in the database (read beside the
     writer, as WAL allows)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def saved() -> bool:
         with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)) as conn:
-            saved = conn.execute("SELECT max(length(content)) FROM messages WHERE role = 'assistant'").fetchone()[0]
-        if (saved or 0) >= chars:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no checkpoint of {chars} characters within {timeout} s")
+            longest = conn.execute("SELECT max(length(content)) FROM messages WHERE role = 'assistant'").fetchone()[0]
+        return (longest or 0) >= chars
+
+    wait_until(saved, f"a checkpoint of {chars} characters", timeout)

@@ -111,16 +111,33 @@ def make_driver(
     )
     core = EngineCore(runner, settings, clock=clock)
     core.scheduler.aging_s = aging_s
+    return recording(core, runner, clock)
+
+
+def recording(core: EngineCore, runner: FakeRunner, clock: FakeClock) -> Driver:
+    """A driver of `core` that records each plan its scheduler makes (a spy: the core calls
+    the real schedule())."""
     driver = Driver(core, runner, clock)
     schedule = core.scheduler.schedule
 
-    def recording_schedule() -> StepPlan:  # a spy: the core calls the real schedule()
+    def recording_schedule() -> StepPlan:
         plan = schedule()
         driver.plans.append(plan)
         return plan
 
     core.scheduler.schedule = recording_schedule  # type: ignore[method-assign]
     return driver
+
+
+SAMPLED = 7  # the token a scheduling test's fake model samples every time
+
+
+def make_sim(n_seqs: int = 8, n_cells: int = 1024, n_batch: int = 64, decode_reserve: int = 4,
+             aging_s: float = 30.0) -> Driver:
+    """A core for the scheduler's tests, where what is sampled does not matter: every
+    sampled token is SAMPLED. n_batch is the step's token budget."""
+    return make_driver(n_cells=n_cells, n_seqs=n_seqs, n_batch=n_batch, decode_reserve=decode_reserve,
+                       aging_s=aging_s, next_token=lambda _context: SAMPLED)
 
 
 def prompt(tag: int, n: int) -> list[int]:

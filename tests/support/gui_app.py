@@ -3,7 +3,6 @@ controllers, and the real model in its own engine process."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from pathlib import Path
 from inference import LoadSettings, SamplingParams
 from storage import MessageStatus
 from tests.support.paths import ROOT
+from tests.support.window import Window
 
 SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
 WAIT_MS = 120_000
@@ -30,25 +30,15 @@ def chorus_server(engine, model_id: str, api_key: str) -> Iterator:
         server.stop()
 
 
-class App:
+class App(Window):
     """A window, its controllers, and helpers to drive them like a user."""
 
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096,
                  auto_titles: bool = False) -> None:
-        assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chats.store import open_chat_store
-        from ui.controllers.root import Controllers
-        from ui.widgets.main_window import MainWindow
-
-        self.qtbot = qtbot
-        self.db, self.repo = open_chat_store(data_dir)
-        self.window = MainWindow()
-        qtbot.addWidget(self.window)
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
         settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
         # Generated titles off unless a test asks: a title a test sets or sends stays as it is.
-        self.controllers = Controllers(self.window, self.repo, settings, sampling=sampling, auto_titles=auto_titles)
-        self.ctx = self.controllers.context
+        super().__init__(qtbot, data_dir, settings, sampling=sampling, auto_titles=auto_titles)
         self.window.show()
         self.controllers.start()
         qtbot.waitUntil(lambda: self.controllers.engines.engine.state.status == "ready", timeout=WAIT_MS)

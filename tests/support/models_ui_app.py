@@ -4,31 +4,21 @@ port), the library in the data folder's database, the models in its models/ fold
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from inference import LoadSettings
+from tests.support.window import Window
 
 WAIT_MS = 30_000
 
 
-class ModelsShell:
+class ModelsShell(Window):
     def __init__(self, qtbot, data_dir: Path, model_path: Path | None = None) -> None:
         """model_path: the main engine's model (never started here): a file the library may
         hold, so that deleting it is refused."""
-        assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
-        from app.chats.store import open_chat_store
-        from ui.controllers.root import Controllers
-        from ui.widgets.main_window import MainWindow
-
-        self.qtbot = qtbot
-        self.data_dir = data_dir
-        self.db, self.repo = open_chat_store(data_dir)
-        self.window = MainWindow()
-        qtbot.addWidget(self.window)
         settings = LoadSettings(model_path=model_path or data_dir / "no-model.gguf", n_ctx=2048)
-        self.controllers = Controllers(self.window, self.repo, settings, auto_titles=False)
-        self.ctx = self.controllers.context
+        super().__init__(qtbot, data_dir, settings, auto_titles=False)
+        self.data_dir = data_dir
         self.models = self.controllers.models
         self.window.show()
         qtbot.waitExposed(self.window)
@@ -44,12 +34,6 @@ class ModelsShell:
         self.qtbot.waitExposed(win)
         return win
 
-    def settled(self) -> None:
-        """Until the storage thread has done everything asked of it so far."""
-        done = []
-        self.ctx.storage.run(lambda: None, lambda _none: done.append(True))
-        self.qtbot.waitUntil(lambda: bool(done), timeout=10_000)
-
     def library_names(self) -> list[str]:
         return self.models.window.library.names()
 
@@ -58,5 +42,4 @@ class ModelsShell:
             self.models.window.close()
         self.models.shutdown()
         self.controllers.engines.shutdown()  # one a test loaded through Load
-        self.ctx.storage.shutdown()
-        self.db.close()
+        super().close()

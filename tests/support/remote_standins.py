@@ -10,13 +10,14 @@ import json
 import socket
 import ssl
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.support.net import serving_on_a_thread
 
 
 @dataclass
@@ -164,13 +165,8 @@ def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
 
 @contextmanager
 def standin(script: Script, tls: ssl.SSLContext | None = None) -> Iterator[StandinServer]:
-    httpd = StandinServer(script, tls)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serving_on_a_thread(StandinServer(script, tls)) as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
@@ -208,13 +204,8 @@ class RecordingProxy(ThreadingHTTPServer):
 
 @contextmanager
 def recording_proxy() -> Iterator[RecordingProxy]:
-    proxy = RecordingProxy()
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
+    with serving_on_a_thread(RecordingProxy()) as proxy:
         yield proxy
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
 
 
 def openai_like(chat: Script, models: tuple[str, ...] = ("standin-7b",)) -> Script:

@@ -9,7 +9,6 @@ import json
 import socket
 import socketserver
 import struct
-import threading
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from app.bench import raw_http
 from app.bench.load_report import LoadReport
 from app.bench.raw_http import ClientResult, SseParser, Target, chat_body, stream_chat
 from app.cli.main import main
+from tests.support.net import serving_on_a_thread
 
 
 def sse(*events: object) -> bytes:
@@ -69,12 +69,8 @@ def canned(behaviour):
     server.daemon_threads = True
     server.behaviour = behaviour  # type: ignore[attr-defined]
     server.requests = []  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving_on_a_thread(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def ask(server, timeout_s: float = 10.0, api_key: str | None = None) -> ClientResult:

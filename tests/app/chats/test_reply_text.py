@@ -12,7 +12,7 @@ import pytest
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from inference.outputs import Delta, FinishReason
-from storage import ChatRepository, MessageStatus, open_database
+from storage import MessageStatus
 
 
 def test_positions_give_what_follows_what_was_read():
@@ -82,13 +82,6 @@ def test_appends_from_a_thread_while_another_reads():
     assert text.text() == final
     assert wholes and all(final.startswith(whole) for whole in wholes)
     assert all(len(a) <= len(b) for a, b in zip(wholes, wholes[1:]))
-
-
-@pytest.fixture
-def repo(tmp_path):
-    db = open_database(tmp_path / "chats.db")
-    yield ChatRepository(db)
-    db.close()
 
 
 def test_the_recorder_saves_the_buffer_it_shares_with_the_presenter(repo):

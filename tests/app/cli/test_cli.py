@@ -12,21 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import build_parser, main, parse
-
-
-def chorus(data_dir: Path, *args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        input=stdin, capture_output=True, text=True, env=env, timeout=timeout,
-    )
-
-
-def chorus_in_process(capsys, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    """`chorus` without starting an interpreter, for the commands that load no model."""
-    code = main(["--data-dir", str(data_dir), *args])
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out.out, out.err)
+from tests.support.cli import chorus, chorus_in_process
+from tests.support.net import unused_port
 
 
 @pytest.fixture
@@ -340,12 +327,9 @@ def test_the_desktop_app_starts_and_quits_cleanly(data_dir):
 @pytest.mark.model
 def test_chorus_serve_answers_on_loopback_and_stops_on_interrupt(data_dir):
     import signal
-    import socket
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()
     env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--parallel", "2"],
                             stderr=subprocess.PIPE, text=True, env=env)

@@ -10,35 +10,21 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from app.cli.main import main
 from app.models.hub_download import PARTIAL_DIR
+from tests.support.cli import chorus_in_process
 from tests.support.hub_repos import GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO
+from tests.support.net import serving_on_a_thread
 from tests.support.paths import ROOT
+from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.hub_fixtures"]
 pytestmark = pytest.mark.model  # the stand-in serves the real model files
 
-
-def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        pause.wait(0.01)
-
-
-def in_process(capsys, data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    code = main(["--data-dir", str(data_dir), *args])
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
 def chorus_env(hub_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -55,7 +41,7 @@ def endpoint(hub, monkeypatch):
 
 
 def test_search_prints_one_line_per_repo(endpoint, tmp_path, capsys):
-    out = in_process(capsys, tmp_path, "models", "search", "gemma")
+    out = chorus_in_process(capsys, tmp_path, "models", "search", "gemma")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 3 and lines[0].startswith(GEMMA_REPO) and "9000 downloads" in lines[0]
@@ -63,12 +49,12 @@ def test_search_prints_one_line_per_repo(endpoint, tmp_path, capsys):
 
 
 def test_search_without_results_says_so(endpoint, tmp_path, capsys):
-    out = in_process(capsys, tmp_path, "models", "search", "nothing-like-this")
+    out = chorus_in_process(capsys, tmp_path, "models", "search", "nothing-like-this")
     assert out.returncode == 0 and "no GGUF repositories match" in out.stdout
 
 
 def test_pull_without_a_quant_picks_one_that_fits_and_says_why(endpoint, tmp_path, capsys, gemma_path):
-    out = in_process(capsys, tmp_path, "models", "pull", GEMMA_REPO, "--ctx", "2048")
+    out = chorus_in_process(capsys, tmp_path, "models", "pull", GEMMA_REPO, "--ctx", "2048")
     assert out.returncode == 0, out.stderr
     installed = tmp_path / "models" / GEMMA_REPO / GEMMA_FILE
     assert out.stdout.strip() == str(installed)
@@ -79,18 +65,18 @@ def test_pull_without_a_quant_picks_one_that_fits_and_says_why(endpoint, tmp_pat
 
 
 def test_a_pulled_model_is_in_the_library(endpoint, tmp_path, capsys):
-    pulled = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}")
+    pulled = chorus_in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:{SMOL_FILE}")
     assert pulled.returncode == 0, pulled.stderr
-    listed = in_process(capsys, tmp_path, "models", "list")
+    listed = chorus_in_process(capsys, tmp_path, "models", "list")
     row = next(line for line in listed.stdout.splitlines() if SMOL_FILE in line)
     assert SMOL_REPO in row
 
 
 def test_pull_by_quant_and_an_unknown_quant(endpoint, tmp_path, capsys):
-    wrong = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:Q9_9")
+    wrong = chorus_in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:Q9_9")
     assert wrong.returncode == 1
     assert wrong.stderr.count("\n") == 1 and "no file or quant 'Q9_9'" in wrong.stderr and "Q4_1" in wrong.stderr
-    right = in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:q4_1")
+    right = chorus_in_process(capsys, tmp_path, "models", "pull", f"{SMOL_REPO}:q4_1")
     assert right.returncode == 0, right.stderr
     assert right.stdout.strip() == str(tmp_path / "models" / SMOL_REPO / SMOL_FILE)
 
@@ -106,7 +92,7 @@ def test_a_pull_killed_mid_file_is_resumed_by_the_next_pull(hub, tmp_path):
         return sum(p.stat().st_size for p in partial_dir.glob("*.incomplete"))
 
     try:
-        wait_until(lambda: partial_size() >= 8 << 20)
+        wait_until(lambda: partial_size() >= 8 << 20, "8 MiB of the file downloaded", timeout=60)
     finally:
         first.send_signal(signal.SIGKILL)
         first.communicate(timeout=30)
@@ -219,17 +205,12 @@ class _Proxy(http.server.ThreadingHTTPServer):
 
 
 def test_the_hub_is_reached_through_the_proxy_in_the_environment(hub, tmp_path):
-    proxy = _Proxy(urllib.parse.urlsplit(hub.url).netloc)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
+    with serving_on_a_thread(_Proxy(urllib.parse.urlsplit(hub.url).netloc)) as proxy:
         env = chorus_env("http://hub.chorus-test.example", tmp_path, HTTP_PROXY=proxy.url)
         for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
             env.pop(name, None)
         out = subprocess.run([sys.executable, "-m", "app", "models", "search", "gemma"], env=env,
                              capture_output=True, text=True, timeout=120)
-    finally:
-        proxy.shutdown()
-        proxy.server_close()
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith(GEMMA_REPO)
     assert any(line.startswith("GET http://hub.chorus-test.example/api/models?") for line in proxy.lines)

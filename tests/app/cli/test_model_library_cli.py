@@ -11,18 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.models import catalog as model_catalog
 from app.models.library import ModelDefaults, open_library
-from tests.app.cli.test_cli import chorus, chorus_in_process
-
-SMOL = model_catalog.CATALOG["smollm2-135m"]
-TEMPLATE = "{% for m in messages %}<<{{ m['role'] }}>>{{ m['content'] }}{% endfor %}"
-
-
-def write(path: Path, size: int) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"GGUF" + b"\0" * (size - 4))
-    return path
+from tests.support.cli import chorus, chorus_in_process
+from tests.support.model_files import SMOL, TEMPLATE, fake_gguf
 
 
 @pytest.fixture
@@ -30,12 +21,12 @@ def base(tmp_path) -> Path:
     """A data folder with a Hub download (split in two), a local file used, a catalog model."""
     data = tmp_path / "data"
     models = data / "models"
-    first = write(models / "Big-Q4_K_M-00001-of-00002.gguf", 1_500_000)
-    write(models / "Big-Q4_K_M-00002-of-00002.gguf", 500_000)
-    write(models / SMOL.filename, 98_000)
+    first = fake_gguf(models / "Big-Q4_K_M-00001-of-00002.gguf", 1_500_000)
+    fake_gguf(models / "Big-Q4_K_M-00002-of-00002.gguf", 500_000)
+    fake_gguf(models / SMOL.filename, 98_000)
     with open_library(data) as library:
         library.record_download(first, "org/Big-GGUF", None)
-        library.mark_used(write(tmp_path / "mine.gguf", 2_000))
+        library.mark_used(fake_gguf(tmp_path / "mine.gguf", 2_000))
         library.set_defaults("smollm2-135m", ModelDefaults(n_ctx=2048, n_threads=2))
     return data
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from app.engines.router import EngineRouter
 from app.engines.sources import ModelSource, SourceError, source_of
 from inference import ChatRequest, LoadSettings, SamplingParams
 from inference.outputs import FinishReason
+from tests.support.waiting import wait_until
 
 
 class ScriptedEngine:
@@ -62,12 +62,6 @@ class ScriptedEngine:
 def chat(rid: str) -> ChatRequest:
     return ChatRequest(messages=({"role": "user", "content": "hi"},), request_id=rid)
 
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -157,7 +151,7 @@ def test_panes_on_one_model_share_one_engine_until_the_last_lets_go(pool_parts):
     assert pool.get(source) is first and not made[source.key].stopped
     pool.release(source)
     assert pool.get(source) is None
-    wait_for(lambda: made[source.key].stopped)
+    wait_until(lambda: made[source.key].stopped, "the engine stopped", timeout=10)
 
 
 def test_an_engine_that_cannot_start_fails_its_requests_with_the_reason(pool_parts):

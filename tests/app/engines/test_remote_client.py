@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import queue
 import socket
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +14,8 @@ from app.engines.remote import RemoteClient, RemoteEndpoint
 from app.server.config import ServerConfig
 from app.server.uvicorn_server import HttpServer
 from inference import ChatRequest, FinishReason, SamplingParams
+from tests.support.net import serving_on_a_thread, unused_port
+from tests.support.waiting import wait_until
 
 KEY = "sekrit-key-123"
 
@@ -76,9 +77,7 @@ def test_cancel_closes_the_stream(server):
 
 
 def test_a_refused_connection_is_a_clear_error():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here once the socket closes
+    port = unused_port()
     _, final = run(RemoteEndpoint(f"http://127.0.0.1:{port}/v1", "m"), "hi")
     assert final.finish_reason is FinishReason.ERROR
     assert "refused the connection" in final.error
@@ -140,9 +139,7 @@ def test_stop_from_another_thread_ends_the_reply():
     """Stop comes from the GUI thread while the reader blocks in a read: closing the response
     under it raised AttributeError inside http.client, the reader died and no finished delta
     ever came (the tab stayed "writing")."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)) as httpd:
         deltas: queue.SimpleQueue = queue.SimpleQueue()
         client = RemoteClient(RemoteEndpoint(f"http://127.0.0.1:{httpd.server_port}/v1", "m"), deltas.put)
         rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
@@ -150,24 +147,13 @@ def test_stop_from_another_thread_ends_the_reply():
         assert first.request_id == rid and first.text == " word"
         for _ in range(5):  # several tries: the close must land while the reader is blocked
             client.cancel(rid)
-            time.sleep(0.01)
+            time.sleep(0.01)  # (part of the test: cancels spread over the reader's reads)
         while not (final := deltas.get(timeout=10)).finished:
             pass
         assert final.finish_reason is FinishReason.CANCELLED and final.error is None
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 # ----- against a real Chorus server: token counts, Stop reaching the engine, the CLI ----
-
-def _until(condition, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.mark.model
@@ -177,7 +163,7 @@ def test_stop_ends_the_request_on_the_server_too(server, engine):
     endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
     _, final = run(endpoint, "Tell a very long story.", 2000, cancel_after=2)
     assert final.finish_reason is FinishReason.CANCELLED
-    assert _until(lambda: engine.metrics(fresh=True).running == 0)
+    wait_until(lambda: engine.metrics(fresh=True).running == 0, "nothing running in the engine")
 
 
 @pytest.mark.model
@@ -221,10 +207,10 @@ def test_ctrl_c_in_a_terminal_chat_with_a_chorus_server(server, engine, tmp_path
     chat = TerminalChat(tmp_path, "--server", url, "--api-key", KEY, "--temperature", "0", "--max-tokens", "300")
     chat.type("Tell a very long story.")
     chat.wait_for("bot> ")
-    assert _until(lambda: len(chat.out.split("bot> ", 1)[1]) > 20)  # a few words in
+    wait_until(lambda: len(chat.out.split("bot> ", 1)[1]) > 20, "a few words of the reply")  # a few words in
     chat.interrupt()
     chat.wait_for("you> ", after=chat.out.index("bot> "))
-    assert _until(lambda: engine.metrics(fresh=True).running == 0)  # the server stopped too
+    wait_until(lambda: engine.metrics(fresh=True).running == 0, "the server stopped too")
     chat.type("/quit")
     assert chat.finish() == 0
     assert "[stopped]" in chat.err and "Traceback" not in chat.err

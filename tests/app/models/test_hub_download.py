@@ -6,8 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,17 +14,11 @@ from app.models.hub import DownloadCancelled, DownloadProgress, GatedRepo, HubCl
 from app.models.hub_download import PARTIAL_DIR, staged_part
 from tests.support.hub_repos import GATED_REPO, GEMMA_FILE, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.support.hub_standin import TOKEN
+from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.hub_fixtures"]
 pytestmark = pytest.mark.model  # the stand-in serves the real model files
 
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        pause.wait(0.01)
 
 
 def files_under(folder: Path) -> list[str]:

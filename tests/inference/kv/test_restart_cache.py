@@ -13,8 +13,7 @@ from inference.kv.disk_cache import MIN_SAVE_TOKENS
 from inference.kv.disk_store import KEY_BYTES, KvDiskStore
 from inference.outputs import FinishReason
 from inference.params import ChatRequest, LoadSettings, SamplingParams
-from inference.sched.plan import StepPlan
-from tests.support.core_driver import Driver, prompt
+from tests.support.core_driver import Driver, prompt, recording
 from tests.support.fake_runner import FakeClock, FakeRunner
 from tests.support.reference_kv import Cell
 
@@ -43,17 +42,7 @@ def make(root: Path, n_cells: int = 2048, n_seqs: int = 4) -> Driver:
     runner = StateRunner(n_ctx=n_cells, n_batch=512, clock=clock)
     settings = LoadSettings(model_path=Path("fake.gguf"), n_ctx=n_cells, n_seq_max=n_seqs, n_batch=512,
                             n_ubatch=512, decode_reserve=4)
-    core = EngineCore(runner, settings, clock=clock, store=KvDiskStore(root, KEY, 64 << 20))
-    driver = Driver(core, runner, clock)
-    schedule = core.scheduler.schedule
-
-    def recording_schedule() -> StepPlan:
-        plan = schedule()
-        driver.plans.append(plan)
-        return plan
-
-    core.scheduler.schedule = recording_schedule  # type: ignore[method-assign]
-    return driver
+    return recording(EngineCore(runner, settings, clock=clock, store=KvDiskStore(root, KEY, 64 << 20)), runner, clock)
 
 
 def submit(d: Driver, name: str, tokens: list[int], max_tokens: int = 4, pin: bool = False) -> None:

@@ -8,14 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from inference import ChatRequest, FinishReason, SamplingParams
+from inference import FinishReason, SamplingParams
 from inference.errors import RequestError
 from inference.sample.grammars import JSON_OBJECT
 from inference.sample.logprobs import log_softmax, sampled_logprobs
-
-
-def ask(text: str, sampling: SamplingParams) -> ChatRequest:
-    return ChatRequest(messages=({"role": "user", "content": text},), sampling=sampling)
+from tests.support.chat_requests import user_chat
 
 
 @pytest.mark.parametrize("bad", [
@@ -42,7 +39,7 @@ def test_log_softmax_and_top_list() -> None:
 @pytest.mark.model
 def test_greedy_logprobs_pick_the_top_token(shared_engine) -> None:
     sampling = SamplingParams.greedy(24, logprobs=5)
-    handle = shared_engine.submit(ask("Name three colors.", sampling))
+    handle = shared_engine.submit(user_chat("Name three colors.", sampling))
     deltas = list(handle)
     lps = [lp for d in deltas for lp in d.logprobs]
     tokens = [t for d in deltas for t in d.token_ids]
@@ -53,17 +50,17 @@ def test_greedy_logprobs_pick_the_top_token(shared_engine) -> None:
         assert lp.logprob == pytest.approx(lp.top[0].logprob) and lp.bytes == lp.top[0].bytes
         assert lp.logprob <= 0 and sum(math.exp(t.logprob) for t in lp.top) <= 1 + 1e-6
     # asking for logprobs changes nothing of the output
-    plain = shared_engine.submit(ask("Name three colors.", SamplingParams.greedy(24))).result(60)
-    assert plain.token_ids == tuple(tokens) and all(not d.logprobs for d in
-                                                    shared_engine.submit(ask("Hi", SamplingParams.greedy(4))))
+    plain = shared_engine.submit(user_chat("Name three colors.", SamplingParams.greedy(24))).result(60)
+    assert plain.token_ids == tuple(tokens) and all(
+        not d.logprobs for d in shared_engine.submit(user_chat("Hi", SamplingParams.greedy(4))))
 
 
 @pytest.mark.model
 def test_json_object_grammar_output_parses(shared_engine) -> None:
     prompts = ["Describe a cat as JSON.", "Give me a user profile.", "List two cities with populations.",
                "What is the weather?"]
-    handles = [shared_engine.submit(ask(p, SamplingParams(temperature=0.8, seed=i, max_tokens=400,
-                                                          grammar=JSON_OBJECT)))
+    handles = [shared_engine.submit(user_chat(p, SamplingParams(temperature=0.8, seed=i, max_tokens=400,
+                                                                grammar=JSON_OBJECT)))
                for i, p in enumerate(prompts)]
     for handle in handles:
         result = handle.result(180)
@@ -73,7 +70,7 @@ def test_json_object_grammar_output_parses(shared_engine) -> None:
 
 @pytest.mark.model
 def test_a_grammar_that_does_not_parse_ends_its_request_alone(shared_engine) -> None:
-    bad = shared_engine.submit(ask("Hi", SamplingParams(grammar="root ::= undefined_rule"))).result(60)
+    bad = shared_engine.submit(user_chat("Hi", SamplingParams(grammar="root ::= undefined_rule"))).result(60)
     assert bad.finish_reason is FinishReason.ERROR and "grammar does not parse" in (bad.error or "")
-    good = shared_engine.submit(ask("Hi", SamplingParams.greedy(4, grammar='root ::= "yes" | "no"'))).result(60)
+    good = shared_engine.submit(user_chat("Hi", SamplingParams.greedy(4, grammar='root ::= "yes" | "no"'))).result(60)
     assert good.finish_reason is FinishReason.STOP and good.text in ("yes", "no")

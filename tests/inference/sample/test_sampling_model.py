@@ -8,19 +8,17 @@ import llama_cpp as ll
 import numpy as np
 import pytest
 
-from inference import ChatRequest, SamplingParams
+from inference import SamplingParams
 from inference.params import LoadSettings
 from inference.sample.grammar_chain import SamplerChain
 from inference.sample.sampler_set import SamplerSet
 from inference.worker.runner import LlamaRunner
+from tests.support.chat_requests import user_chat
 
 pytestmark = pytest.mark.model
 
 QUESTIONS = ["What is 2+2?", "List three fruits.", "Say hi.", "Explain recursion."]
 
-
-def ask(text: str, sampling: SamplingParams) -> ChatRequest:
-    return ChatRequest(messages=({"role": "user", "content": text},), sampling=sampling)
 
 
 @pytest.mark.parametrize("ignore_eos", [False, True])
@@ -38,7 +36,7 @@ def test_greedy_tokens_are_llama_cpps_on_the_same_logits(shared_engine, monkeypa
         return got
 
     monkeypatch.setattr(SamplerSet, "sample_step", both)
-    handles = [shared_engine.submit(ask(q, SamplingParams.greedy(40, ignore_eos=ignore_eos))) for q in QUESTIONS]
+    handles = [shared_engine.submit(user_chat(q, SamplingParams.greedy(40, ignore_eos=ignore_eos))) for q in QUESTIONS]
     results = [h.result(120) for h in handles]
     assert all(r.error is None for r in results)
     stopped = 0 if ignore_eos else sum(r.finish_reason.value == "stop" for r in results)  # EOS: not kept
@@ -51,10 +49,10 @@ def test_seeded_text_is_the_same_alone_in_a_batch_and_from_a_warm_cache(make_eng
     five other requests (other seeds, greedy, other lengths), and again with its prompt
     in the prefix cache: the same tokens each time (reproducible mode, see below)."""
     engine = make_engine(n_ctx=4096, n_seq_max=8, reproducible=True)
-    story = ask("Write a short story about a lighthouse keeper.", SamplingParams(seed=1234, max_tokens=48,
-                                                                               ignore_eos=True))
-    others = [ask(q, SamplingParams(seed=i, max_tokens=30 + i)) for i, q in enumerate(QUESTIONS)]
-    others.append(ask("Describe the moon.", SamplingParams.greedy(24)))
+    story = user_chat("Write a short story about a lighthouse keeper.",
+                      SamplingParams(seed=1234, max_tokens=48, ignore_eos=True))
+    others = [user_chat(q, SamplingParams(seed=i, max_tokens=30 + i)) for i, q in enumerate(QUESTIONS)]
+    others.append(user_chat("Describe the moon.", SamplingParams.greedy(24)))
 
     alone = engine.submit(story).result(300).token_ids
     engine.call(lambda core: core.kv.clear())
@@ -67,8 +65,8 @@ def test_seeded_text_is_the_same_alone_in_a_batch_and_from_a_warm_cache(make_eng
     assert len(alone) == 48 and len(set(alone)) > 10
     assert batched == alone
     assert warm == alone
-    different_seed = ask("Write a short story about a lighthouse keeper.",
-                         SamplingParams(seed=1235, max_tokens=48, ignore_eos=True))
+    different_seed = user_chat("Write a short story about a lighthouse keeper.",
+                               SamplingParams(seed=1235, max_tokens=48, ignore_eos=True))
     assert engine.submit(different_seed).result(300).token_ids != alone
 
 
@@ -159,6 +157,6 @@ def test_without_the_c_kernel_the_engine_samples_in_numpy_with_the_same_greedy_t
                          capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
     without = json.loads(ran.stdout.strip().splitlines()[-1])
-    handles = [shared_engine.submit(ask(q, SamplingParams.greedy(32))) for q in QUESTIONS]
+    handles = [shared_engine.submit(user_chat(q, SamplingParams.greedy(32))) for q in QUESTIONS]
     assert without == [list(h.result(300).token_ids) for h in handles]
     assert all(without)

@@ -15,28 +15,7 @@ from inference.outputs import FinishReason, Phase
 from inference.params import SamplingParams
 from inference.request import RequestStatus
 from inference.sched.scheduler import MIN_SHARED_WAIT
-from tests.support.core_driver import Driver, chunk_of, make_driver, prompt
-
-SAMPLED = 7  # every "sampled" token
-
-
-def make_sim(
-    n_cells: int = 1024,
-    n_seqs: int = 8,
-    max_tokens: int = 64,
-    decode_reserve: int = 4,
-    aging_s: float = 30.0,
-) -> Driver:
-    """max_tokens: the batch (n_batch), so the step's token budget."""
-    return make_driver(
-        n_cells=n_cells,
-        n_seqs=n_seqs,
-        n_batch=max_tokens,
-        decode_reserve=decode_reserve,
-        aging_s=aging_s,
-        next_token=lambda _context: SAMPLED,
-    )
-
+from tests.support.core_driver import SAMPLED, chunk_of, make_sim, prompt
 
 # ----- basics ------------------------------------------------------------------------------
 
@@ -87,7 +66,7 @@ def test_decode_tokens_come_first_then_prefill() -> None:
 
 
 def test_chunked_prefill_is_bounded_by_the_budget() -> None:
-    sim = make_sim(max_tokens=64)
+    sim = make_sim(n_batch=64)
     req = sim.add("long", prompt(1, 150))
     plans = [sim.step() for _ in range(3)]
     # nobody decodes: each step takes the whole batch
@@ -99,7 +78,7 @@ def test_chunked_prefill_is_bounded_by_the_budget() -> None:
 
 
 def test_long_prompt_is_split_over_steps_while_others_keep_decoding() -> None:
-    sim = make_sim(max_tokens=64)
+    sim = make_sim(n_batch=64)
     d = sim.add("d", prompt(1, 4), max_tokens=100)
     sim.step()
     long = sim.add("long", prompt(2, 100))
@@ -115,7 +94,7 @@ def test_long_prompt_is_split_over_steps_while_others_keep_decoding() -> None:
 
 
 def test_commit_updates_num_computed_and_the_kv_tree_after_the_model_ran() -> None:
-    sim = make_sim(max_tokens=64)
+    sim = make_sim(n_batch=64)
     req = sim.add("a", prompt(1, 100))
     seen = []
 
@@ -134,7 +113,7 @@ def test_commit_updates_num_computed_and_the_kv_tree_after_the_model_ran() -> No
 
 
 def test_higher_priority_is_admitted_first_then_arrival_order() -> None:
-    sim = make_sim(n_seqs=8, max_tokens=20)
+    sim = make_sim(n_seqs=8, n_batch=20)
     low = sim.add("low", prompt(1, 10), priority=0)
     high = sim.add("high", prompt(2, 10), priority=5)
     mid1 = sim.add("mid1", prompt(3, 10), priority=1)
@@ -176,7 +155,7 @@ def test_nothing_starves_under_a_stream_of_higher_priority_requests() -> None:
 
 
 def test_head_of_line_waiting_for_room_is_not_overtaken() -> None:
-    sim = make_sim(n_cells=100, max_tokens=200, decode_reserve=0)
+    sim = make_sim(n_cells=100, n_batch=200, decode_reserve=0)
     running = sim.add("run", prompt(1, 50), max_tokens=30)
     sim.step()
     big = sim.add("big", prompt(2, 60), priority=1)  # cannot fit yet
@@ -212,7 +191,7 @@ def test_requests_queue_when_no_seq_id_is_free() -> None:
 
 
 def test_waiting_request_holds_back_for_an_inflight_shared_prefix() -> None:
-    sim = make_sim(max_tokens=64)
+    sim = make_sim(n_batch=64)
     shared = prompt(9, 100)
     a = sim.add("a", shared + prompt(1, 10), max_tokens=10)
     sim.step()  # a computes 64 of its 110 tokens
@@ -228,7 +207,7 @@ def test_waiting_request_holds_back_for_an_inflight_shared_prefix() -> None:
 
 
 def test_short_inflight_prefix_is_not_worth_waiting_for() -> None:
-    sim = make_sim(max_tokens=64)
+    sim = make_sim(n_batch=64)
     shared = prompt(9, 64 + MIN_SHARED_WAIT - 1)
     sim.add("a", shared + prompt(1, 10), max_tokens=10)
     sim.step()
@@ -239,7 +218,7 @@ def test_short_inflight_prefix_is_not_worth_waiting_for() -> None:
 
 
 def test_request_admitted_in_the_same_step_is_waited_for() -> None:
-    sim = make_sim(max_tokens=256)
+    sim = make_sim(n_batch=256)
     shared = prompt(9, 80)
     a = sim.add("a", [*shared, 1], max_tokens=2)
     b = sim.add("b", [*shared, 2], max_tokens=2)
@@ -412,7 +391,7 @@ def test_fully_cached_prefill_only_request_gets_no_chunk() -> None:
 
 @pytest.mark.parametrize("n_cells", [160, 400])
 def test_mixed_load_finishes_everything_within_the_kv_cache(n_cells: int) -> None:
-    sim = make_sim(n_cells=n_cells, n_seqs=4, max_tokens=48, decode_reserve=4)
+    sim = make_sim(n_cells=n_cells, n_seqs=4, n_batch=48, decode_reserve=4)
     system = prompt(9, 40)
     reqs = []
     for i in range(12):

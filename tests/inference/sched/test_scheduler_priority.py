@@ -7,19 +7,16 @@ fake time, so waiting is counted in steps.
 
 from __future__ import annotations
 
+import functools
+
 from inference.outputs import Phase
 from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, SPARE_PRIORITY
 from inference.request import Request, RequestStatus
-from tests.support.core_driver import Driver, chunk_of, make_driver, prompt
+from tests.support.core_driver import SAMPLED, Driver, chunk_of, make_sim, prompt
 
-SAMPLED = 7
-
-
-def make_sim(n_seqs: int, n_cells: int = 4096, aging_s: float = 30.0) -> Driver:
-    # n_batch=64: a 200-token prompt
-    # prefills over several steps, long enough to be caught prefilling.
-    return make_driver(n_cells=n_cells, n_seqs=n_seqs, n_batch=64, decode_reserve=4, aging_s=aging_s,
-                       next_token=lambda _c: SAMPLED)
+# n_batch=64 (make_sim's): a 200-token prompt prefills over several steps, long enough to be
+# caught prefilling; 4,096 cells unless a test says.
+make_sim = functools.partial(make_sim, n_cells=4096)
 
 
 def first_token_index(sim: Driver, name: str) -> int | None:

@@ -9,14 +9,9 @@ from __future__ import annotations
 from inference.outputs import Phase
 from inference.params import SPARE_PRIORITY
 from inference.request import Request, RequestStatus
-from tests.support.core_driver import Driver, make_driver, prompt
+from tests.support.core_driver import SAMPLED, Driver, make_sim, prompt
 
-SAMPLED = 7
 FOREGROUND, BACKGROUND = 1, 0
-
-
-def make_sim(n_seqs: int, n_cells: int = 1024) -> Driver:
-    return make_driver(n_cells=n_cells, n_seqs=n_seqs, n_batch=64, decode_reserve=4, next_token=lambda _c: SAMPLED)
 
 
 def first_token_step(sim: Driver, name: str) -> int:

@@ -13,22 +13,20 @@ from __future__ import annotations
 import pytest
 
 from app.bench.workload import edit_messages
-from inference import ChatRequest, SamplingParams
+from inference import SamplingParams
 from inference.spec.policy import DraftPlanner
+from tests.support.chat_requests import user_chat
 
 pytestmark = pytest.mark.model
 
 COPY = edit_messages(0)[0]["content"]  # a text the small model copies (the bench's edit workload)
 
 
-def ask(text: str, sampling: SamplingParams) -> ChatRequest:
-    return ChatRequest(messages=({"role": "user", "content": text},), sampling=sampling)
-
 
 REQUESTS = [
-    ask(COPY, SamplingParams.greedy(96, ignore_eos=True)),
-    ask("List three fruits.", SamplingParams.greedy(24)),
-    ask(COPY, SamplingParams.greedy(64, repeat_penalty=1.1)),
+    user_chat(COPY, SamplingParams.greedy(96, ignore_eos=True)),
+    user_chat("List three fruits.", SamplingParams.greedy(24)),
+    user_chat(COPY, SamplingParams.greedy(64, repeat_penalty=1.1)),
 ]
 class EveryDraft(DraftPlanner):
     """Verifies every draft on offer (up to 8 tokens), whatever it costs: on this CPU the
@@ -98,8 +96,9 @@ def test_seeded_requests_draft_too_and_finish_as_asked(make_engine) -> None:
     distribution test is in test_sampling_distribution.py); token for token it matches
     only while the sequence's KV cells stay in position order, which llama.cpp does not
     promise once rejected drafts free cells (docs/engine.md)."""
-    seeded = [ask(COPY, SamplingParams(seed=7, max_tokens=64, ignore_eos=True)),
-              ask(COPY, SamplingParams(seed=3, temperature=0.8, top_k=0, top_p=0.95, max_tokens=48, ignore_eos=True))]
+    seeded = [user_chat(COPY, SamplingParams(seed=7, max_tokens=64, ignore_eos=True)),
+              user_chat(COPY, SamplingParams(seed=3, temperature=0.8, top_k=0, top_p=0.95, max_tokens=48,
+                                             ignore_eos=True))]
     tokens, metrics = run(make_engine, "lookup", seeded)
     assert [len(t) for t in tokens] == [64, 48]
     assert metrics.draft_tokens_accepted > 0

@@ -12,11 +12,6 @@ from tests.support.pixels import bubble_colour, count_near
 pytestmark = pytest.mark.model  # every test here drives the app on the real model
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 def test_three_tabs_stream_at_once_in_one_batch(app):
     tabs = [app.new_tab() for _ in range(3)]
     for i, tab in enumerate(tabs):
@@ -137,12 +132,7 @@ def test_a_killed_engine_marks_replies_interrupted_and_comes_back(app):
     assert app.last(tab).status == "complete"
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
-    from ui.theme import apply_theme
-
-    old_palette = qapp.palette()
-    apply_theme(qapp, theme)
+def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme):
     shot = App(qtbot, data_dir, model_path, max_tokens=300)
     try:
         tabs = [shot.new_tab() for _ in range(3)]
@@ -162,7 +152,6 @@ def test_screenshot_of_streaming_tabs(qtbot, data_dir, model_path, theme, qapp):
         assert bubble_colour(image, shot.window, tabs[0].view, 1) == {"light": "#f1f3f5", "dark": "#2b2d31"}[theme]
     finally:
         shot.close()
-        qapp.setPalette(old_palette)
 
 
 def test_edit_and_resend_branches_and_arrows_switch_back(app):

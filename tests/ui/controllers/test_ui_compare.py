@@ -48,11 +48,6 @@ def wait_done(app, view, timeout: int = WAIT_MS) -> None:
 
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 def test_two_panes_on_one_model_stream_in_one_batch(app):
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=120, ignore_eos=True)
     view = open_comparison(app)

@@ -4,21 +4,13 @@ loopback, or HF_HUB_OFFLINE."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from tests.support.models_ui_app import WAIT_MS, ModelsShell
+from tests.support.net import unused_port
 
 TEMPLATE = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on: a connection there is refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def go_offline(monkeypatch) -> None:
@@ -32,7 +24,7 @@ def go_offline(monkeypatch) -> None:
 @pytest.fixture(autouse=True)
 def no_hub(monkeypatch):
     """No network: a closed port as the Hub, and offline unless a test says otherwise."""
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{unused_port()}")
     go_offline(monkeypatch)
 
 

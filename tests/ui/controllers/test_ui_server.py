@@ -73,11 +73,6 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
     assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
     from ui.widgets.server_dialog import ServerDialog
 

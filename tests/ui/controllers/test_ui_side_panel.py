@@ -188,12 +188,7 @@ def test_continue_writes_more_of_the_same_message(app):
     assert tokens_in(tab.state_label.text()) == tokens_in(app.last(tab).meta) == 16
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qapp, qt_asyncio):
-    from ui.theme import apply_theme
-
-    old_palette = qapp.palette()
-    apply_theme(qapp, theme)
+def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qt_asyncio):
     shot = App(qtbot, data_dir, model_path, max_tokens=60)
     try:
         shot.window.resize(1280, 800)
@@ -214,4 +209,3 @@ def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qapp, 
         assert tab.panel.sharing_label.text().startswith("Shared with 1 other chat")
     finally:
         shot.close()
-        qapp.setPalette(old_palette)

@@ -13,11 +13,6 @@ from tests.ui.controllers.test_ui_compare import last, open_comparison, send
 pytestmark = pytest.mark.model
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 def test_stop_all_stops_every_tab_and_pane_and_keeps_their_text(app):
     # Long replies: nothing may finish by itself before Stop all.
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=3000, ignore_eos=True)

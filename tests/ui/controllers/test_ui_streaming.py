@@ -12,11 +12,6 @@ from tests.support.gui_app import App
 pytestmark = pytest.mark.model
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
 @pytest.fixture
 def app(qtbot, tmp_path, model_path):
     instance = App(qtbot, tmp_path, model_path)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QMenu, QToolButton
 
 from inference import LoadSettings
 from inference.outputs import Delta, FinishReason, Phase
+from tests.support.window import Window
 from ui.controllers.background import NOTIFY_SETTING, finished_state, should_notify
 from ui.services.stream_presenter import Stream
 from ui.widgets.chat_tabs import MIN_TAB_W
@@ -20,25 +21,11 @@ from ui.widgets.tab_activity import MARKS, Activity, TabState, aggregate, toolti
 from ui.widgets.tray import NO_TRAY
 
 
-@pytest.fixture(autouse=True)
-def _asyncio_on_qt(qt_asyncio):
-    return qt_asyncio
-
-
-class Desk:
+class Desk(Window):
     """The window and its controllers on a chat database, the engine never started."""
 
     def __init__(self, qtbot, data_dir) -> None:
-        from app.chats.store import open_chat_store
-        from ui.controllers.root import Controllers
-        from ui.widgets.main_window import MainWindow
-
-        self.qtbot = qtbot
-        self.db, self.repo = open_chat_store(data_dir)
-        self.window = MainWindow()
-        qtbot.addWidget(self.window)
-        self.controllers = Controllers(self.window, self.repo, LoadSettings(model_path=data_dir / "none.gguf"))
-        self.ctx = self.controllers.context
+        super().__init__(qtbot, data_dir, LoadSettings(model_path=data_dir / "none.gguf"))
         self.streams = self.ctx.streams
         self.window.resize(1200, 700)
         self.window.show()
@@ -73,8 +60,7 @@ class Desk:
     def close(self) -> None:
         self.streams.stop()
         self.controllers.background.stop()
-        self.ctx.storage.shutdown()
-        self.db.close()
+        super().close()
 
 
 @pytest.fixture
@@ -288,13 +274,9 @@ def test_twelve_tabs_stay_readable_and_the_list_switches(desk, qtbot):
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme, qapp):
+def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme):
     from tests.support.gui_app import SCREENSHOTS, WAIT_MS, App
-    from ui.theme import apply_theme
 
-    old_palette = qapp.palette()
-    apply_theme(qapp, theme)
     shot = App(qtbot, data_dir, model_path, max_tokens=48)
     try:
         w = shot.window
@@ -322,7 +304,6 @@ def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme, qap
         qtbot.waitUntil(lambda: not _text(w, tabs[0]).startswith("✓ "))
     finally:
         shot.close()
-        qapp.setPalette(old_palette)
 
 
 def test_a_finished_reply_is_recorded_with_the_wait_the_user_had(desk, qtbot):

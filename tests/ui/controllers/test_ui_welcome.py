@@ -257,12 +257,7 @@ def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio, theme, qapp):
-    from ui.theme import apply_theme
-
-    old_palette = qapp.palette()
-    apply_theme(qapp, theme)
+def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio, theme):
     installed = data_dir / "models" / model_path.name  # as after a first start
     installed.parent.mkdir()
     installed.symlink_to(model_path)
@@ -278,4 +273,3 @@ def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio,
         assert w.grab().save(str(SCREENSHOTS / f"welcome-{theme}.png"))
     finally:
         shot.close()
-        qapp.setPalette(old_palette)

@@ -4,22 +4,11 @@ the dialog is on screen, and its answer arrives as a signal. No model needed."""
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QInputDialog, QMessageBox
 
 from ui.widgets.compare_view import CompareView
-from ui.widgets.main_window import MainWindow
 from ui.widgets.model_dialog import ModelDialog
 from ui.widgets.remote_dialog import RemoteDialog
-
-
-@pytest.fixture
-def window(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
 
 
 def test_an_error_is_a_window_modal_box_that_does_not_block(window, qtbot):

@@ -4,7 +4,6 @@ NVML-like figures), the theme's colours, docking and floating without resizing t
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
@@ -15,6 +14,7 @@ from PySide6.QtGui import QPalette
 from app.perf.hardware import GpuSample, HardwareSample
 from inference.core.metrics import MetricsSnapshot
 from tests.support.gui_app import SCREENSHOTS
+from tests.support.metrics import metrics_snapshot
 from tests.support.shown import shown
 from ui.theme import dark_palette, light_palette
 from ui.widgets.main_window import MainWindow
@@ -26,12 +26,11 @@ NO_GPU = "No NVIDIA GPU or driver (LibraryNotFound)"  # what HardwareSampler say
 
 def snapshot(i: int) -> MetricsSnapshot:
     """A metrics snapshot as the engine process pushes them, with moving figures."""
-    values = {f.name: 0 for f in dataclasses.fields(MetricsSnapshot)}
-    values.update(time_s=float(i), prefill_tok_s=400 + 100 * math.sin(i / 7), decode_tok_s=150 + 30 * math.sin(i / 5),
-                  last_step_seqs=12, last_step_tokens=12 + i % 30, max_step_seqs=16, running=12, queued=3,
-                  kv_cells_used=2000 + 10 * i, kv_cells_total=8192, kv_cells_shared=300, prefix_lookups=20,
-                  prefix_hits=15, ttft_p50_s=0.2, ttft_p95_s=0.5, itl_p50_s=0.05, itl_p95_s=0.09)
-    return MetricsSnapshot(**values)
+    return metrics_snapshot(
+        time_s=float(i), prefill_tok_s=400 + 100 * math.sin(i / 7), decode_tok_s=150 + 30 * math.sin(i / 5),
+        last_step_seqs=12, last_step_tokens=12 + i % 30, max_step_seqs=16, running=12, queued=3,
+        kv_cells_used=2000 + 10 * i, kv_cells_total=8192, kv_cells_shared=300, prefix_lookups=20,
+        prefix_hits=15, ttft_p50_s=0.2, ttft_p95_s=0.5, itl_p50_s=0.05, itl_p95_s=0.09)
 
 
 def hardware(i: int, gpu: bool) -> HardwareSample:

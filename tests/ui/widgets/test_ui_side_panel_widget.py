@@ -3,13 +3,10 @@ fitting 900x600 with it open."""
 
 from __future__ import annotations
 
-from tests.support.shown import shown
 from ui.widgets.chat_side_panel import SAMPLING_NAMES, ChatSidePanel, ReplyNumbers
-from ui.widgets.main_window import MainWindow
 
 
-def test_the_window_fits_900_by_600_with_the_side_panel_open(qtbot):
-    window = shown(qtbot, MainWindow(), 900, 600)
+def test_the_window_fits_900_by_600_with_the_side_panel_open(window, qtbot):
     tab = window.open_tab(1, "a chat")
     tab.panel_button.click()
     qtbot.waitUntil(lambda: tab.panel.isVisible())

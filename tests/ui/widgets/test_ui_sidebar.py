@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QPalette
 from inference import LoadSettings
 from tests.support.pixels import count_near
 from tests.support.shown import shown
+from tests.support.window import Window
 from ui.widgets.conversation_list import COMPARE_MARK, PIN_MARK, ConversationItem, ConversationList, date_group
 from ui.widgets.sidebar_delegate import SNIPPET_ROLE, snippet_html
 
@@ -102,19 +103,12 @@ def test_rename_asks_without_a_nested_event_loop(sidebar, qtbot):
 
 @pytest.fixture
 def window(qtbot, tmp_path, qt_asyncio):
-    from app.chats.store import open_chat_store
-    from ui.controllers.root import Controllers
-    from ui.widgets.main_window import MainWindow
-
-    db, repo = open_chat_store(tmp_path)
-    w = MainWindow()
-    qtbot.addWidget(w)
-    controllers = Controllers(w, repo, LoadSettings(model_path=tmp_path / "none.gguf"))
-    w.repo, w.controllers = repo, controllers
+    shell = Window(qtbot, tmp_path, LoadSettings(model_path=tmp_path / "none.gguf"))
+    w = shell.window
+    w.repo, w.controllers = shell.repo, shell.controllers
     w.show()
     yield w
-    controllers.ctx.storage.shutdown()
-    db.close()
+    shell.close()
 
 
 def test_search_shows_snippets_and_an_empty_result_from_storage(window, qtbot):

@@ -3,20 +3,12 @@ marks, Undo, Regenerate's state, the status line (the desktop issue's defects 7 
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 
-from tests.support.shown import shown
 from ui.widgets.compare_view import CompareView
 from ui.widgets.conversation_list import PIN_MARK, ConversationItem
-from ui.widgets.main_window import MainWindow
 from ui.widgets.message_model import MessageView
-
-
-@pytest.fixture
-def window(qtbot):
-    return shown(qtbot, MainWindow(), 900, 600)
 
 
 def test_the_window_fits_900_by_600_and_the_panel_does_not_grow_it(window, qtbot):
