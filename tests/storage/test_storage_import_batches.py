@@ -178,7 +178,7 @@ def hold_write_lock(path, seconds: float, taken: threading.Event) -> threading.T
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
         taken.set()
-        time.sleep(seconds)
+        time.sleep(seconds)  # what is tested: a lock held this long by another connection
         conn.execute("COMMIT")
         conn.close()
 

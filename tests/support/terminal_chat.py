@@ -23,8 +23,10 @@ class TerminalChat:
         )
         self._out: list[bytes] = []
         self._err: list[bytes] = []
-        for stream, sink in ((self.proc.stdout, self._out), (self.proc.stderr, self._err)):
-            threading.Thread(target=_drain, args=(stream, sink), daemon=True).start()
+        self._readers = [threading.Thread(target=_drain, args=(stream, sink), daemon=True)
+                         for stream, sink in ((self.proc.stdout, self._out), (self.proc.stderr, self._err))]
+        for reader in self._readers:
+            reader.start()
 
     @property
     def out(self) -> str:
@@ -55,7 +57,8 @@ class TerminalChat:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         code = self.proc.wait(timeout)
-        time.sleep(0.1)  # the readers catch up with the last output
+        for reader in self._readers:  # they end at the end of the output, all of it read
+            reader.join(timeout)
         return code
 
 

@@ -166,7 +166,7 @@ def test_a_closed_port_is_refused():
 
 
 def test_a_silent_server_times_out_and_says_where():
-    with canned(lambda sock: time.sleep(3)) as server:
+    with canned(lambda sock: time.sleep(3)) as server:  # what is tested: a server silent for 3 s
         result = ask(server, timeout_s=0.5)
     assert result.failure == raw_http.TIMEOUT
     assert "waiting for the response headers" in result.detail and result.latency_s < 3

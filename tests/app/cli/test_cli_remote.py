@@ -42,7 +42,7 @@ def test_ctrl_c_stops_a_remote_reply_and_keeps_what_came(tmp_path):
         try:
             for _ in range(1200):
                 h.send_event(piece(" word"))
-                time.sleep(0.05)
+                time.sleep(0.05)  # a server writing a word every 50 ms, for a minute
         except OSError:
             gone.set()  # the client closed the stream: the server stops generating
 

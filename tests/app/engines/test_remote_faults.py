@@ -20,6 +20,7 @@ from app.engines.remote import RemoteClient, RemoteEndpoint, RemoteEngine
 from app.engines.remote_errors import retry_after_s
 from inference import ChatRequest, FinishReason, SamplingParams
 from tests.support.remote_standins import Handler, piece, recording_proxy, reply, self_signed, standin, trickle, usage
+from tests.support.waiting import wait_until
 
 KEY = "standin-key-0042"
 
@@ -35,7 +36,12 @@ def ask(client: RemoteClient, deltas: queue.SimpleQueue, text: str = "hi"):
         seen.append(d)
         if d.finished:
             break
-    time.sleep(0.05)  # nothing may follow the finished delta
+    # Nothing may follow the finished delta: the request's own thread, the only one that
+    # sends its deltas, ends right after it.
+    for thread in threading.enumerate():
+        if thread.name == f"remote-{rid}":
+            thread.join(10)
+            assert not thread.is_alive(), "the request's thread outlived its finished delta"
     assert deltas.empty(), "a second delta after the finished one"
     return "".join(d.text for d in seen), seen[-1], seen
 
@@ -173,7 +179,7 @@ def test_a_server_going_silent_mid_reply_times_out():
     def script(h: Handler) -> None:
         h.start_stream()
         h.send_event(piece("Once"))
-        time.sleep(5)
+        time.sleep(5)  # what is tested: a server silent for longer than the client's timeout
 
     with standin(script) as srv:
         text, final, _ = run_once(srv.url, timeout_s=1.0)
@@ -213,9 +219,8 @@ def test_stop_wakes_a_reader_while_the_server_is_silent():
     with standin(silent) as srv:
         client, deltas = client_for(srv.url, timeout_s=60.0)
         rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
-        while not srv.seen:  # the request reached the server
-            time.sleep(0.01)
-        time.sleep(0.2)  # the reader is blocked in its read
+        wait_until(lambda: srv.seen, "the request at the server")
+        time.sleep(0.2)  # part of the test: the reader is blocked in its read when Stop comes
         client.cancel(rid)
         final = deltas.get(timeout=20)
         release.set()
@@ -227,8 +232,7 @@ def test_stop_before_the_answers_headers():
     with standin(lambda h: release.wait(60)) as srv:  # reads the request, never answers
         client, deltas = client_for(srv.url, timeout_s=60.0)
         rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
-        while not srv.seen:
-            time.sleep(0.01)
+        wait_until(lambda: srv.seen, "the request at the server")
         client.cancel(rid)
         final = deltas.get(timeout=20)
         release.set()
@@ -367,7 +371,7 @@ def test_https_with_a_certificate_from_ssl_cert_file_and_stop_while_silent(certi
         client, deltas = client_for(srv.url, timeout_s=60.0)
         rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
         assert deltas.get(timeout=20).text == "Hello"
-        time.sleep(0.2)  # the reader is blocked in its read
+        time.sleep(0.2)  # part of the test: the reader is blocked in its read when Stop comes
         client.cancel(rid)
         final = deltas.get(timeout=20)
         release.set()

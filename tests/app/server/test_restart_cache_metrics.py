@@ -43,3 +43,15 @@ def test_the_panel_says_how_many_prompt_tokens_came_from_disk(qtbot):
     assert "from disk" not in panel.summary.text()  # nothing restored: no clutter
     panel.add_sample({"model.gguf": snapshot(prompt_tokens_restored=4069)}, no_gpu)
     assert "(4069 restored from disk)" in panel.summary.text()
+
+
+def test_metrics_and_the_panel_show_the_draft_tokens_verified_and_kept(qtbot):
+    text = prometheus_text(snapshot(draft_tokens=120, draft_tokens_accepted=90))
+    assert "chorus_draft_tokens_total 120.0" in text and "chorus_draft_tokens_accepted_total 90.0" in text
+    panel = PerfPanel()
+    qtbot.addWidget(panel)
+    no_gpu = HardwareSample(10.0, 500.0, (), "no GPU")
+    panel.add_sample({"model.gguf": snapshot()}, no_gpu)
+    assert "drafts" not in panel.summary.text()  # speculation off: no clutter
+    panel.add_sample({"model.gguf": snapshot(draft_tokens=120, draft_tokens_accepted=90, tokens_per_step=2.5)}, no_gpu)
+    assert "drafts 90/120 kept, 2.5 tokens a step" in panel.summary.text()

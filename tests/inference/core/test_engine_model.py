@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.errors import EngineError, ModelLoadError
 from inference.outputs import Phase
 from inference.worker.model_runner import DECODE_NO_KV_SLOT, StepOutput
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.model  # every test here runs the real model
 
@@ -248,8 +247,7 @@ def test_foreground_request_overtakes_queued_background_ones(make_engine):
         engine.submit(ChatRequest(messages=user(q), sampling=SamplingParams.greedy(20, ignore_eos=True), priority=0))
         for q in QUESTIONS[:3]
     ]
-    while engine.metrics(fresh=True).queued < 3:  # all three wait behind the running one
-        time.sleep(0.01)
+    wait_until(lambda: engine.metrics(fresh=True).queued >= 3, "all three waiting behind the running one")
     foreground = engine.submit(
         ChatRequest(messages=user("Quick: 1+1?"), sampling=SamplingParams.greedy(5, ignore_eos=True), priority=5)
     )
@@ -345,8 +343,7 @@ def test_a_long_prompt_is_chunked_while_others_keep_decoding(make_engine):
         engine.submit(greedy(user(q), 200, ignore_eos=True), on_delta=record(f"d{i}"))
         for i, q in enumerate(QUESTIONS[:2])
     ]
-    while not any(e[0] == "d0" and e[2] for e in events):
-        time.sleep(0.01)
+    wait_until(lambda: any(e[0] == "d0" and e[2] for e in events), "d0 decoding", timeout=120)
     long = engine.submit(greedy(user("Summarise this. " + "The sea is wide and deep. " * 220), 4),
                          on_delta=record("long"))
     long.result(120)

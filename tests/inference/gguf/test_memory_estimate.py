@@ -138,7 +138,7 @@ def test_a_header_without_layer_counts_is_refused(tmp_path) -> None:
 KV_LINE = re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells")
 
 
-def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[int, float, int]:
+def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool, kv_type: str = "f16") -> tuple[int, float, int]:
     """(llama_model_size, KV MiB and cells from llama.cpp's own log) for a real load."""
     import llama_cpp as ll
 
@@ -155,7 +155,8 @@ def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[
 
     ll.llama_log_set(capture, ctypes.c_void_p())
     try:
-        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=4, reproducible=reproducible)
+        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=4, reproducible=reproducible,
+                                kv_type="f16" if reproducible else kv_type)
         loaded = LlamaRunner(settings)
     finally:
         ll.llama_log_set(backend._log_callback, ctypes.c_void_p())  # back to the app's handler
@@ -168,13 +169,14 @@ def llama_cpp_report(model_path: Path, n_ctx: int, reproducible: bool) -> tuple[
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("n_ctx", "reproducible", "kv_type"), [(1000, False, "f16"), (3000, True, "q8_0")])
+@pytest.mark.parametrize(("n_ctx", "reproducible", "kv_type"),
+                         [(1000, False, "f16"), (3000, True, "q8_0"), (2000, False, "q8_0"), (2000, False, "q4_0")])
 def test_the_estimate_matches_what_llama_cpp_allocates(model_path, n_ctx, reproducible, kv_type) -> None:
     header = read_gguf_header(model_path)
     shape = model_shape(header)
     assert (shape.n_layer, shape.n_embd, shape.n_head, shape.n_embd_k_gqa) == (30, 576, 9, 192)
     est = estimate_memory(header, n_ctx=n_ctx, kv_type=kv_type)
-    model_size, kv_mib, cells = llama_cpp_report(model_path, n_ctx, reproducible)
+    model_size, kv_mib, cells = llama_cpp_report(model_path, n_ctx, reproducible, kv_type)
     # Weights: the file's tensor bytes include each tensor's alignment padding (< 32 bytes);
     # llama_model_size counts the tensors alone. For this file they are equal.
     assert abs(est.weights_bytes - model_size) <= 32 * len(header.tensors)

@@ -23,7 +23,13 @@ def app(qtbot, tmp_path, model_path):
 def _writing_with_text(app, tab) -> None:
     """Until the reply has text on screen and is still being written, past a checkpoint."""
     app.qtbot.waitUntil(lambda: tab.model.rowCount() >= 2 and len(app.last(tab).text) > 40, timeout=120_000)
-    app.qtbot.wait(1100)  # a checkpoint (once a second) lands in storage, then text moves on
+
+    def stored() -> str:
+        return app.repo.active_path(tab.conversation_id).messages[-1].content
+
+    app.qtbot.waitUntil(lambda: stored() != "", timeout=10_000)  # a checkpoint (once a second) in storage,
+    saved = stored()
+    app.qtbot.waitUntil(lambda: len(app.last(tab).text) > len(saved), timeout=10_000)  # then text moves on
     assert app.controllers.streams.stream_for(tab.conversation_id) is not None
 
 
@@ -96,8 +102,7 @@ def test_search_results_stay_while_chats_change(app):
     app.controllers.conversations.new_chat()
     app.wait_done(other)
     app.qtbot.waitUntil(lambda: app.window.tabs.count() == 3)
-    app.ctx.storage.submit(lambda: None).result()  # every storage call queued so far has run
-    app.qtbot.wait(100)  # and its result has reached the GUI thread
+    app.settled()  # every storage call queued so far has run, and its result reached the GUI thread
     assert [lst.item(i).text() for i in range(lst.count())] == shown
     app.window.search_box.clear()
     app.qtbot.waitUntil(lambda: len(lst.titles()) == 3)

@@ -77,8 +77,7 @@ def test_the_first_exchange_gets_a_generated_title_in_tab_sidebar_and_storage(ti
     app.send(tab, "And black tea?")
     app.wait_done(tab)
     app.stored_last(tab.conversation_id, MessageStatus.COMPLETE)
-    app.ctx.storage.submit(lambda: None).result()  # every storage call queued so far has run
-    app.qtbot.wait(200)  # and its result has reached the GUI thread
+    app.settled()  # every storage call queued so far has run, and its result reached the GUI thread
     assert len(spy.asked) == 1 and app.repo.get_conversation(tab.conversation_id).title == title
 
 
@@ -97,8 +96,7 @@ def test_a_title_the_user_set_is_kept(titled):
     app.wait_done(before, during)
     for tab in (before, during):
         app.stored_last(tab.conversation_id, MessageStatus.COMPLETE)
-    app.ctx.storage.submit(lambda: None).result()  # every storage call queued so far has run
-    app.qtbot.wait(200)  # its result reached the GUI thread: a title request would be sent by now
+    app.settled()  # every storage call queued so far ran, its result on the GUI thread: a title asked by now
     assert spy.asked == []
     for tab, title in ((before, "Trip plans"), (during, "My sea notes")):
         assert app.repo.get_conversation(tab.conversation_id).title == title and tab.title == title
@@ -116,8 +114,7 @@ def test_http_requests_get_no_title_and_a_remote_engine_titles_chats(titled, sha
                                             max_tokens=8)
     assert answer.choices[0].message.content
     app.controllers.server.stop_server()
-    app.ctx.storage.submit(lambda: None).result()
-    app.qtbot.wait(200)
+    app.settled()
     assert spy.asked == [] and app.repo.list_conversations() == []  # not a chat of the window
 
     with chorus_server(shared_engine, "remote-smol", "k") as server:

@@ -1,0 +1,44 @@
+"""Prompt steps bounded by time (LoadSettings.max_step_s): a cancel, or a request raised to
+the front, waits for the step in flight, so no step of prompt chunks may take longer than
+the bound at the seconds per token the steps took (pure Python)."""
+
+from __future__ import annotations
+
+from inference.sched.step_budget import StepBudget
+from tests.support.core_driver import make_driver, prompt
+
+
+def test_no_bound_until_a_prompt_step_was_timed_then_the_rate_sets_it() -> None:
+    budget = StepBudget(max_tokens=512, target_step_s=0.15, max_step_s=0.4)
+    assert budget.prefill_tokens(0) == 512
+    budget.observe(step_s=2.0, n_decoding=0, n_prefill=512, n_queued=0)  # ~3.9 ms a token
+    assert budget.prefill_tokens(0) == 102  # 0.4 s of prompt
+    assert budget.prefill_tokens(2) <= 100
+    budget.observe(step_s=0.05, n_decoding=0, n_prefill=100, n_queued=0)  # the machine got faster
+    assert budget.prefill_tokens(0) > 102
+
+
+def test_without_a_bound_the_whole_batch_is_one_prompt_step() -> None:
+    budget = StepBudget(max_tokens=512, target_step_s=0.15)  # max_step_s None
+    budget.observe(step_s=20.0, n_decoding=0, n_prefill=512, n_queued=0)
+    assert budget.prefill_tokens(0) == 512
+
+
+def test_a_long_prompt_is_computed_in_steps_of_at_most_the_bound_on_the_engine_core() -> None:
+    """A 600-token prompt at 10 ms a token (fake time): steps of at most 0.4 s, so a cancel
+    sent meanwhile waits at most that long, not the 6 s one step of the prompt would take."""
+    d = make_driver(n_cells=2048, n_batch=512, step_s=0.0, max_step_s=0.4)
+    per_token = 0.010
+
+    def timed(plan) -> None:
+        d.clock.now += per_token * plan.num_tokens  # the fake model's time grows with the step
+
+    d.runner.on_execute = timed
+    d.add("warm", prompt(9, 100), max_tokens=1)  # its step teaches the rate
+    d.run(lambda: any(x.finished for x in d.of("warm")))
+    first = len(d.plans)
+    d.add("long", prompt(1, 600), max_tokens=4)
+    d.run(lambda: any(x.finished for x in d.of("long")))
+    steps = [p.num_tokens for p in d.plans[first:] if p.num_prefill_tokens]
+    assert sum(steps) == 600 and max(steps) <= 41  # 0.4 s at 10 ms a token
+    assert len(steps) >= 15
