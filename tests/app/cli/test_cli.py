@@ -43,7 +43,7 @@ def test_every_command_is_there_with_a_handler() -> None:
         ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
-        ("models", "defaults"), ("models", "search"), ("models", "pull"),
+        ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
     required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
                 "search": ["gemma"], "pull": ["owner/repo"]}
