@@ -287,7 +287,7 @@ def _summary(m, engines: dict, latest: dict) -> str:
         f"batch {m.last_step_seqs} (max {m.max_step_seqs}) · {m.running} running · {m.queued} queued · "
         f"KV {m.kv_cells_used}/{m.kv_cells_total} cells, {m.kv_cells_shared} shared · "
         f"prefix hits {m.prefix_hits}/{m.prefix_lookups}, {m.prompt_tokens_saved} prompt tokens saved"
-        f"{_restored_text(m)}"
+        f"{_restored_text(m)}{_drafts_text(m)}"
     ) + others
 
 
@@ -295,6 +295,15 @@ def _restored_text(m) -> str:
     """The disk prompt cache's share, once it restored something (none: no clutter)."""
     restored = getattr(m, "prompt_tokens_restored", 0)
     return f" ({restored} restored from disk)" if restored else ""
+
+
+def _drafts_text(m) -> str:
+    """Speculative decoding's share, once it drafted something."""
+    drafted = getattr(m, "draft_tokens", 0)
+    if not drafted:
+        return ""
+    kept = getattr(m, "draft_tokens_accepted", 0)
+    return f" · drafts {kept}/{drafted} kept, {m.tokens_per_step:.1f} tokens a step"
 
 
 def _gpu_text(hw) -> str:
