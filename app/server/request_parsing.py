@@ -81,6 +81,17 @@ def flag(body: dict, name: str) -> bool:
     return value
 
 
+def valid_text(value: str, where: str) -> str:
+    """A string the engine can tokenize: JSON may escape a lone surrogate ("\\ud800"),
+    which is no character and no UTF-8, and would fail deep in tokenizing (a 500)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise bad(where, f"has text that is not valid Unicode (a lone surrogate, {value[exc.start:exc.end]!r} "
+                         f"at character {exc.start})") from None
+    return value
+
+
 def _show(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return "an object" if isinstance(value, dict) else "a list"
@@ -117,7 +128,7 @@ def _content(content: Any, role: str, where: str) -> str:
     if content is None and role == "assistant":  # an assistant turn that only called tools
         return ""
     if isinstance(content, str):
-        return content
+        return valid_text(content, where)
     if not isinstance(content, list):
         raise bad(where, f"must be a string or a list of text parts, got {_show(content)}")
     return "".join(_text_part(part, f"{where}[{i}]") for i, part in enumerate(content))
@@ -128,10 +139,10 @@ def _text_part(part: Any, where: str) -> str:
         raise bad(where, f"must be an object {{type, text}}, got {_show(part)}")
     if part.get("type") != "text":
         raise bad(f"{where}.type", f"must be \"text\" (this server reads text only), got {_show(part.get('type'))}")
-    text = part.get("text")
-    if not isinstance(text, str):
-        raise bad(f"{where}.text", f"must be a string, got {_show(text)}")
-    return text
+    value = part.get("text")
+    if not isinstance(value, str):
+        raise bad(f"{where}.text", f"must be a string, got {_show(value)}")
+    return valid_text(value, f"{where}.text")
 
 
 # ----- sampling ----------------------------------------------------------------------------
@@ -256,6 +267,7 @@ def completion_generation(body: dict, cap: int | None) -> Generation:
     if isinstance(prompt, str):
         if not prompt:
             raise bad("prompt", "must not be empty")
+        valid_text(prompt, "prompt")
         return Generation(ChatRequest(sampling=sampling), n, stream, include_usage, logprobs, prompt_text=prompt)
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         chat = ChatRequest(prompt_tokens=tuple(prompt), sampling=sampling)

@@ -81,6 +81,21 @@ CASES = {
     "top_logprobs 21": (chat(logprobs=True, top_logprobs=21), 400, "top_logprobs", "between 0 and 20"),
     "json_object with ignore_eos": (chat(response_format={"type": "json_object"}, ignore_eos=True), 400, None,
                                     "ignore_eos"),
+    # issue 25: a lone surrogate (JSON's "\ud800", no character at all) was a 500 from the tokenizer
+    "lone surrogate in a message": (chat(messages=[{"role": "user", "content": "hi \ud800"}]), 400,
+                                    "messages[0].content", "not valid Unicode"),
+    "lone surrogate in a system message": (
+        chat(messages=[{"role": "system", "content": "be \udfff"}, {"role": "user", "content": "hi"}]), 400,
+        "messages[0].content", "surrogate"),
+    "lone surrogate in a text part": (
+        chat(messages=[{"role": "user", "content": [{"type": "text", "text": "\ud83d"}]}]), 400,
+        "messages[0].content[0].text", "not valid Unicode"),
+    "lone surrogate in a completions prompt": (
+        request_bytes("POST", "/v1/completions", json.dumps({"prompt": "hi \ud800", "max_tokens": 2}).encode()),
+        400, "prompt", "not valid Unicode"),
+    "lone surrogate in a streamed completions prompt": (
+        request_bytes("POST", "/v1/completions", json.dumps({"prompt": "hi \ud800", "stream": True}).encode()),
+        400, "prompt", "surrogate"),
     "body not JSON": (raw_chat(b"{not json"), 400, None, "not JSON"),
     "body a JSON list": (raw_chat(b"[1, 2]"), 400, None, "object"),
     "body empty": (raw_chat(b""), 400, None, "empty"),
