@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_args(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on (0: any free port)")
-    serve.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (or env CHORUS_API_KEY)")
+    serve.add_argument("--api-key", type=_api_key, default=None,
+                       help="require 'Authorization: Bearer KEY' (or env CHORUS_API_KEY); never empty")
     serve.add_argument("--parallel", type=int, default=8, help="sequences decoded together")
     serve.add_argument("--max-concurrent", type=_positive, default=256,
                        help="requests served at once; more get 429 with Retry-After (default 256)")
@@ -44,13 +45,35 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _api_key(text: str) -> str:
+    # An empty key would turn authentication off without a word (`--api-key "$UNSET_VAR"`):
+    # a server its owner believes protected must not serve everyone.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (leave --api-key out to serve without a key)")
+    return text
+
+
+def _key_of(args: argparse.Namespace) -> str | None:
+    """--api-key, else CHORUS_API_KEY; an empty or blank variable is refused, as an empty key is."""
+    if args.api_key is not None:
+        return str(args.api_key)
+    key = os.environ.get("CHORUS_API_KEY")
+    if key is not None and not key.strip():
+        raise ValueError("CHORUS_API_KEY is set but empty: set a key, or unset it to serve without one")
+    return key
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
 def run_serve(args: argparse.Namespace, base: Path) -> int:
+    try:
+        key = _key_of(args)
+    except ValueError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
     model = resolve_model(args, base)
-    key = args.api_key or os.environ.get("CHORUS_API_KEY")
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None)
     try:

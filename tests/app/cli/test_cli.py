@@ -341,3 +341,27 @@ def test_chorus_serve_answers_on_loopback_and_stops_on_interrupt(data_dir):
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("how", ["--api-key ''", "CHORUS_API_KEY=''"])
+def test_chorus_serve_refuses_an_empty_api_key(data_dir, how):
+    """Issue 25: an empty key turned authentication off without a word; it is refused
+    before any model loads, and the server never listens."""
+    port = unused_port()
+    args = ["--api-key", ""] if how.startswith("--") else []
+    env = {k: v for k, v in os.environ.items() if k != "CHORUS_API_KEY"}
+    env.update({"CHORUS_DATA_DIR": str(data_dir)}, **({} if args else {"CHORUS_API_KEY": ""}))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), *args],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stderr.readline()  # the refusal (or, the fault, "serving ... (no API key)")
+        assert "serving" not in first, first
+        assert proc.wait(timeout=60) == 2
+        said = first + proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+    assert "must not be empty" in said or "set but empty" in said, said
+    assert "Traceback" not in said
