@@ -253,9 +253,7 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
     for key in ("error", "model"):
         _require(_is_text_or_none(m.get(key)), f"{where}: {key} must be text")
     for key in STATS:
-        value = m.get(key)
-        _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                   and abs(value) < 2**63 and math.isfinite(value)), f"{where}: {key} must be a number")
+        _require(_is_stat(m.get(key)), f"{where}: {key} must be a number of 0 or more")
     if "created_at" in m:
         parse_time(m["created_at"], f"{where}: created_at")
 
@@ -290,6 +288,13 @@ def _encodable(value: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _is_stat(value: Any) -> bool:
+    """A count or a time: never negative (no reply has -5 tokens or a first token before its
+    request), finite, and small enough for SQLite's 64-bit integers."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and 0 <= value < 2**63 and math.isfinite(value))  # the range first: 10**400 is no float
 
 
 def _is_id(value: Any) -> bool:

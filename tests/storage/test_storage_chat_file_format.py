@@ -446,6 +446,12 @@ BAD = {
     "stat far too large": (good_then({"messages": [msg(1, completion_tokens=10**400)]}), "completion_tokens"),
     "stat infinite": (good_then({"messages": [msg(1, tokens_per_s=float("inf"))]}), "tokens_per_s"),
     "stat not finite": (good_then({"messages": [msg(1, ttft_s=float("nan"))]}), "ttft_s"),
+    # issue 25: negative counts and times were accepted
+    "negative completion_tokens": (good_then({"messages": [msg(1, completion_tokens=-5)]}),
+                                   "completion_tokens must be a number of 0 or more"),
+    "negative prompt_tokens": (good_then({"messages": [msg(1, prompt_tokens=-1)]}), "prompt_tokens"),
+    "negative ttft_s": (good_then({"messages": [msg(1, ttft_s=-0.5)]}), "ttft_s"),
+    "negative tokens_per_s": (good_then({"messages": [msg(1, tokens_per_s=-88.5)]}), "tokens_per_s"),
     "preset sampling not object": (
         good_then({"messages": [], "preset": {"name": "p", "sampling": [1]}}), "preset"),
     "comparison not in the file": (good_then({"messages": [], "comparison": 3}), "comparison 3 is not in the file"),
