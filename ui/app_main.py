@@ -18,7 +18,9 @@ SMOKE_MAX_TOKENS = 32
 SMOKE_TIMEOUT_S = 300.0
 
 
-def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
+def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: str | None = None) -> int:
+    """fetch_first: the catalog key of model when it is not installed yet: the window opens
+    and fetches it (progress, cancel, retry on its welcome page), then starts the engine."""
     smoke_prompt = getattr(args, "smoke_prompt", None)
     if smoke_prompt:  # a smoke run is headless unless told otherwise
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -61,7 +63,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path) -> int:
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
     settings = settings_from_args(args, model, kv_cache_dir=kv_cache_dir(data_dir))
     controllers = Controllers(window, repo, settings, sampling=sampling, theme=args.theme,
-                              explicit=set(explicit_settings(args)))  # they win over the model's library defaults
+                              explicit=set(explicit_settings(args)),  # they win over the model's library defaults
+                              fetch_first=fetch_first)
     window.show()
     loop.call_soon(controllers.start)  # the controller's work runs as tasks on this loop
     loop.call_soon(freeze_startup_heap)  # full GC passes stalled the window for up to 159 ms

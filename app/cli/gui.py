@@ -12,6 +12,8 @@ from pathlib import Path
 
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model
+from app.models import catalog as model_catalog
+from app.paths import models_dir
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run_app(args: argparse.Namespace, base: Path) -> int:
     from ui.app_main import run_app as run_window
 
+    mdir = models_dir(base)
+    spec = model_catalog.missing(args.model, mdir)
+    if spec is not None:  # first start: the window opens at once and fetches it on its welcome page
+        return run_window(args, model_catalog.model_path(spec, mdir), base, fetch_first=spec.key)
     return run_window(args, resolve_model(args, base), base)
 
 

