@@ -128,13 +128,7 @@ class ImportResult:
 
 def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) -> ImportResult:
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise ImportRejected(f"cannot read {path}: {exc.strerror}") from None
-    if size > MAX_IMPORT_BYTES:
-        raise ImportRejected(f"{path.name} is {size:,} bytes; the limit is {MAX_IMPORT_BYTES:,}")
-    raw = path.read_bytes()
+    raw = _read_bounded(path)
     try:
         data = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark is fine
     except UnicodeDecodeError:
@@ -144,6 +138,25 @@ def import_file(db: Database, path: Path, remap: SettingsRemap | None = None) ->
     except RecursionError:  # Python's parser recurses per level: a hostile file, not an export
         raise ImportRejected(f"{path.name} is nested too deeply to be a Chorus export") from None
     return import_data(db, data, remap)
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, refused past MAX_IMPORT_BYTES. Counted while read, not taken from
+    stat(): a device or a pipe (/dev/zero, <(cmd)) says it holds 0 bytes and may never end."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:  # a regular file too large: said without reading it
+            raise ImportRejected(f"{path.name} is {size:,} bytes; the limit is {MAX_IMPORT_BYTES:,}")
+        with path.open("rb") as file:
+            raw = file.read(MAX_IMPORT_BYTES + 1)
+    except IsADirectoryError:
+        raise ImportRejected(f"{path} is a folder, not a file: give the export file itself") from None
+    except OSError as exc:  # missing, not readable (permissions), an I/O error
+        raise ImportRejected(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ImportRejected(f"{path} holds more than {MAX_IMPORT_BYTES:,} bytes; the limit is "
+                             f"{MAX_IMPORT_BYTES:,}")
+    return raw
 
 
 def import_data(db: Database, data: Any, remap: SettingsRemap | None = None) -> ImportResult:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sqlite3
+import threading
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -571,6 +574,48 @@ def test_oversized_file_is_rejected(tmp_path, db, repo, monkeypatch):
     monkeypatch.setattr(chat_file_format, "MAX_IMPORT_BYTES", len(text.encode()))
     import_file(db, path)  # exactly at the limit is fine
     assert counts(db)[1] == before[1] + 8
+
+
+def test_a_pipe_is_counted_while_read_not_trusted_for_its_size(tmp_path, db, repo, monkeypatch):
+    """Issue 25: the limit came from stat(), which says 0 bytes for a pipe or a device
+    (/dev/zero grew without bound). A pipe that goes on past the limit is refused, having
+    read only up to the limit."""
+    build_tree(db, repo)
+    before = counts(db)
+    monkeypatch.setattr(chat_file_format, "MAX_IMPORT_BYTES", 100_000)
+    read_end, write_end = os.pipe()
+    writer = threading.Thread(target=_write_then_close, args=(write_end, b" " * 300_000))
+    writer.start()
+    try:
+        with pytest.raises(ImportRejected, match="more than 100,000 bytes"):
+            import_file(db, Path(f"/dev/fd/{read_end}"))
+    finally:
+        os.close(read_end)  # the writer, if still writing, gets a broken pipe and ends
+        writer.join()
+    assert counts(db) == before
+
+
+def _write_then_close(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except BrokenPipeError:  # the reader stopped at the limit: what the test wants
+        pass
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("what", ["a folder", "an I/O error"])
+def test_a_file_that_cannot_be_read_is_refused_in_one_line(tmp_path, db, what):
+    """Issue 25: IsADirectoryError (or any OSError from reading) escaped as a traceback.
+    /proc/self/mem opens but fails to read at offset 0 (EIO), as a failing disk would."""
+    path = tmp_path if what == "a folder" else Path("/proc/self/mem")
+    with pytest.raises(ImportRejected) as info:
+        import_file(db, path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    assert ("folder" in message) if what == "a folder" else ("Input/output error" in message)
 
 
 def test_too_many_messages_is_rejected(db, repo, monkeypatch):

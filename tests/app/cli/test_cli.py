@@ -365,3 +365,22 @@ def test_chorus_serve_refuses_an_empty_api_key(data_dir, how):
         proc.stderr.close()
     assert "must not be empty" in said or "set but empty" in said, said
     assert "Traceback" not in said
+
+
+def _at_most_2_gib() -> None:
+    import resource
+
+    # Without the fix /dev/zero grows for ever: this bounds the child (a MemoryError then).
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize("what, reason", [("folder", "is a folder"), ("/dev/zero", "more than 67,108,864 bytes")])
+def test_import_of_a_folder_or_an_endless_device_is_one_line(tmp_path, what, reason):
+    """Issue 25: `chorus import DIR` was a traceback; `chorus import /dev/zero` passed the
+    64 MiB check (stat() says 0 bytes) and grew without bound."""
+    path = str(tmp_path) if what == "folder" else what
+    env = {**os.environ, "CHORUS_DATA_DIR": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-m", "app", "import", path], capture_output=True, text=True, env=env,
+                         timeout=120, preexec_fn=_at_most_2_gib)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.count("\n") == 1 and reason in out.stderr, out.stderr
