@@ -124,6 +124,18 @@ def qt_asyncio(qapp):
 
 
 @pytest.fixture(autouse=True)
+def _no_ambiguous_shortcuts():
+    """Fails any test during which Qt warned of an ambiguous shortcut: such a key does
+    nothing at all when pressed (issue 27: Ctrl+W never closed a tab)."""
+    from tests.support.qt_warnings import AmbiguousShortcuts
+
+    with AmbiguousShortcuts() as seen:
+        yield
+    if seen.messages:
+        pytest.fail("Qt warned of ambiguous shortcuts:\n  " + "\n  ".join(seen.messages), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_running_loop_outside_qt(request):
     """qt_asyncio's loop stays marked as this thread's running loop for the session (qasync
     sets it so, as Qt's loop runs under pytest-qt): a later test that is not on Qt, and

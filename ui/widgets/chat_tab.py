@@ -91,7 +91,6 @@ class ChatTab(QWidget):
         self.panel_button.setText("Details")
         self.panel_button.setCheckable(True)
         self.panel_button.setToolTip("This chat's model, system prompt, sampling and last reply (Ctrl+Shift+D)")
-        self.panel_button.setShortcut("Ctrl+Shift+D")
         self._layout()
         self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._send_clicked)

@@ -52,6 +52,16 @@ def tab_title(title: str) -> str:
     return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
 
 
+def close_keys() -> list[QKeySequence]:
+    """Ctrl+W and the platform's Close keys, each once: on X11 Close is Ctrl+W itself, and
+    an action holding a key twice makes it ambiguous, so that pressing it did nothing."""
+    keys: list[QKeySequence] = []
+    for key in (QKeySequence("Ctrl+W"), *QKeySequence.keyBindings(QKeySequence.StandardKey.Close)):
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
 def _ignoring_result(slot):
     """A slot for QAction.triggered(checked) that calls a function taking no arguments."""
 
@@ -204,13 +214,13 @@ class MainWindow(QMainWindow):
         shortcuts = [
             ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
             ("New comparison", QKeySequence("Ctrl+Shift+N"), lambda: self.new_comparison_requested.emit()),
-            # Ctrl+W as in every tabbed app; the platform's Close (Ctrl+F4 here) too
-            ("Close tab", [QKeySequence("Ctrl+W"), QKeySequence(QKeySequence.StandardKey.Close)],
-             lambda: self._close_tab(self.tabs.currentIndex())),
+            # Ctrl+W as in every tabbed app, and the platform's Close keys too
+            ("Close tab", close_keys(), lambda: self._close_tab(self.tabs.currentIndex())),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
             ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
             ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
+            ("Details", QKeySequence("Ctrl+Shift+D"), self._toggle_details),
             ("Stop", QKeySequence("Escape"), self._stop_current),
             ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
             ("Models…", QKeySequence("Ctrl+Shift+M"), lambda: self.models_requested.emit()),
@@ -455,6 +465,13 @@ class MainWindow(QMainWindow):
         tab = self.current_tab()
         if tab is not None:
             tab.composer.setFocus()
+
+    def _toggle_details(self) -> None:
+        """The window's action, not a shortcut on each tab's button: the button's setText()
+        ("Hide details") dropped its shortcut, so the key worked once."""
+        tab = self.current_tab()
+        if isinstance(tab, ChatTab):
+            tab.panel_button.toggle()
 
     def _stop_current(self) -> None:
         tab = self.current_tab()
