@@ -283,14 +283,19 @@ class Scheduler:
         return min(self.decode_reserve, limit) if limit > 0 else self.decode_reserve
 
     def _waits_for_inflight(self, req: Request) -> bool:
-        """True while another admitted request is computing a long prefix req could share."""
+        """True while another admitted request is computing a prefix req could share: a long
+        one, or the whole of req's reusable prompt (n choices of one prompt, a retry), which
+        leaves req nothing of its own to compute meanwhile: waiting costs it one step."""
         limit = req.tokens[: req.reuse_limit]
         cached = self.kv.cached_prefix_len(limit)
         for other in self.running:
             if other.is_decoding:
                 continue
             shared = common_prefix_len(other.tokens, limit)
-            if shared - cached >= MIN_SHARED_WAIT and other.num_computed < shared:
+            if other.num_computed >= shared:
+                continue
+            saved = shared - cached
+            if saved >= MIN_SHARED_WAIT or (saved > 0 and shared == len(limit)):
                 return True
         return False
 

@@ -403,3 +403,18 @@ def test_mixed_load_finishes_everything_within_the_kv_cache(n_cells: int) -> Non
     assert max(p.num_tokens for p in sim.plans) <= 48
     assert sum(r.num_cached for r in reqs) > 0  # the system prompt was shared
     assert sim.runner.samplers == {}
+
+
+def test_identical_prompt_waits_for_the_last_tokens_of_one_in_flight() -> None:
+    """n choices of one prompt whose prefill takes two steps: the follower arrives when fewer
+    than MIN_SHARED_WAIT tokens are left to compute, and still computes only its last token."""
+    sim = make_sim(n_batch=64)
+    p = prompt(9, 64 + MIN_SHARED_WAIT - 1)
+    a = sim.add("a", p, max_tokens=4)
+    sim.step()  # a computes 64 of its 95 tokens
+    b = sim.add("b", p, max_tokens=4)
+    plan = sim.step()
+    assert plan.admitted == [] and b.status is RequestStatus.WAITING
+    sim.run(lambda: b.seq is not None)
+    assert b.num_cached == len(p) - 1
+    assert sim.runner.kv.copies()[-1] == ("cp", a.seq, b.seq, 0, len(p) - 1)
