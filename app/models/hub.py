@@ -10,8 +10,10 @@ All calls block: the GUI runs them on a worker thread.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +24,7 @@ from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from app.models.hub_download import PartDownloader, installed_path
-from app.models.hub_errors import hub_errors
+from app.models.hub_errors import hub_errors, no_connection, translate
 from app.models.hub_files import group_gguf_files, model_stem, quant_of
 from app.models.hub_types import (
     DownloadCancelled,
@@ -55,6 +57,17 @@ HEADER_CACHE = 64
 # Seconds a Hub call may wait for an answer (huggingface_hub's session has no timeout of its
 # own; its HEAD and download calls use HF_HUB_ETAG_TIMEOUT / HF_HUB_DOWNLOAD_TIMEOUT).
 TIMEOUT_S = 30.0
+# The connectivity check before a search: one HEAD request, bounded as a whole (a name
+# lookup has no timeout of its own). Offline, list_models' pagination retried five times
+# with backoff (16-24 s) before saying anything; the check answers in well under 2 s.
+PROBE_TIMEOUT_S = 1.5
+PROBE_FRESH_S = 60.0  # a check that passed stands this long: searches while online pay it once
+
+# huggingface_hub gives its logger a handler of its own, and the app's root logger (chorus's
+# logging.basicConfig) prints the same records again: every Hub warning came out twice.
+# The app's logging is the one that prints them.
+for _handler in list(logging.getLogger("huggingface_hub").handlers):
+    logging.getLogger("huggingface_hub").removeHandler(_handler)
 
 
 class HubClient:
@@ -70,9 +83,40 @@ class HubClient:
         # for its siblings' estimates, and a lock so that only one of them is read.
         self._stem_files: dict[tuple[str, str, str, int], HubFile] = {}
         self._stem_locks: dict[tuple[str, str, str, int], threading.Lock] = {}
+        self._reached_at: float | None = None  # when the connectivity check last passed
+
+    def check_connection(self) -> None:
+        """Raises HubUnreachable ("No connection to the Hugging Face Hub ...") within about
+        PROBE_TIMEOUT_S when the Hub's host cannot be reached at all; any HTTP answer passes.
+        On huggingface_hub's session, so its proxies and certificates apply."""
+        if self._reached_at is not None and time.monotonic() - self._reached_at < PROBE_FRESH_S:
+            return
+        outcome: list[BaseException | None] = []
+
+        def probe() -> None:
+            try:
+                get_session().head(self.endpoint, timeout=PROBE_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - said below, as the Hub's error
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+
+        worker = threading.Thread(target=probe, name="hub-probe", daemon=True)
+        worker.start()
+        worker.join(PROBE_TIMEOUT_S)  # a lookup still hanging is left to end on its own
+        if outcome and outcome[0] is None:
+            self._reached_at = time.monotonic()
+            return
+        error = outcome[0] if outcome else None
+        offline = translate(error, self.endpoint, None, None) if error is not None else None
+        if isinstance(offline, HubOffline):
+            raise offline  # HF_HUB_OFFLINE set: said as such
+        raise no_connection(self.endpoint, error)
 
     def search(self, query: str, limit: int = 30) -> list[HubRepo]:
-        """Repositories with GGUF files matching query, most downloaded first."""
+        """Repositories with GGUF files matching query, most downloaded first; the
+        connectivity check first, so that an offline machine hears so at once (no retries)."""
+        self.check_connection()
         with hub_errors(self.endpoint):
             found = self._api.list_models(search=query or None, filter="gguf", sort="downloads",
                                           limit=limit, expand=SEARCH_FIELDS)  # type: ignore[arg-type]

@@ -7,8 +7,10 @@ sentence of its own here, with what to do about it.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import httpx2
 from huggingface_hub import errors as hf_errors
@@ -16,6 +18,34 @@ from huggingface_hub import errors as hf_errors
 from app.models.hub_types import GatedRepo, HubError, HubOffline, HubUnreachable, RepoNotFound
 
 LOGIN_HINT = "set HF_TOKEN or run `hf auth login`"
+NO_CONNECTION = "No connection to the Hugging Face Hub"
+
+
+def no_connection(endpoint: str, exc: BaseException | None) -> HubUnreachable:
+    """The connectivity check's answer, in words rather than an errno: the Hub's host
+    cannot be reached at all."""
+    host = urlsplit(endpoint).netloc or endpoint
+    return HubUnreachable(f"{NO_CONNECTION}: {host} {_why_unreachable(exc)}. "
+                          "Check the network (or HF_ENDPOINT) and Retry; the Library works meanwhile.")
+
+
+def _why_unreachable(exc: BaseException | None) -> str:
+    """What the chain of exceptions under httpx's ConnectError says, as a phrase."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return "cannot be looked up (no network, or no name server)"
+        if isinstance(seen, ConnectionRefusedError):
+            return "refused the connection"
+        if isinstance(seen, (TimeoutError, httpx2.TimeoutException)):
+            break
+        seen = seen.__cause__ or seen.__context__
+    if exc is None or seen is not None:
+        return "did not answer in time"
+    text = _first_line(exc)
+    if "Name or service not known" in text or "name resolution" in text:  # the errno text alone
+        return "cannot be looked up (no network, or no name server)"
+    return f"cannot be reached ({text})"
 
 
 @contextmanager

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut, QShowEvent
-from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ui.widgets.hub_files import HubFiles
 from ui.widgets.hub_results import HubResults
@@ -19,6 +28,7 @@ ERROR_COLOUR = "#e5534b"
 class ModelsWindow(QWidget):
     opened = Signal()  # each time it is shown
     closed = Signal()
+    retry_requested = Signal()  # ask the Hub again (after it could not be reached)
 
     def __init__(self, n_ctx: int = 8192, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)  # its own window, above the main one
@@ -30,6 +40,14 @@ class ModelsWindow(QWidget):
         self.discover_message = QLabel()  # one line: offline, unreachable, gated, integrity
         self.discover_message.setWordWrap(True)
         self.discover_message.hide()
+        self.busy = QProgressBar()  # while the Hub is asked: a busy bar, how long unknown
+        self.busy.setRange(0, 0)
+        self.busy.setTextVisible(False)
+        self.busy.setFixedSize(80, 8)
+        self.busy.hide()
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.clicked.connect(self.retry_requested)
+        self.retry_button.hide()
         self.tabs = QTabWidget()
         self.tabs.addTab(self._discover_page(), "Discover")
         self.tabs.addTab(self.library, "Library")
@@ -48,7 +66,11 @@ class ModelsWindow(QWidget):
         split.setChildrenCollapsible(False)
         page = QWidget()
         box = QVBoxLayout(page)
-        box.addWidget(self.discover_message)
+        line = QHBoxLayout()
+        line.addWidget(self.busy, 0, Qt.AlignmentFlag.AlignVCenter)
+        line.addWidget(self.discover_message, 1)
+        line.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        box.addLayout(line)
         box.addWidget(split, 1)
         return page
 
@@ -58,11 +80,14 @@ class ModelsWindow(QWidget):
     def show_library(self) -> None:
         self.tabs.setCurrentWidget(self.library)
 
-    def set_discover_message(self, text: str, error: bool = True) -> None:
-        """One line above the results: why the Hub can't answer, or what is going on."""
+    def set_discover_message(self, text: str, error: bool = True, busy: bool = False, retry: bool = False) -> None:
+        """One line above the results: why the Hub can't answer (retry: with Retry, which
+        asks again), or what is going on (busy: with the busy bar)."""
         self.discover_message.setText(text)
         self.discover_message.setStyleSheet(f"color: {ERROR_COLOUR};" if error and text else "")
         self.discover_message.setVisible(bool(text))
+        self.busy.setVisible(busy)
+        self.retry_button.setVisible(retry)
 
     def bring_up(self) -> None:
         if self.isMinimized():

@@ -134,7 +134,7 @@ def test_an_unreachable_hub_is_one_line_in_discover_and_the_library_still_works(
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
     win = shell.open()
-    qtbot.waitUntil(lambda: "cannot reach" in win.discover_message.text(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: "No connection to the Hugging Face Hub" in win.discover_message.text(), timeout=WAIT_MS)
     assert win.discover_message.isVisible() and "\n" not in win.discover_message.text()
     assert win.results.repo_ids() == []
     win.show_library()

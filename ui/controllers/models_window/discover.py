@@ -34,16 +34,18 @@ class DiscoverController:
         self._futures: list[Future] = []
         self._search_seq = self._files_seq = self._estimate_seq = 0
         window.results.search_requested.connect(self.search)
+        window.retry_requested.connect(lambda: self.search(window.results.query()))
         window.results.repo_selected.connect(self.select_repo)
         window.files.context_changed.connect(lambda _n_ctx: self.estimate_all())
 
     def search(self, query: str) -> Future:
         self._search_seq += 1
         seq, win = self._search_seq, self.window
-        win.set_discover_message(f"Searching the Hub for “{query}”…" if query else "Asking the Hub…", error=False)
+        win.set_discover_message(f"Searching the Hub for “{query}”…" if query else "Asking the Hub…", error=False,
+                                 busy=True)
         return self.hops.run(self.hub_calls, lambda: self.client().search(query, SEARCH_LIMIT),
                              lambda repos: self._found(seq, query, repos),
-                             lambda message: seq == self._search_seq and win.set_discover_message(message))
+                             lambda message: seq == self._search_seq and win.set_discover_message(message, retry=True))
 
     def _found(self, seq: int, query: str, repos: list[HubRepo]) -> None:
         if seq != self._search_seq:
