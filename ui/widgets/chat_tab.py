@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui.widgets.chat_side_panel import PANEL_WIDTH, ChatSidePanel
+from ui.widgets.focus import focus_kept_in
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel
 
@@ -190,10 +191,11 @@ class ChatTab(QWidget):
     def set_busy(self, busy: bool) -> None:
         """While a reply is written, Stop is the action: Send (button and Enter) waits, so two
         replies never stream into one chat."""
-        self.stop_button.setEnabled(busy)
-        self.send_button.setEnabled(not busy)
-        self.composer.can_submit = not busy
-        # Regenerate answers the last question: a chat with only its system prompt has none.
-        asked = any(v.role == "user" for v in self.model.views())
-        self.regenerate_button.setEnabled(not busy and asked)
-        self.panel.set_busy(busy)
+        with focus_kept_in(self, self.composer):  # a clicked Stop, Regenerate or Continue is disabled
+            self.stop_button.setEnabled(busy)
+            self.send_button.setEnabled(not busy)
+            self.composer.can_submit = not busy
+            # Regenerate answers the last question: a chat with only its system prompt has none.
+            asked = any(v.role == "user" for v in self.model.views())
+            self.regenerate_button.setEnabled(not busy and asked)
+            self.panel.set_busy(busy)

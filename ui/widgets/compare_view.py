@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from ui.widgets.chat_tab import Composer
 from ui.widgets.file_dialogs import open_file_dialog
+from ui.widgets.focus import focus_kept_in
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel
 from ui.widgets.remote_dialog import ask_remote_endpoint
@@ -341,12 +342,13 @@ class CompareView(QWidget):
         if self._was_busy and not busy:
             self.all_done.emit()
         self._was_busy = busy
-        self.send_button.setEnabled(not busy)
-        self.stop_button.setEnabled(busy)
-        self.regenerate_button.setEnabled(not busy and any(p.model.rowCount() for p in self._panes))
-        self.add_button.setEnabled(len(self._panes) < MAX_PANES and not busy)
-        for pane in self._panes:
-            pane.remove_button.setEnabled(len(self._panes) > MIN_PANES and not busy)
+        with focus_kept_in(self, self.composer):  # a clicked button that is disabled now
+            self.send_button.setEnabled(not busy)
+            self.stop_button.setEnabled(busy)
+            self.regenerate_button.setEnabled(not busy and any(p.model.rowCount() for p in self._panes))
+            self.add_button.setEnabled(len(self._panes) < MAX_PANES and not busy)
+            for pane in self._panes:
+                pane.remove_button.setEnabled(len(self._panes) > MIN_PANES and not busy)
         self.composer.setPlaceholderText(
             "Writing… (Stop ends every pane)" if busy
             else "Message to every pane (Enter sends, Shift+Enter for a new line)"

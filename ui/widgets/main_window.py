@@ -417,6 +417,7 @@ class MainWindow(QMainWindow):
             view = CompareView(comparison_id, title)
             self.tabs.add(view, _label(view))
         self.tabs.setCurrentWidget(view)
+        view.composer.setFocus()  # as a chat's tab: the next keys are the message to every pane
         return view, made
 
     def open_comparisons(self) -> list[CompareView]:

@@ -10,57 +10,14 @@ import pytest
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QMenu, QToolButton
 
-from inference import LoadSettings
-from inference.outputs import Delta, FinishReason, Phase
-from tests.support.window import Window
+from inference.outputs import Delta, FinishReason
+from tests.support.desk import Desk
 from ui.controllers.background import NOTIFY_SETTING, finished_state, should_notify
 from ui.services.stream_presenter import Stream
 from ui.widgets.chat_tabs import MIN_TAB_W
 from ui.widgets.sidebar_delegate import ACTIVITY_ROLE
 from ui.widgets.tab_activity import MARKS, Activity, TabState, aggregate, tooltip
 from ui.widgets.tray import NO_TRAY
-
-
-class Desk(Window):
-    """The window and its controllers on a chat database, the engine never started."""
-
-    def __init__(self, qtbot, data_dir) -> None:
-        super().__init__(qtbot, data_dir, LoadSettings(model_path=data_dir / "none.gguf"))
-        self.streams = self.ctx.streams
-        self.window.resize(1200, 700)
-        self.window.show()
-        self.streams.start()
-        self.controllers.background.start()
-        self._requests = 0
-
-    def chat(self, title: str):
-        conv = self.repo.create_conversation(title=title)
-        return self.window.open_tab(conv.id, title)
-
-    def stream(self, conversation_id: int) -> Stream:
-        self._requests += 1
-        recorder = SimpleNamespace(on_delta=lambda delta: None)  # nothing saved
-        stream = Stream(f"r{self._requests}", conversation_id, message_id=self._requests, recorder=recorder)
-        self.streams.add(stream)
-        return stream
-
-    def token(self, stream: Stream, text: str = "word ") -> None:
-        self.streams.on_delta(Delta(stream.request_id, text=text, token_ids=(1,), phase=Phase.DECODING))
-
-    def finish(self, stream: Stream, reason: FinishReason = FinishReason.STOP) -> None:
-        error = "boom" if reason is FinishReason.ERROR else None
-        self.streams.on_delta(Delta.finished_with(stream.request_id, reason, error=error))
-
-    def write_for(self, stream: Stream, ms: int) -> None:
-        """A token every frame for `ms`, as a reply streams."""
-        for _ in range(ms // 20):
-            self.token(stream)
-            self.qtbot.wait(20)
-
-    def close(self) -> None:
-        self.streams.stop()
-        self.controllers.background.stop()
-        super().close()
 
 
 @pytest.fixture

@@ -1,0 +1,84 @@
+"""The window and its controllers on a chat database with the engine never started:
+replies are fed to the window's stream presenter as the engine would send them (no model)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from inference import LoadSettings
+from inference.outputs import Delta, FinishReason, Phase
+from tests.support.window import Window
+from ui.services.stream_presenter import Stream
+
+
+class Desk(Window):
+    """The window and its controllers on a chat database, the engine never started."""
+
+    def __init__(self, qtbot, data_dir) -> None:
+        super().__init__(qtbot, data_dir, LoadSettings(model_path=data_dir / "none.gguf"))
+        self.streams = self.ctx.streams
+        self.window.resize(1200, 700)
+        self.window.show()
+        self.streams.start()
+        self.controllers.background.start()
+        self._requests = 0
+
+    def chat(self, title: str):
+        conv = self.repo.create_conversation(title=title)
+        return self.window.open_tab(conv.id, title)
+
+    def stream(self, conversation_id: int) -> Stream:
+        self._requests += 1
+        recorder = SimpleNamespace(on_delta=lambda delta: None)  # nothing saved
+        stream = Stream(f"r{self._requests}", conversation_id, message_id=self._requests, recorder=recorder)
+        self.streams.add(stream)
+        return stream
+
+    def token(self, stream: Stream, text: str = "word ") -> None:
+        self.streams.on_delta(Delta(stream.request_id, text=text, token_ids=(1,), phase=Phase.DECODING))
+
+    def finish(self, stream: Stream, reason: FinishReason = FinishReason.STOP) -> None:
+        error = "boom" if reason is FinishReason.ERROR else None
+        self.streams.on_delta(Delta.finished_with(stream.request_id, reason, error=error))
+
+    def write_for(self, stream: Stream, ms: int) -> None:
+        """A token every frame for `ms`, as a reply streams."""
+        for _ in range(ms // 20):
+            self.token(stream)
+            self.qtbot.wait(20)
+
+    def close(self) -> None:
+        self.streams.stop()
+        self.controllers.background.stop()
+        super().close()
+
+
+class ScriptedEngine:
+    """Takes the app's requests and writes nothing until told: `write` sends tokens, `end`
+    the end; a cancel ends the reply as the engine does (stopped)."""
+
+    def __init__(self, streams) -> None:
+        self.streams = streams
+        self.requests: list[str] = []
+
+    def submit(self, chat) -> None:
+        self.requests.append(chat.request_id)
+
+    def cancel(self, request_id: str) -> None:
+        self.end(request_id, FinishReason.CANCELLED)
+
+    def set_priority(self, request_id: str, priority: int) -> None:
+        pass
+
+    def write(self, request_id: str, text: str = "word ", tokens: int = 1) -> None:
+        self.streams.on_delta(Delta(request_id, text=text, token_ids=(1,) * tokens, phase=Phase.DECODING))
+
+    def end(self, request_id: str, reason: FinishReason = FinishReason.STOP) -> None:
+        self.streams.on_delta(Delta.finished_with(request_id, reason))
+
+
+def scripted_engine(desk: Desk) -> ScriptedEngine:
+    """Every chat of the desk now replies through one ScriptedEngine."""
+    engine = ScriptedEngine(desk.streams)
+    desk.ctx.engines.engine_for = lambda conversation: engine
+    return engine
