@@ -307,3 +307,27 @@ def test_stopping_with_a_body_still_arriving_is_a_503_and_no_traceback(engine, c
     finally:
         srv.__exit__(None, None, None)
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+
+
+@pytest.mark.parametrize("how", ["Content-Length", "chunked"])
+def test_every_client_reads_the_413_of_a_body_over_16_mb(server, how):
+    """Issue 25: the 413 went out and the socket closed with the body unread, so the kernel
+    reset the connection and http.client (still sending) saw ECONNRESET, not the answer.
+    The rest of the body is now read and dropped (up to a bound) before the close."""
+    import http.client
+
+    body = b"{" + b" " * (24 * 1024 * 1024) + b"}"  # over the default 16 MB, by more than buffers hold
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=WAIT_S)
+    headers = {"Authorization": "Bearer sekrit", "Content-Type": "application/json"}
+    try:
+        if how == "chunked":
+            chunks = (body[i:i + 65536] for i in range(0, len(body), 65536))
+            conn.request("POST", CHAT, body=chunks, headers=headers, encode_chunked=True)
+        else:
+            conn.request("POST", CHAT, body=body, headers=headers)
+        response = conn.getresponse()
+        status, error = response.status, json.loads(response.read())["error"]
+    finally:
+        conn.close()
+    assert status == 413 and error["code"] == "request_too_large"
+    assert exchange(server, request_bytes("GET", "/v1/models"))[0] == 200  # and the server serves on
