@@ -50,11 +50,13 @@ def chorus_version() -> str:
         return metadata.version("chorus")
     except metadata.PackageNotFoundError:
         pass
-    try:
-        import tomllib
+    if sys.version_info < (3, 11):  # no tomllib before 3.11
+        return "unknown"
+    import tomllib  # type: ignore[import-not-found, unused-ignore]  # mypy checks as 3.10
 
+    try:
         return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
-    except (OSError, KeyError, ImportError, ValueError):
+    except (OSError, KeyError, ValueError):
         return "unknown"
 
 

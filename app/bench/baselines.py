@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.bench.run_result import RunResult
+from app.bench.run_result import RunResult, seconds_at
 from app.bench.workload import Workload
-from inference import percentile
 
 # ----- llama-cpp-python's Llama, one chat after another --------------------------------
 
@@ -72,10 +71,10 @@ def run_baseline(model: Path, n_ctx: int, threads: int, gpu_layers: int, work: W
         wall_s=wall,
         gen_tok_s=n / wall,
         decode_tok_s=len(itls) / sum(itls),
-        ttft_p50_s=percentile(ttfts, 50),
-        ttft_p95_s=percentile(ttfts, 95),
-        itl_p50_s=percentile(itls, 50),
-        itl_p95_s=percentile(itls, 95),
+        ttft_p50_s=seconds_at(ttfts, 50),
+        ttft_p95_s=seconds_at(ttfts, 95),
+        itl_p50_s=seconds_at(itls, 50),
+        itl_p95_s=seconds_at(itls, 95),
         prompt_tokens_computed=prompt_computed,
         kv_cells_peak=peak,
         max_batch_seqs=1,

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from app.bench.baselines import native_decode_tok_s, run_baseline
-from app.bench.run_result import RunResult
+from app.bench.run_result import RunResult, or_nan, seconds_at
 from app.bench.workload import EDIT_PROMPT_TOKENS, Workload, build_edit_workload, build_workload, common_prefix
-from inference import ChatRequest, Engine, LoadSettings, SamplingParams, percentile
+from inference import ChatRequest, Engine, LoadSettings, SamplingParams
 from inference.gguf import estimate_memory, read_gguf_header
 
 MAX_SEQUENCES = 256  # llama.cpp's limit (LoadSettings.validate)
@@ -62,19 +62,20 @@ def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = 
     results = [h.result(timeout=1800) for h in handles]
     wall = time.perf_counter() - t0
     m = engine.metrics(fresh=True)
-    bad = [r for r in results if r.error or r.stats.generated_tokens != work.max_tokens]
+    stats = [r.stats for r in results if not r.error and r.stats is not None]
+    bad = len(results) - sum(s.generated_tokens == work.max_tokens for s in stats)
     if bad:
-        raise RuntimeError(f"{len(bad)} engine chats did not produce {work.max_tokens} tokens: {bad[0]}")
-    ttfts = [r.stats.ttft_s for r in results]
-    generated = sum(r.stats.generated_tokens for r in results)
+        raise RuntimeError(f"{bad} engine chats did not produce {work.max_tokens} tokens: {results}")
+    ttfts = [s.ttft_s for s in stats]
+    generated = sum(s.generated_tokens for s in stats)
     return RunResult(
         wall_s=wall,
         gen_tok_s=generated / wall,
         decode_tok_s=m.decode_only_tok_s,
-        ttft_p50_s=percentile(ttfts, 50),
-        ttft_p95_s=percentile(ttfts, 95),
-        itl_p50_s=m.itl_p50_s,
-        itl_p95_s=m.itl_p95_s,
+        ttft_p50_s=seconds_at(ttfts, 50),
+        ttft_p95_s=seconds_at(ttfts, 95),
+        itl_p50_s=or_nan(m.itl_p50_s),
+        itl_p95_s=or_nan(m.itl_p95_s),
         prompt_tokens_computed=m.prompt_tokens_computed,
         kv_cells_peak=m.kv_cells_peak,
         max_batch_seqs=m.max_step_seqs,
@@ -115,7 +116,7 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     try:
         work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
                 if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
-        threads, layers = settings.threads(), engine.info.n_gpu_layers
+        threads, layers = settings.threads(), engine.info.n_gpu_layers if engine.info else 0
         eng = run_engine(engine, work, options.warm, options.sampling)
     finally:
         engine.shutdown()

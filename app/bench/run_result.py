@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from inference import percentile
+
+
+def seconds_at(values: Sequence[float | None], q: float) -> float:
+    """A latency percentile for the report; NaN where nothing was measured (one-token
+    replies have no inter-token gaps), so ratios and tables still print."""
+    got = percentile([v for v in values if v is not None], q)
+    return math.nan if got is None else got
+
+
+def or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 @dataclass

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from app.chats.reply_text import ReplyText
 from app.engines.finish import message_status
-from inference import Delta
+from inference import Delta, FinishReason
 from storage import ChatRepository, DatabaseBusy, MessageStatus, retry_locked
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class ReplyRecorder:
         self.finished = True
         stats = delta.stats
         self._save_end(
-            status=message_status(delta.finish_reason),
+            # a finished delta always has its reason; one without is kept as an error
+            status=message_status(delta.finish_reason or FinishReason.ERROR),
             error_text=delta.error,
             prompt_tokens=stats.prompt_tokens if stats else None,
             completion_tokens=stats.generated_tokens if stats else self._tokens,

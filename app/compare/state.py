@@ -28,22 +28,30 @@ class ComparisonState:
         }
 
     @classmethod
-    def from_settings(cls, settings: dict, conversation_ids: tuple[int, ...], default: ModelSource) -> ComparisonState:
+    def from_settings(
+        cls, settings: dict, conversation_ids: tuple[int, ...], default: ModelSource | None
+    ) -> ComparisonState:
+        """default: the source of a pane whose saved one is missing or damaged; None leaves
+        such a pane out of `sources` (it stays in `order`)."""
         settings = settings if isinstance(settings, dict) else {}
-        panes = settings.get("panes") if isinstance(settings.get("panes"), dict) else {}
-        sources = {}
+        raw_panes = settings.get("panes")
+        panes: dict = raw_panes if isinstance(raw_panes, dict) else {}
+        known = set(conversation_ids)
+        sources: dict[int, ModelSource] = {}
         for conv_id in conversation_ids:
             entry = panes.get(str(conv_id))
             try:
                 sources[conv_id] = ModelSource.from_dict(entry.get("source") if isinstance(entry, dict) else None)
             except SourceError:
-                sources[conv_id] = default
-        saved = settings.get("order") if isinstance(settings.get("order"), list) else []
-        order = [i for i in saved if i in sources]
+                if default is not None:
+                    sources[conv_id] = default
+        raw_order = settings.get("order")
+        saved: list = raw_order if isinstance(raw_order, list) else []
+        order = [i for i in saved if i in known]
         order += [i for i in conversation_ids if i not in order]
         favourite = settings.get("favourite")
         extra = {k: v for k, v in settings.items() if k not in ("panes", "order", "blind", "favourite")}
-        return cls(sources, order, bool(settings.get("blind")), favourite if favourite in sources else None, extra)
+        return cls(sources, order, bool(settings.get("blind")), favourite if favourite in known else None, extra)
 
     @staticmethod
     def remap_settings(settings: dict, ids: dict) -> dict:

@@ -14,6 +14,8 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
 
 from app.engines.protocol import EngineState, EngineStatus
@@ -201,8 +203,8 @@ class EngineClient:
         # The requests in flight: ended by this side when the process dies.
         self._deltas = DeltaRouter(fallback=on_delta)
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._process = None
-        self._conn = None
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
         self._stopping = False
         self.state = EngineState(EngineStatus.STOPPED)
 
@@ -212,17 +214,19 @@ class EngineClient:
         """Spawn the engine process. wait=False returns at once; state reports progress."""
         parent, child = self._ctx.Pipe()
         self._outbox = queue.SimpleQueue()  # one per process: nothing stale reaches a new one
-        self._process = self._ctx.Process(
+        process = self._ctx.Process(
             target=_worker_main, args=(self.settings, child), name="chorus-engine", daemon=True
         )
+        self._process = process
         self._stopping = False
-        self._process.start()
+        process.start()
         child.close()
         self._conn = parent
-        self._set_state(EngineState(EngineStatus.STARTING, pid=self._process.pid))
+        self._set_state(EngineState(EngineStatus.STARTING, pid=process.pid))
         ready = threading.Event()
         outbox = self._outbox
-        threading.Thread(target=self._read, args=(parent, ready, outbox), name="engine-reader", daemon=True).start()
+        threading.Thread(target=self._read, args=(parent, process, ready, outbox), name="engine-reader",
+                         daemon=True).start()
         threading.Thread(target=self._write, args=(parent, outbox), name="engine-writer", daemon=True).start()
         if wait:
             if not ready.wait(START_TIMEOUT_S):
@@ -301,8 +305,8 @@ class EngineClient:
             except (BrokenPipeError, OSError):
                 return
 
-    def _read(self, conn, ready: threading.Event, outbox: queue.SimpleQueue) -> None:
-        process = self._process
+    def _read(self, conn: Connection, process: BaseProcess, ready: threading.Event,
+              outbox: queue.SimpleQueue) -> None:
         try:
             while True:
                 kind, payload = conn.recv()

@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.sources import LOCAL, ModelSource
@@ -43,6 +44,13 @@ class PooledEngine:
     def state(self) -> EngineState:
         inner = self.engine.state if self.engine is not None else EngineState(self.status)
         return EngineState(self.status, info=inner.info, error=self.error or inner.error, pid=inner.pid)
+
+    @property
+    def live(self) -> EngineLike:
+        """The engine itself: EnginePool.acquire sets it right after making this record."""
+        if self.engine is None:
+            raise RuntimeError(f"no engine was made for {self.source.label}")
+        return self.engine
 
     @property
     def is_local(self) -> bool:
@@ -86,10 +94,10 @@ class PooledEngine:
         # Only a head start: a pin that comes while the engine starts is dropped, and the
         # first chat with that prompt computes its cache instead.
         if self.status is EngineStatus.READY:
-            self.engine.pin_system_prompt(text)
+            self.live.pin_system_prompt(text)
 
     def set_threads(self, n_threads: int) -> None:
-        self.engine.set_threads(n_threads)
+        self.live.set_threads(n_threads)
 
     def wait_started(self, timeout: float | None = None) -> bool:
         return self._started.wait(timeout)
@@ -109,11 +117,11 @@ class PooledEngine:
     def shutdown(self) -> None:
         self.wait_started()  # a process half started is stopped once it is up
         self.status = EngineStatus.STOPPED
-        self.engine.shutdown()
+        self.live.shutdown()
 
     def _start(self) -> None:
         try:
-            self.engine.start(wait=True)
+            self.live.start(wait=True)
         except Exception as exc:  # noqa: BLE001  (whatever stops it starting ends the waiting requests)
             log.error("engine for %s failed to start: %s", self.source.label, exc)
             with self._lock:
@@ -147,13 +155,14 @@ class EnginePool:
     def acquire(self, source: ModelSource) -> PooledEngine:
         """The engine for source, started if it is new; every acquire needs a release."""
         with self._lock:
-            pooled = self._engines.get(source.key)
-            fresh = pooled is None or pooled.status in (EngineStatus.FAILED, EngineStatus.STOPPED)
-            if fresh:
-                users = pooled.users if pooled is not None else 0
-                pooled = PooledEngine(source, self._fail, users=users)
-                pooled.engine = self._make_engine(source, lambda state, p=pooled: self._engine_state(p, state))
+            known = self._engines.get(source.key)
+            fresh = known is None or known.status in (EngineStatus.FAILED, EngineStatus.STOPPED)
+            if known is None or fresh:
+                pooled = PooledEngine(source, self._fail, users=known.users if known is not None else 0)
+                pooled.engine = self._make_engine(source, partial(self._engine_state, pooled))
                 self._engines[source.key] = pooled
+            else:
+                pooled = known
             pooled.users += 1
         if fresh:
             pooled.start(wait=False)

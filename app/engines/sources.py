@@ -48,12 +48,13 @@ class ModelSource:
         return {"kind": REMOTE, "base_url": self.base_url, "model": self.model}
 
     @classmethod
-    def from_dict(cls, data: dict) -> ModelSource:
-        kind = data.get("kind") if isinstance(data, dict) else None
-        if kind == LOCAL and isinstance(data.get("path"), str) and data["path"]:
-            return cls.local(data["path"])
-        if kind == REMOTE and all(isinstance(data.get(k), str) and data[k] for k in ("base_url", "model")):
-            return cls.remote(data["base_url"], data["model"])
+    def from_dict(cls, data: object) -> ModelSource:
+        if isinstance(data, dict):
+            kind = data.get("kind")
+            if kind == LOCAL and isinstance(data.get("path"), str) and data["path"]:
+                return cls.local(data["path"])
+            if kind == REMOTE and all(isinstance(data.get(k), str) and data[k] for k in ("base_url", "model")):
+                return cls.remote(data["base_url"], data["model"])
         raise SourceError(f"not a model source: {data!r}")
 
 

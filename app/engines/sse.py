@@ -25,7 +25,8 @@ DONE = Event({}, "done")  # [DONE]: the server ended the stream on purpose
 def events(lines: Iterable[str]) -> Iterator[Event]:
     """Each event's JSON, and DONE last at `data: [DONE]`, so that a caller can tell a stream
     that ended from one whose connection closed (a server that died mid-reply)."""
-    field, data = "data", []
+    field = "data"
+    data: list[str] = []
     for line in lines:
         if not line:  # an event ends at a blank line
             if data:
