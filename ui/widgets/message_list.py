@@ -1,11 +1,20 @@
-"""The scrolling list of one conversation's messages, used by chat tabs and compare panes."""
+"""The scrolling list of one conversation's messages, used by chat tabs and compare panes.
+
+It follows the newest text (new rows, a reply growing, the list redrawn after Save prompt or
+reopened mid-reply, a narrower column when Details open) unless the user scrolled up; then
+it stays put and offers a "Jump to latest" button."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QAbstractItemView, QListView
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeyEvent, QResizeEvent
+from PySide6.QtWidgets import QAbstractItemView, QListView, QToolButton
 
 from ui.widgets.message_delegate import MessageDelegate
 from ui.widgets.message_model import MessageListModel
+
+AT_END_PX = 24  # this close to the end counts as at the end: reading the last lines still follows
+JUMP_MARGIN = 12
 
 
 class MessageList(QListView):
@@ -22,11 +31,55 @@ class MessageList(QListView):
         # Lay long histories out in slices between events, so opening one never freezes.
         self.setLayoutMode(QListView.LayoutMode.Batched)
         self.setBatchSize(50)
-        model.rowsInserted.connect(lambda *_: self.scrollToBottom())
-        model.dataChanged.connect(self._follow_stream)
-
-    def _follow_stream(self, first, _last, _roles=()) -> None:
-        # Keep the newest text in sight while it streams, unless the user scrolled up.
+        # Whether the view keeps the end in sight: changed by the user's scrolling only, so
+        # that a reset or a relayout (which move the bar themselves) cannot turn it off.
+        self.following = True
+        self.jump_button = QToolButton(self)
+        self.jump_button.setText("↓ Jump to latest")
+        self.jump_button.setToolTip("Show the newest message and follow it again")
+        self.jump_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.jump_button.clicked.connect(self.jump_to_latest)
+        self.jump_button.hide()
         bar = self.verticalScrollBar()
-        if first.row() == self.model().rowCount() - 1 and bar.value() >= bar.maximum() - 80:
-            self.scrollToBottom()
+        bar.rangeChanged.connect(self._range_changed)
+        bar.actionTriggered.connect(self._user_scrolled)  # the wheel, the bar's arrows and drags
+
+    def jump_to_latest(self) -> None:
+        self.following = True
+        self.scrollToBottom()
+        self._show_jump()
+
+    def _at_end(self) -> bool:
+        bar = self.verticalScrollBar()
+        return bar.sliderPosition() >= bar.maximum() - AT_END_PX
+
+    def _user_scrolled(self, _action: int) -> None:
+        # Called before the bar takes the new position: sliderPosition() already holds it.
+        self.following = self._at_end()
+        self._show_jump()
+
+    def _range_changed(self, _low: int, high: int) -> None:
+        if self.following:
+            self.verticalScrollBar().setValue(high)
+        self._show_jump()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Page Up, arrows, Home and End scroll as the user asks, as the wheel does."""
+        super().keyPressEvent(event)
+        self.following = self._at_end()
+        self._show_jump()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_jump()
+
+    def _show_jump(self) -> None:
+        self.jump_button.setVisible(not self.following and not self._at_end())
+        self._place_jump()
+
+    def _place_jump(self) -> None:
+        size = self.jump_button.sizeHint()
+        area = self.viewport().geometry()
+        self.jump_button.setGeometry(area.right() - size.width() - JUMP_MARGIN,
+                                     area.bottom() - size.height() - JUMP_MARGIN, size.width(), size.height())
+        self.jump_button.raise_()
