@@ -16,13 +16,16 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 PLOT_MIN_H = 110
 MIN_CHART_W = 260
-CHART_H = 150  # title, plot and legend: every chart asks for this size (see PerfPanel._place_charts)
+CHART_H = 164  # title, plot and a legend of two lines: every chart asks for this size (see PerfPanel._place_charts)
 # Fixed time ticks: the x range never changes, so the bottom axis is drawn once. No labels
-# at the ends, where the axis would cut them off.
+# at the ends, where the axis would cut them off. Short ones: "90 s ago" ran into the next
+# label in a chart under 300 px wide (three to a row in a 900 px window).
 TIME_TICKS = [
-    [(-90.0, "90 s ago"), (-60.0, "60 s ago"), (-30.0, "30 s ago")],
+    [(-90.0, "−90 s"), (-60.0, "−60 s"), (-30.0, "−30 s")],
     [(-120.0, ""), (0.0, "")],
 ]
+LEGEND_GAP = "&nbsp; "  # between two legend entries on one line
+LEGEND_GAP_TEXT = "  "  # the same, to measure
 # Curve colours per theme: saturated on white, lighter tones on the dark background.
 LIGHT_COLOURS = ("#1a73e8", "#e8710a", "#129eaf", "#9334e6", "#188038", "#d93025")
 DARK_COLOURS = ("#8ab4f8", "#fcad70", "#78d9ec", "#c58af9", "#81c995", "#f28b82")
@@ -50,8 +53,9 @@ class PerfChart(QWidget):
         # One line, no word wrap: a wrapping label makes the charts' scroll area size them by
         # height-for-width, which stretched every row to several times its height.
         self.legend = QLabel()
-        self.legend.setMinimumWidth(1)  # clipped in a very narrow chart, never widening its column
+        self.legend.setMinimumWidth(1)  # never widening its column: entries go onto more lines instead
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self._legend_entries: list[tuple[str, str]] = []  # (HTML, the plain text it shows)
         self.view = pg.GraphicsView()
         self.view.setMinimumHeight(PLOT_MIN_H)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -96,14 +100,38 @@ class PerfChart(QWidget):
             axis.setPen(palette.color(QPalette.ColorRole.Mid))
         self.left.setLabel(self.spec.unit, color=text.name())
         colours = DARK_COLOURS if is_dark(palette) else LIGHT_COLOURS
-        items = []
+        self._legend_entries = []
         for colour, (key, label) in zip(colours, self.spec.series):
             dashed = "total" in key  # a ceiling, not a measure
             style = Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
             self.curves[key].setPen(pg.mkPen(colour, width=2, style=style))
             mark = "╍╍" if dashed else "━━"
-            items.append(f'<span style="color:{colour}">{mark}</span>&nbsp;{html.escape(label)}')
-        self.legend.setText("&nbsp; ".join(items))
+            self._legend_entries.append(
+                (f'<span style="color:{colour}">{mark}</span>&nbsp;{html.escape(label)}', f"{mark} {label}"))
+        self._lay_out_legend()
+
+    def _lay_out_legend(self) -> None:
+        """The entries in as many lines as the chart's width needs, each entry whole (one
+        line, it clipped the last one: "ITL p9"). Explicit line breaks, not word wrap: a
+        wrapping label would size the charts by height-for-width (see __init__)."""
+        metrics = self.legend.fontMetrics()
+        room = max(1, self.width() - 8)  # the layout's margins
+        gap = metrics.horizontalAdvance(LEGEND_GAP_TEXT)
+        lines: list[list[str]] = [[]]
+        used = 0
+        for entry, plain in self._legend_entries:
+            width = metrics.horizontalAdvance(plain)
+            if lines[-1] and used + gap + width > room:
+                lines.append([])
+                used = 0
+            used += (gap if lines[-1] else 0) + width
+            lines[-1].append(entry)
+        self.legend.setText("<br>".join(LEGEND_GAP.join(line) for line in lines))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._lay_out_legend()
 
     def sizeHint(self) -> QSize:
         return QSize(MIN_CHART_W, CHART_H)

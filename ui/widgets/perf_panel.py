@@ -28,7 +28,7 @@ STAGGER_MS = 20  # between two charts' redraws: all of them within one sample pe
 BUILD_MS = 5  # between two charts' creation while the panel opens: the event loop runs between
 
 CHART_COLUMNS = 4  # at most; fewer when the panel is narrow (docked at the right, or floating)
-MIN_CHARTS_HEIGHT = 120
+MIN_BODY_HEIGHT = 60  # the dock's least: its title and a line or two of what scrolls inside
 
 # One unit per chart (its left axis); the legend labels are the series' short names.
 CHARTS = (
@@ -78,20 +78,27 @@ class PerfPanel(QDockWidget):
         self.gpu_label.setWordWrap(True)
         body = QWidget()
         self._tiles = Tiles(MIN_CHART_W, CHART_H)
-        # The charts scroll inside the dock: opening the panel takes room from the chat down
-        # to a usable size and never grows the window.
-        self._scroll = QScrollArea()
-        self._scroll.setWidgetResizable(True)
-        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self._scroll.setWidget(self._tiles)
-        self._scroll.setMinimumHeight(MIN_CHARTS_HEIGHT)
-        box = QVBoxLayout(body)
+        # Everything scrolls inside the dock, the engine line and the summary too: the dock
+        # asks for little more than its title, so opening the panel takes room from the chat
+        # and never grows the window (over a comparison, the tallest view, a dock that asked
+        # for its whole header plus the charts' minimum grew a 900x600 window to 900x645).
+        content = QWidget()
+        inner = QVBoxLayout(content)
+        inner.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
         top.addWidget(QLabel("Engine:"))
         top.addWidget(self.engine_box, 1)
         top.addWidget(self.gpu_label, 2)
-        box.addLayout(top)
-        box.addWidget(self.summary)
+        inner.addLayout(top)
+        inner.addWidget(self.summary)
+        inner.addWidget(self._tiles, 1)
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setWidget(content)
+        self._scroll.setMinimumHeight(MIN_BODY_HEIGHT)
+        box = QVBoxLayout(body)
+        box.setContentsMargins(6, 2, 6, 2)
         box.addWidget(self._scroll, 1)
         self.setWidget(body)
         self.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)

@@ -188,3 +188,51 @@ def test_screenshot_of_the_panel_with_a_gpu(window, qtbot, qapp, theme):
     qtbot.wait(300)  # the staggered redraws of every chart
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert window.grab().save(str(SCREENSHOTS / f"performance-panel-gpu-{theme}.png"))
+
+
+def test_the_panel_fits_a_900x600_window_without_growing_it(qtbot):
+    """The smallest window the app keeps usable: showing the panel takes its room from the
+    chat, never from the screen (over a comparison, the tallest view, it grew the window to
+    900x645)."""
+    small = shown(qtbot, MainWindow(), 900, 600)
+    view, _made = small.open_compare(2, "")
+    for conversation_id in (3, 4):
+        view.add_pane(conversation_id, "")
+    panel = open_panel(small, qtbot)
+    feed(panel, 40, gpu=False)
+    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()))
+    qtbot.wait(50)  # the layouts settle over a couple of events
+    assert (small.width(), small.height()) == (900, 600)
+    assert panel.height() >= 150 and small.centralWidget().height() > 0
+
+
+@pytest.fixture
+def small_panel(qtbot):
+    """The panel in a 900x600 window: three charts to a row, each under 300 px wide."""
+    small = shown(qtbot, MainWindow(), 900, 600)
+    panel = open_panel(small, qtbot)
+    feed(panel, 40, gpu=False)
+    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()))
+    qtbot.wait(50)  # the layouts settle over a couple of events
+    return panel
+
+
+def test_time_labels_keep_apart_in_a_narrow_chart(small_panel):
+    from PySide6.QtGui import QFontMetrics
+
+    gap_px = 12  # at least this much room between two labels ("90 s ago60 s ago" had about 5)
+    for spec in small_panel.wanted_charts():
+        axis = small_panel.chart(spec.key).bottom
+        metrics = QFontMetrics(axis.style["tickFont"] or axis.font())
+        ticks = [(value, text) for value, text in axis._tickLevels[0] if text]
+        spacing = axis.width() * (ticks[1][0] - ticks[0][0]) / 120.0  # the x range is the last 120 s
+        widest = max(metrics.horizontalAdvance(text) for _value, text in ticks)
+        assert spacing - widest >= gap_px, (spec.key, spacing, widest)
+
+
+def test_every_legend_entry_is_shown_whole_in_a_narrow_chart(small_panel):
+    for spec in small_panel.wanted_charts():
+        legend = small_panel.chart(spec.key).legend
+        assert legend.sizeHint().width() <= legend.width(), (spec.key, legend.text())
+        for label in small_panel.chart(spec.key).legend_labels():
+            assert label in legend.text()
