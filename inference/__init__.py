@@ -28,6 +28,7 @@ from inference.errors import EngineError, ModelLoadError, RequestError
 from inference.outputs import Delta, FinishReason, ModelInfo, Phase, RequestStats, TokenLogprob, TopLogprob
 from inference.params import (
     KV_TYPES,
+    OVERFLOW_POLICIES,
     PRIORITY_BACKGROUND,
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -79,6 +80,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "KV_TYPES",
+    "OVERFLOW_POLICIES",
     "JSON_OBJECT",
     "PRIORITY_BACKGROUND",
     "PRIORITY_TAB",

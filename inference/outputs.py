@@ -37,6 +37,9 @@ class RequestStats:
     itl_p50_s: float | None
     itl_p95_s: float | None
     total_s: float
+    # (start, count): the chat's messages[start:start + count] were not in the prompt (a
+    # chat longer than the context, cut by its overflow policy)
+    messages_dropped: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True, slots=True)

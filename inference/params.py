@@ -113,9 +113,12 @@ class ChatRequest:
     # prompt is the prefix every chat starting with these messages shares, whatever the
     # template (PromptTokenizer.shared_prefix_tokens), not the messages' own render.
     pin: bool = False
-    # A chat longer than the context drops its oldest turns (never the system prompt)
-    # instead of failing, keeping room for the reply.
-    fit_context: bool = False
+    # What a chat longer than the context keeps in the model's view (tokenizer/overflow.py):
+    # "stop" refuses it; "drop_oldest" keeps the newest turns that fit with room for the
+    # reply; "truncate_middle" keeps the first exchange too. The system prompt always stays.
+    overflow: str = "stop"
+    # Set by prepare: messages[start:start + count] were left out of the prompt (overflow).
+    dropped: tuple[int, int] = (0, 0)
     # The last message is an assistant reply to go on with (Continue after the token limit):
     # the template renders the messages before it with the generation prompt, then its text
     # follows with no end-of-turn, so the model writes the rest of that same reply (as
@@ -124,6 +127,11 @@ class ChatRequest:
 
 
 SPECULATIVE_MODES = ("off", "lookup")
+# ChatRequest.overflow: what a chat longer than the context keeps (tokenizer/overflow.py)
+OVERFLOW_STOP = "stop"
+OVERFLOW_DROP_OLDEST = "drop_oldest"
+OVERFLOW_TRUNCATE_MIDDLE = "truncate_middle"
+OVERFLOW_POLICIES = (OVERFLOW_STOP, OVERFLOW_DROP_OLDEST, OVERFLOW_TRUNCATE_MIDDLE)
 KV_TYPES = ("f16", "q8_0", "q4_0")
 
 

@@ -52,7 +52,7 @@ def title_request(first_message: str, request_id: str) -> ChatRequest:
     It stops at the end of the line: a base model (no end of turn) goes on inventing chats."""
     sampling = SamplingParams.greedy(max_tokens=MAX_TOKENS, stop=("\n",))
     return ChatRequest(messages=title_messages(first_message), sampling=sampling, priority=SPARE_PRIORITY,
-                       request_id=request_id, fit_context=True)
+                       request_id=request_id, overflow="drop_oldest")
 
 
 def title_messages(first_message: str) -> tuple[dict, ...]:

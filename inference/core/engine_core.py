@@ -75,7 +75,8 @@ class EngineCore:
     def add_request(self, chat: ChatRequest) -> list[Delta]:
         request_id = chat.request_id or new_request_id()
         try:
-            tokens = list(self.inputs.prepare(chat).prompt_tokens or ())
+            prepared = self.inputs.prepare(chat)
+            tokens = list(prepared.prompt_tokens or ())
             if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
                 return [Delta.finished_with(request_id, FinishReason.STOP)]
             req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
@@ -83,7 +84,8 @@ class EngineCore:
                 self.runner.start_sampling(request_id, chat.sampling, tokens)  # a bad grammar raises
         except RequestError as exc:
             return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
-        self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock())
+        self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock(),
+                                                  dropped=prepared.dropped)
         if self.disk is None or not self.disk.begin_restore(req):
             self.scheduler.add(req)  # else it joins once its prefix is loaded (poll_restores)
         return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]

@@ -28,6 +28,7 @@ class RequestOutput:
     request: Request
     n_ctx: int
     submitted_s: float = field(default_factory=time.perf_counter)
+    dropped: tuple[int, int] = (0, 0)  # the chat's messages its prompt left out (overflow)
     first_token_s: float | None = None
     last_token_s: float | None = None
     itls: list[float] = field(default_factory=list)
@@ -95,6 +96,7 @@ class RequestOutput:
             itl_p50_s=percentile(self.itls, 50),
             itl_p95_s=percentile(self.itls, 95),
             total_s=now - self.submitted_s,
+            messages_dropped=self.dropped,
         )
 
     def finished_delta(

@@ -28,6 +28,7 @@ from dataclasses import replace
 from inference.errors import RequestError
 from inference.params import ChatRequest
 from inference.tokenizer.chat_template import ChatTemplate, builtin_template
+from inference.tokenizer.overflow import DROP_OLDEST, OVERFLOW_POLICIES, STOP, Fitted, fit, reply_room
 from inference.tokenizer.special_split import Piece, Special, SpecialMatcher, merge_runs
 from inference.tokenizer.vocab import OwnedVocab, Vocabulary
 
@@ -76,10 +77,13 @@ class InputProcessor:
         thread, or, when they came set (prepared earlier, or given by the caller), checked.
         Raises RequestError for a chat the engine would refuse."""
         chat.sampling.validate()
+        if chat.overflow not in OVERFLOW_POLICIES:
+            raise RequestError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, not {chat.overflow!r}")
         if chat.prompt_tokens is not None:
             self.check_prompt(list(chat.prompt_tokens))
             return chat
-        return replace(chat, prompt_tokens=tuple(self.prompt_tokens(chat)))
+        fitted = self.fitted(chat)
+        return replace(chat, prompt_tokens=tuple(fitted.tokens), dropped=fitted.dropped)
 
     def prepare_text(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), checked: RequestError for text that
@@ -89,16 +93,20 @@ class InputProcessor:
         return tokens
 
     def prompt_tokens(self, chat: ChatRequest) -> list[int]:
-        """The prompt of a chat request: fitted to the context if it asks, checked."""
+        """The prompt of a chat request: fitted to the context as its overflow says, checked."""
+        return self.fitted(chat).tokens
+
+    def fitted(self, chat: ChatRequest) -> Fitted:
+        """The chat's prompt under its overflow policy and which messages it left out, checked."""
         messages = list(chat.messages)
-        if chat.fit_context:
-            tokens = self.fitted_tokens(messages, chat.sampling.max_tokens, chat.continue_final)
-        elif chat.pin:
-            tokens = self.shared_prefix_tokens(messages)
+        if chat.pin:
+            fitted = Fitted(self.shared_prefix_tokens(messages))
+        elif chat.overflow == STOP:
+            fitted = Fitted(self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx))
         else:
-            tokens = self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx)
-        self.check_prompt(tokens)
-        return tokens
+            fitted = self.fit_messages(messages, chat.sampling.max_tokens, chat.overflow, chat.continue_final)
+        self.check_prompt(fitted.tokens)
+        return fitted
 
     def system_prefix_tokens(self, system_prompt: str) -> list[int]:
         """The tokens every chat with this system prompt starts with (what pinning caches)."""
@@ -116,32 +124,14 @@ class InputProcessor:
         )
         return first[:common_prefix_len(first, second)]
 
-    def fitted_tokens(self, messages: list[dict], max_tokens: int, continue_final: bool = False) -> list[int]:
-        """The chat's newest turns that fit with room for the reply (a quarter of the
-        context at most); the system prompt always stays (and the last message, the reply
-        being continued). Binary search over the cut."""
-        n_ctx = self.n_ctx
-        room = min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
-        first = messages[0] if messages else None
-        head = [first] if isinstance(first, dict) and first.get("role") == "system" else []
-        body = messages[len(head):]
-
-        def render(cut: int) -> list[int]:
-            return self._chat_tokens(head + body[cut:], True, continue_final)
-
-        tokens = render(0)
-        if len(tokens) + room <= n_ctx or len(body) <= 1:
-            return tokens
-        lo, hi = 1, len(body) - 1  # find the smallest cut that fits
-        best = render(hi)
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            candidate = render(mid)
-            if len(candidate) + room <= n_ctx:
-                best, hi = candidate, mid - 1
-            else:
-                lo = mid + 1
-        return best
+    def fit_messages(self, messages: list[dict], max_tokens: int, policy: str = DROP_OLDEST,
+                     continue_final: bool = False) -> Fitted:
+        """The chat cut to fit the context with room for the reply, as policy says (see
+        tokenizer/overflow.py); not yet checked."""
+        self.check_size(sum(len(m["content"]) for m in messages[-1:]
+                            if isinstance(m, dict) and isinstance(m.get("content"), str)))
+        return fit(messages, lambda kept: self._chat_tokens(kept, True, continue_final),
+                   self.n_ctx, reply_room(self.n_ctx, max_tokens), policy)
 
     def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
                     continue_final: bool = False, limit: int | None = None) -> list[int]:

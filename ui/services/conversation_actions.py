@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from app.chats.overflow import chat_overflow
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
@@ -140,7 +141,7 @@ class ConversationActions:
                                     reply=shared, base_tokens=tokens, priority=priority))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
         chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
-                           fit_context=True, continue_final=continued)
+                           overflow=chat_overflow(path.conversation.sampling), continue_final=continued)
         view.set_busy(True)
         view.set_state("queued")
         try:

@@ -106,7 +106,7 @@ def test_continue_final_renders_the_partial_reply_without_an_end_of_turn() -> No
     tokens = d.core.inputs.chat_tokens(messages, continue_final=True)
     assert bytes(tokens[1:]).decode() == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nHel"
     fitted = ChatRequest(messages=tuple(messages), sampling=SamplingParams.greedy(2), request_id="c",
-                         fit_context=True, continue_final=True)
+                         overflow="drop_oldest", continue_final=True)
     [queued] = d.core.add_request(fitted)
     assert queued.progress == (1, len(tokens))
     [bad] = d.core.add_request(ChatRequest(messages=tuple(messages[:1]), continue_final=True, request_id="u"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference import ChatRequest, FinishReason, SamplingParams
+from inference import ChatRequest, FinishReason, LoadSettings, SamplingParams
 from inference.errors import EngineError, ModelLoadError
 from inference.outputs import Phase
 from inference.worker.model_runner import DECODE_NO_KV_SLOT, StepOutput
@@ -418,11 +418,34 @@ def test_a_chat_longer_than_the_context_keeps_its_newest_turns(make_engine):
     refused = engine.submit(ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(16))).result(60)
     assert refused.finish_reason is FinishReason.ERROR and "context holds 512" in refused.error
     fitted = engine.submit(
-        ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(16), fit_context=True)
+        ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(16), overflow="drop_oldest")
     ).result(60)
     assert fitted.error is None
     assert 300 < fitted.stats.prompt_tokens <= 512 - 16
-    tokens = engine.inputs.fitted_tokens(history, 16)
+    start, count = fitted.stats.messages_dropped  # the oldest turns, for the chat to mark
+    assert start == 1 and count > 0 and history[start + count]["role"] == "user"
+    tokens = engine.inputs.fit_messages(history, 16).tokens
     text = engine.call(lambda core: "".join(core.runner.piece(t).decode("utf-8", "replace") for t in tokens))
     assert "You are brief." in text and "And the last one?" in text
     assert "item 0." not in text and "item 59." in text
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "truncate_middle"])
+def test_gemma_goes_on_past_its_context_with_turns_that_still_alternate(gemma_path, overflow):
+    """Gemma 3's template refuses turns out of order and it has sliding-window layers: a
+    cut chat still renders, runs and says what it left out."""
+    from inference.core.engine import Engine
+
+    history: list[dict] = [{"role": "system", "content": "You are brief."}]
+    for i in range(40):
+        history += [{"role": "user", "content": f"Tell me about item {i}."},
+                    {"role": "assistant", "content": f"Item {i} is a fine thing to have around."}]
+    history.append({"role": "user", "content": "And the last one?"})
+    with Engine.start(LoadSettings(model_path=gemma_path, n_ctx=512, n_seq_max=1)) as engine:
+        out = engine.submit(ChatRequest(messages=tuple(history), sampling=SamplingParams.greedy(8),
+                                        overflow=overflow)).result(120)
+    assert out.error is None and out.stats.generated_tokens > 0
+    start, count = out.stats.messages_dropped
+    assert start == (1 if overflow == "drop_oldest" else 3) and count > 0
+    assert history[start + count]["role"] == "user"
+    assert out.stats.prompt_tokens <= 512 - 8

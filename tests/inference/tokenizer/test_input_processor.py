@@ -75,7 +75,7 @@ def test_prepare_sets_the_prompt_tokens_of_chats_fitted_chats_and_pins() -> None
     chat = ChatRequest(messages=({"role": "user", "content": "hi"},), sampling=SamplingParams())
     assert t.prepare(chat).prompt_tokens == tuple(t.chat_tokens([{"role": "user", "content": "hi"}]))
     long_chat = tuple({"role": "user", "content": f"turn {i} " * 20} for i in range(20))
-    fitted = t.prepare(ChatRequest(messages=long_chat, fit_context=True, sampling=SamplingParams(max_tokens=100)))
+    fitted = t.prepare(ChatRequest(messages=long_chat, overflow="drop_oldest", sampling=SamplingParams(max_tokens=100)))
     assert fitted.prompt_tokens and 0 < len(fitted.prompt_tokens) <= 1024 - 100
     pin = t.prepare(ChatRequest(messages=({"role": "system", "content": "S"},), pin=True))
     assert pin.prompt_tokens == tuple(t.system_prefix_tokens("S"))
