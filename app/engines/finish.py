@@ -61,6 +61,11 @@ def rate_text(tok_s: float) -> str:
     return f"{tok_s:.1f} tok/s" if tok_s < 10 else f"{tok_s:.0f} tok/s"
 
 
+def tokens_text(count: int) -> str:
+    """A token count as every view writes it: "1 token", "12 tokens"."""
+    return f"{count} token" if count == 1 else f"{count} tokens"
+
+
 def done_text(delta: Delta) -> str:
     """The line a tab shows when a reply ends: "done · 12 tokens · 40 tok/s", "stopped",
     "error: <why>"."""
@@ -74,4 +79,4 @@ def done_text(delta: Delta) -> str:
     if reason is FinishReason.CANCELLED or s is None:
         return label
     rate = f" · {rate_text(s.decode_tok_s)}" if s.decode_tok_s else ""
-    return f"{label} · {s.generated_tokens} tokens{rate}"
+    return f"{label} · {tokens_text(s.generated_tokens)}{rate}"

@@ -7,7 +7,7 @@ from app.engines.finish import rate_text
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.models.probe import ModelProbe
-from inference import MetricsSnapshot
+from inference import MetricsSnapshot, Phase
 from ui.services.context import ControllerContext
 
 
@@ -26,6 +26,7 @@ class EngineStatusController:
         told.model_error.connect(w.show_model_error)
         told.recent_models_changed.connect(w.set_recent_models)
         ctx.streams.frame_drawn.connect(self.show_metrics)
+        self._counted = False  # the line shows the replies being written (not the engine's state)
 
     def show_state(self, state: EngineState) -> None:
         name, w = self.ctx.engines.model_name, self.ctx.window
@@ -39,15 +40,30 @@ class EngineStatusController:
             w.set_engine_status(f"engine {state.status}")
 
     def show_metrics(self) -> None:
+        """Once a frame: the replies being written, counted from the stream presenter (the
+        source every view follows), with the main engine's rate. The engine's own counts
+        lagged: "1 running" after the reply had ended, "idle" while panes on other models
+        wrote."""
         hub = self.ctx.engines
-        m = hub.metrics
-        if hub.engine.state.status is not EngineStatus.READY or m is None:
+        live = self.ctx.streams.live()
+        ready = hub.engine.state.status is EngineStatus.READY
+        if not live and not ready:
+            if self._counted:  # the last reply ended: the engine's state again
+                self._counted = False
+                self.show_state(hub.engine.state)
             return
-        self.ctx.window.set_engine_status(status_line(hub.model_name, m))
+        self._counted = True
+        writing = sum(1 for s in live if s.phase is Phase.DECODING)
+        self.ctx.window.set_engine_status(status_line(hub.model_name, hub.metrics, writing, len(live) - writing))
 
 
-def status_line(model: str, m: MetricsSnapshot) -> str:
-    """The status bar's engine line; idle says so instead of the last busy rate."""
-    if m.running == 0 and m.queued == 0:
+def status_line(model: str, m: MetricsSnapshot | None, writing: int, waiting: int) -> str:
+    """The status bar's engine line: the app's replies being written and waiting (queued or
+    reading their prompt), then the engine's rate and batch; idle says so instead of the last
+    busy rate."""
+    if writing == 0 and waiting == 0:
         return f"{model} · idle"
-    return f"{model} · {m.running} running · {m.queued} queued · {rate_text(m.decode_tok_s)} · batch {m.last_step_seqs}"
+    parts = [model, f"{writing} writing", f"{waiting} waiting"]
+    if m is not None:
+        parts += [rate_text(m.decode_tok_s), f"batch {m.last_step_seqs}"]
+    return " · ".join(parts)

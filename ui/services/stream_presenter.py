@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
-from app.engines.finish import done_text, rate_text, ui_status
+from app.engines.finish import done_text, rate_text, tokens_text, ui_status
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import MessageRecord
 from ui.widgets.chat_tab import ChatTab
@@ -62,6 +62,16 @@ class Stream:
     def __post_init__(self) -> None:
         self.drawn = self.reply.end  # the view shows the message as stored: what it held before
 
+    def written(self) -> int:
+        """The message's tokens so far: the one count its header, its tab's state line and
+        the side panel show while it is written."""
+        return self.base_tokens + self.tokens
+
+    def live_meta(self) -> str:
+        """The header of the reply being written: its count now, not the last checkpoint's
+        (a reopened chat showed "79 tokens" while its state line reached 395)."""
+        return _meta(None, None, self.written())
+
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
 
@@ -94,7 +104,7 @@ def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
     if rate:
         parts.append(rate_text(rate))
     if tokens:
-        parts.append(f"{tokens} tokens")
+        parts.append(tokens_text(tokens))
     return " · ".join(parts)
 
 
@@ -189,7 +199,7 @@ class StreamPresenter(QObject):
             return
         on_screen = self.window.is_showing(tab)
         if on_screen:
-            self._draw(tab, stream, status=_live_status(delta))
+            self._draw(tab, stream, status=_live_status(delta), meta=stream.live_meta())
         # A hidden tab's state line changes with the phase only, not with every token.
         tab.set_state(_live_text(delta, stream if on_screen else None))
 
@@ -205,7 +215,8 @@ class StreamPresenter(QObject):
             return views
         key = f"m{stream.message_id}"
         live, stream.drawn = stream.reply.upto()  # later frames append only what follows
-        return [replace(v, text=live, status="streaming") if v.key == key else v for v in views]
+        return [replace(v, text=live, status="streaming", meta=stream.live_meta()) if v.key == key else v
+                for v in views]
 
     def _views(self, index: int) -> list:
         """The chat views a tab shows: one, or the panes of a comparison."""
@@ -226,7 +237,7 @@ class StreamPresenter(QObject):
         for view in self._views(index):
             stream = self.stream_for(view.conversation_id)
             if stream is not None and stream.reply.end > stream.drawn:
-                self._draw(view, stream, status="streaming")
+                self._draw(view, stream, status="streaming", meta=stream.live_meta())
 
 
 def _as_shown(stats: RequestStats, stream: Stream) -> RequestStats:
@@ -252,7 +263,7 @@ def _live_text(delta: Delta, stream: Stream | None) -> str:
         return "writing…"
     per_s = stream.rate(time.monotonic())
     rate = f" · {rate_text(per_s)}" if per_s is not None else ""
-    return f"writing… {stream.base_tokens + stream.tokens} tokens{rate}"
+    return f"writing… {tokens_text(stream.written())}{rate}"
 
 
 def result_text(delta: Delta) -> str:
@@ -264,7 +275,7 @@ def result_text(delta: Delta) -> str:
             parts.append(f"TTFT {s.ttft_s:.2f} s")
         if s.decode_tok_s:
             parts.append(rate_text(s.decode_tok_s))
-        parts.append(f"{s.generated_tokens} tokens")
+        parts.append(tokens_text(s.generated_tokens))
         if s.cached_tokens:
             parts.append(f"{s.cached_tokens}/{s.prompt_tokens} prompt tokens cached")
     reason = delta.finish_reason.value if delta.finish_reason is not None else "?"

@@ -1,11 +1,28 @@
 """The window with its controllers, as the composition root builds them (ui/controllers/):
-every test here runs them, and so needs qasync's asyncio loop on Qt's, as in the app."""
+every test here runs them, and so needs qasync's asyncio loop on Qt's, as in the app. The
+desk (tests/support/desk.py) is that window with no engine started, fed replies by hand or
+by a scripted engine."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.support.desk import Desk, ScriptedEngine, scripted_engine
+
 
 @pytest.fixture(autouse=True)
 def _asyncio_on_qt(qt_asyncio):
     return qt_asyncio
+
+
+@pytest.fixture
+def desk(qtbot, tmp_path):
+    instance = Desk(qtbot, tmp_path)
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def engine(desk) -> ScriptedEngine:
+    """Every chat of the desk replies through it: tokens and ends when the test says."""
+    return scripted_engine(desk)

@@ -9,21 +9,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from inference.outputs import FinishReason
-from tests.support.desk import Desk, ScriptedEngine, scripted_engine
+from tests.support.desk import Desk, ScriptedEngine
 
 
-@pytest.fixture
-def desk(qtbot, tmp_path):
-    instance = Desk(qtbot, tmp_path)
-    instance.window.activateWindow()
-    qtbot.waitUntil(instance.window.isActiveWindow)
-    yield instance
-    instance.close()
-
-
-@pytest.fixture
-def engine(desk) -> ScriptedEngine:
-    return scripted_engine(desk)
+@pytest.fixture(autouse=True)
+def active(desk, qtbot) -> None:
+    """The window in front, as the user's is: only an active window has a focus widget."""
+    desk.window.activateWindow()
+    qtbot.waitUntil(desk.window.isActiveWindow)
 
 
 def _chat_with_a_reply(desk: Desk, engine: ScriptedEngine, reason: FinishReason = FinishReason.STOP):

@@ -5,27 +5,14 @@ scripted engine answers."""
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from inference.outputs import FinishReason
-from tests.support.desk import Desk, ScriptedEngine, scripted_engine
+from tests.support.desk import Desk, ScriptedEngine
 
 LONG = " ".join(["A paragraph long enough to wrap over a few lines of the chat view."] * 4)
-
-
-@pytest.fixture
-def desk(qtbot, tmp_path):
-    instance = Desk(qtbot, tmp_path)
-    yield instance
-    instance.close()
-
-
-@pytest.fixture
-def engine(desk) -> ScriptedEngine:
-    return scripted_engine(desk)
 
 
 def _long_chat(desk: Desk, turns: int = 12):

@@ -20,13 +20,6 @@ from ui.widgets.tab_activity import MARKS, Activity, TabState, aggregate, toolti
 from ui.widgets.tray import NO_TRAY
 
 
-@pytest.fixture
-def desk(qtbot, tmp_path):
-    instance = Desk(qtbot, tmp_path)
-    yield instance
-    instance.close()
-
-
 def _text(window, widget) -> str:
     return window.tabs.tabText(window.tabs.indexOf(widget))
 
