@@ -43,6 +43,21 @@ def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
     return palette.color(QPalette.ColorRole.AlternateBase)
 
 
+def markdown_of(view: MessageView) -> str:
+    """The Markdown a bubble renders. A user's line breaks (Shift+Enter) are hard breaks:
+    Markdown joins single lines into one paragraph. Lines inside code fences stay as typed."""
+    text = view.text or " "
+    if view.role != "user":
+        return text
+    lines, in_code = text.split("\n"), False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.strip() and lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("```"):
+            lines[i] = line + "\\"  # a backslash at the end: CommonMark's hard line break
+    return "\n".join(lines)
+
+
 def code_style_sheet(text: QColor, link: QColor) -> str:
     """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
     dark ones, so code gets an opaque background a step away from the bubble's."""
@@ -78,7 +93,7 @@ class MessageDelegate(QStyledItemDelegate):
             doc = QTextDocument()
             doc.setDefaultFont(font)
             doc.setDefaultStyleSheet(code_style_sheet(color, self.link_color))
-            doc.setMarkdown(view.text or " ")
+            doc.setMarkdown(markdown_of(view))
             highlight_code_blocks(doc, dark=color.lightness() > 128)
             doc.setTextWidth(max(50, width))
             self._docs[key] = doc
