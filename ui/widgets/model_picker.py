@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
@@ -100,6 +100,16 @@ class ModelPicker(QWidget):
         self.recent: list[ModelChoice] = []
         self.set_status(self.status)
         self._build_menu()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        # A widget with a style sheet keeps drawing its hover panel with the palette it was
+        # polished under: after View → Theme → Dark the button's hover was a white box.
+        if event.type() == QEvent.Type.PaletteChange:
+            style = self.button.style()
+            style.unpolish(self.button)
+            style.polish(self.button)
+            self.button.update()
 
     # ----- what the controller sets ------------------------------------------------------
 

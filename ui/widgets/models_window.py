@@ -5,7 +5,7 @@ window comes back as it was. Widgets only: ui/controllers/models_window.py runs 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -23,6 +23,9 @@ from ui.widgets.hub_results import HubResults
 from ui.widgets.library_view import LibraryView
 
 ERROR_COLOUR = "#e5534b"
+DEFAULT_SIZE = (1120, 660)  # repository ids and file names are long
+SCREEN_SHARE = 0.9  # at most this much of the screen's free area, on a small screen
+FRAME_GUESS = QSize(16, 40)  # borders and title bar, before the first showing tells them
 
 
 class ModelsWindow(QWidget):
@@ -33,7 +36,8 @@ class ModelsWindow(QWidget):
     def __init__(self, n_ctx: int = 8192, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)  # its own window, above the main one
         self.setWindowTitle("Models")
-        self.resize(1120, 660)
+        self.resize(*DEFAULT_SIZE)
+        self._placed = False  # placed on the screen at its first showing; then where the user left it
         self.results = HubResults()
         self.files = HubFiles(n_ctx)
         self.library = LibraryView()
@@ -90,11 +94,34 @@ class ModelsWindow(QWidget):
         self.retry_button.setVisible(retry)
 
     def bring_up(self) -> None:
+        if not self._placed:
+            self._place_on_screen()
         if self.isMinimized():
             self.showNormal()
         self.show()
         self.raise_()
         self.activateWindow()
+
+    def _place_on_screen(self) -> None:
+        """Over the main window, whole within the free area of its screen: the default size
+        was larger than a small screen, and centring on a main window near an edge put part
+        of it off-screen."""
+        self._placed = True
+        owner = self.parentWidget()
+        screen = owner.screen() if owner is not None else self.screen()
+        area = screen.availableGeometry()
+        frame = self.frameGeometry().size() - self.geometry().size()  # the title bar and borders, once known
+        if frame.isEmpty():  # not yet shown: the window manager's usual share
+            frame = FRAME_GUESS
+        least = self.minimumSizeHint()  # what its layout needs, whatever the screen
+        width = max(least.width(), min(DEFAULT_SIZE[0], int(area.width() * SCREEN_SHARE) - frame.width()))
+        height = max(least.height(), min(DEFAULT_SIZE[1], int(area.height() * SCREEN_SHARE) - frame.height()))
+        self.resize(width, height)
+        box = QRect(0, 0, width + frame.width(), height + frame.height())
+        box.moveCenter(owner.frameGeometry().center() if owner is not None else area.center())
+        box.moveLeft(max(area.left(), min(box.left(), area.right() + 1 - box.width())))
+        box.moveTop(max(area.top(), min(box.top(), area.bottom() + 1 - box.height())))
+        self.move(box.topLeft())  # move() places the frame's corner
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt's name)
         super().showEvent(event)

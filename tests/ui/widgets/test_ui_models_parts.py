@@ -63,3 +63,17 @@ def test_the_daemon_pool_runs_in_order_and_shutdown_cancels_what_has_not_started
     assert queued.cancelled()
     assert isinstance(failing.exception(10), ZeroDivisionError)  # handed to whoever reads it
     assert all(t.daemon for t in threading.enumerate() if t.name.startswith("test-pool"))
+
+
+def test_the_models_window_opens_whole_on_the_screen(window, qtbot):
+    """Its 1120x660 default was larger than a small screen (offscreen's is 800x600) and went
+    over its edge: it opens within the screen's free area, over the main window."""
+    from ui.widgets.models_window import ModelsWindow
+
+    window.move(200, 100)
+    models = ModelsWindow(8192, window)
+    models.bring_up()
+    qtbot.waitExposed(models)
+    area = window.screen().availableGeometry()
+    assert area.contains(models.frameGeometry()), (area, models.frameGeometry())
+    assert models.width() >= min(800, area.width() * 0.8)  # still roomy where there is room

@@ -89,3 +89,30 @@ def test_switching_live_gives_widgets_the_theme_s_disabled_and_link_colours(qtbo
         assert label.palette().color(QPalette.ColorRole.Link) == expected.color(QPalette.ColorRole.Link)
     finally:
         apply_theme(qapp, "system")
+
+
+@pytest.mark.parametrize(("first", "then"), [("light", "dark"), ("dark", "light")])
+def test_the_model_picker_s_hover_follows_a_theme_switched_live(qtbot, qapp, first, then) -> None:
+    """The picker's button has a style sheet (for its menu indicator): after View → Theme it
+    drew its hover panel in the old palette, a white box on the dark window."""
+    from PySide6.QtCore import Qt
+
+    from tests.support.shown import shown
+    from ui.theme import apply_theme
+    from ui.widgets.model_picker import READY, ModelPicker, ModelStatus
+
+    apply_theme(qapp, first)
+    try:
+        picker = shown(qtbot, ModelPicker(), 400, 30)
+        picker.set_status(ModelStatus("SmolLM2-135M-Instruct.Q4_1.gguf", READY))
+        apply_theme(qapp, then)
+        button = picker.button
+        qtbot.waitUntil(lambda: button.palette().color(QPalette.ColorRole.Window) ==
+                        qapp.palette().color(QPalette.ColorRole.Window))
+        button.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, True)  # the pointer on it: offscreen has none
+        image = button.grab().toImage()
+        panel = image.pixelColor(image.width() // 2, image.height() - 3)  # under the text, inside the frame
+        window = qapp.palette().color(QPalette.ColorRole.Window)
+        assert abs(panel.lightness() - window.lightness()) < 60, (panel.name(), window.name())
+    finally:
+        apply_theme(qapp, "system")
