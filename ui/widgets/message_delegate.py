@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
@@ -18,7 +18,8 @@ from ui.widgets.message_model import MessageView, ViewRole
 PAD = 10
 GAP = 6
 HEADER_H = 18
-COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
+COPY_W = 64
+COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again  # the Copy button's hit box, at the right of a code block's toolbar
 CACHE_SIZE = 512
 HEIGHT_CACHE_SIZE = 200_000
 WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
@@ -169,6 +170,19 @@ class MessageDelegate(QStyledItemDelegate):
             label = "Copied ✓" if self.copied == (view.key, block.first_block) else "Copy"
             painter.drawText(copy, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
 
+    def _show_copied(self, which: tuple[str, int], view) -> None:
+        """'Copied ✓' in place of that block's Copy, for COPIED_MS (it said so forever)."""
+        self.copied = which
+        repaint = view.viewport().update if view is not None else (lambda: None)
+        repaint()
+
+        def back() -> None:
+            if self.copied == which:  # not a later click's
+                self.copied = None
+                repaint()
+
+        QTimer.singleShot(COPIED_MS, self, back)
+
     def code_block_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> CodeBlock | None:
         """The code block whose Copy is under pos (in the view's coordinates), if any."""
         rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
@@ -235,9 +249,7 @@ class MessageDelegate(QStyledItemDelegate):
             block = self.code_block_at(option, view, event.position().toPoint())
             if block is not None:
                 QGuiApplication.clipboard().setText(block.code)
-                self.copied = (view.key, block.first_block)
+                self._show_copied((view.key, block.first_block), option.widget)
                 self.code_copied.emit(block.code)
-                if option.widget is not None:
-                    option.widget.viewport().update()  # "Copied ✓" in place of Copy
                 return True
         return super().editorEvent(event, model, option, index)

@@ -10,6 +10,7 @@ from PySide6.QtGui import QGuiApplication, QPalette
 
 from ui.theme import dark_palette, light_palette
 from ui.widgets.code_highlight import COLORS
+from ui.widgets.message_delegate import COPIED_MS
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel, MessageView
 
@@ -79,6 +80,8 @@ def test_each_code_block_has_its_language_and_copy_copies_it(shown, qtbot):
     assert copied == ["ls -l"]
     assert QGuiApplication.clipboard().text() == "ls -l"
     assert shown.delegate.copied == ("m1", bars[1][0].first_block)
+    # "Copied ✓" says it for a moment, then the button is Copy again (issue 27, defect 10)
+    qtbot.waitUntil(lambda: shown.delegate.copied is None, timeout=COPIED_MS + 2000)
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
