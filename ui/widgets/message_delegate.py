@@ -18,8 +18,8 @@ from ui.widgets.message_model import MessageView, ViewRole
 PAD = 10
 GAP = 6
 HEADER_H = 18
-COPY_W = 64
-COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again  # the Copy button's hit box, at the right of a code block's toolbar
+COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
+COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again
 CACHE_SIZE = 512
 HEIGHT_CACHE_SIZE = 200_000
 WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
