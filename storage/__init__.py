@@ -6,7 +6,14 @@ Imports no Qt and no engine. Everything that leaves this package is a plain data
 from storage.busy import retry_locked
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
-from storage.errors import DamagedDatabase, DatabaseBusy, ImportRejected, NotFoundError, StorageError
+from storage.errors import (
+    DamagedDatabase,
+    DatabaseBusy,
+    DatabaseReadOnly,
+    ImportRejected,
+    NotFoundError,
+    StorageError,
+)
 from storage.library import LibraryRepository
 from storage.records import (
     ActivePath,
@@ -27,6 +34,7 @@ __all__ = [
     "ConversationRecord",
     "DamagedDatabase",
     "DatabaseBusy",
+    "DatabaseReadOnly",
     "DEFAULT_FILENAME",
     "Database",
     "ImportRejected",

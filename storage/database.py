@@ -19,15 +19,17 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import DamagedDatabase, StorageError
+from storage.errors import DamagedDatabase, DatabaseReadOnly, StorageError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FILENAME = "chorus.db"
 MIGRATIONS = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 5000
-# SQLite's primary result codes for a file that is not (or no longer) a database.
+# SQLite's primary result codes for a file that is not (or no longer) a database, and for
+# one that cannot be written.
 SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
+SQLITE_READONLY = 8
 
 
 def _configure_connection(dbapi_conn, _record) -> None:
@@ -49,7 +51,7 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.engine: Engine = create_engine(f"sqlite:///{self.path}")
         event.listen(self.engine, "connect", _configure_connection)
-        event.listen(self.engine, "handle_error", self._damaged)
+        event.listen(self.engine, "handle_error", self._translate)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.backup_path: Path | None = None
 
@@ -77,14 +79,28 @@ class Database:
                 raise
             conn.commit()
 
+    def require_writable(self) -> None:
+        """DatabaseReadOnly now rather than at the first write, for a command that saves as
+        it goes (a chat): said before it costs a model load or a typed message."""
+        with self.immediate() as conn:
+            # The lock alone succeeds on a read-only file: a page must be written. Page 1's
+            # user_version set to what it is, rolled back: nothing changes.
+            version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+            conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
+            conn.rollback()
+
     def close(self) -> None:
         self.engine.dispose()
 
-    def _damaged(self, context: ExceptionContext) -> None:
+    def _translate(self, context: ExceptionContext) -> None:
         """Every query, on opening or later: a corrupted or foreign file raises
-        DamagedDatabase (one clear message) instead of SQLAlchemy's DatabaseError."""
-        if is_damage(context.original_exception):
-            raise DamagedDatabase(self.path, str(context.original_exception)) from context.original_exception
+        DamagedDatabase, a file that cannot be written DatabaseReadOnly (one clear message
+        each) instead of SQLAlchemy's DatabaseError and its SQL."""
+        original = context.original_exception
+        if is_damage(original):
+            raise DamagedDatabase(self.path, str(original)) from original
+        if _primary_code(original) == SQLITE_READONLY:
+            raise DatabaseReadOnly(self.path) from original
 
     # ----- migrations --------------------------------------------------------------
 
@@ -119,10 +135,14 @@ class Database:
 
 def is_damage(exc: BaseException) -> bool:
     """Corruption or a foreign file, not a lock, a full disk or a bad query."""
+    return _primary_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
+def _primary_code(exc: BaseException) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     if not isinstance(exc, sqlite3.DatabaseError) or code is None:
-        return False
-    return code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)  # extended codes keep the primary in the low byte
+        return None
+    return int(code) & 0xFF  # extended codes keep the primary in the low byte
 
 
 def head_revision() -> str:

@@ -26,5 +26,15 @@ class DamagedDatabase(StorageError):
         )
 
 
+class DatabaseReadOnly(StorageError):
+    """The chat database cannot be written (its file is read-only, or on a read-only mount);
+    reading it still works."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        super().__init__(f"the chat database is read-only: {path} cannot be written (check the file's "
+                         "permissions and its disk); nothing was changed")
+
+
 class DatabaseBusy(StorageError):
     """Another process held the chat database's write lock for longer than we waited."""

@@ -125,6 +125,7 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
     """The chat, once the model is known: the conversation is opened before the engine
     starts, so a wrong --conversation costs no model load."""
     db, repo = open_chat_store(data_dir)
+    db.require_writable()  # read-only: one line (main's), before the model loads
     conv = Conversation(repo, label, model_ref)
     try:
         if args.conversation is not None:

@@ -384,3 +384,28 @@ def test_import_of_a_folder_or_an_endless_device_is_one_line(tmp_path, what, rea
                          timeout=120, preexec_fn=_at_most_2_gib)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stderr.count("\n") == 1 and reason in out.stderr, out.stderr
+
+
+@pytest.mark.model
+def test_chat_and_serve_on_a_read_only_database_say_so_in_one_line(data_dir):
+    """Issue 25: both ended in SQLAlchemy's traceback when they first wrote (`chorus list`
+    only reads, and worked). A chat, which saves every turn, stops before the model loads;
+    a server, which saves nothing, says the library's defaults are lost and serves."""
+    from tests.support.filesystems import read_only_file
+
+    assert chorus(data_dir, "list").returncode == 0  # makes the database
+    db = data_dir / "chorus.db"
+    env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
+    with read_only_file(db):
+        chat = chorus(data_dir, "chat", stdin="hi\n/quit\n", timeout=120)
+        serve = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", "0"], stderr=subprocess.PIPE,
+                                 text=True, env=env)
+        try:
+            warning, serving = serve.stderr.readline(), serve.stderr.readline()
+        finally:
+            serve.kill()  # stopping cleanly is another test's (a SIGINT this early races its handler)
+            serve.wait()
+            serve.stderr.close()
+    assert chat.returncode == 2 and "Traceback" not in chat.stderr, chat.stderr[-3000:]
+    assert chat.stderr.count("\n") == 1 and "read-only" in chat.stderr and str(db) in chat.stderr, chat.stderr
+    assert "read-only" in warning and str(db) in warning and serving.startswith("serving "), warning + serving

@@ -1,0 +1,45 @@
+"""A chat database that cannot be written (read-only, or on a full disk): one clear storage
+error naming the file, never SQLAlchemy's traceback and its SQL; what can be read still is."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import ChatRepository, DatabaseReadOnly, StorageError, open_database
+from tests.support.filesystems import read_only_file
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "chorus.db"
+    db = open_database(path)
+    ChatRepository(db).create_conversation("owls")
+    db.close()
+    return path
+
+
+def test_a_read_only_database_is_one_error_naming_it_and_still_reads(saved):
+    """Issue 25: an OperationalError ("attempt to write a readonly database") with its SQL."""
+    with read_only_file(saved):
+        db = open_database(saved)
+        try:
+            repo = ChatRepository(db)
+            assert [c.title for c in repo.list_conversations()] == ["owls"]
+            with pytest.raises(DatabaseReadOnly):
+                db.require_writable()  # asked before any write
+            with pytest.raises(DatabaseReadOnly) as info:
+                repo.create_conversation("more owls")
+        finally:
+            db.close()
+    message = str(info.value)
+    assert isinstance(info.value, StorageError) and "read-only" in message and str(saved) in message
+    assert "\n" not in message and "INSERT" not in message
+
+
+def test_a_writable_database_passes_the_check_unchanged(saved):
+    db = open_database(saved)
+    try:
+        db.require_writable()
+        assert [c.title for c in ChatRepository(db).list_conversations()] == ["owls"]
+    finally:
+        db.close()
