@@ -43,6 +43,9 @@ def date_group(when: datetime, now: datetime) -> str:
     return "Last 7 days" if days < 7 else "Older"
 
 
+RENAME_W = 420  # the rename dialog: a long title fits (Qt's default was a couple of words wide)
+
+
 class ConversationList(QListWidget):
     open_requested = Signal(int)
     rename_requested = Signal(int, str)
@@ -168,6 +171,7 @@ class ConversationList(QListWidget):
         dialog.setWindowTitle("Rename")
         dialog.setLabelText("Title:")
         dialog.setTextValue(title or "")
+        dialog.resize(RENAME_W, dialog.sizeHint().height())
         dialog.finished.connect(dialog.deleteLater)
         renamed = self.rename_comparison_requested if comparison else self.rename_requested
         dialog.textValueSelected.connect(lambda new: renamed.emit(ident, new.strip()) if new.strip() else None)

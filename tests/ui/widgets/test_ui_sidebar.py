@@ -9,12 +9,20 @@ from datetime import datetime, timedelta
 import pytest
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLineEdit
 
 from inference import LoadSettings
 from tests.support.pixels import count_near
 from tests.support.shown import shown
 from tests.support.window import Window
-from ui.widgets.conversation_list import COMPARE_MARK, PIN_MARK, ConversationItem, ConversationList, date_group
+from ui.widgets.conversation_list import (
+    COMPARE_MARK,
+    PIN_MARK,
+    RENAME_W,
+    ConversationItem,
+    ConversationList,
+    date_group,
+)
 from ui.widgets.sidebar_delegate import SNIPPET_ROLE, snippet_html
 
 NOW = datetime(2026, 3, 12, 15, 0).astimezone()
@@ -96,6 +104,16 @@ def test_rename_asks_without_a_nested_event_loop(sidebar, qtbot):
     with qtbot.waitSignal(sidebar.rename_requested) as renamed:
         dialog.accept()
     assert renamed.args == [4, "New name"]
+
+
+def test_the_rename_dialog_is_wide_enough_for_a_long_title(sidebar, qtbot):
+    """Issue 27, defect 10: it opened a couple of words wide."""
+    title = "Comparing merge sort and quicksort on nearly sorted input"
+    dialog = sidebar.ask_rename(4, title, comparison=False)
+    qtbot.waitUntil(dialog.isVisible)
+    edit = dialog.findChild(QLineEdit)
+    assert dialog.width() >= RENAME_W
+    assert edit.width() >= edit.fontMetrics().horizontalAdvance(title)
 
 
 # ----- through the controller, on a real chat database -------------------------------------------
