@@ -8,6 +8,7 @@ docs/gguf.md (little-endian; versions 2 and 3 use 64-bit counts and lengths).
 from __future__ import annotations
 
 import io
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +33,15 @@ MIN_GGUF_BYTES = 1024
 
 def check_gguf_file(path: Path) -> None:
     """Fail early, with a message a user understands, on files llama.cpp would reject."""
-    if not path.exists():
-        raise ModelLoadError(f"model file not found: {path}")
-    if not path.is_file():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ModelLoadError(f"model file not found: {path}") from None
+    except OSError as exc:  # a link loop, no permission on a folder above it, an I/O error
+        raise ModelLoadError(f"cannot open model file {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
         raise ModelLoadError(f"model path is not a file: {path}")
-    size = path.stat().st_size
+    size = info.st_size
     with path.open("rb") as f:
         magic = f.read(4)
     if magic != MAGIC:

@@ -58,11 +58,13 @@ def init_backend() -> None:
 
     @ll.llama_log_callback
     def forward(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-        # llama.cpp is chatty at load; keep its warnings and errors, drop the rest.
+        # llama.cpp is chatty at load; keep its warnings and errors, drop the rest. Logged
+        # at INFO (shown with -v): a failed load's reason is in its ModelLoadError already,
+        # and 2-4 lines of llama.cpp before that one line only bury it.
         global _last_error
         if level in (3, 4):  # GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR
             line = text.decode("utf-8", "replace").rstrip()
-            log.warning("llama.cpp: %s", line)
+            log.info("llama.cpp: %s", line)
             if level == 4 and "failed to load model" not in line:
                 _last_error = line.split(": ", 1)[-1]
 

@@ -409,3 +409,26 @@ def test_chat_and_serve_on_a_read_only_database_say_so_in_one_line(data_dir):
     assert chat.returncode == 2 and "Traceback" not in chat.stderr, chat.stderr[-3000:]
     assert chat.stderr.count("\n") == 1 and "read-only" in chat.stderr and str(db) in chat.stderr, chat.stderr
     assert "read-only" in warning and str(db) in warning and serving.startswith("serving "), warning + serving
+
+
+@pytest.mark.model
+def test_a_truncated_model_is_one_line_and_llama_cpp_s_own_lines_come_with_v(tmp_path, model_path):
+    """Issue 25: llama.cpp's forwarded warnings came before the one-line error; they are
+    for -v (the error line already gives llama.cpp's reason)."""
+    cut = tmp_path / "cut.gguf"
+    with model_path.open("rb") as whole:
+        cut.write_bytes(whole.read(2_000_000))  # the header whole, the tensors cut off
+    quiet = chorus(tmp_path, "chat", "--model", str(cut), stdin="hi\n")
+    assert quiet.returncode == 2 and quiet.stderr.count("\n") == 1, quiet.stderr
+    assert "llama.cpp could not load cut.gguf" in quiet.stderr and "not within the file bounds" in quiet.stderr
+    verbose = chorus(tmp_path, "-v", "chat", "--model", str(cut), stdin="hi\n")
+    assert verbose.returncode == 2 and "llama.cpp: llama_model_load: error loading model" in verbose.stderr
+
+
+def test_a_model_path_in_a_symlink_loop_says_so(tmp_path):
+    """Issue 25: a link loop said "model file not found"; the reason is the loop."""
+    (tmp_path / "a.gguf").symlink_to(tmp_path / "b.gguf")
+    (tmp_path / "b.gguf").symlink_to(tmp_path / "a.gguf")
+    out = chorus(tmp_path, "chat", "--model", str(tmp_path / "a.gguf"), stdin="hi\n")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "symbolic links" in out.stderr and "not found" not in out.stderr, out.stderr
