@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import struct
 import threading
 import time
@@ -35,6 +36,9 @@ _HEADER = struct.Struct(f"<4sI{KEY_BYTES}sIQI")
 SUFFIX = ".kvs"
 # A temporary file older than this is what an interrupted write left: deleted at open.
 LEFTOVER_AGE_S = 3600
+# A write that would leave less than this free on its disk is not started: the cache is a
+# speed-up, and the last free megabytes belong to the chat database and everything else.
+FREE_MARGIN_BYTES = 256 << 20
 # How much of a model file the key reads: the whole GGUF header (metadata, tensor table)
 # sits in its first megabytes; samples of the data below catch a re-quantization or a
 # fine-tune with the same layout.
@@ -184,16 +188,12 @@ class KvDiskStore:
         if covered is not None:
             self._touch(covered.path)
             return None
+        if not self._room_for(size):
+            return None
         path = self.folder / (hashlib.sha256(token_bytes).hexdigest()[:32] + SUFFIX)
-        # Unique: two engines of one model (the app and `chorus serve`) may save at once.
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         header = _HEADER.pack(MAGIC, VERSION, self.key, len(tokens), len(payload),
                               _checksum(token_bytes, payload))
-        with tmp.open("wb") as f:
-            f.write(header)
-            f.write(token_bytes)
-            f.write(payload)
-        os.replace(tmp, path)
+        _write_whole(path, (header, token_bytes, payload))
         entry = StoredPrefix(path, tuple(tokens), size)
         with self._lock:
             self._entries[path] = entry
@@ -201,6 +201,16 @@ class KvDiskStore:
             self.discard(old.path)
         self._evict(keep=path)
         return entry
+
+    def _room_for(self, size: int) -> bool:
+        try:
+            free = shutil.disk_usage(self.folder).free
+        except OSError:
+            return True  # cannot tell: the write itself will say
+        if free - size < FREE_MARGIN_BYTES:
+            log.info("prompt cache: not saving %d bytes, %d MB free on its disk", size, free >> 20)
+            return False
+        return True
 
     def covers(self, tokens: list[int]) -> StoredPrefix | None:
         """A saved entry whose tokens start with all of these (saving them adds nothing)."""
@@ -276,6 +286,21 @@ class KvDiskStore:
                 continue
             self.discard(path)
             total -= size
+
+
+def _write_whole(path: Path, parts: tuple[bytes | bytearray | memoryview, ...]) -> None:
+    """Written to a temporary file renamed into place (a reader never sees half a file);
+    a write that fails (a full disk) deletes its temporary file and raises."""
+    # Unique: two engines of one model (the app and `chorus serve`) may save at once.
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            for part in parts:
+                f.write(part)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _stale_leftover(path: Path) -> bool:
