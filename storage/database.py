@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import DamagedDatabase, DatabaseReadOnly, StorageError
+from storage.errors import DamagedDatabase, DatabaseReadOnly, DiskFull, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ BUSY_TIMEOUT_MS = 5000
 # SQLite's primary result codes for a file that is not (or no longer) a database, and for
 # one that cannot be written.
 SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
-SQLITE_READONLY = 8
+SQLITE_READONLY, SQLITE_FULL = 8, 13
 
 
 def _configure_connection(dbapi_conn, _record) -> None:
@@ -94,13 +94,15 @@ class Database:
 
     def _translate(self, context: ExceptionContext) -> None:
         """Every query, on opening or later: a corrupted or foreign file raises
-        DamagedDatabase, a file that cannot be written DatabaseReadOnly (one clear message
-        each) instead of SQLAlchemy's DatabaseError and its SQL."""
+        DamagedDatabase, a file that cannot be written DatabaseReadOnly, no room on its
+        disk DiskFull (one clear message each) instead of SQLAlchemy's DatabaseError and its SQL."""
         original = context.original_exception
         if is_damage(original):
             raise DamagedDatabase(self.path, str(original)) from original
         if _primary_code(original) == SQLITE_READONLY:
             raise DatabaseReadOnly(self.path) from original
+        if _primary_code(original) == SQLITE_FULL:
+            raise DiskFull(self.path) from original
 
     # ----- migrations --------------------------------------------------------------
 

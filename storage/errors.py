@@ -36,5 +36,14 @@ class DatabaseReadOnly(StorageError):
                          "permissions and its disk); nothing was changed")
 
 
+class DiskFull(StorageError):
+    """A write to the chat database found no room on its disk; the transaction was rolled
+    back, so the same write can be tried again once there is room."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        super().__init__(f"the disk is full: {path} could not be written; free some space")
+
+
 class DatabaseBusy(StorageError):
     """Another process held the chat database's write lock for longer than we waited."""

@@ -2,7 +2,7 @@
 the end. A crash loses at most the last second; the partial reply reopens `interrupted`.
 
 Another process may hold the database's write lock (an import, a second chat): a checkpoint
-that finds it locked is skipped (the next one, or the end, saves the text), and the end is
+that finds it locked (or the disk full) is skipped (the next one, or the end, saves the text), and the end is
 tried again with backoff for up to FINISH_RETRY_S, so a reply is never left `streaming`
 with its tail lost because of a busy moment.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from app.chats.reply_text import ReplyText
 from app.engines.finish import message_status
 from inference import Delta, FinishReason
-from storage import ChatRepository, DatabaseBusy, MessageStatus, retry_locked
+from storage import ChatRepository, DatabaseBusy, DiskFull, MessageStatus, retry_locked
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,8 @@ class ReplyRecorder:
                          "checkpoint the reply", budget_s=0)
         except DatabaseBusy:
             log.info("checkpoint of message %d skipped: the database is locked", self.message_id)
+        except DiskFull:  # the text stays in memory: the next checkpoint, or the end, saves it
+            log.warning("checkpoint of message %d skipped: the disk is full", self.message_id)
         else:
             self._saved_end = end
         self._saved_at = self._clock()

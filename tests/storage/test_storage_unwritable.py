@@ -43,3 +43,28 @@ def test_a_writable_database_passes_the_check_unchanged(saved):
         assert [c.title for c in ChatRepository(db).list_conversations()] == ["owls"]
     finally:
         db.close()
+
+
+def test_a_full_disk_is_one_error_saying_so_and_the_write_works_once_room_returns(tmp_path):
+    """Issue 25: SQLite's "database or disk is full" came out as a 70-line SQLAlchemy
+    traceback. On a real 4 MB tmpfs: a 2 MB message with 1 MB free."""
+    from storage import DiskFull
+    from tests.support.filesystems import fill, small_filesystem
+
+    with small_filesystem(tmp_path / "disk", "4m") as disk:
+        db = open_database(disk / "chorus.db")
+        try:
+            repo = ChatRepository(db)
+            conv = repo.create_conversation("owls")
+            ballast = fill(disk, leave=1 << 20)
+            text = "owl " * (512 * 1024)
+            with pytest.raises(DiskFull) as info:
+                repo.add_message(conv.id, "user", text)
+            message = str(info.value)
+            assert isinstance(info.value, StorageError) and "the disk is full" in message
+            assert str(disk / "chorus.db") in message and "\n" not in message and "INSERT" not in message
+            ballast.unlink()  # room again: the same write goes through
+            repo.add_message(conv.id, "user", text)
+            assert [m.content for m in repo.active_path(conv.id).messages] == [text]
+        finally:
+            db.close()

@@ -200,3 +200,30 @@ def test_checkpointed_text_survives_a_crash(repo, clock, reply):
     assert repo.recover_interrupted() == 1
     msg = stored(repo, reply)
     assert (msg.content, msg.status) == ("saved ", MessageStatus.INTERRUPTED)
+
+
+def test_a_checkpoint_on_a_full_disk_is_skipped_and_the_text_kept_for_the_end(tmp_path, clock):
+    """Issue 25: a checkpoint on a full disk raised out of on_delta (chorus chat crashed
+    mid-reply). On a real 4 MB tmpfs: skipped, the text stays in memory, and once there is
+    room the end saves all of it."""
+    from tests.support.filesystems import fill, small_filesystem
+
+    with small_filesystem(tmp_path / "disk", "4m") as disk:
+        db = open_database(disk / "chorus.db")
+        try:
+            repo = ChatRepository(db)
+            conv = repo.create_conversation("t")
+            user = repo.add_message(conv.id, "user", "hi")
+            reply = repo.start_reply(conv.id, parent_id=user.id)
+            rec = ReplyRecorder(repo, reply.id, every_s=1.0, clock=clock)
+            ballast = fill(disk, leave=64 << 10)
+            long_piece = "owl " * (256 * 1024)  # 1 MB: more than the room left
+            clock.now += 2
+            rec.on_delta(Delta("r", text=long_piece, token_ids=(1,)))  # its checkpoint fails: skipped
+            assert rec.text == long_piece and repo.get_message(reply.id).content == ""
+            ballast.unlink()
+            rec.on_delta(Delta("r", text="end", token_ids=(2,), finish_reason=FinishReason.STOP))
+            saved = repo.get_message(reply.id)
+            assert saved.content == long_piece + "end" and saved.status is MessageStatus.COMPLETE
+        finally:
+            db.close()
