@@ -40,6 +40,9 @@ class RequestStats:
     # (start, count): the chat's messages[start:start + count] were not in the prompt (a
     # chat longer than the context, cut by its overflow policy)
     messages_dropped: tuple[int, int] = (0, 0)
+    # The stop string that ended the reply (finish STOP); None for end-of-generation and
+    # every other end. Anthropic's API names it (stop_reason "stop_sequence").
+    stop_string: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,7 @@ class RequestOutput:
             itl_p95_s=percentile(self.itls, 95),
             total_s=now - self.submitted_s,
             messages_dropped=self.dropped,
+            stop_string=self.stops.matched,
         )
 
     def finished_delta(

@@ -21,6 +21,7 @@ class StopStringMatcher:
     def __init__(self, stops: tuple[str, ...]) -> None:
         self._stops = tuple(s for s in stops if s)
         self._held = ""
+        self.matched: str | None = None  # the stop string that ended the text, once one did
 
     @property
     def active(self) -> bool:
@@ -31,8 +32,9 @@ class StopStringMatcher:
         if not self._stops:
             return StopResult(text, False)
         buf = self._held + text
-        cut = self._first_stop(buf)
-        if cut is not None:
+        first = self._first_stop(buf)
+        if first is not None:
+            cut, self.matched = first
             self._held = ""
             return StopResult(buf[:cut], True)
         keep = self._partial_suffix_len(buf)
@@ -43,8 +45,9 @@ class StopStringMatcher:
         held, self._held = self._held, ""
         return held
 
-    def _first_stop(self, buf: str) -> int | None:
-        hits = [i for i in (buf.find(s) for s in self._stops) if i >= 0]
+    def _first_stop(self, buf: str) -> tuple[int, str] | None:
+        """Where the earliest stop string in buf starts, and which one it is."""
+        hits = [(i, s) for s, i in ((s, buf.find(s)) for s in self._stops) if i >= 0]
         return min(hits) if hits else None
 
     def _partial_suffix_len(self, buf: str) -> int:

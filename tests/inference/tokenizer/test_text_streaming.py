@@ -135,6 +135,13 @@ def test_earliest_stop_wins() -> None:
     assert results == [StopResult("hel", True)]
 
 
+def test_the_matcher_says_which_stop_ended_the_text() -> None:
+    m = StopStringMatcher(("world", "lo"))
+    assert m.push("hel") == StopResult("he", False) and m.matched is None  # "l" may become "lo"
+    assert m.push("lo world") == StopResult("l", True)
+    assert m.matched == "lo"  # the earliest, not the first listed (Anthropic's stop_sequence)
+
+
 def test_held_text_is_emitted_up_to_a_different_stop() -> None:
     # "<en" is held for "<end>", then "ZZ" completes: the held text before it comes out
     results, _ = push_all(("<end>", "ZZ"), ["a<en", "xZZ tail"])
