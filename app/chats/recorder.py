@@ -56,6 +56,8 @@ class ReplyRecorder:
         self._saved_at = clock()
         self._saved_end = self.reply.end  # what the message holds in storage already
         self.finished = False
+        # The end's fields while they are not stored (a full disk): save_end_again tries them.
+        self._unsaved_end: dict | None = None
 
     @property
     def text(self) -> str:
@@ -102,9 +104,23 @@ class ReplyRecorder:
         self.finished = True
         self._save_end(status=MessageStatus.INTERRUPTED)
 
+    @property
+    def end_unsaved(self) -> bool:
+        """The reply ended but its end is not in storage yet (the disk was full)."""
+        return self._unsaved_end is not None
+
+    def save_end_again(self) -> bool:
+        """Try the end's save again: True once it is stored; DiskFull while the disk is full."""
+        if self._unsaved_end is not None:
+            self._save_end(**self._unsaved_end)
+        return True
+
     def _save_end(self, **fields) -> None:
         """The final text and state, tried again while the database is locked; DatabaseBusy
-        after FINISH_RETRY_S (the reply then reopens `interrupted` at its last checkpoint)."""
+        after FINISH_RETRY_S (the reply then reopens `interrupted` at its last checkpoint).
+        DiskFull leaves them in memory for save_end_again."""
+        self._unsaved_end = fields
         text = self.text
         retry_locked(lambda: self.repo.finish_reply(self.message_id, text, **fields), "save the reply",
                      budget_s=self.finish_retry_s)
+        self._unsaved_end = None

@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_chat_store
@@ -18,10 +19,11 @@ from app.cli.remote_replies import add_remote_args, connect
 from app.engines.remote import RemoteError
 from app.paths import kv_cache_dir
 from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, ModelLoadError, SamplingParams
-from storage import ChatRepository, MessageStatus, NotFoundError
+from storage import ChatRepository, DiskFull, MessageStatus, NotFoundError
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
 TITLE_CHARS = 60
+T = TypeVar("T")
 
 
 class Conversation:
@@ -59,14 +61,17 @@ class Conversation:
         return self.id
 
     def add_user(self, text: str) -> int:
+        """Stores the message (and, first, the conversation and its system prompt), then
+        holds it. A write that fails (DiskFull) leaves what was stored stored and the rest
+        to a second call with the same text."""
         if self.id is None:
-            conv = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_ref)
-            self.id = conv.id
-            if self.system:
-                self.repo.add_message(self.id, "system", self.system)
-                self.messages.append({"role": "system", "content": self.system})
+            self.id = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_ref).id
+        if self.system and not self.messages:
+            self.repo.add_message(self.id, "system", self.system)
+            self.messages.append({"role": "system", "content": self.system})
+        message_id = self.repo.add_message(self.id, "user", text).id
         self.messages.append({"role": "user", "content": text})
-        return self.repo.add_message(self.id, "user", text).id
+        return message_id
 
 
 class ReplyHandle(Protocol):
@@ -173,13 +178,40 @@ def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None
         if text.startswith("/system"):
             conv.start(text[len("/system"):].strip() or None)
             continue
-        user_id = conv.add_user(text)
+        user_id = _until_saved(partial(conv.add_user, text), "your message")
+        if user_id is None:
+            return
         reply = _stream_reply(engine, conv, user_id, sampling)
+        if reply is None:
+            return
         conv.messages.append({"role": "assistant", "content": reply})
 
 
-def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: SamplingParams) -> str:
-    record = conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name)
+def _until_saved(write: Callable[[], T], what: str) -> T | None:
+    """write(), and on a full disk the same write again each time the user presses Enter,
+    with what it saves kept in memory meanwhile; None when they give up (/quit, end of
+    input): the chat ends and says what was not saved."""
+    while True:
+        try:
+            return write()
+        except DiskFull as exc:
+            print(f"chorus: {exc} ({what} is kept in memory): press Enter to try again, /quit to give up",
+                  file=sys.stderr)
+        try:
+            answer = input("").strip()
+        except (EOFError, KeyboardInterrupt):
+            answer = "/quit"
+        if answer in ("/quit", "/exit"):
+            print(f"chorus: {what} was not saved", file=sys.stderr)
+            return None
+
+
+def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: SamplingParams) -> str | None:
+    """The reply, streamed and saved; None when it could not be saved and the user gave up."""
+    record = _until_saved(lambda: conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name),
+                          "your message's reply")
+    if record is None:
+        return None
     recorder = ReplyRecorder(conv.repo, record.id)
     handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=PRIORITY_VISIBLE_TAB))
     sys.stdout.write("bot> ")
@@ -194,12 +226,19 @@ def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: S
             for delta in handle:  # what was still on its way, up to the cancelled end
                 _show(recorder, delta)
         print("\n[stopped]", file=sys.stderr)
+    if recorder.end_unsaved and _until_saved(recorder.save_end_again, "the reply") is None:
+        return None
     return recorder.text
 
 
 def _show(recorder: ReplyRecorder, delta: Delta) -> None:
-    """Saved and shown alike: what the person saw is what the history keeps."""
-    recorder.on_delta(delta)
+    """Saved and shown alike: what the person saw is what the history keeps. The end of a
+    reply on a full disk stays in the recorder, to be saved again after it is shown."""
+    try:
+        recorder.on_delta(delta)
+    except DiskFull:
+        if not recorder.end_unsaved:
+            raise
     if delta.text:
         sys.stdout.write(delta.text)
         sys.stdout.flush()

@@ -331,13 +331,19 @@ def test_chorus_serve_answers_on_loopback_and_stops_on_interrupt(data_dir):
 
     port = unused_port()
     env = {**os.environ, "CHORUS_DATA_DIR": str(data_dir)}
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--parallel", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--parallel", "2",
+                             "--ctx", "2048", "--cors-origin", "http://localhost:3000"],
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stderr.readline()
         assert f"at http://127.0.0.1:{port}/v1 (no API key)" in line, line
         models = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=30).read())
         assert models["data"][0]["id"] == "SmolLM2-135M-Instruct.Q4_1"
+        assert models["data"][0]["context_length"] == 2048
+        preflight = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", method="OPTIONS", headers={
+            "Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"})
+        with urllib.request.urlopen(preflight, timeout=30) as answer:  # --cors-origin reached the server
+            assert answer.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
@@ -432,3 +438,44 @@ def test_a_model_path_in_a_symlink_loop_says_so(tmp_path):
     out = chorus(tmp_path, "chat", "--model", str(tmp_path / "a.gguf"), stdin="hi\n")
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "symbolic links" in out.stderr and "not found" not in out.stderr, out.stderr
+
+
+@pytest.mark.model
+def test_a_message_typed_on_a_full_disk_is_kept_and_saved_when_room_returns(tmp_path, model_path):
+    """Issue 25: `chorus chat` on a full disk crashed with SQLAlchemy's traceback at the
+    user's message, which was lost. Now one line says so, the message waits in memory, and
+    Enter tries again: on a real 4 MB tmpfs, room given back between the two tries."""
+    from storage import ChatRepository, open_database
+    from tests.support.filesystems import fill, small_filesystem
+
+    with small_filesystem(tmp_path / "disk", "4m") as disk:
+        assert chorus(disk, "list").returncode == 0  # makes the database
+        env = {**os.environ, "CHORUS_DATA_DIR": str(disk)}
+        chat = subprocess.Popen([sys.executable, "-m", "app", "chat", "--model", str(model_path), "--max-tokens", "4"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        try:
+            ballast = fill(disk, leave=64 << 10)
+            message = "owl " * (256 * 1024)  # 1 MB: more than the room left
+            chat.stdin.write(message + "\n")
+            chat.stdin.flush()
+            lines = []
+            while not any("disk is full" in line for line in lines):
+                line = chat.stderr.readline()
+                assert line, "".join(lines)
+                lines.append(line)
+            ballast.unlink()
+            out, err = chat.communicate("\n/quit\n", timeout=300)  # Enter: the same message again
+        finally:
+            chat.kill()
+        stderr = "".join(lines) + err
+        db = open_database(disk / "chorus.db")
+        try:
+            repo = ChatRepository(db)
+            [conv] = repo.list_conversations()
+            saved = [m for m in repo.active_path(conv.id).messages if m.role == "user"]
+        finally:
+            db.close()
+    assert chat.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert stderr.count("the disk is full") == 1 and "press Enter to try again" in stderr
+    assert [m.content for m in saved] == [message.strip()]
