@@ -202,10 +202,13 @@ def test_checkpointed_text_survives_a_crash(repo, clock, reply):
     assert (msg.content, msg.status) == ("saved ", MessageStatus.INTERRUPTED)
 
 
-def test_a_checkpoint_on_a_full_disk_is_skipped_and_the_text_kept_for_the_end(tmp_path, clock):
-    """Issue 25: a checkpoint on a full disk raised out of on_delta (chorus chat crashed
-    mid-reply). On a real 4 MB tmpfs: skipped, the text stays in memory, and once there is
-    room the end saves all of it."""
+LONG_PIECE = "owl " * (256 * 1024)  # 1 MB: more than a full disk's room left
+
+
+@pytest.fixture
+def reply_on_a_small_disk(tmp_path):
+    """(repo, reply, ballast): a reply row on a real 4 MB tmpfs that `ballast` fills but for
+    64 kB; unlink ballast to give the room back."""
     from tests.support.filesystems import fill, small_filesystem
 
     with small_filesystem(tmp_path / "disk", "4m") as disk:
@@ -215,45 +218,39 @@ def test_a_checkpoint_on_a_full_disk_is_skipped_and_the_text_kept_for_the_end(tm
             conv = repo.create_conversation("t")
             user = repo.add_message(conv.id, "user", "hi")
             reply = repo.start_reply(conv.id, parent_id=user.id)
-            rec = ReplyRecorder(repo, reply.id, every_s=1.0, clock=clock)
-            ballast = fill(disk, leave=64 << 10)
-            long_piece = "owl " * (256 * 1024)  # 1 MB: more than the room left
-            clock.now += 2
-            rec.on_delta(Delta("r", text=long_piece, token_ids=(1,)))  # its checkpoint fails: skipped
-            assert rec.text == long_piece and repo.get_message(reply.id).content == ""
-            ballast.unlink()
-            rec.on_delta(Delta("r", text="end", token_ids=(2,), finish_reason=FinishReason.STOP))
-            saved = repo.get_message(reply.id)
-            assert saved.content == long_piece + "end" and saved.status is MessageStatus.COMPLETE
+            yield repo, reply, fill(disk, leave=64 << 10)
         finally:
             db.close()
 
 
-def test_the_end_of_a_reply_on_a_full_disk_stays_in_memory_until_saved_again(tmp_path, clock):
+def test_a_checkpoint_on_a_full_disk_is_skipped_and_the_text_kept_for_the_end(reply_on_a_small_disk, clock):
+    """Issue 25: a checkpoint on a full disk raised out of on_delta (chorus chat crashed
+    mid-reply). Skipped: the text stays in memory, and once there is room the end saves all."""
+    repo, reply, ballast = reply_on_a_small_disk
+    rec = ReplyRecorder(repo, reply.id, every_s=1.0, clock=clock)
+    clock.now += 2
+    rec.on_delta(Delta("r", text=LONG_PIECE, token_ids=(1,)))  # its checkpoint fails: skipped
+    assert rec.text == LONG_PIECE and repo.get_message(reply.id).content == ""
+    ballast.unlink()
+    rec.on_delta(Delta("r", text="end", token_ids=(2,), finish_reason=FinishReason.STOP))
+    saved = repo.get_message(reply.id)
+    assert saved.content == LONG_PIECE + "end" and saved.status is MessageStatus.COMPLETE
+
+
+def test_the_end_of_a_reply_on_a_full_disk_stays_in_memory_until_saved_again(reply_on_a_small_disk, clock):
     """Issue 25: the end's write on a full disk raised and the reply's tail was lost. It is
     kept (end_unsaved), and save_end_again stores it all once there is room."""
     from storage import DiskFull
-    from tests.support.filesystems import fill, small_filesystem
 
-    with small_filesystem(tmp_path / "disk", "4m") as disk:
-        db = open_database(disk / "chorus.db")
-        try:
-            repo = ChatRepository(db)
-            conv = repo.create_conversation("t")
-            user = repo.add_message(conv.id, "user", "hi")
-            reply = repo.start_reply(conv.id, parent_id=user.id)
-            rec = ReplyRecorder(repo, reply.id, every_s=60.0, clock=clock, finish_retry_s=0)
-            ballast = fill(disk, leave=64 << 10)
-            long_piece = "owl " * (256 * 1024)  # 1 MB: more than the room left
-            with pytest.raises(DiskFull):
-                rec.on_delta(Delta("r", text=long_piece, token_ids=(1,), finish_reason=FinishReason.STOP))
-            assert rec.finished and rec.end_unsaved and rec.text == long_piece
-            with pytest.raises(DiskFull):
-                rec.save_end_again()  # still full: still kept
-            assert rec.end_unsaved
-            ballast.unlink()
-            assert rec.save_end_again() and not rec.end_unsaved
-            saved = repo.get_message(reply.id)
-            assert saved.content == long_piece and saved.status is MessageStatus.COMPLETE
-        finally:
-            db.close()
+    repo, reply, ballast = reply_on_a_small_disk
+    rec = ReplyRecorder(repo, reply.id, every_s=60.0, clock=clock, finish_retry_s=0)
+    with pytest.raises(DiskFull):
+        rec.on_delta(Delta("r", text=LONG_PIECE, token_ids=(1,), finish_reason=FinishReason.STOP))
+    assert rec.finished and rec.end_unsaved and rec.text == LONG_PIECE
+    with pytest.raises(DiskFull):
+        rec.save_end_again()  # still full: still kept
+    assert rec.end_unsaved
+    ballast.unlink()
+    assert rec.save_end_again() and not rec.end_unsaved
+    saved = repo.get_message(reply.id)
+    assert saved.content == LONG_PIECE and saved.status is MessageStatus.COMPLETE
