@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--max-tokens-cap", type=_non_negative, default=DEFAULT_MAX_TOKENS_CAP,
                        help=f"most tokens one reply may ask for, and the default (default {DEFAULT_MAX_TOKENS_CAP}; "
                             "0: no cap, a reply runs to the end of the context)")
+    serve.add_argument("--cors-origin", action="append", type=_origin, default=[], metavar="ORIGIN",
+                       help="let web pages from ORIGIN (scheme://host[:port], or * for any) call the API; "
+                            "repeatable (default: none)")
 
 
 def _positive(text: str) -> int:
@@ -43,6 +46,18 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+def _origin(text: str) -> str:
+    # A browser sends Origin as scheme://host[:port] with no path: "http://localhost:3000/"
+    # would never match, and the pages it meant would be refused without a word.
+    origin = text.strip()
+    if origin == "*":
+        return origin
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+        raise argparse.ArgumentTypeError(f"must be scheme://host[:port] (no path) or *, got {text!r}")
+    return origin
 
 
 def _api_key(text: str) -> str:
@@ -75,7 +90,7 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
         return 2
     model = resolve_model(args, base)
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
-                          max_tokens_cap=args.max_tokens_cap or None)
+                          max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin))
     try:
         engine = Engine.start(settings_from_args(args, model, library_defaults(base, model), n_seq_max=args.parallel,
                                                  kv_cache_dir=kv_cache_dir(base)))

@@ -1,5 +1,5 @@
-"""What a FinishReason means in each vocabulary the app speaks: OpenAI's finish_reason, the
-stored message's status, and the words a tab shows. One table, so that they cannot drift
+"""What a FinishReason means in each vocabulary the app speaks: OpenAI's finish_reason,
+Anthropic's stop_reason, the stored message's status, and the words a tab shows. One table, so that they cannot drift
 apart; inference/ keeps its own vocabulary and never learns about storage or OpenAI."""
 
 from __future__ import annotations
@@ -13,19 +13,22 @@ from storage import MessageStatus
 @dataclass(frozen=True, slots=True)
 class FinishMeaning:
     openai: str  # OpenAI's finish_reason: "stop" | "length"
+    # Anthropic's stop_reason; "stop_sequence" is said where the stats name the stop string
+    anthropic: str
     status: MessageStatus  # how the reply is stored, and how its bubble is drawn
     label: str  # the word a tab shows when the reply ends
 
 
 MEANINGS: dict[FinishReason, FinishMeaning] = {
-    FinishReason.STOP: FinishMeaning("stop", MessageStatus.COMPLETE, "done"),
+    FinishReason.STOP: FinishMeaning("stop", "end_turn", MessageStatus.COMPLETE, "done"),
     # A reply cut short says so: "done" read as if the model had finished its answer.
-    FinishReason.LENGTH: FinishMeaning("length", MessageStatus.COMPLETE, "cut at the token limit"),
-    FinishReason.CONTEXT_FULL: FinishMeaning("length", MessageStatus.COMPLETE, "cut: the context is full"),
-    FinishReason.CANCELLED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "stopped"),
-    FinishReason.INTERRUPTED: FinishMeaning("stop", MessageStatus.INTERRUPTED, "interrupted"),
-    # OpenAI has no finish_reason for a failure: the server answers an error instead.
-    FinishReason.ERROR: FinishMeaning("stop", MessageStatus.ERROR, "error"),
+    FinishReason.LENGTH: FinishMeaning("length", "max_tokens", MessageStatus.COMPLETE, "cut at the token limit"),
+    FinishReason.CONTEXT_FULL: FinishMeaning("length", "model_context_window_exceeded", MessageStatus.COMPLETE,
+                                             "cut: the context is full"),
+    FinishReason.CANCELLED: FinishMeaning("stop", "end_turn", MessageStatus.INTERRUPTED, "stopped"),
+    FinishReason.INTERRUPTED: FinishMeaning("stop", "end_turn", MessageStatus.INTERRUPTED, "interrupted"),
+    # Neither API has a finish word for a failure: the server answers an error instead.
+    FinishReason.ERROR: FinishMeaning("stop", "end_turn", MessageStatus.ERROR, "error"),
 }
 
 _FROM_OPENAI = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
@@ -33,6 +36,13 @@ _FROM_OPENAI = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 def openai_finish_reason(reason: FinishReason) -> str:
     return MEANINGS[reason].openai
+
+
+def anthropic_stop_reason(reason: FinishReason, stop_string: str | None = None) -> str:
+    """stop_string: the stop sequence that ended the reply, if one did."""
+    if reason is FinishReason.STOP and stop_string is not None:
+        return "stop_sequence"
+    return MEANINGS[reason].anthropic
 
 
 def from_openai(finish_reason: str | None) -> FinishReason:

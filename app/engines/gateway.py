@@ -15,7 +15,16 @@ from dataclasses import replace
 
 from app.engines.input_processors import InputProcessors
 from app.engines.protocol import EngineLike
-from inference import ChatRequest, Delta, DeltaRouter, EngineError, MetricsSnapshot, RequestHandle, new_request_id
+from inference import (
+    ChatRequest,
+    Delta,
+    DeltaRouter,
+    EngineError,
+    MetricsSnapshot,
+    ModelInfo,
+    RequestHandle,
+    new_request_id,
+)
 
 
 class EngineGateway:
@@ -74,6 +83,11 @@ class EngineGateway:
         if snapshot is None:
             raise EngineError("the engine has published no metrics yet")
         return snapshot
+
+    @property
+    def info(self) -> ModelInfo | None:
+        engine = self._engine()
+        return engine.state.info if engine is not None else None
 
     def open_requests(self) -> int:
         with self._lock:

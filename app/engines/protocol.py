@@ -112,3 +112,9 @@ class ServedEngine(Protocol):
     def cancel(self, request_id: str) -> None: ...
 
     def metrics(self, fresh: bool = False) -> MetricsSnapshot: ...
+
+    @property
+    def info(self) -> ModelInfo | None:
+        """What the engine loaded (its context size for /v1/models); None while loading,
+        or for a model this process cannot see (a remote server's)."""
+        ...

@@ -1,13 +1,18 @@
-"""The Starlette app: routes of the OpenAI-compatible API, /health and /metrics.
+"""The Starlette app: routes of the OpenAI-compatible API, Anthropic's Messages API,
+/health and /metrics.
 
-    /v1/models             the loaded model, by its real name
-    /v1/chat/completions   chats, streaming or not, n choices
-    /v1/completions        raw prompts
-    /health                200 once the model is loaded, 503 while loading or down
-    /metrics               Prometheus text
+    /v1/models                      the loaded model, by its real name, with its context length
+    /v1/chat/completions            chats, streaming or not, n choices
+    /v1/completions                 raw prompts
+    /v1/messages                    Anthropic's Messages (anthropic_routes.py)
+    /v1/messages/count_tokens       a Messages body's input tokens
+    /health                         200 once the model is loaded, 503 while loading or down
+    /metrics                        Prometheus text
 
-Middleware, outermost first: HTTP metrics, the header size limit, the API key, Starlette's
-error handling (every error in OpenAI's JSON shape, see errors.py)."""
+Middleware, outermost first: HTTP metrics, the header size limit, CORS (when origins are
+allowed: a browser's preflight carries no key, so it is answered before the key is asked),
+the API key, Starlette's error handling (every error in the JSON shape of the path's API,
+see errors.py)."""
 
 from __future__ import annotations
 
@@ -20,17 +25,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from app.server import generation
-from app.server import openai_format as fmt
+from app.server import anthropic_routes, openai_reply
 from app.server.auth import ApiKeyMiddleware
-from app.server.body import ClientGone, parse_json_object, read_body
+from app.server.calls import generate
+from app.server.cors import cors_middleware
 from app.server.errors import EXCEPTION_HANDLERS, ApiError, QuietErrors
 from app.server.limits import HeaderLimitMiddleware
 from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddleware
-from app.server.request_parsing import Generation, chat_generation, completion_generation
+from app.server.request_parsing import chat_generation, completion_generation
 from app.server.state import ServerState
-
-LOOP_PARSE_BYTES = 64 * 1024
 
 
 def build_app(state: ServerState) -> ASGIApp:
@@ -39,8 +42,7 @@ def build_app(state: ServerState) -> ASGIApp:
     http_metrics = HttpMetrics(registry)
 
     async def models(_request: Request) -> Response:
-        model = {"id": state.model_id, "object": "model", "created": 0, "owned_by": "chorus"}
-        return JSONResponse({"object": "list", "data": [model]})
+        return JSONResponse({"object": "list", "data": [_model(state)]})
 
     async def health(_request: Request) -> Response:
         if state.stopping:
@@ -55,23 +57,43 @@ def build_app(state: ServerState) -> ASGIApp:
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     async def chat_completions(request: Request) -> Response:
-        return await _generate(state, request, fmt.CHAT)
+        return await generate(state, request, chat_generation, openai_reply.CHAT)
 
     async def completions(request: Request) -> Response:
-        return await _generate(state, request, fmt.TEXT)
+        return await generate(state, request, completion_generation, openai_reply.TEXT)
+
+    async def messages(request: Request) -> Response:
+        return await anthropic_routes.messages(state, request)
+
+    async def count_tokens(request: Request) -> Response:
+        return await anthropic_routes.count_tokens(state, request)
 
     routes = [
         _route("/v1/models", models, "GET"),
         _route("/v1/chat/completions", chat_completions, "POST"),
         _route("/v1/completions", completions, "POST"),
+        _route("/v1/messages", messages, "POST"),
+        _route("/v1/messages/count_tokens", count_tokens, "POST"),
         _route("/health", health, "GET"),
         _route("/metrics", metrics, "GET"),
     ]
-    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS,
-                    middleware=[Middleware(HttpMetricsMiddleware, metrics=http_metrics),
-                                Middleware(HeaderLimitMiddleware, max_bytes=state.config.max_header_bytes),
-                                Middleware(ApiKeyMiddleware, api_key=state.config.api_key)])
+    config = state.config
+    middleware = [Middleware(HttpMetricsMiddleware, metrics=http_metrics),
+                  Middleware(HeaderLimitMiddleware, max_bytes=config.max_header_bytes),
+                  *cors_middleware(config.cors_origins),
+                  Middleware(ApiKeyMiddleware, api_key=config.api_key)]
+    app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, middleware=middleware)
     return QuietErrors(app)
+
+
+def _model(state: ServerState) -> dict:
+    """The served model, with its context length (OpenRouter's and LM Studio's name for it)
+    once the engine has loaded it."""
+    model: dict = {"id": state.model_id, "object": "model", "created": 0, "owned_by": "chorus"}
+    info = state.engine.info
+    if info is not None and info.n_ctx > 0:
+        model["context_length"] = info.n_ctx
+    return model
 
 
 def _route(path: str, endpoint, method: str) -> Route:
@@ -79,31 +101,3 @@ def _route(path: str, endpoint, method: str) -> Route:
     # Starlette answers HEAD wherever GET is allowed; this API has no use for it (405).
     route.methods = {method}
     return route
-
-
-async def _generate(state: ServerState, request: Request, api: fmt.Api) -> Response:
-    if state.stopping:
-        raise ApiError(503, "the server is stopping")
-    release = state.admit()
-    try:
-        gen = await _parsed(state, request, api)
-    except BaseException:
-        release()
-        raise
-    return await generation.run(state, request, gen, api, release)
-
-
-async def _parsed(state: ServerState, request: Request, api: fmt.Api) -> Generation:
-    config = state.config
-    try:
-        raw = await read_body(request, config.max_body_bytes, config.body_timeout_s)
-    except ClientGone:
-        raise ApiError(400, "the client closed the connection before sending its body") from None
-    build = chat_generation if api.chat else completion_generation
-
-    def parse() -> Generation:
-        return build(parse_json_object(raw), config.max_tokens_cap)
-
-    # A big body (thousands of messages) is parsed in a worker thread: tens of milliseconds
-    # on the loop would delay every open stream's next chunk.
-    return parse() if len(raw) < LOOP_PARSE_BYTES else await anyio.to_thread.run_sync(parse)

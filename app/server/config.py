@@ -32,6 +32,9 @@ class ServerConfig:
     # Largest request line + headers (h11 buffers at most this much of an incomplete event).
     max_header_bytes: int = 32 * 1024
     retry_after_s: int = 1  # what a 429 tells the client to wait
+    # Origins whose web pages may call the API (CORS); none by default, so a page on another
+    # site cannot read answers from a server on the user's loopback. "*": any origin.
+    cors_origins: tuple[str, ...] = ()
 
     def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
         key = "***" if self.api_key else None

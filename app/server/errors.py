@@ -1,5 +1,8 @@
 """Every error the server answers, in OpenAI's shape:
-{"error": {"message", "type", "param", "code"}}; never an HTML page, never a traceback.
+{"error": {"message", "type", "param", "code"}}, or on Anthropic's routes (/v1/messages...)
+in Anthropic's: {"type": "error", "error": {"type", "message"}}; never an HTML page, never
+a traceback. The shape goes by the request's path, so the middleware's refusals (401, 431)
+and Starlette's (404, 405) speak each client's dialect too.
 
 ApiError is raised anywhere below a route; the handlers here turn it (and Starlette's own
 404/405, and anything unexpected) into that JSON. An unexpected failure is logged as one
@@ -34,6 +37,26 @@ _KINDS: dict[int, tuple[str, str]] = {
 }
 
 
+# Anthropic's error types by status (its SDK maps the status to its exception classes; the
+# type is what its users read). 503: the engine is loading or down, "overloaded" to Anthropic.
+_ANTHROPIC_KINDS: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+ANTHROPIC_PREFIX = "/v1/messages"
+
+
+def speaks_anthropic(path: str) -> bool:
+    return path == ANTHROPIC_PREFIX or path.startswith(ANTHROPIC_PREFIX + "/")
+
+
 class ApiError(Exception):
     """A request the server refuses: its status, and a message a person can act on.
     param names the request field at fault, when there is one."""
@@ -46,27 +69,32 @@ class ApiError(Exception):
         self.param = param
         self.headers = dict(headers or {})
 
-    def payload(self) -> dict:
-        return error_payload(self.status, self.message, self.param)
+    def payload(self, path: str = "") -> dict:
+        return error_payload(self.status, self.message, self.param, path)
 
 
-def error_payload(status: int, message: str, param: str | None = None) -> dict:
+def error_payload(status: int, message: str, param: str | None = None, path: str = "") -> dict:
+    """The error in the shape of the API that path belongs to."""
+    if speaks_anthropic(path):
+        kind = _ANTHROPIC_KINDS.get(status, "invalid_request_error" if status < 500 else "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
     kind, code = _KINDS.get(status, ("invalid_request_error" if status < 500 else "server_error", str(status)))
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def error_bytes(status: int, message: str, param: str | None = None) -> bytes:
-    return json.dumps(error_payload(status, message, param)).encode()
+def error_bytes(status: int, message: str, param: str | None = None, path: str = "") -> bytes:
+    return json.dumps(error_payload(status, message, param, path)).encode()
 
 
 def error_response(status: int, message: str, param: str | None = None,
-                   headers: Mapping[str, str] | None = None) -> Response:
-    return JSONResponse(error_payload(status, message, param), status_code=status, headers=dict(headers or {}))
+                   headers: Mapping[str, str] | None = None, path: str = "") -> Response:
+    return JSONResponse(error_payload(status, message, param, path), status_code=status,
+                        headers=dict(headers or {}))
 
 
-async def api_error_handler(_request: Request, exc: Exception) -> Response:
+async def api_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.message, exc.param, exc.headers)
+    return error_response(exc.status, exc.message, exc.param, exc.headers, request.url.path)
 
 
 async def http_error_handler(request: Request, exc: Exception) -> Response:
@@ -79,13 +107,13 @@ async def http_error_handler(request: Request, exc: Exception) -> Response:
         message = f"{request.method} is not allowed on {request.url.path}" + (f" (use {allowed})" if allowed else "")
     else:
         message = str(exc.detail)
-    return error_response(exc.status_code, message, headers=exc.headers)
+    return error_response(exc.status_code, message, headers=exc.headers, path=request.url.path)
 
 
 async def unexpected_error_handler(request: Request, exc: Exception) -> Response:
     """A bug: one line in the log (what and where), a 500 in OpenAI's shape to the client."""
     log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-    return error_response(500, "internal server error; the server's log says more")
+    return error_response(500, "internal server error; the server's log says more", path=request.url.path)
 
 
 EXCEPTION_HANDLERS = {
@@ -122,7 +150,8 @@ class QuietErrors:
             # one line and OpenAI's JSON instead.
             log.info("%s %s cut short: the server stopped", scope.get("method"), scope.get("path"))
             if not started:
-                body = error_bytes(503, "the server stopped before this request was answered")
+                body = error_bytes(503, "the server stopped before this request was answered",
+                                   path=scope.get("path", ""))
                 await send({"type": "http.response.start", "status": 503,
                             "headers": [(b"content-type", b"application/json"),
                                         (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})

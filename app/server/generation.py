@@ -1,6 +1,7 @@
-"""One generation call (/v1/chat/completions or /v1/completions) from a parsed body to its
-answer: prepared off the loop, submitted as n engine requests, then either collected into
-one JSON answer or streamed as events.
+"""One generation call (/v1/chat/completions, /v1/completions, /v1/messages) from a parsed
+body to its answer: prepared off the loop, submitted as n engine requests, then either
+collected into one JSON answer or streamed as events, written by the call's API (a Reply,
+reply.py).
 
 Whatever way a call ends (its answer sent, its client gone at any phase, the server
 stopping, an error), the engine requests it still has open are cancelled, so an abandoned
@@ -18,12 +19,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.server import openai_format as fmt
 from app.server.engine_bridge import ChoiceDelta, Choices, ClientDisconnected, ServerStopping, unless_disconnected
 from app.server.errors import ApiError
+from app.server.reply import Call, ChoiceTally, Reply
 from app.server.request_parsing import Generation
 from app.server.state import ServerState
-from app.server.streaming import DONE, SSEResponse, event
+from app.server.streaming import SSEResponse
 from inference import ChatRequest, EngineError, FinishReason, RequestError
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ async def prepared(state: ServerState, gen: Generation) -> ChatRequest:
         raise ApiError(503, f"the engine is not available: {exc}") from None
 
 
-async def run(state: ServerState, request: Request, gen: Generation, api: fmt.Api,
+async def run(state: ServerState, request: Request, gen: Generation, reply: Reply,
               release: Callable[[], None]) -> Response:
     """release: gives back the call's concurrency slot, once, when the call ends."""
     choices: Choices | None = None
@@ -57,10 +58,10 @@ async def run(state: ServerState, request: Request, gen: Generation, api: fmt.Ap
         gen = replace(gen, chat=await prepared(state, gen), prompt_text=None)
         choices = submit(state, gen)
         if gen.stream:
-            response = await start_stream(state, request, gen, api, choices, release)
+            response = await start_stream(state, request, gen, reply, choices, release)
             streaming = isinstance(response, SSEResponse)  # else the client left before it began
             return response
-        return await answer(state, request, gen, api, choices)
+        return await answer(state, request, gen, reply, choices)
     finally:
         if not streaming:  # a stream cleans up when it ends
             if choices is not None:
@@ -80,12 +81,11 @@ def submit(state: ServerState, gen: Generation) -> Choices:
     return choices
 
 
-def _prompt_tokens(gen: Generation) -> int | None:
-    tokens = gen.chat.prompt_tokens
-    return len(tokens) if tokens is not None else None
+def _call(state: ServerState, gen: Generation, choices: Choices) -> Call:
+    return Call(choices.handles[0].request_id, state.model_id, gen, [ChoiceTally() for _ in range(gen.n)])
 
 
-def _refusal(tally: fmt.ChoiceTally) -> ApiError:
+def _refusal(tally: ChoiceTally) -> ApiError:
     """A choice that ended in an error: a 400 for a request the engine refused before
     generating (a prompt too long), a 500 for one that failed mid-reply."""
     if tally.tokens == 0:
@@ -116,25 +116,23 @@ async def _while_connected(work: Awaitable[T], request: Request, choices: Choice
 # ----- one JSON answer -----------------------------------------------------------------------
 
 
-async def answer(state: ServerState, request: Request, gen: Generation, api: fmt.Api, choices: Choices) -> Response:
-    tallies = [fmt.ChoiceTally() for _ in range(gen.n)]
+async def answer(state: ServerState, request: Request, gen: Generation, reply: Reply, choices: Choices) -> Response:
+    call = _call(state, gen, choices)
     try:
-        await _while_connected(_collect(choices, tallies), request, choices)
+        await _while_connected(_collect(choices, call.tallies), request, choices)
     except ClientDisconnected:
         return Response(status_code=CLIENT_GONE)
     finally:
         choices.cancel_open()  # a no-op once every choice finished
-    for tally in tallies:
+    for tally in call.tallies:
         if tally.finish is FinishReason.ERROR:
             raise _refusal(tally)
         if tally.finish is FinishReason.INTERRUPTED:
             raise _interrupted(tally.error)
-    call_id = choices.handles[0].request_id
-    return JSONResponse(fmt.completion(api, call_id, state.model_id, tallies, _prompt_tokens(gen),
-                                       with_logprobs=gen.logprobs is not None))
+    return JSONResponse(reply.answer(call))
 
 
-async def _collect(choices: Choices, tallies: list[fmt.ChoiceTally]) -> None:
+async def _collect(choices: Choices, tallies: list[ChoiceTally]) -> None:
     while not choices.finished:
         item = await choices.next()
         tallies[item.index].add(item.delta)
@@ -143,66 +141,51 @@ async def _collect(choices: Choices, tallies: list[fmt.ChoiceTally]) -> None:
 # ----- a stream ------------------------------------------------------------------------------
 
 
-async def start_stream(state: ServerState, request: Request, gen: Generation, api: fmt.Api, choices: Choices,
+async def start_stream(state: ServerState, request: Request, gen: Generation, reply: Reply, choices: Choices,
                        release: Callable[[], None]) -> Response:
     """Waits for the first delta before answering: a request the engine refuses at once
     (a bad chat, a prompt too long) gets a 400 like a plain call, not a stream that fails."""
-    tallies = [fmt.ChoiceTally() for _ in range(gen.n)]
+    call = _call(state, gen, choices)
     try:
         first = await _while_connected(choices.next(), request, choices)
     except ClientDisconnected:
         return Response(status_code=CLIENT_GONE)
-    tallies[first.index].add(first.delta)
+    call.tallies[first.index].add(first.delta)
     if first.delta.finish_reason is FinishReason.ERROR:
         choices.cancel_open()
-        raise _refusal(tallies[first.index])
+        raise _refusal(call.tallies[first.index])
 
     def close() -> None:
         choices.cancel_open()
         state.forget(choices)
         release()
 
-    return SSEResponse(_events(state, gen, api, choices, tallies, first), on_close=close)
+    return SSEResponse(_events(reply, call, choices, first), on_close=close)
 
 
-async def _events(state: ServerState, gen: Generation, api: fmt.Api, choices: Choices,
-                  tallies: list[fmt.ChoiceTally], first: ChoiceDelta) -> AsyncIterator[bytes]:
-    call_id = choices.handles[0].request_id
-    model = state.model_id
-
-    def chunk(index: int, text: str | None, finish: str | None = None, role: bool = False,
-              logprobs: dict | None = None) -> bytes:
-        return event(fmt.chunk(api, call_id, model, index, text, finish, role, gen.include_usage, logprobs))
-
-    def logprobs_of(item: ChoiceDelta) -> dict | None:
-        if gen.logprobs is None or not item.delta.logprobs:
-            return None
-        offset = len(tallies[item.index].text) - len(item.delta.text)  # where this delta's text starts
-        return fmt.logprobs_of(api, item.delta.logprobs, offset)
-
-    if api.chat:
-        for index in range(gen.n):
-            yield chunk(index, None, role=True)
+async def _events(reply: Reply, call: Call, choices: Choices, first: ChoiceDelta) -> AsyncIterator[bytes]:
+    for opening in reply.opening(call):
+        yield opening
     item: ChoiceDelta | None = first  # already counted in its tally
     try:
         while item is not None:
             delta = item.delta
             if delta.finish_reason is FinishReason.ERROR:
-                yield event(_refusal(tallies[item.index]).payload())
+                yield reply.error(call, _refusal(call.tallies[item.index]))
                 return
-            if delta.text or delta.logprobs:
-                yield chunk(item.index, delta.text, logprobs=logprobs_of(item))
+            for piece in reply.text(call, item):
+                yield piece
             if delta.finish_reason is FinishReason.INTERRUPTED:
-                yield event(_interrupted(delta.error).payload())
+                yield reply.error(call, _interrupted(delta.error))
                 return
             if delta.finished:
-                yield chunk(item.index, None, fmt.finish_reason(delta.finish_reason))
+                for piece in reply.finish(call, item):
+                    yield piece
             item = None if choices.finished else await choices.next()
             if item is not None:
-                tallies[item.index].add(item.delta)
+                call.tallies[item.index].add(item.delta)
     except ServerStopping:
-        yield event(ApiError(503, "the server is stopping; the reply is cut here").payload())
+        yield reply.error(call, ApiError(503, "the server is stopping; the reply is cut here"))
         return
-    if gen.include_usage:
-        yield event(fmt.usage_chunk(api, call_id, model, fmt.usage(tallies, _prompt_tokens(gen))))
-    yield DONE
+    for closing in reply.closing(call):
+        yield closing

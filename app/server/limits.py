@@ -18,7 +18,7 @@ class HeaderLimitMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._size(scope) > self.max_bytes:
             body = error_bytes(431, f"the request line and headers are over this server's limit of "
-                                    f"{self.max_bytes} bytes")
+                                    f"{self.max_bytes} bytes", path=scope.get("path", ""))
             await send({"type": "http.response.start", "status": 431,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})

@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass, field
 
 from app.engines.finish import openai_finish_reason
-from inference import Delta, FinishReason
+from app.server.reply import ChoiceTally
+from inference import FinishReason
 
 
 @dataclass(frozen=True)
@@ -28,38 +29,6 @@ class Api:
 
 CHAT = Api(chat=True)
 TEXT = Api(chat=False)
-
-
-@dataclass
-class ChoiceTally:
-    """One choice's reply so far, counted from its deltas (the stats may never come: an
-    engine process that dies mid-reply ends the request without them)."""
-
-    parts: list[str] = field(default_factory=list)
-    tokens: int = 0
-    finish: FinishReason | None = None
-    error: str | None = None
-    prompt_tokens: int | None = None
-    generated: int | None = None  # from the stats, when they came
-    logprobs: list = field(default_factory=list)  # the engine's TokenLogprob, one per token
-
-    def add(self, delta: Delta) -> None:
-        if delta.text:
-            self.parts.append(delta.text)
-        self.logprobs.extend(delta.logprobs)
-        self.tokens += len(delta.token_ids)
-        if delta.finished:
-            self.finish, self.error = delta.finish_reason, delta.error
-            if delta.stats is not None:
-                self.prompt_tokens, self.generated = delta.stats.prompt_tokens, delta.stats.generated_tokens
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    @property
-    def completion_tokens(self) -> int:
-        return self.generated if self.generated is not None else self.tokens
 
 
 def usage(tallies: list[ChoiceTally], prompt_tokens: int | None) -> dict:

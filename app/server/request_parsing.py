@@ -53,7 +53,7 @@ def number(body: dict, name: str, default: float, lo: float, hi: float, lo_open:
     if value is None:
         return default
     if not is_finite_number(value):
-        raise bad(name, f"must be a finite number, got {_show(value)}")
+        raise bad(name, f"must be a finite number, got {shown(value)}")
     if value > hi or value < lo or (lo_open and value == lo):
         low = f"> {lo:g}" if lo_open else f">= {lo:g}"
         raise bad(name, f"must be {low} and <= {hi:g}, got {value:g}")
@@ -65,7 +65,7 @@ def integer(body: dict, name: str, lo: int, hi: int | None = None) -> int | None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise bad(name, f"must be an integer, got {_show(value)}")
+        raise bad(name, f"must be an integer, got {shown(value)}")
     if value < lo or (hi is not None and value > hi):
         span = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
         raise bad(name, f"must be {span}, got {value}")
@@ -77,7 +77,7 @@ def flag(body: dict, name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise bad(name, f"must be true or false, got {_show(value)}")
+        raise bad(name, f"must be true or false, got {shown(value)}")
     return value
 
 
@@ -92,7 +92,7 @@ def valid_text(value: str, where: str) -> str:
     return value
 
 
-def _show(value: Any) -> str:
+def shown(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return "an object" if isinstance(value, dict) else "a list"
     text = repr(value) if isinstance(value, str) else "null" if value is None else str(value).lower() \
@@ -108,7 +108,7 @@ def messages_of(body: dict) -> tuple[dict, ...]:
     if messages is None:
         raise bad("messages", "is required: a list of {role, content} objects")
     if not isinstance(messages, list):
-        raise bad("messages", f"must be a list, got {_show(messages)}")
+        raise bad("messages", f"must be a list, got {shown(messages)}")
     if not messages:
         raise bad("messages", "must not be empty")
     return tuple(_message(m, f"messages[{i}]") for i, m in enumerate(messages))
@@ -116,32 +116,32 @@ def messages_of(body: dict) -> tuple[dict, ...]:
 
 def _message(message: Any, where: str) -> dict:
     if not isinstance(message, dict):
-        raise bad(where, f"must be an object with role and content, got {_show(message)}")
+        raise bad(where, f"must be an object with role and content, got {shown(message)}")
     role = message.get("role")
     if role not in ROLES:
         known = ", ".join(ROLES)
-        raise bad(f"{where}.role", f"must be one of {known}, got {_show(role)}")
-    return {"role": ROLES[role], "content": _content(message.get("content"), role, f"{where}.content")}
+        raise bad(f"{where}.role", f"must be one of {known}, got {shown(role)}")
+    return {"role": ROLES[role], "content": content_text(message.get("content"), role, f"{where}.content")}
 
 
-def _content(content: Any, role: str, where: str) -> str:
+def content_text(content: Any, role: str, where: str) -> str:
     if content is None and role == "assistant":  # an assistant turn that only called tools
         return ""
     if isinstance(content, str):
         return valid_text(content, where)
     if not isinstance(content, list):
-        raise bad(where, f"must be a string or a list of text parts, got {_show(content)}")
+        raise bad(where, f"must be a string or a list of text parts, got {shown(content)}")
     return "".join(_text_part(part, f"{where}[{i}]") for i, part in enumerate(content))
 
 
 def _text_part(part: Any, where: str) -> str:
     if not isinstance(part, dict):
-        raise bad(where, f"must be an object {{type, text}}, got {_show(part)}")
+        raise bad(where, f"must be an object {{type, text}}, got {shown(part)}")
     if part.get("type") != "text":
-        raise bad(f"{where}.type", f"must be \"text\" (this server reads text only), got {_show(part.get('type'))}")
+        raise bad(f"{where}.type", f"must be \"text\" (this server reads text only), got {shown(part.get('type'))}")
     value = part.get("text")
     if not isinstance(value, str):
-        raise bad(f"{where}.text", f"must be a string, got {_show(value)}")
+        raise bad(f"{where}.text", f"must be a string, got {shown(value)}")
     return valid_text(value, f"{where}.text")
 
 
@@ -155,12 +155,18 @@ def stop_of(body: dict) -> tuple[str, ...]:
     if isinstance(stop, str):
         stop = [stop]
     if not isinstance(stop, list):
-        raise bad("stop", f"must be a string or a list of strings, got {_show(stop)}")
-    if len(stop) > MAX_STOP:
-        raise bad("stop", f"may hold at most {MAX_STOP} strings, got {len(stop)}")
+        raise bad("stop", f"must be a string or a list of strings, got {shown(stop)}")
+    return stop_strings(stop, "stop", MAX_STOP)
+
+
+def stop_strings(stop: list, name: str, limit: int) -> tuple[str, ...]:
+    """A list of stop strings: at most limit, each a non-empty string of valid text."""
+    if len(stop) > limit:
+        raise bad(name, f"may hold at most {limit} strings, got {len(stop)}")
     for i, s in enumerate(stop):
         if not isinstance(s, str) or not s:
-            raise bad(f"stop[{i}]", f"must be a non-empty string, got {_show(s)}")
+            raise bad(f"{name}[{i}]", f"must be a non-empty string, got {shown(s)}")
+        valid_text(s, f"{name}[{i}]")
     return tuple(stop)
 
 
@@ -211,7 +217,7 @@ def stream_options_of(body: dict, stream: bool) -> bool:
     if not stream:
         raise bad("stream_options", "is only allowed when stream is true")
     if not isinstance(options, dict):
-        raise bad("stream_options", f"must be an object, got {_show(options)}")
+        raise bad("stream_options", f"must be an object, got {shown(options)}")
     return flag(options, "include_usage")
 
 
@@ -228,17 +234,17 @@ def json_object_of(body: dict) -> bool:
     if fmt is None:
         return False
     if not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str):
-        raise bad("response_format", f"must be an object with a type, got {_show(fmt)}")
+        raise bad("response_format", f"must be an object with a type, got {shown(fmt)}")
     kind = fmt["type"]
     if kind not in ("text", "json_object"):
-        raise bad("response_format.type", f"must be \"text\" or \"json_object\", got {_show(kind)}")
+        raise bad("response_format.type", f"must be \"text\" or \"json_object\", got {shown(kind)}")
     return kind == "json_object"
 
 
 def _common(body: dict) -> tuple[int, bool, bool]:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
-        raise bad("model", f"must be a string, got {_show(model)}")
+        raise bad("model", f"must be a string, got {shown(model)}")
     n = integer(body, "n", 1, MAX_CHOICES)
     stream = flag(body, "stream")
     return n or 1, stream, stream_options_of(body, stream)
@@ -272,4 +278,4 @@ def completion_generation(body: dict, cap: int | None) -> Generation:
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         chat = ChatRequest(prompt_tokens=tuple(prompt), sampling=sampling)
         return Generation(chat, n, stream, include_usage, logprobs)
-    raise bad("prompt", f"must be a non-empty string or list of token ids (one prompt), got {_show(prompt)}")
+    raise bad("prompt", f"must be a non-empty string or list of token ids (one prompt), got {shown(prompt)}")

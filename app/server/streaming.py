@@ -1,5 +1,6 @@
 """Server-sent events over Starlette's StreamingResponse: chunked transfer encoding, each
-event `data: <json>\n\n`, a final `data: [DONE]`. A server that dies mid-stream leaves the
+event `data: <json>\n\n` (OpenAI's, with a final `data: [DONE]`) or
+`event: <name>\ndata: <json>\n\n` (Anthropic's). A server that dies mid-stream leaves the
 chunked body unterminated, which HTTP clients (the official one included) report as an
 error rather than a quiet end."""
 
@@ -16,6 +17,10 @@ DONE = b"data: [DONE]\n\n"
 
 def event(payload: dict) -> bytes:
     return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def named_event(name: str, payload: dict) -> bytes:
+    return b"event: " + name.encode() + b"\n" + event(payload)
 
 
 class SSEResponse(StreamingResponse):

@@ -30,6 +30,18 @@ def client(server, key: str = KEY, timeout: float = 60):
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=timeout)
 
 
+def anthropic_client(server, key: str | None = KEY, x_api_key: str | None = None, timeout: float = 60):
+    """The official `anthropic` client on the server's root (it adds /v1/messages itself).
+    key: sent as this SDK sends api_key (Authorization: Bearer); x_api_key instead: only
+    the `x-api-key` header, as Anthropic's own API takes it and curl examples send it."""
+    import anthropic
+
+    if x_api_key is None:
+        return anthropic.Anthropic(base_url=server.url, api_key=key, max_retries=0, timeout=timeout)
+    return anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0, timeout=timeout,
+                               default_headers={"Authorization": anthropic.omit, "x-api-key": x_api_key})
+
+
 def ask(text: str, ignore_eos: bool = False, **kw) -> dict:
     """A greedy chat call's arguments; ignore_eos (an extension, as vLLM's): run to max_tokens."""
     extra = {"extra_body": {"ignore_eos": True}} if ignore_eos else {}

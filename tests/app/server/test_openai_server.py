@@ -23,6 +23,7 @@ def server(shared_engine):
 def test_models_and_a_plain_completion_with_usage(server):
     c = client(server)
     assert [m.id for m in c.models.list()] == ["smollm2"]
+    assert c.models.list().data[0].context_length == 4096  # the engine's n_ctx (issue 25)
     out = c.chat.completions.create(**ask("Say hello.", max_tokens=8))
     assert out.choices[0].message.role == "assistant" and out.choices[0].message.content
     assert 0 < out.usage.completion_tokens <= 8 and out.usage.prompt_tokens > 5
@@ -140,14 +141,18 @@ def test_completions_take_a_raw_prompt_of_token_ids(server, shared_engine):
     assert streamed == out.choices[0].text
 
 
-def test_a_missing_or_wrong_key_is_401_on_every_route(server):
+def test_a_missing_or_wrong_key_is_401_on_every_route_but_health(server):
     with pytest.raises(openai.AuthenticationError):
         client(server, key="wrong").models.list()
-    for path in ("/v1/models", "/metrics", "/health", "/nowhere"):
+    for path in ("/v1/models", "/metrics", "/nowhere"):
         status, _, body = exchange(server, request_bytes("GET", path, key=None))
         assert status == 401 and json.loads(body)["error"]["type"] == "authentication_error"
-    status, _, _ = exchange(server, request_bytes("GET", "/health", key="sekrit-but-longer"))
+    status, _, _ = exchange(server, request_bytes("GET", "/metrics", key="sekrit-but-longer"))
     assert status == 401
+    # /health is open (a probe holds no key), and says no more than whether the model is loaded
+    for key in (None, "sekrit-but-longer"):
+        status, _, body = exchange(server, request_bytes("GET", "/health", key=key))
+        assert status == 200 and json.loads(body) == {"status": "ok"}
 
 
 def test_bad_requests_are_400_with_a_reason(server):
