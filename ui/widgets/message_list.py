@@ -74,10 +74,16 @@ class MessageList(QListView):
         self._place_jump()
 
     def _show_jump(self) -> None:
-        self.jump_button.setVisible(not self.following and not self._at_end())
-        self._place_jump()
+        # Touched only when it changes: moving or showing a child of the view asks the view
+        # for a layout, and a layout per frame made a streaming reply ten times slower.
+        wanted = not self.following and not self._at_end()
+        if wanted != self.jump_button.isVisibleTo(self):
+            self.jump_button.setVisible(wanted)
+            self._place_jump()
 
     def _place_jump(self) -> None:
+        if not self.jump_button.isVisibleTo(self):
+            return
         size = self.jump_button.sizeHint()
         area = self.viewport().geometry()
         self.jump_button.setGeometry(area.right() - size.width() - JUMP_MARGIN,
