@@ -19,7 +19,7 @@ LABELS = {
 }
 
 
-def chat_overflow(settings: dict | None) -> str:
-    """The chat's own policy, else the default (an unknown one from a newer version too)."""
+def chat_overflow(settings: dict | None, default: str = DEFAULT_OVERFLOW) -> str:
+    """The chat's own policy, else the default (for an unknown one from a newer version too)."""
     chosen = (settings or {}).get("overflow")
-    return chosen if chosen in OVERFLOW_POLICIES else DEFAULT_OVERFLOW
+    return chosen if chosen in OVERFLOW_POLICIES else default

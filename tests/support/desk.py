@@ -60,9 +60,11 @@ class ScriptedEngine:
     def __init__(self, streams) -> None:
         self.streams = streams
         self.requests: list[str] = []
+        self.chats: list = []  # the ChatRequests as the app made them
 
     def submit(self, chat) -> None:
         self.requests.append(chat.request_id)
+        self.chats.append(chat)
 
     def cancel(self, request_id: str) -> None:
         self.end(request_id, FinishReason.CANCELLED)

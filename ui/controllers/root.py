@@ -19,6 +19,7 @@ from ui.controllers.models_window.window import ModelsWindowController
 from ui.controllers.presets import PresetsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
+from ui.controllers.settings import SettingsController
 from ui.controllers.side_panel import SidePanelController
 from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
@@ -43,6 +44,7 @@ class Controllers:
         self.conversations = ConversationsController(ctx)
         self.sending = SendingController(ctx)
         self.presets = PresetsController(ctx)
+        self.settings = SettingsController(ctx)
         self.side_panel = SidePanelController(ctx)
         self.server = ServerController(ctx)
         self.compare = CompareController(ctx)
@@ -72,6 +74,7 @@ class Controllers:
         self.monitor.start()
         self.conversations.refresh()
         self.presets.refresh()
+        self.settings.restore()
         self.model_picker.refresh()
         self.window_state.restore()
         self.theme.restore()

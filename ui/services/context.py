@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from app.chats.defaults import ChatDefaults
 from app.engines.hub import EngineHub
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
@@ -43,6 +44,7 @@ class ControllerContext:
     streams: StreamPresenter
     events: ControllerEvents
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
+    chat_defaults: ChatDefaults  # Settings: what `sampling` came from, and the overflow policy
     models_dir: Path
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
 
@@ -61,5 +63,6 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         engine_signals=engine_signals, streams=streams, events=ControllerEvents(),
-        sampling=sampling or SamplingParams(), models_dir=models_dir, library=library,
+        sampling=sampling or ChatDefaults().sampling(), chat_defaults=ChatDefaults(), models_dir=models_dir,
+        library=library,
     )

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 
 from app.chats.overflow import chat_overflow
+from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
@@ -129,7 +130,8 @@ class ConversationActions:
         self.show_path(view, path)
         self.ctx.window.set_tab_title(view, path.conversation.title)
         before = path.messages if continued else path.messages[:-1]
-        prompt = tuple({"role": m.role, "content": m.content} for m in before
+        kept = reply.id if continued else None
+        prompt = tuple({"role": m.role, "content": prompt_content(m, kept)} for m in before
                        if m.status is not MessageStatus.ERROR)
         request_id = new_request_id()
         engine = self.ctx.engines.engine_for(path.conversation)
@@ -141,7 +143,8 @@ class ConversationActions:
                                     reply=shared, base_tokens=tokens, priority=priority))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
         chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
-                           overflow=chat_overflow(path.conversation.sampling), continue_final=continued)
+                           continue_final=continued,
+                           overflow=chat_overflow(path.conversation.sampling, self.ctx.chat_defaults.overflow))
         view.set_busy(True)
         view.set_state("queued")
         try:
@@ -203,3 +206,12 @@ def chat_sampling(defaults: SamplingParams, overrides: dict) -> SamplingParams:
     """The app's sampling with a chat's own settings (from its preset) on top."""
     known = {k: v for k, v in (overrides or {}).items() if k in SamplingParams.__dataclass_fields__}
     return replace(defaults, **known) if known else defaults
+
+
+def prompt_content(message: MessageRecord, continued_id: int | None = None) -> str:
+    """A message as the next request's prompt carries it: a reply's reasoning stays in
+    storage and on screen but not in the prompt (reasoning templates expect it gone), except
+    in the reply being continued, which goes on from all it wrote."""
+    if message.role != "assistant" or message.id == continued_id:
+        return message.content
+    return strip_reasoning(message.content)

@@ -23,9 +23,10 @@ from PySide6.QtWidgets import (
 
 from app.engines.finish import rate_text
 from ui.widgets.chat_settings import FIELDS as FLOAT_FIELDS
+from ui.widgets.reply_length import MAX_REPLY_TOKENS, ReplyLengthSpin
 
 PANEL_WIDTH = 280
-INT_FIELDS = {"top_k": ("Top-k", 0, 1000), "max_tokens": ("Max tokens", 1, 32768)}  # name: (label, min, max)
+INT_FIELDS = {"top_k": ("Top-k", 0, 1000), "max_tokens": ("Max tokens", 0, MAX_REPLY_TOKENS)}  # name: (label, min, max)
 SAMPLING_NAMES = (*FLOAT_FIELDS, *INT_FIELDS)
 
 
@@ -112,7 +113,7 @@ class ChatSidePanel(QFrame):
             spin.setDecimals(decimals)
             self._add_spin(form, name, label, spin)
         for name, (label, lo, hi) in INT_FIELDS.items():
-            spin = QSpinBox()
+            spin = ReplyLengthSpin() if name == "max_tokens" else QSpinBox()
             spin.setRange(lo, hi)
             self._add_spin(form, name, label, spin)
         layout.addLayout(form)
@@ -150,7 +151,10 @@ class ChatSidePanel(QFrame):
         self._loading = True
         try:
             for name, spin in self.spins.items():
-                spin.setValue(values[name])
+                if isinstance(spin, ReplyLengthSpin):
+                    spin.set_tokens(int(values[name]))
+                else:
+                    spin.setValue(values[name])
         finally:
             self._loading = False
         self.preset_label.setText(preset_name or "none")
@@ -159,7 +163,14 @@ class ChatSidePanel(QFrame):
         out = {name: round(spin.value(), 3) for name, spin in self.spins.items()}
         for name in INT_FIELDS:
             out[name] = int(out[name])
+        out["max_tokens"] = self.reply_length.tokens()
         return out
+
+    @property
+    def reply_length(self) -> ReplyLengthSpin:
+        spin = self.spins["max_tokens"]
+        assert isinstance(spin, ReplyLengthSpin)
+        return spin
 
     def set_numbers(self, numbers: ReplyNumbers | None) -> None:
         n = numbers or ReplyNumbers()

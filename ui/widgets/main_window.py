@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
     model_load_requested = Signal(str, int)  # path and GPU layers (-1: the default), from the model dialog
     about_requested = Signal()
     presets_requested = Signal()  # open the preset editor
+    settings_requested = Signal()  # open Settings (the chats' defaults)
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
     new_comparison_requested = Signal()
     server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
@@ -224,10 +225,11 @@ class MainWindow(QMainWindow):
             ("Stop", QKeySequence("Escape"), self._stop_current),
             ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
             ("Models…", QKeySequence("Ctrl+Shift+M"), lambda: self.models_requested.emit()),
+            ("Settings…", QKeySequence("Ctrl+,"), lambda: self.settings_requested.emit()),
         ]
         file_menu = self.menuBar().addMenu("&File")
         chat_menu = self.menuBar().addMenu("&Chat")
-        in_file = {"New chat", "New comparison", "Open model…", "Models…", "Close tab"}
+        in_file = {"New chat", "New comparison", "Open model…", "Models…", "Close tab", "Settings…"}
         for name, keys, slot in shortcuts:
             action = QAction(name, self)
             action.setShortcuts(keys) if isinstance(keys, list) else action.setShortcut(keys)
