@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
@@ -58,9 +59,12 @@ class Stream:
     # falls behind and catches up when the user switches to it, so background tabs cost no
     # layout per frame however many are writing.
     drawn: int = field(init=False)
+    # The reply's reasoning (<think>...</think>) apart: its tokens and how long it thought.
+    reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
 
     def __post_init__(self) -> None:
         self.drawn = self.reply.end  # the view shows the message as stored: what it held before
+        self.reasoning.feed(self.reply.text())  # a continued reply goes on where it was
 
     def written(self) -> int:
         """The message's tokens so far: the one count its header, its tab's state line and
@@ -70,7 +74,7 @@ class Stream:
     def live_meta(self) -> str:
         """The header of the reply being written: its count now, not the last checkpoint's
         (a reopened chat showed "79 tokens" while its state line reached 395)."""
-        return _meta(None, None, self.written())
+        return _meta(None, None, self.written(), self.reasoning.reasoning_tokens)
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -94,17 +98,19 @@ def message_view(m: MessageRecord, branch: tuple[int, int] | None = None) -> Mes
     return MessageView(
         key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
         meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
+        # Not stored: a saved reply's thinking time is its share of the decoding time.
+        thought_s=estimated_thought_s(m.content, m.completion_tokens, m.tokens_per_s),
     )
 
 
-def _meta(ttft: float | None, rate: float | None, tokens: int | None) -> str:
+def _meta(ttft: float | None, rate: float | None, tokens: int | None, reasoning: int = 0) -> str:
     parts = []
     if ttft is not None:
         parts.append(f"{ttft:.2f} s to first token")
     if rate:
         parts.append(rate_text(rate))
     if tokens:
-        parts.append(tokens_text(tokens))
+        parts.append(tokens_text(tokens) + (f" ({reasoning} reasoning)" if reasoning else ""))
     return " · ".join(parts)
 
 
@@ -157,6 +163,7 @@ class StreamPresenter(QObject):
             if delta.finished and delta.stats is not None:
                 delta = delta._replace(stats=_as_shown(delta.stats, stream))
             stream.reply.append(delta.text)  # before the recorder sees the delta: it saves from there
+            stream.reasoning.feed(delta.text, len(delta.token_ids), time.monotonic())
             pending = self._pending.setdefault(delta.request_id, _Pending())
             pending.tokens += len(delta.token_ids)
             pending.last = delta
@@ -191,7 +198,8 @@ class StreamPresenter(QObject):
             return  # closed tab: the reply goes on and is saved; nothing to draw
         if delta.finished:
             stats = delta.stats
-            meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens) if stats else ""
+            meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens,
+                         stream.reasoning.reasoning_tokens) if stats else ""
             self._draw(tab, stream, status=ui_status(delta.finish_reason), meta=meta or (delta.error or ""))
             tab.set_busy(False)
             tab.set_state(done_text(delta))
@@ -205,7 +213,7 @@ class StreamPresenter(QObject):
 
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
         text, stream.drawn = stream.reply.since(stream.drawn)
-        tab.model.append_text(f"m{stream.message_id}", text, **changes)
+        tab.model.append_text(f"m{stream.message_id}", text, thought_s=stream.reasoning.seconds(), **changes)
 
     def live_views(self, conversation_id: int, views: list[MessageView]) -> list[MessageView]:
         """Stored messages as a view that opens now should show them: the reply being written
@@ -215,8 +223,8 @@ class StreamPresenter(QObject):
             return views
         key = f"m{stream.message_id}"
         live, stream.drawn = stream.reply.upto()  # later frames append only what follows
-        return [replace(v, text=live, status="streaming", meta=stream.live_meta()) if v.key == key else v
-                for v in views]
+        return [replace(v, text=live, status="streaming", meta=stream.live_meta(), thought_s=stream.reasoning.seconds())
+                if v.key == key else v for v in views]
 
     def _views(self, index: int) -> list:
         """The chat views a tab shows: one, or the panes of a comparison."""

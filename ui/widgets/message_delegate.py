@@ -12,8 +12,15 @@ from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, QTimer, Si
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from ui.widgets.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of, highlight_code_blocks
+from ui.widgets.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
 from ui.widgets.message_model import MessageView, ViewRole
+from ui.widgets.reply_document import (
+    DocumentStyle,
+    build_document,
+    default_expanded,
+    reasoning_header,
+    reasoning_span,
+)
 
 PAD = 10
 GAP = 6
@@ -85,18 +92,24 @@ class MessageDelegate(QStyledItemDelegate):
         self.layouts = 0  # documents built: a measure of work per frame
         self.link_color = QColor("#0b57d0")  # the palette's Link colour, set when painting
         self.copied: tuple[str, int] | None = None  # (row key, block) whose Copy was clicked last
+        self.dim_color = QColor("#6b7280")  # a reply's reasoning: the palette's PlaceholderText
+        self.toggled: dict[str, bool] = {}  # row key -> its reasoning opened or closed by a click
+
+    def reasoning_expanded(self, view: MessageView) -> bool:
+        return self.toggled.get(view.key, default_expanded(view))
+
+    def _content_key(self, view: MessageView, width: int) -> tuple:
+        """What a row's document depends on besides the palette."""
+        return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status)
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
-        key = (view.key, view.text, width, color.rgb())
+        key = (*self._content_key(view, width), color.rgb())
         doc = self._docs.get(key)
         if doc is None:
             self.layouts += 1
-            doc = QTextDocument()
-            doc.setDefaultFont(font)
-            doc.setDefaultStyleSheet(code_style_sheet(color, self.link_color))
-            doc.setMarkdown(markdown_of(view))
-            highlight_code_blocks(doc, dark=color.lightness() > 128)
-            doc.setTextWidth(max(50, width))
+            style = DocumentStyle(font, color, self.link_color, self.dim_color)
+            doc = build_document(view, markdown_of(view), width, style, self.reasoning_expanded(view),
+                                 code_style_sheet(color, self.link_color))
             self._docs[key] = doc
             if len(self._docs) > CACHE_SIZE:
                 self._docs.popitem(last=False)
@@ -110,11 +123,12 @@ class MessageDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         view: MessageView = index.data(ViewRole)
         width = self._text_width(option)
-        key = (view.key, view.text, width)
+        key = self._content_key(view, width)
         height = self._heights.get(key)
         if height is None:
             color = option.palette.color(QPalette.ColorRole.Text)
             self.link_color = option.palette.color(QPalette.ColorRole.Link)
+            self.dim_color = option.palette.color(QPalette.ColorRole.PlaceholderText)
             height = int(self._document(view, width, option.font, color).size().height())
             if len(self._heights) > HEIGHT_CACHE_SIZE:
                 self._heights.clear()
@@ -137,11 +151,18 @@ class MessageDelegate(QStyledItemDelegate):
         self._paint_header(painter, rect, view, palette, option.font)
         text_color = palette.color(QPalette.ColorRole.Text)
         self.link_color = palette.color(QPalette.ColorRole.Link)
+        self.dim_color = palette.color(QPalette.ColorRole.PlaceholderText)
         doc = self._document(view, self._text_width(option), option.font, text_color)
         painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
         self._paint_code_toolbars(painter, doc, view, palette, option.font)
         painter.restore()
+
+    def _paint_reasoning_rule(self, painter: QPainter, doc: QTextDocument) -> None:
+        span = reasoning_span(doc)
+        if span is not None:
+            painter.fillRect(QRectF(span.left() + 4, span.top() + 2, 2, span.height() - 4), self.dim_color)
 
     # ----- code blocks: language and Copy above each ------------------------------------
 
@@ -190,6 +211,18 @@ class MessageDelegate(QStyledItemDelegate):
         doc = self._document(view, self._text_width(option), option.font, color)
         local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
         return next((block for block, _bar, copy in self.code_toolbars(doc) if copy.contains(local)), None)
+
+    def reasoning_header_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> bool:
+        """Whether pos (in the view's coordinates) is on a reply's "Thought for N s" line."""
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        header = reasoning_header(self._document(view, self._text_width(option), option.font, color))
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        return header is not None and header.contains(local)
+
+    def toggle_reasoning(self, view: MessageView, index) -> None:
+        self.toggled[view.key] = not self.reasoning_expanded(view)
+        self.sizeHintChanged.emit(index)
 
     def _header_parts(self, rect, view: MessageView, font: QFont):
         """The header's rectangle, small font, details text, and the arrows' hit boxes."""
@@ -251,5 +284,8 @@ class MessageDelegate(QStyledItemDelegate):
                 QGuiApplication.clipboard().setText(block.code)
                 self._show_copied((view.key, block.first_block), option.widget)
                 self.code_copied.emit(block.code)
+                return True
+            if self.reasoning_header_at(option, view, event.position().toPoint()):
+                self.toggle_reasoning(view, index)
                 return True
         return super().editorEvent(event, model, option, index)

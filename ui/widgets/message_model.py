@@ -20,6 +20,7 @@ class MessageView:
     meta: str = ""  # "0.12 s to first token · 118 tok/s"
     branch: tuple[int, int] | None = None  # (index, count) among siblings when count > 1
     message_id: int | None = None
+    thought_s: float | None = None  # how long a reasoning reply thought (app/chats/reasoning.py)
 
 
 class MessageListModel(QAbstractListModel):
