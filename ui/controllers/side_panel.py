@@ -40,6 +40,7 @@ def numbers_from_delta(delta: Delta) -> ReplyNumbers:
         cached_tokens=s.cached_tokens if s and s.prompt_tokens else None,
         finish=finish_label(reason) if reason is not None else None,
         can_continue=reason is FinishReason.LENGTH,
+        dropped=s.messages_dropped[1] if s else None,
     )
 
 
@@ -116,7 +117,7 @@ class SidePanelController:
         prompt = _system_prompt(loaded.path)
         if not panel.save_prompt_button.isEnabled():  # never overwrite an edit not saved yet
             panel.set_system_prompt(prompt)
-        defaults = {name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES}
+        defaults = self._defaults()
         panel.set_sampling({**defaults, **{k: v for k, v in conv.sampling.items() if k in defaults}},
                            loaded.preset.name if loaded.preset else None)
         reply = _last_reply(loaded.path)
@@ -127,6 +128,11 @@ class SidePanelController:
                 numbers = numbers_from_record(reply)
         panel.set_numbers(numbers)
         panel.set_sharing(sharing_text(prompt, loaded.sharers, numbers))
+
+    def _defaults(self) -> dict:
+        """The app's defaults of every setting the panel edits (Settings)."""
+        return {**{name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES},
+                "overflow": self.ctx.chat_defaults.overflow}
 
     def _reply_finished(self, stream: Stream, delta: Delta) -> None:
         self._numbers[stream.message_id] = numbers_from_delta(delta)
@@ -148,7 +154,7 @@ class SidePanelController:
         """A field the chat did not set and left at the app's default keeps following the
         default; the others are the chat's own from now on."""
         repo, conv_id = self.ctx.repo, tab.conversation_id
-        defaults = {name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES}
+        defaults = self._defaults()
 
         def work() -> None:
             own = dict(repo.get_conversation(conv_id).sampling)

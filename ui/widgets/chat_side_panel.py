@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
@@ -21,13 +22,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chats.overflow import LABELS as OVERFLOW_LABELS
 from app.engines.finish import rate_text
 from ui.widgets.chat_settings import FIELDS as FLOAT_FIELDS
+from ui.widgets.chat_settings import sampling_spin
 from ui.widgets.reply_length import MAX_REPLY_TOKENS, ReplyLengthSpin
 
 PANEL_WIDTH = 280
 INT_FIELDS = {"top_k": ("Top-k", 0, 1000), "max_tokens": ("Max tokens", 0, MAX_REPLY_TOKENS)}  # name: (label, min, max)
 SAMPLING_NAMES = (*FLOAT_FIELDS, *INT_FIELDS)
+# The chat's settings the panel edits: its sampling and what it keeps past the context.
+SETTING_NAMES = (*SAMPLING_NAMES, "overflow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,15 @@ class ReplyNumbers:
     cached_tokens: int | None = None
     finish: str | None = None  # "done", "cut at the token limit", ...
     can_continue: bool = False  # it stopped at the token limit
+    dropped: int | None = None  # earlier messages its prompt left out (a chat past the context)
+
+
+def _seen_text(dropped: int | None) -> str:
+    if dropped is None:
+        return "—"
+    if dropped == 0:
+        return "the whole chat"
+    return f"all but {dropped} earlier message{'s' if dropped != 1 else ''} (the context is full)"
 
 
 def _heading(text: str) -> QLabel:
@@ -76,7 +90,12 @@ class ChatSidePanel(QFrame):
         self.sharing_label = _value("")
         self.preset_label = _value("none")
         self.spins: dict[str, QDoubleSpinBox | QSpinBox] = {}
-        self.numbers: dict[str, QLabel] = {k: _value() for k in ("ttft", "rate", "tokens", "cached", "finish")}
+        self.overflow_box = QComboBox()
+        for key, text in OVERFLOW_LABELS.items():
+            self.overflow_box.addItem(text, key)
+        self.overflow_box.setToolTip("What the model still sees once this chat has outgrown its context")
+        self.numbers: dict[str, QLabel] = {
+            k: _value() for k in ("ttft", "rate", "tokens", "cached", "seen", "finish")}
         self.continue_button = QPushButton("Continue")
         self.continue_button.setToolTip("Write more of this reply: it stopped at the token limit")
         self._saved_prompt = ""
@@ -106,22 +125,20 @@ class ChatSidePanel(QFrame):
         layout.addWidget(_heading("Sampling"))
         form = QFormLayout()
         form.addRow("Preset", self.preset_label)
-        for name, (label, lo, hi, step, decimals) in FLOAT_FIELDS.items():
-            spin = QDoubleSpinBox()
-            spin.setRange(lo, hi)
-            spin.setSingleStep(step)
-            spin.setDecimals(decimals)
-            self._add_spin(form, name, label, spin)
+        for name, (label, *_limits) in FLOAT_FIELDS.items():
+            self._add_spin(form, name, label, sampling_spin(name))
         for name, (label, lo, hi) in INT_FIELDS.items():
             spin = ReplyLengthSpin() if name == "max_tokens" else QSpinBox()
             spin.setRange(lo, hi)
             self._add_spin(form, name, label, spin)
+        self.overflow_box.currentIndexChanged.connect(self._sampling_edited)
+        form.addRow("Past the context", self.overflow_box)
         layout.addLayout(form)
         layout.addSpacing(6)
         layout.addWidget(_heading("Last reply"))
         numbers = QFormLayout()
         for key, label in (("ttft", "First token"), ("rate", "Speed"), ("tokens", "Reply tokens"),
-                           ("cached", "Cached prompt"), ("finish", "Finish")):
+                           ("cached", "Cached prompt"), ("seen", "Model saw"), ("finish", "Finish")):
             numbers.addRow(label, self.numbers[key])
         layout.addLayout(numbers)
         layout.addWidget(self.continue_button)
@@ -147,9 +164,10 @@ class ChatSidePanel(QFrame):
         self.sharing_label.setText(text)
 
     def set_sampling(self, values: dict, preset_name: str | None) -> None:
-        """values: every field in SAMPLING_NAMES (the chat's own on top of the defaults)."""
+        """values: every field in SETTING_NAMES (the chat's own on top of the defaults)."""
         self._loading = True
         try:
+            self.overflow_box.setCurrentIndex(max(0, self.overflow_box.findData(values["overflow"])))
             for name, spin in self.spins.items():
                 if isinstance(spin, ReplyLengthSpin):
                     spin.set_tokens(int(values[name]))
@@ -164,6 +182,7 @@ class ChatSidePanel(QFrame):
         for name in INT_FIELDS:
             out[name] = int(out[name])
         out["max_tokens"] = self.reply_length.tokens()
+        out["overflow"] = self.overflow_box.currentData()
         return out
 
     @property
@@ -181,6 +200,7 @@ class ChatSidePanel(QFrame):
             self.numbers["cached"].setText(f"{n.cached_tokens} of {n.prompt_tokens} tokens")
         else:
             self.numbers["cached"].setText("—")
+        self.numbers["seen"].setText(_seen_text(n.dropped))
         self.numbers["finish"].setText(n.finish or "—")
         self._can_continue = n.can_continue
         self._update_continue()

@@ -209,3 +209,37 @@ def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qt_asy
         assert tab.panel.sharing_label.text().startswith("Shared with 1 other chat")
     finally:
         shot.close()
+
+
+def test_a_chat_past_the_context_goes_on_and_says_what_the_model_no_longer_saw(qtbot, data_dir, model_path,
+                                                                                qt_asyncio):
+    """Issue 26, part 3 / issue 27, context use: on a 512-token context a long chat's next
+    reply drops the oldest turns (the default), and the panel says how many; a chat set to
+    stop is refused with the engine's reason instead."""
+    app = App(qtbot, data_dir, model_path, max_tokens=8, n_ctx=512)
+    try:
+        conv = app.repo.create_conversation(title="long")
+        parent = None
+        for i in range(30):
+            parent = app.repo.add_message(conv.id, "user", f"Tell me about item {i}.", parent_id=parent).id
+            parent = app.repo.add_message(conv.id, "assistant", f"Item {i} is a fine thing to have.",
+                                          parent_id=parent).id
+        app.controllers.conversations.open_conversation(conv.id)
+        qtbot.waitUntil(lambda: app.window.tab_for(conv.id) is not None)
+        tab = app.window.tab_for(conv.id)
+        tab.panel_button.click()
+        app.send(tab, "And the last one?")
+        app.wait_done(tab)
+        assert app.last(tab).status == "complete"
+        qtbot.waitUntil(lambda: tab.panel.numbers["seen"].text().startswith("all but "), timeout=10_000)
+        dropped = int(tab.panel.numbers["seen"].text().split()[2])
+        assert 10 < dropped < 61
+
+        tab.panel.overflow_box.setCurrentIndex(tab.panel.overflow_box.findData("stop"))
+        qtbot.waitUntil(lambda: app.repo.get_conversation(conv.id).sampling.get("overflow") == "stop")
+        app.send(tab, "Once more?")
+        app.wait_done(tab)
+        last = app.last(tab)
+        assert last.status == "error" and "context holds 512" in last.text + last.meta, last
+    finally:
+        app.close()

@@ -3,7 +3,7 @@ fitting 900x600 with it open."""
 
 from __future__ import annotations
 
-from ui.widgets.chat_side_panel import SAMPLING_NAMES, ChatSidePanel, ReplyNumbers
+from ui.widgets.chat_side_panel import SETTING_NAMES, ChatSidePanel, ReplyNumbers
 
 
 def test_the_window_fits_900_by_600_with_the_side_panel_open(window, qtbot):
@@ -39,14 +39,27 @@ def test_edits_are_emitted_and_loading_values_is_not_an_edit(qtbot):
     changed, saved = [], []
     panel.sampling_changed.connect(changed.append)
     panel.system_prompt_saved.connect(saved.append)
-    values = {"temperature": 0.7, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.1, "top_k": 40, "max_tokens": 64}
+    values = {"temperature": 0.7, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.1, "top_k": 40, "max_tokens": 64,
+              "overflow": "stop"}
     panel.set_sampling(values, "Pirate")
     panel.set_system_prompt("Be brief.")
     assert changed == [] and not panel.save_prompt_button.isEnabled()
-    assert set(panel.sampling()) == set(SAMPLING_NAMES) and panel.sampling() == values
+    assert set(panel.sampling()) == set(SETTING_NAMES) and panel.sampling() == values
+    panel.overflow_box.setCurrentIndex(panel.overflow_box.findData("truncate_middle"))
+    assert changed[-1]["overflow"] == "truncate_middle"
     panel.spins["max_tokens"].setValue(8)
     assert changed[-1]["max_tokens"] == 8 and isinstance(changed[-1]["max_tokens"], int)
     panel.system_edit.setPlainText("Be very brief.")
     assert panel.save_prompt_button.isEnabled()
     panel.save_prompt_button.click()
     assert saved == ["Be very brief."] and not panel.save_prompt_button.isEnabled()
+
+
+def test_the_panel_says_how_much_of_the_chat_the_model_saw(qtbot):
+    panel = ChatSidePanel()
+    qtbot.addWidget(panel)
+    assert panel.numbers["seen"].text() == "—"  # a reply of an earlier run: not known
+    panel.set_numbers(ReplyNumbers(tokens=3, dropped=0))
+    assert panel.numbers["seen"].text() == "the whole chat"
+    panel.set_numbers(ReplyNumbers(tokens=3, dropped=12))
+    assert panel.numbers["seen"].text() == "all but 12 earlier messages (the context is full)"
