@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from app.chats.reasoning import split_reasoning
 from app.engines.finish import openai_finish_reason
 from app.server.reply import ChoiceTally
 from inference import FinishReason
@@ -35,7 +36,11 @@ def usage(tallies: list[ChoiceTally], prompt_tokens: int | None) -> dict:
     """prompt_tokens once (the choices share the prompt), completion tokens of all."""
     prompt = next((t.prompt_tokens for t in tallies if t.prompt_tokens is not None), prompt_tokens) or 0
     completion = sum(t.completion_tokens for t in tallies)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    totals: dict = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    reasoning = sum(t.reasoning.reasoning_tokens for t in tallies)
+    if reasoning:  # OpenAI's place for them; part of completion_tokens
+        totals["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    return totals
 
 
 def finish_reason(reason: FinishReason | None) -> str | None:
@@ -49,7 +54,7 @@ def completion(api: Api, call_id: str, model: str, tallies: list[ChoiceTally], p
         logprobs = logprobs_of(api, tally.logprobs) if with_logprobs else None
         choice: dict = {"index": index, "finish_reason": finish_reason(tally.finish), "logprobs": logprobs}
         if api.chat:
-            choice["message"] = {"role": "assistant", "content": tally.text}
+            choice["message"] = message(tally.text)
         else:
             choice["text"] = tally.text
         choices.append(choice)
@@ -57,13 +62,26 @@ def completion(api: Api, call_id: str, model: str, tallies: list[ChoiceTally], p
             "choices": choices, "usage": usage(tallies, prompt_tokens)}
 
 
+def message(text: str) -> dict:
+    """A whole chat reply: its reasoning, if it has any, as reasoning_content (as
+    llama.cpp's server and vLLM return it), content the answer alone."""
+    split = split_reasoning(text)
+    if split.reasoning is None:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": split.answer, "reasoning_content": split.reasoning}
+
+
 def chunk(api: Api, call_id: str, model: str, index: int, text: str | None, finish: str | None,
-          role: bool = False, with_usage: bool = False, logprobs: dict | None = None) -> dict:
+          role: bool = False, with_usage: bool = False, logprobs: dict | None = None,
+          reasoning: str | None = None) -> dict:
     """One streamed piece of one choice. with_usage: the call asked for usage, so every
-    chunk carries "usage": null and the last one the totals (OpenAI's shape)."""
+    chunk carries "usage": null and the last one the totals (OpenAI's shape). reasoning: the
+    chat reply's reasoning in this piece, sent as delta.reasoning_content."""
     choice: dict = {"index": index, "finish_reason": finish, "logprobs": logprobs}
     if api.chat:
         delta: dict = {"role": "assistant", "content": ""} if role else {}
+        if reasoning:
+            delta["reasoning_content"] = reasoning
         if text:
             delta["content"] = text
         choice["delta"] = delta

@@ -28,8 +28,14 @@ class OpenAiReply:
 
     def text(self, call: Call, item: ChoiceDelta) -> Iterator[bytes]:
         delta = item.delta
-        if delta.text or delta.logprobs:
-            yield self._chunk(call, item.index, delta.text, logprobs=self._logprobs(call, item))
+        if not self.api.chat:
+            if delta.text or delta.logprobs:
+                yield self._chunk(call, item.index, delta.text, logprobs=self._logprobs(call, item))
+            return
+        piece = call.tallies[item.index].piece  # the chat API: reasoning apart from the answer
+        if piece.reasoning or piece.answer or delta.logprobs:
+            yield self._chunk(call, item.index, piece.answer, logprobs=self._logprobs(call, item),
+                              reasoning=piece.reasoning)
 
     def finish(self, call: Call, item: ChoiceDelta) -> Iterator[bytes]:
         yield self._chunk(call, item.index, None, fmt.finish_reason(item.delta.finish_reason))
@@ -43,9 +49,9 @@ class OpenAiReply:
         return event(error.payload())
 
     def _chunk(self, call: Call, index: int, text: str | None, finish: str | None = None, role: bool = False,
-               logprobs: dict | None = None) -> bytes:
+               logprobs: dict | None = None, reasoning: str | None = None) -> bytes:
         return event(fmt.chunk(self.api, call.id, call.model, index, text, finish, role, call.gen.include_usage,
-                               logprobs))
+                               logprobs, reasoning))
 
     def _logprobs(self, call: Call, item: ChoiceDelta) -> dict | None:
         if call.gen.logprobs is None or not item.delta.logprobs:

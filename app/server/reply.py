@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.chats.reasoning import Piece, ReasoningSplitter
 from app.server.engine_bridge import ChoiceDelta
 from app.server.errors import ApiError
 from app.server.request_parsing import Generation
@@ -30,10 +31,18 @@ class ChoiceTally:
     generated: int | None = None  # from the stats, when they came
     stop_string: str | None = None  # the stop string that ended it, from the stats
     logprobs: list = field(default_factory=list)  # the engine's TokenLogprob, one per token
+    # The reply's reasoning (<think>...</think>) apart from its answer, as it streams: what
+    # the last delta added to each (the chat API sends them as reasoning_content and content).
+    reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
+    piece: Piece = field(default_factory=Piece)
 
     def add(self, delta: Delta) -> None:
         if delta.text:
             self.parts.append(delta.text)
+        self.piece = self.reasoning.feed(delta.text, len(delta.token_ids))
+        if delta.finished:  # what was held back as a possible marker is text after all
+            tail = self.reasoning.finish()
+            self.piece = Piece(self.piece.reasoning + tail.reasoning, self.piece.answer + tail.answer)
         self.logprobs.extend(delta.logprobs)
         self.tokens += len(delta.token_ids)
         if delta.finished:
