@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from ui.widgets.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
+from ui.widgets.math_images import math_images
 from ui.widgets.message_model import MessageView, ViewRole
 from ui.widgets.reply_document import (
     DocumentStyle,
@@ -94,6 +95,17 @@ class MessageDelegate(QStyledItemDelegate):
         self.copied: tuple[str, int] | None = None  # (row key, block) whose Copy was clicked last
         self.dim_color = QColor("#6b7280")  # a reply's reasoning: the palette's PlaceholderText
         self.toggled: dict[str, bool] = {}  # row key -> its reasoning opened or closed by a click
+        math_images().ready.connect(self._math_ready)
+
+    def _math_ready(self) -> None:
+        """Formulas drawn as their source until matplotlib loaded: lay them out again."""
+        self._docs.clear()
+        self._heights.clear()
+        view = self.parent()
+        model = view.model() if view is not None and hasattr(view, "model") else None
+        if model is not None and model.rowCount():
+            self.sizeHintChanged.emit(model.index(model.rowCount() - 1))
+            view.viewport().update()
 
     def reasoning_expanded(self, view: MessageView) -> bool:
         return self.toggled.get(view.key, default_expanded(view))

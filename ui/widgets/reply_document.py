@@ -1,7 +1,8 @@
 """A message's content as the bubble lays it out: its Markdown in a QTextDocument, with a
 reply's reasoning (app/chats/reasoning.py) as a block above the answer whose first line,
 "▾ Thought for N s", opens and closes it (open while the model thinks, closed once the reply
-has finished), and coloured code blocks (code_highlight.py).
+has finished), LaTeX math as images (math_images.py) and coloured code blocks
+(code_highlight.py).
 
 The message's text itself is never changed: copying a message copies what the model wrote,
 reasoning markers included."""
@@ -15,6 +16,7 @@ from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTex
 
 from app.chats.reasoning import Split, split_reasoning
 from ui.widgets.code_highlight import highlight_code_blocks
+from ui.widgets.math_images import math_images
 from ui.widgets.message_model import MessageView
 
 REASONING_INDENT = 14  # the reasoning's left margin, under its header's arrow
@@ -57,19 +59,21 @@ def build_document(view: MessageView, markdown: str, width: int, style: Document
     doc.setDefaultFont(style.font)
     doc.setDefaultStyleSheet(style_sheet)
     split = reply_split(view)
+    math, formulas = math_images(), {}
     if split is None:
-        doc.setMarkdown(markdown)
+        doc.setMarkdown(math.with_math(markdown, style.text, style.font, formulas))
     else:
         arrow = "▾" if expanded else "▸"
         parts = [f"{arrow} {reasoning_label(view, split)}"]
         if expanded and split.reasoning:
-            parts.append(_quoted(split.reasoning))
+            parts.append(_quoted(math.with_math(split.reasoning, style.dim, style.font, formulas)))
         if split.answer.startswith(">"):
             parts.append("\u200b")  # else the answer's quote would join the reasoning's
-        parts.append(split.answer)
+        parts.append(math.with_math(split.answer, style.text, style.font, formulas))
         doc.setMarkdown("\n\n".join(p for p in parts if p))
         doc.setProperty(HAS_REASONING, True)
         _style_reasoning(doc, style)
+    math.place(doc, formulas)
     highlight_code_blocks(doc, dark=style.text.lightness() > 128)
     doc.setTextWidth(max(50, width))
     return doc
