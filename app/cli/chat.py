@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_chat_store
 from app.cli.command import add_command
@@ -46,8 +47,8 @@ class Conversation:
     def load(self, conversation_id: int) -> None:
         path = self.repo.active_path(conversation_id)
         self.id = conversation_id
-        self.messages = [
-            {"role": m.role, "content": m.content}
+        self.messages = [  # a reply's reasoning is stored, not sent again (app/chats/reasoning.py)
+            {"role": m.role, "content": strip_reasoning(m.content) if m.role == "assistant" else m.content}
             for m in path.messages
             if m.status is not MessageStatus.ERROR and m.content
         ]
@@ -184,7 +185,7 @@ def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None
         reply = _stream_reply(engine, conv, user_id, sampling)
         if reply is None:
             return
-        conv.messages.append({"role": "assistant", "content": reply})
+        conv.messages.append({"role": "assistant", "content": strip_reasoning(reply)})
 
 
 def _until_saved(write: Callable[[], T], what: str) -> T | None:
