@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Final
 
 from sqlalchemy import ColumnElement, and_, delete, func, literal, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
@@ -36,6 +36,15 @@ class _Active(enum.Enum):
 
 # parent_id default for add_message: continue the branch on screen.
 ACTIVE: Final = _Active.ACTIVE
+
+def _subtree(message_id: int):
+    """The ids of a message and every message under it, in all branches (a recursive CTE)."""
+    subtree = select(Message.id).where(Message.id == message_id).cte("subtree", recursive=True)
+    return subtree.union_all(select(Message.id).join(subtree, Message.parent_id == subtree.c.id))
+
+
+_Leaf = aliased(Message)  # a message asked whether any other message replies to it
+
 
 def _path_query(leaf: int):
     """The branch from the root down to leaf, root first (one recursive query)."""
@@ -192,11 +201,15 @@ class ChatRepository:
             conv.updated_at = utcnow()
             return conversation_record(conv)
 
-    def copy_active_path(self, conversation_id: int, title: str | None = None) -> ConversationRecord:
+    def copy_active_path(self, conversation_id: int, title: str | None = None,
+                         up_to: int | None = None) -> ConversationRecord:
         """A new standalone conversation holding the branch on screen of another one, with
-        its settings: how one pane of a comparison goes on as a normal chat."""
+        its settings: how one pane of a comparison goes on as a normal chat. up_to: the
+        branch from the root down to that message instead (Branch into a new chat)."""
         with self.db.begin() as s:
             source = self._conversation(s, conversation_id)
+            if up_to is not None:
+                self._check_parent(s, conversation_id, up_to)
             now = utcnow()
             copy = Conversation(
                 title=source.title if title is None else title,
@@ -211,7 +224,7 @@ class ChatRepository:
             s.add(copy)
             s.flush()
             parent = None
-            leaf = source.active_message_id
+            leaf = source.active_message_id if up_to is None else up_to
             rows = s.execute(_path_query(leaf)) if leaf is not None else ()
             for m in map(_row_record, rows):
                 status = MessageStatus.INTERRUPTED if m.status is MessageStatus.STREAMING else m.status
@@ -418,6 +431,29 @@ class ChatRepository:
             original.conversation_id, original.role, content, parent_id=original.parent_id
         )
 
+    def replies_under(self, message_id: int) -> int:
+        """How many messages follow message_id in every branch (what delete_message takes with it)."""
+        with self.db.begin() as s:
+            return int(s.scalar(select(func.count()).select_from(_subtree(message_id))) or 1) - 1
+
+    def delete_message(self, message_id: int) -> int:
+        """Delete a message with every message after it, in all branches: a reply left
+        without its question (or a question without what came before) is not a chat the
+        model saw. The branch on screen, if it went, falls back to the newest leaf under the
+        parent (or of the chat). Returns how many messages were deleted."""
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            conv = self._conversation(s, msg.conversation_id)
+            gone = set(s.scalars(select(_subtree(message_id).c.id)))
+            # Row by row (not the foreign key's cascade), so the search index's triggers see each.
+            s.execute(delete(Message).where(Message.id.in_(gone)), execution_options={"synchronize_session": False})
+            if conv.active_message_id in gone:
+                conv.active_message_id = self._newest_leaf(s, conv.id, msg.parent_id)
+            conv.updated_at = utcnow()
+            return len(gone)
+
     def get_message(self, message_id: int) -> MessageRecord:
         with self.db.begin() as s:
             msg = s.get(Message, message_id)
@@ -441,11 +477,7 @@ class ChatRepository:
                 raise NotFoundError(f"message {message_id} does not exist")
             # The newest message of the subtree: a child is always newer than its
             # parent, so it is a leaf (the newest child at each level may not lead there).
-            subtree = select(Message.id).where(Message.id == msg.id).cte("subtree", recursive=True)
-            subtree = subtree.union_all(
-                select(Message.id).join(subtree, Message.parent_id == subtree.c.id)
-            )
-            leaf = s.scalar(select(func.max(subtree.c.id)))
+            leaf = s.scalar(select(func.max(_subtree(msg.id).c.id)))
             conv = self._conversation(s, msg.conversation_id)
             conv.active_message_id = leaf
             return leaf
@@ -495,6 +527,15 @@ class ChatRepository:
         owner = s.scalar(select(Message.conversation_id).where(Message.id == parent_id))
         if owner != conversation_id:
             raise StorageError(f"message {parent_id} is not in conversation {conversation_id}")
+
+    def _newest_leaf(self, s: Session, conversation_id: int, under: int | None) -> int | None:
+        """The newest message without replies under `under` (itself if it has none left),
+        or of the whole chat when under is None (a root was deleted)."""
+        replies = select(Message.id).where(Message.parent_id == _Leaf.id).exists()
+        scope = select(_Leaf.id).where(_Leaf.conversation_id == conversation_id, ~replies)
+        if under is not None:
+            scope = scope.where(_Leaf.id.in_(select(_subtree(under).c.id)))
+        return s.scalar(select(func.max(scope.subquery().c.id)))
 
     def _sibling_ids(self, s: Session, conversation_id: int, parent_id: int | None) -> list[int]:
         parent_cond = Message.parent_id.is_(None) if parent_id is None else Message.parent_id == parent_id

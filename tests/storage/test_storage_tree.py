@@ -583,3 +583,49 @@ def test_resume_reply_reopens_a_finished_reply_for_more_text(repo):
     repo.finish_reply(reply.id, "1 2 3 4 5", completion_tokens=5)
     assert repo.get_message(reply.id).content == "1 2 3 4 5"
     assert len(repo.active_path(conv.id).messages) == 2
+
+
+# ----- deleting one message, branching a chat up to one (issue 27, hover actions) ------------
+
+
+def test_delete_message_takes_its_replies_in_every_branch_and_keeps_the_rest(repo, db):
+    conv = repo.create_conversation()
+    q1 = repo.add_message(conv.id, "user", "first question")
+    a1 = repo.add_message(conv.id, "assistant", "first answer")
+    q2 = repo.add_message(conv.id, "user", "second question")
+    a2 = repo.add_message(conv.id, "assistant", "an answer about zebras")
+    other = repo.add_message(conv.id, "assistant", "another answer", parent_id=q2.id)
+    assert repo.replies_under(q2.id) == 2 and repo.replies_under(other.id) == 0
+    assert repo.delete_message(other.id) == 1  # a leaf alone; the branch on screen falls back
+    path = repo.active_path(conv.id)
+    assert ids(path.messages) == [q1.id, a1.id, q2.id, a2.id] and path.branches == {}
+    assert repo.delete_message(q2.id) == 2  # the question and its answer
+    assert ids(repo.active_path(conv.id).messages) == [q1.id, a1.id]
+    assert raw_count(db, "SELECT count(*) FROM messages WHERE conversation_id = ?", conv.id) == 2
+    assert not search(db, "zebras")  # the search index lost it too
+    assert repo.delete_message(q1.id) == 2
+    assert repo.active_path(conv.id).messages == []
+    with pytest.raises(NotFoundError):
+        repo.delete_message(q1.id)
+
+
+def test_deleting_a_branch_off_screen_leaves_the_branch_on_screen(repo):
+    conv = repo.create_conversation()
+    q = repo.add_message(conv.id, "user", "q")
+    old = repo.add_message(conv.id, "assistant", "old")
+    new = repo.add_message(conv.id, "assistant", "new", parent_id=q.id)
+    assert repo.delete_message(old.id) == 1
+    assert ids(repo.active_path(conv.id).messages) == [q.id, new.id]
+
+
+def test_copy_active_path_up_to_a_message_holds_the_branch_down_to_it(repo):
+    conv = repo.create_conversation("source")
+    q1 = repo.add_message(conv.id, "user", "q1")
+    a1 = repo.add_message(conv.id, "assistant", "a1")
+    repo.add_message(conv.id, "user", "q2")
+    copy = repo.copy_active_path(conv.id, title="branch", up_to=a1.id)
+    assert [m.content for m in repo.active_path(copy.id).messages] == ["q1", "a1"]
+    assert [m.content for m in repo.active_path(conv.id).messages] == ["q1", "a1", "q2"]
+    stranger = repo.create_conversation()
+    with pytest.raises(StorageError):
+        repo.copy_active_path(stranger.id, up_to=q1.id)
