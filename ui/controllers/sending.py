@@ -1,5 +1,5 @@
 """Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
-and resend, branch arrows, Continue)."""
+and resend, branch arrows, Continue, and the hover actions on a message)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,8 @@ class SendingController:
         tab.edit_requested.connect(lambda message_id, text, t=tab: a.edit_and_resend(t, message_id, text))
         tab.branch_requested.connect(lambda message_id, step, t=tab: a.switch_branch(t, message_id, step))
         tab.continue_requested.connect(lambda t=tab: a.continue_reply(t))
+        # The hover actions on a message (ui/widgets/message_actions.py).
+        tab.reply_edit_requested.connect(lambda message_id, text, t=tab: a.edit_reply(t, message_id, text))
+        tab.delete_requested.connect(lambda message_id, confirmed, t=tab: a.delete_message(t, message_id, confirmed))
+        tab.regenerate_message_requested.connect(lambda message_id, t=tab: a.regenerate(t, message_id))
+        tab.branch_out_requested.connect(lambda message_id, t=tab: a.branch_out(t, message_id))

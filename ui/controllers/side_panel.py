@@ -10,9 +10,11 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.chats.overflow import chat_overflow
 from app.engines.finish import finish_label
+from app.engines.sources import source_of
 from inference import Delta, FinishReason
-from storage import ActivePath, MessageRecord, MessageStatus
+from storage import ActivePath, ConversationRecord, MessageRecord, MessageStatus
 from storage.records import PresetRecord
 from ui.services.context import ControllerContext
 from ui.widgets.chat_side_panel import SAMPLING_NAMES, ReplyNumbers
@@ -127,7 +129,29 @@ class SidePanelController:
             if reply.status is MessageStatus.STREAMING:
                 numbers = numbers_from_record(reply)
         panel.set_numbers(numbers)
+        # Continue on the reply's own bubble too (its hover actions), not only in the panel.
+        tab.set_continuable(reply.id if reply is not None and numbers is not None and numbers.can_continue else None)
+        if reply is None or reply.status is not MessageStatus.STREAMING:  # a reply being written keeps the last
+            self._show_context_use(tab, conv, numbers)
         panel.set_sharing(sharing_text(prompt, loaded.sharers, numbers))
+
+    def _show_context_use(self, tab: ChatTab, conv: ConversationRecord, numbers: ReplyNumbers | None) -> None:
+        """The meter in the tab's top line: the last reply's prompt and reply against the
+        engine's context, and what the chat's overflow policy does once it is full."""
+        used = None
+        if numbers is not None and numbers.prompt_tokens:
+            used = numbers.prompt_tokens + (numbers.tokens or 0)
+        policy = chat_overflow(conv.sampling, self.ctx.chat_defaults.overflow)
+        tab.context_meter.set_use(used, self._n_ctx(conv), numbers.dropped if numbers else None, policy)
+
+    def _n_ctx(self, conv: ConversationRecord) -> int | None:
+        """The context size of the chat's engine once loaded. Only for a chat on the main
+        engine: asking the router for a chat's own engine would start that engine."""
+        source = source_of(conv.model_ref)
+        if source is not None and source.key != self.ctx.engines.main_source().key:
+            return None
+        state = getattr(self.ctx.engines.engine_for(conv), "state", None)
+        return getattr(getattr(state, "info", None), "n_ctx", None)
 
     def _defaults(self) -> dict:
         """The app's defaults of every setting the panel edits (Settings)."""

@@ -67,14 +67,18 @@ class ConversationActions:
 
         return self._begin(view, work)
 
-    def regenerate(self, view: ChatTab) -> asyncio.Task | None:
+    def regenerate(self, view: ChatTab, message_id: int | None = None) -> asyncio.Task | None:
+        """Another answer to the last question, or beside the reply message_id (a hover
+        action on an earlier reply): a new branch, the old one stays."""
         repo, conv_id = self.ctx.repo, view.conversation_id
 
         def work():
             path = repo.active_path(conv_id)
             if not path.messages:
                 return None
-            last = path.messages[-1]
+            last = next((m for m in path.messages if m.id == message_id), None) if message_id else path.messages[-1]
+            if last is None:
+                return None
             parent = last.parent_id if last.role == "assistant" else last.id
             reply = repo.start_reply(conv_id, parent_id=parent, model=self.ctx.engines.model_label(path.conversation))
             return repo.active_path(conv_id), reply
@@ -92,6 +96,57 @@ class ConversationActions:
             return repo.active_path(conv_id), reply
 
         return self._begin(view, work)
+
+    def edit_reply(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
+        """An assistant reply as the user rewrote it: saved as its sibling (the original
+        stays a branch), shown, and nothing generated."""
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None
+
+        def work():
+            repo.edit_message(message_id, text)
+            return repo.active_path(conv_id)
+
+        return self.ctx.storage.run(work, lambda path: self.show_path(view, path))
+
+    def delete_message(self, view: ChatTab, message_id: int, confirmed: bool = False) -> asyncio.Task | None:
+        """One message; one with replies only once the user confirmed that they go with it
+        (the view asks, then calls again with confirmed)."""
+        repo, conv_id = self.ctx.repo, view.conversation_id
+        if self.is_writing(conv_id):
+            return None
+
+        def work():
+            replies = repo.replies_under(message_id)
+            if replies and not confirmed:
+                return replies, None
+            repo.delete_message(message_id)
+            return 0, repo.active_path(conv_id)
+
+        def done(result) -> None:
+            replies, path = result
+            if path is None:
+                view.confirm_delete(message_id, replies)
+                return
+            self.show_path(view, path)
+            self.ctx.events.conversations_changed.emit()
+
+        return self.ctx.storage.run(work, done)
+
+    def branch_out(self, view: ChatTab, message_id: int) -> asyncio.Task:
+        """A new chat holding the conversation down to message_id, opened in a new tab."""
+        repo, conv_id = self.ctx.repo, view.conversation_id
+
+        def work():
+            title = repo.get_conversation(conv_id).title or "Chat"
+            return repo.copy_active_path(conv_id, title=f"{title} (branch)", up_to=message_id)
+
+        def opened(copy) -> None:
+            self.ctx.events.conversations_changed.emit()
+            self.ctx.window.open_requested.emit(copy.id)
+
+        return self.ctx.storage.run(work, opened)
 
     def continue_reply(self, view: ChatTab) -> asyncio.Task | None:
         """More of the last reply (it stopped at the token limit): the same message grows,

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -21,9 +22,11 @@ from PySide6.QtWidgets import (
 )
 
 from ui.widgets.chat_side_panel import PANEL_WIDTH, ChatSidePanel
+from ui.widgets.context_meter import ContextMeter
 from ui.widgets.focus import focus_kept_in
+from ui.widgets.message_actions import MessageActions
 from ui.widgets.message_list import MessageList
-from ui.widgets.message_model import MessageListModel
+from ui.widgets.message_model import MessageListModel, MessageView
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
 
@@ -60,6 +63,10 @@ class ChatTab(QWidget):
     stop_requested = Signal()
     regenerate_requested = Signal()
     edit_requested = Signal(int, str)  # message id, new text: a new branch from there
+    reply_edit_requested = Signal(int, str)  # an assistant reply's id, its edited text: a sibling, no generation
+    delete_requested = Signal(int, bool)  # message id, confirmed (its replies go with it)
+    regenerate_message_requested = Signal(int)  # an assistant reply: another answer beside it
+    branch_out_requested = Signal(int)  # message id: a new chat of the path down to it
     branch_requested = Signal(int, int)  # message id, step (-1 previous, +1 next sibling)
     continue_requested = Signal()  # the last reply stopped at the token limit: write more of it
     panel_toggled = Signal(bool)  # the user opened (True) or closed the side panel
@@ -88,6 +95,7 @@ class ChatTab(QWidget):
         self.panel_area.setFrameShape(QScrollArea.Shape.NoFrame)
         self.panel_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.panel_area.setFixedWidth(PANEL_WIDTH + self.panel_area.verticalScrollBar().sizeHint().width())
+        self.context_meter = ContextMeter()
         self.panel_button = QToolButton()
         self.panel_button.setText("Details")
         self.panel_button.setCheckable(True)
@@ -102,6 +110,13 @@ class ChatTab(QWidget):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         self.editing: int | None = None  # message id being edited in the composer
+        self.editing_role = "user"
+        self._draft = ""  # what the composer held before an edit: Cancel puts it back
+        self.busy = False
+        self.continuable: int | None = None  # the reply cut at the token limit, if any
+        self.delete_box: QMessageBox | None = None  # the confirmation open, if any
+        self.actions = MessageActions(self.view, self._actions_for)
+        self.actions.triggered.connect(self._message_action)
         self.set_panel_open(False)
         self.set_busy(False)
 
@@ -109,11 +124,16 @@ class ChatTab(QWidget):
         buttons = QVBoxLayout()
         for b in (self.send_button, self.stop_button, self.regenerate_button):
             buttons.addWidget(b)
+        editor = QVBoxLayout()
+        editor.setSpacing(2)
+        editor.addWidget(self._edit_banner())
+        editor.addWidget(self.composer)
         bottom = QHBoxLayout()
-        bottom.addWidget(self.composer, 1)
+        bottom.addLayout(editor, 1)
         bottom.addLayout(buttons)
         top = QHBoxLayout()
         top.addWidget(self.state_label, 1)
+        top.addWidget(self.context_meter)
         top.addWidget(self.panel_button)
         chat = QVBoxLayout()
         chat.addLayout(top)
@@ -146,19 +166,109 @@ class ChatTab(QWidget):
             self._submit(text)
 
     def _submit(self, text: str) -> None:
-        if self.editing is not None:
-            message_id, self.editing = self.editing, None
-            self.composer.setPlaceholderText(PLACEHOLDER)
-            self.edit_requested.emit(message_id, text)
-        else:
+        if self.editing is None:
             self.send_requested.emit(text)
+            return
+        message_id, role = self.editing, self.editing_role
+        self._end_editing()
+        if role == "assistant":
+            self.reply_edit_requested.emit(message_id, text)
+        else:
+            self.edit_requested.emit(message_id, text)
 
-    def start_editing(self, message_id: int, text: str) -> None:
-        """Put a sent message back in the composer; sending it makes a new branch."""
-        self.editing = message_id
+    def _edit_banner(self) -> QWidget:
+        """ "Editing a message · Cancel" above the composer while an edit is in it."""
+        self.edit_banner = QWidget()
+        self.edit_label = QLabel()
+        self.edit_label.setObjectName("editBanner")
+        self.cancel_edit_button = QToolButton()
+        self.cancel_edit_button.setText("Cancel")
+        self.cancel_edit_button.setAutoRaise(True)
+        self.cancel_edit_button.setToolTip("Stop editing; the message stays as it was")
+        self.cancel_edit_button.clicked.connect(self.cancel_editing)
+        row = QHBoxLayout(self.edit_banner)
+        row.setContentsMargins(4, 0, 0, 0)
+        row.addWidget(self.edit_label)
+        row.addWidget(self.cancel_edit_button)
+        row.addStretch(1)
+        self.edit_banner.hide()
+        return self.edit_banner
+
+    def start_editing(self, message_id: int, text: str, role: str = "user") -> None:
+        """Put a message back in the composer. Sending a question makes a new branch from it
+        with a new reply; sending an edited reply saves it beside the reply, nothing generated."""
+        if self.editing is None:
+            self._draft = self.composer.toPlainText()
+        self.editing, self.editing_role = message_id, role
         self.composer.setPlainText(text)
-        self.composer.setPlaceholderText("Editing a message: Enter resends it as a new branch")
+        reply = role == "assistant"
+        self.edit_label.setText("Editing a reply · saved as a new branch" if reply else "Editing a message ·")
+        self.composer.setPlaceholderText("Enter saves the reply as a new branch" if reply
+                                         else "Editing a message: Enter resends it as a new branch")
+        self.edit_banner.show()
         self.composer.setFocus()
+
+    def cancel_editing(self) -> None:
+        draft = self._draft
+        self._end_editing()
+        self.composer.setPlainText(draft)
+        self.composer.setFocus()
+
+    def _end_editing(self) -> None:
+        self.editing, self._draft = None, ""
+        self.edit_banner.hide()
+        self.composer.setPlaceholderText(PLACEHOLDER)
+
+    # ----- the hover actions -------------------------------------------------------------
+
+    def _actions_for(self, view: MessageView) -> list[str]:
+        """What the bar offers on a message. A system prompt is edited in Details; while a
+        reply is written only Copy (the branch on screen is changing)."""
+        if view.message_id is None or view.role not in ("user", "assistant") or self.busy:
+            return ["copy"]
+        names = ["copy", "edit", "delete"] + (["regenerate"] if view.role == "assistant" else [])
+        return names + ["branch"] + (["continue"] if view.message_id == self.continuable else [])
+
+    def _message_action(self, name: str, view: MessageView) -> None:
+        message_id = view.message_id
+        if name == "copy":
+            QApplication.clipboard().setText(view.text)
+        elif message_id is None:
+            return
+        elif name == "edit":
+            self.start_editing(message_id, view.text, view.role)
+        elif name == "delete":
+            self.delete_requested.emit(message_id, False)
+        elif name == "regenerate":
+            self.regenerate_message_requested.emit(message_id)
+        elif name == "branch":
+            self.branch_out_requested.emit(message_id)
+        elif name == "continue":
+            self.continue_requested.emit()
+
+    def confirm_delete(self, message_id: int, replies: int) -> None:
+        """The message has replies: they go with it, once the user says so (open(), never exec())."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Delete message",
+                          f"Delete this message and the {replies} message{'s' if replies != 1 else ''} after it "
+                          "(in every branch)?", QMessageBox.StandardButton.Cancel, self)
+        box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+        def clicked(button) -> None:
+            if box.buttonRole(button) == QMessageBox.ButtonRole.DestructiveRole:
+                self.delete_requested.emit(message_id, True)
+
+        box.buttonClicked.connect(clicked)
+        box.finished.connect(lambda _result: setattr(self, "delete_box", None))
+        box.finished.connect(box.deleteLater)
+        self.delete_box = box
+        box.open()
+
+    def set_continuable(self, message_id: int | None) -> None:
+        """The reply that stopped at the token limit (its bubble offers Continue), or None."""
+        if message_id != self.continuable:
+            self.continuable = message_id
+            self.actions.dismiss()  # what it offers changed
 
     def _context_menu(self, pos) -> None:
         index = self.view.indexAt(pos)
@@ -195,6 +305,9 @@ class ChatTab(QWidget):
             self.stop_button.setEnabled(busy)
             self.send_button.setEnabled(not busy)
             self.composer.can_submit = not busy
+            if busy != self.busy:
+                self.busy = busy
+                self.actions.dismiss()  # what it offers depends on it
             # Regenerate answers the last question: a chat with only its system prompt has none.
             asked = any(v.role == "user" for v in self.model.views())
             self.regenerate_button.setEnabled(not busy and asked)

@@ -1,0 +1,71 @@
+"""The context meter in a chat tab's top line (issue 27, "Context use"): the last reply's
+prompt and reply against the engine's context, and once the chat is longer than the context
+what its overflow policy does. A scripted engine answers with the stats a real one sends."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from PySide6.QtCore import Qt
+
+from inference.outputs import Delta, FinishReason, RequestStats
+from tests.support.gui_app import SCREENSHOTS
+
+
+def _stats(prompt: int, generated: int, dropped: int = 0) -> RequestStats:
+    return RequestStats(prompt_tokens=prompt, cached_tokens=0, generated_tokens=generated, queue_s=0.0,
+                        ttft_s=0.1, decode_tok_s=40.0, itl_p50_s=None, itl_p95_s=None, total_s=1.0,
+                        messages_dropped=(1, dropped) if dropped else (0, 0))
+
+
+def _chat(desk, engine, n_ctx: int = 512, sampling: dict | None = None):
+    engine.state = SimpleNamespace(info=SimpleNamespace(n_ctx=n_ctx))  # what a loaded engine reports
+    conv = desk.repo.create_conversation(title="long chat", sampling=sampling)
+    desk.controllers.conversations.open_conversation(conv.id)
+    desk.qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None)
+    return desk.window.tab_for(conv.id)
+
+
+def _reply(desk, engine, tab, question: str, stats: RequestStats) -> None:
+    before = len(engine.chats)
+    desk.qtbot.keyClicks(tab.composer, question)
+    desk.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    desk.qtbot.waitUntil(lambda: len(engine.chats) == before + 1)
+    request = engine.requests[-1]
+    engine.write(request, "An answer. " * 8, tokens=stats.generated_tokens)
+    desk.streams.on_delta(Delta.finished_with(request, FinishReason.STOP, stats=stats))
+    desk.qtbot.waitUntil(lambda: tab.model.views()[-1].status == "complete")
+
+
+def test_the_meter_shows_the_last_replys_share_of_the_context(desk, engine, qtbot):
+    tab = _chat(desk, engine)
+    meter = tab.context_meter
+    assert not meter.isVisible()  # nothing said yet
+    _reply(desk, engine, tab, "Hello", _stats(prompt=300, generated=100))
+    qtbot.waitUntil(lambda: meter.isVisible() and meter.label.text() == "Context 400 / 512")
+    assert meter.bar.value() == 400 and meter.bar.maximum() == 512
+    assert "400 of 512 context tokens" in meter.toolTip() and "78%" in meter.toolTip()
+
+
+def test_a_full_context_says_the_oldest_turns_leave_the_models_view(desk, engine, qtbot):
+    tab = _chat(desk, engine)
+    meter = tab.context_meter
+    _reply(desk, engine, tab, "Go on", _stats(prompt=470, generated=30, dropped=12))
+    qtbot.waitUntil(lambda: "full: the oldest turns leave the model's view" in meter.label.text())
+    assert meter.label.text().startswith("Context 500 / 512")
+    assert "did not see 12 earlier messages" in meter.toolTip()
+    assert tab.panel.numbers["seen"].text().startswith("all but 12 earlier messages")  # the panel agrees
+    desk.controllers.conversations.refresh()
+    desk.window.resize(900, 600)
+    qtbot.waitUntil(lambda: desk.window.size().width() == 900)
+    qtbot.waitUntil(lambda: tab.context_meter.label.width() < tab.context_meter.label.sizeHint().width())
+    assert desk.window.size().height() == 600  # the meter gives way: the window still fits 900x600
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert desk.window.grab().save(str(SCREENSHOTS / "context-meter.png"))
+
+
+def test_a_chat_set_to_stop_says_its_next_message_is_refused(desk, engine, qtbot):
+    tab = _chat(desk, engine, sampling={"overflow": "stop"})
+    _reply(desk, engine, tab, "Hi", _stats(prompt=440, generated=30))
+    qtbot.waitUntil(lambda: tab.context_meter.label.text() == "Context 470 / 512 · nearly full")
+    assert "the next message will be refused" in tab.context_meter.toolTip()
