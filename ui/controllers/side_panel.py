@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from app.chats.overflow import chat_overflow
 from app.engines.finish import finish_label
+from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
 from inference import Delta, FinishReason
 from storage import ActivePath, ConversationRecord, MessageRecord, MessageStatus
@@ -75,6 +76,8 @@ class SidePanelController:
         self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         ctx.events.tab_opened.connect(self.attach)
         ctx.streams.reply_finished.connect(self._reply_finished)
+        self._context_size: int | None = None  # the main engine's, as last reported
+        ctx.engine_signals.state_changed.connect(self._engine_state)
         ctx.storage.run(lambda: ctx.catalog.get_setting(PANEL_SETTING, {}), self._restore)
 
     def _restore(self, saved: dict | None) -> None:
@@ -152,6 +155,15 @@ class SidePanelController:
             return None
         state = getattr(self.ctx.engines.engine_for(conv), "state", None)
         return getattr(getattr(state, "info", None), "n_ctx", None)
+
+    def _engine_state(self, state: EngineState) -> None:
+        """A model loaded (after the tabs were restored, or switched): the context meters
+        measure against its context. Only when that changes: states come often."""
+        n_ctx = state.info.n_ctx if state.status is EngineStatus.READY and state.info is not None else None
+        if n_ctx is not None and n_ctx != self._context_size:
+            self._context_size = n_ctx
+            for tab in self.ctx.window.open_tabs():
+                self.load(tab)
 
     def _defaults(self) -> dict:
         """The app's defaults of every setting the panel edits (Settings)."""

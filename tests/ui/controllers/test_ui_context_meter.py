@@ -4,11 +4,13 @@ what its overflow policy does. A scripted engine answers with the stats a real o
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from PySide6.QtCore import Qt
 
-from inference.outputs import Delta, FinishReason, RequestStats
+from app.engines.protocol import EngineState, EngineStatus
+from inference.outputs import Delta, FinishReason, ModelInfo, RequestStats
 from tests.support.gui_app import SCREENSHOTS
 
 
@@ -69,3 +71,21 @@ def test_a_chat_set_to_stop_says_its_next_message_is_refused(desk, engine, qtbot
     _reply(desk, engine, tab, "Hi", _stats(prompt=440, generated=30))
     qtbot.waitUntil(lambda: tab.context_meter.label.text() == "Context 470 / 512 · nearly full")
     assert "the next message will be refused" in tab.context_meter.toolTip()
+
+
+def test_a_saved_chat_measures_its_stored_reply_once_the_model_is_loaded(desk, engine, qtbot):
+    conv = desk.repo.create_conversation(title="saved")
+    desk.repo.add_message(conv.id, "user", "Hello")
+    reply = desk.repo.start_reply(conv.id)
+    desk.repo.finish_reply(reply.id, "Hi there.", prompt_tokens=1000, completion_tokens=24)
+    desk.controllers.conversations.open_conversation(conv.id)
+    qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None
+                    and desk.window.tab_for(conv.id).model.rowCount() == 2)
+    tab = desk.window.tab_for(conv.id)
+    desk.settled()
+    assert not tab.context_meter.isVisible()  # no model loaded yet: no context to measure against
+    info = ModelInfo(path=Path("none.gguf"), description="", n_params=0, size_bytes=0, n_ctx_train=8192,
+                     n_ctx=4096, n_seq_max=8, n_gpu_layers=0, gpu_offload_supported=False)
+    engine.state = EngineState(EngineStatus.READY, info=info)
+    desk.ctx.engine_signals.state_changed.emit(EngineState(EngineStatus.READY, info=info))
+    qtbot.waitUntil(lambda: tab.context_meter.isVisible() and tab.context_meter.label.text() == "Context 1,024 / 4,096")
