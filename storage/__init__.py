@@ -25,6 +25,7 @@ from storage.records import (
     SearchHit,
 )
 from storage.repository import ChatRepository
+from storage.responses import ResponseRecord, ResponsesRepository
 from storage.search import search
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "MessageRecord",
     "MessageStatus",
     "NotFoundError",
+    "ResponseRecord",
+    "ResponsesRepository",
     "SearchHit",
     "StorageError",
     "open_database",

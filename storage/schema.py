@@ -131,3 +131,22 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value_json: Mapped[str] = mapped_column(Text)
+
+
+class StoredResponse(Base):
+    """A reply of the server's Responses API (POST /v1/responses with store), kept so that a
+    later request continues it by id (previous_response_id) without resending it."""
+
+    __tablename__ = "responses"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "resp_..."
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    model: Mapped[str] = mapped_column(Text)
+    # The conversation the reply answered, as chat messages [{role, content}]: what came
+    # before it (a previous response's) and the request's input; instructions are not kept.
+    input_json: Mapped[str] = mapped_column(Text)
+    output_text: Mapped[str] = mapped_column(Text)
+    # No foreign key: deleting a response leaves the ones that continued it readable.
+    previous_response_id: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))  # "completed" | "incomplete" (cut at its max)
+    usage_json: Mapped[str] = mapped_column(Text, default="{}")

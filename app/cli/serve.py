@@ -14,6 +14,7 @@ from app.paths import kv_cache_dir
 from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
 from app.server.uvicorn_server import HttpServer
 from inference import Engine, ModelLoadError
+from storage import DEFAULT_FILENAME
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,7 +91,8 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
         return 2
     model = resolve_model(args, base)
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
-                          max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin))
+                          max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
+                          responses_db=base / DEFAULT_FILENAME)
     try:
         engine = Engine.start(settings_from_args(args, model, library_defaults(base, model), n_seq_max=args.parallel,
                                                  kv_cache_dir=kv_cache_dir(base)))

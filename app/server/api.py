@@ -6,6 +6,8 @@
     /v1/completions                 raw prompts
     /v1/messages                    Anthropic's Messages (anthropic_routes.py)
     /v1/messages/count_tokens       a Messages body's input tokens
+    /v1/responses                   OpenAI's Responses, stored ones read and deleted by id
+                                    (responses_routes.py)
     /health                         200 once the model is loaded, 503 while loading or down
     /metrics                        Prometheus text
 
@@ -25,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from app.server import anthropic_routes, openai_reply
+from app.server import anthropic_routes, openai_reply, responses_routes
 from app.server.auth import ApiKeyMiddleware
 from app.server.calls import generate
 from app.server.cors import cors_middleware
@@ -68,12 +70,22 @@ def build_app(state: ServerState) -> ASGIApp:
     async def count_tokens(request: Request) -> Response:
         return await anthropic_routes.count_tokens(state, request)
 
+    async def responses(request: Request) -> Response:
+        return await responses_routes.create(state, request)
+
+    async def stored_response(request: Request) -> Response:
+        if request.method == "DELETE":
+            return await responses_routes.delete(state, request)
+        return await responses_routes.retrieve(state, request)
+
     routes = [
         _route("/v1/models", models, "GET"),
         _route("/v1/chat/completions", chat_completions, "POST"),
         _route("/v1/completions", completions, "POST"),
         _route("/v1/messages", messages, "POST"),
         _route("/v1/messages/count_tokens", count_tokens, "POST"),
+        _route("/v1/responses", responses, "POST"),
+        _route("/v1/responses/{response_id}", stored_response, "GET", "DELETE"),
         _route("/health", health, "GET"),
         _route("/metrics", metrics, "GET"),
     ]
@@ -96,8 +108,8 @@ def _model(state: ServerState) -> dict:
     return model
 
 
-def _route(path: str, endpoint, method: str) -> Route:
-    route = Route(path, endpoint, methods=[method])
+def _route(path: str, endpoint, *methods: str) -> Route:
+    route = Route(path, endpoint, methods=list(methods))
     # Starlette answers HEAD wherever GET is allowed; this API has no use for it (405).
-    route.methods = {method}
+    route.methods = set(methods)
     return route

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 # What a request without max_tokens gets, and the most one may ask for: an abandoned or
 # runaway request must not hold a sequence for an unbounded reply. None: no cap (only by an
@@ -35,6 +36,9 @@ class ServerConfig:
     # Origins whose web pages may call the API (CORS); none by default, so a page on another
     # site cannot read answers from a server on the user's loopback. "*": any origin.
     cors_origins: tuple[str, ...] = ()
+    # The chat database that keeps /v1/responses' stored responses (previous_response_id);
+    # None: none are kept.
+    responses_db: Path | None = None
 
     def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
         key = "***" if self.api_key else None

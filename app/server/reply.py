@@ -30,6 +30,7 @@ class ChoiceTally:
     prompt_tokens: int | None = None
     generated: int | None = None  # from the stats, when they came
     stop_string: str | None = None  # the stop string that ended it, from the stats
+    cached_tokens: int | None = None  # prompt tokens the prefix cache reused, from the stats
     logprobs: list = field(default_factory=list)  # the engine's TokenLogprob, one per token
     # The reply's reasoning (<think>...</think>) apart from its answer, as it streams: what
     # the last delta added to each (the chat API sends them as reasoning_content and content).
@@ -50,6 +51,7 @@ class ChoiceTally:
             if delta.stats is not None:
                 self.prompt_tokens, self.generated = delta.stats.prompt_tokens, delta.stats.generated_tokens
                 self.stop_string = delta.stats.stop_string
+                self.cached_tokens = delta.stats.cached_tokens
 
     @property
     def text(self) -> str:

@@ -12,6 +12,7 @@ from app.engines.protocol import ServedEngine
 from app.server.config import ServerConfig
 from app.server.engine_bridge import Choices
 from app.server.errors import ApiError
+from app.server.responses_store import ResponseStore
 
 
 class ServerState:
@@ -22,6 +23,7 @@ class ServerState:
         self.stopping = False
         self.generating = 0  # calls holding a concurrency slot
         self._calls: set[Choices] = set()
+        self.responses = ResponseStore(config.responses_db)  # /v1/responses with store
 
     @property
     def model_id(self) -> str:

@@ -137,6 +137,7 @@ class HttpServer:
         if thread.is_alive():
             self._uvicorn.force_exit = True
             thread.join(timeout)
+        self.state.responses.close()
 
     def serve_until_interrupted(self) -> None:
         """For `chorus serve`: until Ctrl-C (or the server's thread ends)."""
