@@ -43,6 +43,7 @@ from inference.params import (
     physical_cores,
 )
 from inference.sample.grammars import JSON_OBJECT
+from inference.sample.json_schema import SchemaError, schema_grammar
 
 if TYPE_CHECKING:
     from inference.core.engine import Engine
@@ -105,9 +106,11 @@ __all__ = [
     "RequestHandle",
     "RequestStats",
     "SamplingParams",
+    "SchemaError",
     "TokenLogprob",
     "TopLogprob",
     "backend",
+    "schema_grammar",
     "is_spare",
     "load_input_processor",
     "new_request_id",

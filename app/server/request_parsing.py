@@ -12,7 +12,7 @@ from typing import Any
 
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
-from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams
+from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams, SchemaError, schema_grammar
 
 MAX_CHOICES = 4
 MAX_STOP = 4
@@ -30,7 +30,7 @@ class Generation:
     stream: bool = False
     include_usage: bool = False
     logprobs: int | None = None  # None: none asked; k: the chosen token's plus k alternatives
-    json_object: bool = False
+    json_object: bool = False  # the output is constrained to JSON (json_object or json_schema)
     prompt_text: str | None = None  # /v1/completions with a text prompt, still to tokenize
 
     def choice(self, index: int) -> ChatRequest:
@@ -182,7 +182,7 @@ def max_tokens_of(body: dict, cap: int | None) -> int:
     return cap if asked is None else min(asked, cap)
 
 
-def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, json_object: bool = False) -> SamplingParams:
+def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, grammar: str | None = None) -> SamplingParams:
     seed = integer(body, "seed", SEED_RANGE[0], SEED_RANGE[1])
     for ignored in ("frequency_penalty", "presence_penalty"):
         number(body, ignored, 0.0, -2.0, 2.0)  # validated, not used (see the module's note)
@@ -197,7 +197,7 @@ def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, json_o
         top_k=0,
         min_p=0.0,
         logprobs=logprobs,
-        grammar=JSON_OBJECT if json_object else None,  # llama.cpp's grammar for any JSON object
+        grammar=grammar,  # response_format's (response_grammar_of), or a forced tool call's
     )
     try:
         params.validate()  # what the fields cannot say alone (a grammar with ignore_eos)
@@ -229,16 +229,42 @@ def chat_logprobs_of(body: dict) -> int | None:
     return (top or 0) if wanted else None
 
 
-def json_object_of(body: dict) -> bool:
+def response_grammar_of(body: dict) -> str | None:
+    """The grammar response_format asks for: none for text, llama.cpp's JSON grammar for
+    json_object, the schema's own (json_schema.py in the engine) for json_schema."""
     fmt = body.get("response_format")
     if fmt is None:
-        return False
+        return None
     if not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str):
         raise bad("response_format", f"must be an object with a type, got {shown(fmt)}")
     kind = fmt["type"]
-    if kind not in ("text", "json_object"):
-        raise bad("response_format.type", f"must be \"text\" or \"json_object\", got {shown(kind)}")
-    return kind == "json_object"
+    if kind not in ("text", "json_object", "json_schema"):
+        raise bad("response_format.type",
+                  f"must be \"text\", \"json_object\" or \"json_schema\", got {shown(kind)}")
+    if kind == "json_schema":
+        return schema_format_grammar(fmt.get("json_schema"), "response_format.json_schema")
+    return JSON_OBJECT if kind == "json_object" else None
+
+
+def schema_format_grammar(spec: Any, where: str) -> str:
+    """{"name", "schema", "strict"} to its grammar; strict or not, the output follows the
+    schema (the grammar is the only way this server knows to honour one)."""
+    if not isinstance(spec, dict):
+        raise bad(where, f"must be an object with name and schema, got {shown(spec)}")
+    name = spec.get("name")
+    if name is not None and not isinstance(name, str):
+        raise bad(f"{where}.name", f"must be a string, got {shown(name)}")
+    flag(spec, "strict")
+    if not isinstance(spec.get("schema"), dict):
+        raise bad(f"{where}.schema", f"must be a JSON Schema object, got {shown(spec.get('schema'))}")
+    return grammar_of_schema(spec["schema"], f"{where}.schema")
+
+
+def grammar_of_schema(schema: dict, where: str) -> str:
+    try:
+        return schema_grammar(schema)
+    except SchemaError as exc:
+        raise bad(where + exc.path, f"uses {exc.keyword!r}, which this server cannot enforce: {exc}") from None
 
 
 def _common(body: dict) -> tuple[int, bool, bool]:
@@ -253,16 +279,16 @@ def _common(body: dict) -> tuple[int, bool, bool]:
 def chat_generation(body: dict, cap: int | None) -> Generation:
     """A /v1/chat/completions body."""
     n, stream, include_usage = _common(body)
-    logprobs, json_object = chat_logprobs_of(body), json_object_of(body)
-    chat = ChatRequest(messages=messages_of(body), sampling=sampling_of(body, cap, logprobs, json_object))
-    return Generation(chat, n, stream, include_usage, logprobs, json_object)
+    logprobs, grammar = chat_logprobs_of(body), response_grammar_of(body)
+    chat = ChatRequest(messages=messages_of(body), sampling=sampling_of(body, cap, logprobs, grammar))
+    return Generation(chat, n, stream, include_usage, logprobs, grammar is not None)
 
 
 def completion_generation(body: dict, cap: int | None) -> Generation:
     """A /v1/completions body: a raw prompt, text or token ids."""
     n, stream, include_usage = _common(body)
     logprobs = integer(body, "logprobs", 0, 5)  # the legacy API's logprobs: how many alternatives
-    sampling = sampling_of(body, cap, logprobs)
+    sampling = sampling_of(body, cap, logprobs, response_grammar_of(body))
     if body.get("echo") is True:
         raise bad("echo", "is not supported by this server")
     if body.get("suffix") is not None:
