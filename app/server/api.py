@@ -27,15 +27,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from app.server import anthropic_routes, openai_reply, responses_routes
+from app.server import anthropic_routes, openai_reply, responses_routes, tool_reply
 from app.server.auth import ApiKeyMiddleware
 from app.server.calls import generate
 from app.server.cors import cors_middleware
 from app.server.errors import EXCEPTION_HANDLERS, ApiError, QuietErrors
 from app.server.limits import HeaderLimitMiddleware
 from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddleware
-from app.server.request_parsing import chat_generation, completion_generation
+from app.server.request_parsing import completion_generation
 from app.server.state import ServerState
+from app.server.tool_request import tool_chat_generation
 
 
 def build_app(state: ServerState) -> ASGIApp:
@@ -59,7 +60,7 @@ def build_app(state: ServerState) -> ASGIApp:
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     async def chat_completions(request: Request) -> Response:
-        return await generate(state, request, chat_generation, openai_reply.CHAT)
+        return await generate(state, request, tool_chat_generation, tool_reply.CHAT)  # tools too
 
     async def completions(request: Request) -> Response:
         return await generate(state, request, completion_generation, openai_reply.TEXT)

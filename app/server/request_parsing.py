@@ -3,7 +3,7 @@
 Unknown fields are ignored (clients send many); a known field with a wrong type or value is
 a 400 naming the field. Accepted and not used: frequency_penalty and presence_penalty (the
 engine has a repeat penalty only, left off so that replies match OpenAI's defaults), user,
-logit_bias, parallel_tool_calls, tool choice fields without tools, and the like."""
+logit_bias and the like. Tools (tools, tool_choice, tool messages) are tool_request.py's."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
+from app.server.tool_types import ToolUse
 from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams, SchemaError, schema_grammar
 
 MAX_CHOICES = 4
@@ -32,6 +33,7 @@ class Generation:
     logprobs: int | None = None  # None: none asked; k: the chosen token's plus k alternatives
     json_object: bool = False  # the output is constrained to JSON (json_object or json_schema)
     prompt_text: str | None = None  # /v1/completions with a text prompt, still to tokenize
+    tools: ToolUse | None = None  # the tools the reply may call (tool_request.py)
 
     def choice(self, index: int) -> ChatRequest:
         """The engine request of choice `index`: the same prompt, seed + index."""

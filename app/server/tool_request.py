@@ -1,0 +1,135 @@
+"""A /v1/chat/completions body with tools: tools, tool_choice and parallel_tool_calls
+checked (a 400 naming the field), the history's tool calls and results written in the
+generic format (tool_prompt.py), and, when the call is forced (tool_choice "required" or a
+named function), a grammar built from the tools' parameter schemas, so the reply is a call
+whose arguments validate. With "auto" the reply is not constrained: tool_output.py reads a
+call back when the whole reply is one, and anything else is text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from app.server.request_parsing import Generation, bad, chat_generation, flag, grammar_of_schema, shown
+from app.server.tool_prompt import plain_messages, with_tools_prompt
+from app.server.tool_types import Tool, ToolUse
+from inference import RequestError, SamplingParams
+
+MAX_TOOLS = 128
+MAX_PARALLEL = 4  # calls in one forced reply: a small model could otherwise list calls until max_tokens
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
+
+
+def tool_chat_generation(body: dict, cap: int | None) -> Generation:
+    use = tool_use_of(body)
+    messages = plain_messages(body.get("messages"))
+    if use is not None and isinstance(messages, list):
+        messages = with_tools_prompt(messages, use)
+    gen = chat_generation({**body, "messages": messages}, cap)
+    if use is None:
+        return gen
+    if use.forced:
+        if gen.json_object:
+            raise bad("response_format", "cannot be combined with a forced tool call (tool_choice)")
+        gen = replace(gen, chat=replace(gen.chat, sampling=_with_grammar(gen, call_grammar(use))))
+    return replace(gen, tools=use)
+
+
+def _with_grammar(gen: Generation, grammar: str) -> SamplingParams:
+    sampling = replace(gen.chat.sampling, grammar=grammar)
+    try:
+        sampling.validate()  # a grammar with ignore_eos, say
+    except RequestError as exc:
+        raise bad("tool_choice", f"cannot force a call here: {exc}") from None
+    return sampling
+
+
+def call_grammar(use: ToolUse) -> str:
+    """A call of one of the callable tools, its arguments following the tool's schema; with
+    parallel_tool_calls, or a list of such calls."""
+    for i, tool in enumerate(use.tools):
+        if tool in use.callable:  # a keyword the grammar cannot enforce: a 400 naming it, there
+            grammar_of_schema(tool.parameters, f"tools[{i}].function.parameters")
+    one = [_call_schema(t) for t in use.callable]
+    call: dict = one[0] if len(one) == 1 else {"anyOf": one}
+    schema = call
+    if use.parallel and use.choice == "required":
+        schema = {"anyOf": [call, {"type": "array", "items": call, "minItems": 1, "maxItems": MAX_PARALLEL}]}
+    return grammar_of_schema(schema, "tools")
+
+
+def _call_schema(tool: Tool) -> dict:
+    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+            "required": ["name", "arguments"]}
+
+
+# ----- the fields ------------------------------------------------------------------------------
+
+
+def tool_use_of(body: dict) -> ToolUse | None:
+    """None when no tool may be called (none given, or tool_choice "none")."""
+    tools = tools_of(body)
+    choice, name = choice_of(body.get("tool_choice"), {t.name for t in tools})
+    parallel = flag(body, "parallel_tool_calls") if body.get("parallel_tool_calls") is not None else True
+    if not tools or choice == "none":
+        return None
+    return ToolUse(tools, choice, name, parallel)
+
+
+def tools_of(body: dict) -> tuple[Tool, ...]:
+    tools = body.get("tools")
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        raise bad("tools", f"must be a list, got {shown(tools)}")
+    if len(tools) > MAX_TOOLS:
+        raise bad("tools", f"may hold at most {MAX_TOOLS} tools, got {len(tools)}")
+    out = tuple(_tool(t, f"tools[{i}]") for i, t in enumerate(tools))
+    names = [t.name for t in out]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise bad(f"tools[{i}].function.name", f"repeats {name!r}: each function needs its own name")
+    return out
+
+
+def _tool(tool: Any, where: str) -> Tool:
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise bad(f"{where}.type", "must be \"function\" (the only kind of tool)")
+    function = tool.get("function")
+    if not isinstance(function, dict):
+        raise bad(f"{where}.function", f"must be an object {{name, description, parameters}}, got {shown(function)}")
+    name = function.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise bad(f"{where}.function.name", f"must be 1 to 64 letters, digits, _ or -, got {shown(name)}")
+    description = function.get("description", "")
+    if not isinstance(description, str):
+        raise bad(f"{where}.function.description", f"must be a string, got {shown(description)}")
+    flag(function, "strict")
+    return Tool(name, description, _parameters(function.get("parameters"), f"{where}.function.parameters"))
+
+
+def _parameters(parameters: Any, where: str) -> dict:
+    if parameters is None:
+        return {"type": "object", "properties": {}}  # OpenAI: a function without parameters
+    if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+        raise bad(where, "must be a JSON Schema of an object ({\"type\": \"object\", ...})")
+    return parameters  # its keywords are checked when a call is forced (call_grammar)
+
+
+def choice_of(choice: Any, names: set[str]) -> tuple[str, str | None]:
+    if choice is None:
+        return "auto", None
+    if choice in ("none", "auto", "required"):
+        if choice == "required" and not names:
+            raise bad("tool_choice", "is \"required\" but no tools were given")
+        return choice, None
+    function = choice.get("function") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or choice.get("type") != "function" or not isinstance(function, dict):
+        raise bad("tool_choice", "must be \"none\", \"auto\", \"required\" or "
+                                 f"{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}, got {shown(choice)}")
+    name = function.get("name")
+    if name not in names:
+        known = ", ".join(sorted(names)) or "none given"
+        raise bad("tool_choice", f"names the function {shown(name)}, which is not among the tools ({known})")
+    return "named", name
