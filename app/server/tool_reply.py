@@ -3,15 +3,17 @@ a reply that is a call (tool_output.py) sent as message.tool_calls, finish_reaso
 "tool_calls".
 
 Streaming: a reply that begins as a call might (a brace, a bracket, a tag, a fence) is held
-back until it ends; then it goes out either as delta.tool_calls in OpenAI's shape (per call
-a chunk with its index, id, type and name and empty arguments, then the arguments in
-fragments) or, when it was no call after all, as one content chunk. A reply that begins as
+back until it ends; then its reasoning (<think>...) goes out as reasoning_content and the
+rest either as delta.tool_calls in OpenAI's shape (per call a chunk with its index, id,
+type and name and empty arguments, then the arguments in fragments) or, when it was no call
+after all, as one content chunk. A reply that begins as
 prose streams as it comes. A call without tools is the plain Reply's, unchanged."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from app.chats.reasoning import split_reasoning
 from app.server import openai_format as fmt
 from app.server.engine_bridge import ChoiceDelta
 from app.server.errors import ApiError
@@ -36,8 +38,11 @@ class ToolReply:
         for choice, tally in zip(payload["choices"], call.tallies):
             calls = parse_calls(tally.text, call.gen.tools)
             if calls:
+                reasoning = choice["message"].get("reasoning_content")
                 choice["message"] = {"role": "assistant", "content": None,
                                      "tool_calls": [c.openai() for c in calls]}
+                if reasoning is not None:  # what the model thought before calling
+                    choice["message"]["reasoning_content"] = reasoning
                 choice["finish_reason"] = "tool_calls"
         return payload
 
@@ -62,13 +67,16 @@ class ToolReply:
         if call.gen.tools is None or not might_be_call(tally.text):
             yield from self.plain.finish(call, item)
             return
+        split = split_reasoning(tally.text)
+        if split.reasoning:
+            yield self._chunk(call, item.index, reasoning=split.reasoning)
         calls = parse_calls(tally.text, call.gen.tools)
         if calls:
             yield from self._calls(call, item.index, calls)
             yield self._chunk(call, item.index, finish="tool_calls")
             return
-        if tally.text:
-            yield self._content(call, item.index, tally.text)
+        if split.answer:
+            yield self._content(call, item.index, split.answer)
         yield from self.plain.finish(call, item)
 
     def closing(self, call: Call) -> Iterator[bytes]:
@@ -91,8 +99,9 @@ class ToolReply:
         return self._chunk(call, index, text=text)
 
     def _chunk(self, call: Call, index: int, text: str | None = None, finish: str | None = None,
-               tool_calls: list | None = None) -> bytes:
-        payload = fmt.chunk(fmt.CHAT, call.id, call.model, index, text, finish, with_usage=call.gen.include_usage)
+               tool_calls: list | None = None, reasoning: str | None = None) -> bytes:
+        payload = fmt.chunk(fmt.CHAT, call.id, call.model, index, text, finish, with_usage=call.gen.include_usage,
+                            reasoning=reasoning)
         if tool_calls is not None:
             payload["choices"][0]["delta"]["tool_calls"] = tool_calls
         return event(payload)

@@ -1,13 +1,18 @@
 """Replies read back as tool calls, and tool history written as text, in the generic format
-(app/server/tool_output.py, tool_prompt.py), on literal model outputs. No model."""
+(app/server/tool_output.py, tool_prompt.py), on literal model outputs; the stream of such a
+reply (tool_reply.py) from recorded deltas. No model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
+from app.server.engine_bridge import ChoiceDelta
 from app.server.errors import ApiError
+from app.server.generation import _events
+from app.server.reply import Call, ChoiceTally
 from app.server.tool_output import might_be_call, parse_calls
 from app.server.tool_prompt import plain_messages
 from app.server.tool_types import Tool, ToolUse
@@ -66,3 +71,47 @@ def test_a_call_with_arguments_that_are_no_object_is_refused():
     with pytest.raises(ApiError) as caught:
         plain_messages([{"role": "assistant", "tool_calls": [call]}])
     assert caught.value.param == "messages[0].tool_calls[0].function.arguments"
+
+
+# ----- the reply's events (tool_reply.py), fed recorded deltas ----------------------------------
+
+def tool_stream(texts: list[str]) -> list[dict]:
+    """The chunks of a streamed reply with tools offered (auto), from recorded deltas."""
+    from app.server.tool_reply import CHAT
+    from app.server.tool_request import tool_chat_generation
+    from tests.app.server.test_reasoning_content import Recorded, deltas
+
+    tools = [{"type": "function", "function": {"name": "get_time"}}]
+    gen = tool_chat_generation({"model": "m", "stream": True, "tools": tools,
+                                "messages": [{"role": "user", "content": "Time?"}]}, None)
+    call = Call("r1", "m", gen, [ChoiceTally()])
+    items = [ChoiceDelta(0, d) for d in deltas(texts)]
+    first = items.pop(0)
+    call.tallies[0].add(first.delta)
+
+    async def run() -> list[bytes]:
+        return [event async for event in _events(CHAT, call, Recorded(items), first)]
+
+    return [json.loads(e[len(b"data: "):]) for e in asyncio.run(run())[:-1]]
+
+
+def test_a_streamed_call_after_reasoning_sends_both_in_their_places():
+    chunks = tool_stream(["<think>", "The user wants", " the time.</think>", '{"name": "get_time", ',
+                          '"arguments": {"tz": "UTC"}}'])
+    deltas_ = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("reasoning_content", "") for d in deltas_) == "The user wants the time."
+    assert not any(d.get("content") for d in deltas_)
+    calls = [t for d in deltas_ for t in d.get("tool_calls", [])]
+    assert calls[0]["function"]["name"] == "get_time" and calls[0]["id"].startswith("call_")
+    assert json.loads("".join(t["function"]["arguments"] for t in calls)) == {"tz": "UTC"}
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_prose_streams_as_it_comes_and_a_malformed_call_comes_out_as_text():
+    prose = tool_stream(["  It", " is", " noon."])
+    texts = [c["choices"][0]["delta"].get("content") for c in prose]
+    assert texts[1:4] == ["  It", " is", " noon."]  # the held whitespace goes out with the first word
+    assert prose[-1]["choices"][0]["finish_reason"] == "stop"
+    broken = tool_stream(['{"name": "get_time", ', '"arguments": {'])
+    assert [c["choices"][0]["delta"].get("content") for c in broken][1] == '{"name": "get_time", "arguments": {'
+    assert broken[-1]["choices"][0]["finish_reason"] == "stop"
