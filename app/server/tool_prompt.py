@@ -58,7 +58,7 @@ def plain_messages(messages: Any) -> Any:
             out.append(message)
         elif message.get("role") == "tool":
             _add_result(out, _result_text(message, where, calls))
-        elif message.get("role") == "assistant" and message.get("tool_calls") is not None:
+        elif message.get("role") == "assistant" and message.get("tool_calls"):  # [] : no calls
             out.append({"role": "assistant", "content": _calls_text(message, where, calls)})
         else:
             out.append(message)

@@ -66,6 +66,11 @@ def test_history_calls_and_results_become_text_turns():
     assert "The result of add (call c1):\n2" in out[2]["content"] and "still 2" in out[2]["content"]
 
 
+def test_an_empty_list_of_calls_is_a_plain_turn():
+    out = plain_messages([{"role": "assistant", "content": "Hello.", "tool_calls": []}])
+    assert out == [{"role": "assistant", "content": "Hello.", "tool_calls": []}]  # left for request_parsing
+
+
 def test_a_call_with_arguments_that_are_no_object_is_refused():
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "[1]"}}
     with pytest.raises(ApiError) as caught:
