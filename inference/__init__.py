@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from inference.tokenizer.chat_template import template_problem
     from inference.tokenizer.input_processor import InputProcessor
     from inference.worker import backend
+    from inference.worker.embedding_worker import EmbeddingWorker
     from inference.worker.vocab_loader import load_input_processor
 
 # name -> the module that defines it, imported when the name is first used
@@ -63,6 +64,7 @@ _LAZY = {
     "InputProcessor": "inference.tokenizer.input_processor",
     "template_problem": "inference.tokenizer.chat_template",
     "load_input_processor": "inference.worker.vocab_loader",
+    "EmbeddingWorker": "inference.worker.embedding_worker",
 }
 # a module of its own: llama.cpp's backend (versions, CPU features, GPU offload, its log)
 _LAZY_MODULES = {"backend": "inference.worker.backend"}
@@ -93,6 +95,7 @@ __all__ = [
     "Completion",
     "Delta",
     "DeltaRouter",
+    "EmbeddingWorker",
     "Engine",
     "EngineError",
     "FinishReason",

@@ -8,6 +8,7 @@
     /v1/messages/count_tokens       a Messages body's input tokens
     /v1/responses                   OpenAI's Responses, stored ones read and deleted by id
                                     (responses_routes.py)
+    /v1/embeddings                  the model's pooled embeddings (embeddings_routes.py)
     /health                         200 once the model is loaded, 503 while loading or down
     /metrics                        Prometheus text
 
@@ -27,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from app.server import anthropic_routes, openai_reply, responses_routes, tool_reply
+from app.server import anthropic_routes, embeddings_routes, openai_reply, responses_routes, tool_reply
 from app.server.auth import ApiKeyMiddleware
 from app.server.calls import generate
 from app.server.cors import cors_middleware
@@ -79,6 +80,9 @@ def build_app(state: ServerState) -> ASGIApp:
             return await responses_routes.delete(state, request)
         return await responses_routes.retrieve(state, request)
 
+    async def embeddings(request: Request) -> Response:
+        return await embeddings_routes.create(state, request)
+
     routes = [
         _route("/v1/models", models, "GET"),
         _route("/v1/chat/completions", chat_completions, "POST"),
@@ -87,6 +91,7 @@ def build_app(state: ServerState) -> ASGIApp:
         _route("/v1/messages/count_tokens", count_tokens, "POST"),
         _route("/v1/responses", responses, "POST"),
         _route("/v1/responses/{response_id}", stored_response, "GET", "DELETE"),
+        _route("/v1/embeddings", embeddings, "POST"),
         _route("/health", health, "GET"),
         _route("/metrics", metrics, "GET"),
     ]

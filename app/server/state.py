@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from app.engines.protocol import ServedEngine
 from app.server.config import ServerConfig
+from app.server.embedding_service import Embeddings
 from app.server.engine_bridge import Choices
 from app.server.errors import ApiError
 from app.server.responses_store import ResponseStore
@@ -24,6 +25,7 @@ class ServerState:
         self.generating = 0  # calls holding a concurrency slot
         self._calls: set[Choices] = set()
         self.responses = ResponseStore(config.responses_db)  # /v1/responses with store
+        self.embeddings = Embeddings()  # /v1/embeddings' own context, started at its first request
 
     @property
     def model_id(self) -> str:

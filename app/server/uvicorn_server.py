@@ -138,6 +138,7 @@ class HttpServer:
             self._uvicorn.force_exit = True
             thread.join(timeout)
         self.state.responses.close()
+        self.state.embeddings.close()
 
     def serve_until_interrupted(self) -> None:
         """For `chorus serve`: until Ctrl-C (or the server's thread ends)."""
