@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timezone
 
 from app.server.engine_bridge import ChoiceDelta
 from app.server.errors import ApiError
@@ -75,9 +76,11 @@ def response_object(response_id: str, created_at: int, model: str, settings: Set
 
 def stored_object(record: ResponseRecord) -> dict:
     """A stored response as GET /v1/responses/{id} answers it."""
-    created = int(record.created_at.timestamp()) if record.created_at is not None else 0
+    created = 0
+    if record.created_at is not None:  # SQLite gives back a naive time, written in UTC
+        created = int(record.created_at.replace(tzinfo=record.created_at.tzinfo or timezone.utc).timestamp())
     settings = Settings(previous_response_id=record.previous_response_id)
-    output = [message_item(record.id, record.output_text, "completed")]
+    output = [message_item(record.id, record.output_text, record.status)]
     return response_object(record.id, created, record.model, settings, record.status, output, record.usage)
 
 

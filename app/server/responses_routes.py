@@ -40,7 +40,7 @@ async def create(state: ServerState, request: Request) -> Response:
         release()
         raise
     conversation = history + ask.input
-    reply = ResponsesReply(ID_PREFIX + uuid.uuid4().hex, _settings(ask), conversation)
+    reply = ResponsesReply(ID_PREFIX + uuid.uuid4().hex, _settings(ask, state.responses.enabled), conversation)
     system = () if ask.instructions is None else ({"role": "system", "content": ask.instructions},)
     gen = Generation(ChatRequest(messages=system + conversation, sampling=ask.sampling), stream=ask.stream)
     response = await generation.run(state, request, gen, reply, release)
@@ -91,10 +91,11 @@ async def _saving(events: AsyncIterable, reply: ResponsesReply, state: ServerSta
         yield chunk
 
 
-def _settings(ask: ResponseAsk) -> Settings:
+def _settings(ask: ResponseAsk, can_store: bool) -> Settings:
+    """store says whether it is kept: false on a server that keeps none, whatever was asked."""
     return Settings(instructions=ask.instructions, max_output_tokens=ask.max_output_tokens,
                     temperature=ask.temperature, top_p=ask.top_p,
-                    previous_response_id=ask.previous_response_id, store=ask.store)
+                    previous_response_id=ask.previous_response_id, store=ask.store and can_store)
 
 
 def _id_of(request: Request) -> str:

@@ -104,11 +104,13 @@ def test_a_stream_cut_at_max_output_tokens_ends_with_response_incomplete(server)
 
 def test_a_stored_response_is_retrieved_then_deleted_and_then_404(server):
     c = client(server)
-    r = create(c, "Say hello.", max_output_tokens=8)
+    r = create(c, max_output_tokens=8, extra_body={"ignore_eos": True})
+    assert r.store is True and r.status == "incomplete"
     got = c.responses.retrieve(r.id)
-    assert (got.id, got.output_text, got.status, got.usage.output_tokens) == (
-        r.id, r.output_text, r.status, r.usage.output_tokens)
-    assert got.output[0].id == r.output[0].id
+    assert (got.id, got.output_text, got.status, got.usage.output_tokens, got.incomplete_details.reason) == (
+        r.id, r.output_text, "incomplete", 8, "max_output_tokens")
+    assert (got.output[0].id, got.output[0].status) == (r.output[0].id, "incomplete")
+    assert abs(got.created_at - r.created_at) <= 2  # the same moment, whatever the local time zone
     c.responses.delete(r.id)
     with pytest.raises(openai.NotFoundError):
         c.responses.retrieve(r.id)
@@ -177,7 +179,8 @@ def openai_param(raw: bytes) -> str:
 def test_a_server_without_a_database_refuses_previous_response_id(shared_engine):
     with serving(shared_engine) as srv:
         c = client(srv)
-        r = create(c, "Say hello.", max_output_tokens=4)  # answered, not kept
+        r = create(c, "Say hello.", max_output_tokens=4)  # answered, not kept, and it says so
+        assert r.output_text and r.store is False
         with pytest.raises(openai.NotFoundError):
             c.responses.retrieve(r.id)
         with pytest.raises(openai.BadRequestError, match="keeps no responses"):
