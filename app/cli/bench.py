@@ -1,5 +1,5 @@
-"""`chorus bench`, `bench-engines`, `bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`:
-the benchmarks.
+"""`chorus bench`, `bench-engines`, `bench-grammar`, `bench-serve`, `bench-storage`,
+`bench-restart` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
 each benchmark takes an options dataclass (and the engine's LoadSettings) and returns its
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.bench import engine, engines, restart, serve, storage
+from app.bench import engine, engines, grammar_rows, restart, serve, storage
 from app.cli import gui
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
@@ -25,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_storage(sub)
     _register_engine(sub)
     _register_engines(sub)
+    _register_grammar(sub)
     _register_serve(sub)
     _register_restart(sub)
 
@@ -111,6 +112,24 @@ def _storage(args: argparse.Namespace, base: Path) -> int:
     # A scratch database: the data folder is not touched.
     result = storage.run_storage_bench(storage.StorageBenchOptions(messages=args.messages, long=args.long))
     print(storage.render(result, args.json))
+    return 0
+
+
+def _register_grammar(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gbench = add_command(sub, "bench-grammar", _grammar, help="whether grammar-constrained chats slow the others")
+    add_model_args(gbench)
+    gbench.add_argument("--chats", type=int, default=8)
+    gbench.add_argument("--grammar-chats", type=int, default=4, help="of them, how many follow a grammar")
+    gbench.add_argument("--max-tokens", type=int, default=128)
+    gbench.add_argument("--system-tokens", type=int, default=1000)
+    gbench.add_argument("--rounds", type=int, default=3, help="rounds of the three runs, in alternation")
+    gbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _grammar(args: argparse.Namespace, base: Path) -> int:
+    report = grammar_rows.run_grammar_bench(settings_from_args(args, resolve_model(args, base)), args.chats,
+                                            args.grammar_chats, args.max_tokens, args.system_tokens, args.rounds)
+    print(grammar_rows.render(report, args.json))
     return 0
 
 
