@@ -49,6 +49,11 @@ class SamplingParams:
     min_p: float = 0.05
     repeat_penalty: float = 1.1
     repeat_last_n: int = 64
+    # OpenAI's, over the same window: a token's logit minus frequency × its count there,
+    # minus presence once if it is there at all. Rows with either sample in llama.cpp's
+    # chain (grammar_chain.py), whose penalties sampler has both; the C kernel has not.
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
     seed: int | None = None
     max_tokens: int = 512
     stop: tuple[str, ...] = ()
@@ -65,6 +70,11 @@ class SamplingParams:
         """Greedy decoding; overrides: any other field (unknown names raise TypeError)."""
         return replace(cls(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens), **overrides)
 
+    @property
+    def needs_chain(self) -> bool:
+        """Sampled by a llama.cpp sampler chain: a grammar, or OpenAI's penalties."""
+        return self.grammar is not None or self.frequency_penalty != 0.0 or self.presence_penalty != 0.0
+
     def validate(self) -> None:
         problems = []
         if self.temperature < 0:
@@ -77,6 +87,9 @@ class SamplingParams:
             problems.append(f"min_p must be in [0, 1], got {self.min_p}")
         if self.repeat_penalty <= 0:
             problems.append(f"repeat_penalty must be > 0, got {self.repeat_penalty}")
+        for name in ("frequency_penalty", "presence_penalty"):
+            if not -2.0 <= getattr(self, name) <= 2.0:
+                problems.append(f"{name} must be in [-2, 2], got {getattr(self, name)}")
         if self.repeat_last_n < -1:
             problems.append(f"repeat_last_n must be >= -1, got {self.repeat_last_n}")
         if self.max_tokens < UNLIMITED:

@@ -1,9 +1,10 @@
 """An OpenAI request body (already JSON) to what the engine runs, validated field by field.
 
 Unknown fields are ignored (clients send many); a known field with a wrong type or value is
-a 400 naming the field. Accepted and not used: frequency_penalty and presence_penalty (the
-engine has a repeat penalty only, left off so that replies match OpenAI's defaults), user,
-logit_bias and the like. Tools (tools, tool_choice, tool messages) are tool_request.py's."""
+a 400 naming the field. frequency_penalty and presence_penalty apply over the last 64
+tokens (llama.cpp's penalties sampler; the repeat penalty stays off, as OpenAI has none).
+Accepted and not used: user, logit_bias and the like. Tools (tools, tool_choice, tool messages)
+are tool_request.py's."""
 
 from __future__ import annotations
 
@@ -186,8 +187,6 @@ def max_tokens_of(body: dict, cap: int | None) -> int:
 
 def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, grammar: str | None = None) -> SamplingParams:
     seed = integer(body, "seed", SEED_RANGE[0], SEED_RANGE[1])
-    for ignored in ("frequency_penalty", "presence_penalty"):
-        number(body, ignored, 0.0, -2.0, 2.0)  # validated, not used (see the module's note)
     params = SamplingParams(
         temperature=number(body, "temperature", 1.0, 0.0, 2.0),
         top_p=number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True),
@@ -196,6 +195,8 @@ def sampling_of(body: dict, cap: int | None, logprobs: int | None = None, gramma
         stop=stop_of(body),
         ignore_eos=flag(body, "ignore_eos"),  # vLLM's and llama.cpp's extension: run to max_tokens
         repeat_penalty=1.0,
+        frequency_penalty=number(body, "frequency_penalty", 0.0, -2.0, 2.0),
+        presence_penalty=number(body, "presence_penalty", 0.0, -2.0, 2.0),
         top_k=0,
         min_p=0.0,
         logprobs=logprobs,

@@ -1,6 +1,7 @@
 """One llama_sampler chain per request: its own penalties history, grammar state and RNG.
 
-The engine uses it for grammar requests (numpy_sampler.py samples the others); with
+The engine uses it for grammar requests and those with OpenAI's frequency or presence
+penalty (rows.py and the C kernel sample the others); with
 SamplerSet(numpy_sampling=False) for every request, to compare the two."""
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ NEVER = -float("inf")
 WHOLE_HISTORY = 1 << 16
 
 
-def _penalties(n_vocab: int, last_n: int, repeat: float) -> ll.llama_sampler_p:
+def _penalties(n_vocab: int, params: SamplingParams) -> ll.llama_sampler_p:
     # llama.cpp added n_vocab as the first argument in 2026; accept both signatures.
-    last_n = last_n if last_n >= 0 else WHOLE_HISTORY
+    last_n = params.repeat_last_n if params.repeat_last_n >= 0 else WHOLE_HISTORY
+    rest = (last_n, params.repeat_penalty, params.frequency_penalty, params.presence_penalty)
     if _PENALTIES_TAKES_VOCAB:
-        return ll.llama_sampler_init_penalties(n_vocab, last_n, repeat, 0.0, 0.0)
-    return ll.llama_sampler_init_penalties(last_n, repeat, 0.0, 0.0)
+        return ll.llama_sampler_init_penalties(n_vocab, *rest)
+    return ll.llama_sampler_init_penalties(*rest)
+
+
+def _penalised(params: SamplingParams) -> bool:
+    any_penalty = params.repeat_penalty != 1.0 or params.frequency_penalty != 0.0 or params.presence_penalty != 0.0
+    return any_penalty and params.repeat_last_n != 0
 
 
 _PENALTIES_TAKES_VOCAB = len(inspect.signature(ll.llama_sampler_init_penalties).parameters) == 5
@@ -40,14 +47,14 @@ class SamplerChain:
     def __init__(self, params: SamplingParams, n_vocab: int, eog_tokens: list[int],
                  vocab: ll.llama_vocab_p | None = None) -> None:
         self._chain: ll.llama_sampler_p | None = ll.llama_sampler_chain_init(ll.llama_sampler_chain_default_params())
-        self._penalty_window = params.repeat_last_n if params.repeat_penalty != 1.0 else 0
+        self._penalty_window = params.repeat_last_n if _penalised(params) else 0
         self._penalties: ll.llama_sampler_p | None = None
         self._grammar: GrammarCheck | None = None
         self._n_vocab = n_vocab
         if params.ignore_eos and eog_tokens:
             self._add(self._logit_bias(n_vocab, eog_tokens))
-        if params.repeat_penalty != 1.0 and params.repeat_last_n != 0:
-            self._penalties = _penalties(n_vocab, params.repeat_last_n, params.repeat_penalty)
+        if _penalised(params):
+            self._penalties = _penalties(n_vocab, params)
             self._add(self._penalties)
         if params.grammar is not None:
             self._grammar = GrammarCheck(vocab, params.grammar, n_vocab, on_fail=self.close)

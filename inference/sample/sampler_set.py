@@ -53,7 +53,7 @@ class SamplerSet:
 
     def start(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
         self.stop(request_id)  # a reused id must not leak the old state
-        if params.grammar is None and self._numpy_sampling:
+        if not params.needs_chain and self._numpy_sampling:
             sampler = RequestSampler(params, self._eog_array)
             sampler.accept_prompt(prompt)
             self._numpy[request_id] = sampler

@@ -129,6 +129,20 @@ def test_penalties_are_accepted(server):
     assert out.choices[0].message.content
 
 
+@pytest.mark.parametrize("penalty", ["frequency_penalty", "presence_penalty"])
+def test_openai_s_penalties_change_what_a_greedy_reply_repeats(server, penalty):
+    """Issue 25: both were accepted and silently unused. Greedy on a prompt that invites
+    repeating: with the penalty the reply repeats its tokens less (more distinct ones)."""
+    def tokens(**extra) -> list[str]:
+        out = client(server).completions.create(model="m", prompt="cat " * 24, max_tokens=16, temperature=0,
+                                                logprobs=0, **extra)
+        return out.choices[0].logprobs.tokens
+
+    plain, penalised = tokens(), tokens(**{penalty: 2.0})
+    assert len(plain) == len(penalised) == 16
+    assert len(set(penalised)) > len(set(plain)), (plain, penalised)
+
+
 def test_completions_take_a_raw_prompt_of_token_ids(server, shared_engine):
     tokens = shared_engine.inputs.chat_tokens([{"role": "user", "content": "Name a fruit."}])
     c = client(server)

@@ -48,7 +48,7 @@ def test_penalties_are_llama_cpps_bit_for_bit(sampling_path) -> None:
     penalised = row[None].copy()
     sample_rows(penalised, [ours])
 
-    theirs = _penalties(V, 64, 1.3)
+    theirs = _penalties(V, GREEDY_PENALISED)
     for token in history:
         ll.llama_sampler_accept(theirs, token)
     expected, _ = llama_apply(theirs, row)
