@@ -65,7 +65,7 @@ class ConversationActions:
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self._begin(view, work)
+        return self._begin(view, work, unsaved=text)
 
     def regenerate(self, view: ChatTab, message_id: int | None = None) -> asyncio.Task | None:
         """Another answer to the last question, or beside the reply message_id (a hover
@@ -163,21 +163,27 @@ class ConversationActions:
 
         return self._begin(view, work, continued=True)
 
-    def _begin(self, view: ChatTab, work, continued: bool = False) -> asyncio.Task | None:
+    def _begin(self, view: ChatTab, work, continued: bool = False, unsaved: str | None = None) -> asyncio.Task | None:
         """work (on the storage thread) makes the reply's row and returns (path, reply), or
         None when there is nothing to answer. One reply at a time per chat: the view
-        disables Send meanwhile."""
+        disables Send meanwhile. unsaved: the text the user sent, given back to the composer
+        when it could not be stored (a full disk: the window's status line says so)."""
         if self.is_writing(view.conversation_id):
             return None
         view.set_busy(True)
 
         def start(result) -> None:
             if result:
-                self.start_reply(view, *result, continued=continued)
+                self.start_reply(view, result[0], result[1], continued=continued)
             else:
                 view.set_busy(False)
 
-        return self.ctx.storage.run(work, start)
+        def failed(_exc: Exception) -> None:
+            view.set_busy(False)
+            if unsaved is not None:
+                view.restore_unsent(unsaved)
+
+        return self.ctx.storage.run(work, start, failed)
 
     def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False) -> None:
         """The reply row exists: stream the engine's answer into it and into the view.

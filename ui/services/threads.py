@@ -44,8 +44,11 @@ class StorageThread:
     def submit(self, work: Callable[..., T], *args: Any) -> Future[T]:
         return self.executor.submit(work, *args)
 
-    def run(self, work: Callable[[], T], then: Callable[[T], Any] | None = None) -> asyncio.Task:
-        """work() on the storage thread; then(result) back on the GUI thread."""
+    def run(self, work: Callable[[], T], then: Callable[[T], Any] | None = None,
+            failed: Callable[[Exception], Any] | None = None) -> asyncio.Task:
+        """work() on the storage thread; then(result) back on the GUI thread. If work
+        raises, failed(exc) there too (a view puts back what it showed as done), after the
+        window's one-line message."""
 
         async def hop() -> None:
             try:
@@ -53,6 +56,8 @@ class StorageThread:
             except Exception as exc:
                 log.error("storage call failed: %s", exc)
                 self._on_error(exc)
+                if failed is not None:
+                    failed(exc)
                 return
             if then is not None:
                 then(result)

@@ -165,6 +165,13 @@ class ChatTab(QWidget):
             self.composer.clear()
             self._submit(text)
 
+    def restore_unsent(self, text: str) -> None:
+        """A message that could not be stored goes back into the composer, before anything
+        typed since, so nothing is lost and Send tries again."""
+        typed = self.composer.toPlainText()
+        self.composer.setPlainText(text + ("\n" + typed if typed.strip() else ""))
+        self.composer.setFocus()
+
     def _submit(self, text: str) -> None:
         if self.editing is None:
             self.send_requested.emit(text)
