@@ -10,7 +10,8 @@ from datetime import datetime
 class MessageStatus(str, enum.Enum):
     COMPLETE = "complete"
     STREAMING = "streaming"
-    INTERRUPTED = "interrupted"
+    INTERRUPTED = "interrupted"  # the reply ended without its end: a crash, a killed process
+    STOPPED = "stopped"  # the user stopped it (its text is what was written)
     ERROR = "error"
 
 

@@ -25,7 +25,7 @@ MEANINGS: dict[FinishReason, FinishMeaning] = {
     FinishReason.LENGTH: FinishMeaning("length", "max_tokens", MessageStatus.COMPLETE, "cut at the token limit"),
     FinishReason.CONTEXT_FULL: FinishMeaning("length", "model_context_window_exceeded", MessageStatus.COMPLETE,
                                              "cut: the context is full"),
-    FinishReason.CANCELLED: FinishMeaning("stop", "end_turn", MessageStatus.INTERRUPTED, "stopped"),
+    FinishReason.CANCELLED: FinishMeaning("stop", "end_turn", MessageStatus.STOPPED, "stopped"),
     FinishReason.INTERRUPTED: FinishMeaning("stop", "end_turn", MessageStatus.INTERRUPTED, "interrupted"),
     # Neither API has a finish word for a failure: the server answers an error instead.
     FinishReason.ERROR: FinishMeaning("stop", "end_turn", MessageStatus.ERROR, "error"),
@@ -56,7 +56,7 @@ def message_status(reason: FinishReason) -> MessageStatus:
 
 
 def ui_status(reason: FinishReason) -> str:
-    """A finished reply's status as a message view holds it: "complete" | "interrupted" | "error"."""
+    """A finished reply's status as a message view holds it: "complete" | "stopped" | "interrupted" | "error"."""
     return MEANINGS[reason].status.value
 
 

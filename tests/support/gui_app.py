@@ -15,6 +15,7 @@ from tests.support.window import Window
 
 SCREENSHOTS = Path(os.environ.get("CHORUS_SCREENSHOT_DIR", ROOT / "artifacts" / "screenshots"))
 WAIT_MS = 120_000
+ENDED = ("complete", "stopped", "interrupted", "error")  # a reply view no longer writing
 
 
 @contextmanager
@@ -58,7 +59,7 @@ class App(Window):
 
     def wait_done(self, *tabs, timeout: int = WAIT_MS) -> None:
         self.qtbot.waitUntil(
-            lambda: all(t.model.rowCount() >= 2 and self.last(t).status in ("complete", "interrupted", "error")
+            lambda: all(t.model.rowCount() >= 2 and self.last(t).status in ENDED
                         and not t.stop_button.isEnabled() for t in tabs),
             timeout=timeout,
         )

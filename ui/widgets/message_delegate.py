@@ -36,6 +36,7 @@ STATE_TEXT = {
     "queued": "queued",
     "prefilling": "reading the prompt…",
     "interrupted": "interrupted",
+    "stopped": "stopped",
     "error": "error",
 }
 

@@ -131,7 +131,7 @@ def test_no_deltas_no_writes(repo, clock, reply):
         (FinishReason.STOP, MessageStatus.COMPLETE, None),
         (FinishReason.LENGTH, MessageStatus.COMPLETE, None),
         (FinishReason.CONTEXT_FULL, MessageStatus.COMPLETE, None),
-        (FinishReason.CANCELLED, MessageStatus.INTERRUPTED, None),
+        (FinishReason.CANCELLED, MessageStatus.STOPPED, None),
         (FinishReason.ERROR, MessageStatus.ERROR, "decode failed"),
         (FinishReason.INTERRUPTED, MessageStatus.INTERRUPTED, "the engine process stopped unexpectedly"),
     ],

@@ -58,7 +58,7 @@ def test_ctrl_c_stops_a_remote_reply_and_keeps_what_came(tmp_path):
     assert "[stopped]" in chat.err and "Traceback" not in chat.err
     [(_, messages)] = saved_chats(tmp_path)
     answer = messages[-1]
-    assert answer.status is MessageStatus.INTERRUPTED
+    assert answer.status is MessageStatus.STOPPED
     assert answer.content.startswith(" word word word") and set(answer.content.split()) == {"word"}
     shown = chat.out.split("bot> ", 1)[1].split("you>", 1)[0]
     # Everything shown was saved (Ctrl-C may land between saving a piece and showing it).

@@ -21,7 +21,7 @@ EXPECTED = {  # reason: (OpenAI finish_reason, stored status, UI status, label)
     R.STOP: ("stop", S.COMPLETE, "complete", "done"),
     R.LENGTH: ("length", S.COMPLETE, "complete", "cut at the token limit"),
     R.CONTEXT_FULL: ("length", S.COMPLETE, "complete", "cut: the context is full"),
-    R.CANCELLED: ("stop", S.INTERRUPTED, "interrupted", "stopped"),
+    R.CANCELLED: ("stop", S.STOPPED, "stopped", "stopped"),
     R.INTERRUPTED: ("stop", S.INTERRUPTED, "interrupted", "interrupted"),
     R.ERROR: ("stop", S.ERROR, "error", "error"),
 }

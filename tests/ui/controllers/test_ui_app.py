@@ -53,9 +53,9 @@ def test_stop_stops_only_its_tab(app):
     app.wait_streaming(a, b)
     a.stop_button.click()
     app.wait_done(a, b)
-    assert app.last(a).status == "interrupted"
+    assert app.last(a).status == "stopped"  # issue 27: it said "interrupted", the word for a crash
     assert app.last(b).status == "complete"
-    assert app.stored_last(a.conversation_id, MessageStatus.INTERRUPTED).content == app.last(a).text
+    assert app.stored_last(a.conversation_id, MessageStatus.STOPPED).content == app.last(a).text
 
 
 def test_regenerate_makes_a_branch_and_keeps_the_old_one(app):

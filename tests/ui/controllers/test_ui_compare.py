@@ -41,7 +41,7 @@ def last(pane):
 def wait_done(app, view, timeout: int = WAIT_MS) -> None:
     app.qtbot.waitUntil(
         lambda: all(p.model.rowCount() >= 2 and last(p).role == "assistant"
-                    and last(p).status in ("complete", "interrupted", "error") for p in view.panes())
+                    and last(p).status in ("complete", "stopped", "interrupted", "error") for p in view.panes())
         and not view.busy(),
         timeout=timeout,
     )

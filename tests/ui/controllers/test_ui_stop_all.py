@@ -27,14 +27,14 @@ def test_stop_all_stops_every_tab_and_pane_and_keeps_their_text(app):
     app.window.activateWindow()
     app.qtbot.keyClick(compare.composer, Qt.Key.Key_S,
                        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    app.qtbot.waitUntil(lambda: not compare.busy() and all(last(p).status == "interrupted" for p in panes),
+    app.qtbot.waitUntil(lambda: not compare.busy() and all(last(p).status == "stopped" for p in panes),
                         timeout=30_000)
     for tab in tabs:
         app.window.tabs.setCurrentWidget(tab)
         app.wait_done(tab, timeout=30_000)
     for view, shown in [(t, app.last(t)) for t in tabs] + [(p, last(p)) for p in panes]:
-        assert shown.status == "interrupted", view.conversation_id
+        assert shown.status == "stopped", view.conversation_id
         assert shown.text  # the text written before the stop stays
-        stored = app.stored_last(view.conversation_id, MessageStatus.INTERRUPTED)
+        stored = app.stored_last(view.conversation_id, MessageStatus.STOPPED)
         assert stored.content == shown.text
     assert "Stopped 5 replies" in app.window.statusBar().currentMessage()
