@@ -31,5 +31,6 @@ class Window:
         self.qtbot.waitUntil(lambda: bool(done), timeout=10_000)
 
     def close(self) -> None:
+        self.controllers.window_state.stop()  # a composer's pending save would find no storage thread
         self.ctx.storage.shutdown()
         self.db.close()

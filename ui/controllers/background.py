@@ -22,6 +22,7 @@ TICK_MS = 500
 NOTIFY_SETTING = "notify_background_replies"
 _LIVE = (TabState.WRITING, TabState.WAITING)
 _FAILED = (FinishReason.ERROR, FinishReason.INTERRUPTED)
+_KEPT = (TabState.UNREAD, TabState.ERROR)
 
 
 def finished_state(reason: FinishReason | None, showing: bool) -> TabState:
@@ -120,8 +121,22 @@ class BackgroundController:
         widget = self.ctx.window.tabs.widget(index)
         panes = widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
         for view in panes:
-            if self.state_of(view.conversation_id).state in (TabState.UNREAD, TabState.ERROR):
+            if self.state_of(view.conversation_id).state in _KEPT:
                 self._set(view.conversation_id, READY)
+
+    # ----- kept over a restart (ui/services/window_state.py) ----------------------------
+
+    def marks(self) -> dict[int, str]:
+        """The marks that wait for the user (unread, failed), by conversation: live states
+        end with the process, so they are not kept."""
+        return {conv_id: a.state.name for conv_id, a in self.activity.items() if a.state in _KEPT}
+
+    def restore_marks(self, marks: dict[int, str]) -> None:
+        window = self.ctx.window
+        for conv_id, name in marks.items():
+            view = window.view_for(conv_id)
+            if name in TabState.__members__ and not (view is not None and window.is_showing(view)):
+                self._set(conv_id, Activity(TabState[name]))
 
     # ----- the notification ---------------------------------------------------------------------
 

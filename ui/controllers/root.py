@@ -48,13 +48,13 @@ class Controllers:
         self.side_panel = SidePanelController(ctx)
         self.server = ServerController(ctx)
         self.compare = CompareController(ctx)
-        self.window_state = WindowState(ctx)
+        self.background = BackgroundController(ctx)
+        self.window_state = WindowState(ctx, marks=self.background)  # keeps its unread marks
         self.engine_status = EngineStatusController(ctx)
         self.theme = ThemeController(ctx, override=theme)  # theme: --theme, which wins over the saved one
         self.stop_all = StopAllController(ctx)
         self.transfer = TransferController(ctx)
         self.titles = TitlesController(ctx, enabled=auto_titles)
-        self.background = BackgroundController(ctx)
         self.model_picker = ModelPickerController(ctx)
         self.models = ModelsWindowController(ctx)  # the Hub and the library, made on first use
         self.welcome = WelcomeController(ctx)

@@ -1,22 +1,53 @@
 """The window as the user left it: geometry, the open chats and comparisons in their tab
-order, and the tab in front; saved at exit and restored at the next start."""
+order, the tab in front, the preset chosen for new chats, each chat tab's unread or failed
+mark and the text typed in its composer but not sent; saved at exit (and, a moment after
+the typing pauses, while a composer changes) and restored at the next start."""
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import Protocol
 
-from PySide6.QtCore import QByteArray
+from PySide6.QtCore import QByteArray, QTimer
 
 from ui.services.context import ControllerContext
+from ui.widgets.chat_tab import ChatTab
 from ui.widgets.compare_view import CompareView
 
 WINDOW_SETTING = "window"
 CHAT, COMPARISON = "chat", "comparison"
+DRAFT_SAVE_MS = 500  # a composer's text is saved this long after the last key, not per key
+
+
+class TabMarks(Protocol):
+    """The tabs' unread and failed marks (the background controller holds them)."""
+
+    def marks(self) -> dict[int, str]: ...
+
+    def restore_marks(self, marks: dict[int, str]) -> None: ...
 
 
 class WindowState:
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, marks: TabMarks | None = None) -> None:
         self.ctx = ctx
+        self.marks = marks
+        self._restoring = False  # a save before every saved tab is back would drop the rest
+        self._draft_timer = QTimer()
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_SAVE_MS)
+        self._draft_timer.timeout.connect(self._save_drafts)
+        ctx.events.tab_opened.connect(self._watch)
+
+    def _watch(self, tab: ChatTab) -> None:
+        tab.composer.textChanged.connect(self._draft_timer.start)  # each key restarts the wait
+
+    def _save_drafts(self) -> None:
+        if not self._restoring:
+            self.save()
+
+    def stop(self) -> None:
+        """No save pending: the storage thread is about to go."""
+        self._draft_timer.stop()
 
     def restore(self):
         return self.ctx.storage.run(self._saved, self._restore)
@@ -35,15 +66,29 @@ class WindowState:
     def _restore(self, saved: dict | None) -> None:
         if not saved:
             return
+        self._restoring = True
         window = self.ctx.window
         geometry = saved.get("geometry")
         if geometry:
             window.restoreGeometry(QByteArray.fromBase64(geometry.encode()))
         for kind, ident in saved["open"]:  # each opens after one storage hop, in this order
             (window.open_requested if kind == CHAT else window.open_comparison_requested).emit(ident)
+        self._select_preset(saved.get("preset"))
+        # After every tab above is open: the storage thread answers in order.
+        self.ctx.storage.run(lambda: None, lambda _none: self._reopened(saved))
+
+    def _reopened(self, saved: dict) -> None:
+        """Every saved tab is open: the one in front, the composers' text, the marks."""
         current = saved.get("current")
-        if current:  # after every tab above is open: the storage thread answers in order
-            self.ctx.storage.run(lambda: None, lambda _none: self._select(*current))
+        if current:
+            self._select(*current)
+        for ident, text in saved.get("drafts", []):
+            tab = self.ctx.window.tab_for(int(ident))
+            if tab is not None and not tab.composer.toPlainText():
+                tab.composer.setPlainText(text)
+        if self.marks is not None:  # after the tab in front is chosen: its tab has been seen
+            self.marks.restore_marks({int(ident): name for ident, name in saved.get("marks", [])})
+        self._restoring = False
 
     def _select(self, kind: str, ident: int) -> None:
         window = self.ctx.window
@@ -51,14 +96,29 @@ class WindowState:
         if tab is not None:
             window.tabs.setCurrentWidget(tab)
 
+    def _select_preset(self, preset_id: int | None) -> None:
+        """The presets were listed before this was read (the storage thread keeps the order);
+        a preset deleted since leaves 'No preset'."""
+        box = self.ctx.window.preset_box
+        index = box.findData(preset_id) if preset_id is not None else -1
+        if index >= 0:
+            box.setCurrentIndex(index)
+
     def save(self) -> Future:
+        self.stop()  # this save has the composers' text too
         window = self.ctx.window
         tabs = [window.tabs.widget(i) for i in range(window.tabs.count())]
         current = window.tabs.currentWidget()
+        marks = self.marks.marks() if self.marks is not None else {}
         state = {
             "geometry": bytes(window.saveGeometry().toBase64()).decode(),
             "open": [_tab_key(t) for t in tabs],  # in the tab bar's order
             "current": _tab_key(current) if current is not None else None,
+            "preset": window.selected_preset(),
+            # JSON keys are strings: pairs keep the conversation ids ints.
+            "drafts": [[t.conversation_id, t.unsent_text()] for t in tabs
+                       if isinstance(t, ChatTab) and t.unsent_text()],
+            "marks": [[ident, name] for ident, name in marks.items()],
         }
         return self.ctx.storage.submit(self.ctx.catalog.set_setting, WINDOW_SETTING, state)
 

@@ -172,6 +172,10 @@ class ChatTab(QWidget):
         self.composer.setPlainText(text + ("\n" + typed if typed.strip() else ""))
         self.composer.setFocus()
 
+    def unsent_text(self) -> str:
+        """What the user typed and has not sent; during an edit, the draft the edit set aside."""
+        return self._draft if self.editing is not None else self.composer.toPlainText()
+
     def _submit(self, text: str) -> None:
         if self.editing is None:
             self.send_requested.emit(text)
