@@ -246,7 +246,8 @@ class ChatRepository:
             conv = self._conversation(s, conversation_id)
             conv.title = title
             conv.title_provisional = provisional
-            conv.updated_at = utcnow()
+            # updated_at stays: a title is not activity, and the sidebar is ordered by activity
+            # (a rename moved the chat from under the cursor to the top).
             return conversation_record(conv)
 
     def set_generated_title(self, conversation_id: int, title: str) -> ConversationRecord | None:

@@ -76,7 +76,9 @@ class ConversationList(QListWidget):
         self.empty_label.hide()
 
     def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None) -> None:
-        """Rows in the order given; under date headers unless they are search hits."""
+        """Rows in the order given; under date headers unless they are search hits. The row
+        selected and the scroll position stay over a refill (a rename or a pin refills it)."""
+        current, scrolled = self._current_key(), self.verticalScrollBar().value()
         self.clear()
         self._rows = {}
         now = now or datetime.now().astimezone()
@@ -92,6 +94,15 @@ class ConversationList(QListWidget):
         self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else "")
         self.empty_label.setVisible(bool(query.strip()) and not items)
         self._place_empty_label()
+        if current in self._rows:
+            self.setCurrentItem(self._rows[current])
+        self.verticalScrollBar().setValue(scrolled)
+
+    def _current_key(self) -> tuple[bool, int] | None:
+        item = self.currentItem()
+        if item is None or item.data(HEADER_ROLE):
+            return None
+        return bool(item.data(COMPARISON_ROLE)), int(item.data(Qt.ItemDataRole.UserRole))
 
     def _row(self, item: ConversationItem) -> QListWidgetItem:
         mark = COMPARE_MARK if item.comparison else PIN_MARK if item.pinned else ""
