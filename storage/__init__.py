@@ -26,7 +26,7 @@ from storage.records import (
 )
 from storage.repository import ChatRepository
 from storage.responses import ResponseRecord, ResponsesRepository
-from storage.search import search
+from storage.search import matching_messages, search
 
 __all__ = [
     "ActivePath",
@@ -49,6 +49,7 @@ __all__ = [
     "ResponsesRepository",
     "SearchHit",
     "StorageError",
+    "matching_messages",
     "open_database",
     "retry_locked",
     "search",

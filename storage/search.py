@@ -42,6 +42,14 @@ _TITLES_SQL = text(
 )
 
 
+_MATCHES_SQL = text(
+    """
+    SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+    WHERE messages_fts MATCH :query AND m.conversation_id = :conversation_id
+    """
+)
+
+
 def fts_query(user_text: str) -> str | None:
     """Words as quoted terms (all must match); the last one also matches as a prefix,
     so results appear while the user is still typing. None when there is no word."""
@@ -76,3 +84,14 @@ def search(db: Database, user_text: str, limit: int = 20, offset: int = 0) -> li
         for msg_id, conv_id, title, role, snip, rank in rows:
             hits.append(SearchHit(conv_id, title, msg_id, role, split_snippet(snip), rank))
     return hits
+
+
+def matching_messages(db: Database, user_text: str, conversation_id: int) -> set[int]:
+    """The ids of one conversation's messages (every branch) that the search words match, as
+    search() matches them: a chat opened from a hit shows the first of them."""
+    query = fts_query(user_text)
+    if query is None:
+        return set()
+    with db.engine.connect() as conn:
+        rows = conn.execute(_MATCHES_SQL, {"query": query, "conversation_id": conversation_id})
+        return {msg_id for (msg_id,) in rows}

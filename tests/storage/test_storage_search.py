@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import SearchHit, search
+from storage import SearchHit, matching_messages, search
 
 
 def message_hits(hits: list[SearchHit]) -> list[SearchHit]:
@@ -202,3 +202,15 @@ def test_limit_and_offset_page_messages(repo, db):
     got = [h.message_id for h in first + second + third]
     assert len(first) == 3 and len(second) == 3 and len(third) == 1
     assert sorted(got) == [m.id for m in made]
+
+
+def test_matching_messages_of_one_conversation(repo, db):
+    """What a chat opened from a hit scrolls to: its own matches only, as search() matches."""
+    conv, other = repo.create_conversation("walks"), repo.create_conversation("more walks")
+    first = repo.add_message(conv.id, "user", "the walrus on the beach")
+    repo.add_message(conv.id, "assistant", "no match here")
+    later = repo.add_message(conv.id, "user", "walruses again")  # the last word is a prefix
+    repo.add_message(other.id, "user", "a walrus elsewhere")
+    assert matching_messages(db, "walrus", conv.id) == {first.id, later.id}
+    assert matching_messages(db, "the walrus", conv.id) == {first.id}
+    assert matching_messages(db, "   ", conv.id) == set()

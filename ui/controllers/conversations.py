@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from app.engines.sources import source_of
-from storage import search
+from storage import matching_messages, search
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.conversation_list import ConversationItem
@@ -21,6 +21,7 @@ class ConversationsController:
         w = ctx.window
         w.new_chat_requested.connect(self.new_chat)
         w.open_requested.connect(self.open_conversation)
+        w.open_match_requested.connect(self.open_match)
         w.search_changed.connect(self.search)
         w.rename_requested.connect(self.rename)
         w.pin_requested.connect(self.set_pinned)
@@ -140,17 +141,36 @@ class ConversationsController:
 
     def open_conversation(self, conversation_id: int) -> asyncio.Task:
         """Its tab; a conversation that is a pane of a comparison opens the comparison."""
-        def show(path) -> None:
-            if path.conversation.comparison_id is not None:
-                self.ctx.window.open_comparison_requested.emit(path.conversation.comparison_id)
-                return
-            tab = self._open_tab(conversation_id, path.conversation.title)
-            self.actions.show_path(tab, path)
-            source = source_of(path.conversation.model_ref)
-            if source is not None and not self.actions.is_writing(conversation_id):
-                tab.set_state(f"on {source.label}")  # a chat with a model of its own says which
+        return self.ctx.storage.run(lambda: self.ctx.repo.active_path(conversation_id), self._show)
 
-        return self.ctx.storage.run(lambda: self.ctx.repo.active_path(conversation_id), show)
+    def open_match(self, conversation_id: int, words: str) -> asyncio.Task:
+        """A search hit: its tab, scrolled to the first message on screen the words match
+        (a hit on the title or on another branch opens as any chat does)."""
+        repo = self.ctx.repo
+
+        def work():
+            return repo.active_path(conversation_id), matching_messages(repo.db, words, conversation_id)
+
+        def show(found) -> None:
+            path, matches = found
+            tab = self._show(path)
+            if tab is not None:
+                tab.view.show_first(lambda view: view.message_id in matches)
+
+        return self.ctx.storage.run(work, show)
+
+    def _show(self, path):
+        """The path in its tab (returned), or its comparison opened (None)."""
+        conversation = path.conversation
+        if conversation.comparison_id is not None:
+            self.ctx.window.open_comparison_requested.emit(conversation.comparison_id)
+            return None
+        tab = self._open_tab(conversation.id, conversation.title)
+        self.actions.show_path(tab, path)
+        source = source_of(conversation.model_ref)
+        if source is not None and not self.actions.is_writing(conversation.id):
+            tab.set_state(f"on {source.label}")  # a chat with a model of its own says which
+        return tab
 
     def _open_tab(self, conversation_id: int, title: str):
         known = self.ctx.window.tab_for(conversation_id) is not None

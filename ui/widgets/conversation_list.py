@@ -48,6 +48,7 @@ RENAME_W = 420  # the rename dialog: a long title fits (Qt's default was a coupl
 
 class ConversationList(QListWidget):
     open_requested = Signal(int)
+    open_match_requested = Signal(int, str)  # a search hit: the chat and the words searched
     rename_requested = Signal(int, str)
     pin_requested = Signal(int, bool)
     delete_requested = Signal(int)
@@ -69,6 +70,7 @@ class ConversationList(QListWidget):
         self._activity: dict[tuple[bool, int], Activity] = {}
         # The rows by (is a comparison, id): the 2 Hz activity updates look them up without a scan.
         self._rows: dict[tuple[bool, int], QListWidgetItem] = {}
+        self._query = ""  # the search the rows are hits of ("": the chats by date)
         self.empty_label = QLabel(self.viewport())
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -81,6 +83,7 @@ class ConversationList(QListWidget):
         current, scrolled = self._current_key(), self.verticalScrollBar().value()
         self.clear()
         self._rows = {}
+        self._query = query.strip()
         now = now or datetime.now().astimezone()
         group = None
         for item in items:
@@ -157,7 +160,12 @@ class ConversationList(QListWidget):
         if item.data(HEADER_ROLE):
             return
         ident = int(item.data(Qt.ItemDataRole.UserRole))
-        (self.open_comparison_requested if item.data(COMPARISON_ROLE) else self.open_requested).emit(ident)
+        if item.data(COMPARISON_ROLE):
+            self.open_comparison_requested.emit(ident)
+        elif self._query:  # opens at the message that matched, not at the bottom
+            self.open_match_requested.emit(ident, self._query)
+        else:
+            self.open_requested.emit(ident)
 
     def _menu(self, pos) -> None:
         item = self.itemAt(pos)

@@ -74,6 +74,7 @@ def _ignoring_result(slot):
 class MainWindow(QMainWindow):
     new_chat_requested = Signal()
     open_requested = Signal(int)
+    open_match_requested = Signal(int, str)  # a sidebar search hit: the chat, the words searched
     tab_closed = Signal(int)
     search_changed = Signal(str)
     delete_requested = Signal(int)
@@ -147,8 +148,9 @@ class MainWindow(QMainWindow):
         self.compare_button.clicked.connect(self.new_comparison_requested)
         self.presets_button.clicked.connect(self.presets_requested)
         self.search_box.textChanged.connect(self.search_changed)
-        for name in ("open_requested", "rename_requested", "pin_requested", "delete_requested",
-                     "open_comparison_requested", "rename_comparison_requested", "delete_comparison_requested"):
+        for name in ("open_requested", "open_match_requested", "rename_requested", "pin_requested",
+                     "delete_requested", "open_comparison_requested", "rename_comparison_requested",
+                     "delete_comparison_requested"):
             getattr(self.conversation_list, name).connect(getattr(self, name))
         # A label, not showMessage(): a temporary message hides the status bar's widgets,
         # and so covered its own Undo button.

@@ -2,16 +2,19 @@
 
 It follows the newest text (new rows, a reply growing, the list redrawn after Save prompt or
 reopened mid-reply, a narrower column when Details open) unless the user scrolled up; then
-it stays put and offers a "Jump to latest" button."""
+it stays put and offers a "Jump to latest" button. A chat opened at a search hit shows that
+message instead, until the user scrolls."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QPersistentModelIndex, Qt
 from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QListView, QToolButton
 
 from ui.widgets.message_delegate import MessageDelegate
-from ui.widgets.message_model import MessageListModel
+from ui.widgets.message_model import MessageListModel, MessageView
 
 AT_END_PX = 24  # this close to the end counts as at the end: reading the last lines still follows
 JUMP_MARGIN = 12
@@ -20,6 +23,7 @@ JUMP_MARGIN = 12
 class MessageList(QListView):
     def __init__(self, model: MessageListModel, parent=None) -> None:
         super().__init__(parent)
+        self.messages = model  # typed, unlike model()
         self.setModel(model)
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
@@ -34,6 +38,9 @@ class MessageList(QListView):
         # Whether the view keeps the end in sight: changed by the user's scrolling only, so
         # that a reset or a relayout (which move the bar themselves) cannot turn it off.
         self.following = True
+        # A row kept at the top while the rows around it lay out (a search hit), until the
+        # user scrolls: the batched layout moves the bar after the first scrollTo.
+        self._anchor = QPersistentModelIndex()
         self.jump_button = QToolButton(self)
         self.jump_button.setText("↓ Jump to latest")
         self.jump_button.setToolTip("Show the newest message and follow it again")
@@ -44,7 +51,22 @@ class MessageList(QListView):
         bar.rangeChanged.connect(self._range_changed)
         bar.actionTriggered.connect(self._user_scrolled)  # the wheel, the bar's arrows and drags
 
+    def show_first(self, matches: Callable[[MessageView], bool]) -> None:
+        """Scroll to the first row that matches and select it (its bubble is outlined); the
+        newest text is not followed meanwhile. No row matches: nothing changes."""
+        model = self.messages
+        for row in range(model.rowCount()):
+            if matches(model.view(row)):
+                index = model.index(row, 0)
+                self.following = False
+                self._anchor = QPersistentModelIndex(index)
+                self.setCurrentIndex(index)
+                self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtTop)
+                self._show_jump()
+                return
+
     def jump_to_latest(self) -> None:
+        self._anchor = QPersistentModelIndex()
         self.following = True
         self.scrollToBottom()
         self._show_jump()
@@ -55,17 +77,21 @@ class MessageList(QListView):
 
     def _user_scrolled(self, _action: int) -> None:
         # Called before the bar takes the new position: sliderPosition() already holds it.
+        self._anchor = QPersistentModelIndex()
         self.following = self._at_end()
         self._show_jump()
 
     def _range_changed(self, _low: int, high: int) -> None:
-        if self.following:
+        if self._anchor.isValid():
+            self.scrollTo(self.messages.index(self._anchor.row(), 0), QAbstractItemView.ScrollHint.PositionAtTop)
+        elif self.following:
             self.verticalScrollBar().setValue(high)
         self._show_jump()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Page Up, arrows, Home and End scroll as the user asks, as the wheel does."""
         super().keyPressEvent(event)
+        self._anchor = QPersistentModelIndex()
         self.following = self._at_end()
         self._show_jump()
 

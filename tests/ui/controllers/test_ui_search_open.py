@@ -1,0 +1,46 @@
+"""A chat opened from a sidebar search hit shows the message that matched (issue 27, defect
+10): the list scrolls to the first message with the search words and selects it, rather than
+opening at the bottom; the newest text is no longer followed for that opening. No model."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+FILLER = "A paragraph about the weather, long enough to take a few lines in the bubble. " * 4
+
+
+def _long_chat(repo, match_at: int):
+    conv = repo.create_conversation(title="Long chat")
+    for i in range(40):
+        words = " The walrus question came up here." if i == match_at else ""
+        repo.add_message(conv.id, "user" if i % 2 == 0 else "assistant", f"{i}. {FILLER}{words}")
+    return conv
+
+
+def _visible(view, row: int) -> bool:
+    return view.visualRect(view.model().index(row, 0)).intersects(view.viewport().rect())
+
+
+def test_a_search_hit_opens_its_chat_at_the_match(desk, qtbot):
+    conv = _long_chat(desk.repo, match_at=5)
+    desk.repo.create_conversation(title="Another chat")
+    desk.controllers.conversations.refresh()
+    w, lst = desk.window, desk.window.conversation_list
+    qtbot.waitUntil(lambda: len(lst.titles()) == 2)
+    qtbot.keyClicks(w.search_box, "walrus")
+    qtbot.waitUntil(lambda: lst.titles() == ["Long chat"])
+    row = lst.row_for(conv.id)
+    qtbot.mouseClick(lst.viewport(), Qt.MouseButton.LeftButton, pos=lst.visualItemRect(row).center())
+
+    qtbot.waitUntil(lambda: w.tab_for(conv.id) is not None and w.tab_for(conv.id).model.rowCount() == 40)
+    view = w.tab_for(conv.id).view
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and _visible(view, 5))
+    desk.settled()  # the rows below laid out meanwhile: the match is still in sight
+    qtbot.waitUntil(lambda: _visible(view, 5))
+    assert view.currentIndex().row() == 5  # selected: its bubble is outlined
+    assert bar.value() < bar.maximum()
+    assert not _visible(view, 39)  # not opened at the bottom
+    qtbot.keyClick(view, Qt.Key.Key_End)  # the user's own scroll ends the hold on the match
+    qtbot.waitUntil(lambda: _visible(view, 39))
+    assert view.following
