@@ -48,7 +48,8 @@ class ServerController:
             window.show_error("Cannot serve", "Serving needs a local model (this window uses a remote server).")
             window.set_server_url(None)
             return None
-        config = ServerConfig(host, port, api_key or None, self._model_id())
+        # Responses (store, previous_response_id) kept in the window's own chat database.
+        config = ServerConfig(host, port, api_key or None, self._model_id(), responses_db=Path(self.ctx.repo.db.path))
         return self._worker.submit(self._start, config)
 
     def _start(self, config: ServerConfig) -> str | None:

@@ -48,6 +48,12 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert health.status_code == 200 and health.json() == {"status": "ok"}  # the app's model is loaded
     plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
     assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
+    # issue 25: the app's server keeps responses too (it stored none: previous_response_id was a 400)
+    first = client.responses.create(model="x", input="Name a colour.", max_output_tokens=4)
+    assert first.store and client.responses.retrieve(first.id).output_text == first.output_text
+    second = client.responses.create(model="x", input="And another?", previous_response_id=first.id,
+                                     max_output_tokens=4)
+    assert second.previous_response_id == first.id and second.usage.input_tokens > first.usage.input_tokens
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
     stopped = app.controllers.server.stop_server()
@@ -95,7 +101,7 @@ class _StandInEngines(QObject):
 
 
 @pytest.fixture
-def switch(qtbot, monkeypatch):
+def switch(qtbot, monkeypatch, tmp_path):
     """The controller on a real window, with the blocking start and stop recording the
     thread they run on."""
     from app.server.app_server import AppServer
@@ -115,7 +121,8 @@ def switch(qtbot, monkeypatch):
 
         monkeypatch.setattr(AppServer, name, recorded)
     engines = _StandInEngines()
-    ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls())
+    repo = SimpleNamespace(db=SimpleNamespace(path=str(tmp_path / "chorus.db")))  # where responses are kept
+    ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls(), repo=repo)
     controller = ServerController(ctx)
     controller.threads = threads
     yield controller
