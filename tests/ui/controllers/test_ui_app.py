@@ -349,7 +349,7 @@ def test_a_compare_panes_settings_dialog_leaves_the_event_loop_running(app):
     app.send(other, "Say hello.")
     app.wait_done(other)
     assert app.last(other).status == "complete" and dialog.isVisible()
-    dialog.spins["max_tokens"].setValue(7)
+    dialog.reply_length.setValue(7)
     dialog.spins["temperature"].setValue(0.0)
     dialog.accept()
     app.qtbot.waitUntil(lambda: app.repo.get_conversation(pane.conversation_id).sampling.get("max_tokens") == 7)
