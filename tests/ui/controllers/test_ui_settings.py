@@ -75,3 +75,16 @@ def test_a_chat_s_own_length_until_the_model_stops_is_kept_as_unlimited(desk, en
     panel.reply_length.setValue(0)
     assert panel.reply_length.text() == UNTIL_STOP_TEXT
     assert panel.sampling()["max_tokens"] == UNLIMITED
+
+
+def test_screenshot_of_the_settings_window(desk, qtbot, theme):
+    from tests.support.gui_app import SCREENSHOTS
+
+    qtbot.keyClick(desk.window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: desk.controllers.settings.window is not None
+                    and desk.controllers.settings.window.isVisible())
+    settings = desk.controllers.settings.window
+    qtbot.waitExposed(settings)
+    assert settings.width() >= settings.sizeHint().width()  # nothing cut at its opening size
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert settings.grab().save(str(SCREENSHOTS / f"settings-window-{theme}.png"))
