@@ -13,13 +13,20 @@ from ui.theme import THEMES, apply_theme, current_theme
 THEME_SETTING = "theme"
 
 
+def _qapp() -> QApplication:
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        raise RuntimeError("the theme needs the GUI's QApplication")
+    return app
+
+
 class ThemeController:
     def __init__(self, ctx: ControllerContext, override: str | None = None) -> None:
         self.ctx = ctx
         self.override = override  # from the command line: this run's theme, whatever was saved
         self.chosen = False  # the user picked one this run: a restore answering late must not undo it
         ctx.window.theme_requested.connect(self.choose)
-        ctx.window.set_theme(override or current_theme(QApplication.instance()))
+        ctx.window.set_theme(override or current_theme(_qapp()))
 
     def restore(self):
         """The saved theme, read on the storage thread (none saved: the one in force stays)."""
@@ -40,6 +47,6 @@ class ThemeController:
     def apply(self, name: str) -> None:
         # The application palette reaches every widget (bubbles and code blocks are painted
         # from it); the panel's plots keep colours given when built, so they are told.
-        apply_theme(QApplication.instance(), name)
+        apply_theme(_qapp(), name)
         self.ctx.window.set_theme(name)
         self.ctx.window.perf_panel.apply_theme()

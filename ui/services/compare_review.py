@@ -35,7 +35,8 @@ class ComparisonReview:
         state.favourite = conv_id
         view.set_blind(state.blind, conv_id)
         pane = view.pane_for(conv_id)
-        self.window.statusBar().showMessage(f"Your pick: {pane.source_label}", 8000)
+        if pane is not None:
+            self.window.statusBar().showMessage(f"Your pick: {pane.source_label}", 8000)
         self.show_agreement(view)
         return self._save_state(view)
 

@@ -46,7 +46,8 @@ def code_blocks_of(doc: QTextDocument) -> list[CodeBlock]:
         if not is_code(block):
             block = block.next()
             continue
-        first, language, lines = block.blockNumber(), _language(block), []
+        first, language = block.blockNumber(), _language(block)
+        lines: list[str] = []
         # A run of code lines is one block; highlight_code_blocks gave each first line a margin.
         while block.isValid() and is_code(block) and (not lines or block.blockFormat().topMargin() < TOOLBAR_H):
             lines.append(block.text())

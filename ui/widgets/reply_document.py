@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QImage,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
 
 from app.chats.reasoning import Split, split_reasoning
 from ui.widgets.code_highlight import highlight_code_blocks
@@ -59,7 +68,8 @@ def build_document(view: MessageView, markdown: str, width: int, style: Document
     doc.setDefaultFont(style.font)
     doc.setDefaultStyleSheet(style_sheet)
     split = reply_split(view)
-    math, formulas = math_images(), {}
+    math = math_images()
+    formulas: dict[str, tuple[QImage, bool]] = {}
     if split is None:
         doc.setMarkdown(math.with_math(markdown, style.text, style.font, formulas))
     else:
