@@ -18,11 +18,17 @@ from storage.errors import (
 from storage.library import LibraryRepository
 from storage.records import (
     ActivePath,
+    AttachmentRecord,
     BranchPosition,
+    ChunkHit,
+    ChunkSpan,
     ConversationRecord,
+    DocumentRecord,
     MessageRecord,
     MessageStatus,
+    NewDocument,
     SearchHit,
+    SourceRecord,
 )
 from storage.repository import ChatRepository
 from storage.responses import ResponseRecord, ResponsesRepository
@@ -30,7 +36,10 @@ from storage.search import matching_messages, search
 
 __all__ = [
     "ActivePath",
+    "AttachmentRecord",
     "BranchPosition",
+    "ChunkHit",
+    "ChunkSpan",
     "CatalogRepository",
     "ChatRepository",
     "ConversationRecord",
@@ -40,14 +49,17 @@ __all__ = [
     "DiskFull",
     "DEFAULT_FILENAME",
     "Database",
+    "DocumentRecord",
     "ImportRejected",
     "LibraryRepository",
     "MessageRecord",
     "MessageStatus",
+    "NewDocument",
     "NotFoundError",
     "ResponseRecord",
     "ResponsesRepository",
     "SearchHit",
+    "SourceRecord",
     "StorageError",
     "matching_messages",
     "open_database",

@@ -52,6 +52,8 @@ class MessageRecord:
     model: str | None
     created_at: datetime
     updated_at: datetime
+    # A reply that answered from retrieved excerpts: the excerpts it was shown, in order.
+    sources: tuple[SourceRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,9 @@ class ActivePath:
     messages: list[MessageRecord]
     # Only messages with siblings are listed; the others are 1 of 1.
     branches: dict[int, BranchPosition] = field(default_factory=dict)
+    # The documents attached to the path's messages, by message id (messages without any
+    # are not listed), in the order they were attached.
+    attachments: dict[int, tuple[AttachmentRecord, ...]] = field(default_factory=dict)
 
     def position(self, message_id: int) -> BranchPosition:
         return self.branches.get(message_id) or BranchPosition(1, 1, (message_id,))
@@ -83,6 +88,8 @@ class SearchHit:
     # The snippet as (text, highlighted) runs, so each view marks matches its own way.
     snippet: tuple[tuple[str, bool], ...]
     rank: float
+    # The words were found in this attached document (message_id: the message attaching it).
+    document_name: str | None = None
 
     @property
     def snippet_text(self) -> str:
@@ -126,3 +133,79 @@ class ComparisonRecord:
     created_at: datetime
     conversation_ids: tuple[int, ...]
     updated_at: datetime | None = None
+
+
+# ----- documents attached to messages ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """One retrieval unit of a document: text[start:end], on a page (1-based; None for a
+    format without pages) under a heading ("" before the first one)."""
+
+    start: int
+    end: int
+    page: int | None = None
+    heading: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """A document extracted from a file, to be stored once under the sha256 of the file's
+    bytes (the same file attached by many chats is one row)."""
+
+    sha256: str
+    name: str
+    mime: str
+    size_bytes: int
+    text: str
+    pages: int | None
+    chunks: tuple[ChunkSpan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    sha256: str
+    name: str  # the file's name when it was first stored
+    mime: str
+    size_bytes: int
+    text: str
+    pages: int | None
+    chunks: tuple[ChunkSpan, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentRecord:
+    """A document attached to a message: its metadata, not its text (DocumentRepository)."""
+
+    message_id: int
+    position: int  # 0-based order on the message
+    name: str  # the file's name as attached
+    sha256: str
+    mime: str
+    size_bytes: int
+    pages: int | None
+    chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHit:
+    """A chunk that matched a retrieval query (FTS5 bm25: lower rank is better)."""
+
+    sha256: str
+    index: int  # the chunk's position in its document's chunks
+    chunk: ChunkSpan
+    rank: float
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """An excerpt a reply was shown: [label] in the prompt, a citation in the view."""
+
+    label: int
+    sha256: str
+    name: str
+    chunk_index: int
+    page: int | None
+    cited: bool  # the reply names [label] in its text
