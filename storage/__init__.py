@@ -6,6 +6,7 @@ Imports no Qt and no engine. Everything that leaves this package is a plain data
 from storage.busy import retry_locked
 from storage.catalog import CatalogRepository
 from storage.database import DEFAULT_FILENAME, Database, open_database
+from storage.documents import DocumentRepository
 from storage.errors import (
     DamagedDatabase,
     DatabaseBusy,
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_FILENAME",
     "Database",
     "DocumentRecord",
+    "DocumentRepository",
     "ImportRejected",
     "LibraryRepository",
     "MessageRecord",

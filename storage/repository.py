@@ -9,12 +9,14 @@ from __future__ import annotations
 import enum
 import json
 import os
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Final
 
 from sqlalchemy import ColumnElement, and_, delete, func, literal, select, update
 from sqlalchemy.orm import Session, aliased
 
+from storage import attachments
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
 from storage.records import (
@@ -24,6 +26,7 @@ from storage.records import (
     ConversationRecord,
     MessageRecord,
     MessageStatus,
+    NewDocument,
 )
 from storage.schema import Conversation, Message, utcnow
 
@@ -64,15 +67,17 @@ _RECORD_COLUMNS = (
     Message.id, Message.conversation_id, Message.parent_id, Message.role, Message.content,
     Message.status, Message.error_text, Message.prompt_tokens, Message.completion_tokens,
     Message.ttft_s, Message.tokens_per_s, Message.model, Message.created_at, Message.updated_at,
+    Message.sources_json,
 )
 
 
 def _row_record(row) -> MessageRecord:
     """Fast path for many messages: a row of _RECORD_COLUMNS, read by position."""
-    msg_id, conv_id, parent, role, content, status, error, pt, ct, ttft, tps, model, created, updated = row
+    msg_id, conv_id, parent, role, content, status, error, pt, ct, ttft, tps, model, created, updated, sources = row
     return MessageRecord(
         msg_id, conv_id, parent, role, content, _STATUS[status], error, pt, ct, ttft, tps, model,
         created.replace(tzinfo=timezone.utc), updated.replace(tzinfo=timezone.utc),
+        attachments.sources_from_json(sources),
     )
 
 
@@ -110,6 +115,7 @@ def message_record(m: Message) -> MessageRecord:
         model=m.model,
         created_at=_aware(m.created_at),
         updated_at=_aware(m.updated_at),
+        sources=attachments.sources_from_json(m.sources_json),
     )
 
 
@@ -226,6 +232,7 @@ class ChatRepository:
             parent = None
             leaf = source.active_message_id if up_to is None else up_to
             rows = s.execute(_path_query(leaf)) if leaf is not None else ()
+            copied: dict[int, int] = {}  # message id in the source -> in the copy
             for m in map(_row_record, rows):
                 status = MessageStatus.INTERRUPTED if m.status is MessageStatus.STREAMING else m.status
                 msg = Message(
@@ -233,10 +240,12 @@ class ChatRepository:
                     status=status.value, error_text=m.error_text, prompt_tokens=m.prompt_tokens,
                     completion_tokens=m.completion_tokens, ttft_s=m.ttft_s, tokens_per_s=m.tokens_per_s,
                     model=m.model, created_at=m.created_at, updated_at=m.updated_at,
+                    sources_json=attachments.sources_to_json(m.sources),
                 )
                 s.add(msg)
                 s.flush()
-                parent = msg.id
+                parent = copied[m.id] = msg.id
+            attachments.copy_attachments(s, copied)  # the same documents, not copies of them
             copy.active_message_id = parent
             return conversation_record(copy)
 
@@ -277,12 +286,15 @@ class ChatRepository:
             cond = and_(cond, Conversation.deleted_at < deleted_before)
         with self.db.begin() as s:
             ids = list(s.scalars(select(Conversation.id).where(cond)))
+            named: set[str] = set()
             for conv_id in ids:
+                named |= attachments.detach(s, select(Message.id).where(Message.conversation_id == conv_id))
                 # Plain DELETE statements: the session holds none of these rows to update.
                 s.execute(delete(Message).where(Message.conversation_id == conv_id),
                           execution_options={"synchronize_session": False})
                 s.execute(delete(Conversation).where(Conversation.id == conv_id),
                           execution_options={"synchronize_session": False})
+            attachments.drop_unreferenced(s, named)  # another chat's documents stay
             return len(ids)
 
     # ----- messages ----------------------------------------------------------------
@@ -295,34 +307,46 @@ class ChatRepository:
         parent_id: int | None | _Active = ACTIVE,
         status: MessageStatus = MessageStatus.COMPLETE,
         model: str | None = None,
+        documents: Sequence[NewDocument] = (),
         **stats,
     ) -> MessageRecord:
-        """Append a message under parent_id (default: the active leaf) and make it active."""
+        """Append a message under parent_id (default: the active leaf) and make it active.
+        documents: attached to it in order, each stored once by sha256 (an existing one is
+        reused as it is); the message, the documents and the attachments in one transaction."""
         if role not in ROLES:
             raise StorageError(f"role must be one of {ROLES}, got {role!r}")
+        attachments.check_documents(documents)
         with self.db.begin() as s:
-            conv = self._conversation(s, conversation_id)
-            parent = conv.active_message_id if parent_id is ACTIVE else parent_id
-            if parent is not None:
-                self._check_parent(s, conversation_id, parent)
-            now = utcnow()
-            msg = Message(
-                conversation_id=conversation_id,
-                parent_id=parent,
-                role=role,
-                content=content,
-                status=MessageStatus(status).value,
-                model=model,
-                owner_pid=os.getpid() if status == MessageStatus.STREAMING else None,
-                created_at=now,
-                updated_at=now,
-                **stats,
-            )
-            s.add(msg)
-            s.flush()
-            conv.active_message_id = msg.id
-            conv.updated_at = now
+            msg = self._insert_message(s, conversation_id, role, content, parent_id, status, model, stats)
+            attachments.insert_documents(s, documents)
+            attachments.attach(s, msg.id, [(doc.sha256, doc.name) for doc in documents])
             return message_record(msg)
+
+    def _insert_message(self, s: Session, conversation_id: int, role: str, content: str,
+                        parent_id: int | None | _Active, status: MessageStatus, model: str | None,
+                        stats: dict) -> Message:
+        conv = self._conversation(s, conversation_id)
+        parent = conv.active_message_id if parent_id is ACTIVE else parent_id
+        if parent is not None:
+            self._check_parent(s, conversation_id, parent)
+        now = utcnow()
+        msg = Message(
+            conversation_id=conversation_id,
+            parent_id=parent,
+            role=role,
+            content=content,
+            status=MessageStatus(status).value,
+            model=model,
+            owner_pid=os.getpid() if status == MessageStatus.STREAMING else None,
+            created_at=now,
+            updated_at=now,
+            **stats,
+        )
+        s.add(msg)
+        s.flush()
+        conv.active_message_id = msg.id
+        conv.updated_at = now
+        return msg
 
     def start_reply(
         self, conversation_id: int, parent_id: int | None | _Active = ACTIVE, model: str | None = None
@@ -426,11 +450,16 @@ class ChatRepository:
             return int(s.scalar(query) or 0)
 
     def edit_message(self, message_id: int, content: str) -> MessageRecord:
-        """Edit-and-resend: a new sibling with the new text; the old branch stays."""
-        original = self.get_message(message_id)
-        return self.add_message(
-            original.conversation_id, original.role, content, parent_id=original.parent_id
-        )
+        """Edit-and-resend: a new sibling with the new text and the original's attachments;
+        the old branch stays."""
+        with self.db.begin() as s:
+            original = s.get(Message, message_id)
+            if original is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            msg = self._insert_message(s, original.conversation_id, original.role, content, original.parent_id,
+                                       MessageStatus.COMPLETE, None, {})
+            attachments.copy_attachments(s, {original.id: msg.id})
+            return message_record(msg)
 
     def replies_under(self, message_id: int) -> int:
         """How many messages follow message_id in every branch (what delete_message takes with it)."""
@@ -448,8 +477,10 @@ class ChatRepository:
                 raise NotFoundError(f"message {message_id} does not exist")
             conv = self._conversation(s, msg.conversation_id)
             gone = set(s.scalars(select(_subtree(message_id).c.id)))
+            named = attachments.detach(s, gone)
             # Row by row (not the foreign key's cascade), so the search index's triggers see each.
             s.execute(delete(Message).where(Message.id.in_(gone)), execution_options={"synchronize_session": False})
+            attachments.drop_unreferenced(s, named)  # those another message attaches stay
             if conv.active_message_id in gone:
                 conv.active_message_id = self._newest_leaf(s, conv.id, msg.parent_id)
             conv.updated_at = utcnow()
@@ -491,7 +522,8 @@ class ChatRepository:
             if conv.active_message_id is None:
                 return ActivePath(record, [])
             messages = [_row_record(row) for row in s.execute(_path_query(conv.active_message_id))]
-            return ActivePath(record, messages, self._branches(s, conversation_id, messages))
+            return ActivePath(record, messages, self._branches(s, conversation_id, messages),
+                              attachments.attachments_of(s, [m.id for m in messages]))
 
     def recover_interrupted(self) -> int:
         """Mark messages left `streaming` by a process that is gone as `interrupted`.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -122,8 +122,55 @@ class Message(Base):
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # A reply answered from retrieved excerpts: a JSON list of SourceRecord fields (0007).
+    sources_json: Mapped[str | None] = mapped_column(Text)
 
     conversation: Mapped[Conversation] = relationship(back_populates="messages")
+
+
+class Document(Base):
+    """A file's extracted text, stored once under the sha256 of the file's bytes however many
+    messages attach it (0007). Never changed once written: the same bytes, the same text."""
+
+    __tablename__ = "documents"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(Text)  # the file's name when it was first stored
+    mime: Mapped[str] = mapped_column(String(200))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    pages: Mapped[int | None] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DocumentChunk(Base):
+    """A retrieval unit of a document: text[start:end]. Its words are indexed in
+    document_chunks_fts (triggers of 0007 copy the slice there), not stored twice here."""
+
+    __tablename__ = "document_chunks"
+    __table_args__ = (UniqueConstraint("sha256", "idx", name="uq_document_chunks_sha256_idx"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha256: Mapped[str] = mapped_column(ForeignKey("documents.sha256", ondelete="CASCADE"))
+    idx: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    page: Mapped[int | None] = mapped_column(Integer)
+    heading: Mapped[str] = mapped_column(Text, default="")
+
+
+class MessageAttachment(Base):
+    """A document attached to a message. The document outlives it while another message
+    (of any chat, a soft-deleted one too) attaches it; no cascade from documents, so a
+    document in use cannot be deleted."""
+
+    __tablename__ = "message_attachments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), index=True)
+    sha256: Mapped[str] = mapped_column(ForeignKey("documents.sha256"), index=True)
+    position: Mapped[int] = mapped_column(Integer)  # 0-based order on the message
+    name: Mapped[str] = mapped_column(Text)  # the file's name as attached
 
 
 class Setting(Base):

@@ -1,10 +1,11 @@
-"""Full-text search over message text and conversation titles (FTS5, bm25 ranking)."""
+"""Full-text search over message text, conversation titles and the documents attached to
+messages (FTS5, bm25 ranking)."""
 
 from __future__ import annotations
 
 import re
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from storage.database import Database
 from storage.records import SearchHit
@@ -42,10 +43,40 @@ _TITLES_SQL = text(
 )
 
 
+# Every (matching chunk, attachment of its document) pair, best chunk first: the first row
+# of a (conversation, document) is its best chunk, attached by its first message there.
+_DOCUMENTS_SQL = text(
+    """
+    SELECT m.conversation_id, c.title, a.message_id, m.role, a.name, ch.sha256, ch.id,
+           document_chunks_fts.rank AS rank
+    FROM document_chunks_fts
+    JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
+    JOIN message_attachments a ON a.sha256 = ch.sha256
+    JOIN messages m ON m.id = a.message_id
+    JOIN conversations c ON c.id = m.conversation_id
+    WHERE document_chunks_fts MATCH :query AND c.deleted_at IS NULL
+    ORDER BY document_chunks_fts.rank, a.message_id, a.position
+    """
+)
+
+# One chunk's snippet, asked for only for the chunks shown (not every match).
+_CHUNK_SNIPPET_SQL = text(
+    f"""
+    SELECT snippet(document_chunks_fts, 0, '{_START}', '{_END}', '…', {SNIPPET_TOKENS})
+    FROM document_chunks_fts WHERE document_chunks_fts MATCH :query AND rowid = :chunk_id
+    """
+)
+
 _MATCHES_SQL = text(
     """
     SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
     WHERE messages_fts MATCH :query AND m.conversation_id = :conversation_id
+    UNION
+    SELECT a.message_id FROM document_chunks_fts
+    JOIN document_chunks ch ON ch.id = document_chunks_fts.rowid
+    JOIN message_attachments a ON a.sha256 = ch.sha256
+    JOIN messages m ON m.id = a.message_id
+    WHERE document_chunks_fts MATCH :query AND m.conversation_id = :conversation_id
     """
 )
 
@@ -71,7 +102,8 @@ def split_snippet(snippet: str) -> tuple[tuple[str, bool], ...]:
 
 def search(db: Database, user_text: str, limit: int = 20, offset: int = 0) -> list[SearchHit]:
     """Best matches first: matching titles (first page only), then messages of every
-    branch. Deleted conversations are left out."""
+    branch, then (first page only) attached documents, one hit a document in each chat
+    that attaches it. Deleted conversations are left out."""
     query = fts_query(user_text)
     if query is None:
         return []
@@ -83,6 +115,23 @@ def search(db: Database, user_text: str, limit: int = 20, offset: int = 0) -> li
         rows = conn.execute(_MESSAGES_SQL, {"query": query, "limit": limit, "offset": offset})
         for msg_id, conv_id, title, role, snip, rank in rows:
             hits.append(SearchHit(conv_id, title, msg_id, role, split_snippet(snip), rank))
+        if offset == 0:
+            hits += _document_hits(conn, query, limit)
+    return hits
+
+
+def _document_hits(conn: Connection, query: str, limit: int) -> list[SearchHit]:
+    """The best chunk of each (conversation, attached document), at most limit of them."""
+    best: dict[tuple[int, str], tuple] = {}
+    rows = conn.execute(_DOCUMENTS_SQL, {"query": query}) if limit > 0 else ()
+    for row in rows:
+        best.setdefault((row[0], row[5]), row)  # (conversation, sha256)
+        if len(best) == limit:
+            break
+    hits = []
+    for conv_id, title, msg_id, role, name, _sha256, chunk_id, rank in best.values():
+        snip = conn.execute(_CHUNK_SNIPPET_SQL, {"query": query, "chunk_id": chunk_id}).scalar_one()
+        hits.append(SearchHit(conv_id, title, msg_id, role, split_snippet(snip), rank, document_name=name))
     return hits
 
 

@@ -4,11 +4,11 @@ from alembic import context
 
 from storage.schema import Base
 
-FTS_TABLES = ("messages_fts", "conversations_fts")
+FTS_TABLES = ("messages_fts", "conversations_fts", "document_chunks_fts")
 
 
 def include_object(obj, name, type_, reflected, compare_to):
-    # FTS5 virtual tables and their shadow tables are created by hand in 0002.
+    # FTS5 virtual tables and their shadow tables are created by hand (0002, 0007).
     return not (type_ == "table" and name and name.startswith(FTS_TABLES))
 
 

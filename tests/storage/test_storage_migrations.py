@@ -14,7 +14,7 @@ from storage.catalog import CatalogRepository
 from storage.database import head_revision
 from storage.schema import Base
 
-FTS_PREFIXES = ("messages_fts", "conversations_fts")
+FTS_PREFIXES = ("messages_fts", "conversations_fts", "document_chunks_fts")
 
 
 def skip_fts(obj, name, type_, reflected, compare_to):
@@ -47,31 +47,52 @@ def test_models_and_migrations_agree(tmp_path):
         db.close()
 
 
-def test_schema_comparison_sees_a_difference(tmp_path):
-    """The agreement check is not vacuous: a database one revision behind differs."""
-    db = Database(tmp_path / "old.db")
+def described(diff: list) -> set[tuple]:
+    """compare_metadata's differences as plain tuples: (op, table) for a table, (op, index)
+    for an index, (op, table, column) for a column."""
+    out = set()
+    for d in diff:
+        if d[0] == "add_column":
+            out.add((d[0], d[2], d[3].name))
+        else:
+            out.add((d[0], d[1].name))
+    return out
+
+
+def diff_at(tmp_path, revision: str) -> set[tuple]:
+    db = Database(tmp_path / f"at-{revision}.db")
     try:
-        db.upgrade("0004")
-        diff = [d for d in schema_diff(db) if d[0] != "add_table"]  # 0006's table: its own test
-        added = [(op, table, column.name) for op, _schema, table, column in diff[:3]]
-        assert added == [("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
-                         ("add_column", "model_profiles", "last_used_at")]
-        assert [(d[0], d[1].name) for d in diff[3:]] == [("add_index", "ix_model_profiles_path")]
+        db.upgrade(revision)
+        return described(schema_diff(db))
     finally:
         db.close()
+
+
+NEW_IN_0007 = {
+    ("add_table", "documents"), ("add_table", "document_chunks"), ("add_table", "message_attachments"),
+    ("add_index", "ix_message_attachments_message_id"), ("add_index", "ix_message_attachments_sha256"),
+    ("add_column", "messages", "sources_json"),
+}
+NEW_IN_0006 = {("add_table", "responses")}
+
+
+def test_schema_comparison_sees_a_difference(tmp_path):
+    """The agreement check is not vacuous: a database some revisions behind differs."""
+    assert diff_at(tmp_path, "0004") - NEW_IN_0007 - NEW_IN_0006 == {
+        ("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
+        ("add_column", "model_profiles", "last_used_at"), ("add_index", "ix_model_profiles_path")}
 
 
 def test_the_responses_table_is_new_in_0006(tmp_path):
-    db = Database(tmp_path / "old.db")
-    try:
-        db.upgrade("0005")
-        assert [(d[0], d[1].name) for d in schema_diff(db)] == [("add_table", "responses")]
-    finally:
-        db.close()
+    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007
+
+
+def test_the_documents_tables_are_new_in_0007(tmp_path):
+    assert diff_at(tmp_path, "0006") == NEW_IN_0007
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0006"
+    assert head_revision() == "0007"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------
@@ -230,7 +251,7 @@ def test_reopening_up_to_date_database_makes_no_backup(tmp_path):
 
 
 def test_upgrade_from_each_old_revision(tmp_path):
-    for rev in ("0001", "0002", "0003", "0004"):
+    for rev in ("0001", "0002", "0003", "0004", "0005", "0006"):
         path = tmp_path / f"at-{rev}.db"
         old = Database(path)
         old.upgrade(rev)
@@ -333,3 +354,73 @@ def test_a_database_from_a_newer_chorus_is_refused_untouched(tmp_path):
         open_database(path)
     assert path.read_bytes() == before
     assert not list(tmp_path.glob("future.db.bak-*"))
+
+
+# ----- 0007: documents ------------------------------------------------------------------------
+
+
+def make_0006_database(path) -> None:
+    """A chat as revision 0006 left it: a question and its answer, through raw SQL."""
+    db = Database(path)
+    db.upgrade("0006")
+    db.close()
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            f"""
+            INSERT INTO conversations (id, title, title_provisional, created_at, updated_at,
+                    sampling_json, pinned, archived, active_message_id)
+                VALUES (1, 'Reading', 0, '{T0}', '{T1}', '{{}}', 0, 0, 2);
+            INSERT INTO messages (id, conversation_id, parent_id, role, content, status, created_at, updated_at)
+                VALUES (1, 1, NULL, 'user', 'Tell me about herons', 'complete', '{T0}', '{T0}'),
+                       (2, 1, 1, 'assistant', 'Herons wade.', 'complete', '{T1}', '{T1}');
+            """
+        )
+
+
+def alembic_downgrade(db: Database, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from storage.database import MIGRATIONS
+
+    with db.engine.connect() as conn, conn.begin():
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+def test_a_0006_database_takes_documents_and_gives_them_back(tmp_path):
+    from storage import DocumentRepository
+    from tests.support.documents import new_document
+
+    path = tmp_path / "chats.db"
+    make_0006_database(path)
+    db = open_database(path)
+    try:
+        assert db.backup_path is not None and db.backup_path.name.startswith("chats.db.bak-0006-")
+        repo = ChatRepository(db)
+        old = repo.active_path(1)
+        assert [(m.content, m.sources) for m in old.messages] == [("Tell me about herons", ()), ("Herons wade.", ())]
+        assert old.attachments == {}
+        asked = repo.add_message(1, "user", "And egrets?", documents=[new_document("Egrets are white herons.")])
+        assert [a.chars for a in repo.active_path(1).attachments[asked.id]] == [24]
+        assert [h.document_name for h in search(db, "egrets")] == [None, "notes.txt"]
+        assert [h.message_id for h in search(db, "wade")] == [2]  # 0002's triggers survived
+        assert DocumentRepository(db).best_chunks([new_document("Egrets are white herons.").sha256], "white", 1)
+
+        alembic_downgrade(db, "0006")
+        assert db.current_revision() == "0006"
+        assert "sources_json" not in columns(path, "messages")
+        with sqlite3.connect(path) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            assert not tables & {"documents", "document_chunks", "document_chunks_fts", "message_attachments"}
+            assert conn.execute("SELECT content FROM messages ORDER BY id").fetchall() == [
+                ("Tell me about herons",), ("Herons wade.",), ("And egrets?",)]
+            # the message index's triggers are still there: a new message is found
+            conn.execute(f"INSERT INTO messages (conversation_id, role, content, status, created_at, updated_at) "
+                         f"VALUES (1, 'user', 'storks', 'complete', '{T2}', '{T2}')")
+            found = conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'storks'")
+            assert found.fetchone() == (1,)
+    finally:
+        db.close()

@@ -1,10 +1,13 @@
-"""FTS5 search over messages and titles, on a real SQLite file."""
+"""FTS5 search over messages, titles and attached documents, on a real SQLite file."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from storage import SearchHit, matching_messages, search
+from tests.support.documents import new_document
 
 
 def message_hits(hits: list[SearchHit]) -> list[SearchHit]:
@@ -214,3 +217,56 @@ def test_matching_messages_of_one_conversation(repo, db):
     assert matching_messages(db, "walrus", conv.id) == {first.id, later.id}
     assert matching_messages(db, "the walrus", conv.id) == {first.id}
     assert matching_messages(db, "   ", conv.id) == set()
+
+
+# ----- words in attached documents ----------------------------------------------------------
+
+MANUAL = ("Unpack the kettle and rinse it.\n\n"
+          "Descale the kettle monthly with citric acid.\n\n"
+          "The warranty covers the kettle for two years.")
+
+
+def test_words_in_an_attached_document_are_found(repo, db):
+    conv = repo.create_conversation("appliances")
+    question = repo.add_message(conv.id, "user", "What does it say?", documents=[new_document(MANUAL, "kettle.pdf")])
+    repo.add_message(conv.id, "assistant", "It is a manual.")
+    (hit,) = search(db, "citric")
+    assert (hit.conversation_id, hit.conversation_title, hit.message_id, hit.role, hit.document_name) == (
+        conv.id, "appliances", question.id, "user", "kettle.pdf")
+    assert hit.snippet_text == "Descale the kettle monthly with citric acid."
+    assert highlighted(hit) == ["citric"]
+    assert matching_messages(db, "citric", conv.id) == {question.id}
+    assert matching_messages(db, "citr", conv.id) == {question.id}  # the last word is a prefix, as in search
+
+
+def test_one_hit_a_document_in_each_chat_its_best_chunk(repo, db):
+    manual = new_document(MANUAL, "kettle.pdf")
+    one, two, gone = (repo.create_conversation(t) for t in ("one", "two", "gone"))
+    first = repo.add_message(one.id, "user", "read this", documents=[manual])
+    repo.add_message(one.id, "user", "and again", documents=[dataclasses.replace(manual, name="again.pdf")])
+    repo.add_message(two.id, "user", "here too", documents=[manual])
+    repo.add_message(gone.id, "user", "deleted", documents=[manual])
+    repo.delete(gone.id)
+    hits = sorted((h for h in search(db, "kettle") if h.document_name is not None), key=lambda h: h.conversation_id)
+    # every chunk says kettle; each chat gets one hit, from its first message attaching it
+    assert [(h.conversation_id, h.message_id, h.document_name) for h in hits] == [
+        (one.id, first.id, "kettle.pdf"), (two.id, first.id + 2, "kettle.pdf")]
+    assert len(search(db, "kettle", limit=1)) == 1
+    assert [h.document_name for h in search(db, "kettle", offset=1)] == []  # the first page only
+
+
+def test_a_hit_in_a_message_comes_before_one_in_a_document(repo, db):
+    conv = repo.create_conversation("chat")
+    repo.add_message(conv.id, "user", "see the manual", documents=[new_document(MANUAL, "kettle.pdf")])
+    said = repo.add_message(conv.id, "assistant", "The warranty is generous.")
+    assert [(h.message_id, h.document_name) for h in search(db, "warranty")] == [
+        (said.id, None), (said.id - 1, "kettle.pdf")]
+
+
+def test_a_removed_document_is_no_longer_found(repo, db):
+    conv = repo.create_conversation("chat")
+    message = repo.add_message(conv.id, "user", "manual", documents=[new_document(MANUAL)])
+    repo.delete_message(message.id)
+    assert search(db, "citric") == []
+    with db.engine.connect() as conn:
+        conn.exec_driver_sql("INSERT INTO document_chunks_fts(document_chunks_fts) VALUES ('integrity-check')")
