@@ -27,6 +27,13 @@ class Desk(Window):
         conv = self.repo.create_conversation(title=title)
         return self.window.open_tab(conv.id, title)
 
+    def open_chat(self, title: str):
+        """A new chat opened as the sidebar opens one: its tab wired by the controllers."""
+        conv = self.repo.create_conversation(title=title)
+        self.controllers.conversations.open_conversation(conv.id)
+        self.qtbot.waitUntil(lambda: self.window.tab_for(conv.id) is not None)
+        return self.window.tab_for(conv.id)
+
     def stream(self, conversation_id: int) -> Stream:
         self._requests += 1
         recorder = SimpleNamespace(on_delta=lambda delta: None)  # nothing saved

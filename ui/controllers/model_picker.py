@@ -58,6 +58,7 @@ class ModelPickerController:
         w.welcome.cancel_fetch_requested.connect(self.cancel_fetch)
         ctx.events.models_changed.connect(self.refresh)  # a Hub download or a deletion
         w.tabs.currentChanged.connect(lambda _index: self.show_tab_model())
+        w.active_view_changed.connect(self.show_tab_model)  # the other half of a split view
         self._show(self.status)
 
     # ----- the main model's state -----------------------------------------------------------

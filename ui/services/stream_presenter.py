@@ -130,6 +130,7 @@ class StreamPresenter(QObject):
         self._timer.timeout.connect(self._flush)
         window.tabs.currentChanged.connect(self._show_backlog)
         window.tabs.currentChanged.connect(self._follow_user)
+        window.split_changed.connect(lambda: self._follow_user(window.tabs.currentIndex()))
 
     def start(self) -> None:
         self._timer.start()
@@ -227,9 +228,12 @@ class StreamPresenter(QObject):
                 if v.key == key else v for v in views]
 
     def _views(self, index: int) -> list:
-        """The chat views a tab shows: one, or the panes of a comparison."""
+        """The chat views on screen with a tab in front: it, or the panes of a comparison,
+        and the split view's chat."""
         widget = self.window.tabs.widget(index)
-        return widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
+        views = widget.panes() if hasattr(widget, "panes") else [widget] if widget is not None else []
+        split = self.window.split_tab()  # the split view's chat is on screen beside it
+        return views + [split] if split is not None else views
 
     def _follow_user(self, index: int) -> None:
         """The reply of the tab now on screen goes first in the engine's queue; the one

@@ -1,7 +1,8 @@
 """The window as the user left it: geometry, the open chats and comparisons in their tab
-order, the tab in front, the preset chosen for new chats, each chat tab's unread or failed
-mark and the text typed in its composer but not sent; saved at exit (and, a moment after
-the typing pauses, while a composer changes) and restored at the next start."""
+order, the tab in front, the chat of the split view, whether the sidebar is hidden, the
+preset chosen for new chats, each chat tab's unread or failed mark and the text typed in its
+composer but not sent; saved at exit (and, a moment after the typing pauses, while a
+composer changes) and restored at the next start."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class WindowState:
         for kind, ident in saved["open"]:  # each opens after one storage hop, in this order
             (window.open_requested if kind == CHAT else window.open_comparison_requested).emit(ident)
         self._select_preset(saved.get("preset"))
+        window.sidebar_action.setChecked(saved.get("sidebar", True))
         # After every tab above is open: the storage thread answers in order.
         self.ctx.storage.run(lambda: None, lambda _none: self._reopened(saved))
 
@@ -82,6 +84,9 @@ class WindowState:
         current = saved.get("current")
         if current:
             self._select(*current)
+        split = self.ctx.window.tab_for(int(saved.get("split") or 0))
+        if split is not None and self.ctx.window.tabs.count() > 1:  # never the bar's last tab
+            self.ctx.window.open_in_split(split)
         for ident, text in saved.get("drafts", []):
             tab = self.ctx.window.tab_for(int(ident))
             if tab is not None and not tab.composer.toPlainText():
@@ -107,7 +112,8 @@ class WindowState:
     def save(self) -> Future:
         self.stop()  # this save has the composers' text too
         window = self.ctx.window
-        tabs = [window.tabs.widget(i) for i in range(window.tabs.count())]
+        split = window.split_tab()
+        tabs = [window.tabs.widget(i) for i in range(window.tabs.count())] + ([split] if split else [])
         current = window.tabs.currentWidget()
         marks = self.marks.marks() if self.marks is not None else {}
         state = {
@@ -115,6 +121,8 @@ class WindowState:
             "open": [_tab_key(t) for t in tabs],  # in the tab bar's order
             "current": _tab_key(current) if current is not None else None,
             "preset": window.selected_preset(),
+            "split": split.conversation_id if split is not None else None,  # reopened last, then split
+            "sidebar": window.sidebar_action.isChecked(),
             # JSON keys are strings: pairs keep the conversation ids ints.
             "drafts": [[t.conversation_id, t.unsent_text()] for t in tabs
                        if isinstance(t, ChatTab) and t.unsent_text()],

@@ -8,7 +8,9 @@ text lays the whole bar out again. Tooltips change freely: they cost no layout."
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QSize, Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QTabBar, QTabWidget, QToolButton, QWidget
 
@@ -30,8 +32,11 @@ class ChatTabBar(QTabBar):
 
 
 class ChatTabs(QTabWidget):
+    split_requested = Signal(QWidget)  # a tab's context menu: show it in the split view
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.splittable: Callable[[QWidget], bool] = lambda _widget: False  # the window says which
         self.setTabBar(ChatTabBar(self))
         self.setTabsClosable(True)
         self.setMovable(True)
@@ -46,6 +51,8 @@ class ChatTabs(QTabWidget):
         self.list_button.clicked.connect(self._show_list)
         self.setCornerWidget(self.list_button, Qt.Corner.TopRightCorner)
         self.currentChanged.connect(self._marks_follow_current)
+        self.tabBar().setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tabBar().customContextMenuRequested.connect(self._show_tab_menu)
 
     # ----- labels and marks ----------------------------------------------------------------
 
@@ -107,3 +114,23 @@ class ChatTabs(QTabWidget):
     def _show_list(self) -> None:
         menu = self.tab_list_menu()
         menu.popup(self.list_button.mapToGlobal(QPoint(0, self.list_button.height())))
+
+    # ----- a tab's context menu ------------------------------------------------------------
+
+    def tab_menu(self, index: int) -> QMenu:
+        """Open in split (chats only), Close."""
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        widget = self.widget(index)
+        assert widget is not None  # a tab under the mouse
+        split = menu.addAction("Open in split")
+        split.setEnabled(self.splittable(widget))
+        split.triggered.connect(lambda _checked=False: self.split_requested.emit(widget))
+        close = menu.addAction("Close tab")
+        close.triggered.connect(lambda _checked=False: self.tabCloseRequested.emit(self.indexOf(widget)))
+        return menu
+
+    def _show_tab_menu(self, pos: QPoint) -> None:
+        index = self.tabBar().tabAt(pos)
+        if index >= 0:
+            self.tab_menu(index).popup(self.tabBar().mapToGlobal(pos))  # popup(): no nested loop

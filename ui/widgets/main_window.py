@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -37,6 +39,7 @@ from ui.widgets.perf_panel import PerfPanel
 from ui.widgets.remote_dialog import ask_remote_endpoint
 from ui.widgets.server_dialog import ServerDialog
 from ui.widgets.shortcuts_dialog import ShortcutsDialog, shortcut_rows
+from ui.widgets.split_view import SplitPane, give_back
 from ui.widgets.tray import TrayNotifier
 from ui.widgets.welcome import WelcomePage
 
@@ -103,6 +106,8 @@ class MainWindow(QMainWindow):
     model_fetch_requested = Signal(str)  # a catalog model's key: download it, then load it
     example_requested = Signal(str)  # a new chat that sends this prompt (the welcome page's examples)
     models_requested = Signal()  # the Models window: the Hub and the model library
+    split_changed = Signal()  # a chat went into the split view or out of it: both halves are on screen
+    active_view_changed = Signal()  # the keys now go to the other half of the split
 
     def __init__(self) -> None:
         super().__init__()
@@ -122,6 +127,12 @@ class MainWindow(QMainWindow):
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
         self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
+        self.tabs.splittable = lambda w: isinstance(w, ChatTab) and self.tabs.count() > 1
+        self.tabs.split_requested.connect(self.open_in_split)
+        self.split_pane = SplitPane()  # a second chat beside the tabs' (View → Split right)
+        self.split_pane.close_requested.connect(self.close_split)
+        self._split_active = False  # the keys go to the split's chat, not the tab bar's
+        self._split_next = False  # the next new tab opens in the split (Split right with one tab)
         self.model_picker = ModelPicker()
         self.welcome = WelcomePage()
         self.engine_label = QLabel("engine: starting…")
@@ -162,9 +173,12 @@ class MainWindow(QMainWindow):
         self.undo_button.clicked.connect(self._undo_clicked)
         self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
         self.tabs.tabCloseRequested.connect(self._close_tab)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._focus_moved)
 
     def _layout(self) -> None:
-        side = QWidget()
+        side = self.sidebar = QWidget()
         box = QVBoxLayout(side)
         box.setContentsMargins(6, 6, 6, 6)
         box.addWidget(self.search_box)
@@ -189,12 +203,25 @@ class MainWindow(QMainWindow):
         self.chat_stack = QStackedWidget()
         self.chat_stack.addWidget(self.welcome)
         self.chat_stack.addWidget(self.tabs)
+        self.chat_split = QSplitter(Qt.Orientation.Horizontal)
+        self.chat_split.setChildrenCollapsible(False)
+        self.chat_split.addWidget(self.chat_stack)
+        self.chat_split.addWidget(self.split_pane)
+        self.sidebar_button = QToolButton()
+        self.sidebar_button.setObjectName("sidebarButton")
+        self.sidebar_button.setText("☰")
+        self.sidebar_button.setAutoRaise(True)
+        self.sidebar_button.setToolTip("Show or hide the sidebar (Ctrl+B)")
+        top = QHBoxLayout()
+        top.setContentsMargins(2, 0, 0, 0)
+        top.addWidget(self.sidebar_button)
+        top.addWidget(self.model_picker, 1)
         area = QWidget()
         box = QVBoxLayout(area)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(0)
-        box.addWidget(self.model_picker)
-        box.addWidget(self.chat_stack, 1)
+        box.addLayout(top)
+        box.addWidget(self.chat_split, 1)
         return area
 
     def _wire_model_widgets(self) -> None:
@@ -211,6 +238,8 @@ class MainWindow(QMainWindow):
         self.welcome.compare_requested.connect(self.new_comparison_requested)
 
     def _show_welcome_or_tabs(self) -> None:
+        if not self.tabs.count() and self.split_pane.tab is not None:
+            self.close_split()  # the split's chat alone beside the welcome page: a tab again
         self.chat_stack.setCurrentWidget(self.tabs if self.tabs.count() else self.welcome)
 
     def _actions(self) -> None:
@@ -218,7 +247,7 @@ class MainWindow(QMainWindow):
             ("New chat", QKeySequence.StandardKey.New, lambda: self.new_chat_requested.emit()),
             ("New comparison", QKeySequence("Ctrl+Shift+N"), lambda: self.new_comparison_requested.emit()),
             # Ctrl+W as in every tabbed app, and the platform's Close keys too
-            ("Close tab", close_keys(), lambda: self._close_tab(self.tabs.currentIndex())),
+            ("Close tab", close_keys(), self._close_current),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
             ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
@@ -246,6 +275,7 @@ class MainWindow(QMainWindow):
         panel.setText("Performance panel")
         panel.setShortcut(QKeySequence("Ctrl+Shift+P"))
         view_menu.addAction(panel)
+        self._view_actions(view_menu)
         # Background replies: a tray message when one finishes out of sight (off by default)
         self.notifier = TrayNotifier(self)
         view_menu.addAction(self.notifier.action)
@@ -275,6 +305,23 @@ class MainWindow(QMainWindow):
         self.addAction(shortcuts)
         help_menu.addAction(shortcuts)
         help_menu.addAction(about)
+
+    def _view_actions(self, view_menu: QMenu) -> None:
+        """View → Sidebar (Ctrl+B) and Split right (Ctrl+\\): both checkable, both with keys."""
+        self.sidebar_action = QAction("Sidebar", self)
+        self.sidebar_action.setCheckable(True)
+        self.sidebar_action.setChecked(True)
+        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
+        self.sidebar_action.toggled.connect(self.sidebar.setVisible)
+        self.sidebar_button.clicked.connect(self.sidebar_action.trigger)
+        self.split_action = QAction("Split right", self)
+        self.split_action.setCheckable(True)
+        self.split_action.setShortcut(QKeySequence("Ctrl+\\"))
+        self.split_action.triggered.connect(self._split_right)
+        for action in (self.sidebar_action, self.split_action):
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            self.addAction(action)
+            view_menu.addAction(action)
 
     # ----- menus: theme, stop all, export and import, the shortcuts list ----------------
 
@@ -378,7 +425,9 @@ class MainWindow(QMainWindow):
 
     def close_tab_of(self, conversation_id: int) -> None:
         tab = self.tab_for(conversation_id)
-        if tab is not None:
+        if tab is not None and tab is self.split_pane.tab:
+            self._close_split_chat()
+        elif tab is not None:
             self._close_tab(self.tabs.indexOf(tab))
 
     def set_presets(self, presets: list[tuple[int, str]]) -> None:
@@ -424,29 +473,108 @@ class MainWindow(QMainWindow):
         view.composer.setFocus()  # as a chat's tab: the next keys are the message to every pane
         return view, made
 
+    # ----- the split view: a second chat beside the tab bar's ------------------------------
+
+    def split_tab(self) -> ChatTab | None:
+        return self.split_pane.tab
+
+    def open_in_split(self, tab: ChatTab) -> None:
+        """tab beside the tab bar's chat, for typing into; the chat the split held goes back
+        to the bar."""
+        index = self.tabs.indexOf(tab)
+        if index >= 0:
+            self.tabs.removeTab(index)
+        previous = self.split_pane.hold(tab)
+        if previous is not None:
+            give_back(self.tabs, previous, _label(previous))
+        half = max(1, self.chat_split.width() // 2)
+        self.chat_split.setSizes([half, half])
+        tab.composer.setFocus()
+        self._split_shown(active=True)
+
+    def close_split(self) -> None:
+        """One chat again: the split's goes back to the tab bar, in front."""
+        tab = self.split_pane.release()
+        if tab is not None:
+            give_back(self.tabs, tab, _label(tab))
+            tab.composer.setFocus()
+        self._split_shown(active=False)
+
+    def _split_right(self, on: bool) -> None:
+        """The tab after the one in front (or before it) goes into the split; with one tab
+        open, a new chat does."""
+        if not on:
+            self.close_split()
+            return
+        self.split_action.setChecked(False)  # until a chat is there
+        current, count = self.tabs.currentIndex(), self.tabs.count()
+        order = [(current + step) % count for step in range(1, count)] if count else []
+        chat = next((w for w in map(self.tabs.widget, order) if isinstance(w, ChatTab)), None)
+        if chat is not None:
+            self.open_in_split(chat)
+            return
+        self._split_next = count > 0  # with no tab at all, the new chat is simply a tab
+        self.new_chat_requested.emit()
+
+    def _split_shown(self, active: bool) -> None:
+        self.split_action.setChecked(self.split_pane.tab is not None)
+        self._set_split_active(active and self.split_pane.tab is not None)
+        self.split_changed.emit()
+
+    def _focus_moved(self, _old: QWidget | None, new: QWidget | None) -> None:
+        """The half the user clicks or tabs into is the one the window's keys act on."""
+        if new is None or self.split_pane.tab is None:
+            return
+        if self.split_pane.isAncestorOf(new):
+            self._set_split_active(True)
+        elif self.chat_stack.isAncestorOf(new):
+            self._set_split_active(False)
+
+    def _set_split_active(self, active: bool) -> None:
+        self.split_pane.set_active(active)
+        if active != self._split_active:
+            self._split_active = active
+            self.active_view_changed.emit()
+
+    def _close_split_chat(self) -> None:
+        tab = self.split_pane.release()
+        if tab is not None:
+            self._split_shown(active=False)
+            self.tab_closed.emit(tab.conversation_id)
+            tab.deleteLater()
+
     def open_comparisons(self) -> list[CompareView]:
         widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
         return [w for w in widgets if isinstance(w, CompareView)]
 
     def is_showing(self, view: ChatTab | ComparePane) -> bool:
-        return self.tabs.currentWidget() is _top(view)
+        return self.tabs.currentWidget() is _top(view) or view is self.split_pane.tab
 
     def open_tab(self, conversation_id: int, title: str) -> ChatTab:
         tab = self.tab_for(conversation_id)
         if tab is None:
             tab = ChatTab(conversation_id, title)
+            if self._split_next:
+                self._split_next = False
+                self.open_in_split(tab)
+                return tab
             self.tabs.add(tab, tab_title(title))
-        self.tabs.setCurrentWidget(tab)
+        if tab is not self.split_pane.tab:
+            self.tabs.setCurrentWidget(tab)
         tab.composer.setFocus()  # a new or reopened chat is for typing into
         return tab
 
     def open_tabs(self) -> list[ChatTab]:
+        """Every chat tab, in the tab bar's order, then the split's."""
         widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
-        return [w for w in widgets if isinstance(w, ChatTab)]
+        split = [self.split_pane.tab] if self.split_pane.tab is not None else []
+        return [w for w in widgets if isinstance(w, ChatTab)] + split
 
     def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
         tab.title = title
         self.tabs.set_label(tab, _label(tab))
+        if tab is self.split_pane.tab:
+            self.split_pane.set_title(title)
 
     def _close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
@@ -463,7 +591,16 @@ class MainWindow(QMainWindow):
         if self.tabs.count():
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
+    def _close_current(self) -> None:
+        if self._split_active and self.split_pane.tab is not None:
+            self._close_split_chat()
+        else:
+            self._close_tab(self.tabs.currentIndex())
+
     def current_tab(self) -> ChatTab | CompareView | None:
+        """The chat the window's keys act on: the split's when the user is in it."""
+        if self._split_active and self.split_pane.tab is not None:
+            return self.split_pane.tab
         return self.tabs.currentWidget()
 
     def _focus_composer(self) -> None:

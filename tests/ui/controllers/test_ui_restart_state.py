@@ -19,14 +19,6 @@ def _drafts(desk: Desk) -> dict:
     return {int(ident): text for ident, text in saved.get("drafts", [])}
 
 
-def _open(desk: Desk, title: str):
-    """A chat opened as the sidebar opens one."""
-    conv = desk.repo.create_conversation(title=title)
-    desk.controllers.conversations.open_conversation(conv.id)
-    desk.qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None)
-    return desk.window.tab_for(conv.id)
-
-
 def test_marks_the_preset_and_unsent_text_are_back_after_a_restart(desk, qtbot, tmp_path):
     w = desk.window
     desk.ctx.catalog.create_preset("Terse", "Answer in one line.")
@@ -35,8 +27,8 @@ def test_marks_the_preset_and_unsent_text_are_back_after_a_restart(desk, qtbot, 
     qtbot.keyClick(w.preset_box, Qt.Key.Key_Down)  # "No preset" -> "Terse"
     assert w.preset_box.currentText() == "Terse"
 
-    back = _open(desk, "Lighthouses")
-    front = _open(desk, "Rivers")  # in front
+    back = desk.open_chat("Lighthouses")
+    front = desk.open_chat("Rivers")  # in front
     writes: list[str] = []
     set_setting = desk.ctx.catalog.set_setting
     desk.ctx.catalog.set_setting = lambda key, value: (writes.append(key), set_setting(key, value))[1]
