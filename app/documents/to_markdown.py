@@ -1,0 +1,44 @@
+"""DOCX, PPTX, XLSX and HTML as Markdown, through markitdown's converter for each.
+
+The converter is picked by the file's format, never guessed from its bytes: markitdown's
+own front door would load a file-type model (magika) for that. markitdown and what it brings
+(pandas, mammoth, python-pptx) load on the first document, not with the app."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from app.documents.errors import DocumentError, one_line
+from app.documents.formats import Format, Reader
+from app.documents.text_decode import detect_charset
+
+# What markitdown writes before each slide of a presentation.
+_SLIDE_MARK = re.compile(r"^<!-- Slide number: \d+ -->$", re.MULTILINE)
+
+
+def convert_to_markdown(data: bytes, name: str, format_: Format) -> str:
+    """The document as Markdown; DocumentError when the converter cannot read it."""
+    from markitdown import StreamInfo
+    from markitdown.converters import DocxConverter, HtmlConverter, PptxConverter, XlsxConverter
+
+    converters = {Reader.DOCX: DocxConverter, Reader.PPTX: PptxConverter, Reader.XLSX: XlsxConverter,
+                  Reader.HTML: HtmlConverter}
+    suffix = "." + format_.reader.value
+    charset = detect_charset(data) if format_.reader is Reader.HTML else None
+    # A converter per call: markitdown's hold no state worth sharing, and none is shared
+    # between the threads that may extract at once.
+    converter = converters[format_.reader]()
+    try:
+        result = converter.convert(io.BytesIO(data), StreamInfo(extension=suffix, charset=charset))
+    except Exception as exc:  # a broken zip, XML or workbook: any of the libraries beneath
+        raise DocumentError(f"{name} is damaged or not {format_.label}: {one_line(exc)}") from None
+    return result.markdown
+
+
+def slide_starts(markdown: str) -> list[int]:
+    """Where each slide begins in a presentation's Markdown (the first at 0)."""
+    starts = [match.start() for match in _SLIDE_MARK.finditer(markdown)]
+    if starts:
+        starts[0] = 0
+    return starts

@@ -1,0 +1,90 @@
+"""DOCX, PPTX, XLSX and HTML through markitdown: Markdown with headings, slides as pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.documents import DocumentError, extract_document
+from tests.support.document_files import assert_chunks_cover, make_docx, make_pptx, make_xlsx
+
+
+def test_a_word_document_becomes_markdown_chunked_under_its_headings(tmp_path):
+    body = "We measured the throughput of the engine on many chats at once. " * 30
+    path = make_docx(tmp_path / "report.docx", [
+        (1, "Annual report"), (0, "An opening paragraph."), (2, "Methods"), (0, body),
+        (2, "Results"), (0, "It went well."),
+    ])
+    document = extract_document(path)
+    assert document.text.startswith("# Annual report\n\nAn opening paragraph.\n\n## Methods\n\n")
+    assert "## Results\n\nIt went well." in document.text
+    assert document.pages is None
+    assert document.mime == "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    assert_chunks_cover(document.text, document.chunks)
+    headings = [c.heading for c in document.chunks]
+    assert headings[0] == "Annual report" and headings[-1] == "Results"
+    assert headings.count("Methods") >= 2  # the long section took more than one chunk
+
+
+def test_a_presentation_numbers_its_slides_as_pages(tmp_path):
+    path = make_pptx(tmp_path / "talk.pptx", [("Welcome", "Who we are"), ("Plans", "What comes next"),
+                                              ("Questions", "Ask away")])
+    document = extract_document(path)
+    assert document.pages == 3
+    assert "<!-- Slide number: 2 -->" in document.text and "What comes next" in document.text
+    assert [(c.page, c.heading) for c in document.chunks] == [(1, "Welcome"), (2, "Plans"), (3, "Questions")]
+    assert "Ask away" in document.text[document.chunks[2].start:document.chunks[2].end]
+
+
+def test_a_workbook_gives_a_table_under_each_sheet_name(tmp_path):
+    path = make_xlsx(tmp_path / "stock.xlsx", {
+        "Prices": [["item", "price"], ["apple", "cheap"], ["pear", "dear"]],
+        "Counts": [["item", "count"], ["apple", 12]],
+    })
+    document = extract_document(path)
+    assert "| apple | cheap |" in document.text and "| pear | dear |" in document.text
+    assert [c.heading for c in document.chunks] == ["Prices", "Counts"]
+    assert "| apple | 12 |" in document.text[document.chunks[1].start:]
+
+
+def test_an_html_page_loses_its_scripts_and_keeps_its_headings(tmp_path):
+    path = tmp_path / "page.html"
+    path.write_text("<html><head><title>T</title><style>p {color: red}</style></head><body>"
+                    "<h1>Main</h1><p>Hello <b>world</b></p><script>var secret = 1;</script>"
+                    "<h2>Sub</h2><p>More words</p></body></html>")
+    document = extract_document(path)
+    assert document.text == "# Main\n\nHello **world**\n\n## Sub\n\nMore words"
+    assert [c.heading for c in document.chunks] == ["Main", "Sub"]
+    assert document.mime == "text/html"
+
+
+def test_an_html_page_in_a_one_byte_encoding_keeps_its_letters(tmp_path):
+    path = tmp_path / "seite.htm"
+    words = "Grüße aus Köln, über die Brücke und zurück. Die Straße ist naß und früh. " * 5
+    path.write_bytes(f"<html><body><p>{words}</p></body></html>".encode("cp1252"))
+    assert extract_document(path).text == words.strip()
+
+
+@pytest.mark.parametrize(("name", "label"), [
+    ("report.docx", "a Word document"), ("talk.pptx", "a PowerPoint presentation"), ("stock.xlsx", "an Excel workbook"),
+])
+def test_a_text_file_named_as_an_office_file_is_refused_in_one_line(tmp_path, name, label):
+    path = tmp_path / name
+    path.write_text("not a zip at all\n")
+    with pytest.raises(DocumentError) as caught:
+        extract_document(path)
+    assert str(caught.value).startswith(f"{name} is damaged or not {label}: ")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_word_document_cut_short_is_refused(tmp_path):
+    whole = make_docx(tmp_path / "whole.docx", [(1, "Title"), (0, "Body")]).read_bytes()
+    path = tmp_path / "cut.docx"
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DocumentError, match=r"^cut\.docx is damaged or not a Word document: "):
+        extract_document(path)
+
+
+def test_an_empty_word_document_has_no_text(tmp_path):
+    path = make_docx(tmp_path / "blank.docx", [])
+    with pytest.raises(DocumentError, match=r"^blank\.docx has no text in it$"):
+        extract_document(path)
