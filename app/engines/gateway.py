@@ -31,13 +31,13 @@ class EngineGateway:
     """A ServedEngine over the app's main EngineLike."""
 
     def __init__(self, engine: Callable[[], EngineLike], metrics: Callable[[], MetricsSnapshot | None],
-                 router: DeltaRouter) -> None:
+                 router: DeltaRouter, inputs: InputProcessors | None = None) -> None:
         self._engine = engine  # the app's current engine (it changes when a model is loaded)
         self._metrics = metrics
         self._router = router  # where the engine's deltas arrive
         self._open: set[str] = set()  # this gateway's requests, not finished yet
         self._lock = threading.Lock()
-        self._inputs = InputProcessors()
+        self._inputs = inputs or InputProcessors()
 
     def prepare(self, chat: ChatRequest) -> ChatRequest:
         """Render and tokenize the chat here, with the vocabulary of the app engine's model

@@ -99,6 +99,8 @@ def _worker_main(settings: LoadSettings, conn) -> None:
                 preparer.set_priority(*args)
             elif kind == "pin":
                 engine.pin_system_prompt(args[0])
+            elif kind == "unpin":
+                engine.unpin_system_prompt(args[0])
             elif kind == "threads":
                 engine.set_threads(args[0])
             elif kind == "shutdown":
@@ -282,6 +284,9 @@ class EngineClient:
 
     def pin_system_prompt(self, text: str) -> None:
         self._outbox.put(("pin", text))
+
+    def unpin_system_prompt(self, text: str) -> None:
+        self._outbox.put(("unpin", text))
 
     def set_threads(self, n_threads: int) -> None:
         """CPU threads for the engine from its next step (and after a restart)."""

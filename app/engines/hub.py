@@ -24,8 +24,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from app.documents.tokens import GuessedTokens, TokenCounter, VocabTokens
 from app.engines.gateway import EngineGateway
 from app.engines.host import EngineClient
+from app.engines.input_processors import InputProcessors
 from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
@@ -107,7 +109,10 @@ class EngineHub:
         # Every engine's deltas: those of the requests registered here (HTTP clients', the
         # app's own such as titles) go to whoever registered them, the rest to the views.
         self.deltas = DeltaRouter(fallback=to_views)
-        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.deltas)
+        # Model vocabularies read without weights: the server's prompts and the chats' document
+        # budgets are tokenized here, never in the engine's process.
+        self.inputs = InputProcessors()
+        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.deltas, self.inputs)
         self._local = self._local_engine(settings)  # the main engine while it is local
         self._remote: RemoteEngine | None = None  # the main engine while it is a server
         self.engine: EngineLike = self._local
@@ -151,6 +156,15 @@ class EngineHub:
         if source is None or source.key == self.main_source().key:
             return self.engine
         return self.router.engine_for(conversation.id, source)
+
+    def token_counter(self, engine: EngineLike) -> tuple[TokenCounter, int | None]:
+        """How a chat's documents are counted for engine, and the tokens a request may hold
+        (None: unknown). A local model counts with its own vocabulary; a server's is guessed."""
+        processor = self.inputs.for_engine(engine)
+        if processor is None:
+            info = engine.state.info
+            return GuessedTokens(), info.n_ctx if info is not None else None
+        return VocabTokens(processor), processor.n_ctx
 
     def model_label(self, conversation: ConversationRecord) -> str:
         source = source_of(conversation.model_ref)

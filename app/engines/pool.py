@@ -96,6 +96,10 @@ class PooledEngine:
         if self.status is EngineStatus.READY:
             self.live.pin_system_prompt(text)
 
+    def unpin_system_prompt(self, text: str) -> None:
+        if self.status is EngineStatus.READY:
+            self.live.unpin_system_prompt(text)
+
     def set_threads(self, n_threads: int) -> None:
         self.live.set_threads(n_threads)
 

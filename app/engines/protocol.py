@@ -82,6 +82,10 @@ class EngineLike(Protocol):
         A hint: an engine without a cache of its own ignores it."""
         ...
 
+    def unpin_system_prompt(self, text: str) -> None:
+        """Let the cache evict that prompt's KV again (no open chat uses it any more)."""
+        ...
+
     def set_threads(self, n_threads: int) -> None:
         """Decode with n_threads CPU threads (local engines share the cores); a remote
         server ignores it."""

@@ -253,6 +253,9 @@ class RemoteEngine:
     def pin_system_prompt(self, text: str) -> None:
         pass  # the remote server manages its own cache
 
+    def unpin_system_prompt(self, text: str) -> None:
+        pass
+
     def set_threads(self, n_threads: int) -> None:
         pass  # the remote server has cores of its own
 

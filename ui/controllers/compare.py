@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from app.chats.titles import stand_in_title
 from app.compare.export import reply_stats
@@ -19,6 +20,8 @@ from app.engines.hub import RECENT_MODELS_SETTING
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
+from storage import NewDocument
+from ui.services.attachments import DocumentReading
 from ui.services.compare_review import ComparisonReview
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
@@ -36,6 +39,7 @@ class CompareController:
         self.catalog = ctx.catalog
         self.models_dir = ctx.models_dir
         self.actions = ConversationActions(ctx)
+        self.reading = DocumentReading(ctx.gui)  # the files attached in a comparison's composer
         self.router = ctx.engines.router
         self.states: dict[int, ComparisonState] = {}  # open comparisons
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
@@ -147,7 +151,8 @@ class CompareController:
         return pane
 
     def _wire(self, view: CompareView) -> None:
-        view.send_requested.connect(lambda text, v=view: self.send(v, text))
+        view.send_requested.connect(lambda text, documents, v=view: self.send(v, text, documents))
+        view.composer_box.tray.extraction_requested.connect(self.reading.read)
         view.stop_requested.connect(lambda v=view: self.stop(v))
         view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
         view.branch_requested.connect(
@@ -240,8 +245,9 @@ class CompareController:
 
     # ----- talking -------------------------------------------------------------------
 
-    def send(self, view: CompareView, text: str) -> asyncio.Task | None:
-        """The same message to every pane; each replies on its own model and settings."""
+    def send(self, view: CompareView, text: str, documents: Sequence[NewDocument] = ()) -> asyncio.Task | None:
+        """The same message (and the documents attached) to every pane; each replies on its own
+        model and settings."""
         panes = [p for p in view.panes() if self.ctx.streams.stream_for(p.conversation_id) is None]
         if not panes:
             return None
@@ -263,11 +269,13 @@ class CompareController:
                         self.repo.add_message(conv_id, "system", system)
                         if conv_id in on_main:  # every pane on the main model starts from its cells
                             self.ctx.engines.engine.pin_system_prompt(system)
-                user = self.repo.add_message(conv_id, "user", text)
+                user = (self.repo.add_message(conv_id, "user", text, documents=tuple(documents)) if documents
+                        else self.repo.add_message(conv_id, "user", text))
                 if not conv.title:
                     self.repo.rename(conv_id, stand_in_title(text))
                 reply = self.repo.start_reply(conv_id, parent_id=user.id, model=labels.get(conv_id))
-                started.append((conv_id, self.repo.active_path(conv_id), reply))
+                path = self.repo.active_path(conv_id)
+                started.append((conv_id, path, reply, self.actions.prompt_for(path, reply)))
             record = self.catalog.get_comparison(view.comparison_id)
             if not record.title:
                 self.catalog.update_comparison(view.comparison_id, title=stand_in_title(text))
@@ -276,11 +284,11 @@ class CompareController:
         def start(started) -> None:
             if not view.title:
                 self.window.set_tab_title(view, stand_in_title(text))
-            for conv_id, path, reply in started:
+            for conv_id, path, reply, prompt in started:
                 pane = view.pane_for(conv_id)
                 if pane is not None:
                     pane.set_result("")
-                    self.actions.start_reply(pane, path, reply)
+                    self.actions.start_reply(pane, path, reply, prompt=prompt)
             self.ctx.events.conversations_changed.emit()
 
         return self.ctx.storage.run(work, start)
@@ -353,4 +361,5 @@ class CompareController:
                 self.router.release(conv_id)
 
     def shutdown(self) -> None:
+        self.reading.shutdown()
         self.review.shutdown()

@@ -1,10 +1,12 @@
 """Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
-and resend, branch arrows, Continue, and the hover actions on a message)."""
+and resend, branch arrows, Continue, and the hover actions on a message), its composer's
+files to the reading of documents, and its messages' chips to the document dialog."""
 
 from __future__ import annotations
 
 import weakref
 
+from ui.services.attachments import DocumentReading, DocumentViewer
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.chat_tab import ChatTab
@@ -13,15 +15,21 @@ from ui.widgets.chat_tab import ChatTab
 class SendingController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.actions = ConversationActions(ctx)
+        self.reading = DocumentReading(ctx.gui)
+        self.viewer = DocumentViewer(ctx)
         self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         ctx.events.tab_opened.connect(self.attach)
+        ctx.window.tab_closed.connect(ctx.pins.release)  # its documents' prefix may be evicted again
 
     def attach(self, tab: ChatTab) -> None:
         if tab in self._wired:
             return
         self._wired.add(tab)
         a = self.actions
-        tab.send_requested.connect(lambda text, t=tab: a.send(t, text))
+        tab.send_requested.connect(lambda text, documents, t=tab: a.send(t, text, documents))
+        tab.composer_box.tray.extraction_requested.connect(self.reading.read)
+        tab.document_requested.connect(lambda sha256, name, t=tab: self.viewer.show_document(t, sha256, name))
+        tab.source_requested.connect(lambda source, t=tab: self.viewer.show_source(t, source))
         tab.stop_requested.connect(lambda t=tab: a.stop(t))
         tab.regenerate_requested.connect(lambda t=tab: a.regenerate(t))
         tab.edit_requested.connect(lambda message_id, text, t=tab: a.edit_and_resend(t, message_id, text))

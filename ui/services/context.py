@@ -8,12 +8,14 @@ streams) and the events below.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from app.chats.defaults import ChatDefaults
+from app.documents.pins import DocumentPins
+from app.documents.prompt import DocumentPrompt
 from app.engines.hub import EngineHub
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
@@ -47,6 +49,9 @@ class ControllerContext:
     chat_defaults: ChatDefaults  # Settings: what `sampling` came from, and the overflow policy
     models_dir: Path
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
+    pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
+    # Each chat's last prompt with documents (the side panel's document tokens), by conversation id.
+    documents_used: dict[int, DocumentPrompt] = field(default_factory=dict)
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,

@@ -5,6 +5,7 @@ on the storage thread; a reply starts once its message rows exist."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import replace
 
 from app.chats.overflow import chat_overflow
@@ -12,6 +13,8 @@ from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
+from app.documents.chat_prompt import chat_prompt
+from app.documents.prompt import DocumentPrompt
 from inference import (
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -21,7 +24,7 @@ from inference import (
     SamplingParams,
     new_request_id,
 )
-from storage import MessageRecord, MessageStatus
+from storage import ActivePath, MessageRecord, MessageStatus, NewDocument
 from ui.services.context import ControllerContext
 from ui.services.stream_presenter import Stream, message_view
 from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
@@ -42,7 +45,7 @@ class ConversationActions:
         views = []
         for m in path.messages:
             pos = path.branches.get(m.id)
-            views.append(message_view(m, (pos.index, pos.count) if pos else None))
+            views.append(message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ())))
         view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, views))
         writing = self.is_writing(view.conversation_id)
         view.set_busy(writing)
@@ -54,18 +57,21 @@ class ConversationActions:
 
     # ----- starting replies -------------------------------------------------------------
 
-    def send(self, view: ChatTab, text: str) -> asyncio.Task | None:
+    def send(self, view: ChatTab, text: str, documents: Sequence[NewDocument] = ()) -> asyncio.Task | None:
+        """documents: attached to the message (stored with it, once each by their sha256)."""
         repo, conv_id = self.ctx.repo, view.conversation_id
+        documents = tuple(documents)
 
         def work():
-            user = repo.add_message(conv_id, "user", text)
+            user = (repo.add_message(conv_id, "user", text, documents=documents) if documents
+                    else repo.add_message(conv_id, "user", text))
             conv = repo.get_conversation(conv_id)
             if not conv.title:  # a stand-in until the model's title comes (controllers/titles.py)
                 repo.rename(conv_id, stand_in_title(text), provisional=True)
             reply = repo.start_reply(conv_id, parent_id=user.id, model=self.ctx.engines.model_label(conv))
             return repo.active_path(conv_id), reply
 
-        return self._begin(view, work, unsaved=text)
+        return self._begin(view, work, unsaved=text, unsaved_documents=documents)
 
     def regenerate(self, view: ChatTab, message_id: int | None = None) -> asyncio.Task | None:
         """Another answer to the last question, or beside the reply message_id (a hover
@@ -163,37 +169,71 @@ class ConversationActions:
 
         return self._begin(view, work, continued=True)
 
-    def _begin(self, view: ChatTab, work, continued: bool = False, unsaved: str | None = None) -> asyncio.Task | None:
+    def _begin(self, view: ChatTab, work, continued: bool = False, unsaved: str | None = None,
+               unsaved_documents: tuple[NewDocument, ...] = ()) -> asyncio.Task | None:
         """work (on the storage thread) makes the reply's row and returns (path, reply), or
         None when there is nothing to answer. One reply at a time per chat: the view
-        disables Send meanwhile. unsaved: the text the user sent, given back to the composer
-        when it could not be stored (a full disk: the window's status line says so)."""
+        disables Send meanwhile. unsaved: the text the user sent (and the documents attached),
+        given back to the composer when it could not be stored (a full disk: the window's
+        status line says so)."""
         if self.is_writing(view.conversation_id):
             return None
         view.set_busy(True)
 
+        def prepared():
+            result = work()
+            if not result:
+                return None
+            path, reply = result
+            return path, reply, self.prompt_for(path, reply, continued)
+
         def start(result) -> None:
             if result:
-                self.start_reply(view, result[0], result[1], continued=continued)
+                self.start_reply(view, result[0], result[1], continued=continued, prompt=result[2])
             else:
                 view.set_busy(False)
 
         def failed(_exc: Exception) -> None:
             view.set_busy(False)
-            if unsaved is not None:
+            if unsaved is not None and unsaved_documents:
+                view.restore_unsent(unsaved, unsaved_documents)
+            elif unsaved is not None:
                 view.restore_unsent(unsaved)
 
-        return self.ctx.storage.run(work, start, failed)
+        return self.ctx.storage.run(prepared, start, failed)
 
-    def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False) -> None:
-        """The reply row exists: stream the engine's answer into it and into the view.
-        continued: the reply already holds text (Continue) and the engine goes on from it."""
-        self.show_path(view, path)
-        self.ctx.window.set_tab_title(view, path.conversation.title)
+    def prompt_for(self, path: ActivePath, reply: MessageRecord, continued: bool = False) -> DocumentPrompt:
+        """The reply's prompt: the branch before it, with the documents attached along it
+        (whole in the system message, or the excerpts retrieved for the question). Reads
+        storage: on the storage thread."""
         before = path.messages if continued else path.messages[:-1]
         kept = reply.id if continued else None
-        prompt = tuple({"role": m.role, "content": prompt_content(m, kept)} for m in before
-                       if m.status is not MessageStatus.ERROR)
+        used = [m for m in before if m.status is not MessageStatus.ERROR]
+        turns = tuple({"role": m.role, "content": prompt_content(m, kept)} for m in used)
+        if not path.attachments:
+            return DocumentPrompt(messages=turns)
+        engine = self.ctx.engines.engine_for(path.conversation)
+        counter, n_ctx = self.ctx.engines.token_counter(engine)
+        reply_tokens = chat_sampling(self.ctx.sampling, path.conversation.sampling).max_tokens
+        from storage import DocumentRepository  # TEMP until storage lands
+
+        documents = DocumentRepository(self.ctx.repo.db)
+        prompt = chat_prompt(turns, path, used, documents, counter, n_ctx, reply_tokens)
+        if prompt.sources:
+            documents.set_sources(reply.id, prompt.sources)
+        return prompt
+
+    def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False,
+                    prompt: DocumentPrompt | None = None) -> None:
+        """The reply row exists: stream the engine's answer into it and into the view.
+        continued: the reply already holds text (Continue) and the engine goes on from it.
+        prompt: from prompt_for, on the storage thread (needed where the path has documents)."""
+        self.show_path(view, path)
+        self.ctx.window.set_tab_title(view, path.conversation.title)
+        if prompt is None:
+            prompt = self.prompt_for(path, reply, continued) if not path.attachments else None
+        if prompt is None:
+            raise ValueError("a chat with documents needs its prompt from prompt_for (storage thread)")
         request_id = new_request_id()
         engine = self.ctx.engines.engine_for(path.conversation)
         text, tokens = (reply.content, reply.completion_tokens or 0) if continued else ("", 0)
@@ -203,7 +243,10 @@ class ConversationActions:
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
                                     reply=shared, base_tokens=tokens, priority=priority))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
-        chat = ChatRequest(messages=prompt, sampling=sampling, priority=priority, request_id=request_id,
+        if prompt.pinned_block is not None:  # the documents' KV stays while the chat is open
+            self.ctx.pins.use(view.conversation_id, engine, prompt.pinned_block)
+        self.ctx.documents_used[view.conversation_id] = prompt
+        chat = ChatRequest(messages=prompt.messages, sampling=sampling, priority=priority, request_id=request_id,
                            continue_final=continued,
                            overflow=chat_overflow(path.conversation.sampling, self.ctx.chat_defaults.overflow))
         view.set_busy(True)

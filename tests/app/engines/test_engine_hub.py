@@ -137,6 +137,9 @@ class ScriptedLocalEngine:
     def pin_system_prompt(self, text: str) -> None:
         pass
 
+    def unpin_system_prompt(self, text: str) -> None:
+        pass
+
     def set_threads(self, n_threads: int) -> None:
         self.threads.append(n_threads)
 

@@ -52,6 +52,9 @@ class ScriptedEngine:
     def pin_system_prompt(self, text: str) -> None:
         self.pinned.append(text)
 
+    def unpin_system_prompt(self, text: str) -> None:
+        self.pinned.remove(text)
+
     def set_threads(self, n_threads: int) -> None:
         self.threads = n_threads
 
