@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict
 
-from sqlalchemy import Select, delete, func, insert, select
+from sqlalchemy import Connection, Select, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from storage.errors import StorageError
@@ -53,7 +53,7 @@ def check_documents(docs: Sequence[NewDocument]) -> None:
 # ----- writing -------------------------------------------------------------------------
 
 
-def insert_documents(s: Session, docs: Sequence[NewDocument]) -> set[str]:
+def insert_documents(s: Session | Connection, docs: Sequence[NewDocument]) -> set[str]:
     """Store the documents not stored yet (an existing row is reused as it is, never
     rewritten); the sha256s that were new. Checked first: check_documents."""
     check_documents(docs)
@@ -99,7 +99,7 @@ def copy_attachments(s: Session, new_ids: dict[int, int]) -> None:
 # ----- deleting ------------------------------------------------------------------------
 
 
-def detach(s: Session, message_ids: Collection[int] | Select) -> set[str]:
+def detach(s: Session | Connection, message_ids: Collection[int] | Select) -> set[str]:
     """Remove the messages' attachment rows (ids, or a query of them) before the messages
     go; the sha256s they named, for drop_unreferenced once the messages are deleted."""
     if isinstance(message_ids, Collection) and not message_ids:
@@ -111,7 +111,7 @@ def detach(s: Session, message_ids: Collection[int] | Select) -> set[str]:
     return named
 
 
-def drop_unreferenced(s: Session, among: Iterable[str] | None = None) -> int:
+def drop_unreferenced(s: Session | Connection, among: Iterable[str] | None = None) -> int:
     """Delete the documents no message attaches any more (of `among`, or all), with their
     chunks and search rows; how many went."""
     used = select(MessageAttachment.sha256).where(MessageAttachment.sha256 == Document.sha256).exists()

@@ -1,5 +1,6 @@
-"""The JSON chat file (format "chorus-chats", version 1): conversations exported to it and
-imported back. Markdown, which is written only, is the app's (app/chats/markdown_export.py).
+"""The JSON chat file (format "chorus-chats", version 2; version 1 is read too): conversations
+exported to it and imported back, with the documents their messages attach
+(storage/chat_file_documents.py). Markdown, which is written only, is the app's (app/chats/markdown_export.py).
 
 The format is documented in docs/chat-file-format.md. An import is validated completely
 before anything is written, then written all or nothing in short transactions
@@ -19,14 +20,22 @@ from typing import Any, TypeVar
 
 from sqlalchemy import select
 
+from storage.chat_file_documents import (
+    attachments_by_message,
+    documents_json,
+    validate_documents,
+    validate_message_documents,
+)
 from storage.database import Database
 from storage.errors import ImportRejected
+from storage.errors import require_import as _require
 from storage.import_writer import STATS, SettingsRemap, parse_time, write_import
-from storage.records import ROLES, MessageStatus
+from storage.records import ROLES, MessageStatus, NewDocument
 from storage.schema import Comparison, Conversation, Message, Preset
 
 FORMAT = "chorus-chats"
-VERSION = 1
+VERSION = 2  # 2: documents, attachments and sources (2026-12-02)
+READABLE_VERSIONS = (1, 2)
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 MAX_MESSAGES = 500_000
 STATUSES = frozenset(s.value for s in MessageStatus)
@@ -43,10 +52,14 @@ def export_json(db: Database, conversation_ids: list[int] | None = None) -> dict
             query = query.where(Conversation.id.in_(conversation_ids))
         convs = list(s.scalars(query))
         presets = {p.id: p for p in s.scalars(select(Preset))}
-        out = [_conversation_json(s, c, presets.get(c.preset_id)) for c in convs]
+        attached = attachments_by_message(s, [c.id for c in convs])
+        out = [_conversation_json(s, c, presets.get(c.preset_id), attached) for c in convs]
         grouped = sorted({c.comparison_id for c in convs if c.comparison_id is not None})
         comparisons = [_comparison_json(s.get(Comparison, i)) for i in grouped]
-    data = {"format": FORMAT, "version": VERSION, "exported_at": _iso(datetime.now(timezone.utc)), "conversations": out}
+        # Only the documents these conversations attach, each once however often attached.
+        documents = documents_json(s, {a["sha256"] for listed in attached.values() for a in listed})
+    data = {"format": FORMAT, "version": VERSION, "exported_at": _iso(datetime.now(timezone.utc)),
+            "conversations": out, "documents": documents}
     if comparisons:  # optional, so files without comparisons read as before
         data["comparisons"] = comparisons
     return data
@@ -57,7 +70,7 @@ def _comparison_json(comp: Comparison) -> dict:
             "settings": json.loads(comp.settings_json or "{}")}
 
 
-def _conversation_json(s, conv: Conversation, preset: Preset | None) -> dict:
+def _conversation_json(s, conv: Conversation, preset: Preset | None, attached: dict[int, list[dict]]) -> dict:
     rows = s.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
     messages = tree_order(list(rows), key=lambda m: m.id, parent=lambda m: m.parent_id)
     return {
@@ -85,6 +98,8 @@ def _conversation_json(s, conv: Conversation, preset: Preset | None) -> dict:
                 **{k: getattr(m, k) for k in STATS},
                 "model": m.model,
                 "created_at": _iso(m.created_at),
+                **({"attachments": attached[m.id]} if m.id in attached else {}),
+                **({"sources": json.loads(m.sources_json)} if m.sources_json else {}),
             }
             for m in messages
         ],
@@ -160,27 +175,30 @@ def _read_bounded(path: Path) -> bytes:
 
 
 def import_data(db: Database, data: Any, remap: SettingsRemap | None = None) -> ImportResult:
-    conversations = _validate(data)
-    ids = write_import(db, conversations, data.get("comparisons", []), remap)
+    conversations, documents = _validate(data)
+    ids = write_import(db, conversations, data.get("comparisons", []), remap, documents)
     return ImportResult(ids, sum(len(conv["messages"]) for conv in conversations))
 
 
-def _validate(data: Any) -> list[dict]:
+def _validate(data: Any) -> tuple[list[dict], list[NewDocument]]:
     """The file's conversations, checked whole; each a copy whose messages are in tree
-    order (parents first, as the writer needs them) and whose active message is named."""
+    order (parents first, as the writer needs them) and whose active message is named.
+    And the documents their messages attach."""
     _require(isinstance(data, dict), "the file must hold a JSON object")
     _require(data.get("format") == FORMAT, f'"format" must be "{FORMAT}"')
-    _require(data.get("version") == VERSION,
-             f"unsupported version {data.get('version')!r} (this Chorus reads {VERSION})")
+    version = data.get("version")
+    _require(version in READABLE_VERSIONS and not isinstance(version, bool),
+             f"unsupported version {version!r} (this Chorus reads {' and '.join(map(str, READABLE_VERSIONS))})")
     convs = data.get("conversations")
     _require(isinstance(convs, list), '"conversations" must be a list')
     groups = _validate_comparisons(data.get("comparisons", []))
+    documents = validate_documents(data.get("documents", []))
     total = 0
     seen: set = set()
     ordered = []
     for i, conv in enumerate(convs):
         where = f"conversation {i + 1}"
-        ordered.append(_validate_conversation(conv, where))
+        ordered.append(_validate_conversation(conv, where, documents))
         total += len(conv["messages"])
         _require(total <= MAX_MESSAGES, f"more than {MAX_MESSAGES:,} messages")
         ident = conv.get("id")
@@ -190,7 +208,7 @@ def _validate(data: Any) -> list[dict]:
         _require(group is None or (_is_id(group) and group in groups),
                  f"{where}: comparison {group!r} is not in the file")
     _require_unicode(data)
-    return ordered
+    return ordered, list(documents.values())
 
 
 def _validate_comparisons(comparisons: Any) -> set:
@@ -208,7 +226,7 @@ def _validate_comparisons(comparisons: Any) -> set:
     return ids
 
 
-def _validate_conversation(conv: Any, where: str) -> dict:
+def _validate_conversation(conv: Any, where: str, documents: dict[str, NewDocument]) -> dict:
     _require(isinstance(conv, dict), f"{where} must be an object")
     _require(isinstance(conv.get("title", ""), str), f"{where}: title must be text")
     _require(_is_text_or_none(conv.get("model")), f"{where}: model must be text")
@@ -227,6 +245,7 @@ def _validate_conversation(conv: Any, where: str) -> dict:
     seen: set = set()
     for j, m in enumerate(messages):
         _validate_message(m, seen, f"{where}, message {j + 1}")
+        validate_message_documents(m, documents, f"{where}, message {j + 1}")
         seen.add(m["id"])
     ordered = _parents_first(messages, seen, where)
     active = conv.get("active_message")
@@ -292,6 +311,9 @@ def _where_unencodable(data: dict) -> str:
     for i, comp in enumerate(data.get("comparisons", [])):
         if not _encodable(comp):
             return f"comparison {i + 1}"
+    for i, doc in enumerate(data.get("documents", [])):
+        if not _encodable(doc):
+            return f"document {i + 1}"
     return "the file"
 
 
@@ -316,11 +338,6 @@ def _is_id(value: Any) -> bool:
 
 def _is_text_or_none(value: Any) -> bool:
     return value is None or isinstance(value, str)
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ImportRejected(f"import rejected, nothing was written: {message}")
 
 
 def _iso(value: datetime | None) -> str | None:

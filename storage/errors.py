@@ -10,6 +10,12 @@ class ImportRejected(StorageError, ValueError):
     """An import file was refused as a whole; nothing was written."""
 
 
+def require_import(ok: bool, message: str) -> None:
+    """ImportRejected saying message unless ok: an import file's checks, one line each."""
+    if not ok:
+        raise ImportRejected(f"import rejected, nothing was written: {message}")
+
+
 class DamagedDatabase(StorageError):
     """The chat database file is not a readable SQLite database (corrupted, truncated, not
     a database at all). Raised wherever it is found, on opening or later; the file is left

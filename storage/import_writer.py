@@ -14,6 +14,9 @@ failed with "database is locked". Here:
 * All or nothing: if a batch or the last step fails, what was written is deleted again. If
   the process dies midway, the hidden conversations are purged with the deleted ones a day
   later (ChatRepository.purge_deleted at start-up); they are never shown.
+* Documents first, in their own transaction: those already stored are reused, the new ones
+  are deleted again by an undo (and, after a crash, by DocumentRepository.purge_unused).
+  Attachment rows go with their messages' batch.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -29,11 +32,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
+from storage.attachments import detach, drop_unreferenced, insert_documents, sources_to_json
 from storage.busy import retry_locked
+from storage.chat_file_documents import source_records
 from storage.database import Database
 from storage.errors import ImportRejected
-from storage.records import MessageStatus
-from storage.schema import Comparison, Conversation, Message, Preset, utcnow
+from storage.records import MessageStatus, NewDocument
+from storage.schema import Comparison, Conversation, Message, MessageAttachment, Preset, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +66,16 @@ class _Import:
     hidden_at: datetime
     comparisons: dict = field(default_factory=dict)  # comparison id in the file -> id given here
     written: list[int] = field(default_factory=list)  # conversation ids committed so far
+    documents: set[str] = field(default_factory=set)  # sha256s this import stored (not reused)
 
 
 def write_import(db: Database, conversations: list[dict], comparisons: list[dict],
-                 remap: SettingsRemap | None) -> list[int]:
+                 remap: SettingsRemap | None, documents: Sequence[NewDocument] = ()) -> list[int]:
     """Write a validated import; its new conversation ids, in the file's order."""
     job = _Import(hidden_at=utcnow())
     try:
+        if documents:
+            _locked(db, lambda conn: _write_documents(conn, job, documents), "import documents")
         if comparisons:
             _locked(db, lambda conn: _write_comparisons(conn, job, comparisons), "import comparisons")
         staged = [_Staged(c, job.comparisons.get(c.get("comparison"))) for c in conversations]
@@ -133,6 +141,8 @@ class _Rows:
     messages: list[dict] = field(default_factory=list)
     conversation_of: list[int] = field(default_factory=list)  # per message: local conversation
     parent_of: list[int] = field(default_factory=list)  # per message: local parent
+    attachments: list[dict] = field(default_factory=list)
+    attachment_of: list[int] = field(default_factory=list)  # per attachment: local message
     # per piece: (conversation, its local index or -1, {message id in the file: local index})
     pieces: list[tuple[_Staged, int, dict]] = field(default_factory=list)
 
@@ -152,6 +162,10 @@ def _prepare(job: _Import, batch: list[tuple[_Staged, int, int]]) -> _Rows:
             rows.conversation_of.append(local_conv)
             rows.parent_of.append(local[parent] if parent in local else -1)
             rows.messages.append(_message_row(m, conv.id, None if parent in local else conv.ids.get(parent), now))
+            for position, attachment in enumerate(m.get("attachments", ())):
+                rows.attachment_of.append(local[m["id"]])
+                rows.attachments.append({"message_id": None, "sha256": attachment["sha256"], "position": position,
+                                         "name": attachment["name"]})
         rows.pieces.append((conv, local_conv, local))
     return rows
 
@@ -171,6 +185,10 @@ def _write_batch(conn: Connection, job: _Import, rows: _Rows) -> None:
         conn.execute(insert(Conversation), rows.conversations)
     if rows.messages:
         conn.execute(insert(Message), rows.messages)
+    for k, row in enumerate(rows.attachments):
+        row["message_id"] = first_msg + rows.attachment_of[k]
+    if rows.attachments:
+        conn.execute(insert(MessageAttachment), rows.attachments)
     conn.commit()
     # Only now: a batch rolled back (and tried again) must not leave ids behind.
     for conv, local_conv, local in rows.pieces:
@@ -216,10 +234,17 @@ def _message_row(m: dict, conv_id: int | None, parent_id: int | None, now: datet
         "error_text": m.get("error"),
         **{k: m.get(k) for k in STATS},
         "model": m.get("model"),
+        "sources_json": sources_to_json(source_records(m)),
         "owner_pid": None,
         "created_at": parse_time(m.get("created_at"), "") or now,
         "updated_at": now,
     }
+
+
+def _write_documents(conn: Connection, job: _Import, documents: Sequence[NewDocument]) -> None:
+    new = insert_documents(conn, documents)
+    conn.commit()
+    job.documents = new  # only now: a rolled-back try (and its retry) must not count
 
 
 def _write_comparisons(conn: Connection, job: _Import, comparisons: list[dict]) -> None:
@@ -294,14 +319,22 @@ def _undo(db: Database, job: _Import) -> None:
         if job.comparisons:
             ids = list(job.comparisons.values())
             _locked(db, lambda conn: _delete_comparisons(conn, ids), "undo the import")
+        if job.documents:
+            _locked(db, lambda conn: _delete_documents(conn, job.documents), "undo the import")
     except Exception:
         log.warning("a failed import left %d hidden conversation(s); they are purged in a day",
                     len(job.written), exc_info=True)
 
 
 def _delete_conversations(conn: Connection, ids: list[int]) -> None:
+    detach(conn, select(Message.id).where(Message.conversation_id.in_(ids)))
     conn.execute(delete(Message).where(Message.conversation_id.in_(ids)))
     conn.execute(delete(Conversation).where(Conversation.id.in_(ids)))
+    conn.commit()
+
+
+def _delete_documents(conn: Connection, sha256s: set[str]) -> None:
+    drop_unreferenced(conn, sha256s)  # unless a chat attached one meanwhile
     conn.commit()
 
 

@@ -8,10 +8,11 @@ import pytest
 
 from app.chats.store import open_chat_store
 from app.cli.main import main
-from storage import ChatRepository, open_database
+from storage import ChatRepository, DocumentRepository, open_database
 from storage.backup import backup_database
 from storage.database import head_revision
 from storage.errors import StorageError
+from tests.support.documents import new_document
 
 
 def test_backup_of_an_open_database_holds_commits_still_in_the_wal(tmp_path, capsys) -> None:
@@ -61,3 +62,23 @@ def test_a_damaged_source_leaves_no_backup_file(tmp_path) -> None:
     with pytest.raises(StorageError, match="could not back up chorus.db"):
         backup_database(source, tmp_path / "copy.db")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chorus.db"]
+
+
+def test_a_backup_holds_the_documents_and_their_search_index(tmp_path) -> None:
+    db, repo = open_chat_store(tmp_path)
+    manual = new_document("Descale the kettle monthly.\n\nThe warranty lasts two years.", "kettle.pdf")
+    try:
+        conv = repo.create_conversation()
+        message = repo.add_message(conv.id, "user", "read this", documents=[manual])
+        backup_database(tmp_path / "chorus.db", tmp_path / "copy.db")
+    finally:
+        db.close()
+    copy = open_database(tmp_path / "copy.db")
+    try:
+        (attached,) = ChatRepository(copy).active_path(conv.id).attachments[message.id]
+        assert (attached.name, attached.sha256) == ("kettle.pdf", manual.sha256)
+        docs = DocumentRepository(copy)
+        assert docs.document(manual.sha256).text == manual.text
+        assert [h.index for h in docs.best_chunks([manual.sha256], "how long is the warranty?", 3)] == [1]
+    finally:
+        copy.close()

@@ -12,16 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from storage import ChatRepository, ImportRejected, MessageStatus, chat_file_format, open_database
+from storage import ChatRepository, ImportRejected, MessageStatus, chat_file_format
 from storage.catalog import CatalogRepository
 from storage.chat_file_format import export_json, import_data, import_file
-
-
-@pytest.fixture
-def other_db(tmp_path):
-    database = open_database(tmp_path / "other.db")
-    yield database
-    database.close()
 
 
 def counts(db) -> tuple[int, int, int]:
@@ -99,7 +92,7 @@ def tree_shape(repo, conv_id: int) -> dict:
 def test_json_round_trip_gives_same_tree(db, repo, other_db):
     conv_id = build_tree(db, repo)
     data = export_json(db)
-    assert data["format"] == "chorus-chats" and data["version"] == 1
+    assert data["format"] == "chorus-chats" and data["version"] == 2
     text = json.dumps(data, ensure_ascii=False)  # what `chorus export` writes
 
     result = import_data(other_db, json.loads(text))
@@ -411,7 +404,7 @@ BAD = {
     "not an object": ([1, 2], "JSON object"),
     "wrong format": ({"format": "other-app", "version": 1, "conversations": []}, '"format"'),
     "no format": ({"version": 1, "conversations": []}, '"format"'),
-    "wrong version": ({"format": "chorus-chats", "version": 2, "conversations": []}, "version 2"),
+    "wrong version": ({"format": "chorus-chats", "version": 3, "conversations": []}, "version 3"),
     "no conversations": ({"format": "chorus-chats", "version": 1}, '"conversations"'),
     "conversation not object": (good_then("oops"), "conversation 2 must be an object"),
     "missing messages": (good_then({"title": "t"}), "conversation 2: messages"),
