@@ -19,7 +19,7 @@ _SLIDE_MARK = re.compile(r"^<!-- Slide number: \d+ -->$", re.MULTILINE)
 
 def convert_to_markdown(data: bytes, name: str, format_: Format) -> str:
     """The document as Markdown; DocumentError when the converter cannot read it."""
-    from markitdown import StreamInfo
+    from markitdown import MissingDependencyException, StreamInfo
     from markitdown.converters import DocxConverter, HtmlConverter, PptxConverter, XlsxConverter
 
     converters = {Reader.DOCX: DocxConverter, Reader.PPTX: PptxConverter, Reader.XLSX: XlsxConverter,
@@ -31,6 +31,9 @@ def convert_to_markdown(data: bytes, name: str, format_: Format) -> str:
     converter = converters[format_.reader]()
     try:
         result = converter.convert(io.BytesIO(data), StreamInfo(extension=suffix, charset=charset))
+    except MissingDependencyException:  # an install (or a bundle) without markitdown's extra
+        raise DocumentError(f"{name} cannot be read: this Chorus lacks the library that reads "
+                            f"{format_.label} (markitdown[{format_.reader.value}])") from None
     except Exception as exc:  # a broken zip, XML or workbook: any of the libraries beneath
         raise DocumentError(f"{name} is damaged or not {format_.label}: {one_line(exc)}") from None
     return result.markdown

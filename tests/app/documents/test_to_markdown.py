@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from app.documents import DocumentError, extract_document
@@ -88,3 +92,19 @@ def test_an_empty_word_document_has_no_text(tmp_path):
     path = make_docx(tmp_path / "blank.docx", [])
     with pytest.raises(DocumentError, match=r"^blank\.docx has no text in it$"):
         extract_document(path)
+
+
+def test_a_missing_converter_library_is_said_so_not_called_damage(tmp_path):
+    """As in a bundle built without pandas: a fresh interpreter in which it cannot be imported."""
+    path = make_xlsx(tmp_path / "stock.xlsx", {"Prices": [["item"], ["apple"]]})
+    script = ("import sys; sys.modules['pandas'] = None\n"  # import pandas now raises ImportError
+              "from pathlib import Path\n"
+              "from app.documents import DocumentError, extract_document\n"
+              "try:\n"
+              f"    extract_document(Path({str(path)!r}))\n"
+              "except DocumentError as error:\n"
+              "    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parents[3])
+    assert done.stdout.strip() == ("stock.xlsx cannot be read: this Chorus lacks the library that reads "
+                                   "an Excel workbook (markitdown[xlsx])")
