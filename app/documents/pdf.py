@@ -49,10 +49,13 @@ def _read_pages(data: bytes, name: str, cancel: threading.Event | None,
     for page in PDFPage.create_pages(document):
         raise_if_cancelled(cancel, name)
         pages.append(_page_text(resources, page))
-        if progress is not None and total:
-            progress(min(len(pages) / total, 1.0))
+        if progress is not None:
+            # Without a count (a broken page tree read by scanning) the bar still moves, never full.
+            progress(min(len(pages) / total, 1.0) if total else len(pages) / (len(pages) + 1))
     if total and len(pages) != total:  # pdfminer reads on past a broken page tree
         raise DocumentError(f"{name} is damaged: {len(pages)} of its {total} pages could be found")
+    if not pages:
+        raise DocumentError(f"{name} is damaged: no pages could be found in it")
     return pages
 
 

@@ -130,3 +130,22 @@ def test_a_scanned_pdf_has_no_text_and_says_why(tmp_path):
     make_scanned_pdf(tmp_path / "scan.pdf", pages=2)
     with pytest.raises(DocumentError, match=r"^scan\.pdf has no text to extract: its pages are images"):
         extract_document(tmp_path / "scan.pdf")
+
+
+def test_a_page_tree_without_a_count_still_moves_the_progress(tmp_path):
+    whole = make_pdf(tmp_path / "whole.pdf", ["One.", "Two.", "Three."]).read_bytes()
+    assert b"/Count 3\n" in whole
+    uncounted = whole.replace(b"/Count 3\n", b"/Xount 3\n", 1)  # same length: the xref offsets hold
+    seen: list[float] = []
+    assert pdf_pages(uncounted, "uncounted.pdf", progress=seen.append) == ["One.", "Two.", "Three."]
+    assert seen == pytest.approx([1 / 2, 2 / 3, 3 / 4])
+
+
+def test_a_pdf_without_a_single_page_object_is_damaged(tmp_path):
+    whole = make_pdf(tmp_path / "whole.pdf", ["One.", "Two."]).read_bytes()
+    assert whole.count(b"/Type /Page\n") == 2
+    path = tmp_path / "pageless.pdf"
+    # Same lengths, so the offsets hold: no page object, and no count to compare with.
+    path.write_bytes(whole.replace(b"/Type /Page\n", b"/Type /Xage\n").replace(b"/Count 2", b"/Xount 2"))
+    with pytest.raises(DocumentError, match=r"^pageless\.pdf is damaged: no pages could be found in it$"):
+        extract_document(path)
