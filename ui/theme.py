@@ -1,4 +1,4 @@
-"""Light and dark palettes. "system" keeps the platform's own."""
+"""Light and dark palettes ("system" keeps the platform's own), and the app's stylesheet."""
 
 from __future__ import annotations
 
@@ -63,6 +63,49 @@ def light_palette() -> QPalette:
     })
 
 
+# The app's one stylesheet: the composer box and its buttons, the files' chips and the
+# document dialog. Colours come from the palette in force (palette(...)) or are translucent
+# greys that read on both themes, so one sheet serves light, dark and the system's; it is
+# set again with each theme so that the palette(...) colours are looked up anew.
+STYLE_SHEET = """
+QFrame#composerBox {
+    background: palette(base);
+    border: 1px solid rgba(128, 128, 128, 110);
+    border-radius: 14px;
+}
+QFrame#composerBox:hover { border-color: rgba(128, 128, 128, 190); }
+QFrame#composerBox[typing="true"] { border-color: palette(highlight); }
+QPlainTextEdit#composerText { background: transparent; border: none; }
+QToolButton#attachButton, QToolButton#sendButton, QToolButton#stopButton {
+    border: none;
+    border-radius: 15px;
+    padding: 0;
+    background: transparent;
+    color: palette(text);
+}
+QToolButton#attachButton:hover { background: rgba(128, 128, 128, 55); }
+QToolButton#attachButton:pressed { background: rgba(128, 128, 128, 95); }
+QToolButton#sendButton { background: palette(highlight); color: palette(highlighted-text); }
+QToolButton#sendButton:hover { background: palette(link); color: palette(base); }
+QToolButton#sendButton:disabled { background: rgba(128, 128, 128, 60); }
+QToolButton#stopButton { background: palette(text); color: palette(base); }
+QToolButton#stopButton:hover { background: #d93025; color: #ffffff; }
+QFrame#attachmentChip {
+    background: palette(alternate-base);
+    border: 1px solid rgba(128, 128, 128, 110);
+    border-radius: 8px;
+}
+QFrame#attachmentChip:hover { border-color: palette(highlight); }
+QFrame#attachmentChip[state="failed"] { border-color: #e5534b; }
+QLabel#chipName { font-weight: bold; }
+QLabel#chipDetails { color: rgb(128, 128, 128); }
+QLabel#chipDetails[failed="true"], QLabel#documentDetails[failed="true"] { color: #e5534b; }
+QToolButton#chipClose { border: none; border-radius: 9px; padding: 0 5px; color: palette(text); }
+QToolButton#chipClose:hover { background: rgba(128, 128, 128, 70); }
+QProgressBar#chipProgress { border: none; border-radius: 2px; background: rgba(128, 128, 128, 60); }
+QProgressBar#chipProgress::chunk { border-radius: 2px; background: palette(highlight); }
+"""
+
 THEMES = ("system", "light", "dark")
 THEME_PROPERTY = "chorusTheme"  # the theme in force, kept on the application object
 _system_palette: QPalette | None = None  # Fusion's palette from the platform, before any theme
@@ -83,6 +126,7 @@ def apply_theme(app: QApplication, theme: str = "system") -> None:
     else:
         app.setPalette(_system_palette)
     app.setProperty(THEME_PROPERTY, theme if theme in THEMES else "system")
+    app.setStyleSheet(f"/* {current_theme(app)} */{STYLE_SHEET}")
 
 
 def current_theme(app: QApplication) -> str:

@@ -31,4 +31,4 @@ class WelcomeController:
         # Posted, so that every other listener has wired the tab first. The order with the
         # tab's own first read does not matter: storage runs in order and the view merges
         # the live stream (ConversationActions.show_path).
-        self.ctx.gui.post(lambda: tab.send_requested.emit(prompt))
+        self.ctx.gui.post(lambda: tab.send_requested.emit(prompt, ()))

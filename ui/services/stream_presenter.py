@@ -21,7 +21,7 @@ from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
-from storage import MessageRecord
+from storage import AttachmentRecord, MessageRecord
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
 from ui.widgets.message_model import MessageView
@@ -94,12 +94,14 @@ class _Pending:
     last: Delta | None = None
 
 
-def message_view(m: MessageRecord, branch: tuple[int, int] | None = None) -> MessageView:
+def message_view(m: MessageRecord, branch: tuple[int, int] | None = None,
+                 attachments: tuple[AttachmentRecord, ...] = ()) -> MessageView:
     return MessageView(
         key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
         meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
         # Not stored: a saved reply's thinking time is its share of the decoding time.
         thought_s=estimated_thought_s(m.content, m.completion_tokens, m.tokens_per_s),
+        attachments=attachments, sources=m.sources,
     )
 
 

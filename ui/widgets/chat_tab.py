@@ -4,16 +4,15 @@ asks for; the controller decides what happens."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
     QLabel,
     QMenu,
     QMessageBox,
-    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QToolButton,
@@ -21,34 +20,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from storage import NewDocument
 from ui.widgets.chat_side_panel import PANEL_WIDTH, ChatSidePanel
+from ui.widgets.composer import Composer, ComposerBox
 from ui.widgets.context_meter import ContextMeter
+from ui.widgets.file_drops import accept_file_drops
 from ui.widgets.focus import focus_kept_in
 from ui.widgets.message_actions import MessageActions
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel, MessageView
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
-
-
-class Composer(QPlainTextEdit):
-    """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
-    keeps the text (the next message can be typed, and is sent once the reply ends)."""
-
-    submitted = Signal(str)
-    can_submit = True
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            if not self.can_submit:
-                return
-            text = self.toPlainText().strip()
-            if text:
-                self.clear()
-                self.submitted.emit(text)
-            return
-        super().keyPressEvent(event)
 
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
@@ -58,8 +40,13 @@ def code_blocks(markdown: str) -> list[str]:
     return [block.rstrip("\n") for block in CODE_BLOCK.findall(markdown)]
 
 
+__all__ = ["ChatTab", "Composer", "code_blocks"]
+
+
 class ChatTab(QWidget):
-    send_requested = Signal(str)
+    send_requested = Signal(str, object)  # the text, and the documents attached (a tuple of NewDocument)
+    document_requested = Signal(str, str)  # sha256, name: a chip on a sent message was clicked
+    source_requested = Signal(object)  # a SourceRecord: a citation chip on a reply was clicked
     stop_requested = Signal()
     regenerate_requested = Signal()
     edit_requested = Signal(int, str)  # message id, new text: a new branch from there
@@ -81,12 +68,15 @@ class ChatTab(QWidget):
         self.view = MessageList(self.model)
         self.delegate = self.view.delegate
         self.delegate.branch_clicked.connect(self.branch_requested)
-        self.composer = Composer()
-        self.composer.setPlaceholderText(PLACEHOLDER)
-        self.composer.setFixedHeight(96)
-        self.send_button = QPushButton("Send")
-        self.stop_button = QPushButton("Stop")
+        self.delegate.document_clicked.connect(self.document_requested)
+        self.delegate.source_clicked.connect(self.source_requested)
+        self.composer_box = ComposerBox(PLACEHOLDER)
+        self.composer = self.composer_box.composer
+        self.send_button = self.composer_box.send_button
+        self.stop_button = self.composer_box.stop_button
         self.regenerate_button = QPushButton("Regenerate")
+        self.regenerate_button.setObjectName("regenerateButton")
+        self.regenerate_button.setToolTip("Another answer to the last question (the old one stays, ‹ › on the message)")
         self.panel = ChatSidePanel()
         # Scrolls rather than sets a minimum height: the window still fits 900x600.
         self.panel_area = QScrollArea()
@@ -109,6 +99,8 @@ class ChatTab(QWidget):
         self.panel.continue_requested.connect(self.continue_requested)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
+        self.drops = accept_file_drops(self, self.composer_box.attach)  # anywhere on the tab
+        self._sent_documents: tuple[NewDocument, ...] = ()  # given back if the message is not stored
         self.editing: int | None = None  # message id being edited in the composer
         self.editing_role = "user"
         self._draft = ""  # what the composer held before an edit: Cancel puts it back
@@ -121,24 +113,16 @@ class ChatTab(QWidget):
         self.set_busy(False)
 
     def _layout(self) -> None:
-        buttons = QVBoxLayout()
-        for b in (self.send_button, self.stop_button, self.regenerate_button):
-            buttons.addWidget(b)
-        editor = QVBoxLayout()
-        editor.setSpacing(2)
-        editor.addWidget(self._edit_banner())
-        editor.addWidget(self.composer)
-        bottom = QHBoxLayout()
-        bottom.addLayout(editor, 1)
-        bottom.addLayout(buttons)
         top = QHBoxLayout()
         top.addWidget(self.state_label, 1)
+        top.addWidget(self.regenerate_button)
         top.addWidget(self.context_meter)
         top.addWidget(self.panel_button)
         chat = QVBoxLayout()
         chat.addLayout(top)
         chat.addWidget(self.view, 1)
-        chat.addLayout(bottom)
+        chat.addWidget(self._edit_banner())
+        chat.addWidget(self.composer_box)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(chat, 1)
@@ -161,15 +145,18 @@ class ChatTab(QWidget):
 
     def _send_clicked(self) -> None:
         text = self.composer.toPlainText().strip()
-        if text:
+        if text and self.composer.can_submit:
             self.composer.clear()
             self._submit(text)
 
-    def restore_unsent(self, text: str) -> None:
+    def restore_unsent(self, text: str, documents: Sequence[NewDocument] | None = None) -> None:
         """A message that could not be stored goes back into the composer, before anything
-        typed since, so nothing is lost and Send tries again."""
+        typed since, with the files it carried (documents, or those sent last), so nothing
+        is lost and Send tries again."""
         typed = self.composer.toPlainText()
         self.composer.setPlainText(text + ("\n" + typed if typed.strip() else ""))
+        self.composer_box.restore_documents(self._sent_documents if documents is None else documents)
+        self._sent_documents = ()
         self.composer.setFocus()
 
     def unsent_text(self) -> str:
@@ -178,7 +165,8 @@ class ChatTab(QWidget):
 
     def _submit(self, text: str) -> None:
         if self.editing is None:
-            self.send_requested.emit(text)
+            self._sent_documents = self.composer_box.take_documents()
+            self.send_requested.emit(text, self._sent_documents)
             return
         message_id, role = self.editing, self.editing_role
         self._end_editing()
@@ -313,9 +301,7 @@ class ChatTab(QWidget):
         """While a reply is written, Stop is the action: Send (button and Enter) waits, so two
         replies never stream into one chat."""
         with focus_kept_in(self, self.composer):  # a clicked Stop, Regenerate or Continue is disabled
-            self.stop_button.setEnabled(busy)
-            self.send_button.setEnabled(not busy)
-            self.composer.can_submit = not busy
+            self.composer_box.set_busy(busy)
             if busy != self.busy:
                 self.busy = busy
                 self.actions.dismiss()  # what it offers depends on it

@@ -17,8 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui.widgets.chat_tab import Composer
+from ui.widgets.composer import ComposerBox
 from ui.widgets.file_dialogs import open_file_dialog
+from ui.widgets.file_drops import accept_file_drops
 from ui.widgets.focus import focus_kept_in
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel
@@ -168,8 +169,11 @@ class ComparePane(QFrame):
         self.source_chosen.emit(self.conversation_id, key)
 
 
+PLACEHOLDER = "Message to every pane (Enter sends, Shift+Enter for a new line)"
+
+
 class CompareView(QWidget):
-    send_requested = Signal(str)
+    send_requested = Signal(str, object)  # the text, and the documents attached (a tuple of NewDocument)
     stop_requested = Signal()
     regenerate_requested = Signal()
     add_pane_requested = Signal()
@@ -209,11 +213,13 @@ class CompareView(QWidget):
         self.export_button.setToolTip("The comparison as Markdown: each question, then every pane's answer")
         self.agreement_label = QLabel("")
         self.agreement_label.setObjectName("agreement")
-        self.composer = Composer()
-        self.composer.setPlaceholderText("Message to every pane (Enter sends, Shift+Enter for a new line)")
-        self.composer.setFixedHeight(80)
-        self.send_button = QPushButton("Send to all")
-        self.stop_button = QPushButton("Stop")
+        self.composer_box = ComposerBox(PLACEHOLDER, send_tooltip="Send to all (Enter)")
+        self.composer = self.composer_box.composer
+        self.composer.setFixedHeight(40)
+        self.send_button = self.composer_box.send_button
+        self.stop_button = self.composer_box.stop_button
+        self.stop_button.setToolTip("Stop every pane")
+        self.drops = accept_file_drops(self, self.composer_box.attach)  # a drop anywhere on the view
         self.regenerate_button = QPushButton("Regenerate all")
         self.regenerate_button.setToolTip("A new answer in every pane (the old ones stay, ‹ › on the message)")
         self._layout()
@@ -221,7 +227,7 @@ class CompareView(QWidget):
         self.blind_box.toggled.connect(self.blind_toggled)
         self.diff_button.clicked.connect(self.diff_requested)
         self.export_button.clicked.connect(self._export_clicked)
-        self.composer.submitted.connect(self.send_requested)
+        self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self._send_clicked)
         self.stop_button.clicked.connect(self.stop_requested)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
@@ -234,18 +240,12 @@ class CompareView(QWidget):
         bar.addWidget(self.diff_button)
         bar.addWidget(self.export_button)
         bar.addWidget(self.agreement_label, 1)
-        buttons = QVBoxLayout()
-        buttons.addWidget(self.send_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addWidget(self.regenerate_button)
-        bottom = QHBoxLayout()
-        bottom.addWidget(self.composer, 1)
-        bottom.addLayout(buttons)
+        bar.addWidget(self.regenerate_button)
         box = QVBoxLayout(self)
         box.setContentsMargins(6, 6, 6, 6)
         box.addLayout(bar)
         box.addWidget(self.splitter, 1)
-        box.addLayout(bottom)
+        box.addWidget(self.composer_box)
 
     # ----- panes -------------------------------------------------------------------
 
@@ -324,9 +324,12 @@ class CompareView(QWidget):
 
     def _send_clicked(self) -> None:
         text = self.composer.toPlainText().strip()
-        if text:
+        if text and self.composer.can_submit:
             self.composer.clear()
-            self.send_requested.emit(text)
+            self._submit(text)
+
+    def _submit(self, text: str) -> None:
+        self.send_requested.emit(text, self.composer_box.take_documents())
 
     def busy(self) -> bool:
         return any(p.busy for p in self._panes)
@@ -343,16 +346,12 @@ class CompareView(QWidget):
             self.all_done.emit()
         self._was_busy = busy
         with focus_kept_in(self, self.composer):  # a clicked button that is disabled now
-            self.send_button.setEnabled(not busy)
-            self.stop_button.setEnabled(busy)
+            self.composer_box.set_busy(busy)
             self.regenerate_button.setEnabled(not busy and any(p.model.rowCount() for p in self._panes))
             self.add_button.setEnabled(len(self._panes) < MAX_PANES and not busy)
             for pane in self._panes:
                 pane.remove_button.setEnabled(len(self._panes) > MIN_PANES and not busy)
-        self.composer.setPlaceholderText(
-            "Writing… (Stop ends every pane)" if busy
-            else "Message to every pane (Enter sends, Shift+Enter for a new line)"
-        )
+        self.composer.setPlaceholderText("Writing… (Stop ends every pane)" if busy else PLACEHOLDER)
 
     def _pane_source(self, conversation_id: int, key: str) -> None:
         if key == OTHER_FILE:

@@ -29,3 +29,14 @@ def open_file_dialog(parent: QWidget, caption: str, filters: str, chosen: Callab
     dialog.fileSelected.connect(lambda path: chosen(path, picked[0]) if path else None)
     dialog.open()
     return dialog
+
+
+def open_files_dialog(parent: QWidget, caption: str, filters: str,
+                      chosen: Callable[[list[str]], None], directory: str = "") -> QFileDialog:
+    """A window-modal dialog for one or more existing files; chosen(paths) when accepted."""
+    dialog = QFileDialog(parent, caption, directory, filters)
+    dialog.finished.connect(dialog.deleteLater)
+    dialog.setFileMode(QFileDialog.FileMode.ExistingFiles)
+    dialog.filesSelected.connect(lambda paths: chosen(list(paths)) if paths else None)
+    dialog.open()
+    return dialog

@@ -13,10 +13,12 @@ from PySide6.QtWidgets import QApplication, QWidget
 @contextmanager
 def focus_kept_in(owner: QWidget, composer: QWidget) -> Iterator[None]:
     """Around changes to owner's buttons: if the focus was in owner and they moved it out
-    (or left it on a disabled widget), the composer gets it back."""
+    (or left it on a disabled widget, or on the next button along when the focused one was
+    disabled), the composer gets it back."""
     before = QApplication.focusWidget()
     inside = before is not None and owner.isAncestorOf(before)
     yield
     after = QApplication.focusWidget()
-    if inside and (after is None or not owner.isAncestorOf(after) or not after.isEnabled()):
+    moved_on = before is not None and before is not after and not before.isEnabled()
+    if inside and (after is None or not owner.isAncestorOf(after) or not after.isEnabled() or moved_on):
         composer.setFocus()

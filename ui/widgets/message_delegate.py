@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from storage import SourceRecord
 from ui.widgets.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
 from ui.widgets.math_images import math_images
+from ui.widgets.message_chips import CHIP_GAP, MessageChip, chip_rects, chips_height, message_chips, paint_chips
 from ui.widgets.message_model import MessageView, ViewRole
 from ui.widgets.reply_document import (
     DocumentStyle,
@@ -83,6 +85,8 @@ def code_style_sheet(text: QColor, link: QColor) -> str:
 class MessageDelegate(QStyledItemDelegate):
     branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
     code_copied = Signal(str)  # the code of a block whose Copy was clicked (now on the clipboard)
+    document_clicked = Signal(str, str)  # sha256, name: a chip of a document attached to a message
+    source_clicked = Signal(object)  # the SourceRecord of a reply's citation chip
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -113,7 +117,8 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _content_key(self, view: MessageView, width: int) -> tuple:
         """What a row's document depends on besides the palette."""
-        return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status)
+        return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status,
+                view.attachments, view.sources)
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (*self._content_key(view, width), color.rgb())
@@ -143,6 +148,7 @@ class MessageDelegate(QStyledItemDelegate):
             self.link_color = option.palette.color(QPalette.ColorRole.Link)
             self.dim_color = option.palette.color(QPalette.ColorRole.PlaceholderText)
             height = int(self._document(view, width, option.font, color).size().height())
+            height += chips_height(message_chips(view), width, option.font)
             if len(self._heights) > HEIGHT_CACHE_SIZE:
                 self._heights.clear()
             self._heights[key] = height
@@ -170,7 +176,26 @@ class MessageDelegate(QStyledItemDelegate):
         self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
         self._paint_code_toolbars(painter, doc, view, palette, option.font)
+        chips = message_chips(view)
+        if chips:
+            painter.translate(0, doc.size().height() + CHIP_GAP)
+            paint_chips(painter, chips, self._text_width(option), option.font, palette)
         painter.restore()
+
+    def chip_boxes(self, option: QStyleOptionViewItem, view: MessageView) -> list[tuple[MessageChip, QRect]]:
+        """The message's document and citation chips, each with its box in the view's coordinates."""
+        chips = message_chips(view)
+        if not chips:
+            return []
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, color)
+        origin = QPoint(rect.left() + PAD, rect.top() + PAD + HEADER_H + int(doc.size().height()) + CHIP_GAP)
+        rects = chip_rects(chips, self._text_width(option), option.font)
+        return [(chip, box.translated(origin)) for chip, box in zip(chips, rects, strict=True)]
+
+    def chip_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> MessageChip | None:
+        return next((chip for chip, box in self.chip_boxes(option, view) if box.contains(pos)), None)
 
     def _paint_reasoning_rule(self, painter: QPainter, doc: QTextDocument) -> None:
         span = reasoning_span(doc)
@@ -300,5 +325,12 @@ class MessageDelegate(QStyledItemDelegate):
                 return True
             if self.reasoning_header_at(option, view, event.position().toPoint()):
                 self.toggle_reasoning(view, index)
+                return True
+            chip = self.chip_at(option, view, event.position().toPoint())
+            if chip is not None:
+                if isinstance(chip.target, SourceRecord):
+                    self.source_clicked.emit(chip.target)
+                else:
+                    self.document_clicked.emit(chip.target.sha256, chip.target.name)
                 return True
         return super().editorEvent(event, model, option, index)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QPersistentModelIndex, Qt
+from PySide6.QtCore import QPersistentModelIndex, QRect, Qt
 from PySide6.QtGui import QKeyEvent, QResizeEvent
-from PySide6.QtWidgets import QAbstractItemView, QListView, QToolButton
+from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QToolButton
 
+from ui.widgets.message_chips import MessageChip
 from ui.widgets.message_delegate import MessageDelegate
 from ui.widgets.message_model import MessageListModel, MessageView
 
@@ -64,6 +65,14 @@ class MessageList(QListView):
                 self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtTop)
                 self._show_jump()
                 return
+
+    def chip_boxes(self, row: int) -> list[tuple[MessageChip, QRect]]:
+        """A row's document and citation chips with their boxes in the viewport's coordinates."""
+        index = self.messages.index(row, 0)
+        option = QStyleOptionViewItem()
+        self.initViewItemOption(option)
+        option.rect = self.visualRect(index)
+        return self.delegate.chip_boxes(option, self.messages.view(row))
 
     def jump_to_latest(self) -> None:
         self._anchor = QPersistentModelIndex()

@@ -6,6 +6,8 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
 
+from storage import AttachmentRecord, SourceRecord
+
 ViewRole = Qt.ItemDataRole.UserRole + 1
 
 
@@ -21,6 +23,8 @@ class MessageView:
     branch: tuple[int, int] | None = None  # (index, count) among siblings when count > 1
     message_id: int | None = None
     thought_s: float | None = None  # how long a reasoning reply thought (app/chats/reasoning.py)
+    attachments: tuple[AttachmentRecord, ...] = ()  # a user message's documents: a chip each
+    sources: tuple[SourceRecord, ...] = ()  # the excerpts a reply was shown: its citation chips
 
 
 class MessageListModel(QAbstractListModel):

@@ -67,13 +67,13 @@ def test_composer_enter_sends_and_shift_enter_adds_a_line(qtbot):
     tab = ChatTab(1, "t")
     qtbot.addWidget(tab)
     sent = []
-    tab.send_requested.connect(sent.append)
+    tab.send_requested.connect(lambda text, documents: sent.append((text, documents)))
     qtbot.keyClicks(tab.composer, "line one")
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
     qtbot.keyClicks(tab.composer, "line two")
     assert sent == []
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
-    assert sent == ["line one\nline two"]
+    assert sent == [("line one\nline two", ())]
     assert tab.composer.toPlainText() == ""
 
 

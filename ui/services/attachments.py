@@ -1,0 +1,119 @@
+"""Attachments off the GUI thread: reading a file into a document for a composer's chip (on
+worker threads, cancelled by the chip's event), and reading a stored document back for the
+dialog a chip on a sent message opens (on the storage thread)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
+
+import shiboken6
+from PySide6.QtWidgets import QWidget
+
+from app.documents import DocumentError, ExtractionCancelled, extract_document
+from storage import DocumentRecord, DocumentRepository, SourceRecord
+from ui.services.context import ControllerContext
+from ui.services.daemon_pool import DaemonPool
+from ui.services.threads import GuiCalls
+from ui.services.worker_hops import WorkerHops, first_line
+from ui.widgets.attachment_chips import AttachmentChip
+from ui.widgets.document_dialog import DocumentTextDialog, open_document_dialog
+from ui.widgets.document_labels import document_details
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+READERS = 2  # files read at once: a big PDF never holds up a small text file for long
+
+
+def reading_failure(exc: BaseException) -> str:
+    """A DocumentError is a sentence for the user as it is; anything else is a bug, logged."""
+    if isinstance(exc, (DocumentError, ExtractionCancelled)):
+        return first_line(exc)
+    log.error("extracting a document failed", exc_info=exc)
+    return f"Could not read the file: {first_line(exc)}"
+
+
+class DocumentReading:
+    """Each chip's file is read on a daemon thread (a stuck read never holds the app open at
+    exit); progress and the end come back on the GUI thread, to the chip if it is still
+    there (× removes it, and a closed tab deletes it)."""
+
+    def __init__(self, gui: GuiCalls) -> None:
+        self.gui = gui
+        self.pool = DaemonPool(READERS, "chorus-documents")
+        self.hops = WorkerHops(gui)
+        self.last: Future | None = None  # the latest file's reading (tests wait on it)
+
+    def read(self, chip: AttachmentChip) -> Future:
+        path, cancel = chip.path, chip.cancel
+        shown = [-1]  # the last percentage posted: one hop per percent, not per page
+
+        def progress(fraction: float) -> None:
+            percent = int(100 * fraction)
+            if percent != shown[0]:
+                shown[0] = percent
+                self.gui.post(lambda: _if_alive(chip, chip.set_progress, fraction))
+
+        self.last = self.hops.run(self.pool, lambda: extract_document(path, cancel, progress),
+                                  lambda document: _if_alive(chip, chip.set_ready, document),
+                                  lambda message: _if_alive(chip, chip.set_failed, message),
+                                  describe=reading_failure)
+        return self.last
+
+    def shutdown(self) -> None:
+        self.hops.closed = True
+        self.pool.shutdown()
+
+
+def _if_alive(chip: AttachmentChip, show: Callable[[T], None], value: T) -> None:
+    """show(value) unless the chip was removed (×) or deleted with its tab meanwhile."""
+    if shiboken6.isValid(chip) and not chip.cancel.is_set():
+        show(value)
+
+
+class DocumentViewer:
+    """A sent message's document, or a reply's citation, in a non-modal dialog; the text is
+    read from storage on the storage thread."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.dialog: DocumentTextDialog | None = None  # the last one opened (tests look at it)
+
+    def show_document(self, parent: QWidget, sha256: str, name: str) -> DocumentTextDialog:
+        dialog = self._open(parent, name)
+        self._load(dialog, sha256, lambda doc: (document_details(doc.pages, doc.size_bytes, len(doc.text)),
+                                                doc.text))
+        return dialog
+
+    def show_source(self, parent: QWidget, source: SourceRecord) -> DocumentTextDialog:
+        """The excerpt [label] the reply was shown: the chunk's span of the document's text."""
+        page = f" · page {source.page}" if source.page else ""
+        dialog = self._open(parent, f"[{source.label}] {source.name}")
+
+        def excerpt(doc: DocumentRecord) -> tuple[str, str]:
+            chunk = doc.chunks[source.chunk_index]
+            cited = "cited in the reply" if source.cited else "shown to the model, not cited"
+            return f"Excerpt [{source.label}] of {doc.name}{page} · {cited}", doc.text[chunk.start:chunk.end]
+
+        self._load(dialog, source.sha256, excerpt)
+        return dialog
+
+    def _open(self, parent: QWidget, title: str) -> DocumentTextDialog:
+        self.dialog = open_document_dialog(parent.window(), title)
+        return self.dialog
+
+    def _load(self, dialog: DocumentTextDialog, sha256: str, shown) -> None:
+        documents = DocumentRepository(self.ctx.repo.db)
+
+        def show(doc: DocumentRecord) -> None:
+            if shiboken6.isValid(dialog):
+                dialog.show_text(*shown(doc))
+
+        def failed(exc: Exception) -> None:
+            if shiboken6.isValid(dialog):
+                dialog.show_error(f"The document could not be read: {first_line(exc)}")
+
+        self.ctx.storage.run(lambda: documents.document(sha256), show, failed)

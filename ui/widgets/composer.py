@@ -1,0 +1,174 @@
+"""The composer: one rounded box holding the files to send (chips), the paperclip, the text
+and one button that is Send while the chat is idle and Stop while a reply is written. Its
+colours and hover states are the app's stylesheet's (ui/theme.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QPalette
+from PySide6.QtWidgets import QFileDialog, QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
+
+from storage import NewDocument
+from ui.widgets.attachment_chips import AttachmentTray, file_paths_of
+from ui.widgets.file_dialogs import open_files_dialog
+from ui.widgets.file_drops import accept_file_drops
+from ui.widgets.glyphs import glyph_icon, icon_size
+
+ATTACH_FILTERS = "Documents (*.pdf *.txt *.md *.markdown *.html *.htm *.docx *.csv *.json);;All files (*)"
+
+
+class Composer(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
+    keeps the text (the next message can be typed, and is sent once the reply ends). A
+    file pasted or dropped here is attached, not typed in as its path."""
+
+    submitted = Signal(str)
+    files_given = Signal(list)  # the paths of files pasted or dropped into the text
+    focus_changed = Signal(bool)  # the box's edge shows where the typing goes
+    can_submit = True
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self.focus_changed.emit(True)
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self.focus_changed.emit(False)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            if not self.can_submit:
+                return
+            text = self.toPlainText().strip()
+            if text:
+                self.clear()
+                self.submitted.emit(text)
+            return
+        super().keyPressEvent(event)
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(file_paths_of(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        paths = file_paths_of(source)
+        if paths:
+            self.files_given.emit(paths)
+        else:
+            super().insertFromMimeData(source)
+
+
+class ComposerButton(QToolButton):
+    """A round icon button inside the box; its glyph follows the palette's text colour."""
+
+    def __init__(self, glyph: str, name: str, tooltip: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.glyph = glyph
+        self.setObjectName(name)
+        self.setToolTip(tooltip)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setIconSize(icon_size(18))
+        self.setFixedSize(30, 30)
+        self._paint_glyph()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange, event.Type.EnabledChange):
+            self._paint_glyph()
+
+    def _paint_glyph(self) -> None:
+        group = QPalette.ColorGroup.Active if self.isEnabled() else QPalette.ColorGroup.Disabled
+        self.setIcon(glyph_icon(self.glyph, self.palette().color(group, self.foregroundRole())))
+
+
+class ComposerBox(QFrame):
+    """The text field is `composer` (tests and controllers type into it); `send_button` and
+    `stop_button` share one place, only one of them shown."""
+
+    def __init__(self, placeholder: str, send_tooltip: str = "Send (Enter)", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("composerBox")
+        self.composer = Composer()
+        self.composer.setObjectName("composerText")
+        self.composer.setPlaceholderText(placeholder)
+        self.composer.setFrameShape(QFrame.Shape.NoFrame)
+        self.composer.setFixedHeight(46)
+        self.tray = AttachmentTray()
+        self.attach_button = ComposerButton("paperclip", "attachButton",
+                                            "Attach files: PDF, text, Markdown, HTML, Word… (or drop or paste them)")
+        self.send_button = ComposerButton("send", "sendButton", send_tooltip)
+        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
+        self.file_dialog: QFileDialog | None = None  # the one open, if any
+        self.busy = False
+        self.send_tooltip = send_tooltip
+        self._layout()
+        self.attach_button.clicked.connect(self.choose_files)
+        self.composer.files_given.connect(self.attach)
+        self.composer.focus_changed.connect(self._show_typing)
+        self.tray.changed.connect(self._update_send)
+        self.drops = accept_file_drops(self, self.attach)
+        self.set_busy(False)
+
+    def _layout(self) -> None:
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self.attach_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(8, 4, 6, 4)
+        box.setSpacing(2)
+        box.addWidget(self.tray)
+        box.addWidget(self.composer)
+        box.addLayout(buttons)
+
+    def _show_typing(self, focused: bool) -> None:
+        self.setProperty("typing", focused)
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+    def choose_files(self) -> None:
+        """The paperclip: a file dialog opened with open() (no nested event loop)."""
+        self.file_dialog = open_files_dialog(self, "Attach files", ATTACH_FILTERS, self._chosen)
+        self.file_dialog.finished.connect(lambda _result: setattr(self, "file_dialog", None))
+
+    def _chosen(self, paths: list[str]) -> None:
+        self.attach([Path(p) for p in paths])
+        self.composer.setFocus()
+
+    def attach(self, paths: Sequence[Path]) -> None:
+        self.tray.add_files(paths)
+
+    def restore_documents(self, documents: Sequence[NewDocument]) -> None:
+        self.tray.add_documents(documents)
+
+    def take_documents(self) -> tuple[NewDocument, ...]:
+        """The files read, to go with the message being sent; the chips go."""
+        documents = self.tray.ready_documents()
+        self.tray.clear()
+        return documents
+
+    def can_send(self) -> bool:
+        return not self.busy and not self.tray.extracting()
+
+    def set_busy(self, busy: bool) -> None:
+        """Send while idle, Stop while a reply is written (the same place in the box)."""
+        self.busy = busy
+        self.send_button.setVisible(not busy)
+        self.stop_button.setVisible(busy)
+        self.stop_button.setEnabled(busy)
+        self._update_send()
+
+    def _update_send(self) -> None:
+        """Enter and Send wait while a reply is written or a file is still being read."""
+        allowed = self.can_send()
+        self.send_button.setEnabled(allowed)
+        self.composer.can_submit = allowed
+        if self.tray.extracting() and not self.busy:
+            self.send_button.setToolTip("Waiting for the files to be read")
+        else:
+            self.send_button.setToolTip(self.send_tooltip)
