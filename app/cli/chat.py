@@ -17,10 +17,19 @@ from app.chats.store import open_chat_store
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.cli.remote_replies import add_remote_args, connect
+from app.documents import DocumentError, GuessedTokens, TokenCounter, VocabTokens, build_prompt, extract_document
 from app.engines.remote import RemoteError
 from app.paths import kv_cache_dir
 from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, ModelLoadError, SamplingParams
-from storage import ChatRepository, DiskFull, MessageStatus, NotFoundError
+from storage import (
+    ChatRepository,
+    DiskFull,
+    DocumentRecord,
+    DocumentRepository,
+    MessageStatus,
+    NewDocument,
+    NotFoundError,
+)
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
 TITLE_CHARS = 60
@@ -40,9 +49,15 @@ class Conversation:
         self.id: int | None = None
         self.messages: list[dict] = []
         self.system: str | None = None
+        # --attach: the documents go with the first message, then stay in every prompt.
+        self.documents: list[DocumentRecord] = []
+        self.to_attach: tuple[NewDocument, ...] = ()
 
     def start(self, system: str | None) -> None:
-        self.id, self.messages, self.system = None, [], system
+        self.id, self.messages, self.system, self.documents = None, [], system, []
+
+    def attach(self, documents: list[NewDocument]) -> None:
+        self.to_attach = (*self.to_attach, *documents)
 
     def load(self, conversation_id: int) -> None:
         path = self.repo.active_path(conversation_id)
@@ -53,6 +68,8 @@ class Conversation:
             if m.status is not MessageStatus.ERROR and m.content
         ]
         self.system = next((m["content"] for m in self.messages if m["role"] == "system"), None)
+        docs = DocumentRepository(self.repo.db)
+        self.documents = [docs.document(a.sha256) for a in docs.conversation_documents(conversation_id)]
 
     @property
     def saved_id(self) -> int:
@@ -70,9 +87,21 @@ class Conversation:
         if self.system and not self.messages:
             self.repo.add_message(self.id, "system", self.system)
             self.messages.append({"role": "system", "content": self.system})
-        message_id = self.repo.add_message(self.id, "user", text).id
+        message_id = self.repo.add_message(self.id, "user", text, documents=self.to_attach).id
+        if self.to_attach:
+            docs = DocumentRepository(self.repo.db)
+            self.documents += [docs.document(d.sha256) for d in self.to_attach
+                               if all(d.sha256 != have.sha256 for have in self.documents)]
+            self.to_attach = ()
         self.messages.append({"role": "user", "content": text})
         return message_id
+
+    def prompt(self, counter: TokenCounter, n_ctx: int | None, reply_tokens: int | None) -> tuple[dict, ...]:
+        """The engine's messages: the turns, with the attached documents whole or as excerpts."""
+        if not self.documents:
+            return tuple(self.messages)
+        search = DocumentRepository(self.repo.db).best_chunks
+        return build_prompt(self.messages, self.documents, counter, n_ctx, reply_tokens, search).messages
 
 
 class ReplyHandle(Protocol):
@@ -98,6 +127,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat.add_argument("--temperature", type=float, default=0.7)
     chat.add_argument("--seed", type=int, default=None)
     chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
+    chat.add_argument("--attach", action="append", default=[], metavar="FILE",
+                      help="a document for the chat (repeatable): text, Markdown, code, PDF, DOCX, ...")
 
 
 def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
@@ -138,7 +169,8 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
             conv.load(args.conversation)
         else:
             conv.start(args.system)
-    except NotFoundError as exc:
+        conv.attach([extract_document(Path(p)) for p in args.attach])
+    except (NotFoundError, DocumentError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     try:
@@ -214,7 +246,9 @@ def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: S
     if record is None:
         return None
     recorder = ReplyRecorder(conv.repo, record.id)
-    handle = engine.submit(ChatRequest(messages=tuple(conv.messages), sampling=sampling, priority=PRIORITY_VISIBLE_TAB))
+    counter, n_ctx = _counter(engine)
+    messages = conv.prompt(counter, n_ctx, sampling.max_tokens)
+    handle = engine.submit(ChatRequest(messages=messages, sampling=sampling, priority=PRIORITY_VISIBLE_TAB))
     sys.stdout.write("bot> ")
     try:
         for delta in handle:
@@ -230,6 +264,13 @@ def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: S
     if recorder.end_unsaved and _until_saved(recorder.save_end_again, "the reply") is None:
         return None
     return recorder.text
+
+
+def _counter(engine: Replies) -> tuple[TokenCounter, int | None]:
+    """A local engine counts documents with its model's vocabulary; a server's are guessed."""
+    if isinstance(engine, Engine):
+        return VocabTokens(engine.inputs), engine.inputs.n_ctx
+    return GuessedTokens(), None
 
 
 def _show(recorder: ReplyRecorder, delta: Delta) -> None:

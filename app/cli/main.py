@@ -7,13 +7,13 @@ import logging
 import sys
 
 from app.bench.workload import SystemPromptError
-from app.cli import backup, bench, chat, chats, gui, models, serve
+from app.cli import ask, backup, bench, chat, chats, gui, models, serve
 from app.models.catalog import ModelFetchError
 from app.paths import data_dir
 from storage.errors import StorageError
 
 # One module per command group, each adding its subcommands (in this order to the help).
-COMMAND_GROUPS = (chat, gui, serve, chats, backup, bench, models)
+COMMAND_GROUPS = (chat, ask, gui, serve, chats, backup, bench, models)
 DEFAULT_COMMAND = "chat"  # what a bare `chorus` (global options only) runs
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from app.documents.prompt import DocumentPrompt, build_prompt
 from app.documents.tokens import TokenCounter
-from storage import ActivePath, DocumentRecord, MessageRecord
+from storage import ActivePath, DocumentRecord, DocumentRepository, MessageRecord
 
 
 def attached_shas(path: ActivePath, messages: Sequence[MessageRecord]) -> list[str]:
@@ -20,7 +20,7 @@ def attached_shas(path: ActivePath, messages: Sequence[MessageRecord]) -> list[s
 
 
 def chat_prompt(turns: Sequence[dict], path: ActivePath, messages: Sequence[MessageRecord],
-                documents, counter: TokenCounter, n_ctx: int | None,
+                documents: DocumentRepository, counter: TokenCounter, n_ctx: int | None,
                 reply_tokens: int | None) -> DocumentPrompt:
     """turns: the prompt's messages as the chat has them (messages: the records they came from)."""
     shas = attached_shas(path, messages)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from app.documents.tokens import GuessedTokens, TokenCounter, VocabTokens
+from app.documents import GuessedTokens, TokenCounter, VocabTokens
 from app.engines.gateway import EngineGateway
 from app.engines.host import EngineClient
 from app.engines.input_processors import InputProcessors

@@ -14,8 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from app.chats.defaults import ChatDefaults
-from app.documents.pins import DocumentPins
-from app.documents.prompt import DocumentPrompt
+from app.documents import DocumentPins, DocumentPrompt
 from app.engines.hub import EngineHub
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams

@@ -13,8 +13,7 @@ from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
-from app.documents.chat_prompt import chat_prompt
-from app.documents.prompt import DocumentPrompt
+from app.documents import DocumentPrompt, chat_prompt
 from inference import (
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -24,7 +23,7 @@ from inference import (
     SamplingParams,
     new_request_id,
 )
-from storage import ActivePath, MessageRecord, MessageStatus, NewDocument
+from storage import ActivePath, DocumentRepository, MessageRecord, MessageStatus, NewDocument
 from ui.services.context import ControllerContext
 from ui.services.stream_presenter import Stream, message_view
 from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
@@ -63,8 +62,7 @@ class ConversationActions:
         documents = tuple(documents)
 
         def work():
-            user = (repo.add_message(conv_id, "user", text, documents=documents) if documents
-                    else repo.add_message(conv_id, "user", text))
+            user = repo.add_message(conv_id, "user", text, documents=documents)
             conv = repo.get_conversation(conv_id)
             if not conv.title:  # a stand-in until the model's title comes (controllers/titles.py)
                 repo.rename(conv_id, stand_in_title(text), provisional=True)
@@ -215,8 +213,6 @@ class ConversationActions:
         engine = self.ctx.engines.engine_for(path.conversation)
         counter, n_ctx = self.ctx.engines.token_counter(engine)
         reply_tokens = chat_sampling(self.ctx.sampling, path.conversation.sampling).max_tokens
-        from storage import DocumentRepository  # TEMP until storage lands
-
         documents = DocumentRepository(self.ctx.repo.db)
         prompt = chat_prompt(turns, path, used, documents, counter, n_ctx, reply_tokens)
         if prompt.sources:

@@ -40,13 +40,13 @@ def test_every_command_is_there_with_a_handler() -> None:
     parser = build_parser()
     paths = command_paths(parser)
     assert set(paths) == {
-        ("chat",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
+        ("chat",), ("ask",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
         ("bench-grammar",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
         ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
-    required = {"export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
+    required = {"ask": ["f.txt", "-q", "x"], "export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
                 "search": ["gemma"], "pull": ["owner/repo"]}
     for path in paths:
         args = parser.parse_args([*path, *required.get(path[-1], [])])
