@@ -87,7 +87,7 @@ QToolButton#attachButton:hover { background: rgba(128, 128, 128, 55); }
 QToolButton#attachButton:pressed { background: rgba(128, 128, 128, 95); }
 QToolButton#sendButton { background: palette(highlight); color: palette(highlighted-text); }
 QToolButton#sendButton:hover { background: palette(link); color: palette(base); }
-QToolButton#sendButton:disabled { background: rgba(128, 128, 128, 60); }
+QToolButton#sendButton:disabled { background: rgba(128, 128, 128, 60); color: rgb(140, 140, 140); }
 QToolButton#stopButton { background: palette(text); color: palette(base); }
 QToolButton#stopButton:hover { background: #d93025; color: #ffffff; }
 QFrame#attachmentChip {

@@ -1,0 +1,68 @@
+"""The composer box on its own (issue 27): the app's stylesheet colours its Send button from
+the theme, with a hover state; the files of a message that could not be stored come back
+as chips with its text; a failed chip is never sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, Qt
+
+from storage import ChunkSpan, NewDocument
+from tests.support.pixels import pixel
+from tests.support.shown import shown
+from ui.widgets.attachment_chips import ChipState
+
+DOC = NewDocument("d" * 64, "plan.txt", "text/plain", 12, "Ship it soon", None, (ChunkSpan(0, 12),))
+
+
+def _tab(qtbot):
+    from ui.widgets.chat_tab import ChatTab
+
+    return shown(qtbot, ChatTab(1, "composer"), 700, 500)
+
+
+def test_the_send_button_takes_the_theme_s_colour_and_changes_under_the_mouse(qtbot, qapp, theme):
+    tab = _tab(qtbot)
+    button = tab.send_button
+    edge = QPoint(5, button.height() // 2)  # inside the round button, off its arrow
+    palette = qapp.palette()
+
+    def colour() -> str:
+        return pixel(button.grab().toImage(), button, button, edge).name()
+
+    assert colour() == palette.highlight().color().name()
+    qtbot.mouseMove(button)
+    qtbot.waitUntil(button.underMouse)
+    qtbot.waitUntil(lambda: colour() == palette.link().color().name())
+
+
+def test_a_message_that_was_not_stored_gets_its_files_back(qtbot):
+    tab = _tab(qtbot)
+    sent = []
+    tab.send_requested.connect(lambda text, documents: sent.append((text, documents)))
+    tab.composer_box.restore_documents([DOC])
+    qtbot.keyClicks(tab.composer, "Read the plan")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    assert sent == [("Read the plan", (DOC,))]
+    assert tab.composer_box.tray.chips() == []
+    tab.restore_unsent("Read the plan")  # what ConversationActions does when storage failed
+    (chip,) = tab.composer_box.tray.chips()
+    assert chip.state is ChipState.READY and chip.document == DOC
+    assert tab.composer.toPlainText() == "Read the plan"
+
+
+def test_a_failed_chip_is_not_sent_and_a_reading_one_holds_send_back(qtbot):
+    tab = _tab(qtbot)
+    sent = []
+    tab.send_requested.connect(lambda text, documents: sent.append((text, documents)))
+    failed, reading = tab.composer_box.tray.add_files([Path("broken.pdf"), Path("big.pdf")])
+    failed.set_failed("broken.pdf is damaged")
+    assert not tab.send_button.isEnabled()  # big.pdf is still being read
+    qtbot.keyClicks(tab.composer, "Both?")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    assert sent == [] and tab.composer.toPlainText() == "Both?"
+    reading.set_ready(DOC)
+    assert tab.send_button.isEnabled()
+    qtbot.mouseClick(tab.send_button, Qt.MouseButton.LeftButton)
+    assert sent == [("Both?", (DOC,))]  # the damaged file stayed behind
