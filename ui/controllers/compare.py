@@ -21,7 +21,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
 from storage import NewDocument
-from ui.services.attachments import DocumentReading
+from ui.services.attachments import DocumentReading, DocumentViewer
 from ui.services.compare_review import ComparisonReview
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
@@ -40,6 +40,7 @@ class CompareController:
         self.models_dir = ctx.models_dir
         self.actions = ConversationActions(ctx)
         self.reading = DocumentReading(ctx.gui)  # the files attached in a comparison's composer
+        self.viewer = DocumentViewer(ctx)  # a pane's document and citation chips open here
         self.router = ctx.engines.router
         self.states: dict[int, ComparisonState] = {}  # open comparisons
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
@@ -138,6 +139,9 @@ class CompareController:
         state = self.states[view.comparison_id]
         source = state.sources[conv_id]
         pane = view.add_pane(conv_id, path.conversation.title)
+        delegate = pane.view.delegate
+        delegate.document_clicked.connect(lambda sha256, name, p=pane: self.viewer.show_document(p, sha256, name))
+        delegate.source_clicked.connect(lambda source, p=pane: self.viewer.show_source(p, source))
         self.known_sources.update((s.key, s) for s in choices)
         pane.set_source_choices([(s.key, s.label) for s in choices], source.key)
         pane.set_presets(presets, path.conversation.preset_id)

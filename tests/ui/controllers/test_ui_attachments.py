@@ -125,6 +125,19 @@ def test_a_file_dropped_on_the_compare_view_goes_to_its_composer(desk, engine, q
     assert chip.state is ChipState.READY and "characters" in chip.details.text()
     assert tab.composer_box.tray.chips() == []  # not the chat tab's
 
+    qtbot.keyClicks(compare.composer, "Who owns the checklist?")
+    qtbot.keyClick(compare.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(engine.requests) == 2)  # one reply per pane
+    assert compare.composer_box.tray.chips() == []
+    for pane in compare.panes():
+        stored = desk.repo.active_path(pane.conversation_id)
+        assert [a.name for a in stored.attachments[stored.messages[0].id]] == ["notes.md"]
+    pane = compare.panes()[0]
+    qtbot.waitUntil(lambda: pane.model.rowCount() >= 1 and bool(pane.view.chip_boxes(0)))
+    _click_chip(qtbot, pane, 0)
+    viewer = desk.controllers.compare.viewer
+    qtbot.waitUntil(lambda: viewer.dialog is not None and "Ana owns" in viewer.dialog.text.toPlainText())
+
 
 def test_a_file_pasted_into_the_composer_is_attached_not_typed(desk, engine, qtbot, tmp_path):
     tab = _tab(desk)
