@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QMenu, QTabBar, QTabWidget, QToolButton, QWidget
 
 from ui.widgets.tab_activity import MARKS, READY, Activity, tooltip
 
-MIN_TAB_W = 110  # a few words of a title stay readable however many tabs are open
+MIN_TAB_W = 140  # a title's first words (10 characters or more) stay readable however many tabs are open
 MAX_TAB_W = 240
 
 

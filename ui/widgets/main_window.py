@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -42,6 +42,7 @@ from ui.widgets.shortcuts_dialog import ShortcutsDialog, shortcut_rows
 from ui.widgets.split_view import SplitPane, give_back
 from ui.widgets.tray import TrayNotifier
 from ui.widgets.welcome import WelcomePage
+from ui.widgets.window_style import style_window
 
 UNDO_MS = 10_000
 PANEL_MIN_H = 220
@@ -176,6 +177,12 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if isinstance(app, QApplication):
             app.focusChanged.connect(self._focus_moved)
+        style_window(self)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            style_window(self)  # its palette(...) colours from the theme now in force
 
     def _layout(self) -> None:
         side = self.sidebar = QWidget()
@@ -250,7 +257,7 @@ class MainWindow(QMainWindow):
             ("Close tab", close_keys(), self._close_current),
             ("Next tab", QKeySequence("Ctrl+Tab"), lambda: self._step_tab(1)),
             ("Previous tab", QKeySequence("Ctrl+Shift+Tab"), lambda: self._step_tab(-1)),
-            ("Search", QKeySequence.StandardKey.Find, lambda: self.search_box.setFocus()),
+            ("Search", QKeySequence.StandardKey.Find, self._search),
             ("Focus composer", QKeySequence("Ctrl+L"), self._focus_composer),
             ("Details", QKeySequence("Ctrl+Shift+D"), self._toggle_details),
             ("Stop", QKeySequence("Escape"), self._stop_current),
@@ -484,7 +491,7 @@ class MainWindow(QMainWindow):
         index = self.tabs.indexOf(tab)
         if index >= 0:
             self.tabs.removeTab(index)
-        previous = self.split_pane.hold(tab)
+        previous = self.split_pane.hold(tab, self.tabs.tabBar().height() if self.tabs.isVisible() else 0)
         if previous is not None:
             give_back(self.tabs, previous, _label(previous))
         half = max(1, self.chat_split.width() // 2)
@@ -602,6 +609,10 @@ class MainWindow(QMainWindow):
         if self._split_active and self.split_pane.tab is not None:
             return self.split_pane.tab
         return self.tabs.currentWidget()
+
+    def _search(self) -> None:
+        self.sidebar_action.setChecked(True)  # a hidden sidebar comes back to be searched
+        self.search_box.setFocus()
 
     def _focus_composer(self) -> None:
         tab = self.current_tab()

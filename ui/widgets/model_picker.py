@@ -1,4 +1,5 @@
-"""The slim bar above the chat tabs: which model the chats run on, a menu to switch it
+"""The model loader at the top of the chats, as LM Studio's: a wide box at the centre naming
+the model the chats run on and its state (loading, ready), whose button opens a menu to switch it
 (installed files, the catalog, recent files, a remote server, a GGUF file), its state with
 inline load or download progress, and the model of the tab in front when that one runs on
 a model of its own. Widgets only: the controller feeds it and listens to it."""
@@ -9,12 +10,14 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QPalette
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
 LOADING, READY, FAILED, DOWNLOADING = "loading", "ready", "failed", "downloading"
 # Accents only (the rest follows the palette): the same in light and dark, readable on both.
 STATE_COLOURS = {READY: "#2da44e", LOADING: "#d29922", DOWNLOADING: "#d29922", FAILED: "#e5534b"}
 STATE_DOT = "●"
+LOADER_MIN_W = 360  # wide enough to read a model's whole name at a glance
+NAME_CHARS = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +70,9 @@ class ModelPicker(QWidget):
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.button.setAutoRaise(True)
         self.button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0; }")  # the ▾ is in the text
-        self.button.setToolTip("The model new chats run on: choose another, download one, or connect to a server")
         font = self.button.font()
         font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.1)
         self.button.setFont(font)
         self.menu = QMenu(self)
         self.button.setMenu(self.menu)
@@ -84,13 +87,23 @@ class ModelPicker(QWidget):
         self.tab_label = QLabel()  # the model of the tab in front, when it is not the main one
         self.tab_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.tab_label.hide()
+        self.loader = QFrame()  # the box at the centre: name, state, progress
+        self.loader.setObjectName("modelLoader")
+        self.loader.setMinimumWidth(LOADER_MIN_W)
+        inside = QHBoxLayout(self.loader)
+        inside.setContentsMargins(8, 0, 10, 0)
+        inside.setSpacing(6)
+        inside.addStretch(1)  # name and state together at the box's centre
+        inside.addWidget(self.dot)
+        inside.addWidget(self.button)
+        inside.addWidget(self.state_label)
+        inside.addWidget(self.progress)
+        inside.addStretch(1)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 6, 2)
         layout.setSpacing(6)
-        layout.addWidget(self.button)
-        layout.addWidget(self.dot)
-        layout.addWidget(self.state_label)
-        layout.addWidget(self.progress)
+        layout.addStretch(1)
+        layout.addWidget(self.loader)
         layout.addStretch(1)
         layout.addWidget(self.tab_label)
         self.status = ModelStatus("")
@@ -115,7 +128,9 @@ class ModelPicker(QWidget):
 
     def set_status(self, status: ModelStatus) -> None:
         self.status = status
-        self.button.setText(f"{status.name or 'No model'}  ▾")
+        name = status.name or "No model"
+        self.button.setText(f"{name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + '…'}  ▾")
+        self.button.setToolTip(f"{name}: choose another model, download one, or connect to a server")
         self.dot.setStyleSheet(f"color: {STATE_COLOURS.get(status.state, STATE_COLOURS[LOADING])};")
         text = state_text(status)
         # A long error would push the bar wide: elided here, whole in the tooltip.

@@ -29,7 +29,7 @@ class SplitPane(QWidget):
         self.close_button.setAutoRaise(True)
         self.close_button.setToolTip("Close the split: this chat goes back to the tabs")
         self.close_button.clicked.connect(self.close_requested)
-        header = QWidget()
+        header = self.header = QWidget()
         header.setObjectName("splitHeader")
         row = QHBoxLayout(header)
         row.setContentsMargins(8, 2, 2, 2)
@@ -41,8 +41,11 @@ class SplitPane(QWidget):
         self._box.addWidget(header)
         self.hide()
 
-    def hold(self, tab: ChatTab) -> ChatTab | None:
-        """Shows tab here; returns the chat it replaces, if any (for the tab bar)."""
+    def hold(self, tab: ChatTab, header_h: int = 0) -> ChatTab | None:
+        """Shows tab here, its title level with the tab bar's (header_h: the bar's height);
+        returns the chat it replaces, if any (for the tab bar)."""
+        if header_h > 0:
+            self.header.setFixedHeight(header_h)
         previous = self.release()
         self.tab = tab
         self._box.addWidget(tab, 1)
@@ -68,10 +71,10 @@ class SplitPane(QWidget):
 
     def set_active(self, active: bool) -> None:
         """The pane the keys go to is marked (the style sheet draws the header's accent)."""
-        if self.property("active") != active:
-            self.setProperty("active", active)
-            self.style().unpolish(self)
-            self.style().polish(self)
+        if self.header.property("active") != active:
+            self.header.setProperty("active", active)
+            self.header.style().unpolish(self.header)  # a property's rule applies once polished again
+            self.header.style().polish(self.header)
 
 
 def give_back(tabs: ChatTabs, tab: ChatTab, label: str) -> None:

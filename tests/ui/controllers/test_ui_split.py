@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 
 from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
 from tests.support.desk import Desk
+from ui.widgets.model_picker import READY, ModelStatus
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 
@@ -122,10 +123,10 @@ def test_the_keys_act_on_the_half_the_user_is_in(desk, qtbot):
     qtbot.waitUntil(lambda: w.split_tab() is rivers)
     lighthouses.composer.setFocus()
     qtbot.waitUntil(lambda: w.current_tab() is lighthouses)
-    assert not w.split_pane.property("active")
+    assert not w.split_pane.header.property("active")
     qtbot.mouseClick(rivers.view.viewport(), Qt.MouseButton.LeftButton)  # a click into the split
     qtbot.waitUntil(lambda: w.current_tab() is rivers)
-    assert w.split_pane.property("active")
+    assert w.split_pane.header.property("active")
     _press(qtbot, Qt.Key.Key_L, CTRL)  # Focus composer: the split's
     qtbot.waitUntil(lambda: QApplication.focusWidget() is rivers.composer)
     _press(qtbot, Qt.Key.Key_W, CTRL)  # Close tab: the split's chat, which ends the split
@@ -188,3 +189,35 @@ def test_two_chats_side_by_side_both_reply_on_the_real_model(qtbot, data_dir, mo
         assert w.tabs.count() == 2
     finally:
         app.close()
+
+
+RIVER = ("The **Nile** is usually named the longest, at about 6,650 km, though some measurements "
+         "put the Amazon ahead:\n\n| river | length |\n|---|---|\n| Nile | 6,650 km |\n| Amazon | 6,400 km |")
+LIGHT = ("The **Tower of Hercules** in Spain is the oldest lighthouse still in use, built by the "
+         "Romans in the 1st century.\n\n```python\nprint('still shining')\n```")
+
+
+def test_screenshot_of_the_split_view(desk, engine, qtbot, theme):
+    from tests.support.gui_app import SCREENSHOTS
+
+    w = desk.window
+    rivers, lighthouses = _two_chats(desk)
+    desk.controllers.conversations.refresh()  # both in the sidebar
+    _press(qtbot, Qt.Key.Key_Backslash, CTRL)
+    qtbot.waitUntil(lambda: w.split_tab() is rivers)
+    _send(qtbot, lighthouses, "Which lighthouse is the oldest?")
+    _send(qtbot, rivers, "Which river is the longest?")
+    qtbot.waitUntil(lambda: len(engine.requests) == 2)
+    for request, text in zip(engine.requests, (LIGHT, RIVER)):
+        engine.write(request, text, tokens=40)
+        engine.end(request)
+    qtbot.waitUntil(lambda: rivers.send_button.isEnabled() and lighthouses.send_button.isEnabled())
+    qtbot.waitUntil(lambda: all(t.model.rowCount() == 2 for t in (rivers, lighthouses)))
+    # No engine runs on the desk: the loader drawn as it is once the model is ready.
+    w.model_picker.set_status(ModelStatus(w.model_picker.status.name, READY))
+    qtbot.wait(50)  # the last frame's repaint before the grab
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    image = w.grab()
+    assert image.save(str(SCREENSHOTS / f"split-view-{theme}.png"))
+    left, right = lighthouses.mapTo(w, lighthouses.rect().center()), rivers.mapTo(w, rivers.rect().center())
+    assert left.x() < right.x() and abs(left.y() - right.y()) < 40  # side by side
