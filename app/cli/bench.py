@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.bench import engine, engines, grammar_rows, restart, serve, storage
+from app.bench import documents, engine, engines, grammar_rows, restart, serve, storage
 from app.cli import gui
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_grammar(sub)
     _register_serve(sub)
     _register_restart(sub)
+    _register_documents(sub)
 
 
 def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,6 +106,26 @@ def _restart(args: argparse.Namespace, base: Path) -> int:
     options = restart.RestartBenchOptions(history_tokens=args.history_tokens, ctx=args.ctx)
     report = restart.run_restart_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(restart.render(report, args.json))
+    return 0
+
+
+def _register_documents(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dbench = add_command(sub, "bench-documents", _documents,
+                         help="one document asked about by N chats at once, one after another, and after a restart")
+    add_model_args(dbench)
+    dbench.add_argument("--document", type=Path, default=None,
+                        help="the file asked about (default: a generated manual of --document-tokens)")
+    dbench.add_argument("--document-tokens", type=int, default=3000, help="size of the generated manual")
+    dbench.add_argument("--chats", type=int, default=8)
+    dbench.add_argument("--max-tokens", type=int, default=32)
+    dbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _documents(args: argparse.Namespace, base: Path) -> int:
+    options = documents.DocumentBenchOptions(document=args.document, chats=args.chats, max_tokens=args.max_tokens,
+                                             generated_tokens=args.document_tokens)
+    report = documents.run_documents_bench(options, settings_from_args(args, resolve_model(args, base)))
+    print(documents.render(report, args.json))
     return 0
 
 

@@ -94,3 +94,15 @@ def test_chat_attach_puts_the_document_in_the_prompt_and_the_history(data_dir, t
     prompt_tokens = int(re.search(r"(\d+)/(\d+) prompt tokens cached", out.stderr).group(2))
     assert prompt_tokens > 100  # the question alone is a dozen tokens: the document went with it
     assert list(conversations_with_documents(data_dir).values()) == [["manual.md"]]
+
+
+@pytest.mark.model
+def test_bench_documents_reports_sharing_and_the_restart(data_dir):
+    out = chorus(data_dir, "bench-documents", "--chats", "2", "--document-tokens", "300", "--max-tokens", "2",
+                 "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["prompt_tokens_computed"] <= 1.15 * report["prompt_tokens_ideal"]
+    assert report["prompt_tokens_ideal"] < report["prompt_tokens_without_sharing"]
+    assert {"at_once", "one_after_another", "restart"} <= set(report)
+    assert report["restart"]["ttft_restored_s"] > 0 and report["restart"]["ttft_recompute_s"] > 0
