@@ -1,5 +1,5 @@
 """The sidebar and the chat tabs: listing and searching conversations, opening, creating,
-renaming, pinning, deleting (with Undo) and restoring them."""
+renaming, pinning, filing in folders, deleting (with Undo) and restoring them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from storage import matching_messages, search
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.conversation_list import ConversationItem
+
+# Chat folders: a conversation id -> its folder's name, kept in the settings table (a folder
+# is a name the sidebar groups under, nothing more, so it needs no table of its own).
+FOLDERS_SETTING = "chat_folders"
 
 
 class ConversationsController:
@@ -25,6 +29,7 @@ class ConversationsController:
         w.search_changed.connect(self.search)
         w.rename_requested.connect(self.rename)
         w.pin_requested.connect(self.set_pinned)
+        w.conversation_list.folder_requested.connect(self.set_folder)
         w.delete_requested.connect(self.delete)
         w.undo_delete_requested.connect(self.restore)
         ctx.events.conversations_changed.connect(self.refresh)
@@ -38,15 +43,31 @@ class ConversationsController:
         repo, catalog = self.ctx.repo, self.ctx.catalog
 
         def items():
-            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at))
+            folders = self._folders()
+            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at,
+                                                     folder=folders.get(c.id, "")))
                      for c in repo.list_conversations(standalone_only=True)]
             comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True,
                                                            updated_at=c.updated_at or c.created_at))
                            for c in catalog.list_comparisons()]
-            merged = sorted(chats + comparisons, key=lambda pair: (pair[1].pinned, pair[0]), reverse=True)
-            return [item for _, item in merged]
+            newest = [item for _, item in sorted(chats + comparisons, key=lambda pair: pair[0], reverse=True)]
+            return sorted(newest, key=_sidebar_place)  # stable: newest first within each place
 
         return self.ctx.storage.run(items, self.ctx.window.set_conversations)
+
+    def _folders(self) -> dict[int, str]:
+        """Read on the storage thread."""
+        return {int(ident): name for ident, name in (self.ctx.catalog.get_setting(FOLDERS_SETTING) or {}).items()}
+
+    def set_folder(self, conversation_id: int, folder: str) -> asyncio.Task:
+        """Files the chat in the folder ("" takes it out); a folder is there while it holds a chat."""
+        def work() -> None:
+            folders = {str(ident): name for ident, name in self._folders().items() if ident != conversation_id}
+            if folder:
+                folders[str(conversation_id)] = folder
+            self.ctx.catalog.set_setting(FOLDERS_SETTING, folders)
+
+        return self.ctx.storage.run(work, lambda _none: self.refresh())
 
     def search(self, text: str) -> asyncio.Task:
         self.query = text
@@ -178,3 +199,10 @@ class ConversationsController:
         if not known:
             self.ctx.events.tab_opened.emit(tab)
         return tab
+
+
+def _sidebar_place(item: ConversationItem) -> tuple[int, str]:
+    """Pinned chats first, then each folder by its name, then the rest."""
+    if item.pinned:
+        return 0, ""
+    return (1, item.folder.lower()) if item.folder else (2, "")

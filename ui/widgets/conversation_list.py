@@ -1,7 +1,8 @@
-"""The sidebar's list of chats and comparisons: pinned first, then by date under headers
-(Today, Yesterday, Last 7 days, Older); search hits with their snippet; what a chat is
-doing (writing and its rate, an unread reply); a context menu to open, rename, pin and
-delete, and a click to open."""
+"""The sidebar's list of chats and comparisons: pinned first, then the chat folders (each
+under its own header, which a click folds and unfolds), then by date under headers (Today,
+Yesterday, Last 7 days, Older); search hits with their snippet; what a chat is doing
+(writing and its rate, an unread reply); a context menu to open, rename, pin, move to a
+folder and delete, and a click to open."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ PINNED_ROLE = Qt.ItemDataRole.UserRole + 1
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
 PINNED_GROUP = "Pinned"
+FOLDER_ROLE = Qt.ItemDataRole.UserRole + 4  # on a folder's header: its name
+OPEN_MARK, FOLDED_MARK = "▾ ", "▸ "  # a folder's header, unfolded or folded
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class ConversationItem:
     comparison: bool = False  # a comparison (id is its id), opened as a compare view
     updated_at: datetime | None = None  # the date group; search hits have none (they are ranked)
     snippet: tuple[tuple[str, bool], ...] = ()  # a search hit's (text, matched) runs
+    folder: str = ""  # the chat folder it is filed in ("": none)
 
 
 def date_group(when: datetime, now: datetime) -> str:
@@ -55,6 +59,7 @@ class ConversationList(QListWidget):
     open_comparison_requested = Signal(int)
     rename_comparison_requested = Signal(int, str)
     delete_comparison_requested = Signal(int)
+    folder_requested = Signal(int, str)  # a chat moved into a folder ("": out of its folder)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -71,6 +76,8 @@ class ConversationList(QListWidget):
         # The rows by (is a comparison, id): the 2 Hz activity updates look them up without a scan.
         self._rows: dict[tuple[bool, int], QListWidgetItem] = {}
         self._query = ""  # the search the rows are hits of ("": the chats by date)
+        self.folded: set[str] = set()  # the folders whose chats are hidden, kept over refills
+        self.folders: list[str] = []  # the folders listed, for the context menu
         self.empty_label = QLabel(self.viewport())
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -86,14 +93,16 @@ class ConversationList(QListWidget):
         self._query = query.strip()
         now = now or datetime.now().astimezone()
         group = None
+        self.folders = sorted({item.folder for item in items if item.folder}, key=str.lower)
         for item in items:
             if item.updated_at is not None and not query:
-                name = PINNED_GROUP if item.pinned else date_group(item.updated_at, now)
+                name = PINNED_GROUP if item.pinned else item.folder or date_group(item.updated_at, now)
                 if name != group:
-                    self.addItem(_header(name))
+                    self.addItem(_header(name) if name != item.folder or item.pinned else self._folder_header(name))
                     group = name
             row = self._rows[(item.comparison, item.id)] = self._row(item)
             self.addItem(row)
+            row.setHidden(not query and not item.pinned and item.folder in self.folded)
         self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else "")
         self.empty_label.setVisible(bool(query.strip()) and not items)
         self._place_empty_label()
@@ -115,6 +124,7 @@ class ConversationList(QListWidget):
         row.setData(PINNED_ROLE, item.pinned)
         row.setData(TITLE_ROLE, item.title)
         row.setData(SNIPPET_ROLE, item.snippet)
+        row.setData(FOLDER_ROLE, item.folder or None)
         row.setData(ACTIVITY_ROLE, self._activity.get((item.comparison, item.id), READY))
         if item.subtitle:
             row.setToolTip(item.subtitle)
@@ -156,8 +166,27 @@ class ConversationList(QListWidget):
     def _place_empty_label(self) -> None:
         self.empty_label.setGeometry(self.viewport().rect().adjusted(12, 12, -12, -12))
 
+    def _folder_header(self, name: str) -> QListWidgetItem:
+        row = _header((FOLDED_MARK if name in self.folded else OPEN_MARK) + name)
+        row.setData(FOLDER_ROLE, name)
+        row.setFlags(Qt.ItemFlag.ItemIsEnabled)  # clicked to fold, never selected
+        return row
+
+    def toggle_folder(self, header: QListWidgetItem) -> None:
+        """Folds the folder's chats away, or shows them again."""
+        name = header.data(FOLDER_ROLE)
+        self.folded ^= {name}
+        header.setText((FOLDED_MARK if name in self.folded else OPEN_MARK) + name)
+        for index in range(self.row(header) + 1, self.count()):
+            row = self.item(index)
+            if row.data(HEADER_ROLE):
+                break
+            row.setHidden(name in self.folded)
+
     def _open_item(self, item: QListWidgetItem) -> None:
         if item.data(HEADER_ROLE):
+            if item.data(FOLDER_ROLE):
+                self.toggle_folder(item)
             return
         ident = int(item.data(Qt.ItemDataRole.UserRole))
         if item.data(COMPARISON_ROLE):
@@ -179,21 +208,44 @@ class ConversationList(QListWidget):
         if not comparison:
             pinned = bool(item.data(PINNED_ROLE))
             menu.addAction("Unpin" if pinned else "Pin", lambda: self.pin_requested.emit(ident, not pinned))
+            self.folder_menu(menu.addMenu("Move to folder"), ident)
         menu.addSeparator()
         delete = self.delete_comparison_requested if comparison else self.delete_requested
         menu.addAction("Delete", lambda: delete.emit(ident))
         menu.popup(self.viewport().mapToGlobal(pos))
 
+    def folder_menu(self, menu: QMenu, ident: int) -> QMenu:
+        """The folders to move a chat to, a new one, and out of its folder if it is in one."""
+        row = self.row_for(ident)
+        current = (row.data(FOLDER_ROLE) or "") if row is not None else ""
+        for name in self.folders:
+            action = menu.addAction(name)
+            action.triggered.connect(lambda _checked=False, n=name: self.folder_requested.emit(ident, n))
+            action.setCheckable(True)
+            action.setChecked(name == current)
+        menu.addAction("New folder…", lambda: self.ask_folder(ident))
+        if current:
+            menu.addSeparator()
+            menu.addAction("Remove from folder", lambda: self.folder_requested.emit(ident, ""))
+        return menu
+
+    def ask_folder(self, ident: int) -> QInputDialog:
+        return self._ask_text("New folder", "Folder name:", "",
+                              lambda name: self.folder_requested.emit(ident, name))
+
     def ask_rename(self, ident: int, title: str, comparison: bool) -> QInputDialog:
+        renamed = self.rename_comparison_requested if comparison else self.rename_requested
+        return self._ask_text("Rename", "Title:", title or "", lambda new: renamed.emit(ident, new))
+
+    def _ask_text(self, caption: str, label: str, text: str, chosen) -> QInputDialog:
         """open(), not the static getText: no nested event loop while the user types."""
         dialog = QInputDialog(self)
-        dialog.setWindowTitle("Rename")
-        dialog.setLabelText("Title:")
-        dialog.setTextValue(title or "")
+        dialog.setWindowTitle(caption)
+        dialog.setLabelText(label)
+        dialog.setTextValue(text)
         dialog.resize(RENAME_W, dialog.sizeHint().height())
         dialog.finished.connect(dialog.deleteLater)
-        renamed = self.rename_comparison_requested if comparison else self.rename_requested
-        dialog.textValueSelected.connect(lambda new: renamed.emit(ident, new.strip()) if new.strip() else None)
+        dialog.textValueSelected.connect(lambda new: chosen(new.strip()) if new.strip() else None)
         dialog.open()
         return dialog
 
