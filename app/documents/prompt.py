@@ -47,6 +47,16 @@ class DocumentPrompt:
     # Retrieval was used: these excerpts, labelled as in the prompt.
     sources: tuple[SourceRecord, ...] = ()
     document_tokens: int = 0  # tokens of document text in this prompt (whole or excerpts)
+    # Whole documents: the system message's tokens before them (its prompt and intro), so a
+    # reply's cached prompt tokens say how much of the documents was found cached.
+    documents_start: int = 0
+
+    def documents_cached(self, cached_tokens: int) -> int:
+        """Of the documents' tokens, those a reply found in the cache (the prompt's first
+        cached_tokens were reused). Excerpts change with each question: counted as computed."""
+        if self.retrieval:
+            return 0
+        return max(0, min(self.document_tokens, cached_tokens - self.documents_start))
 
     @property
     def retrieval(self) -> bool:
@@ -105,8 +115,9 @@ def _whole(turns: tuple[dict, ...], documents: Sequence[DocumentRecord], rendere
     block = system_block(system, rendered)
     uses = tuple(DocumentUse(d.sha256, d.name, counter.count(render_document(d.name, d.text, d.pages)), True)
                  for d in documents)
+    start = counter.count(block[:block.index("<document")])
     return DocumentPrompt(messages=({"role": "system", "content": block}, *rest), documents=uses,
-                          pinned_block=block, document_tokens=tokens)
+                          pinned_block=block, document_tokens=tokens, documents_start=start)
 
 
 def _retrieved(turns: tuple[dict, ...], documents: Sequence[DocumentRecord], counter: TokenCounter,

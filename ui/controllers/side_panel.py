@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.chats.overflow import chat_overflow
+from app.documents import DocumentPrompt
 from app.engines.finish import finish_label
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
@@ -66,6 +67,24 @@ def sharing_text(system_prompt: str, sharers: int, numbers: ReplyNumbers | None)
     if cached is None:
         return shared
     return f"{shared} · cached ({cached} tokens reused)" if cached else f"{shared} · not cached at the last reply"
+
+
+def documents_text(path: ActivePath, used: DocumentPrompt | None, numbers: ReplyNumbers | None) -> str:
+    """Per document its tokens and whether it went whole, then how many of them the last reply
+    found cached (known for replies of this run). "" for a chat without documents."""
+    names = list(dict.fromkeys(a.name for atts in path.attachments.values() for a in atts))
+    if not names:
+        return ""
+    if used is None or not used.documents:
+        return "\n".join(f"{name} · counted at the next reply" for name in names)
+    lines = [f"{d.name} · {d.tokens:,} tokens · {'whole' if d.whole else 'too long: excerpts'}"
+             for d in used.documents]
+    if used.retrieval:
+        lines.append(f"{len(used.sources)} excerpts, {used.document_tokens:,} tokens, retrieved for the question")
+    elif numbers is not None and numbers.cached_tokens is not None:
+        cached = used.documents_cached(numbers.cached_tokens)
+        lines.append(f"{cached:,} of {used.document_tokens:,} found cached at the last reply")
+    return "\n".join(lines)
 
 
 class SidePanelController:
@@ -137,6 +156,7 @@ class SidePanelController:
         if reply is None or reply.status is not MessageStatus.STREAMING:  # a reply being written keeps the last
             self._show_context_use(tab, conv, numbers)
         panel.set_sharing(sharing_text(prompt, loaded.sharers, numbers))
+        panel.set_documents(documents_text(loaded.path, self.ctx.documents_used.get(conv.id), numbers))
 
     def _show_context_use(self, tab: ChatTab, conv: ConversationRecord, numbers: ReplyNumbers | None) -> None:
         """The meter in the tab's top line: the last reply's prompt and reply against the

@@ -96,6 +96,9 @@ class ChatSidePanel(QFrame):
         self.overflow_box.setToolTip("What the model still sees once this chat has outgrown its context")
         self.numbers: dict[str, QLabel] = {
             k: _value() for k in ("ttft", "rate", "tokens", "cached", "seen", "finish")}
+        self.documents_heading = _heading("Documents")
+        self.documents_label = _value("")
+        self.documents_label.setWordWrap(True)
         self.continue_button = QPushButton("Continue")
         self.continue_button.setToolTip("Write more of this reply: it stopped at the token limit")
         self._saved_prompt = ""
@@ -122,6 +125,8 @@ class ChatSidePanel(QFrame):
         row.addWidget(self.save_prompt_button)
         layout.addLayout(row)
         layout.addSpacing(6)
+        layout.addWidget(self.documents_heading)
+        layout.addWidget(self.documents_label)
         layout.addWidget(_heading("Sampling"))
         form = QFormLayout()
         form.addRow("Preset", self.preset_label)
@@ -162,6 +167,12 @@ class ChatSidePanel(QFrame):
 
     def set_sharing(self, text: str) -> None:
         self.sharing_label.setText(text)
+
+    def set_documents(self, text: str) -> None:
+        """The chat's documents and what their tokens cost; hidden for a chat without any."""
+        self.documents_label.setText(text)
+        self.documents_heading.setVisible(bool(text))
+        self.documents_label.setVisible(bool(text))
 
     def set_sampling(self, values: dict, preset_name: str | None) -> None:
         """values: every field in SETTING_NAMES (the chat's own on top of the defaults)."""

@@ -144,3 +144,14 @@ def test_the_reply_cites_excerpts_by_their_labels(reply, labels):
     assert cited_labels(reply) == labels
     sources = [SourceRecord(n, "s", "m.md", n, None, False) for n in (1, 2, 3, 4)]
     assert {s.label for s in with_cited(sources, reply) if s.cited} == labels
+
+
+def test_the_cached_share_of_the_documents_follows_the_cached_prompt_tokens(repo, db):
+    doc = document("manual.md", manual())
+    path, before, turns = stored(repo, [doc], "q", system="Be brief.")
+    prompt = chat_prompt(turns, path, before, DocumentRepository(db), WordTokens(), 8192, 256)
+    start, total = prompt.documents_start, prompt.document_tokens
+    assert 0 < start < 20
+    assert prompt.documents_cached(0) == 0
+    assert prompt.documents_cached(start + 10) == 10
+    assert prompt.documents_cached(start + total + 50) == total

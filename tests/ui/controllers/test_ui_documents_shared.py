@@ -1,0 +1,53 @@
+"""One document asked about in two tabs, on the real model: the second tab finds the
+document's tokens in the cache (the app puts it at the same place, rendered the same way,
+and pins it while the chats are open), and its side panel says so."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.support.gui_app import App
+
+pytestmark = pytest.mark.model
+
+MANUAL = "\n\n".join(
+    f"# Unit {i}\n\nThe pump of unit {i} moves coolant at {i + 10} litres a minute; its fan turns at "
+    f"{1000 + 10 * i} rpm once the coolant passes 60 degrees. Service it every {i + 2} months."
+    for i in range(12)
+)
+
+
+@pytest.fixture
+def desktop(qtbot, data_dir, model_path, qt_asyncio):
+    instance = App(qtbot, data_dir, model_path, max_tokens=4)
+    yield instance
+    instance.close()
+
+
+def ask(desktop: App, tab, path, question: str) -> None:
+    tray = tab.composer_box.tray
+    tab.composer_box.attach([path])
+    desktop.qtbot.waitUntil(lambda: len(tray.chips()) == 1 and not tray.extracting(), timeout=30_000)
+    tab.composer.setFocus()
+    desktop.qtbot.keyClicks(tab.composer, question)
+    desktop.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    desktop.wait_done(tab)
+
+
+def test_a_document_asked_about_in_two_tabs_is_computed_once(desktop, tmp_path):
+    path = tmp_path / "manual.md"
+    path.write_text(MANUAL)
+    first, second = desktop.new_tab(), desktop.new_tab()
+    ask(desktop, first, path, "How fast does the fan of unit 3 turn?")
+    ask(desktop, second, path, "How often is unit 5 serviced?")
+    ctx = desktop.controllers.ctx
+    used = ctx.documents_used[second.conversation_id]
+    assert used.documents and used.documents[0].whole and used.document_tokens > 300
+    # The second tab's reply found the whole document cached: only its question was computed.
+    desktop.controllers.side_panel.load(second)
+    text = second.panel.documents_label
+    desktop.qtbot.waitUntil(lambda: "found cached" in text.text(), timeout=10_000)
+    cached, total = text.text().split(" found cached")[0].splitlines()[-1].split(" of ")
+    assert int(cached.replace(",", "")) == int(total.replace(",", "")) == used.document_tokens
+    assert used.pinned_block in ctx.pins.pinned()
