@@ -11,13 +11,16 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import QFileDialog, QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
+from app.documents import SUPPORTED_SUFFIXES
 from storage import NewDocument
 from ui.widgets.attachment_chips import AttachmentTray, file_paths_of
 from ui.widgets.file_dialogs import open_files_dialog
 from ui.widgets.file_drops import accept_file_drops
 from ui.widgets.glyphs import glyph_icon, icon_size
 
-ATTACH_FILTERS = "Documents (*.pdf *.txt *.md *.markdown *.html *.htm *.docx *.csv *.json);;All files (*)"
+# Every format the documents are read from (app/documents/formats.py), then anything: a file
+# of another kind gets its chip and says why it cannot be read.
+ATTACH_FILTERS = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
 
 
 class Composer(QPlainTextEdit):
@@ -98,7 +101,8 @@ class ComposerBox(QFrame):
         self.composer.setFixedHeight(46)
         self.tray = AttachmentTray()
         self.attach_button = ComposerButton("paperclip", "attachButton",
-                                            "Attach files: PDF, text, Markdown, HTML, Word… (or drop or paste them)")
+                                            "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
+                                            "code… (or drop or paste them)")
         self.send_button = ComposerButton("send", "sendButton", send_tooltip)
         self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
         self.file_dialog: QFileDialog | None = None  # the one open, if any
