@@ -96,6 +96,7 @@ def test_the_paperclip_attaches_a_file_which_goes_with_the_message(desk, engine,
 
     _send(desk, engine, tab, "When is the launch?")
     assert tab.composer_box.tray.chips() == []  # the chips went with the message
+    assert any("launch moves to" in m["content"] for m in engine.chats[0].messages)  # the model reads it
     path_ = desk.repo.active_path(tab.conversation_id)
     (attached,) = path_.attachments[path_.messages[0].id]
     assert attached.name == "notes.md" and attached.chars == len(chip.document.text)
