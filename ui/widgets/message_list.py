@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QPersistentModelIndex, QRect, Qt
-from PySide6.QtGui import QKeyEvent, QResizeEvent
-from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QToolButton
+from PySide6.QtCore import QEvent, QPersistentModelIndex, QPoint, QRect, Qt
+from PySide6.QtGui import QHelpEvent, QKeyEvent, QMouseEvent, QResizeEvent
+from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QToolButton, QToolTip
 
 from ui.widgets.message_chips import MessageChip
 from ui.widgets.message_delegate import MessageDelegate
@@ -73,6 +73,29 @@ class MessageList(QListView):
         self.initViewItemOption(option)
         option.rect = self.visualRect(index)
         return self.delegate.chip_boxes(option, self.messages.view(row))
+
+    def chip_under(self, pos: QPoint) -> MessageChip | None:
+        """The chip at pos (viewport coordinates), if any."""
+        index = self.indexAt(pos)
+        if not index.isValid():
+            return None
+        return next((chip for chip, box in self.chip_boxes(index.row()) if box.contains(pos)), None)
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        """Over a chip the pointer is a hand and the tooltip says what a click opens."""
+        if event.type() == QEvent.Type.MouseMove and isinstance(event, QMouseEvent):
+            chip = self.chip_under(event.position().toPoint())
+            if chip is not None:
+                self.viewport().setCursor(Qt.CursorShape.PointingHandCursor)
+            else:
+                self.viewport().unsetCursor()
+        elif event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            chip = self.chip_under(event.pos())
+            if chip is not None:
+                QToolTip.showText(event.globalPos(), "Show the document's text" if chip.is_document
+                                  else "Show the excerpt the reply was given", self.viewport())
+                return True
+        return super().viewportEvent(event)
 
     def jump_to_latest(self) -> None:
         self._anchor = QPersistentModelIndex()

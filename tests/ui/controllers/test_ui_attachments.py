@@ -194,8 +194,10 @@ def test_a_chip_on_a_sent_message_opens_the_document_text(desk, engine, qtbot, t
     _ready(qtbot, tab.composer_box.tray)
     _send(desk, engine, tab, "Summarise it.")
     qtbot.waitUntil(lambda: tab.model.rowCount() == 2 and bool(tab.view.chip_boxes(0)))
-    (chip, _box), = tab.view.chip_boxes(0)
+    (chip, box), = tab.view.chip_boxes(0)
     assert chip.text.startswith("notes.md · ") and "characters" in chip.text
+    qtbot.mouseMove(tab.view.viewport(), box.center())
+    qtbot.waitUntil(lambda: tab.view.viewport().cursor().shape() == Qt.CursorShape.PointingHandCursor)
     _click_chip(qtbot, tab, 0)
     viewer = desk.controllers.sending.viewer
     qtbot.waitUntil(lambda: viewer.dialog is not None and "launch moves to" in viewer.dialog.text.toPlainText())
@@ -284,3 +286,20 @@ def test_screenshot_of_attachments_in_a_chat(desk, engine, qtbot, tmp_path, them
     assert not tab.send_button.isEnabled()  # a file is still being read
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert desk.window.grab().save(str(SCREENSHOTS / f"attachments-{theme}.png"))
+
+
+@pytest.mark.model
+def test_a_file_dropped_and_sent_is_answered_by_the_real_model(app, tmp_path):
+    """End to end on the default model: the drop, the chip, the send, a whole reply, and the
+    question's chip on screen and in storage."""
+    tab = app.new_tab()
+    _drop(tab, _notes(tmp_path))
+    _ready(app.qtbot, tab.composer_box.tray)
+    app.send(tab, "Who owns the checklist?")
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete" and app.last(tab).text
+    stored = app.repo.active_path(tab.conversation_id)
+    question = next(m for m in stored.messages if m.role == "user")
+    assert [a.name for a in stored.attachments[question.id]] == ["notes.md"]
+    row = next(r for r in range(tab.model.rowCount()) if tab.model.view(r).role == "user")
+    assert [chip.text.split(" · ")[0] for chip, _box in tab.view.chip_boxes(row)] == ["notes.md"]
