@@ -165,6 +165,9 @@ class ComposerBox(QFrame):
         self.send_button.setVisible(not busy)
         self.stop_button.setVisible(busy)
         self.stop_button.setEnabled(busy)
+        # At once, not at the next layout pass: until then the button just shown sat where it
+        # was last placed, beside the place (a window grabbed then showed it there).
+        self.layout().activate()
         self._update_send()
 
     def _update_send(self) -> None:

@@ -66,3 +66,15 @@ def test_a_failed_chip_is_not_sent_and_a_reading_one_holds_send_back(qtbot):
     assert tab.send_button.isEnabled()
     qtbot.mouseClick(tab.send_button, Qt.MouseButton.LeftButton)
     assert sent == [("Both?", (DOC,))]  # the damaged file stayed behind
+
+
+def test_send_and_stop_take_turns_in_one_place_at_once(qtbot):
+    """No layout pass in between: a window grabbed right after a reply ended showed Send
+    where it was last placed, a button's width from the box's edge."""
+    tab = _tab(qtbot)
+    tab.set_busy(True)
+    stop_at = tab.stop_button.geometry()
+    tab.set_busy(False)
+    assert tab.send_button.geometry() == stop_at and not tab.stop_button.isVisible()
+    tab.set_busy(True)
+    assert tab.stop_button.geometry() == stop_at and not tab.send_button.isVisible()
