@@ -9,6 +9,7 @@ from pathlib import Path
 from app.perf.monitor import PerfMonitor
 from inference import LoadSettings, SamplingParams
 from storage import ChatRepository
+from ui.controllers.ask_lines import AskLinesController
 from ui.controllers.background import BackgroundController
 from ui.controllers.chat_files import TransferController
 from ui.controllers.compare import CompareController
@@ -43,6 +44,7 @@ class Controllers:
         self.streams = ctx.streams
         self.conversations = ConversationsController(ctx)
         self.sending = SendingController(ctx)
+        self.ask_lines = AskLinesController(ctx)
         self.presets = PresetsController(ctx)
         self.settings = SettingsController(ctx)
         self.side_panel = SidePanelController(ctx)

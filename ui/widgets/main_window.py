@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
     models_requested = Signal()  # the Models window: the Hub and the model library
     split_changed = Signal()  # a chat went into the split view or out of it: both halves are on screen
     active_view_changed = Signal()  # the keys now go to the other half of the split
+    ask_each_line_requested = Signal(object)  # the chat whose composer's lines become new tabs' questions
 
     def __init__(self) -> None:
         super().__init__()
@@ -264,6 +265,8 @@ class MainWindow(QMainWindow):
             ("Open model…", QKeySequence.StandardKey.Open, self._choose_model),
             ("Models…", QKeySequence("Ctrl+Shift+M"), lambda: self.models_requested.emit()),
             ("Settings…", QKeySequence("Ctrl+,"), lambda: self.settings_requested.emit()),
+            ("Ask each line in a new tab", QKeySequence("Ctrl+Shift+Return"),
+             lambda: self.ask_each_line_requested.emit(self.current_tab())),
         ]
         file_menu = self.menuBar().addMenu("&File")
         chat_menu = self.menuBar().addMenu("&Chat")

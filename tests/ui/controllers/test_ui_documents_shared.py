@@ -51,3 +51,34 @@ def test_a_document_asked_about_in_two_tabs_is_computed_once(desktop, tmp_path):
     cached, total = text.text().split(" found cached")[0].splitlines()[-1].split(" of ")
     assert int(cached.replace(",", "")) == int(total.replace(",", "")) == used.document_tokens
     assert used.pinned_block in ctx.pins.pinned()
+
+
+def test_ctrl_shift_enter_asks_each_line_in_a_new_tab_with_the_documents(desktop, tmp_path):
+    path = tmp_path / "manual.md"
+    path.write_text(MANUAL)
+    tab = desktop.new_tab()
+    tray = tab.composer_box.tray
+    tab.composer_box.attach([path])
+    desktop.qtbot.waitUntil(lambda: len(tray.chips()) == 1 and not tray.extracting(), timeout=30_000)
+    desktop.window.activateWindow()
+    desktop.qtbot.waitUntil(desktop.window.isActiveWindow)
+    tab.composer.setFocus()
+    lines = ["How fast does the fan of unit 2 turn?", "How often is unit 7 serviced?", "What moves coolant?"]
+    for i, line in enumerate(lines):
+        if i:
+            desktop.qtbot.keyClick(tab.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        desktop.qtbot.keyClicks(tab.composer, line)
+    desktop.qtbot.keyClick(tab.composer, Qt.Key.Key_Return,
+                           Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    window = desktop.window
+    desktop.qtbot.waitUntil(lambda: window.tabs.count() == 4, timeout=20_000)
+    asked = [window.tabs.widget(i) for i in range(1, 4)]
+    desktop.wait_done(*asked)
+    assert [t.model.view(0).text for t in asked] == lines
+    assert tab.composer.toPlainText() == "" and tray.chips() == []
+    ctx = desktop.controllers.ctx
+    prompts = [ctx.documents_used[t.conversation_id] for t in asked]
+    assert len({p.pinned_block for p in prompts}) == 1  # one block for the three: computed once
+    for t in asked:
+        path_ = desktop.repo.active_path(t.conversation_id)
+        assert [a.name for a in path_.attachments[path_.messages[0].id]] == ["manual.md"]
