@@ -81,8 +81,11 @@ class ConversationsController:
             for hit in search(db, text, limit=50):
                 if hit.conversation_id not in seen:
                     seen.add(hit.conversation_id)
+                    # Words found in an attached document: the hit says which.
+                    where = ((f"in {hit.document_name}: ", False),) if hit.document_name else ()
+                    snippet = (*where, *hit.snippet)
                     items.append(ConversationItem(hit.conversation_id, hit.conversation_title,
-                                                  subtitle=hit.snippet_text, snippet=hit.snippet))
+                                                  subtitle="".join(t for t, _ in snippet), snippet=snippet))
             return items
 
         def show(items) -> None:

@@ -44,3 +44,18 @@ def test_a_search_hit_opens_its_chat_at_the_match(desk, qtbot):
     qtbot.keyClick(view, Qt.Key.Key_End)  # the user's own scroll ends the hold on the match
     qtbot.waitUntil(lambda: _visible(view, 39))
     assert view.following
+
+
+def test_a_search_finds_words_inside_an_attached_document_and_says_which(desk, qtbot):
+    from storage import NewDocument
+    from tests.support.documents import new_document
+
+    doc: NewDocument = new_document("The flux capacitor needs 1.21 gigawatts.", name="specs.md")
+    conv = desk.repo.create_conversation(title="Time machine")
+    desk.repo.add_message(conv.id, "user", "What does it need?", documents=(doc,))
+    desk.controllers.conversations.refresh()
+    w, lst = desk.window, desk.window.conversation_list
+    qtbot.waitUntil(lambda: lst.titles() == ["Time machine"])
+    qtbot.keyClicks(w.search_box, "gigawatts")
+    qtbot.waitUntil(lambda: lst.row_for(conv.id) is not None and "gigawatts" in lst.row_for(conv.id).toolTip())
+    assert lst.row_for(conv.id).toolTip().startswith("in specs.md: ")
