@@ -13,7 +13,7 @@ from typing import Any
 
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
-from app.server.tool_types import ToolUse
+from app.tools import ToolUse
 from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams, SchemaError, schema_grammar
 
 MAX_CHOICES = 4

@@ -1,5 +1,5 @@
 """The chat answer of a call that offered tools: OpenAI's chat Reply (openai_reply.py), with
-a reply that is a call (tool_output.py) sent as message.tool_calls, finish_reason
+a reply that is a call (app/tools/parsing.py) sent as message.tool_calls, finish_reason
 "tool_calls".
 
 Streaming: a reply that begins as a call might (a brace, a bracket, a tag, a fence) is held
@@ -21,8 +21,7 @@ from app.server.openai_reply import CHAT as PLAIN_CHAT
 from app.server.openai_reply import OpenAiReply
 from app.server.reply import Call
 from app.server.streaming import event
-from app.server.tool_output import might_be_call, parse_calls
-from app.server.tool_types import ToolCall
+from app.tools import ToolCall, might_be_call, parse_calls
 
 FRAGMENT = 24  # characters of arguments per streamed chunk
 

@@ -1,8 +1,8 @@
 """A /v1/chat/completions body with tools: tools, tool_choice and parallel_tool_calls
 checked (a 400 naming the field), the history's tool calls and results written in the
-generic format (tool_prompt.py), and, when the call is forced (tool_choice "required" or a
-named function), a grammar built from the tools' parameter schemas, so the reply is a call
-whose arguments validate. With "auto" the reply is not constrained: tool_output.py reads a
+generic format (tool_prompt.py, app/tools/prompt.py), and, when the call is forced (tool_choice "required" or a
+named function), a grammar (app/tools/grammar.py) built from the tools' parameter schemas, so the reply is a call
+whose arguments validate. With "auto" the reply is not constrained: app/tools/parsing.py reads a
 call back when the whole reply is one, and anything else is text."""
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from app.server.request_parsing import Generation, bad, chat_generation, flag, grammar_of_schema, shown
+from app.server.request_parsing import Generation, bad, chat_generation, flag, shown
 from app.server.tool_prompt import plain_messages, with_tools_prompt
-from app.server.tool_types import Tool, ToolUse
+from app.tools import Tool, ToolSchemaError, ToolUse, call_grammar
 from inference import RequestError, SamplingParams
 
 MAX_TOOLS = 128
-MAX_PARALLEL = 4  # calls in one forced reply: a small model could otherwise list calls until max_tokens
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
 
 
@@ -32,7 +31,7 @@ def tool_chat_generation(body: dict, cap: int | None) -> Generation:
     if use.forced:
         if gen.json_object:
             raise bad("response_format", "cannot be combined with a forced tool call (tool_choice)")
-        gen = replace(gen, chat=replace(gen.chat, sampling=_with_grammar(gen, call_grammar(use))))
+        gen = replace(gen, chat=replace(gen.chat, sampling=_with_grammar(gen, forced_grammar(use))))
     return replace(gen, tools=use)
 
 
@@ -45,23 +44,12 @@ def _with_grammar(gen: Generation, grammar: str) -> SamplingParams:
     return sampling
 
 
-def call_grammar(use: ToolUse) -> str:
-    """A call of one of the callable tools, its arguments following the tool's schema; with
-    parallel_tool_calls, or a list of such calls."""
-    for i, tool in enumerate(use.tools):
-        if tool in use.callable:  # a keyword the grammar cannot enforce: a 400 naming it, there
-            grammar_of_schema(tool.parameters, f"tools[{i}].function.parameters")
-    one = [_call_schema(t) for t in use.callable]
-    call: dict = one[0] if len(one) == 1 else {"anyOf": one}
-    schema = call
-    if use.parallel and use.choice == "required":
-        schema = {"anyOf": [call, {"type": "array", "items": call, "minItems": 1, "maxItems": MAX_PARALLEL}]}
-    return grammar_of_schema(schema, "tools")
-
-
-def _call_schema(tool: Tool) -> dict:
-    return {"type": "object", "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
-            "required": ["name", "arguments"]}
+def forced_grammar(use: ToolUse) -> str:
+    """call_grammar, a keyword it cannot enforce a 400 naming where it is."""
+    try:
+        return call_grammar(use)
+    except ToolSchemaError as exc:
+        raise bad(exc.where, f"uses {exc.keyword!r}, which this server cannot enforce: {exc.error}") from None
 
 
 # ----- the fields ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A reply read back as tool calls: the whole reply (its reasoning left out) is one call
 {"name", "arguments"} or a list of them, of tools the reply may call, in the generic format
-(tool_prompt.py); the <tool_call> tags of Hermes-style models and a Markdown code fence
+(prompt.py); the <tool_call> tags of Hermes-style models and a Markdown code fence
 around it are allowed, since small models write them unasked. Anything else is text: a
 malformed call in "auto" mode is returned as the model wrote it, never an error."""
 
@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from app.chats.reasoning import split_reasoning
-from app.server.tool_types import ToolCall, ToolUse, new_call_id
+from app.tools.types import ToolCall, ToolUse, new_call_id
 
 FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.S)
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)

@@ -1,6 +1,5 @@
-"""What a chat call asked of tools (tools, tool_choice, parallel_tool_calls), once checked,
-and the calls a reply made. Plain data: tool_request.py builds it, tool_output.py and
-tool_reply.py read it."""
+"""Tools a reply may call and the calls it made: plain data shared by the HTTP server
+(app/server/tool_*.py), the tool loop (agent.py) and the terminal chat."""
 
 from __future__ import annotations
 

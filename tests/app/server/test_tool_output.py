@@ -1,5 +1,5 @@
 """Replies read back as tool calls, and tool history written as text, in the generic format
-(app/server/tool_output.py, tool_prompt.py), on literal model outputs; the stream of such a
+(app/tools/parsing.py, app/server/tool_prompt.py), on literal model outputs; the stream of such a
 reply (tool_reply.py) from recorded deltas. No model."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from app.server.engine_bridge import ChoiceDelta
 from app.server.errors import ApiError
 from app.server.generation import _events
 from app.server.reply import Call, ChoiceTally
-from app.server.tool_output import might_be_call, parse_calls
 from app.server.tool_prompt import plain_messages
-from app.server.tool_types import Tool, ToolUse
+from app.tools import Tool, ToolUse, might_be_call, parse_calls
 
 USE = ToolUse((Tool("get_time", "", {"type": "object"}), Tool("add", "", {"type": "object"})))
 
