@@ -123,7 +123,7 @@ class ComposerBox(QFrame):
         buttons.addStretch(1)
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
-        box = QVBoxLayout(self)
+        box = self.box_layout = QVBoxLayout(self)
         box.setContentsMargins(8, 4, 6, 4)
         box.setSpacing(2)
         box.addWidget(self.tray)
@@ -167,7 +167,7 @@ class ComposerBox(QFrame):
         self.stop_button.setEnabled(busy)
         # At once, not at the next layout pass: until then the button just shown sat where it
         # was last placed, beside the place (a window grabbed then showed it there).
-        self.layout().activate()
+        self.box_layout.activate()
         self._update_send()
 
     def _update_send(self) -> None:
