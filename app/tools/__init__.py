@@ -1,43 +1,75 @@
 """Tool calling, shared by the HTTP server, the terminal chat and the desktop app: the tool
 and call types, the generic tool format in the prompt, reading a reply back as calls, the
-grammar of a forced call (all model-independent and cheap to import), and MCP servers with
-the tool loop that runs their tools between a model's turns (imported on first use: they
-bring the MCP SDK)."""
+grammar of a forced call, MCP server configurations (all cheap to import), and the MCP
+servers' manager with the tool loop that runs their tools between a model's turns (imported
+on first use: they bring the MCP SDK)."""
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.tools.grammar import MAX_PARALLEL, ToolSchemaError, call_grammar
+from app.tools.mcp_config import (
+    HttpServer,
+    McpConfigError,
+    ServerConfig,
+    StdioServer,
+    mcp_servers_json,
+    parse_mcp_servers,
+    read_mcp_servers_file,
+    server_from_command,
+)
 from app.tools.parsing import might_be_call, parse_calls
 from app.tools.prompt import add_result, calls_text, result_text, tools_prompt, with_tools_prompt
 from app.tools.types import Tool, ToolCall, ToolUse, new_call_id
 
+if TYPE_CHECKING:
+    from app.tools.agent import (
+        CHOICES,
+        DENIED,
+        AgentEvent,
+        Approval,
+        Approver,
+        CallFinished,
+        CallStarted,
+        TextDelta,
+        ToolLoop,
+        TurnDone,
+        always_allow,
+        plain_turns,
+        result_content,
+    )
+    from app.tools.mcp_results import DEFAULT_OUTPUT_CAP, McpTool, ToolResult
+    from app.tools.mcp_servers import McpManager, ServerState, ServerStatus
+    from app.tools.toolbox import Toolbox
+
 # name -> the module that defines it, imported when the name is first used.
-_LAZY: dict[str, str] = {}
+_LAZY = {
+    **dict.fromkeys(["CHOICES", "DENIED", "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted",
+                     "TextDelta", "ToolLoop", "TurnDone", "always_allow", "plain_turns", "result_content"],
+                    "app.tools.agent"),
+    **dict.fromkeys(["DEFAULT_OUTPUT_CAP", "McpTool", "ToolResult"], "app.tools.mcp_results"),
+    **dict.fromkeys(["McpManager", "ServerState", "ServerStatus"], "app.tools.mcp_servers"),
+    "Toolbox": "app.tools.toolbox",
+}
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'app.tools' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [
-    "MAX_PARALLEL",
-    "Tool",
-    "ToolCall",
-    "ToolSchemaError",
-    "ToolUse",
-    "add_result",
-    "call_grammar",
-    "calls_text",
-    "might_be_call",
-    "new_call_id",
-    "parse_calls",
-    "result_text",
-    "tools_prompt",
-    "with_tools_prompt",
+    "CHOICES", "DEFAULT_OUTPUT_CAP", "DENIED", "MAX_PARALLEL",
+    "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted", "HttpServer", "McpConfigError",
+    "McpManager", "McpTool", "ServerConfig", "ServerState", "ServerStatus", "StdioServer", "TextDelta", "Tool",
+    "ToolCall", "ToolLoop", "ToolResult", "ToolSchemaError", "ToolUse", "Toolbox", "TurnDone",
+    "add_result", "always_allow", "call_grammar", "calls_text", "mcp_servers_json", "might_be_call", "new_call_id",
+    "parse_calls", "parse_mcp_servers", "plain_turns", "read_mcp_servers_file", "result_content", "result_text",
+    "server_from_command", "tools_prompt", "with_tools_prompt",
 ]

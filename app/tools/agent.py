@@ -1,0 +1,190 @@
+"""The tool loop, Qt-free: a model's turn, the calls in it approved and run, their results
+given back, the model again, until it answers in text or the rounds run out. It runs on the
+caller's thread (a worker's: it blocks on the engine, the approval and the tools) and
+yields events for a terminal or a window to show.
+
+The prompt stays the same across rounds (the tools in the system prompt, worded as for
+"auto"), so each follow-up turn reuses the KV of the one before and computes only the new
+tokens. tool_choice "required" forces the first turn's call with the tools' grammar; later
+turns may answer in text; the last round offers no call at all, so an answer comes."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from app.tools.grammar import call_grammar
+from app.tools.mcp_results import McpTool, ToolResult
+from app.tools.parsing import might_be_call, parse_calls
+from app.tools.prompt import add_result, calls_text, result_text, with_tools_prompt
+from app.tools.toolbox import Toolbox
+from app.tools.types import ToolCall, ToolUse
+from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, SamplingParams
+
+CHOICES = ("auto", "required", "none")
+DEFAULT_MAX_ROUNDS = 5
+DENIED = "denied by the user"
+
+
+class Approval(enum.Enum):
+    ONCE = "once"
+    ALWAYS = "always"  # this tool, for the rest of the loop (and for whoever keeps the loop)
+    DENY = "deny"
+
+
+class Reply(Protocol):
+    def __iter__(self) -> Iterator[Delta]: ...
+
+    def cancel(self) -> None: ...
+
+
+class Engine(Protocol):
+    """A local Engine, an engine host's client or a remote server's replies."""
+
+    def submit(self, chat: ChatRequest) -> Reply: ...
+
+
+Approver = Callable[[ToolCall, McpTool], Approval]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    """A model turn ended: text is what it wrote (empty when it called tools), calls what it
+    called; last is its final delta (stats, finish reason, error)."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    last: Delta
+
+
+@dataclass(frozen=True)
+class CallStarted:
+    """Before the approval is asked."""
+
+    call: ToolCall
+    tool: McpTool
+
+
+@dataclass(frozen=True)
+class CallFinished:
+    call: ToolCall
+    tool: McpTool
+    result: ToolResult
+    denied: bool = False
+
+
+AgentEvent = TextDelta | TurnDone | CallStarted | CallFinished
+
+
+def always_allow(call: ToolCall, tool: McpTool) -> Approval:
+    return Approval.ONCE
+
+
+class ToolLoop:
+    """messages: the chat so far in OpenAI's shape (assistant turns may carry tool_calls,
+    {"role": "tool", "tool_call_id", "content"} the results); run() appends to it what each
+    round adds, so after the loop it holds the whole exchange."""
+
+    def __init__(self, engine: Engine, toolbox: Toolbox, messages: list[dict], sampling: SamplingParams, *,
+                 choice: str = "auto", approve: Approver = always_allow, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 parallel: bool = True, priority: int = PRIORITY_VISIBLE_TAB) -> None:
+        if choice not in CHOICES:
+            raise ValueError(f"tool_choice must be one of {', '.join(CHOICES)}, got {choice!r}")
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        self.engine, self.toolbox, self.messages, self.sampling = engine, toolbox, messages, sampling
+        self.choice, self.approve, self.max_rounds, self.priority = choice, approve, max_rounds, priority
+        self.allowed: set[str] = set()  # tools approved "always"
+        on = choice != "none" and bool(toolbox)
+        self.use = ToolUse(toolbox.specs(), "auto", None, parallel) if on else None
+
+    def run(self) -> Iterator[AgentEvent]:
+        for round_ in range(self.max_rounds):
+            calling = self.use is not None and round_ < self.max_rounds - 1
+            forced = calling and self.choice == "required" and round_ == 0
+            turn = yield from self._turn(calling, forced)
+            if turn.calls:
+                self.messages.append({"role": "assistant", "content": "",
+                                      "tool_calls": [c.openai() for c in turn.calls]})
+                for call in turn.calls:
+                    yield from self._run_call(call)
+            else:
+                self.messages.append({"role": "assistant", "content": turn.text})
+            if not turn.calls or turn.last.error:
+                return
+
+    def _turn(self, calling: bool, forced: bool) -> Generator[AgentEvent, None, TurnDone]:
+        sampling = self.sampling
+        if forced and self.use is not None:
+            sampling = replace(sampling, grammar=call_grammar(replace(self.use, choice="required")))
+        handle = self.engine.submit(ChatRequest(messages=tuple(self.prompt()), sampling=sampling,
+                                                priority=self.priority))
+        text, sent, last = "", 0, None
+        try:
+            for delta in handle:
+                text += delta.text
+                if not (calling and might_be_call(text)) and len(text) > sent:
+                    yield TextDelta(text[sent:])
+                    sent = len(text)
+                if delta.finished:
+                    last = delta
+        finally:
+            if last is None:
+                handle.cancel()  # the loop was closed mid-turn
+        assert last is not None
+        calls = parse_calls(text, self.use) if calling and self.use is not None and not last.error else None
+        if not calls and len(text) > sent:
+            yield TextDelta(text[sent:])
+        done = TurnDone("" if calls else text, calls or (), last)
+        yield done
+        return done
+
+    def _run_call(self, call: ToolCall) -> Iterator[AgentEvent]:
+        tool = self.toolbox.by_name[call.name]  # parse_calls keeps only the tools offered
+        yield CallStarted(call, tool)
+        approval = Approval.ONCE if call.name in self.allowed else self.approve(call, tool)
+        if approval is Approval.ALWAYS:
+            self.allowed.add(call.name)
+        if approval is Approval.DENY:
+            result, denied = ToolResult(DENIED, is_error=True), True
+        else:
+            result, denied = self.toolbox.call(call.name, json.loads(call.arguments)), False
+        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result_content(result)})
+        yield CallFinished(call, tool, result, denied)
+
+    def prompt(self) -> list[dict]:
+        """The engine's messages: calls and results in the generic format."""
+        plain = plain_turns(self.messages)
+        return with_tools_prompt(plain, self.use) if self.use is not None else plain
+
+
+def result_content(result: ToolResult) -> str:
+    """A result as the model reads it."""
+    return f"Error: {result.text}" if result.is_error and result.text != DENIED else result.text
+
+
+def plain_turns(messages: list[dict]) -> list[dict]:
+    """Assistant calls and tool results as plain turns (app/tools/prompt.py), for messages
+    this side wrote (the server checks a client's with app/server/tool_prompt.py)."""
+    names: dict[str, str] = {}
+    out: list[dict] = []
+    for m in messages:
+        if m.get("role") == "tool":
+            call_id = str(m.get("tool_call_id"))
+            add_result(out, result_text(names.get(call_id, "a tool"), call_id, str(m.get("content") or "")))
+        elif m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = [c["function"] for c in m["tool_calls"]]
+            names.update((c["id"], c["function"]["name"]) for c in m["tool_calls"])
+            shown = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
+            out.append({"role": "assistant", "content": calls_text(str(m.get("content") or ""), shown)})
+        else:
+            out.append({"role": m["role"], "content": m.get("content") or ""})
+    return [{k: v for k, v in m.items() if k != "tool_results"} for m in out]

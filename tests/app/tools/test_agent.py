@@ -1,0 +1,104 @@
+"""The tool loop (app/tools/agent.py) on the real model and a real MCP server: a forced call
+whose arguments validate against the tool's schema, the tool run, its result in the next
+prompt, a text answer at the end; a denial given back to the model as the tool's result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.tools import (
+    DENIED,
+    Approval,
+    CallFinished,
+    CallStarted,
+    TextDelta,
+    Toolbox,
+    ToolLoop,
+    TurnDone,
+)
+from inference import SamplingParams
+
+jsonschema = pytest.importorskip("jsonschema")
+SAMPLING = SamplingParams(max_tokens=60, temperature=0.0)
+
+
+class Recording:
+    """The real engine, with the chats it was sent kept."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.sent = engine, []
+
+    def submit(self, chat):
+        self.sent.append(chat)
+        return self.engine.submit(chat)
+
+
+def _adder(manager, test_server) -> Toolbox:
+    manager.start(test_server).result(30)
+    return Toolbox(manager, [t for t in manager.tools() if t.name == "add"], timeout_s=20)
+
+
+@pytest.mark.model
+def test_a_required_call_runs_the_tool_and_the_model_answers_with_its_result(shared_engine, manager, test_server):
+    toolbox = _adder(manager, test_server)
+    engine = Recording(shared_engine)
+    messages = [{"role": "user", "content": "What is 17 plus 25? Use the add tool."}]
+    asked = []
+    loop = ToolLoop(engine, toolbox, messages, SAMPLING, choice="required", max_rounds=3,
+                    approve=lambda call, tool: asked.append(call.name) or Approval.ONCE)
+    events = list(loop.run())
+
+    started = [e for e in events if isinstance(e, CallStarted)]
+    finished = [e for e in events if isinstance(e, CallFinished)]
+    assert started and len(started) == len(finished) and asked == [e.call.name for e in started]
+    first = finished[0]
+    arguments = json.loads(first.call.arguments)
+    jsonschema.validate(arguments, first.tool.input_schema)  # the grammar made it so
+    assert first.result.text == str(arguments["a"] + arguments["b"]) and not first.result.is_error
+
+    assert engine.sent[0].sampling.grammar is not None  # forced
+    assert engine.sent[1].sampling.grammar is None
+    follow_up = engine.sent[1].messages
+    assert follow_up[:len(engine.sent[0].messages)] == engine.sent[0].messages  # the same prefix, the KV reused
+    assert f"The result of add (call {first.call.id}):\n{first.result.text}" in follow_up[-1]["content"]
+
+    turns = [e for e in events if isinstance(e, TurnDone)]
+    assert turns[-1].calls == () and turns[-1].text.strip() and turns[-1].last.error is None
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == turns[-1].text
+    assert messages[1]["tool_calls"][0]["id"] == first.call.id
+    assert messages[2] == {"role": "tool", "tool_call_id": first.call.id, "content": first.result.text}
+    assert messages[-1] == {"role": "assistant", "content": turns[-1].text}
+
+
+@pytest.mark.model
+def test_a_denied_call_goes_back_to_the_model_as_its_result(shared_engine, manager, test_server):
+    toolbox = _adder(manager, test_server)
+    engine = Recording(shared_engine)
+    messages = [{"role": "user", "content": "Add 2 and 3 with the add tool."}]
+    loop = ToolLoop(engine, toolbox, messages, SAMPLING, choice="required", max_rounds=2,
+                    approve=lambda call, tool: Approval.DENY)
+    events = list(loop.run())
+    finished = [e for e in events if isinstance(e, CallFinished)]
+    assert finished and all(e.denied and e.result.text == DENIED and e.result.duration_s == 0 for e in finished)
+    assert messages[2]["content"] == DENIED
+    assert DENIED in engine.sent[1].messages[-1]["content"]
+    assert isinstance(events[-1], TurnDone) and events[-1].calls == ()  # the last round answers in text
+
+
+@pytest.mark.model
+def test_always_asks_once_per_tool_and_none_offers_no_tools(shared_engine, manager, test_server):
+    toolbox = _adder(manager, test_server)
+    engine = Recording(shared_engine)
+    asked = []
+    loop = ToolLoop(engine, toolbox, [{"role": "user", "content": "Add 1 and 2, then 3 and 4, with add."}],
+                    SAMPLING, choice="required", max_rounds=2,
+                    approve=lambda call, tool: asked.append(call.id) or Approval.ALWAYS)
+    calls = [e for e in loop.run() if isinstance(e, CallFinished)]
+    assert calls and len(asked) == 1 and loop.allowed == {"add"}
+
+    plain = Recording(shared_engine)
+    events = list(ToolLoop(plain, toolbox, [{"role": "user", "content": "Hi"}], SAMPLING, choice="none").run())
+    assert not any(isinstance(e, CallStarted) for e in events)
+    assert "add" not in json.dumps(plain.sent[0].messages) and plain.sent[0].sampling.grammar is None
