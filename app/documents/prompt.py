@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from app.documents.retrieval import Excerpt, pick_excerpts, render_excerpts
-from app.documents.tokens import TokenCounter
+from app.documents.tokens import GuessedTokens, TokenCounter
 from storage import ChunkHit, DocumentRecord, SourceRecord
 
 # Room kept for the reply when the chat's own max_tokens does not say (until the model stops).
@@ -168,3 +168,16 @@ def cited_labels(reply: str) -> set[int]:
     for group in re.findall(r"\[(\d+(?:\s*,\s*\d+)*)\]", reply):
         labels.update(int(n) for n in re.split(r"\s*,\s*", group))
     return labels
+
+
+def fit_text(name: str, text: str, pages: int | None, counter: TokenCounter, n_ctx: int | None) -> str:
+    """What an attachment costs, for its chip: "2,210 tokens · fits whole", or "... · too long:
+    excerpts" when it alone leaves less than a reply's room in the context (with other turns
+    and documents, build_prompt decides per reply). Guessed counts (no vocabulary) say "≈"."""
+    tokens = counter.count(render_document(name, text, pages))
+    about = "≈" if isinstance(counter, GuessedTokens) else ""
+    counted = f"{about}{tokens:,} tokens"
+    if n_ctx is None:
+        return counted
+    fits = tokens <= n_ctx - MIN_REPLY_RESERVE - 2 * TOKENS_PER_TURN
+    return f"{counted} · {'fits whole' if fits else 'too long: excerpts'}"

@@ -21,7 +21,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
 from storage import NewDocument
-from ui.services.attachments import DocumentReading, DocumentViewer
+from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
 from ui.services.compare_review import ComparisonReview
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
@@ -39,7 +39,7 @@ class CompareController:
         self.catalog = ctx.catalog
         self.models_dir = ctx.models_dir
         self.actions = ConversationActions(ctx)
-        self.reading = DocumentReading(ctx.gui)  # the files attached in a comparison's composer
+        self.reading = DocumentReading(ctx.gui, context_fit(ctx))  # the files attached in a comparison's composer
         self.viewer = DocumentViewer(ctx)  # a pane's document and citation chips open here
         self.router = ctx.engines.router
         self.states: dict[int, ComparisonState] = {}  # open comparisons

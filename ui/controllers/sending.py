@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import weakref
 
-from ui.services.attachments import DocumentReading, DocumentViewer
+from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.chat_tab import ChatTab
@@ -15,7 +15,7 @@ from ui.widgets.chat_tab import ChatTab
 class SendingController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.actions = ConversationActions(ctx)
-        self.reading = DocumentReading(ctx.gui)
+        self.reading = DocumentReading(ctx.gui, context_fit(ctx))
         self.viewer = DocumentViewer(ctx)
         self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         ctx.events.tab_opened.connect(self.attach)

@@ -12,8 +12,8 @@ from typing import TypeVar
 import shiboken6
 from PySide6.QtWidgets import QWidget
 
-from app.documents import DocumentError, ExtractionCancelled, extract_document
-from storage import DocumentRecord, DocumentRepository, SourceRecord
+from app.documents import DocumentError, ExtractionCancelled, extract_document, fit_text
+from storage import DocumentRecord, DocumentRepository, NewDocument, SourceRecord
 from ui.services.context import ControllerContext
 from ui.services.daemon_pool import DaemonPool
 from ui.services.threads import GuiCalls
@@ -41,8 +41,11 @@ class DocumentReading:
     exit); progress and the end come back on the GUI thread, to the chip if it is still
     there (× removes it, and a closed tab deletes it)."""
 
-    def __init__(self, gui: GuiCalls) -> None:
+    def __init__(self, gui: GuiCalls, measure: Callable[[NewDocument], str] | None = None) -> None:
+        """measure: what a read document costs in the model's context, for its chip (on the
+        reading thread: it tokenizes)."""
         self.gui = gui
+        self.measure = measure
         self.pool = DaemonPool(READERS, "chorus-documents")
         self.hops = WorkerHops(gui)
         self.last: Future | None = None  # the latest file's reading (tests wait on it)
@@ -57,8 +60,12 @@ class DocumentReading:
                 shown[0] = percent
                 self.gui.post(lambda: _if_alive(chip, chip.set_progress, fraction))
 
-        self.last = self.hops.run(self.pool, lambda: extract_document(path, cancel, progress),
-                                  lambda document: _if_alive(chip, chip.set_ready, document),
+        def read_and_measure() -> tuple[NewDocument, str]:
+            document = extract_document(path, cancel, progress)
+            return document, self.measure(document) if self.measure is not None else ""
+
+        self.last = self.hops.run(self.pool, read_and_measure,
+                                  lambda done: _if_alive(chip, lambda d: chip.set_ready(*d), done),
                                   lambda message: _if_alive(chip, chip.set_failed, message),
                                   describe=reading_failure)
         return self.last
@@ -66,6 +73,16 @@ class DocumentReading:
     def shutdown(self) -> None:
         self.hops.closed = True
         self.pool.shutdown()
+
+
+def context_fit(ctx: ControllerContext) -> Callable[[NewDocument], str]:
+    """A read document's tokens on the main engine's model and whether it fits whole."""
+
+    def measure(document: NewDocument) -> str:
+        counter, n_ctx = ctx.engines.token_counter(ctx.engines.engine)
+        return fit_text(document.name, document.text, document.pages, counter, n_ctx)
+
+    return measure
 
 
 def _if_alive(chip: AttachmentChip, show: Callable[[T], None], value: T) -> None:

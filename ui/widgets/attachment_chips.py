@@ -102,9 +102,11 @@ class AttachmentChip(QFrame):
             self.progress.setValue(round(100 * min(1.0, max(0.0, fraction))))
             self.details.setText(f"reading… {self.progress.value()}%")
 
-    def set_ready(self, document: NewDocument) -> None:
+    def set_ready(self, document: NewDocument, fit: str = "") -> None:
+        """fit: its tokens and whether it goes whole into the model's context, when known."""
         self.document, self.state = document, ChipState.READY
-        self.details.setText(document_details(document.pages, document.size_bytes, len(document.text)))
+        details = document_details(document.pages, document.size_bytes, len(document.text))
+        self.details.setText(f"{details}\n{fit}" if fit else details)
         self._show_state()
         self.finished.emit()
 

@@ -15,6 +15,7 @@ from app.documents import (
     build_prompt,
     chat_prompt,
     cited_labels,
+    fit_text,
     split_chunks,
     with_cited,
 )
@@ -155,3 +156,11 @@ def test_the_cached_share_of_the_documents_follows_the_cached_prompt_tokens(repo
     assert prompt.documents_cached(0) == 0
     assert prompt.documents_cached(start + 10) == 10
     assert prompt.documents_cached(start + total + 50) == total
+
+
+def test_a_chip_says_what_a_document_costs_and_whether_it_fits_whole():
+    text = "word " * 300
+    assert fit_text("a.md", text, None, WordTokens(), 8192).endswith("tokens · fits whole")
+    assert fit_text("a.md", text, None, WordTokens(), 400).endswith("tokens · too long: excerpts")
+    assert fit_text("a.md", text, None, WordTokens(), None) == "303 tokens"
+    assert fit_text("a.md", text, None, GuessedTokens(), None).startswith("≈")

@@ -92,6 +92,7 @@ def test_the_paperclip_attaches_a_file_which_goes_with_the_message(desk, engine,
     (chip,) = _ready(qtbot, tab.composer_box.tray)
     assert chip.state is ChipState.READY and chip.name_label.text() == "notes.md"
     assert f"{len(chip.document.text):,} characters" in chip.details.text()
+    assert chip.details.text().splitlines()[-1].startswith("≈")  # its tokens, guessed: a server's model
     assert "launch moves to" in chip.document.text
 
     _send(desk, engine, tab, "When is the launch?")

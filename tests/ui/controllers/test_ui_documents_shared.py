@@ -29,6 +29,7 @@ def ask(desktop: App, tab, path, question: str) -> None:
     tray = tab.composer_box.tray
     tab.composer_box.attach([path])
     desktop.qtbot.waitUntil(lambda: len(tray.chips()) == 1 and not tray.extracting(), timeout=30_000)
+    assert tray.chips()[0].details.text().endswith("tokens · fits whole")  # counted by the model's vocabulary
     tab.composer.setFocus()
     desktop.qtbot.keyClicks(tab.composer, question)
     desktop.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
