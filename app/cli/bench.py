@@ -118,12 +118,14 @@ def _register_documents(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     dbench.add_argument("--document-tokens", type=int, default=3000, help="size of the generated manual")
     dbench.add_argument("--chats", type=int, default=8)
     dbench.add_argument("--max-tokens", type=int, default=32)
+    dbench.add_argument("--uncached", action="store_true",
+                        help="also one after another with each question computing the document (no shared cache)")
     dbench.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _documents(args: argparse.Namespace, base: Path) -> int:
     options = documents.DocumentBenchOptions(document=args.document, chats=args.chats, max_tokens=args.max_tokens,
-                                             generated_tokens=args.document_tokens)
+                                             generated_tokens=args.document_tokens, uncached=args.uncached)
     report = documents.run_documents_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(documents.render(report, args.json))
     return 0
