@@ -30,6 +30,8 @@ from storage.records import (
     NewDocument,
     SearchHit,
     SourceRecord,
+    ToolCallRecord,
+    ToolResultRecord,
 )
 from storage.repository import ChatRepository
 from storage.responses import ResponseRecord, ResponsesRepository
@@ -62,6 +64,8 @@ __all__ = [
     "ResponsesRepository",
     "SearchHit",
     "SourceRecord",
+    "ToolCallRecord",
+    "ToolResultRecord",
     "StorageError",
     "matching_messages",
     "open_database",

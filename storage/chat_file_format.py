@@ -32,6 +32,7 @@ from storage.errors import require_import as _require
 from storage.import_writer import STATS, SettingsRemap, parse_time, write_import
 from storage.records import ROLES, MessageStatus, NewDocument
 from storage.schema import Comparison, Conversation, Message, Preset
+from storage.tool_use import tool_json_of_file
 
 FORMAT = "chorus-chats"
 VERSION = 2  # 2: documents, attachments and sources (2026-12-02)
@@ -100,6 +101,7 @@ def _conversation_json(s, conv: Conversation, preset: Preset | None, attached: d
                 "created_at": _iso(m.created_at),
                 **({"attachments": attached[m.id]} if m.id in attached else {}),
                 **({"sources": json.loads(m.sources_json)} if m.sources_json else {}),
+                **({"tool": json.loads(m.tool_json)} if m.tool_json else {}),
             }
             for m in messages
         ],
@@ -288,6 +290,10 @@ def _validate_message(m: Any, seen: set, where: str) -> None:
         _require(_is_stat(m.get(key)), f"{where}: {key} must be a number of 0 or more")
     if "created_at" in m:
         parse_time(m["created_at"], f"{where}: created_at")
+    try:
+        tool_json_of_file(m.get("tool"))
+    except ValueError as exc:
+        _require(False, f"{where}: tool {exc}")
 
 
 def _require_unicode(data: dict) -> None:

@@ -39,6 +39,7 @@ from storage.database import Database
 from storage.errors import ImportRejected
 from storage.records import MessageStatus, NewDocument
 from storage.schema import Comparison, Conversation, Message, MessageAttachment, Preset, utcnow
+from storage.tool_use import tool_json_of_file
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,7 @@ def _message_row(m: dict, conv_id: int | None, parent_id: int | None, now: datet
         **{k: m.get(k) for k in STATS},
         "model": m.get("model"),
         "sources_json": sources_to_json(source_records(m)),
+        "tool_json": tool_json_of_file(m.get("tool")),
         "owner_pid": None,
         "created_at": parse_time(m.get("created_at"), "") or now,
         "updated_at": now,

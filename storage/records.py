@@ -54,6 +54,9 @@ class MessageRecord:
     updated_at: datetime
     # A reply that answered from retrieved excerpts: the excerpts it was shown, in order.
     sources: tuple[SourceRecord, ...] = ()
+    # An assistant turn that called tools: its calls; a "tool" message: the result of which call.
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_result: ToolResultRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,3 +212,25 @@ class SourceRecord:
     chunk_index: int
     page: int | None
     cited: bool  # the reply names [label] in its text
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """A tool call an assistant turn made: arguments as a JSON object's text (OpenAI's)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultRecord:
+    """What a "tool" message answers (its content is the result's text): the call, the tool,
+    whether it failed or the user denied it, how long it ran, characters cut off its output."""
+
+    call_id: str
+    name: str
+    is_error: bool = False
+    denied: bool = False
+    duration_s: float | None = None
+    cut_chars: int = 0

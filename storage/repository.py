@@ -27,8 +27,11 @@ from storage.records import (
     MessageRecord,
     MessageStatus,
     NewDocument,
+    ToolCallRecord,
+    ToolResultRecord,
 )
 from storage.schema import Conversation, Message, utcnow
+from storage.tool_use import tool_from_json, tool_to_json
 
 
 class _Active(enum.Enum):
@@ -67,17 +70,18 @@ _RECORD_COLUMNS = (
     Message.id, Message.conversation_id, Message.parent_id, Message.role, Message.content,
     Message.status, Message.error_text, Message.prompt_tokens, Message.completion_tokens,
     Message.ttft_s, Message.tokens_per_s, Message.model, Message.created_at, Message.updated_at,
-    Message.sources_json,
+    Message.sources_json, Message.tool_json,
 )
 
 
 def _row_record(row) -> MessageRecord:
     """Fast path for many messages: a row of _RECORD_COLUMNS, read by position."""
-    msg_id, conv_id, parent, role, content, status, error, pt, ct, ttft, tps, model, created, updated, sources = row
+    msg_id, conv_id, parent, role, content, status, error, pt, ct, ttft, tps, model, created, updated, *extra = row
+    sources, tool = extra
     return MessageRecord(
         msg_id, conv_id, parent, role, content, _STATUS[status], error, pt, ct, ttft, tps, model,
         created.replace(tzinfo=timezone.utc), updated.replace(tzinfo=timezone.utc),
-        attachments.sources_from_json(sources),
+        attachments.sources_from_json(sources), *tool_from_json(tool),
     )
 
 
@@ -100,6 +104,7 @@ def conversation_record(c: Conversation) -> ConversationRecord:
 
 
 def message_record(m: Message) -> MessageRecord:
+    tool_calls, tool_result = tool_from_json(m.tool_json)
     return MessageRecord(
         id=m.id,
         conversation_id=m.conversation_id,
@@ -116,6 +121,8 @@ def message_record(m: Message) -> MessageRecord:
         created_at=_aware(m.created_at),
         updated_at=_aware(m.updated_at),
         sources=attachments.sources_from_json(m.sources_json),
+        tool_calls=tool_calls,
+        tool_result=tool_result,
     )
 
 
@@ -241,6 +248,7 @@ class ChatRepository:
                     completion_tokens=m.completion_tokens, ttft_s=m.ttft_s, tokens_per_s=m.tokens_per_s,
                     model=m.model, created_at=m.created_at, updated_at=m.updated_at,
                     sources_json=attachments.sources_to_json(m.sources),
+                    tool_json=tool_to_json(m.tool_calls, m.tool_result),
                 )
                 s.add(msg)
                 s.flush()
@@ -308,16 +316,20 @@ class ChatRepository:
         status: MessageStatus = MessageStatus.COMPLETE,
         model: str | None = None,
         documents: Sequence[NewDocument] = (),
+        tool_calls: Sequence[ToolCallRecord] = (),
+        tool_result: ToolResultRecord | None = None,
         **stats,
     ) -> MessageRecord:
         """Append a message under parent_id (default: the active leaf) and make it active.
         documents: attached to it in order, each stored once by sha256 (an existing one is
-        reused as it is); the message, the documents and the attachments in one transaction."""
+        reused as it is); the message, the documents and the attachments in one transaction.
+        tool_calls: an assistant turn's calls; tool_result: what a "tool" message answers."""
         if role not in ROLES:
             raise StorageError(f"role must be one of {ROLES}, got {role!r}")
         attachments.check_documents(documents)
         with self.db.begin() as s:
             msg = self._insert_message(s, conversation_id, role, content, parent_id, status, model, stats)
+            msg.tool_json = tool_to_json(tool_calls, tool_result)
             attachments.insert_documents(s, documents)
             attachments.attach(s, msg.id, [(doc.sha256, doc.name) for doc in documents])
             return message_record(msg)

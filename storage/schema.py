@@ -124,6 +124,8 @@ class Message(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # A reply answered from retrieved excerpts: a JSON list of SourceRecord fields (0007).
     sources_json: Mapped[str | None] = mapped_column(Text)
+    # Tool use (0008): an assistant turn's calls {"calls": [...]}, a tool message's {"result": {...}}.
+    tool_json: Mapped[str | None] = mapped_column(Text)
 
     conversation: Mapped[Conversation] = relationship(back_populates="messages")
 

@@ -74,25 +74,30 @@ NEW_IN_0007 = {
     ("add_column", "messages", "sources_json"),
 }
 NEW_IN_0006 = {("add_table", "responses")}
+NEW_IN_0008 = {("add_column", "messages", "tool_json")}
 
 
 def test_schema_comparison_sees_a_difference(tmp_path):
     """The agreement check is not vacuous: a database some revisions behind differs."""
-    assert diff_at(tmp_path, "0004") - NEW_IN_0007 - NEW_IN_0006 == {
+    assert diff_at(tmp_path, "0004") - NEW_IN_0008 - NEW_IN_0007 - NEW_IN_0006 == {
         ("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
         ("add_column", "model_profiles", "last_used_at"), ("add_index", "ix_model_profiles_path")}
 
 
 def test_the_responses_table_is_new_in_0006(tmp_path):
-    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007
+    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007 | NEW_IN_0008
 
 
 def test_the_documents_tables_are_new_in_0007(tmp_path):
-    assert diff_at(tmp_path, "0006") == NEW_IN_0007
+    assert diff_at(tmp_path, "0006") == NEW_IN_0007 | NEW_IN_0008
+
+
+def test_the_tool_column_is_new_in_0008(tmp_path):
+    assert diff_at(tmp_path, "0007") == NEW_IN_0008
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0007"
+    assert head_revision() == "0008"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------
