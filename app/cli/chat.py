@@ -9,17 +9,19 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_chat_store
+from app.cli.chat_tool_args import add_tool_args, configured_servers
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.cli.remote_replies import add_remote_args, connect
 from app.documents import DocumentError, GuessedTokens, TokenCounter, VocabTokens, build_prompt, extract_document
 from app.engines.remote import RemoteError
 from app.paths import kv_cache_dir
+from app.tools import McpConfigError, chat_message, plain_turns
 from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, ModelLoadError, SamplingParams
 from storage import (
     ChatRepository,
@@ -30,6 +32,9 @@ from storage import (
     NewDocument,
     NotFoundError,
 )
+
+if TYPE_CHECKING:  # chat_tools brings the MCP SDK: imported only when a chat has servers
+    from app.cli.chat_tools import TerminalTools
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
 TITLE_CHARS = 60
@@ -63,9 +68,9 @@ class Conversation:
         path = self.repo.active_path(conversation_id)
         self.id = conversation_id
         self.messages = [  # a reply's reasoning is stored, not sent again (app/chats/reasoning.py)
-            {"role": m.role, "content": strip_reasoning(m.content) if m.role == "assistant" else m.content}
+            chat_message(m, strip_reasoning(m.content) if m.role == "assistant" else m.content)
             for m in path.messages
-            if m.status is not MessageStatus.ERROR and m.content
+            if m.status is not MessageStatus.ERROR and (m.content or m.tool_calls)
         ]
         self.system = next((m["content"] for m in self.messages if m["role"] == "system"), None)
         docs = DocumentRepository(self.repo.db)
@@ -97,11 +102,13 @@ class Conversation:
         return message_id
 
     def prompt(self, counter: TokenCounter, n_ctx: int | None, reply_tokens: int | None) -> tuple[dict, ...]:
-        """The engine's messages: the turns, with the attached documents whole or as excerpts."""
+        """The engine's messages: the turns (tool calls and results as text), with the attached
+        documents whole or as excerpts."""
+        turns = plain_turns(self.messages)
         if not self.documents:
-            return tuple(self.messages)
+            return tuple(turns)
         search = DocumentRepository(self.repo.db).best_chunks
-        return build_prompt(self.messages, self.documents, counter, n_ctx, reply_tokens, search).messages
+        return build_prompt(turns, self.documents, counter, n_ctx, reply_tokens, search).messages
 
 
 class ReplyHandle(Protocol):
@@ -129,6 +136,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
     chat.add_argument("--attach", action="append", default=[], metavar="FILE",
                       help="a document for the chat (repeatable): text, Markdown, code, PDF, DOCX, ...")
+    add_tool_args(chat)
 
 
 def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
@@ -170,22 +178,28 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
         else:
             conv.start(args.system)
         conv.attach([extract_document(Path(p)) for p in args.attach])
-    except (NotFoundError, DocumentError) as exc:
+        servers = configured_servers(args)
+    except (NotFoundError, DocumentError, McpConfigError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
+    tools = _start_tools(servers, args) if servers else None  # before the model: their errors first
     try:
         engine, where = start()
     except ModelLoadError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
+        if tools is not None:
+            tools.shutdown()
         return 2
     print(f"Chorus chat on {where} ({label}). {HELP}", file=sys.stderr)
     if conv.id is not None:
         print(f"continuing conversation {conv.id} ({len(conv.messages)} messages)", file=sys.stderr)
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
     try:
-        _loop(engine, conv, sampling)
+        _loop(engine, conv, sampling, tools)
     finally:
         engine.shutdown()
+        if tools is not None:
+            tools.shutdown()
         db.close()
     if conv.id is not None:
         again = f" --server {args.server}" if args.server else ""
@@ -194,7 +208,7 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
     return 0
 
 
-def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None:
+def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams, tools: TerminalTools | None) -> None:
     while True:
         try:
             line = input("you> ")
@@ -214,10 +228,32 @@ def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams) -> None
         user_id = _until_saved(partial(conv.add_user, text), "your message")
         if user_id is None:
             return
+        if tools is not None:
+            if not _tool_reply(engine, conv, sampling, tools):
+                return
+            continue
         reply = _stream_reply(engine, conv, user_id, sampling)
         if reply is None:
             return
         conv.messages.append({"role": "assistant", "content": strip_reasoning(reply)})
+
+
+def _start_tools(servers: list, args: argparse.Namespace) -> TerminalTools:
+    from app.cli.chat_tools import TerminalTools
+
+    return TerminalTools.start(servers, args)
+
+
+def _tool_reply(engine: Replies, conv: Conversation, sampling: SamplingParams, tools: TerminalTools) -> bool:
+    """The reply with tools; False when a part could not be saved and the user gave up."""
+    counter, n_ctx = _counter(engine)
+    added = tools.reply(engine, conv.repo, conv.saved_id, conv.model_name, list(conv.prompt(counter, n_ctx,
+                        sampling.max_tokens)), sampling, _until_saved, _report)
+    if added is None:
+        return False
+    conv.messages += [{**m, "content": strip_reasoning(m["content"])} if m["role"] == "assistant" else m
+                      for m in added]
+    return True
 
 
 def _until_saved(write: Callable[[], T], what: str) -> T | None:

@@ -21,12 +21,11 @@ from app.tools.mcp_config import (
     server_from_command,
 )
 from app.tools.parsing import might_be_call, parse_calls
-from app.tools.prompt import add_result, calls_text, result_text, tools_prompt, with_tools_prompt
-from app.tools.types import Tool, ToolCall, ToolUse, new_call_id
+from app.tools.prompt import add_result, calls_text, plain_turns, result_text, tools_prompt, with_tools_prompt
+from app.tools.types import TOOL_CHOICES, Tool, ToolCall, ToolUse, new_call_id
 
 if TYPE_CHECKING:
     from app.tools.agent import (
-        CHOICES,
         DENIED,
         AgentEvent,
         Approval,
@@ -37,20 +36,21 @@ if TYPE_CHECKING:
         ToolLoop,
         TurnDone,
         always_allow,
-        plain_turns,
         result_content,
     )
+    from app.tools.history import call_records, chat_message, result_record
     from app.tools.mcp_results import DEFAULT_OUTPUT_CAP, McpTool, ToolResult
     from app.tools.mcp_servers import McpManager, ServerState, ServerStatus
     from app.tools.toolbox import Toolbox
 
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {
-    **dict.fromkeys(["CHOICES", "DENIED", "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted",
-                     "TextDelta", "ToolLoop", "TurnDone", "always_allow", "plain_turns", "result_content"],
+    **dict.fromkeys(["DENIED", "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted",
+                     "TextDelta", "ToolLoop", "TurnDone", "always_allow", "result_content"],
                     "app.tools.agent"),
     **dict.fromkeys(["DEFAULT_OUTPUT_CAP", "McpTool", "ToolResult"], "app.tools.mcp_results"),
     **dict.fromkeys(["McpManager", "ServerState", "ServerStatus"], "app.tools.mcp_servers"),
+    **dict.fromkeys(["call_records", "chat_message", "result_record"], "app.tools.history"),
     "Toolbox": "app.tools.toolbox",
 }
 
@@ -65,11 +65,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CHOICES", "DEFAULT_OUTPUT_CAP", "DENIED", "MAX_PARALLEL",
+    "DEFAULT_OUTPUT_CAP", "DENIED", "MAX_PARALLEL", "TOOL_CHOICES",
     "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted", "HttpServer", "McpConfigError",
     "McpManager", "McpTool", "ServerConfig", "ServerState", "ServerStatus", "StdioServer", "TextDelta", "Tool",
     "ToolCall", "ToolLoop", "ToolResult", "ToolSchemaError", "ToolUse", "Toolbox", "TurnDone",
-    "add_result", "always_allow", "call_grammar", "calls_text", "mcp_servers_json", "might_be_call", "new_call_id",
-    "parse_calls", "parse_mcp_servers", "plain_turns", "read_mcp_servers_file", "result_content", "result_text",
-    "server_from_command", "tools_prompt", "with_tools_prompt",
+    "add_result", "always_allow", "call_grammar", "call_records", "calls_text", "chat_message",
+    "mcp_servers_json", "might_be_call", "new_call_id", "parse_calls", "parse_mcp_servers", "plain_turns",
+    "read_mcp_servers_file", "result_content", "result_record", "result_text", "server_from_command",
+    "tools_prompt", "with_tools_prompt",
 ]

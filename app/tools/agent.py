@@ -19,12 +19,11 @@ from typing import Protocol
 from app.tools.grammar import call_grammar
 from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.parsing import might_be_call, parse_calls
-from app.tools.prompt import add_result, calls_text, result_text, with_tools_prompt
+from app.tools.prompt import plain_turns, with_tools_prompt
 from app.tools.toolbox import Toolbox
-from app.tools.types import ToolCall, ToolUse
+from app.tools.types import TOOL_CHOICES, ToolCall, ToolUse
 from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, SamplingParams
 
-CHOICES = ("auto", "required", "none")
 DEFAULT_MAX_ROUNDS = 5
 DENIED = "denied by the user"
 
@@ -96,8 +95,8 @@ class ToolLoop:
     def __init__(self, engine: Engine, toolbox: Toolbox, messages: list[dict], sampling: SamplingParams, *,
                  choice: str = "auto", approve: Approver = always_allow, max_rounds: int = DEFAULT_MAX_ROUNDS,
                  parallel: bool = True, priority: int = PRIORITY_VISIBLE_TAB) -> None:
-        if choice not in CHOICES:
-            raise ValueError(f"tool_choice must be one of {', '.join(CHOICES)}, got {choice!r}")
+        if choice not in TOOL_CHOICES:
+            raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {choice!r}")
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         self.engine, self.toolbox, self.messages, self.sampling = engine, toolbox, messages, sampling
@@ -169,22 +168,3 @@ class ToolLoop:
 def result_content(result: ToolResult) -> str:
     """A result as the model reads it."""
     return f"Error: {result.text}" if result.is_error and result.text != DENIED else result.text
-
-
-def plain_turns(messages: list[dict]) -> list[dict]:
-    """Assistant calls and tool results as plain turns (app/tools/prompt.py), for messages
-    this side wrote (the server checks a client's with app/server/tool_prompt.py)."""
-    names: dict[str, str] = {}
-    out: list[dict] = []
-    for m in messages:
-        if m.get("role") == "tool":
-            call_id = str(m.get("tool_call_id"))
-            add_result(out, result_text(names.get(call_id, "a tool"), call_id, str(m.get("content") or "")))
-        elif m.get("role") == "assistant" and m.get("tool_calls"):
-            calls = [c["function"] for c in m["tool_calls"]]
-            names.update((c["id"], c["function"]["name"]) for c in m["tool_calls"])
-            shown = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
-            out.append({"role": "assistant", "content": calls_text(str(m.get("content") or ""), shown)})
-        else:
-            out.append({"role": m["role"], "content": m.get("content") or ""})
-    return [{k: v for k, v in m.items() if k != "tool_results"} for m in out]

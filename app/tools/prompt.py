@@ -63,3 +63,22 @@ def add_result(out: list[dict], text: str) -> None:
         last["content"] += "\n\n" + text
     else:
         out.append({"role": "user", "content": text, "tool_results": True})
+
+
+def plain_turns(messages: list[dict]) -> list[dict]:
+    """Assistant calls and tool results as plain turns, for messages this side wrote (the
+    server checks a client's with app/server/tool_prompt.py)."""
+    names: dict[str, str] = {}
+    out: list[dict] = []
+    for m in messages:
+        if m.get("role") == "tool":
+            call_id = str(m.get("tool_call_id"))
+            add_result(out, result_text(names.get(call_id, "a tool"), call_id, str(m.get("content") or "")))
+        elif m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = [c["function"] for c in m["tool_calls"]]
+            names.update((c["id"], c["function"]["name"]) for c in m["tool_calls"])
+            shown = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
+            out.append({"role": "assistant", "content": calls_text(str(m.get("content") or ""), shown)})
+        else:
+            out.append({"role": m["role"], "content": m.get("content") or ""})
+    return [{k: v for k, v in m.items() if k != "tool_results"} for m in out]

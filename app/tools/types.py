@@ -6,6 +6,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+TOOL_CHOICES = ("auto", "required", "none")  # what a chat (not the HTTP API) chooses among
+
 
 @dataclass(frozen=True)
 class Tool:

@@ -1,0 +1,33 @@
+"""`chorus chat`'s tool options: --mcp "COMMAND ARGS" (repeatable), --mcp-config FILE (the
+mcpServers JSON), --tool-choice, --yes, --tool-timeout, --max-tool-rounds; read into server
+configurations without importing the MCP SDK (chat_tools.py runs them)."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.tools import TOOL_CHOICES, McpConfigError, ServerConfig, read_mcp_servers_file, server_from_command
+
+
+def add_tool_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mcp", action="append", default=[], metavar='"COMMAND ARGS"',
+                        help="an MCP server run over stdio (repeatable), e.g. --mcp \"uvx mcp-server-time\"")
+    parser.add_argument("--mcp-config", default=None, metavar="FILE",
+                        help="MCP servers from an mcpServers JSON file (Claude Desktop's, Cursor's, LM Studio's)")
+    parser.add_argument("--tool-choice", choices=TOOL_CHOICES, default="auto",
+                        help="auto: the model may call tools; required: its first turn must; none: no tools")
+    parser.add_argument("--yes", action="store_true", help="run every tool call without asking")
+    parser.add_argument("--tool-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="how long a tool call may take (default 60)")
+    parser.add_argument("--max-tool-rounds", type=int, default=5, metavar="N",
+                        help="model turns per reply at most, the last one answering in text (default 5)")
+
+
+def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:
+    """The servers asked for, checked (McpConfigError) before anything starts."""
+    servers: list[ServerConfig] = list(read_mcp_servers_file(args.mcp_config)) if args.mcp_config else []
+    for line in args.mcp:
+        servers.append(server_from_command(line, taken=[s.name for s in servers]))
+    if args.max_tool_rounds < 1:
+        raise McpConfigError("--max-tool-rounds must be at least 1")
+    return servers

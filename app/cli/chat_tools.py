@@ -1,0 +1,139 @@
+"""`chorus chat` with MCP tools (chat_tool_args.py: --mcp, --mcp-config and the rest): the
+servers start before the model loads; each reply then runs the tool
+loop (app/tools/agent.py), printing every call and its result as it happens, asking
+"run TOOL(args)? [y]es / [a]lways / [n]o" before each (--yes approves all), and storing the
+turn's calls and the results in the history."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from app.engines.finish import message_status
+from app.tools import McpManager, ServerConfig, ServerStatus, Toolbox, ToolLoop
+from app.tools.agent import (
+    Approval,
+    CallFinished,
+    CallStarted,
+    Engine,
+    TextDelta,
+    TurnDone,
+    always_allow,
+    result_content,
+)
+from app.tools.history import call_records, result_record
+from app.tools.mcp_results import McpTool
+from app.tools.types import ToolCall
+from inference import Delta, FinishReason, SamplingParams
+from storage import ChatRepository, MessageRecord
+
+SHOWN_RESULT = 400  # characters of a result printed (the model gets it whole, up to the cap)
+# chat.py's _until_saved: the write, again on a full disk while the user asks; None if they give up.
+Saver = Callable[[Callable[[], Any], str], Any]
+
+
+class TerminalTools:
+    """The chat's MCP servers and the loop's settings, for the length of the chat."""
+
+    def __init__(self, manager: McpManager, args: argparse.Namespace) -> None:
+        self.manager = manager
+        self.toolbox = Toolbox(manager, timeout_s=args.tool_timeout)
+        self.choice, self.max_rounds = args.tool_choice, args.max_tool_rounds
+        self.approve = always_allow if args.yes else ask_on_terminal
+
+    @classmethod
+    def start(cls, servers: list[ServerConfig], args: argparse.Namespace) -> TerminalTools:
+        """Starts them all, each one's state on stderr; a failed one leaves the others on."""
+        manager = McpManager()
+        for state in manager.start_all(servers):
+            print(f"mcp: {state.name} ({state.config.describe()}): {state.summary()}", file=sys.stderr)
+            if state.status is ServerStatus.FAILED and state.stderr_tail:
+                print("  " + state.stderr_tail.replace("\n", "\n  "), file=sys.stderr)
+        return cls(manager, args)
+
+    def shutdown(self) -> None:
+        self.manager.shutdown()
+
+    def reply(self, engine: Engine, repo: ChatRepository, conversation_id: int, model: str, messages: list[dict],
+              sampling: SamplingParams, save: Saver, report: Callable[[Delta], None]) -> list[dict] | None:
+        """The reply to the last message, tools and all, shown and stored: the messages it
+        added (OpenAI's shape), or None when one could not be stored and the user gave up."""
+        start = len(messages)
+        loop = ToolLoop(engine, self.toolbox, messages, sampling, choice=self.choice, approve=self.approve,
+                        max_rounds=self.max_rounds)
+        shown = ""  # the text of the turn on screen
+        try:
+            for event in loop.run():
+                if isinstance(event, TextDelta):
+                    sys.stdout.write(event.text if shown else "bot> " + event.text)
+                    sys.stdout.flush()
+                    shown += event.text
+                elif isinstance(event, CallStarted):
+                    print(f"[tool] {_call_shown(event.call)}")
+                elif isinstance(event, CallFinished):
+                    print(_result_shown(event))
+                    if save(partial(_store_result, repo, conversation_id, event), "a tool's result") is None:
+                        return None
+                elif isinstance(event, TurnDone):
+                    shown = ""
+                    if save(partial(_store_turn, repo, conversation_id, model, event), "the reply") is None:
+                        return None
+                    if not event.calls:
+                        report(event.last)
+        except KeyboardInterrupt:
+            stopped = Delta("", finish_reason=FinishReason.CANCELLED)
+            save(partial(_store_turn, repo, conversation_id, model, TurnDone(shown, (), stopped)), "the reply")
+            messages.append({"role": "assistant", "content": shown})
+            print("\n[stopped]", file=sys.stderr)
+        return messages[start:]
+
+
+def ask_on_terminal(call: ToolCall, tool: McpTool) -> Approval:
+    while True:
+        try:
+            answer = input(f"run {_call_shown(call)}? [y]es / [a]lways / [n]o ").strip().lower()
+        except EOFError:
+            return Approval.DENY
+        if answer in ("y", "yes"):
+            return Approval.ONCE
+        if answer in ("a", "always"):
+            return Approval.ALWAYS
+        if answer in ("n", "no"):
+            return Approval.DENY
+
+
+def _call_shown(call: ToolCall) -> str:
+    return f"{call.name}({call.arguments})"
+
+
+def _result_shown(event: CallFinished) -> str:
+    result = event.result
+    if event.denied:
+        return f"[{event.call.name}: denied]"
+    text = result_content(result)
+    more = f"... ({len(text) - SHOWN_RESULT} more characters)" if len(text) > SHOWN_RESULT else ""
+    return f"[{event.call.name}, {result.duration_s:.2f} s] {text[:SHOWN_RESULT]}{more}"
+
+
+def _store_turn(repo: ChatRepository, conversation_id: int, model: str, turn: TurnDone) -> MessageRecord:
+    status = message_status(turn.last.finish_reason or FinishReason.ERROR)
+    return repo.add_message(conversation_id, "assistant", turn.text, status=status, model=model,
+                     tool_calls=call_records(turn.calls), **_stats(turn.last))
+
+
+def _store_result(repo: ChatRepository, conversation_id: int, event: CallFinished) -> MessageRecord:
+    return repo.add_message(conversation_id, "tool", result_content(event.result),  # as the model read it
+                     tool_result=result_record(event.call, event.result, event.denied))
+
+
+def _stats(delta: Delta) -> dict[str, Any]:
+    s = delta.stats
+    fields: dict[str, Any] = {"error_text": delta.error}
+    if s is not None:
+        fields |= {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
+                   "ttft_s": s.ttft_s, "tokens_per_s": s.decode_tok_s}
+    return fields
+
