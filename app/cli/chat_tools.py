@@ -19,6 +19,7 @@ from app.tools.agent import (
     CallFinished,
     CallStarted,
     Engine,
+    Notice,
     TextDelta,
     TurnDone,
     always_allow,
@@ -71,6 +72,8 @@ class TerminalTools:
                     sys.stdout.write(event.text if shown else "bot> " + event.text)
                     sys.stdout.flush()
                     shown += event.text
+                elif isinstance(event, Notice):
+                    print(f"[{event.text}]", file=sys.stderr)
                 elif isinstance(event, CallStarted):
                     print(f"[tool] {_call_shown(event.call)}")
                 elif isinstance(event, CallFinished):

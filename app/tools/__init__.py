@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         Approver,
         CallFinished,
         CallStarted,
+        Notice,
         TextDelta,
         ToolLoop,
         TurnDone,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {
     **dict.fromkeys(["DENIED", "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted",
-                     "TextDelta", "ToolLoop", "TurnDone", "always_allow", "result_content"],
+                     "Notice", "TextDelta", "ToolLoop", "TurnDone", "always_allow", "result_content"],
                     "app.tools.agent"),
     **dict.fromkeys(["DEFAULT_OUTPUT_CAP", "McpTool", "ToolResult"], "app.tools.mcp_results"),
     **dict.fromkeys(["McpManager", "ServerState", "ServerStatus"], "app.tools.mcp_servers"),
@@ -67,8 +68,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_OUTPUT_CAP", "DENIED", "MAX_PARALLEL", "TOOL_CHOICES",
     "AgentEvent", "Approval", "Approver", "CallFinished", "CallStarted", "HttpServer", "McpConfigError",
-    "McpManager", "McpTool", "ServerConfig", "ServerState", "ServerStatus", "StdioServer", "TextDelta", "Tool",
-    "ToolCall", "ToolLoop", "ToolResult", "ToolSchemaError", "ToolUse", "Toolbox", "TurnDone",
+    "McpManager", "McpTool", "Notice", "ServerConfig", "ServerState", "ServerStatus", "StdioServer", "TextDelta",
+    "Tool", "ToolCall", "ToolLoop", "ToolResult", "ToolSchemaError", "ToolUse", "Toolbox", "TurnDone",
     "add_result", "always_allow", "call_grammar", "call_records", "calls_text", "chat_message",
     "mcp_servers_json", "might_be_call", "new_call_id", "parse_calls", "parse_mcp_servers", "plain_turns",
     "read_mcp_servers_file", "result_content", "result_record", "result_text", "server_from_command",

@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from app.tools.grammar import call_grammar
+from app.tools.grammar import ToolSchemaError, call_grammar
 from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.parsing import might_be_call, parse_calls
 from app.tools.prompt import plain_turns, with_tools_prompt
@@ -65,6 +65,13 @@ class TurnDone:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is no error: a required call that cannot be forced."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class CallStarted:
     """Before the approval is asked."""
 
@@ -80,7 +87,7 @@ class CallFinished:
     denied: bool = False
 
 
-AgentEvent = TextDelta | TurnDone | CallStarted | CallFinished
+AgentEvent = TextDelta | TurnDone | CallStarted | CallFinished | Notice
 
 
 def always_allow(call: ToolCall, tool: McpTool) -> Approval:
@@ -104,11 +111,20 @@ class ToolLoop:
         self.allowed: set[str] = set()  # tools approved "always"
         on = choice != "none" and bool(toolbox)
         self.use = ToolUse(toolbox.specs(), "auto", None, parallel) if on else None
+        self.grammar: str | None = None  # the forced first turn's
+        self.unforced: str | None = None  # why a required call is asked for but not forced
+        if self.use is not None and choice == "required":
+            try:
+                self.grammar = call_grammar(replace(self.use, choice="required"))
+            except ToolSchemaError as exc:  # a keyword the grammar cannot enforce: asked, not forced
+                self.unforced = f"the call is not forced: {exc}"
 
     def run(self) -> Iterator[AgentEvent]:
+        if self.unforced:
+            yield Notice(self.unforced)
         for round_ in range(self.max_rounds):
             calling = self.use is not None and round_ < self.max_rounds - 1
-            forced = calling and self.choice == "required" and round_ == 0
+            forced = calling and self.grammar is not None and round_ == 0
             turn = yield from self._turn(calling, forced)
             if turn.calls:
                 self.messages.append({"role": "assistant", "content": "",
@@ -121,9 +137,7 @@ class ToolLoop:
                 return
 
     def _turn(self, calling: bool, forced: bool) -> Generator[AgentEvent, None, TurnDone]:
-        sampling = self.sampling
-        if forced and self.use is not None:
-            sampling = replace(sampling, grammar=call_grammar(replace(self.use, choice="required")))
+        sampling = replace(self.sampling, grammar=self.grammar) if forced else self.sampling
         handle = self.engine.submit(ChatRequest(messages=tuple(self.prompt()), sampling=sampling,
                                                 priority=self.priority))
         text, sent, last = "", 0, None

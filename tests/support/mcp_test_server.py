@@ -1,17 +1,20 @@
 """A small MCP server made with the SDK's MCPServer (FastMCP in mcp 1.x), run by the tools
 tests as a child process: `python tests/support/mcp_test_server.py stdio` or `... http PORT`
 (streamable HTTP on 127.0.0.1:PORT/mcp). Its tools: add, slow (sleeps: a server that
-hangs on a call), big (a long output), fail (a tool error), picture (an image)."""
+hangs on a call), big (a long output), wait (a bound the grammar cannot hold), fail (a tool error),
+picture (an image)."""
 
 from __future__ import annotations
 
 import base64
 import sys
 import time
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from pydantic import Field
 
 server = MCPServer("chorus-test")
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
@@ -35,6 +38,12 @@ def slow(seconds: float) -> str:
 def big(characters: int) -> str:
     """Returns that many characters."""
     return "x" * characters
+
+
+@server.tool()
+def wait(seconds: Annotated[float, Field(ge=0)]) -> str:
+    """Says how long it would wait (a number's minimum in its schema: a forced call's grammar cannot hold it)."""
+    return f"would wait {seconds} s"
 
 
 @server.tool()

@@ -13,6 +13,7 @@ from app.tools import (
     Approval,
     CallFinished,
     CallStarted,
+    Notice,
     TextDelta,
     Toolbox,
     ToolLoop,
@@ -102,3 +103,15 @@ def test_always_asks_once_per_tool_and_none_offers_no_tools(shared_engine, manag
     events = list(ToolLoop(plain, toolbox, [{"role": "user", "content": "Hi"}], SAMPLING, choice="none").run())
     assert not any(isinstance(e, CallStarted) for e in events)
     assert "add" not in json.dumps(plain.sent[0].messages) and plain.sent[0].sampling.grammar is None
+
+
+@pytest.mark.model
+def test_a_required_call_the_grammar_cannot_hold_is_asked_for_not_forced(shared_engine, manager, test_server):
+    manager.start(test_server).result(30)
+    toolbox = Toolbox(manager, [t for t in manager.tools() if t.name == "wait"])
+    engine = Recording(shared_engine)
+    events = list(ToolLoop(engine, toolbox, [{"role": "user", "content": "Wait 2 seconds."}], SAMPLING,
+                           choice="required", max_rounds=1).run())
+    assert isinstance(events[0], Notice) and "minimum" in events[0].text
+    assert engine.sent[0].sampling.grammar is None and '"wait"' in engine.sent[0].messages[0]["content"]
+    assert isinstance(events[-1], TurnDone)
