@@ -73,6 +73,8 @@ class Connection:
         timer = asyncio.get_running_loop().call_later(self.start_timeout_s, lambda: self._timed_out(ready))
         try:
             with anyio.CancelScope() as self._scope:
+                if self._stopping:  # stopped before this task began
+                    self._scope.cancel()
                 async with Client(_watched(self._transport(), closed), message_handler=self._on_message) as client:
                     tools = (await client.list_tools()).tools
                     ready = True

@@ -154,3 +154,17 @@ def _children():
 
     return [p for p in psutil.Process().children(recursive=True)
             if p.status() != psutil.STATUS_ZOMBIE and "mcp_test_server" in " ".join(p.cmdline())]
+
+
+def test_shutdown_while_a_call_hangs_and_a_server_starts_ends_both_at_once(test_server):
+    garbage = "import time\nprint('not JSON-RPC', flush=True)\ntime.sleep(60)"
+    manager = McpManager(start_timeout_s=60)
+    manager.start(test_server).result(30)
+    hanging = manager.submit_call("test", "slow", {"seconds": 60}, timeout_s=120)
+    starting = manager.start(StdioServer("noise", sys.executable, ("-c", garbage)))
+    began = time.monotonic()
+    manager.shutdown()
+    assert time.monotonic() - began < 10
+    assert hanging.result(5).is_error
+    assert starting.result(5).status is ServerStatus.STOPPED
+    assert _children() == []
