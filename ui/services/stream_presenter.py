@@ -72,9 +72,11 @@ class Stream:
         return self.base_tokens + self.tokens
 
     def live_meta(self) -> str:
-        """The header of the reply being written: its count now, not the last checkpoint's
-        (a reopened chat showed "79 tokens" while its state line reached 395)."""
-        return _meta(None, None, self.written(), self.reasoning.reasoning_tokens)
+        """The header of the reply being written: no numbers. Its count and speed are on the
+        tab's (or pane's) state line, once: two places showing them disagreed (a reopened
+        chat's header said "79 tokens", its checkpoint, while the state line reached 395),
+        and the header takes the reply's final numbers when it ends."""
+        return ""
 
     def waited_s(self) -> float | None:
         return None if self.first_seen_s is None else self.first_seen_s - self.sent_s
@@ -205,7 +207,7 @@ class StreamPresenter(QObject):
                          stream.reasoning.reasoning_tokens) if stats else ""
             self._draw(tab, stream, status=ui_status(delta.finish_reason), meta=meta or (delta.error or ""))
             tab.set_busy(False)
-            tab.set_state(done_text(delta))
+            tab.set_state(done_text(delta._replace(stats=None)))  # its numbers are on its header
             tab.set_result(result_text(delta))
             return
         on_screen = self.window.is_showing(tab)

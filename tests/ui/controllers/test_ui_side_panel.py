@@ -132,13 +132,13 @@ def test_the_last_replys_numbers_match_the_stored_stats(app):
     app.qtbot.waitUntil(lambda: numbers["tokens"].text() == str(stored.completion_tokens))
     assert numbers["ttft"].text() == f"{stored.ttft_s:.2f} s"
     rate = rate_text(stored.tokens_per_s)  # written one way in the panel, the header and the line
-    assert numbers["rate"].text() == rate and rate in app.last(tab).meta and rate in tab.state_label.text()
+    assert numbers["rate"].text() == rate and rate in app.last(tab).meta
+    assert tab.state_label.text() == "cut at the token limit"  # each number once in the tab: on the header
     assert numbers["cached"].text().endswith(f"of {stored.prompt_tokens} tokens")
     # ignore_eos: the reply ran to max_tokens, and says so.
     assert numbers["finish"].text() == "cut at the token limit"
     assert tab.panel.continue_button.isVisible() and tab.panel.continue_button.isEnabled()
-    # The state line and the reply's header give the same count.
-    assert tokens_in(tab.state_label.text()) == tokens_in(app.last(tab).meta) == stored.completion_tokens
+    assert tokens_in(app.last(tab).meta) == stored.completion_tokens
 
 
 def test_the_state_line_never_contradicts_the_header_after_a_branch_switch(app):
@@ -152,7 +152,7 @@ def test_the_state_line_never_contradicts_the_header_after_a_branch_switch(app):
     tab.regenerate_button.click()
     app.qtbot.waitUntil(lambda: app.last(tab).key != first.key, timeout=10_000)
     app.wait_done(tab)
-    assert tokens_in(tab.state_label.text()) == tokens_in(app.last(tab).meta) == 12
+    assert tokens_in(app.last(tab).meta) == 12 and tokens_in(tab.state_label.text()) is None
     tab.branch_requested.emit(app.last(tab).message_id, -1)
     app.qtbot.waitUntil(lambda: app.last(tab).key == first.key, timeout=10_000)
     header = tokens_in(app.last(tab).meta)
@@ -185,7 +185,7 @@ def test_continue_writes_more_of_the_same_message(app):
     assert len(app.repo.active_path(tab.conversation_id).messages) == 2
     # The finish reason and counts are the continued reply's: 8 more tokens, cut again.
     assert panel.numbers["finish"].text() == "cut at the token limit"
-    assert tokens_in(tab.state_label.text()) == tokens_in(app.last(tab).meta) == 16
+    assert tokens_in(app.last(tab).meta) == 16
 
 
 def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qt_asyncio):
