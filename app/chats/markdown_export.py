@@ -20,7 +20,7 @@ def _markdown(path: ActivePath) -> str:
         meta.insert(0, f"model: {conv.model_ref}")
     lines += [f"_{' · '.join(meta)}_", ""]
     for m in path.messages:
-        lines += [f"### {_heading(m)}", "", m.content, ""]
+        lines += [f"### {_heading(m)}", "", *_body(m), ""]
         if m.status is not MessageStatus.COMPLETE:
             lines += [f"_({m.status.value}{': ' + m.error_text if m.error_text else ''})_", ""]
         branch = path.branches.get(m.id)
@@ -29,8 +29,25 @@ def _markdown(path: ActivePath) -> str:
     return "\n".join(lines).rstrip()
 
 
+def _body(m: MessageRecord) -> list[str]:
+    """The text; a turn's tool calls after it; a tool's result fenced, as it came."""
+    calls = [f"Called `{c.name}({c.arguments})`" for c in m.tool_calls]
+    if m.tool_result is not None:
+        return ["```", m.content, "```"]
+    return [m.content, *calls] if m.content else calls
+
+
 def _heading(m: MessageRecord) -> str:
     title = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}[m.role]
     details = [d for d in (m.model if m.role == "assistant" else None,
                            f"{m.tokens_per_s:.1f} tok/s" if m.tokens_per_s else None) if d]
-    return " · ".join([title, *details])
+    return " · ".join([title, *details, *_result_details(m)])
+
+
+def _result_details(m: MessageRecord) -> list[str]:
+    result = m.tool_result
+    if result is None:
+        return []
+    how = "denied" if result.denied else "error" if result.is_error else None
+    took = f"{result.duration_s:.2f} s" if result.duration_s is not None else None
+    return [d for d in (result.name, how, took) if d]

@@ -4,7 +4,7 @@ marks, and several chats in one document."""
 from __future__ import annotations
 
 from app.chats.markdown_export import export_markdown
-from storage import MessageStatus
+from storage import MessageStatus, ToolCallRecord, ToolResultRecord
 
 
 def test_markdown_has_active_branch_in_order_with_marks(db, repo):
@@ -46,3 +46,15 @@ def test_markdown_of_several_conversations(db, repo):
     assert md.count("\n---\n") == 1
     assert md.index("# Untitled chat") < md.index("first chat") < md.index("# Second") < md.index("second chat")
     assert md.endswith("\n")
+
+
+def test_markdown_shows_tool_calls_and_their_results(db, repo):
+    conv = repo.create_conversation("Time chat")
+    repo.add_message(conv.id, "user", "What time is it?")
+    repo.add_message(conv.id, "assistant", "", tool_calls=[ToolCallRecord("c1", "get_time", '{"tz": "UTC"}')])
+    repo.add_message(conv.id, "tool", "12:00", tool_result=ToolResultRecord("c1", "get_time", duration_s=0.25))
+    repo.add_message(conv.id, "assistant", "It is noon.")
+    md = export_markdown(repo, [conv.id])
+    assert 'Called `get_time({"tz": "UTC"})`' in md
+    assert "### Tool · get_time · 0.25 s\n\n```\n12:00\n```" in md
+    assert md.index("Called") < md.index("12:00") < md.index("It is noon.")
