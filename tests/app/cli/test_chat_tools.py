@@ -68,4 +68,5 @@ def test_a_malformed_mcp_config_is_one_line_before_the_model_loads(data_dir, tmp
     config.write_text('{"mcpServers": {"time": {"command": "uvx", "args": "mcp-server-time"}}}')
     out = chorus(data_dir, "chat", "--mcp-config", str(config), "--model", str(tmp_path / "absent.gguf"), stdin="")
     assert out.returncode == 2
-    assert out.stderr.strip() == f"chorus: {config}: mcpServers.time.args: must be a list of strings, got \"mcp-server-time\""
+    expected = f'chorus: {config}: mcpServers.time.args: must be a list of strings, got "mcp-server-time"'
+    assert out.stderr.strip() == expected
