@@ -25,7 +25,7 @@ from typing import Any
 
 from app.bench.workload import SENTENCES, TOPICS
 from app.documents import VocabTokens, build_prompt, extract_document, split_chunks
-from inference import ChatRequest, Engine, LoadSettings, SamplingParams
+from inference import ChatRequest, Delta, Engine, LoadSettings, SamplingParams
 from storage import DocumentRecord
 
 QUESTION_TEMPLATES = (
@@ -90,33 +90,43 @@ def ideal_tokens(chats: list[ChatRequest]) -> int:
     return len(common) + sum(len(t) - len(common) for t in token_lists)
 
 
+class FirstToken:
+    """When a request's first token came, stamped on the engine's thread as it is produced (a
+    handle iterated after another's whole reply would read it late)."""
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.at: float | None = None
+
+    def __call__(self, delta: Delta) -> None:
+        if self.at is None and delta.token_ids:
+            self.at = time.perf_counter() - self.since
+
+    @property
+    def seconds(self) -> float:
+        return self.at if self.at is not None else float("nan")
+
+
 def run_at_once(engine: Engine, chats: list[ChatRequest]) -> tuple[list[float], int, float]:
     """Every chat submitted together: TTFTs from that moment, prompt tokens computed, wall time."""
     started = time.perf_counter()
-    handles = [engine.submit(c) for c in chats]
-    ttfts, computed = [], 0
+    firsts = [FirstToken(started) for _ in chats]
+    handles = [engine.submit(c, on_delta=f) for c, f in zip(chats, firsts)]
+    computed = 0
     for h in handles:
-        first = None
-        for delta in h:
-            if first is None and delta.token_ids:
-                first = time.perf_counter() - started
-            if delta.finished and delta.stats is not None:
-                computed += delta.stats.prompt_tokens - delta.stats.cached_tokens
-        ttfts.append(first if first is not None else float("nan"))
-    return ttfts, computed, time.perf_counter() - started
+        done = h.result(timeout=None)
+        if done.stats is not None:
+            computed += done.stats.prompt_tokens - done.stats.cached_tokens
+    return [f.seconds for f in firsts], computed, time.perf_counter() - started
 
 
 def run_one_after_another(engine: Engine, chats: list[ChatRequest]) -> tuple[list[float], float]:
     """Each chat after the previous one finished, TTFT from when all were asked."""
     started = time.perf_counter()
-    ttfts = []
-    for c in chats:
-        first = None
-        for delta in engine.submit(c):
-            if first is None and delta.token_ids:
-                first = time.perf_counter() - started
-        ttfts.append(first if first is not None else float("nan"))
-    return ttfts, time.perf_counter() - started
+    firsts = [FirstToken(started) for _ in chats]
+    for c, f in zip(chats, firsts):
+        engine.submit(c, on_delta=f).result(timeout=None)
+    return [f.seconds for f in firsts], time.perf_counter() - started
 
 
 def run_each_computing(settings: LoadSettings, chats: list[ChatRequest]) -> tuple[list[float], float]:
@@ -128,11 +138,9 @@ def run_each_computing(settings: LoadSettings, chats: list[ChatRequest]) -> tupl
         engine = Engine.start(settings)
         try:
             started = time.perf_counter()
-            first = None
-            for delta in engine.submit(c):
-                if first is None and delta.token_ids:
-                    first = time.perf_counter() - started
-            ttfts.append(spent + (first if first is not None else float("nan")))
+            first = FirstToken(started)
+            engine.submit(c, on_delta=first).result(timeout=None)
+            ttfts.append(spent + first.seconds)
             spent += time.perf_counter() - started
         finally:
             engine.shutdown()
@@ -142,13 +150,11 @@ def run_each_computing(settings: LoadSettings, chats: list[ChatRequest]) -> tupl
 def first_question_ttft(settings: LoadSettings, chat: ChatRequest) -> float:
     engine = Engine.start(settings)
     try:
-        started = time.perf_counter()
-        for delta in engine.submit(chat):
-            if delta.token_ids:
-                return time.perf_counter() - started
+        first = FirstToken(time.perf_counter())
+        engine.submit(chat, on_delta=first).result(timeout=None)
+        return first.seconds
     finally:
         engine.shutdown()
-    return float("nan")
 
 
 def p95(values: list[float]) -> float:
