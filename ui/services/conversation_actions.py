@@ -14,6 +14,7 @@ from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
 from app.documents import DocumentPrompt, chat_prompt
+from app.tools import chat_message, plain_turns
 from inference import (
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -207,7 +208,8 @@ class ConversationActions:
         before = path.messages if continued else path.messages[:-1]
         kept = reply.id if continued else None
         used = [m for m in before if m.status is not MessageStatus.ERROR]
-        turns = tuple({"role": m.role, "content": prompt_content(m, kept)} for m in used)
+        # Tool turns (a chat the terminal's --mcp wrote) as plain turns the template can render.
+        turns = tuple(plain_turns([chat_message(m, prompt_content(m, kept)) for m in used]))
         if not path.attachments:
             return DocumentPrompt(messages=turns)
         engine = self.ctx.engines.engine_for(path.conversation)

@@ -46,8 +46,8 @@ def test_every_command_is_there_with_a_handler() -> None:
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
         ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
-    required = {"ask": ["f.txt", "-q", "x"], "export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"],
-                "search": ["gemma"], "pull": ["owner/repo"]}
+    required = {"ask": ["f.txt", "-q", "x"], "export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"],
+                "rm": ["x"], "defaults": ["x"], "search": ["gemma"], "pull": ["owner/repo"]}
     for path in paths:
         args = parser.parse_args([*path, *required.get(path[-1], [])])
         assert callable(args.handler), path

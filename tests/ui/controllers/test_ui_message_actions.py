@@ -197,3 +197,25 @@ def test_screenshot_of_the_hover_actions(desk, engine, qtbot, theme):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert desk.window.grab().save(str(SCREENSHOTS / f"hover-actions-{theme}.png"))
     assert tab.actions.isVisible() and tab.actions.row == 1
+
+
+def test_a_chat_with_tool_turns_goes_to_the_model_as_plain_turns(desk):
+    """A chat the terminal's --mcp wrote (an assistant call, a tool's result) continued in the
+    app: the template gets no "tool" role and no empty assistant turn."""
+    from storage import ToolCallRecord, ToolResultRecord
+    from ui.services.conversation_actions import ConversationActions
+
+    repo = desk.repo
+    conv = repo.create_conversation(title="tools").id
+    repo.add_message(conv, "user", "What time is it?")
+    repo.add_message(conv, "assistant", "", tool_calls=[ToolCallRecord("c1", "now", "{}")])
+    repo.add_message(conv, "tool", "17:00", tool_result=ToolResultRecord("c1", "now"))
+    repo.add_message(conv, "assistant", "It is five.")
+    repo.add_message(conv, "user", "Thanks")
+    reply = repo.start_reply(conv, parent_id=repo.active_path(conv).messages[-1].id)
+    prompt = ConversationActions(desk.ctx).prompt_for(repo.active_path(conv), reply)
+    roles = [m["role"] for m in prompt.messages]
+    assert "tool" not in roles
+    assert all(m["content"] for m in prompt.messages)
+    assert any("17:00" in m["content"] for m in prompt.messages) and any('"now"' in m["content"]
+                                                                       for m in prompt.messages)
