@@ -94,6 +94,27 @@ def always_allow(call: ToolCall, tool: McpTool) -> Approval:
     return Approval.ONCE
 
 
+def forced_grammar(use: ToolUse) -> tuple[str | None, str | None]:
+    """The grammar that forces a call, and what could not be forced. A tool whose schema holds a
+    keyword the grammar cannot enforce is left out of the forcing (the others are still forced:
+    one server's odd schema must not unforce every tool); with none left the call is asked
+    for, not forced."""
+    try:
+        return call_grammar(replace(use, choice="required")), None
+    except ToolSchemaError as whole:
+        held, reasons = [], []
+        for tool in use.tools:
+            try:
+                call_grammar(replace(use, tools=(tool,), choice="required"))
+                held.append(tool)
+            except ToolSchemaError as exc:
+                reasons.append(str(exc))
+        if not held:
+            return None, f"the call is not forced: {whole}"
+        note = f"the call is forced among {len(held)} of {len(use.tools)} tools; not forcible: {'; '.join(reasons)}"
+        return call_grammar(replace(use, tools=tuple(held), choice="required")), note
+
+
 class ToolLoop:
     """messages: the chat so far in OpenAI's shape (assistant turns may carry tool_calls,
     {"role": "tool", "tool_call_id", "content"} the results); run() appends to it what each
@@ -114,10 +135,7 @@ class ToolLoop:
         self.grammar: str | None = None  # the forced first turn's
         self.unforced: str | None = None  # why a required call is asked for but not forced
         if self.use is not None and choice == "required":
-            try:
-                self.grammar = call_grammar(replace(self.use, choice="required"))
-            except ToolSchemaError as exc:  # a keyword the grammar cannot enforce: asked, not forced
-                self.unforced = f"the call is not forced: {exc}"
+            self.grammar, self.unforced = forced_grammar(self.use)
 
     def run(self) -> Iterator[AgentEvent]:
         if self.unforced:

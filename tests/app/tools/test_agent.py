@@ -115,3 +115,23 @@ def test_a_required_call_the_grammar_cannot_hold_is_asked_for_not_forced(shared_
     assert isinstance(events[0], Notice) and "minimum" in events[0].text
     assert engine.sent[0].sampling.grammar is None and '"wait"' in engine.sent[0].messages[0]["content"]
     assert isinstance(events[-1], TurnDone)
+
+
+def test_one_tool_the_grammar_cannot_hold_leaves_the_others_forced():
+    """The test server's wait tool (a number's minimum) unforced every tool of its server, so a
+    required call to its add tool came back as text (CI, 2026-12-02)."""
+    from app.tools.agent import forced_grammar
+    from app.tools.types import Tool, ToolUse
+
+    add = Tool("add", "Add two numbers", {"type": "object", "properties": {"a": {"type": "integer"},
+                                                                            "b": {"type": "integer"}},
+                                           "required": ["a", "b"]})
+    wait = Tool("wait", "Wait", {"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0}},
+                                 "required": ["seconds"]})
+    grammar, note = forced_grammar(ToolUse((add, wait)))
+    assert grammar is not None and "add" in grammar and "wait" not in grammar
+    assert note is not None and "1 of 2 tools" in note and "minimum" in note
+    none_forced, why = forced_grammar(ToolUse((wait,)))
+    assert none_forced is None and why is not None and "not forced" in why
+    whole, nothing = forced_grammar(ToolUse((add,)))
+    assert whole is not None and nothing is None
