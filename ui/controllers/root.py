@@ -77,6 +77,7 @@ class Controllers:
         self.conversations.refresh()
         self.presets.refresh()
         self.settings.restore()
+        self.ctx.tools.restore()
         self.model_picker.refresh()
         self.window_state.restore()
         self.theme.restore()
@@ -95,4 +96,5 @@ class Controllers:
         self.monitor.stop()
         self.compare.shutdown()
         self.engines.shutdown()
+        self.ctx.tools.shutdown()
         self.ctx.storage.shutdown()

@@ -20,6 +20,7 @@ from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
 from ui.services.engine_signals import EngineSignals, engine_hub
+from ui.services.mcp_tools import AppTools
 from ui.services.stream_presenter import StreamPresenter
 from ui.services.threads import GuiCalls, StorageThread
 from ui.widgets.main_window import MainWindow
@@ -47,6 +48,7 @@ class ControllerContext:
     sampling: SamplingParams  # the app's defaults; a chat's own settings go on top
     chat_defaults: ChatDefaults  # Settings: what `sampling` came from, and the overflow policy
     models_dir: Path
+    tools: AppTools  # the MCP servers (Settings -> Tools) and the tools each chat has on
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
     pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
     # Each chat's last prompt with documents (the side panel's document tokens), by conversation id.
@@ -68,5 +70,5 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         engine_signals=engine_signals, streams=streams, events=ControllerEvents(),
         sampling=sampling or ChatDefaults().sampling(), chat_defaults=ChatDefaults(), models_dir=models_dir,
-        library=library,
+        tools=AppTools(catalog, storage, gui), library=library,
     )

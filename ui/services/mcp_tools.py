@@ -1,0 +1,181 @@
+"""The app's MCP servers (Settings -> Tools) and the tools each chat has on.
+
+One McpManager for the window, made at the first server (so an app without tools never
+starts its thread or imports the SDK). The servers' configurations are kept in the settings
+table as the `mcpServers` JSON other apps use (MCP_SERVERS_SETTING) and started when the app
+starts; every change of a server's state comes back on the GUI thread as `changed`.
+
+Per chat, the servers it has on are kept by conversation id under CHAT_TOOLS_SETTING (off
+until the user turns them on: a tool runs code on this machine). The loop's limits (output
+cap, call timeout, rounds) under TOOL_SETTINGS_SETTING."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.tools import ServerConfig, mcp_servers_json, parse_mcp_servers
+
+if TYPE_CHECKING:
+    from app.tools import McpManager, McpTool, ServerState, ToolResult
+    from storage import CatalogRepository
+    from ui.services.threads import GuiCalls, StorageThread
+
+MCP_SERVERS_SETTING = "mcp_servers"
+CHAT_TOOLS_SETTING = "chat_tools"
+TOOL_SETTINGS_SETTING = "tool_settings"
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    output_cap: int = 20_000  # characters of a tool's output the model gets
+    timeout_s: float = 60.0  # a call that takes longer is an error result
+    max_rounds: int = 5  # model turns in one reply (the last one may not call)
+
+    @classmethod
+    def from_setting(cls, saved: object) -> ToolSettings:
+        data = saved if isinstance(saved, dict) else {}
+        built = cls()
+
+        def pick(name: str, low: float, high: float) -> Any:
+            value, default = data.get(name), getattr(built, name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+            return type(default)(value) if ok else default
+
+        return cls(pick("output_cap", 200, 10_000_000), pick("timeout_s", 1, 3600), pick("max_rounds", 1, 50))
+
+
+class AppTools(QObject):
+    """States and tools are read on the GUI thread; calls return futures (never block)."""
+
+    changed = Signal()  # a server's state, the server list or a chat's selection changed
+
+    def __init__(self, catalog: CatalogRepository, storage: StorageThread, gui: GuiCalls) -> None:
+        super().__init__()
+        self.catalog, self.storage, self.gui = catalog, storage, gui
+        self._manager: McpManager | None = None
+        self._configs: dict[str, ServerConfig] = {}
+        self._chat_servers: dict[int, tuple[str, ...]] = {}  # conversation id -> servers on
+        self.settings = ToolSettings()
+
+    # ----- start and stop -------------------------------------------------------------------
+
+    def restore(self) -> Any:
+        """Reads the saved servers and selections (storage thread), then starts the servers."""
+        def load() -> tuple[object, object, object]:
+            get = self.catalog.get_setting
+            return get(MCP_SERVERS_SETTING), get(CHAT_TOOLS_SETTING), get(TOOL_SETTINGS_SETTING)
+
+        return self.storage.run(load, self._restored)
+
+    def _restored(self, saved: tuple[object, object, object]) -> None:
+        servers, chats, settings = saved
+        self.settings = ToolSettings.from_setting(settings)
+        if isinstance(chats, dict):
+            self._chat_servers = {int(k): tuple(str(n) for n in v) for k, v in chats.items()
+                                  if str(k).isdigit() and isinstance(v, list)}
+        try:
+            configs = parse_mcp_servers(servers) if isinstance(servers, dict) else ()
+        except ValueError:
+            configs = ()  # a damaged row: no servers, and Settings shows none (the user adds them again)
+        self.set_servers(configs, save=False)
+
+    def shutdown(self) -> None:
+        if self._manager is not None:
+            self._manager.shutdown(timeout_s=5.0)
+            self._manager = None
+
+    def _the_manager(self) -> McpManager:
+        if self._manager is None:
+            from app.tools import McpManager  # the SDK, on first use
+
+            self._manager = McpManager(output_cap=self.settings.output_cap,
+                                       on_state=lambda _state: self.gui.post(self.changed.emit))
+        return self._manager
+
+    # ----- the servers ------------------------------------------------------------------------
+
+    def configs(self) -> tuple[ServerConfig, ...]:
+        return tuple(self._configs.values())
+
+    def set_servers(self, configs: Iterable[ServerConfig], save: bool = True) -> None:
+        """The whole list: servers gone are stopped, new or changed ones (re)started."""
+        wanted = {c.name: c for c in configs}
+        for name in list(self._configs):
+            if name not in wanted and self._manager is not None:
+                self._manager.stop(name)
+        for name, config in wanted.items():
+            if self._configs.get(name) != config or self.state(name) is None:
+                self._the_manager().start(config)
+        self._configs = wanted
+        if save:
+            self._save(MCP_SERVERS_SETTING, mcp_servers_json(self._configs.values()))
+        self.changed.emit()
+
+    def add(self, config: ServerConfig) -> None:
+        self.set_servers([*(c for c in self._configs.values() if c.name != config.name), config])
+
+    def remove(self, name: str) -> None:
+        self.set_servers(c for c in self._configs.values() if c.name != name)
+
+    def restart(self, name: str) -> Future[ServerState] | None:
+        config = self._configs.get(name)
+        return self._the_manager().start(config) if config is not None else None
+
+    def state(self, name: str) -> ServerState | None:
+        if self._manager is None:
+            return None
+        try:
+            return self._manager.state(name)
+        except KeyError:
+            return None
+
+    def states(self) -> tuple[ServerState, ...]:
+        """In the order configured; a server not started yet has no state."""
+        return tuple(s for s in (self.state(n) for n in self._configs) if s is not None)
+
+    def tools(self, servers: Iterable[str] | None = None) -> tuple[McpTool, ...]:
+        """The ready servers' tools (of those named, if given)."""
+        if self._manager is None:
+            return ()
+        chosen = None if servers is None else set(servers)
+        return tuple(t for t in self._manager.tools() if chosen is None or t.server in chosen)
+
+    def set_settings(self, settings: ToolSettings) -> None:
+        self.settings = settings
+        if self._manager is not None:
+            self._manager.output_cap = settings.output_cap
+        self._save(TOOL_SETTINGS_SETTING, asdict(settings))
+        self.changed.emit()
+
+    # ----- per chat ---------------------------------------------------------------------------
+
+    def chat_servers(self, conversation_id: int) -> tuple[str, ...]:
+        """The servers this chat has on, among those configured."""
+        return tuple(n for n in self._chat_servers.get(conversation_id, ()) if n in self._configs)
+
+    def set_chat_servers(self, conversation_id: int, servers: Iterable[str]) -> None:
+        chosen = tuple(dict.fromkeys(servers))
+        if chosen:
+            self._chat_servers[conversation_id] = chosen
+        else:
+            self._chat_servers.pop(conversation_id, None)
+        self._save(CHAT_TOOLS_SETTING, {str(k): list(v) for k, v in self._chat_servers.items()})
+        self.changed.emit()
+
+    def chat_tools(self, conversation_id: int) -> tuple[McpTool, ...]:
+        """The tools a chat's next reply is offered: its servers' that are ready."""
+        servers = self.chat_servers(conversation_id)
+        return self.tools(servers) if servers else ()
+
+    # ----- calls ------------------------------------------------------------------------------
+
+    def submit_call(self, tool: McpTool, arguments: dict) -> Future[ToolResult]:
+        return self._the_manager().submit_call(tool.server, tool.name, arguments, self.settings.timeout_s)
+
+    def _save(self, key: str, value: object) -> None:
+        self.storage.submit(self.catalog.set_setting, key, value)
