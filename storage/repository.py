@@ -404,6 +404,23 @@ class ChatRepository:
                 setattr(msg, name, value)
             return message_record(msg)
 
+    def set_tool_calls(self, message_id: int, calls: Sequence[ToolCallRecord]) -> MessageRecord:
+        """A finished reply that turned out to be tool calls (the desktop reads them after the
+        reply ended): its calls kept, its text (the calls as the model wrote them) emptied, as
+        add_message(tool_calls=) stores such a turn."""
+        if not calls:
+            raise StorageError("set_tool_calls needs at least one call")
+        with self.db.begin() as s:
+            msg = s.get(Message, message_id)
+            if msg is None:
+                raise NotFoundError(f"message {message_id} does not exist")
+            if msg.role != "assistant" or msg.status == MessageStatus.STREAMING.value:
+                raise StorageError(f"message {message_id} is not a finished reply")
+            msg.content = ""
+            msg.tool_json = tool_to_json(calls, None)
+            msg.updated_at = utcnow()
+            return message_record(msg)
+
     def resume_reply(self, message_id: int) -> MessageRecord:
         """A finished assistant reply back in `streaming` state, to be continued (Continue
         after the token limit): the same message grows; checkpoint and finish it as usual."""

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from storage import ChatRepository, ImportRejected, ToolCallRecord, ToolResultRecord
+from storage import ChatRepository, ImportRejected, StorageError, ToolCallRecord, ToolResultRecord
 from storage.chat_file_format import export_json, import_data
 
 CALL = ToolCallRecord("call_1", "get_current_time", '{"timezone": "UTC"}')
@@ -51,3 +51,18 @@ def test_a_chat_file_carries_them_and_refuses_a_malformed_tool_field(db):
     messages[1]["tool"] = {"calls": [{"id": 1}]}
     with pytest.raises(ImportRejected, match="tool has calls or a result of the wrong shape"):
         import_data(db, json.loads(json.dumps(exported)))
+
+
+def test_a_finished_reply_read_as_calls_keeps_them_and_drops_their_text(db):
+    repo = ChatRepository(db)
+    conv = repo.create_conversation(title="tools").id
+    repo.add_message(conv, "user", "What time is it?")
+    reply = repo.start_reply(conv)
+    with pytest.raises(StorageError):  # still being written
+        repo.set_tool_calls(reply.id, [CALL])
+    repo.finish_reply(reply.id, '{"name": "get_current_time", "arguments": {"timezone": "UTC"}}')
+    stored = repo.set_tool_calls(reply.id, [CALL])
+    assert (stored.content, stored.tool_calls) == ("", (CALL,))
+    assert repo.active_path(conv).messages[-1].tool_calls == (CALL,)
+    with pytest.raises(StorageError):
+        repo.set_tool_calls(reply.id, [])
