@@ -20,7 +20,7 @@ from ui.widgets.tab_activity import READY, Activity, TabState, aggregate
 
 TICK_MS = 500
 NOTIFY_SETTING = "notify_background_replies"
-_LIVE = (TabState.WRITING, TabState.WAITING)
+_LIVE = (TabState.WRITING, TabState.WAITING, TabState.TOOL)
 _FAILED = (FinishReason.ERROR, FinishReason.INTERRUPTED)
 _KEPT = (TabState.UNREAD, TabState.ERROR)
 
@@ -79,8 +79,12 @@ class BackgroundController:
             self.activity[conv_id] = (Activity(TabState.WRITING, stream.rate(now)) if writing
                                       else Activity(TabState.WAITING))
             self._push(conv_id)  # every tick: a view opened since gets it too
+        tools = self.ctx.tool_waits  # chats between a reply's turns (ui/controllers/tool_rounds.py)
+        for conv_id, detail in tools.items():
+            if conv_id not in live:
+                self._set(conv_id, Activity(TabState.TOOL, detail=detail))
         for conv_id, activity in list(self.activity.items()):
-            if activity.state in _LIVE and conv_id not in live:  # gone without an end (a deleted chat)
+            if activity.state in _LIVE and conv_id not in live and conv_id not in tools:  # gone without an end
                 self._set(conv_id, READY)
 
     def on_finished(self, conversation_id: int, delta: Delta) -> None:

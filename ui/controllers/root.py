@@ -25,6 +25,7 @@ from ui.controllers.side_panel import SidePanelController
 from ui.controllers.stop_all import StopAllController
 from ui.controllers.theme import ThemeController
 from ui.controllers.titles import TitlesController
+from ui.controllers.tool_rounds import ToolRoundsController
 from ui.controllers.welcome import WelcomeController
 from ui.services.context import ControllerContext, build_context
 from ui.services.window_state import WindowState
@@ -44,6 +45,7 @@ class Controllers:
         self.streams = ctx.streams
         self.conversations = ConversationsController(ctx)
         self.sending = SendingController(ctx)
+        self.tool_rounds = ToolRoundsController(ctx)
         self.ask_lines = AskLinesController(ctx)
         self.presets = PresetsController(ctx)
         self.settings = SettingsController(ctx)

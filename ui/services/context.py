@@ -53,6 +53,8 @@ class ControllerContext:
     pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
     # Each chat's last prompt with documents (the side panel's document tokens), by conversation id.
     documents_used: dict[int, DocumentPrompt] = field(default_factory=dict)
+    # Chats between a reply's turns, by conversation id: what they wait on ("running add").
+    tool_waits: dict[int, str] = field(default_factory=dict)
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,

@@ -14,7 +14,7 @@ from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
 from app.documents import DocumentPrompt, chat_prompt
-from app.tools import chat_message, plain_turns
+from app.tools import chat_message, plain_turns, with_tools_prompt
 from inference import (
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -26,6 +26,7 @@ from inference import (
 )
 from storage import ActivePath, DocumentRepository, MessageRecord, MessageStatus, NewDocument
 from ui.services.context import ControllerContext
+from ui.services.mcp_tools import ToolRound
 from ui.services.stream_presenter import Stream, message_view
 from ui.widgets.chat_settings import FIELDS as SETTINGS_FIELDS
 from ui.widgets.chat_settings import ChatSettingsDialog
@@ -43,9 +44,12 @@ class ConversationActions:
     def show_path(self, view: ChatTab, path) -> None:
         """The conversation's active branch in a tab or pane, with branch arrows."""
         views = []
+        arguments = {c.id: c.arguments for m in path.messages for c in m.tool_calls}  # a tool card shows its call's
         for m in path.messages:
             pos = path.branches.get(m.id)
-            views.append(message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ())))
+            called = arguments.get(m.tool_result.call_id, "") if m.tool_result is not None else ""
+            views.append(message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ()),
+                                      called))
         view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, views))
         writing = self.is_writing(view.conversation_id)
         view.set_busy(writing)
@@ -178,17 +182,18 @@ class ConversationActions:
         if self.is_writing(view.conversation_id):
             return None
         view.set_busy(True)
+        tools = self.ctx.tools.round_for(view.conversation_id)  # the chat's tools, as they are now
 
         def prepared():
             result = work()
             if not result:
                 return None
             path, reply = result
-            return path, reply, self.prompt_for(path, reply, continued)
+            return path, reply, self.prompt_for(path, reply, continued, tools)
 
         def start(result) -> None:
             if result:
-                self.start_reply(view, result[0], result[1], continued=continued, prompt=result[2])
+                self.start_reply(view, result[0], result[1], continued=continued, prompt=result[2], tools=tools)
             else:
                 view.set_busy(False)
 
@@ -201,10 +206,18 @@ class ConversationActions:
 
         return self.ctx.storage.run(prepared, start, failed)
 
-    def prompt_for(self, path: ActivePath, reply: MessageRecord, continued: bool = False) -> DocumentPrompt:
+    def prompt_for(self, path: ActivePath, reply: MessageRecord, continued: bool = False,
+                   tools: ToolRound | None = None) -> DocumentPrompt:
         """The reply's prompt: the branch before it, with the documents attached along it
-        (whole in the system message, or the excerpts retrieved for the question). Reads
-        storage: on the storage thread."""
+        (whole in the system message, or the excerpts retrieved for the question), and the
+        tools offered described after them (the same words every round, so a follow-up turn
+        computes only what the last one added). Reads storage: on the storage thread."""
+        prompt = self._prompt(path, reply, continued)
+        if tools is None:
+            return prompt
+        return replace(prompt, messages=tuple(with_tools_prompt(list(prompt.messages), tools.use)))
+
+    def _prompt(self, path: ActivePath, reply: MessageRecord, continued: bool) -> DocumentPrompt:
         before = path.messages if continued else path.messages[:-1]
         kept = reply.id if continued else None
         used = [m for m in before if m.status is not MessageStatus.ERROR]
@@ -222,14 +235,15 @@ class ConversationActions:
         return prompt
 
     def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False,
-                    prompt: DocumentPrompt | None = None) -> None:
+                    prompt: DocumentPrompt | None = None, tools: ToolRound | None = None) -> None:
         """The reply row exists: stream the engine's answer into it and into the view.
         continued: the reply already holds text (Continue) and the engine goes on from it.
-        prompt: from prompt_for, on the storage thread (needed where the path has documents)."""
+        prompt: from prompt_for, on the storage thread (needed where the path has documents).
+        tools: what the reply was offered (its prompt describes them)."""
         self.show_path(view, path)
         self.ctx.window.set_tab_title(view, path.conversation.title)
         if prompt is None:
-            prompt = self.prompt_for(path, reply, continued) if not path.attachments else None
+            prompt = self.prompt_for(path, reply, continued, tools) if not path.attachments else None
         if prompt is None:
             raise ValueError("a chat with documents needs its prompt from prompt_for (storage thread)")
         request_id = new_request_id()
@@ -239,8 +253,10 @@ class ConversationActions:
         recorder = ReplyRecorder(self.ctx.repo, reply.id, tokens=tokens, reply=shared)
         priority = PRIORITY_VISIBLE_TAB if self.ctx.window.is_showing(view) else PRIORITY_TAB
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
-                                    reply=shared, base_tokens=tokens, priority=priority))
+                                    reply=shared, base_tokens=tokens, priority=priority, tools=tools))
         sampling = chat_sampling(self.ctx.sampling, path.conversation.sampling)
+        if tools is not None and tools.forced_grammar is not None:  # a required call: it validates
+            sampling = replace(sampling, grammar=tools.forced_grammar, ignore_eos=False)  # the call ends it
         if prompt.pinned_block is not None:  # the documents' KV stays while the chat is open
             self.ctx.pins.use(view.conversation_id, engine, prompt.pinned_block)
         self.ctx.documents_used[view.conversation_id] = prompt

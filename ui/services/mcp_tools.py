@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.tools import ServerConfig, mcp_servers_json, parse_mcp_servers
+from app.tools import ServerConfig, ToolUse, mcp_servers_json, parse_mcp_servers
 
 if TYPE_CHECKING:
     from app.tools import McpManager, McpTool, ServerState, ToolResult
@@ -27,7 +27,33 @@ if TYPE_CHECKING:
 
 MCP_SERVERS_SETTING = "mcp_servers"
 CHAT_TOOLS_SETTING = "chat_tools"
+CHAT_TOOL_CHOICE_SETTING = "chat_tool_choice"  # conversation id -> "required" (absent: "auto")
 TOOL_SETTINGS_SETTING = "tool_settings"
+
+
+@dataclass(frozen=True)
+class ToolRound:
+    """A reply offered tools: which (by the name the model sees), and which round of the
+    reply's tool loop it is; the last round may not call (so an answer comes)."""
+
+    tools: dict[str, McpTool]
+    use: ToolUse
+    round: int = 0
+    max_rounds: int = 5
+    # tool_choice "required": the first turn's grammar, which forces a call that validates
+    # against the tools' schemas (later turns may answer in text).
+    grammar: str | None = None
+
+    @property
+    def forced_grammar(self) -> str | None:
+        return self.grammar if self.round == 0 else None
+
+    @property
+    def calling(self) -> bool:
+        return self.round < self.max_rounds - 1
+
+    def next(self) -> ToolRound:
+        return replace(self, round=self.round + 1)
 
 
 @dataclass(frozen=True)
@@ -60,21 +86,25 @@ class AppTools(QObject):
         self._manager: McpManager | None = None
         self._configs: dict[str, ServerConfig] = {}
         self._chat_servers: dict[int, tuple[str, ...]] = {}  # conversation id -> servers on
+        self._required: set[int] = set()  # chats whose replies must begin with a call
         self.settings = ToolSettings()
 
     # ----- start and stop -------------------------------------------------------------------
 
     def restore(self) -> Any:
         """Reads the saved servers and selections (storage thread), then starts the servers."""
-        def load() -> tuple[object, object, object]:
+        def load() -> tuple[object, object, object, object]:
             get = self.catalog.get_setting
-            return get(MCP_SERVERS_SETTING), get(CHAT_TOOLS_SETTING), get(TOOL_SETTINGS_SETTING)
+            return (get(MCP_SERVERS_SETTING), get(CHAT_TOOLS_SETTING), get(TOOL_SETTINGS_SETTING),
+                    get(CHAT_TOOL_CHOICE_SETTING))
 
         return self.storage.run(load, self._restored)
 
-    def _restored(self, saved: tuple[object, object, object]) -> None:
-        servers, chats, settings = saved
+    def _restored(self, saved: tuple[object, object, object, object]) -> None:
+        servers, chats, settings, choices = saved
         self.settings = ToolSettings.from_setting(settings)
+        if isinstance(choices, dict):
+            self._required = {int(k) for k, v in choices.items() if str(k).isdigit() and v == "required"}
         if isinstance(chats, dict):
             self._chat_servers = {int(k): tuple(str(n) for n in v) for k, v in chats.items()
                                   if str(k).isdigit() and isinstance(v, list)}
@@ -167,10 +197,35 @@ class AppTools(QObject):
         self._save(CHAT_TOOLS_SETTING, {str(k): list(v) for k, v in self._chat_servers.items()})
         self.changed.emit()
 
+    def chat_required(self, conversation_id: int) -> bool:
+        return conversation_id in self._required
+
+    def set_chat_required(self, conversation_id: int, required: bool) -> None:
+        """Whether this chat's replies must begin with a tool call (tool_choice "required")."""
+        (self._required.add if required else self._required.discard)(conversation_id)
+        self._save(CHAT_TOOL_CHOICE_SETTING, {str(k): "required" for k in sorted(self._required)})
+        self.changed.emit()
+
     def chat_tools(self, conversation_id: int) -> tuple[McpTool, ...]:
         """The tools a chat's next reply is offered: its servers' that are ready."""
         servers = self.chat_servers(conversation_id)
         return self.tools(servers) if servers else ()
+
+    def round_for(self, conversation_id: int) -> ToolRound | None:
+        """The first round of a reply in this chat, or None when it has no tool on."""
+        tools = self.chat_tools(conversation_id)
+        if not tools:
+            return None
+        from app.tools import Toolbox
+
+        box = Toolbox(self._the_manager(), tools)
+        use = ToolUse(box.specs())
+        grammar = None
+        if self.chat_required(conversation_id):
+            from app.tools.agent import forced_grammar
+
+            grammar, _unforced = forced_grammar(use)  # a schema it cannot hold: asked for, not forced
+        return ToolRound(dict(box.by_name), use, 0, self.settings.max_rounds, grammar)
 
     # ----- calls ------------------------------------------------------------------------------
 

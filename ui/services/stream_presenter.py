@@ -20,11 +20,13 @@ from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
+from app.tools import might_be_call
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import AttachmentRecord, MessageRecord
+from ui.services.mcp_tools import ToolRound
 from ui.widgets.chat_tab import ChatTab
 from ui.widgets.main_window import MainWindow
-from ui.widgets.message_model import MessageView
+from ui.widgets.message_model import MessageView, ToolCard
 
 FRAME_MS = 30
 
@@ -61,6 +63,9 @@ class Stream:
     drawn: int = field(init=False)
     # The reply's reasoning (<think>...</think>) apart: its tokens and how long it thought.
     reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
+    # Tools the reply was offered (ui/controllers/tool_rounds.py reads its calls at the end);
+    # while its text may still be a call, the view shows none of it.
+    tools: ToolRound | None = None
 
     def __post_init__(self) -> None:
         self.drawn = self.reply.end  # the view shows the message as stored: what it held before
@@ -97,14 +102,32 @@ class _Pending:
 
 
 def message_view(m: MessageRecord, branch: tuple[int, int] | None = None,
-                 attachments: tuple[AttachmentRecord, ...] = ()) -> MessageView:
+                 attachments: tuple[AttachmentRecord, ...] = (), arguments: str = "") -> MessageView:
+    """arguments: for a tool message, those of the call it answers (on the message before)."""
     return MessageView(
         key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
         meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
         # Not stored: a saved reply's thinking time is its share of the decoding time.
         thought_s=estimated_thought_s(m.content, m.completion_tokens, m.tokens_per_s),
         attachments=attachments, sources=m.sources,
+        calls=tuple((c.name, c.arguments) for c in m.tool_calls),
+        tool=tool_card(m, arguments) if m.tool_result is not None else None,
     )
+
+
+def tool_card(m: MessageRecord, arguments: str) -> ToolCard:
+    r = m.tool_result
+    assert r is not None
+    took = f"{r.duration_s:.2f} s" if r.duration_s is not None else ""
+    if r.denied:
+        state = "denied"
+    elif r.is_error:
+        state = " · ".join(p for p in ("error", took) if p)
+    else:
+        state = took
+    if r.cut_chars:
+        state += f" · {r.cut_chars:,} characters cut"
+    return ToolCard(r.name, arguments, m.content, state)
 
 
 def _meta(ttft: float | None, rate: float | None, tokens: int | None, reasoning: int = 0) -> str:
@@ -211,6 +234,9 @@ class StreamPresenter(QObject):
             tab.set_result(result_text(delta))
             return
         on_screen = self.window.is_showing(tab)
+        if stream.tools is not None and stream.tools.calling and might_be_call(stream.reply.text()):
+            tab.set_state("calling a tool…" if stream.first_token_s is not None else _live_text(delta, None))
+            return  # a call is shown as its card once the reply ends, not as the JSON the model writes
         if on_screen:
             self._draw(tab, stream, status=_live_status(delta), meta=stream.live_meta())
         # A hidden tab's state line changes with the phase only, not with every token.

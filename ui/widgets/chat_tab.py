@@ -29,6 +29,7 @@ from ui.widgets.focus import focus_kept_in
 from ui.widgets.message_actions import MessageActions
 from ui.widgets.message_list import MessageList
 from ui.widgets.message_model import MessageListModel, MessageView
+from ui.widgets.tool_approval import ToolApprovalBar
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
 
@@ -86,6 +87,9 @@ class ChatTab(QWidget):
         self.panel_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.panel_area.setFixedWidth(PANEL_WIDTH + self.panel_area.verticalScrollBar().sizeHint().width())
         self.context_meter = ContextMeter()
+        self.approval = ToolApprovalBar()  # a tool call waiting for the user
+        self.tools_button = self.composer_box.tools_button
+        self.tools_button.show()
         self.panel_button = QToolButton()
         self.panel_button.setText("Details")
         self.panel_button.setCheckable(True)
@@ -122,6 +126,7 @@ class ChatTab(QWidget):
         chat.addLayout(top)
         chat.addWidget(self.view, 1)
         chat.addWidget(self._edit_banner())
+        chat.addWidget(self.approval)
         chat.addWidget(self.composer_box)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)

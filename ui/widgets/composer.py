@@ -9,7 +9,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
-from PySide6.QtWidgets import QFileDialog, QFrame, QHBoxLayout, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QMenu,
+    QPlainTextEdit,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.documents import SUPPORTED_SUFFIXES
 from storage import NewDocument
@@ -103,6 +112,16 @@ class ComposerBox(QFrame):
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
                                             "code… (or drop or paste them)")
+        # The chat's MCP tools (ui/controllers/tool_rounds.py fills its menu); a chat tab shows it.
+        self.tools_button = QToolButton()
+        self.tools_button.setObjectName("toolsButton")
+        self.tools_button.setText("Tools")
+        self.tools_button.setAutoRaise(True)
+        self.tools_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.tools_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.tools_button.setToolTip("The MCP servers whose tools this chat's model may call")
+        self.tools_button.setMenu(QMenu(self.tools_button))
+        self.tools_button.hide()
         self.send_button = ComposerButton("send", "sendButton", send_tooltip)
         self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
         self.file_dialog: QFileDialog | None = None  # the one open, if any
@@ -120,6 +139,7 @@ class ComposerBox(QFrame):
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.attach_button)
+        buttons.addWidget(self.tools_button)
         buttons.addStretch(1)
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)

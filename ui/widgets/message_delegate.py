@@ -20,6 +20,7 @@ from ui.widgets.message_model import MessageView, ViewRole
 from ui.widgets.reply_document import (
     DocumentStyle,
     build_document,
+    calls_markdown,
     default_expanded,
     reasoning_header,
     reasoning_span,
@@ -59,6 +60,8 @@ def markdown_of(view: MessageView) -> str:
     """The Markdown a bubble renders. A user's line breaks (Shift+Enter) are hard breaks:
     Markdown joins single lines into one paragraph. Lines inside code fences stay as typed."""
     text = view.text or " "
+    if view.calls:
+        return "\n\n".join(p for p in (view.text, calls_markdown(view.calls)) if p)
     if view.role != "user":
         return text
     lines, in_code = text.split("\n"), False
@@ -118,7 +121,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _content_key(self, view: MessageView, width: int) -> tuple:
         """What a row's document depends on besides the palette."""
         return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status,
-                view.attachments, view.sources)
+                view.attachments, view.sources, view.calls, view.tool)
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (*self._content_key(view, width), color.rgb())

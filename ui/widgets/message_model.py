@@ -12,11 +12,22 @@ ViewRole = Qt.ItemDataRole.UserRole + 1
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCard:
+    """A tool message's card: the call it answers and what came back. state: the card's
+    header after the tool's name ("0.25 s", "error · 0.25 s", "denied")."""
+
+    name: str
+    arguments: str  # the call's JSON arguments
+    result: str
+    state: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     """What a row shows; built by the controller from storage records and deltas."""
 
     key: str  # stable identity of the row (storage id or a pending request id)
-    role: str  # user | assistant | system
+    role: str  # user | assistant | system | tool
     text: str
     status: str = "complete"  # complete | streaming | interrupted | error | queued | prefilling
     meta: str = ""  # "0.12 s to first token · 118 tok/s"
@@ -25,6 +36,8 @@ class MessageView:
     thought_s: float | None = None  # how long a reasoning reply thought (app/chats/reasoning.py)
     attachments: tuple[AttachmentRecord, ...] = ()  # a user message's documents: a chip each
     sources: tuple[SourceRecord, ...] = ()  # the excerpts a reply was shown: its citation chips
+    calls: tuple[tuple[str, str], ...] = ()  # an assistant turn that called tools: (name, arguments)
+    tool: ToolCard | None = None  # a tool message: its collapsible card
 
 
 class MessageListModel(QAbstractListModel):

@@ -14,6 +14,7 @@ class TabState(str, enum.Enum):
     READY = "ready"
     WAITING = "waiting"  # queued, or reading the prompt: no token yet
     WRITING = "writing"
+    TOOL = "running a tool"  # between a reply's turns: a call waits for approval or runs
     UNREAD = "finished, unread"  # a reply ended while its tab was not the one in front
     ERROR = "error"
 
@@ -25,18 +26,20 @@ MARKS = {
     TabState.READY: "",
     TabState.WAITING: "○ ",
     TabState.WRITING: "● ",
+    TabState.TOOL: "⚙ ",
     TabState.UNREAD: "✓ ",
     TabState.ERROR: "✗ ",
 }
 
 # A compare tab shows the most pressing of its panes' states.
-_PRIORITY = [TabState.WRITING, TabState.WAITING, TabState.ERROR, TabState.UNREAD, TabState.READY]
+_PRIORITY = [TabState.WRITING, TabState.TOOL, TabState.WAITING, TabState.ERROR, TabState.UNREAD, TabState.READY]
 
 
 @dataclass(frozen=True, slots=True)
 class Activity:
     state: TabState = TabState.READY
     rate: float | None = None  # tokens per second while writing
+    detail: str | None = None  # TOOL: "running get_current_time", "get_current_time waits for you"
 
 
 READY = Activity()
@@ -48,6 +51,8 @@ def describe(activity: Activity) -> str:
         return f"writing · {rate_text(activity.rate)}"
     if activity.state is TabState.WAITING:
         return "waiting for the first token"
+    if activity.state is TabState.TOOL and activity.detail:
+        return activity.detail
     return activity.state.value
 
 
@@ -55,6 +60,8 @@ def row_text(activity: Activity) -> str:
     """The short form a sidebar row has room for: '● 23 tok/s', '✓ unread'."""
     if activity.state is TabState.WRITING:
         return MARKS[activity.state] + (rate_text(activity.rate) if activity.rate is not None else "writing")
+    if activity.state is TabState.TOOL:
+        return MARKS[activity.state] + (activity.detail or "tool")
     return MARKS[activity.state] + {TabState.UNREAD: "unread"}.get(activity.state, activity.state.value)
 
 

@@ -1,0 +1,218 @@
+"""A chat's tool rounds in the window (issue 24): a reply offered the chat's MCP tools that
+ends as a call waits for the user's approval on the tab; Allow runs it on a real MCP server
+(the SDK-made test server, a child process), Deny tells the model so, Always stops asking
+for that tool; the result is stored as a tool message shown as a card that opens on a
+click, and the next turn goes to the engine under the same prompt with the result added.
+The model is a ScriptedEngine here (what it writes is the test's); the real model's forced
+call is at the end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyleOptionViewItem
+
+from app.tools import DENIED, StdioServer
+from tests.support.gui_app import App
+from ui.widgets.message_delegate import GAP, HEADER_H, PAD
+from ui.widgets.reply_document import reasoning_header
+from ui.widgets.tab_activity import TabState
+
+TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
+ADD_CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
+
+
+def _with_test_server(ctx, qtbot) -> None:
+    ctx.tools.add(StdioServer("test", sys.executable, (str(TEST_SERVER), "stdio")))
+    qtbot.waitUntil(lambda: any(t.name == "add" for t in ctx.tools.tools()), timeout=60_000)
+
+
+@pytest.fixture
+def tools(desk, engine):
+    _with_test_server(desk.ctx, desk.qtbot)
+    yield desk.ctx.tools
+    desk.ctx.tools.shutdown()
+
+
+def _chat_with_tools(desk, tools, title="agent"):
+    tab = desk.open_chat(title)
+    tools.set_chat_servers(tab.conversation_id, ["test"])
+    desk.qtbot.waitUntil(lambda: tab.tools_button.text() == "Tools (6)")
+    return tab
+
+
+def _ask(desk, tab, text: str) -> None:
+    tab.composer.setFocus()
+    desk.qtbot.keyClicks(tab.composer, text)
+    desk.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+
+
+def _answer(desk, engine, text: str, requests: int) -> str:
+    """The engine's `requests`-th request written as `text` and ended; its request id."""
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == requests, timeout=10_000)
+    request_id = engine.requests[-1]
+    engine.write(request_id, text, tokens=5)
+    engine.end(request_id)
+    return request_id
+
+
+def _stored(desk, tab):
+    return desk.repo.active_path(tab.conversation_id).messages
+
+
+def test_a_call_waits_for_approval_runs_on_the_server_and_the_next_turn_reads_its_result(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    first = engine.chats[0]
+    assert '"name": "add"' in first.messages[0]["content"], "the tools are described in the system message"
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    assert "Run add (test)" in tab.approval.question.text()
+    assert tab.busy and tab.state_label.text() == "add waits for your approval"
+    desk.qtbot.waitUntil(lambda: desk.controllers.background.state_of(tab.conversation_id)
+                         .state is TabState.TOOL)  # the sidebar row and the tab's mark too
+    assert all('"name"' not in v.text for v in tab.model.views()), "the call's JSON is not shown as text"
+    reply = _stored(desk, tab)[-1]
+    assert (reply.content, [c.name for c in reply.tool_calls]) == ("", ["add"])
+    assert json.loads(reply.tool_calls[0].arguments) == {"a": 2, "b": 3}
+
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    second = engine.chats[1]
+    assert second.messages[: len(first.messages)] == first.messages, "the next turn extends the same prompt"
+    assert "The result of add" in second.messages[-1]["content"] and "5" in second.messages[-1]["content"]
+    tool = _stored(desk, tab)[2]
+    assert (tool.role, tool.content, tool.tool_result.name, tool.tool_result.denied) == ("tool", "5", "add", False)
+    cards = [v for v in tab.model.views() if v.tool is not None]
+    assert [(c.tool.name, c.tool.result) for c in cards] == [("add", "5")]
+    assert cards[0].tool.state.endswith(" s")
+
+    _answer(desk, engine, "2 + 3 is 5.", 2)
+    desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "2 + 3 is 5.")
+    assert [m.role for m in _stored(desk, tab)] == ["user", "assistant", "tool", "assistant"]
+    assert tab.conversation_id not in desk.ctx.tool_waits
+
+
+def test_deny_tells_the_model_and_runs_nothing(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.deny_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=10_000)
+    assert DENIED in engine.chats[1].messages[-1]["content"]
+    tool = _stored(desk, tab)[2]
+    assert (tool.content, tool.tool_result.denied) == (DENIED, True)
+    assert [v.tool.state for v in tab.model.views() if v.tool is not None] == ["denied"]
+
+
+def test_always_for_this_tool_runs_its_next_call_without_asking(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "Add twice.")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.always_button, Qt.MouseButton.LeftButton)
+    _answer(desk, engine, '{"name": "add", "arguments": {"a": 5, "b": 5}}', 2)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=30_000)
+    assert not tab.approval.isVisible()
+    assert [m.content for m in _stored(desk, tab) if m.role == "tool"] == ["5", "10"]
+
+
+def test_the_card_opens_on_a_click_to_show_the_arguments_and_the_result(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: any(v.tool is not None for v in tab.model.views()), timeout=30_000)
+    row = next(i for i, v in enumerate(tab.model.views()) if v.tool is not None)
+    assert _shown(tab, row).startswith("▸ add · ") and '"a": 2' not in _shown(tab, row)
+    _click_header(tab, row)
+    desk.qtbot.waitUntil(lambda: _shown(tab, row).startswith("▾ add"))
+    shown = _shown(tab, row)
+    assert '"a": 2' in shown and "Result" in shown and "5" in shown.split("Result", 1)[1]
+
+
+def test_stop_gives_up_a_call_that_hangs_and_the_chat_is_free_again(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "Sleep.")
+    _answer(desk, engine, '{"name": "slow", "arguments": {"seconds": 30}}', 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: tab.state_label.text() == "running slow…")
+    desk.qtbot.waitUntil(lambda: desk.window.conversation_list is not None
+                         and desk.controllers.background.state_of(tab.conversation_id).detail == "running slow")
+    QTest.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: not tab.busy)
+    assert tab.state_label.text() == "stopped before the tool's result"
+    assert len(engine.requests) == 1 and tab.conversation_id not in desk.ctx.tool_waits
+    _ask(desk, tab, "Never mind.")  # the chat takes a new message at once
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=10_000)
+
+
+def test_a_chat_without_tools_on_is_offered_none(desk, engine, tools):
+    tab = desk.open_chat("plain")
+    assert tab.tools_button.text() == "Tools"
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: not tab.busy)
+    assert all("add" not in str(m.get("content")) for m in engine.chats[0].messages[:1])
+    assert not tab.approval.isVisible()
+    assert tab.model.views()[-1].text == ADD_CALL, "no tools offered: the text is an answer"
+
+
+def _document(tab, row):
+    view, index = tab.view, tab.model.index(row)
+    option = QStyleOptionViewItem()
+    view.initViewItemOption(option)
+    option.rect = view.visualRect(index)
+    color = option.palette.color(option.palette.ColorRole.Text)
+    return view.delegate._document(tab.model.view(row), view.delegate._text_width(option), option.font, color)
+
+
+def _shown(tab, row) -> str:
+    return _document(tab, row).toPlainText()
+
+
+def _click_header(tab, row) -> None:
+    line = reasoning_header(_document(tab, row))
+    rect = tab.view.visualRect(tab.model.index(row))
+    at = QPoint(int(rect.left() + 2 * PAD + line.left() + 10),
+                int(rect.top() + GAP // 2 + PAD + HEADER_H + line.center().y()))
+    QTest.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
+
+
+# ----- the real model ----------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_the_real_model_made_to_call_writes_a_call_that_validates_and_then_answers(qtbot, tmp_path, model_path):
+    app = App(qtbot, tmp_path, model_path, max_tokens=40)
+    try:
+        _with_test_server(app.ctx, qtbot)
+        tab = app.new_tab()
+        app.ctx.tools.set_chat_servers(tab.conversation_id, ["test"])
+        app.ctx.tools.set_chat_required(tab.conversation_id, True)
+        app.ctx.tools.set_settings(app.ctx.tools.settings.__class__(max_rounds=2))  # call, then answer
+        app.send(tab, "Use the add tool to add 2 and 3.")
+        qtbot.waitUntil(lambda: tab.approval.isVisible(), timeout=120_000)
+        call = app.repo.active_path(tab.conversation_id).messages[-1].tool_calls[0]
+        tool = app.ctx.tools.chat_tools(tab.conversation_id)
+        schema = next(t.input_schema for t in tool if t.name == call.name)
+        arguments = json.loads(call.arguments)
+        assert set(schema.get("required", ())) <= arguments.keys()
+        QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: [m.role for m in app.repo.active_path(tab.conversation_id).messages]
+                        == ["user", "assistant", "tool", "assistant"], timeout=60_000)
+        app.wait_done(tab)
+        final = app.repo.active_path(tab.conversation_id).messages[-1]
+        assert final.content and not final.tool_calls, "the last round answers in text"
+        tool_message = app.repo.active_path(tab.conversation_id).messages[2]
+        assert tool_message.tool_result.name == call.name and not tool_message.tool_result.denied
+    finally:
+        app.close()
