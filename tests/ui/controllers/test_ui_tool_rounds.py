@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QStyleOptionViewItem
 from app.tools import DENIED, StdioServer
 from tests.support.gui_app import App
 from ui.widgets.message_delegate import GAP, HEADER_H, PAD
+from ui.widgets.model_picker import READY, ModelStatus
 from ui.widgets.reply_document import reasoning_header
 from ui.widgets.tab_activity import TabState
 
@@ -216,3 +217,46 @@ def test_the_real_model_made_to_call_writes_a_call_that_validates_and_then_answe
         assert tool_message.tool_result.name == call.name and not tool_message.tool_result.denied
     finally:
         app.close()
+
+
+def test_two_agent_tabs_run_their_tools_at_once(desk, engine, tools):
+    """One call hangs (slow) in the first tab while the second's runs, is answered and its
+    chat goes on: a chat waiting on a tool holds nothing of another's."""
+    slow_tab, quick_tab = _chat_with_tools(desk, tools, "slow"), _chat_with_tools(desk, tools, "quick")
+    desk.window.tabs.setCurrentWidget(slow_tab)
+    _ask(desk, slow_tab, "Sleep a while.")
+    _answer(desk, engine, '{"name": "slow", "arguments": {"seconds": 3}}', 1)
+    desk.qtbot.waitUntil(lambda: slow_tab.approval.isVisible())
+    QTest.mouseClick(slow_tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: desk.ctx.tool_waits.get(slow_tab.conversation_id) == "running slow")
+    desk.window.tabs.setCurrentWidget(quick_tab)
+    _ask(desk, quick_tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 2)
+    desk.qtbot.waitUntil(lambda: quick_tab.approval.isVisible())
+    QTest.mouseClick(quick_tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=30_000)
+    assert "The result of add" in engine.chats[2].messages[-1]["content"], "the quick chat went on first"
+    assert desk.ctx.tool_waits.get(slow_tab.conversation_id) == "running slow"
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 4, timeout=30_000)
+    assert "slept 3" in engine.chats[3].messages[-1]["content"]
+
+
+def test_screenshot_of_a_chat_with_tool_cards(desk, engine, tools, theme):
+    from tests.support.gui_app import SCREENSHOTS
+
+    tab = _chat_with_tools(desk, tools, "Sums with a tool")
+    desk.controllers.conversations.refresh()
+    _ask(desk, tab, "What is 2 + 3, and then 5 + 5?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    _answer(desk, engine, '{"name": "add", "arguments": {"a": 5, "b": 5}}', 2)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible() and len(_stored(desk, tab)) == 4, timeout=30_000)
+    row = next(i for i, v in enumerate(tab.model.views()) if v.tool is not None)
+    _click_header(tab, row)  # the first card open, the approval of the second call on the bar
+    desk.qtbot.waitUntil(lambda: _shown(tab, row).startswith("▾ add"))
+    w = desk.window  # no engine runs on the desk: the loader drawn as it is once the model is ready
+    w.model_picker.set_status(ModelStatus(w.model_picker.status.name, READY))
+    desk.qtbot.wait(50)  # the last frame's repaint before the grab
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert desk.window.grab().save(str(SCREENSHOTS / f"tool-cards-{theme}.png"))
