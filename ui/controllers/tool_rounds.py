@@ -57,9 +57,7 @@ class ToolRoundsController:
         tab._tool_rounds_wired = True  # type: ignore[attr-defined]
         tab.approval.answered.connect(lambda answer, t=tab: self.answer(t.conversation_id, answer))
         tab.stop_requested.connect(lambda t=tab: self.stop(t.conversation_id))
-        menu = tab.tools_button.menu()
-        assert menu is not None
-        menu.aboutToShow.connect(lambda t=tab: self._fill_menu(t))
+        tab.tools_menu.aboutToShow.connect(lambda t=tab: self._fill_menu(t))
         self._show_count(tab)
 
     # ----- a reply that called tools --------------------------------------------------------
@@ -207,8 +205,7 @@ class ToolRoundsController:
     # ----- the Tools button ---------------------------------------------------------------------
 
     def _fill_menu(self, tab: ChatTab) -> None:
-        menu = tab.tools_button.menu()
-        assert menu is not None
+        menu = tab.tools_menu
         menu.clear()
         tools = self.ctx.tools
         on = set(tools.chat_servers(tab.conversation_id))

@@ -89,6 +89,7 @@ class ChatTab(QWidget):
         self.context_meter = ContextMeter()
         self.approval = ToolApprovalBar()  # a tool call waiting for the user
         self.tools_button = self.composer_box.tools_button
+        self.tools_menu = self.composer_box.tools_menu
         self.tools_button.show()
         self.panel_button = QToolButton()
         self.panel_button.setText("Details")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -118,9 +118,10 @@ class ComposerBox(QFrame):
         self.tools_button.setText("Tools")
         self.tools_button.setAutoRaise(True)
         self.tools_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.tools_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.tools_button.setToolTip("The MCP servers whose tools this chat's model may call")
-        self.tools_button.setMenu(QMenu(self.tools_button))
+        # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
+        self.tools_menu = QMenu(self.tools_button)
+        self.tools_button.clicked.connect(self._show_tools_menu)
         self.tools_button.hide()
         self.send_button = ComposerButton("send", "sendButton", send_tooltip)
         self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
@@ -154,6 +155,9 @@ class ComposerBox(QFrame):
         self.setProperty("typing", focused)
         self.style().unpolish(self)
         self.style().polish(self)
+
+    def _show_tools_menu(self) -> None:
+        self.tools_menu.popup(self.tools_button.mapToGlobal(QPoint(0, self.tools_button.height())))
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog opened with open() (no nested event loop)."""

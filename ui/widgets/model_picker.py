@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
@@ -66,7 +66,6 @@ class ModelPicker(QWidget):
         self.setObjectName("modelPicker")
         self.button = QToolButton()
         self.button.setObjectName("modelButton")
-        self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.button.setAutoRaise(True)
         self.button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0; }")  # the ▾ is in the text
@@ -75,7 +74,8 @@ class ModelPicker(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.1)
         self.button.setFont(font)
         self.menu = QMenu(self)
-        self.button.setMenu(self.menu)
+        # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
+        self.button.clicked.connect(self._show_menu)
         self.dot = QLabel(STATE_DOT)
         self.state_label = QLabel()
         self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
@@ -125,6 +125,9 @@ class ModelPicker(QWidget):
             self.button.update()
 
     # ----- what the controller sets ------------------------------------------------------
+
+    def _show_menu(self) -> None:
+        self.menu.popup(self.button.mapToGlobal(QPoint(0, self.button.height())))
 
     def set_status(self, status: ModelStatus) -> None:
         self.status = status

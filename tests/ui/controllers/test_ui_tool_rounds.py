@@ -260,3 +260,20 @@ def test_screenshot_of_a_chat_with_tool_cards(desk, engine, tools, theme):
     desk.qtbot.wait(50)  # the last frame's repaint before the grab
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert desk.window.grab().save(str(SCREENSHOTS / f"tool-cards-{theme}.png"))
+
+
+def test_the_tools_button_turns_a_server_on_for_this_chat_only(desk, engine, tools):
+    tab, other = desk.open_chat("with tools"), desk.open_chat("without")
+    desk.window.tabs.setCurrentWidget(tab)
+    QTest.mouseClick(tab.tools_button, Qt.MouseButton.LeftButton)
+    menu = tab.tools_menu
+    desk.qtbot.waitUntil(lambda: menu.isVisible())
+    server = next(a for a in menu.actions() if a.text().startswith("test · "))
+    assert server.text() == "test · ready with 6 tools" and not server.isChecked()
+    QTest.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(server).center())
+    desk.qtbot.waitUntil(lambda: tab.tools_button.text() == "Tools (6)")
+    assert other.tools_button.text() == "Tools"
+    assert tools.chat_servers(tab.conversation_id) == ("test",) and tools.chat_servers(other.conversation_id) == ()
+    desk.settled()
+    saved = desk.ctx.catalog.get_setting("chat_tools")
+    assert saved == {str(tab.conversation_id): ["test"]}, "kept over a restart"
