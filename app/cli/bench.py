@@ -1,5 +1,5 @@
-"""`chorus bench`, `bench-engines`, `bench-grammar`, `bench-serve`, `bench-storage`,
-`bench-restart` and `bench-ui`: the benchmarks.
+"""`chorus bench`, `bench-agents`, `bench-documents`, `bench-engines`, `bench-grammar`,
+`bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
 each benchmark takes an options dataclass (and the engine's LoadSettings) and returns its
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.bench import documents, engine, engines, grammar_rows, restart, serve, storage
+from app.bench import agents, documents, engine, engines, grammar_rows, restart, serve, storage
 from app.cli import gui
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_serve(sub)
     _register_restart(sub)
     _register_documents(sub)
+    _register_agents(sub)
 
 
 def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -191,4 +192,23 @@ def _engines(args: argparse.Namespace, base: Path) -> int:
     models = tuple(model_catalog.resolve(m, models_dir(base)) for m in args.models)
     options = engines.EnginesBenchOptions(models=models, threads=args.threads, max_tokens=args.max_tokens)
     print(engines.render(engines.run_engines_bench(options), args.json))
+    return 0
+
+
+def _register_agents(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    abench = add_command(sub, "bench-agents", _agents,
+                         help="N agent chats calling a slow local tool: what follow-up turns compute, decode rate")
+    add_model_args(abench)
+    abench.add_argument("--agents", type=int, default=8)
+    abench.add_argument("--rounds", type=int, default=3, help="questions per agent, each a call and an answer")
+    abench.add_argument("--tool-seconds", type=float, default=0.5, help="how long the tool takes to answer")
+    abench.add_argument("--max-tokens", type=int, default=48, help="of each model turn")
+    abench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _agents(args: argparse.Namespace, base: Path) -> int:
+    options = agents.AgentBenchOptions(agents=args.agents, rounds=args.rounds, tool_seconds=args.tool_seconds,
+                                       max_tokens=args.max_tokens)
+    report = agents.run_agents_bench(options, settings_from_args(args, resolve_model(args, base)))
+    print(agents.render(report, args.json))
     return 0
