@@ -1,25 +1,46 @@
-"""Settings: the defaults of every chat (sampling, the reply's length, what a chat longer
-than the context keeps). A preset's and a chat's own settings go on top of them."""
+"""Settings, in two tabs: Chats, the defaults of every chat (sampling, the reply's length,
+what a chat longer than the context keeps; a preset's and a chat's own settings go on top
+of them), and Tools, the MCP servers and the limits of a chat's tool calls (tools_settings).
+Save keeps both pages' fields; the servers change at once on their page."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QSpinBox
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.chats.defaults import ChatDefaults
 from app.chats.overflow import LABELS as OVERFLOW_LABELS
 from ui.widgets.chat_settings import FIELDS, sampling_spin
 from ui.widgets.reply_length import ReplyLengthSpin
+from ui.widgets.tools_settings import ToolsPage
 
 
 class SettingsWindow(QDialog):
     saved = Signal(object)  # the ChatDefaults chosen
+    limits_saved = Signal(object)  # the Tools page's limits, by ToolSettings' field names
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setObjectName("settings_window")
-        form = QFormLayout(self)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("settingsTabs")
+        self.chats = QWidget()
+        self.tools = ToolsPage()
+        self.tabs.addTab(self.chats, "&Chats")
+        self.tabs.addTab(self.tools, "&Tools")
+        form = QFormLayout(self.chats)
         form.addRow(QLabel("Defaults for every chat; a preset's or a chat's own settings win."))
         self.spins: dict[str, QDoubleSpinBox] = {}
         for name, (label, *_limits) in FIELDS.items():
@@ -40,8 +61,10 @@ class SettingsWindow(QDialog):
         buttons.accepted.connect(self._save)
         buttons.rejected.connect(self.reject)
         restore = buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults)
-        restore.clicked.connect(lambda: self.show_defaults(ChatDefaults()))
-        form.addRow(buttons)
+        restore.clicked.connect(self._restore_defaults)
+        box = QVBoxLayout(self)
+        box.addWidget(self.tabs)
+        box.addWidget(buttons)
 
     def show_defaults(self, defaults: ChatDefaults) -> None:
         for name, spin in self.spins.items():
@@ -56,6 +79,12 @@ class SettingsWindow(QDialog):
                                           "max_tokens": self.reply_length.tokens(),
                                           "overflow": self.overflow.currentData()})
 
+    def _restore_defaults(self) -> None:
+        """Both pages' fields (nothing is kept until Save); the servers stay as they are."""
+        self.show_defaults(ChatDefaults())
+        self.tools.restore_limits()
+
     def _save(self) -> None:
         self.saved.emit(self.chosen())
+        self.limits_saved.emit(self.tools.chosen_limits())
         self.accept()
