@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.tools import McpConfigError, ServerConfig, parse_mcp_servers
 from ui.widgets.file_dialogs import open_file_dialog
-from ui.widgets.model_picker import FAILED, STATE_COLOURS
+from ui.widgets.mcp_server_dialog import error_label
 
 EXAMPLE = '{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}'
 LARGEST_FILE = 1_000_000  # bytes: a settings file, not anything bigger the picker was pointed at
@@ -32,12 +32,7 @@ class McpImportDialog(QDialog):
         self.text.setObjectName("mcpImportText")
         self.text.setPlaceholderText(EXAMPLE)
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.error = QLabel()
-        self.error.setObjectName("mcpImportError")
-        self.error.setWordWrap(True)
-        self.error.setTextFormat(Qt.TextFormat.PlainText)  # a name or path may hold '<'
-        self.error.setStyleSheet(f"color: {STATE_COLOURS[FAILED]};")
-        self.error.hide()
+        self.error = error_label("mcpImportError")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.import_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.import_button.setText("Import")

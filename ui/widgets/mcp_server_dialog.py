@@ -5,8 +5,8 @@ nothing starts until it does. Opened with open(), never exec()."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -50,13 +50,8 @@ class McpServerDialog(QDialog):
         self.pages = QStackedWidget()
         self.pages.addWidget(self._stdio_page())
         self.pages.addWidget(self._http_page())
-        self.http_choice.toggled.connect(lambda http: self.pages.setCurrentIndex(1 if http else 0))
-        self.error = QLabel()
-        self.error.setObjectName("mcpServerError")
-        self.error.setWordWrap(True)
-        self.error.setTextFormat(Qt.TextFormat.PlainText)  # a name or path may hold '<'
-        self.error.setStyleSheet(f"color: {STATE_COLOURS[FAILED]};")
-        self.error.hide()
+        self.http_choice.toggled.connect(self._show_kind)
+        self.error = error_label("mcpServerError")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.add_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.add_button.setText("Add")
@@ -96,7 +91,9 @@ class McpServerDialog(QDialog):
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Co&mmand line:", self.command)
         form.addRow("&Environment:", self.env)
-        form.addRow("&Working folder:", folder)
+        label = QLabel("&Working folder:")
+        label.setBuddy(self.cwd)  # a row of a layout has no buddy of its own
+        form.addRow(label, folder)
         return page
 
     def _http_page(self) -> QWidget:
@@ -109,6 +106,11 @@ class McpServerDialog(QDialog):
         form.addRow("&URL:", self.url)
         form.addRow("H&eaders:", self.headers)
         return page
+
+    def _show_kind(self, http: bool) -> None:
+        self.pages.setCurrentIndex(1 if http else 0)
+        self.name.setPlaceholderText("named after its host" if http else "named after what it runs")
+        self.error.hide()  # it was about the other kind's fields
 
     def _browse(self) -> None:
         dialog = QFileDialog(self, "Working folder", self.cwd.text())
@@ -129,15 +131,14 @@ class McpServerDialog(QDialog):
 
     def _stdio(self, name: str) -> StdioServer:
         line = self.command.text().strip()
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise McpConfigError(f"Command line: {exc}") from None
-        if not words:
+        if not line:
             raise McpConfigError("Command line: write the program to run, with its arguments")
-        named = server_from_command(line, self.taken)  # its name when none is given
+        try:
+            server = server_from_command(line, self.taken)  # named after what it runs
+        except McpConfigError as exc:  # "--mcp 'line': why", as the terminal's option reads
+            raise McpConfigError(f"Command line: {str(exc).rsplit(': ', 1)[-1]}") from None
         env = _pairs(self.env.toPlainText(), "=", "Environment", "KEY=VALUE")
-        return StdioServer(name or named.name, words[0], tuple(words[1:]), env, self._folder())
+        return replace(server, name=name or server.name, env=env, cwd=self._folder())
 
     def _folder(self) -> str | None:
         text = self.cwd.text().strip()
@@ -166,6 +167,17 @@ class McpServerDialog(QDialog):
         self.error.hide()
         self.chosen.emit(server)
         self.accept()
+
+
+def error_label(object_name: str) -> QLabel:
+    """A dialog's line saying what is wrong (hidden until something is)."""
+    label = QLabel()
+    label.setObjectName(object_name)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)  # a name or path may hold '<'
+    label.setStyleSheet(f"color: {STATE_COLOURS[FAILED]};")
+    label.hide()
+    return label
 
 
 def _lines_box(placeholder: str) -> QPlainTextEdit:

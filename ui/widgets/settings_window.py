@@ -5,7 +5,7 @@ Save keeps both pages' fields; the servers change at once on their page."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -24,6 +24,8 @@ from app.chats.overflow import LABELS as OVERFLOW_LABELS
 from ui.widgets.chat_settings import FIELDS, sampling_spin
 from ui.widgets.reply_length import ReplyLengthSpin
 from ui.widgets.tools_settings import ToolsPage
+
+SCREEN_SHARE = 0.9  # of the screen's free area at most: Qt's own first size is 2/3 of it
 
 
 class SettingsWindow(QDialog):
@@ -65,6 +67,12 @@ class SettingsWindow(QDialog):
         box = QVBoxLayout(self)
         box.addWidget(self.tabs)
         box.addWidget(buttons)
+        self.resize(self._opening_size())
+
+    def _opening_size(self) -> QSize:
+        """What its pages ask for (the Tools page is wide), on a small screen what fits."""
+        area = self.screen().availableGeometry().size() * SCREEN_SHARE
+        return self.sizeHint().boundedTo(area).expandedTo(self.minimumSizeHint())
 
     def show_defaults(self, defaults: ChatDefaults) -> None:
         for name, spin in self.spins.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFontDatabase
 from PySide6.QtWidgets import (
     QFormLayout,
@@ -46,6 +46,9 @@ LIMITS = {
 NO_SERVERS = ("No servers yet. Add… one (a command such as uvx mcp-server-time, or a URL), or Import JSON… "
               "from Claude Desktop, Cursor or LM Studio.")
 STDERR_LINES = 8  # the height of the stderr box
+# Wide enough for a command line and a failure's reason; as tall as a few servers and tools
+# need (the lists' own hints are taller, and would stretch the Chats tab with them).
+PAGE_SIZE = QSize(680, 520)
 
 
 def state_text(state: ServerState | None) -> str:
@@ -79,6 +82,7 @@ class ToolsPage(QWidget):
         super().__init__(parent)
         self.setObjectName("toolsSettings")
         self._rows: dict[str, ServerRow] = {}
+        self._shown: tuple[ServerConfig, ServerState | None] | None = None  # what the details show
         self._default_limits: dict[str, float] = {}
         self.dialog: McpServerDialog | McpImportDialog | None = None  # the one open last (tests)
         self.servers = self._servers_list()
@@ -104,6 +108,7 @@ class ToolsPage(QWidget):
         tree.setHeaderLabels(["Server", "Runs", "State"])
         tree.setRootIsDecorated(False)
         tree.setUniformRowHeights(True)
+        tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a command's program and its script both show
         header = tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
@@ -168,6 +173,9 @@ class ToolsPage(QWidget):
         box.addWidget(self.tool_list, 3)
         box.addWidget(limits)
 
+    def sizeHint(self) -> QSize:
+        return QSize(max(super().sizeHint().width(), PAGE_SIZE.width()), PAGE_SIZE.height())
+
     # ----- the servers -----------------------------------------------------------------------
 
     def show_servers(self, rows: Sequence[ServerRow]) -> None:
@@ -209,6 +217,9 @@ class ToolsPage(QWidget):
         config, state = self._rows.get(name, (None, None)) if name is not None else (None, None)
         self.remove_button.setEnabled(config is not None)
         self.restart_button.setEnabled(config is not None)
+        if config is not None and self._shown == (config, state):
+            return  # another server's news: the tools list keeps its scroll and selection
+        self._shown = (config, state) if config is not None else None
         self.tool_list.clear()
         if config is None:
             self.details.setText(NO_SERVERS if not self._rows else "Select a server to see its tools.")

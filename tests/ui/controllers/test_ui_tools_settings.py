@@ -349,9 +349,9 @@ def test_screenshot_of_the_tools_page_with_a_ready_server(desk, tools, theme):
     from tests.support.gui_app import SCREENSHOTS
 
     _with_test_server(desk, tools)
-    tools.add(StdioServer("broken", sys.executable, ("-c", "import sys; sys.exit('no API token given')")))
+    tools.add(StdioServer("weather", sys.executable, ("-m", "mcp_server_weather")))  # not installed: it fails
     page = _open_tools(desk)
-    desk.qtbot.waitUntil(lambda: _state(page, "broken").startswith("failed"), timeout=STARTS)
+    desk.qtbot.waitUntil(lambda: _state(page, "weather").startswith("failed"), timeout=STARTS)
     _select(page, "test")
     desk.qtbot.waitUntil(lambda: len(_listed_tools(page)) == len(TEST_TOOLS))
     settings = desk.controllers.settings.window
