@@ -11,7 +11,9 @@ What it measures:
   turn computed only what is new;
 - the engine's decode rate in decode-only steps while the agents run, against N plain chats
   that write as many tokens at once with the same prompts (before and after the agents, so
-  a drift of the machine shows), and the tokens generated per step (the mean batch) of each.
+  a drift of the machine shows), and the tokens generated per step (the mean batch) of each;
+  agents waiting on their tool leave the batch, so the batch is smaller than N: the same
+  plain chats at the agents' mean batch size are the reference for the steps' own speed.
 """
 
 from __future__ import annotations
@@ -63,11 +65,12 @@ def run_agents_bench(options: AgentBenchOptions, settings: LoadSettings) -> dict
         before = _plain(engine, first_prompts, options.max_tokens)
         agents = _agents(engine, toolbox, options)
         after = _plain(engine, first_prompts, options.max_tokens)
+        same = _plain(engine, first_prompts[:max(1, round(agents["tokens_per_step"]))], options.max_tokens)
     finally:
         if engine is not None:
             engine.shutdown()
         manager.shutdown()
-    return _report(options, settings, before, agents, after)
+    return _report(options, settings, before, agents, after, same)
 
 
 def _question(agent: int, round_: int) -> str:
@@ -166,15 +169,20 @@ def _decode_figures(engine: Engine) -> dict[str, float]:
 
 
 def _report(options: AgentBenchOptions, settings: LoadSettings, before: dict[str, float],
-            agents: dict[str, Any], after: dict[str, float]) -> dict[str, Any]:
+            agents: dict[str, Any], after: dict[str, float], same: dict[str, float]) -> dict[str, Any]:
     plain_rate = statistics.mean([before["decode_tok_s"], after["decode_tok_s"]])
     return {
         "config": {"model": settings.model_path.name, "agents": options.agents, "rounds": options.rounds,
                    "tool_seconds": options.tool_seconds, "max_tokens": options.max_tokens,
                    "threads": settings.threads(), "n_ctx": settings.n_ctx},
-        "plain_before": before, "agents": agents, "plain_after": after,
-        "ratio": {"decode_agents_vs_plain": agents["decode_tok_s"] / plain_rate if plain_rate else float("nan")},
+        "plain_before": before, "agents": agents, "plain_after": after, "plain_same_batch": same,
+        "ratio": {"decode_agents_vs_plain": _ratio(agents["decode_tok_s"], plain_rate),
+                  "decode_agents_vs_plain_same_batch": _ratio(agents["decode_tok_s"], same["decode_tok_s"])},
     }
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
 
 
 def render(report: dict[str, Any], as_json: bool) -> str:
@@ -191,5 +199,8 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"  decode-only tok/s: agents {a['decode_tok_s']:.1f} ({a['tokens_per_step']:.1f} a step), "
         f"plain before {before['decode_tok_s']:.1f} ({before['tokens_per_step']:.1f}), "
         f"after {after['decode_tok_s']:.1f} ({after['tokens_per_step']:.1f})",
-        f"  agents / plain {report['ratio']['decode_agents_vs_plain']:.3f}",
+        f"  plain at the agents' batch ({report['plain_same_batch']['tokens_per_step']:.1f} a step): "
+        f"{report['plain_same_batch']['decode_tok_s']:.1f}",
+        f"  agents / plain {report['ratio']['decode_agents_vs_plain']:.3f}, "
+        f"agents / plain at their batch {report['ratio']['decode_agents_vs_plain_same_batch']:.3f}",
     ])

@@ -62,6 +62,7 @@ class TurnDone:
     text: str
     calls: tuple[ToolCall, ...]
     last: Delta
+    written: str = ""  # the calls as the model wrote them (its whole text), when it called
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,10 @@ class ToolLoop:
             forced = calling and self.grammar is not None and round_ == 0
             turn = yield from self._turn(calling, forced)
             if turn.calls:
-                self.messages.append({"role": "assistant", "content": "",
+                # "written": the next prompt shows the calls as the model wrote them, so the
+                # tokens it generated are found in its KV (written again by json.dumps, the
+                # spacing differs and some 20 tokens a call were computed again)
+                self.messages.append({"role": "assistant", "content": "", "written": turn.written,
                                       "tool_calls": [c.openai() for c in turn.calls]})
                 for call in turn.calls:
                     yield from self._run_call(call)
@@ -174,7 +178,7 @@ class ToolLoop:
         calls = parse_calls(text, self.use) if calling and self.use is not None and not last.error else None
         if not calls and len(text) > sent:
             yield TextDelta(text[sent:])
-        done = TurnDone("" if calls else text, calls or (), last)
+        done = TurnDone("" if calls else text, calls or (), last, text if calls else "")
         yield done
         return done
 

@@ -78,7 +78,9 @@ def plain_turns(messages: list[dict]) -> list[dict]:
             calls = [c["function"] for c in m["tool_calls"]]
             names.update((c["id"], c["function"]["name"]) for c in m["tool_calls"])
             shown = [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in calls]
-            out.append({"role": "assistant", "content": calls_text(str(m.get("content") or ""), shown)})
+            written = m.get("written")  # the loop's own turns: the model's text, token for token
+            out.append({"role": "assistant",
+                        "content": written if written else calls_text(str(m.get("content") or ""), shown)})
         else:
             out.append({"role": m["role"], "content": m.get("content") or ""})
     return [{k: v for k, v in m.items() if k != "tool_results"} for m in out]

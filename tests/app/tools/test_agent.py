@@ -74,6 +74,22 @@ def test_a_required_call_runs_the_tool_and_the_model_answers_with_its_result(sha
 
 
 @pytest.mark.model
+def test_the_turn_after_a_call_shows_the_call_as_the_model_wrote_it(shared_engine, manager, test_server):
+    """The call goes back into the prompt as the model wrote it, not as json.dumps writes it
+    again (the grammar lets the model choose its spacing: `{ "name": "add", ... }`), so the
+    follow-up's prompt holds the text the model's KV was computed for."""
+    toolbox = _adder(manager, test_server)
+    messages = [{"role": "user", "content": "What is 4 plus 9? Use the add tool."}]
+    loop = ToolLoop(shared_engine, toolbox, messages, SAMPLING, choice="required", max_rounds=2)
+    call, answer = [e for e in loop.run() if isinstance(e, TurnDone)]
+    assert call.calls and call.written.strip().startswith("{") and call.text == ""
+    assert messages[1]["written"] == call.written and loop.prompt()[-3]["content"] == call.written
+    first, follow_up = call.last.stats, answer.last.stats
+    assert first is not None and follow_up is not None
+    assert follow_up.cached_tokens >= first.prompt_tokens  # its prompt at least; the call too where it tokenizes alike
+
+
+@pytest.mark.model
 def test_a_denied_call_goes_back_to_the_model_as_its_result(shared_engine, manager, test_server):
     toolbox = _adder(manager, test_server)
     engine = Recording(shared_engine)
