@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from inference.core.engine import Engine
     from inference.core.handle import Completion, RequestHandle
     from inference.core.router import DeltaRouter
-    from inference.tokenizer.chat_template import template_problem
+    from inference.tokenizer.chat_template import template_problem, template_supports_tools
     from inference.tokenizer.input_processor import InputProcessor
     from inference.worker import backend
     from inference.worker.embedding_worker import EmbeddingWorker
@@ -63,6 +63,7 @@ _LAZY = {
     "DeltaRouter": "inference.core.router",
     "InputProcessor": "inference.tokenizer.input_processor",
     "template_problem": "inference.tokenizer.chat_template",
+    "template_supports_tools": "inference.tokenizer.chat_template",
     "load_input_processor": "inference.worker.vocab_loader",
     "EmbeddingWorker": "inference.worker.embedding_worker",
 }
@@ -120,4 +121,5 @@ __all__ = [
     "percentile",
     "physical_cores",
     "template_problem",
+    "template_supports_tools",
 ]

@@ -137,6 +137,11 @@ class ChatRequest:
     # follows with no end-of-turn, so the model writes the rest of that same reply (as
     # vLLM's continue_final_message).
     continue_final: bool = False
+    # The tools the chat offers, in OpenAI's shape ({"type": "function", "function": {name,
+    # description, parameters}}), given to a chat template with a tool format of its own
+    # (ChatTemplate.render's `tools`); None: none (a template without one is shown them
+    # in the system prompt by the caller).
+    tools: tuple[dict, ...] | None = None
 
 
 SPECULATIVE_MODES = ("off", "lookup")

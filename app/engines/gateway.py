@@ -46,6 +46,12 @@ class EngineGateway:
         processor = self._inputs.for_engine(self._engine())
         return chat if processor is None else processor.prepare(chat)
 
+    def chat_template(self) -> str | None:
+        """The template source the app engine's model renders with; None for a remote engine
+        or one still loading (the server then offers tools in the generic format)."""
+        processor = self._inputs.for_engine(self._engine())
+        return None if processor is None else processor.template.source
+
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions); RequestError if it cannot fit."""
         processor = self._inputs.for_engine(self._engine())

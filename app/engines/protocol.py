@@ -103,6 +103,11 @@ class ServedEngine(Protocol):
         tokenize here). Raises RequestError for a chat the engine would refuse."""
         ...
 
+    def chat_template(self) -> str | None:
+        """The chat template source chats are rendered with, None where unknown (a remote
+        engine's): it decides the tool format (app/tools/formats)."""
+        ...
+
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), on the calling thread. Raises
         RequestError for text that cannot fit in the context."""

@@ -150,6 +150,11 @@ class Engine:
         Raises RequestError for a chat the engine would refuse."""
         return self.inputs.prepare(chat)
 
+    def chat_template(self) -> str | None:
+        """The template source chats are rendered with (its tool format decides how tools are
+        offered: app/tools/formats)."""
+        return self.inputs.template.source
+
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
         text that cannot fit in the context (refused without tokenizing it)."""

@@ -20,6 +20,7 @@ the runner of a loaded model. Thread-safe: llama.cpp's vocabulary is read-only.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
@@ -99,12 +100,14 @@ class InputProcessor:
     def fitted(self, chat: ChatRequest) -> Fitted:
         """The chat's prompt under its overflow policy and which messages it left out, checked."""
         messages = list(chat.messages)
+        tools = list(chat.tools) if chat.tools is not None else None
         if chat.pin:
             fitted = Fitted(self.shared_prefix_tokens(messages))
         elif chat.overflow == STOP:
-            fitted = Fitted(self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx))
+            fitted = Fitted(self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx,
+                                             tools=tools))
         else:
-            fitted = self.fit_messages(messages, chat.sampling.max_tokens, chat.overflow, chat.continue_final)
+            fitted = self.fit_messages(messages, chat.sampling.max_tokens, chat.overflow, chat.continue_final, tools)
         self.check_prompt(fitted.tokens)
         return fitted
 
@@ -125,25 +128,26 @@ class InputProcessor:
         return first[:common_prefix_len(first, second)]
 
     def fit_messages(self, messages: list[dict], max_tokens: int, policy: str = DROP_OLDEST,
-                     continue_final: bool = False) -> Fitted:
+                     continue_final: bool = False, tools: list[dict] | None = None) -> Fitted:
         """The chat cut to fit the context with room for the reply, as policy says (see
         tokenizer/overflow.py); not yet checked."""
         self.check_size(sum(len(m["content"]) for m in messages[-1:]
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
-        return fit(messages, lambda kept: self._chat_tokens(kept, True, continue_final),
+        return fit(messages, lambda kept: self._chat_tokens(kept, True, continue_final, tools=tools),
                    self.n_ctx, reply_room(self.n_ctx, max_tokens), policy)
 
     def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
-                    continue_final: bool = False, limit: int | None = None) -> list[int]:
+                    continue_final: bool = False, limit: int | None = None,
+                    tools: list[dict] | None = None) -> list[int]:
         """The prompt of a chat; text longer than the context is refused untokenized.
         With a limit, a prompt of that many tokens or more is refused as soon as
         tokenizing reaches it (a chat of 32,000 messages costs no more than the context)."""
         self.check_size(sum(len(m["content"]) for m in messages
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
-        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit)
+        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit, tools)
 
     def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool,
-                     limit: int | None = None) -> list[int]:
+                     limit: int | None = None, tools: list[dict] | None = None) -> list[int]:
         tail: list[Piece] = []
         if continue_final:
             if not messages or messages[-1].get("role") != "assistant":
@@ -152,7 +156,7 @@ class InputProcessor:
             if not isinstance(partial, str):
                 raise RequestError("the reply to continue needs text content")
             messages, add_generation_prompt, tail = messages[:-1], True, [partial]
-        pieces = self._render_pieces(messages, add_generation_prompt) + tail
+        pieces = self._render_pieces(messages, add_generation_prompt, tools) + tail
         return self._tokenize_pieces(pieces, limit)
 
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
@@ -178,16 +182,23 @@ class InputProcessor:
 
     # ----- rendering -----------------------------------------------------------------
 
-    def _render_pieces(self, messages: list[dict], add_generation_prompt: bool) -> list[Piece]:
-        real = self.template.render(messages, add_generation_prompt)  # validates the messages too
-        contents = [m["content"] for m in messages]
+    def _render_pieces(self, messages: list[dict], add_generation_prompt: bool,
+                       tools: list[dict] | None = None) -> list[Piece]:
+        real = self.template.render(messages, add_generation_prompt, tools)  # validates the messages too
+        self._check_tool_markup(messages, tools)
+        # Only text contents are marked: an assistant turn of tool calls has none (None or
+        # ""), and a sentinel there would change what the template writes (Qwen adds "\n").
+        # The calls' arguments and the tools are the template's markup: written by the
+        # template, as llama.cpp renders them.
+        contents = [m.get("content") if isinstance(m.get("content"), str) else "" for m in messages]
+        marks = {i for i, c in enumerate(contents) if c or not messages[i].get("tool_calls")}
         nonce = self._nonce
         while any(nonce in c for c in contents):  # a content could not name it but be sure
             nonce = _new_nonce()
-        marked = [{**m, "content": f"\ue000{nonce}:{i}\ue001"} for i, m in enumerate(messages)]
-        parts = re.split(f"\ue000{nonce}:(\\d+)\ue001", self.template.render(marked, add_generation_prompt))
+        marked = [{**m, "content": f"\ue000{nonce}:{i}\ue001"} if i in marks else m for i, m in enumerate(messages)]
+        parts = re.split(f"\ue000{nonce}:(\\d+)\ue001", self.template.render(marked, add_generation_prompt, tools))
         markup, slots = parts[0::2], [int(i) for i in parts[1::2]]
-        used = self._contents_as_rendered(real, markup, slots, contents)
+        used = self._contents_as_rendered(real, markup, slots, contents, marks)
         if used is None:
             log.warning("the chat template hides message contents from the prompt tokenizer; "
                         "control tokens in message text are not escaped for this model")
@@ -199,9 +210,19 @@ class InputProcessor:
                 pieces.append(used[i])
         return pieces
 
+    def _check_tool_markup(self, messages: list[dict], tools: list[dict] | None) -> None:
+        """The tools and the calls' arguments go into the markup, where control-token strings
+        count: one there (a "<|im_end|>" in an argument) could forge turns, so it is refused."""
+        calls = [m["tool_calls"] for m in messages if m.get("tool_calls")]
+        if tools is None and not calls:
+            return
+        text = json.dumps([tools, calls], ensure_ascii=False)
+        if any(isinstance(piece, Special) for piece in self._matcher.split(text)):
+            raise RequestError("a tool or a tool call holds a control token's text, which would end the turn")
+
     @staticmethod
     def _contents_as_rendered(real: str, markup: list[str], slots: list[int],
-                              contents: list[str]) -> list[str] | None:
+                              contents: list[str], marks: set[int]) -> list[str] | None:
         """Each slot's content as the template shows it. A template may transform some
         (Gemma trims the turns' text but not the system prompt): each slot takes its raw or
         its trimmed content, whichever the real render has there. When neither reproduces
@@ -210,7 +231,7 @@ class InputProcessor:
         shown = _match_render(real, markup, [contents[i] for i in slots])
         if shown is not None:
             return shown
-        if set(slots) != set(range(len(contents))):
+        if set(slots) != marks:
             return None
         log.debug("the chat template transforms message contents; tokenizing them as given")
         return [contents[i] for i in slots]
