@@ -45,7 +45,7 @@ def engines() -> dict[str, EngineLike]:
 def test_the_protocols_name_what_the_app_calls():
     assert members(EngineLike) == ["cancel", "is_local", "pin_system_prompt", "set_priority", "set_threads", "shutdown",
                                    "start", "state", "submit", "unpin_system_prompt"]
-    assert members(ServedEngine) == ["cancel", "info", "metrics", "prepare", "submit", "text_tokens"]
+    assert members(ServedEngine) == ["cancel", "chat_template", "info", "metrics", "prepare", "submit", "text_tokens"]
 
 
 def accepts_protocol_call(implementation, declared) -> bool:
