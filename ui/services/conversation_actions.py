@@ -182,18 +182,19 @@ class ConversationActions:
         if self.is_writing(view.conversation_id):
             return None
         view.set_busy(True)
-        tools = self.ctx.tools.round_for(view.conversation_id)  # the chat's tools, as they are now
+        first = self.ctx.tools.round_for(view.conversation_id)  # the chat's tools, as they are now
 
         def prepared():
             result = work()
             if not result:
                 return None
             path, reply = result
-            return path, reply, self.prompt_for(path, reply, continued, tools)
+            tools = round_in(first, path, continued)
+            return path, reply, self.prompt_for(path, reply, continued, tools), tools
 
         def start(result) -> None:
             if result:
-                self.start_reply(view, result[0], result[1], continued=continued, prompt=result[2], tools=tools)
+                self.start_reply(view, result[0], result[1], continued=continued, prompt=result[2], tools=result[3])
             else:
                 view.set_busy(False)
 
@@ -333,3 +334,18 @@ def prompt_content(message: MessageRecord, continued_id: int | None = None) -> s
     if message.role != "assistant" or message.id == continued_id:
         return message.content
     return strip_reasoning(message.content)
+
+
+def round_in(first: ToolRound | None, path: ActivePath, continued: bool) -> ToolRound | None:
+    """The round of the tool loop a reply at the end of path is: a regenerated answer after a
+    tool's result (or one continued there) goes on from the calls already made, not forced
+    to call again as a reply's first turn is."""
+    if first is None:
+        return None
+    before = path.messages if continued else path.messages[:-1]
+    calls = 0
+    for m in reversed(before):
+        if m.role == "user":
+            break
+        calls += bool(m.tool_calls)
+    return replace(first, round=min(calls, first.max_rounds - 1)) if calls else first

@@ -277,3 +277,26 @@ def test_the_tools_button_turns_a_server_on_for_this_chat_only(desk, engine, too
     desk.settled()
     saved = desk.ctx.catalog.get_setting("chat_tools")
     assert saved == {str(tab.conversation_id): ["test"]}, "kept over a restart"
+
+
+def test_regenerate_after_a_tool_round_answers_from_the_result_again_without_forcing_a_call(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    tools.set_chat_required(tab.conversation_id, True)  # the first turn of a reply must call
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    assert engine.chats[0].sampling.grammar is not None
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    _answer(desk, engine, "2 + 3 is 5.", 2)
+    desk.qtbot.waitUntil(lambda: not tab.busy and tab.regenerate_button.isEnabled())
+
+    QTest.mouseClick(tab.regenerate_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=10_000)
+    again = engine.chats[2]
+    assert again.messages == engine.chats[1].messages, "the same prompt: the call and its result in it"
+    assert again.sampling.grammar is None, "a turn after a result is not forced to call again"
+    _answer(desk, engine, "Five.", 3)
+    desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "Five.")
+    assert [m.role for m in _stored(desk, tab)] == ["user", "assistant", "tool", "assistant"]
+    assert tab.approval.isHidden()
