@@ -190,7 +190,7 @@ class InputProcessor:
         # ""), and a sentinel there would change what the template writes (Qwen adds "\n").
         # The calls' arguments and the tools are the template's markup: written by the
         # template, as llama.cpp renders them.
-        contents = [m.get("content") if isinstance(m.get("content"), str) else "" for m in messages]
+        contents = [c if isinstance(c := m.get("content"), str) else "" for m in messages]
         marks = {i for i, c in enumerate(contents) if c or not messages[i].get("tool_calls")}
         nonce = self._nonce
         while any(nonce in c for c in contents):  # a content could not name it but be sure
