@@ -300,3 +300,26 @@ def test_regenerate_after_a_tool_round_answers_from_the_result_again_without_for
     desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "Five.")
     assert [m.role for m in _stored(desk, tab)] == ["user", "assistant", "tool", "assistant"]
     assert tab.approval.isHidden()
+
+
+def test_a_failing_tool_and_a_cut_output_are_said_on_their_cards(desk, engine, tools):
+    from ui.services.mcp_tools import ToolSettings
+
+    tools.set_settings(ToolSettings(output_cap=100, timeout_s=20, max_rounds=5))
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "Fail, then make it big.")
+    _answer(desk, engine, '{"name": "fail", "arguments": {}}', 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.always_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    assert "this tool always fails" in engine.chats[1].messages[-1]["content"]  # the model reads the error
+    _answer(desk, engine, '{"name": "big", "arguments": {"characters": 5000}}', 2)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=30_000)
+    cards = [v.tool for v in tab.model.views() if v.tool is not None]
+    assert [c.name for c in cards] == ["fail", "big"]
+    assert cards[0].state.startswith("error · ") and "this tool always fails" in cards[0].result
+    assert cards[1].state.endswith(" · 4,900 characters cut")
+    assert "[output cut: 4900 of 5000 characters left out]" in engine.chats[2].messages[-1]["content"]
+    assert tab.busy and not tab.approval.isVisible()  # the third turn is being written: the chat goes on
