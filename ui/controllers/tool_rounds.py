@@ -70,6 +70,7 @@ class ToolRoundsController:
         if not calls:
             return  # an answer in text (a malformed call among it: text too)
         conv_id, reply_id = stream.conversation_id, stream.message_id
+        self.ctx.call_texts[reply_id] = stream.reply.text()
         pending = self.pending[conv_id] = PendingCalls(conv_id, calls, offered, reply_id)
         self._wait(pending, f"calling {calls[0].name}")
         repo = self.ctx.repo

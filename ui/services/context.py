@@ -55,6 +55,10 @@ class ControllerContext:
     documents_used: dict[int, DocumentPrompt] = field(default_factory=dict)
     # Chats between a reply's turns, by conversation id: what they wait on ("running add").
     tool_waits: dict[int, str] = field(default_factory=dict)
+    # Replies that called tools, by message id: the calls as the model wrote them (storage keeps
+    # the calls, not that text), so the next turn's prompt shows them token for token and
+    # finds them in the KV. This run of the app only.
+    call_texts: dict[int, str] = field(default_factory=dict)
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,

@@ -223,7 +223,7 @@ class ConversationActions:
         kept = reply.id if continued else None
         used = [m for m in before if m.status is not MessageStatus.ERROR]
         # Tool turns (a chat the terminal's --mcp wrote) as plain turns the template can render.
-        turns = tuple(plain_turns([chat_message(m, prompt_content(m, kept)) for m in used]))
+        turns = tuple(plain_turns([self._message(m, kept) for m in used]))
         if not path.attachments:
             return DocumentPrompt(messages=turns)
         engine = self.ctx.engines.engine_for(path.conversation)
@@ -234,6 +234,16 @@ class ConversationActions:
         if prompt.sources:
             documents.set_sources(reply.id, prompt.sources)
         return prompt
+
+    def _message(self, m: MessageRecord, kept: int | None) -> dict:
+        """A stored message as the prompt shows it: a reply that called tools with the calls
+        as the model wrote them, when this run of the app saw it write them (without its
+        reasoning, as every reply's is left out)."""
+        message = chat_message(m, prompt_content(m, kept))
+        written = self.ctx.call_texts.get(m.id) if m.tool_calls else None
+        if written is not None and strip_reasoning(written) == written:
+            message["written"] = written
+        return message
 
     def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False,
                     prompt: DocumentPrompt | None = None, tools: ToolRound | None = None) -> None:

@@ -323,3 +323,18 @@ def test_a_failing_tool_and_a_cut_output_are_said_on_their_cards(desk, engine, t
     assert cards[1].state.endswith(" · 4,900 characters cut")
     assert "[output cut: 4900 of 5000 characters left out]" in engine.chats[2].messages[-1]["content"]
     assert tab.busy and not tab.approval.isVisible()  # the third turn is being written: the chat goes on
+
+
+def test_the_next_turn_shows_the_call_as_the_model_wrote_it(desk, engine, tools):
+    """Storage keeps the calls, not their text; the follow-up's prompt still holds the call
+    token for token as the model wrote it (json.dumps would space it otherwise, and the
+    engine would compute it again)."""
+    written = '{ "name": "add", "arguments": { "a": 2, "b": 3 } }'
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, written, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    assert engine.chats[1].messages[-2] == {"role": "assistant", "content": written}
+    assert _stored(desk, tab)[1].content == ""  # what storage keeps: the calls alone
