@@ -19,6 +19,8 @@ see errors.py)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
@@ -38,6 +40,7 @@ from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddlewa
 from app.server.request_parsing import completion_generation
 from app.server.state import ServerState
 from app.server.tool_request import tool_chat_generation
+from inference import EngineError
 
 
 def build_app(state: ServerState) -> ASGIApp:
@@ -61,7 +64,10 @@ def build_app(state: ServerState) -> ASGIApp:
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     async def chat_completions(request: Request) -> Response:
-        return await generate(state, request, tool_chat_generation, tool_reply.CHAT)  # tools too
+        # The template decides the tool format; off the loop: the first call reads the vocabulary.
+        template = await anyio.to_thread.run_sync(_template, state)
+        build = partial(tool_chat_generation, template=template)
+        return await generate(state, request, build, tool_reply.CHAT)  # tools too
 
     async def completions(request: Request) -> Response:
         return await generate(state, request, completion_generation, openai_reply.TEXT)
@@ -102,6 +108,14 @@ def build_app(state: ServerState) -> ASGIApp:
                   Middleware(ApiKeyMiddleware, api_key=config.api_key)]
     app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, middleware=middleware)
     return QuietErrors(app)
+
+
+def _template(state: ServerState) -> str | None:
+    """The engine's chat template source; None while it cannot tell (the generic format then)."""
+    try:
+        return state.engine.chat_template()
+    except EngineError:
+        return None
 
 
 def _model(state: ServerState) -> dict:

@@ -14,6 +14,7 @@ from typing import Any
 from app.server.body import is_finite_number
 from app.server.errors import ApiError
 from app.tools import ToolUse
+from app.tools.formats import GENERIC, ToolFormat
 from inference import JSON_OBJECT, UNLIMITED, ChatRequest, RequestError, SamplingParams, SchemaError, schema_grammar
 
 MAX_CHOICES = 4
@@ -35,6 +36,7 @@ class Generation:
     json_object: bool = False  # the output is constrained to JSON (json_object or json_schema)
     prompt_text: str | None = None  # /v1/completions with a text prompt, still to tokenize
     tools: ToolUse | None = None  # the tools the reply may call (tool_request.py)
+    tool_format: ToolFormat = GENERIC  # how the reply writes its calls (the model's template's)
 
     def choice(self, index: int) -> ChatRequest:
         """The engine request of choice `index`: the same prompt, seed + index."""

@@ -1,6 +1,8 @@
-"""A chat body's tool history checked (a 400 naming the field) and written as plain turns in
-the generic format (app/tools/prompt.py): assistant messages with tool_calls as their calls,
-role "tool" results as a user turn naming the call they answer."""
+"""A chat body's tool history checked (a 400 naming the field) and written either as plain
+turns in the generic format (app/tools/prompt.py): assistant messages with tool_calls as
+their calls, role "tool" results as a user turn naming the call they answer; or, for a
+template with its own tool format, kept in OpenAI's shape for the template to write
+(native_messages: arguments as dicts)."""
 
 from __future__ import annotations
 
@@ -42,12 +44,21 @@ def plain_messages(messages: Any) -> Any:
 
 
 def _calls_text(message: dict, where: str, calls: dict[str, str]) -> str:
+    written = [function for _, function in _checked_calls(message, where, calls)]
+    text = content_text(message.get("content"), "assistant", f"{where}.content")
+    return calls_text(text, written)
+
+
+def _checked_calls(message: dict, where: str, calls: dict[str, str]) -> list[tuple[str, dict]]:
+    """(id, {"name", "arguments": a dict}) of each call of an assistant turn, checked."""
     items = message["tool_calls"]
     if not isinstance(items, list):
         raise bad(f"{where}.tool_calls", f"must be a list, got {shown(items)}")
-    written = [_call(item, f"{where}.tool_calls[{j}]", calls) for j, item in enumerate(items)]
-    text = content_text(message.get("content"), "assistant", f"{where}.content")
-    return calls_text(text, written)
+    checked = []
+    for j, item in enumerate(items):
+        function = _call(item, f"{where}.tool_calls[{j}]", calls)  # checks item["id"] too
+        checked.append((item["id"], function))
+    return checked
 
 
 def _call(item: Any, where: str, calls: dict[str, str]) -> dict:
@@ -74,3 +85,33 @@ def _result_text(message: dict, where: str, calls: dict[str, str]) -> str:
     content = content_text(message.get("content"), "tool", f"{where}.content")
     return result_text(calls[call_id], call_id, content)
 
+
+
+def native_messages(messages: Any) -> tuple[Any, dict[int, dict]]:
+    """messages with each tool turn as a plain one (for request_parsing to check the rest and
+    read the contents as text), and by index those tool turns in OpenAI's shape, checked."""
+    if not isinstance(messages, list):
+        return messages, {}
+    calls: dict[str, str] = {}
+    plain: list = []
+    native: dict[int, dict] = {}
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if isinstance(message, dict) and message.get("role") == "tool":
+            _result_text(message, where, calls)  # checks the call it answers
+            text = content_text(message.get("content"), "tool", f"{where}.content")
+            native[i] = {"role": "tool", "tool_call_id": message["tool_call_id"], "content": text}
+            plain.append({"role": "user", "content": text})
+        elif isinstance(message, dict) and message.get("role") == "assistant" and message.get("tool_calls"):
+            native[i] = _native_calls(message, where, calls)
+            plain.append({"role": "assistant", "content": native[i]["content"]})
+        else:
+            plain.append(message)
+    return plain, native
+
+
+def _native_calls(message: dict, where: str, calls: dict[str, str]) -> dict:
+    written = [{"id": call_id, "type": "function", "function": function}
+               for call_id, function in _checked_calls(message, where, calls)]
+    return {"role": "assistant", "content": content_text(message.get("content"), "assistant", f"{where}.content"),
+            "tool_calls": written}

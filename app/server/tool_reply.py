@@ -1,5 +1,5 @@
 """The chat answer of a call that offered tools: OpenAI's chat Reply (openai_reply.py), with
-a reply that is a call (app/tools/parsing.py) sent as message.tool_calls, finish_reason
+a reply that is a call (in the request's tool format, app/tools/formats) sent as message.tool_calls, finish_reason
 "tool_calls".
 
 Streaming: a reply that begins as a call might (a brace, a bracket, a tag, a fence) is held
@@ -21,7 +21,7 @@ from app.server.openai_reply import CHAT as PLAIN_CHAT
 from app.server.openai_reply import OpenAiReply
 from app.server.reply import Call
 from app.server.streaming import event
-from app.tools import ToolCall, might_be_call, parse_calls
+from app.tools import ToolCall
 
 FRAGMENT = 24  # characters of arguments per streamed chunk
 
@@ -35,7 +35,7 @@ class ToolReply:
         if call.gen.tools is None:
             return payload
         for choice, tally in zip(payload["choices"], call.tallies):
-            calls = parse_calls(tally.text, call.gen.tools)
+            calls = call.gen.tool_format.parse(tally.text, call.gen.tools)
             if calls:
                 reasoning = choice["message"].get("reasoning_content")
                 choice["message"] = {"role": "assistant", "content": None,
@@ -53,7 +53,7 @@ class ToolReply:
             yield from self.plain.text(call, item)
             return
         text = call.tallies[item.index].text
-        if might_be_call(text):
+        if call.gen.tool_format.might_be_call(text):
             return  # held back: sent by finish()
         before = text[: len(text) - len(item.delta.text)]
         if before.strip():
@@ -63,13 +63,13 @@ class ToolReply:
 
     def finish(self, call: Call, item: ChoiceDelta) -> Iterator[bytes]:
         tally = call.tallies[item.index]
-        if call.gen.tools is None or not might_be_call(tally.text):
+        if call.gen.tools is None or not call.gen.tool_format.might_be_call(tally.text):
             yield from self.plain.finish(call, item)
             return
         split = split_reasoning(tally.text)
         if split.reasoning:
             yield self._chunk(call, item.index, reasoning=split.reasoning)
-        calls = parse_calls(tally.text, call.gen.tools)
+        calls = call.gen.tool_format.parse(tally.text, call.gen.tools)
         if calls:
             yield from self._calls(call, item.index, calls)
             yield self._chunk(call, item.index, finish="tool_calls")

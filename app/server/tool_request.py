@@ -1,9 +1,12 @@
 """A /v1/chat/completions body with tools: tools, tool_choice and parallel_tool_calls
-checked (a 400 naming the field), the history's tool calls and results written in the
-generic format (tool_prompt.py, app/tools/prompt.py), and, when the call is forced (tool_choice "required" or a
-named function), a grammar (app/tools/grammar.py) built from the tools' parameter schemas, so the reply is a call
-whose arguments validate. With "auto" the reply is not constrained: app/tools/parsing.py reads a
-call back when the whole reply is one, and anything else is text."""
+checked (a 400 naming the field), then offered in the model's tool format
+(app/tools/formats, chosen by the template the engine renders with): a native one gives the
+tools and the history's calls and results to the template (ChatRequest.tools, OpenAI-shaped
+messages); the generic one writes them as text (tool_prompt.py, app/tools/prompt.py). When
+the call is forced (tool_choice "required" or a named function), the format's grammar, built
+from the tools' parameter schemas, makes the reply a call whose arguments validate. With
+"auto" the reply is not constrained: the format reads a call back when the whole reply is
+one, and anything else is text."""
 
 from __future__ import annotations
 
@@ -12,27 +15,44 @@ from dataclasses import replace
 from typing import Any
 
 from app.server.request_parsing import Generation, bad, chat_generation, flag, shown
-from app.server.tool_prompt import plain_messages, with_tools_prompt
-from app.tools import Tool, ToolSchemaError, ToolUse, call_grammar
+from app.server.tool_prompt import native_messages, plain_messages, with_tools_prompt
+from app.tools import Tool, ToolSchemaError, ToolUse
+from app.tools.formats import GENERIC, ToolFormat, format_for_template
 from inference import RequestError, SamplingParams
 
 MAX_TOOLS = 128
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
 
 
-def tool_chat_generation(body: dict, cap: int | None) -> Generation:
+def tool_chat_generation(body: dict, cap: int | None, template: str | None = None) -> Generation:
+    """template: the source of the chat template the engine renders with (None: unknown)."""
     use = tool_use_of(body)
-    messages = plain_messages(body.get("messages"))
-    if use is not None and isinstance(messages, list):
-        messages = with_tools_prompt(messages, use)
-    gen = chat_generation({**body, "messages": messages}, cap)
+    fmt = format_for_template(template) if use is not None else GENERIC
+    gen = _native(body, cap, use, fmt) if use is not None and fmt.native else _generic(body, cap, use)
     if use is None:
         return gen
     if use.forced:
         if gen.json_object:
             raise bad("response_format", "cannot be combined with a forced tool call (tool_choice)")
-        gen = replace(gen, chat=replace(gen.chat, sampling=_with_grammar(gen, forced_grammar(use))))
-    return replace(gen, tools=use)
+        gen = replace(gen, chat=replace(gen.chat, sampling=_with_grammar(gen, forced_grammar(use, fmt))))
+    return replace(gen, tools=use, tool_format=fmt)
+
+
+def _generic(body: dict, cap: int | None, use: ToolUse | None) -> Generation:
+    messages = plain_messages(body.get("messages"))
+    if use is not None and isinstance(messages, list):
+        messages = with_tools_prompt(messages, use)
+    return chat_generation({**body, "messages": messages}, cap)
+
+
+def _native(body: dict, cap: int | None, use: ToolUse, fmt: ToolFormat) -> Generation:
+    """The tools to the template; the tool turns, checked here, replace their plain stand-ins
+    once request_parsing has checked the rest."""
+    plain, native = native_messages(body.get("messages"))
+    gen = chat_generation({**body, "messages": plain}, cap)
+    messages = [native.get(i, m) for i, m in enumerate(gen.chat.messages)]
+    chat = replace(gen.chat, messages=tuple(fmt.template_messages(messages)), tools=fmt.template_tools(use))
+    return replace(gen, chat=chat)
 
 
 def _with_grammar(gen: Generation, grammar: str) -> SamplingParams:
@@ -44,10 +64,10 @@ def _with_grammar(gen: Generation, grammar: str) -> SamplingParams:
     return sampling
 
 
-def forced_grammar(use: ToolUse) -> str:
-    """call_grammar, a keyword it cannot enforce a 400 naming where it is."""
+def forced_grammar(use: ToolUse, fmt: ToolFormat = GENERIC) -> str:
+    """The format's grammar of a forced call, a keyword it cannot enforce a 400 naming where it is."""
     try:
-        return call_grammar(use)
+        return fmt.grammar(use)
     except ToolSchemaError as exc:
         raise bad(exc.where, f"uses {exc.keyword!r}, which this server cannot enforce: {exc.error}") from None
 
