@@ -25,6 +25,7 @@ from app.tools.agent import (
     always_allow,
     result_content,
 )
+from app.tools.formats import format_of_engine
 from app.tools.history import call_records, result_record
 from app.tools.mcp_results import McpTool
 from app.tools.types import ToolCall
@@ -64,7 +65,7 @@ class TerminalTools:
         added (OpenAI's shape), or None when one could not be stored and the user gave up."""
         start = len(messages)
         loop = ToolLoop(engine, self.toolbox, messages, sampling, choice=self.choice, approve=self.approve,
-                        max_rounds=self.max_rounds)
+                        max_rounds=self.max_rounds, tool_format=format_of_engine(engine))
         shown = ""  # the text of the turn on screen
         try:
             for event in loop.run():

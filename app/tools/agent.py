@@ -16,10 +16,9 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from app.tools.grammar import ToolSchemaError, call_grammar
+from app.tools.formats import GENERIC, ToolFormat
+from app.tools.grammar import ToolSchemaError
 from app.tools.mcp_results import McpTool, ToolResult
-from app.tools.parsing import might_be_call, parse_calls
-from app.tools.prompt import plain_turns, with_tools_prompt
 from app.tools.toolbox import Toolbox
 from app.tools.types import TOOL_CHOICES, ToolCall, ToolUse
 from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, SamplingParams
@@ -95,48 +94,52 @@ def always_allow(call: ToolCall, tool: McpTool) -> Approval:
     return Approval.ONCE
 
 
-def forced_grammar(use: ToolUse) -> tuple[str | None, str | None]:
+def forced_grammar(use: ToolUse, fmt: ToolFormat = GENERIC) -> tuple[str | None, str | None]:
     """The grammar that forces a call, and what could not be forced. A tool whose schema holds a
     keyword the grammar cannot enforce is left out of the forcing (the others are still forced:
     one server's odd schema must not unforce every tool); with none left the call is asked
     for, not forced."""
     try:
-        return call_grammar(replace(use, choice="required")), None
+        return fmt.grammar(replace(use, choice="required")), None
     except ToolSchemaError as whole:
         held, reasons = [], []
         for tool in use.tools:
             try:
-                call_grammar(replace(use, tools=(tool,), choice="required"))
+                fmt.grammar(replace(use, tools=(tool,), choice="required"))
                 held.append(tool)
             except ToolSchemaError as exc:
                 reasons.append(str(exc))
         if not held:
             return None, f"the call is not forced: {whole}"
         note = f"the call is forced among {len(held)} of {len(use.tools)} tools; not forcible: {'; '.join(reasons)}"
-        return call_grammar(replace(use, tools=tuple(held), choice="required")), note
+        return fmt.grammar(replace(use, tools=tuple(held), choice="required")), note
 
 
 class ToolLoop:
     """messages: the chat so far in OpenAI's shape (assistant turns may carry tool_calls,
     {"role": "tool", "tool_call_id", "content"} the results); run() appends to it what each
-    round adds, so after the loop it holds the whole exchange."""
+    round adds, so after the loop it holds the whole exchange. tool_format: the model's
+    (app/tools/formats.format_for_template of its chat template); a native one has the
+    template write the tools, calls and results, the generic one writes them as text."""
 
     def __init__(self, engine: Engine, toolbox: Toolbox, messages: list[dict], sampling: SamplingParams, *,
                  choice: str = "auto", approve: Approver = always_allow, max_rounds: int = DEFAULT_MAX_ROUNDS,
-                 parallel: bool = True, priority: int = PRIORITY_VISIBLE_TAB) -> None:
+                 parallel: bool = True, priority: int = PRIORITY_VISIBLE_TAB,
+                 tool_format: ToolFormat = GENERIC) -> None:
         if choice not in TOOL_CHOICES:
             raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {choice!r}")
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         self.engine, self.toolbox, self.messages, self.sampling = engine, toolbox, messages, sampling
         self.choice, self.approve, self.max_rounds, self.priority = choice, approve, max_rounds, priority
+        self.format = tool_format
         self.allowed: set[str] = set()  # tools approved "always"
         on = choice != "none" and bool(toolbox)
         self.use = ToolUse(toolbox.specs(), "auto", None, parallel) if on else None
         self.grammar: str | None = None  # the forced first turn's
         self.unforced: str | None = None  # why a required call is asked for but not forced
         if self.use is not None and choice == "required":
-            self.grammar, self.unforced = forced_grammar(self.use)
+            self.grammar, self.unforced = forced_grammar(self.use, tool_format)
 
     def run(self) -> Iterator[AgentEvent]:
         if self.unforced:
@@ -160,13 +163,14 @@ class ToolLoop:
 
     def _turn(self, calling: bool, forced: bool) -> Generator[AgentEvent, None, TurnDone]:
         sampling = replace(self.sampling, grammar=self.grammar) if forced else self.sampling
+        tools = self.format.template_tools(self.use) if self.use is not None and self.format.native else None
         handle = self.engine.submit(ChatRequest(messages=tuple(self.prompt()), sampling=sampling,
-                                                priority=self.priority))
+                                                priority=self.priority, tools=tools))
         text, sent, last = "", 0, None
         try:
             for delta in handle:
                 text += delta.text
-                if not (calling and might_be_call(text)) and len(text) > sent:
+                if not (calling and self.format.might_be_call(text)) and len(text) > sent:
                     yield TextDelta(text[sent:])
                     sent = len(text)
                 if delta.finished:
@@ -175,7 +179,7 @@ class ToolLoop:
             if last is None:
                 handle.cancel()  # the loop was closed mid-turn
         assert last is not None
-        calls = parse_calls(text, self.use) if calling and self.use is not None and not last.error else None
+        calls = self.format.parse(text, self.use) if calling and self.use is not None and not last.error else None
         if not calls and len(text) > sent:
             yield TextDelta(text[sent:])
         done = TurnDone("" if calls else text, calls or (), last, text if calls else "")
@@ -196,9 +200,12 @@ class ToolLoop:
         yield CallFinished(call, tool, result, denied)
 
     def prompt(self) -> list[dict]:
-        """The engine's messages: calls and results in the generic format."""
-        plain = plain_turns(self.messages)
-        return with_tools_prompt(plain, self.use) if self.use is not None else plain
+        """The engine's messages: OpenAI-shaped for a native format's template; in the generic
+        format, the calls and results as text (and the tools in the system prompt)."""
+        if self.use is not None and self.format.native:
+            return self.format.template_messages(self.messages)
+        plain = GENERIC.template_messages(self.messages)
+        return GENERIC.prompt(self.messages, self.use) if self.use is not None else plain
 
 
 def result_content(result: ToolResult) -> str:
