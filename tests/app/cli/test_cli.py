@@ -42,7 +42,7 @@ def test_every_command_is_there_with_a_handler() -> None:
     assert set(paths) == {
         ("chat",), ("ask",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
-        ("bench-grammar",), ("bench-documents",),
+        ("bench-grammar",), ("bench-documents",), ("bench-agents",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
         ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
