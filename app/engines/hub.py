@@ -166,6 +166,12 @@ class EngineHub:
             return GuessedTokens(), info.n_ctx if info is not None else None
         return VocabTokens(processor), processor.n_ctx
 
+    def chat_template(self, engine: EngineLike) -> str | None:
+        """The template source a local engine's chats are rendered with (it decides the tool
+        format, app/tools/formats); None for a server's, or one still loading."""
+        processor = self.inputs.for_engine(engine)
+        return None if processor is None else processor.template.source
+
     def model_label(self, conversation: ConversationRecord) -> str:
         source = source_of(conversation.model_ref)
         return source.label if source is not None else self.model_name

@@ -68,6 +68,7 @@ class ScriptedEngine:
         self.streams = streams
         self.requests: list[str] = []
         self.chats: list = []  # the ChatRequests as the app made them
+        self.template: str | None = None  # the chat template its model would render with (None: unknown)
 
     def submit(self, chat) -> None:
         self.requests.append(chat.request_id)
@@ -90,4 +91,5 @@ def scripted_engine(desk: Desk) -> ScriptedEngine:
     """Every chat of the desk now replies through one ScriptedEngine."""
     engine = ScriptedEngine(desk.streams)
     desk.ctx.engines.engine_for = lambda conversation: engine
+    desk.ctx.engines.chat_template = lambda asked: asked.template  # what EngineHub reads off a local model
     return engine

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtGui import QAction
 
-from app.tools import DENIED, ToolCall, ToolResult, call_records, parse_calls, result_content, result_record
+from app.tools import DENIED, ToolCall, ToolResult, call_records, result_content, result_record
 from inference import Delta, FinishReason
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
@@ -66,7 +66,7 @@ class ToolRoundsController:
         offered = stream.tools
         if offered is None or not offered.calling or delta.finish_reason is not FinishReason.STOP:
             return
-        calls = parse_calls(stream.reply.text(), offered.use)
+        calls = offered.format.parse(stream.reply.text(), offered.use)
         if not calls:
             return  # an answer in text (a malformed call among it: text too)
         conv_id, reply_id = stream.conversation_id, stream.message_id

@@ -5,7 +5,7 @@ on the storage thread; a reply starts once its message rows exist."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from app.chats.overflow import chat_overflow
@@ -15,6 +15,7 @@ from app.chats.reply_text import ReplyText
 from app.chats.titles import stand_in_title
 from app.documents import DocumentPrompt, chat_prompt
 from app.tools import chat_message, plain_turns, with_tools_prompt
+from app.tools.formats import format_for_template
 from inference import (
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
@@ -189,7 +190,7 @@ class ConversationActions:
             if not result:
                 return None
             path, reply = result
-            tools = round_in(first, path, continued)
+            tools = self.in_model_format(path, round_in(first, path, continued))
             return path, reply, self.prompt_for(path, reply, continued, tools), tools
 
         def start(result) -> None:
@@ -213,17 +214,28 @@ class ConversationActions:
         (whole in the system message, or the excerpts retrieved for the question), and the
         tools offered described after them (the same words every round, so a follow-up turn
         computes only what the last one added). Reads storage: on the storage thread."""
-        prompt = self._prompt(path, reply, continued)
-        if tools is None:
+        native = tools is not None and tools.format.native
+        prompt = self._prompt(path, reply, continued, tools.format.template_messages if native else plain_turns)
+        if tools is None or native:  # a native format's template writes the tools (ChatRequest.tools)
             return prompt
         return replace(prompt, messages=tuple(with_tools_prompt(list(prompt.messages), tools.use)))
 
-    def _prompt(self, path: ActivePath, reply: MessageRecord, continued: bool) -> DocumentPrompt:
+    def in_model_format(self, path: ActivePath, tools: ToolRound | None) -> ToolRound | None:
+        """tools in the tool format of the chat's model (its template's own, or the generic
+        one). Reads the model's template: on the storage thread."""
+        if tools is None:
+            return None
+        engine = self.ctx.engines.engine_for(path.conversation)
+        return tools.with_format(format_for_template(self.ctx.engines.chat_template(engine)))
+
+    def _prompt(self, path: ActivePath, reply: MessageRecord, continued: bool,
+                shape: Callable[[list[dict]], list[dict]] = plain_turns) -> DocumentPrompt:
         before = path.messages if continued else path.messages[:-1]
         kept = reply.id if continued else None
         used = [m for m in before if m.status is not MessageStatus.ERROR]
-        # Tool turns (a chat the terminal's --mcp wrote) as plain turns the template can render.
-        turns = tuple(plain_turns([self._message(m, kept) for m in used]))
+        # Tool turns as the template reads them: plain turns (the generic format, and a chat
+        # without tools on that the terminal's --mcp wrote) or OpenAI's shape (a native format).
+        turns = tuple(shape([self._message(m, kept) for m in used]))
         if not path.attachments:
             return DocumentPrompt(messages=turns)
         engine = self.ctx.engines.engine_for(path.conversation)
@@ -271,8 +283,9 @@ class ConversationActions:
         if prompt.pinned_block is not None:  # the documents' KV stays while the chat is open
             self.ctx.pins.use(view.conversation_id, engine, prompt.pinned_block)
         self.ctx.documents_used[view.conversation_id] = prompt
+        offered = tools.format.template_tools(tools.use) if tools is not None and tools.format.native else None
         chat = ChatRequest(messages=prompt.messages, sampling=sampling, priority=priority, request_id=request_id,
-                           continue_final=continued,
+                           continue_final=continued, tools=offered,
                            overflow=chat_overflow(path.conversation.sampling, self.ctx.chat_defaults.overflow))
         view.set_busy(True)
         view.set_state("queued")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from app.tools import ServerConfig, ToolUse, mcp_servers_json, parse_mcp_servers
+from app.tools.formats import GENERIC, ToolFormat
 
 if TYPE_CHECKING:
     from app.tools import McpManager, McpTool, ServerState, ToolResult
@@ -43,6 +44,10 @@ class ToolRound:
     # tool_choice "required": the first turn's grammar, which forces a call that validates
     # against the tools' schemas (later turns may answer in text).
     grammar: str | None = None
+    # How the chat's model writes calls (its template's own format, or the generic one):
+    # chosen with the prompt, on the storage thread (with_format), once the engine is known.
+    format: ToolFormat = GENERIC
+    required: bool = False  # "Always begin with a tool call": the grammar follows the format
 
     @property
     def forced_grammar(self) -> str | None:
@@ -54,6 +59,17 @@ class ToolRound:
 
     def next(self) -> ToolRound:
         return replace(self, round=self.round + 1)
+
+    def with_format(self, fmt: ToolFormat) -> ToolRound:
+        """This round in the model's own format, its forced grammar (if any) in that format."""
+        if fmt is self.format:
+            return self
+        grammar = self.grammar
+        if self.required:
+            from app.tools.agent import forced_grammar
+
+            grammar, _unforced = forced_grammar(self.use, fmt)
+        return replace(self, format=fmt, grammar=grammar)
 
 
 @dataclass(frozen=True)
@@ -225,7 +241,8 @@ class AppTools(QObject):
             from app.tools.agent import forced_grammar
 
             grammar, _unforced = forced_grammar(use)  # a schema it cannot hold: asked for, not forced
-        return ToolRound(dict(box.by_name), use, 0, self.settings.max_rounds, grammar)
+        return ToolRound(dict(box.by_name), use, 0, self.settings.max_rounds, grammar,
+                         required=self.chat_required(conversation_id))
 
     # ----- calls ------------------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
-from app.tools import might_be_call
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import AttachmentRecord, MessageRecord
 from ui.services.mcp_tools import ToolRound
@@ -234,7 +233,7 @@ class StreamPresenter(QObject):
             tab.set_result(result_text(delta))
             return
         on_screen = self.window.is_showing(tab)
-        if stream.tools is not None and stream.tools.calling and might_be_call(stream.reply.text()):
+        if stream.tools is not None and stream.tools.calling and stream.tools.format.might_be_call(stream.reply.text()):
             tab.set_state("calling a tool…" if stream.first_token_s is not None else _live_text(delta, None))
             return  # a call is shown as its card once the reply ends, not as the JSON the model writes
         if on_screen:

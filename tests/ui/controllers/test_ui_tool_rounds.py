@@ -338,3 +338,33 @@ def test_the_next_turn_shows_the_call_as_the_model_wrote_it(desk, engine, tools)
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
     assert engine.chats[1].messages[-2] == {"role": "assistant", "content": written}
     assert _stored(desk, tab)[1].content == ""  # what storage keeps: the calls alone
+
+
+QWEN_TEMPLATE = Path(__file__).parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+
+
+def test_a_model_with_its_own_tool_format_gets_the_tools_through_its_template(desk, engine, tools):
+    """A Qwen-style model (its real template, from llama.cpp's repository): the tools go to
+    the template's `tools`, not the system prompt; its <tool_call> reply is read as the call;
+    the next turn carries the call and the result in OpenAI's shape for the template; a
+    required call is forced with Hermes markup."""
+    engine.template = QWEN_TEMPLATE.read_text()
+    tab = _chat_with_tools(desk, tools)
+    tools.set_chat_required(tab.conversation_id, True)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>', 1)
+    first = engine.chats[0]
+    assert first.tools and {t["function"]["name"] for t in first.tools} >= {"add", "slow"}
+    assert all("You can call these functions" not in str(m.get("content")) for m in first.messages)
+    assert "<tool_call>" in first.sampling.grammar  # the forced call in the model's own markup
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    second = engine.chats[1]
+    call, result = second.messages[-2], second.messages[-1]
+    assert call["role"] == "assistant" and call["tool_calls"][0]["function"] == {"name": "add",
+                                                                                 "arguments": {"a": 2, "b": 3}}
+    assert result["role"] == "tool" and result["content"] == "5"
+    assert second.tools == first.tools and second.sampling.grammar is None
+    _answer(desk, engine, "2 + 3 is 5.", 2)
+    desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "2 + 3 is 5.")
