@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu
 
 from app.tools import DENIED, ToolCall, ToolResult, call_records, result_content, result_record
 from inference import Delta, FinishReason
@@ -220,6 +221,8 @@ class ToolRoundsController:
             action.setChecked(config.name in on)
             action.toggled.connect(lambda checked, n=config.name, t=tab: self._toggle(t, n, checked))
             menu.addAction(action)
+            if config.name in on:
+                self._add_tool_actions(tab, menu, config.name)
         menu.addSeparator()
         required = QAction("Always begin with a tool call", menu)
         required.setCheckable(True)
@@ -228,6 +231,17 @@ class ToolRoundsController:
         required.toggled.connect(lambda checked, t=tab: tools.set_chat_required(t.conversation_id, checked))
         menu.addAction(required)
         menu.addAction("MCP servers…", self.ctx.window.settings_requested.emit)
+
+    def _add_tool_actions(self, tab: ChatTab, menu: QMenu, server: str) -> None:
+        """A server's tools under it, each on or off in this chat."""
+        tools = self.ctx.tools
+        for tool in tools.tools([server]):
+            action = QAction(f"    {tool.name}", menu)
+            action.setCheckable(True)
+            action.setChecked(tools.tool_on(tab.conversation_id, tool))
+            action.setToolTip(tool.description)
+            action.toggled.connect(lambda checked, t=tool, c=tab.conversation_id: tools.set_tool_on(c, t, checked))
+            menu.addAction(action)
 
     def _toggle(self, tab: ChatTab, server: str, on: bool) -> None:
         current = [n for n in self.ctx.tools.chat_servers(tab.conversation_id) if n != server]

@@ -7,7 +7,8 @@ starts; every change of a server's state comes back on the GUI thread as `change
 
 Per chat, the servers it has on are kept by conversation id under CHAT_TOOLS_SETTING (off
 until the user turns them on: a tool runs code on this machine). The loop's limits (output
-cap, call timeout, rounds) under TOOL_SETTINGS_SETTING."""
+cap, call timeout, rounds) under TOOL_SETTINGS_SETTING. Within a server that is on, a chat may
+turn single tools off (CHAT_TOOLS_OFF_SETTING): a new tool of that server is on."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 MCP_SERVERS_SETTING = "mcp_servers"
 CHAT_TOOLS_SETTING = "chat_tools"
 CHAT_TOOL_CHOICE_SETTING = "chat_tool_choice"  # conversation id -> "required" (absent: "auto")
+CHAT_TOOLS_OFF_SETTING = "chat_tools_off"  # conversation id -> ["server/tool", ...] turned off in it
 TOOL_SETTINGS_SETTING = "tool_settings"
 
 
@@ -103,22 +105,26 @@ class AppTools(QObject):
         self._configs: dict[str, ServerConfig] = {}
         self._chat_servers: dict[int, tuple[str, ...]] = {}  # conversation id -> servers on
         self._required: set[int] = set()  # chats whose replies must begin with a call
+        self._tools_off: dict[int, set[str]] = {}  # conversation id -> "server/tool" keys turned off
         self.settings = ToolSettings()
 
     # ----- start and stop -------------------------------------------------------------------
 
     def restore(self) -> Any:
         """Reads the saved servers and selections (storage thread), then starts the servers."""
-        def load() -> tuple[object, object, object, object]:
+        def load() -> tuple[object, ...]:
             get = self.catalog.get_setting
             return (get(MCP_SERVERS_SETTING), get(CHAT_TOOLS_SETTING), get(TOOL_SETTINGS_SETTING),
-                    get(CHAT_TOOL_CHOICE_SETTING))
+                    get(CHAT_TOOL_CHOICE_SETTING), get(CHAT_TOOLS_OFF_SETTING))
 
         return self.storage.run(load, self._restored)
 
-    def _restored(self, saved: tuple[object, object, object, object]) -> None:
-        servers, chats, settings, choices = saved
+    def _restored(self, saved: tuple[object, ...]) -> None:
+        servers, chats, settings, choices, off = saved
         self.settings = ToolSettings.from_setting(settings)
+        if isinstance(off, dict):
+            self._tools_off = {int(k): {str(n) for n in v} for k, v in off.items()
+                               if str(k).isdigit() and isinstance(v, list)}
         if isinstance(choices, dict):
             self._required = {int(k) for k, v in choices.items() if str(k).isdigit() and v == "required"}
         if isinstance(chats, dict):
@@ -223,9 +229,23 @@ class AppTools(QObject):
         self.changed.emit()
 
     def chat_tools(self, conversation_id: int) -> tuple[McpTool, ...]:
-        """The tools a chat's next reply is offered: its servers' that are ready."""
+        """The tools a chat's next reply is offered: its servers' that are ready, but those
+        it turned off."""
         servers = self.chat_servers(conversation_id)
-        return self.tools(servers) if servers else ()
+        off = self._tools_off.get(conversation_id, set())
+        return tuple(t for t in self.tools(servers) if tool_key(t) not in off) if servers else ()
+
+    def tool_on(self, conversation_id: int, tool: McpTool) -> bool:
+        return tool_key(tool) not in self._tools_off.get(conversation_id, set())
+
+    def set_tool_on(self, conversation_id: int, tool: McpTool, on: bool) -> None:
+        """One tool of a server the chat has on, on or off in this chat alone."""
+        off = self._tools_off.setdefault(conversation_id, set())
+        (off.discard if on else off.add)(tool_key(tool))
+        if not off:
+            del self._tools_off[conversation_id]
+        self._save(CHAT_TOOLS_OFF_SETTING, {str(k): sorted(v) for k, v in self._tools_off.items()})
+        self.changed.emit()
 
     def round_for(self, conversation_id: int) -> ToolRound | None:
         """The first round of a reply in this chat, or None when it has no tool on."""
@@ -251,3 +271,7 @@ class AppTools(QObject):
 
     def _save(self, key: str, value: object) -> None:
         self.storage.submit(self.catalog.set_setting, key, value)
+
+
+def tool_key(tool: McpTool) -> str:
+    return f"{tool.server}/{tool.name}"

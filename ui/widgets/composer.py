@@ -121,6 +121,7 @@ class ComposerBox(QFrame):
         self.tools_button.setToolTip("The MCP servers whose tools this chat's model may call")
         # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
         self.tools_menu = QMenu(self.tools_button)
+        self.tools_menu.setToolTipsVisible(True)  # a tool's description
         self.tools_button.clicked.connect(self._show_tools_menu)
         self.tools_button.hide()
         self.send_button = ComposerButton("send", "sendButton", send_tooltip)

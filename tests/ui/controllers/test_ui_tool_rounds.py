@@ -18,6 +18,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleOptionViewItem
 
 from app.tools import DENIED, StdioServer
+from tests.support.desk import Desk
 from tests.support.gui_app import App
 from ui.widgets.message_delegate import GAP, HEADER_H, PAD
 from ui.widgets.model_picker import READY, ModelStatus
@@ -368,3 +369,39 @@ def test_a_model_with_its_own_tool_format_gets_the_tools_through_its_template(de
     assert second.tools == first.tools and second.sampling.grammar is None
     _answer(desk, engine, "2 + 3 is 5.", 2)
     desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "2 + 3 is 5.")
+
+
+def test_one_tool_of_a_server_turned_off_in_the_tools_menu_is_not_offered(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    QTest.mouseClick(tab.tools_button, Qt.MouseButton.LeftButton)
+    menu = tab.tools_menu
+    desk.qtbot.waitUntil(lambda: menu.isVisible())
+    listed = {a.text().strip(): a for a in menu.actions() if a.text().startswith("    ")}
+    assert set(listed) == {"add", "slow", "big", "wait", "fail", "picture"}
+    assert all(a.isChecked() for a in listed.values())
+    QTest.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(listed["slow"]).center())
+    desk.qtbot.waitUntil(lambda: tab.tools_button.text() == "Tools (5)")
+    _ask(desk, tab, "Sleep.")
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 1, timeout=10_000)
+    described = engine.chats[0].messages[0]["content"]
+    assert '"name": "add"' in described and '"name": "slow"' not in described
+    desk.settled()
+    assert desk.ctx.catalog.get_setting("chat_tools_off") == {str(tab.conversation_id): ["test/slow"]}
+
+
+def test_the_chats_tool_choices_come_back_at_the_next_start(desk, engine, tools, qtbot, tmp_path):
+    tab = _chat_with_tools(desk, tools)
+    tools.set_chat_required(tab.conversation_id, True)
+    tools.set_tool_on(tab.conversation_id, next(t for t in tools.tools() if t.name == "big"), False)
+    desk.settled()
+    tools.shutdown()
+    again = Desk(qtbot, tmp_path)  # the next start, on the same data
+    try:
+        again.ctx.tools.restore()
+        qtbot.waitUntil(lambda: len(again.ctx.tools.chat_tools(tab.conversation_id)) == 5, timeout=60_000)
+        assert "big" not in {t.name for t in again.ctx.tools.chat_tools(tab.conversation_id)}
+        assert again.ctx.tools.chat_servers(tab.conversation_id) == ("test",)
+        assert again.ctx.tools.chat_required(tab.conversation_id)
+    finally:
+        again.ctx.tools.shutdown()
+        again.close()
