@@ -24,7 +24,7 @@ def serving(engine, **config) -> Iterator[HttpServer]:
         server.stop()
 
 
-def client(server, key: str = KEY, timeout: float = 60):
+def client(server, key: str = KEY, timeout: float = 180):
     import openai
 
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=timeout)
