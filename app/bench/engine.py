@@ -9,6 +9,7 @@ ignored). run_bench() measures and returns the report; render() is its table or 
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -36,6 +37,9 @@ class EngineBenchOptions:
     # "chat": questions under a shared system prompt; "edit": each chat copies a given
     # text (its output copies its prompt: what speculative decoding's lookup serves).
     workload: str = "chat"
+    # With speculation on: also run the same workload with it off, alternating on fresh
+    # engines this many rounds each, for the ratio (0: no such comparison).
+    spec_rounds: int = 0
 
 
 # ----- the engine side ------------------------------------------------------------------
@@ -109,17 +113,11 @@ def sized_settings(options: EngineBenchOptions, settings: LoadSettings) -> LoadS
 
 def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, Any]:
     """The engine on settings (sized by sized_settings), then the references the options ask
-    for; the report: config, engine, baseline, ratio, native_decode_tok_s, ideal."""
+    for; the report: config, engine, baseline, ratio, native_decode_tok_s, ideal, and with
+    spec_rounds the same workload without speculation side by side (speculation)."""
     settings = sized_settings(options, settings)
     model = settings.model_path
-    engine = Engine.start(settings)
-    try:
-        work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
-                if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
-        threads, layers = settings.threads(), engine.info.n_gpu_layers if engine.info else 0
-        eng = run_engine(engine, work, options.warm, options.sampling)
-    finally:
-        engine.shutdown()
+    eng, work, threads, layers = _run_engine_once(options, settings)
     report: dict[str, Any] = {
         "config": {
             "model": model.name, "chats": options.chats, "system_tokens": options.system_tokens,
@@ -131,6 +129,8 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
         },
         "engine": asdict(eng),
     }
+    if options.spec_rounds > 0 and settings.speculative != "off":
+        report["speculation"] = _against_no_speculation(options, settings, eng)
     if not options.skip_baseline:
         per_chat_ctx = max(len(p) for p in work.prompts) + options.max_tokens + 64
         base = run_baseline(model, per_chat_ctx, threads, layers, work, options.warm)
@@ -152,6 +152,43 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     report["ideal"] = _ideal(work)
     report["memory"] = _memory(settings, eng, options.chats)
     return report
+
+
+def _run_engine_once(options: EngineBenchOptions, settings: LoadSettings) -> tuple[RunResult, Workload, int, int]:
+    """The workload through a fresh engine on settings: its result, the workload, the
+    threads and the GPU layers it ran with."""
+    engine = Engine.start(settings)
+    try:
+        work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
+                if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
+        threads, layers = settings.threads(), engine.info.n_gpu_layers if engine.info else 0
+        return run_engine(engine, work, options.warm, options.sampling), work, threads, layers
+    finally:
+        engine.shutdown()
+
+
+def _against_no_speculation(options: EngineBenchOptions, settings: LoadSettings, first: RunResult) -> dict[str, Any]:
+    """The workload with speculation off and on, alternating on fresh engines (spec_rounds
+    runs each, the first "on" run being the report's own): each side's decode and generation
+    rates, the median of each side, and their ratios. Alternating keeps a machine whose
+    speed drifts (a shared VM) from favouring one side."""
+    off_settings = replace(settings, speculative="off")
+    runs: dict[str, list[RunResult]] = {"off": [], "on": [first]}
+    for i in range(options.spec_rounds):
+        runs["off"].append(_run_engine_once(options, off_settings)[0])
+        if i + 1 < options.spec_rounds:
+            runs["on"].append(_run_engine_once(options, settings)[0])
+    sides: dict[str, dict[str, list[float | None]]] = {
+        side: {"decode_tok_s": [r.decode_tok_s for r in rs], "gen_tok_s": [r.gen_tok_s for r in rs],
+               "generated_per_step": [r.generated_per_step for r in rs]}
+        for side, rs in runs.items()
+    }
+    medians = {side: {k: statistics.median(x for x in v if x is not None) for k, v in d.items() if None not in v}
+               for side, d in sides.items()}
+    return {
+        "mode": settings.speculative, "rounds": options.spec_rounds, "runs": sides, "median": medians,
+        "ratio": {k: medians["on"][k] / medians["off"][k] for k in ("decode_tok_s", "gen_tok_s")},
+    }
 
 
 def _memory(settings: LoadSettings, eng: RunResult, chats: int) -> dict[str, Any]:
@@ -201,6 +238,13 @@ def _table(report: dict[str, Any]) -> str:
         lines.append(f"{r:<24}" + "".join(_fmt(report[c].get(r)) for c in cols))
     for k, v in report.get("ratio", {}).items():
         lines.append(f"ratio {k:<18}{v:>12.3f}")
+    if "speculation" in report:
+        spec = report["speculation"]
+        for side in ("off", "on"):
+            rates = ", ".join(f"{x:.1f}" for x in spec["runs"][side]["decode_tok_s"])
+            median = spec["median"][side]["decode_tok_s"]
+            lines.append(f"speculation {side:<4} decode tok/s {rates} (median {median:.1f})")
+        lines.append(f"ratio decode, spec on/off {spec['ratio']['decode_tok_s']:>8.3f}")
     if "native_decode_tok_s" in report:
         lines.append(f"{'native decode tok/s':<24}{report['native_decode_tok_s']:>12.1f}")
     lines.append(f"ideal (shared prefix once): {json.dumps(report['ideal'])}")

@@ -1,18 +1,26 @@
 """How many draft tokens each decoding request verifies this step.
 
 A step's cost grows with its tokens: t(T) over the batch, learned from the steps the
-engine runs (StepCost). A draft token pays when the tokens it is expected to add outweigh
-the time it adds: with E tokens expected from the step so far, one more draft token with
-acceptance chance g, adding d seconds, raises the step's rate E/t when g > E * d / t. A request's
-j-th draft token is accepted with chance p**j (p its acceptance rate, learned per request:
-a rejection discards the rest), so draft tokens are handed out greedily, best chance
-first, while that holds. On a CPU already busy with 32 sequences b/t is large and few
-drafts pay; a lone chat copying its prompt gets long ones.
+engine runs (StepCost). It is far from a straight line on a CPU: measured on this project's
+2-core machine, SmolLM2-135M's step of 1 token takes 10 ms, of 2 tokens 18 ms, of 16 tokens
+84 ms; Gemma 3 270M's 12, 26 and 68 ms (its 262k-token vocabulary makes every row with
+logits dear, and llama.cpp's matrix kernels change at 8 rows or so). So the question is not
+whether one more draft token pays for itself (the second row never does there) but which
+step size makes the most tokens per second: a lone chat copying its prompt verifies 15
+drafts in 68 ms rather than 1 in 26.
+
+Draft tokens are handed out best chance first (a request's j-th draft token is kept with
+chance p**j, p its acceptance rate: a rejection discards the rest), and of those prefixes
+the one with the highest expected tokens per second wins, when it beats the step without
+drafts by SAFETY. A step size not measured yet is probed once, on a ladder of sizes, when
+the drafts that would fill it are likely: one step teaches what no guess can.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from collections import deque
 from dataclasses import dataclass
 
 # A request's acceptance rate before it has drafted anything (prompt-lookup drafts that
@@ -21,12 +29,13 @@ PRIOR_ACCEPTANCE = 0.6
 ACCEPTANCE_WEIGHT = 0.3
 # Never worth a row below this chance, whatever the cost model says.
 MIN_CHANCE = 0.05
-# A draft token must pay this much more than it costs: the cost table is noisy, and a
-# draft that only breaks even makes the step's latency worse for nothing.
-SAFETY = 1.15
-# A step size whose cost has not been measured is tried with one draft token, when the
-# best draft on offer is at least this likely: one step teaches what the guess cannot.
+# Drafts must promise this much more than the plain step's rate: the cost table is noisy,
+# and a draft that only breaks even makes the step's latency worse for nothing.
+SAFETY = 1.05
+# An unmeasured step size is probed when the drafts that fill it are on average at least
+# this likely; the sizes probed (the cost is interpolated between them).
 PROBE_CHANCE = 0.8
+PROBE_SIZES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 STALE_STEPS = 2000
 SCORE_EVERY = 2  # see DraftPlanner.worth_drafting
 
@@ -54,17 +63,15 @@ class Acceptance:
 class StepCost:
     """t(T): the seconds of a decode step of T tokens (every row with logits, as draft rows
     have), learned from the steps the engine runs: a moving average per T, interpolated
-    between the sizes seen. Not a straight line: on a CPU one token costs a memory-bound
-    pass over the weights (14 ms on this project's 2-core machine) and each further token
-    7-10 ms of compute, while a GPU's further rows are nearly free. Past the sizes seen a
-    step is guessed at the largest one's cost per token (a guess that makes drafts look
-    dear: the planner probes a size before it relies on it). A size not seen for STALE_STEPS
-    steps counts as unseen again: the machine's load changes."""
+    between the sizes seen. Past the sizes seen a step is guessed at the largest one's cost
+    per token; below them, the smallest one's less the prior's cost per token. A size not
+    seen for STALE_STEPS steps counts as unseen again: the machine's load changes."""
 
     def __init__(self, base_s: float = 0.010, per_token_s: float = 0.005, weight: float = 0.2) -> None:
         self._prior = (base_s, per_token_s)
         self._weight = weight
         self._seconds: dict[int, float] = {}
+        self._sizes: list[int] = []  # the keys of _seconds, sorted: looked up by bisection
         self._seen_at: dict[int, int] = {}
         self._steps = 0
 
@@ -75,7 +82,11 @@ class StepCost:
             return
         self._steps += 1
         old = self._seconds.get(n_tokens)
-        self._seconds[n_tokens] = seconds if old is None else old + self._weight * (seconds - old)
+        if old is None:
+            bisect.insort(self._sizes, n_tokens)
+            self._seconds[n_tokens] = seconds
+        else:
+            self._seconds[n_tokens] = old + self._weight * (seconds - old)
         self._seen_at[n_tokens] = self._steps
 
     def seen(self, n_tokens: int) -> bool:
@@ -86,21 +97,68 @@ class StepCost:
         known = self._seconds
         if n_tokens in known:
             return known[n_tokens]
-        below = max((t for t in known if t < n_tokens), default=None)
-        above = min((t for t in known if t > n_tokens), default=None)
-        if below is not None and above is not None:
-            share = (n_tokens - below) / (above - below)
-            return known[below] + share * (known[above] - known[below])
-        if below is not None:  # past the largest size seen: at its cost per token
-            return known[below] * n_tokens / below
+        sizes = self._sizes
         base, per_token = self._prior
-        if above is not None:
+        if not sizes:
+            return base + per_token * (n_tokens - 1)
+        at = bisect.bisect_left(sizes, n_tokens)
+        if at == len(sizes):  # past the largest size seen: at its cost per token
+            largest = sizes[-1]
+            return known[largest] * n_tokens / largest
+        above = sizes[at]
+        if at == 0:
             return max(1e-6, known[above] - (above - n_tokens) * per_token)
-        return base + per_token * (n_tokens - 1)
+        below = sizes[at - 1]
+        share = (n_tokens - below) / (above - below)
+        return known[below] + share * (known[above] - known[below])
 
     def extra(self, n_tokens: int) -> float:
         """What one more token adds to a step of n_tokens (never less than nothing)."""
         return max(1e-9, self.seconds(n_tokens + 1) - self.seconds(n_tokens))
+
+
+def _allocation(rates: list[float], available: list[int], room: int) -> tuple[list[int], list[float]]:
+    """Draft tokens in the order of their chance of being kept, best first: for each, its
+    request and its chance (a request's j-th token is kept with chance rate**j)."""
+    owners: list[int] = []
+    chances: list[float] = []
+    heap = [(-rate, i) for i, rate in enumerate(rates) if available[i] > 0 and rate >= MIN_CHANCE]
+    heapq.heapify(heap)
+    given = [0] * len(rates)
+    while heap and len(owners) < room:
+        neg_chance, i = heapq.heappop(heap)
+        owners.append(i)
+        chances.append(-neg_chance)
+        given[i] += 1
+        nxt = -neg_chance * rates[i]
+        if given[i] < available[i] and nxt >= MIN_CHANCE:
+            heapq.heappush(heap, (-nxt, i))
+    return owners, chances
+
+
+def best_draft_count(chances: list[float], n_decoding: int, n_tokens: int, cost: StepCost) -> tuple[int, bool]:
+    """How many of the draft tokens (their chances, best first) the step should carry, and
+    whether that is a probe: the count whose expected tokens per second is highest, if that
+    beats the plain step's by SAFETY; else an unmeasured size above it to probe, when its
+    drafts are likely; else 0."""
+    plain = n_decoding / cost.seconds(n_tokens)
+    best, best_rate = 0, plain * SAFETY
+    expected = float(n_decoding)  # each decoding request yields its one token anyway
+    for k, chance in enumerate(chances, start=1):
+        expected += chance
+        rate = expected / cost.seconds(n_tokens + k)
+        if rate > best_rate:
+            best, best_rate = k, rate
+    kept = 0.0
+    for k, chance in enumerate(chances, start=1):
+        kept += chance
+        size = n_tokens + k
+        if k > best and kept / k >= PROBE_CHANCE and size in _PROBED and not cost.seen(size):
+            return k, True
+    return best, False
+
+
+_PROBED = frozenset(PROBE_SIZES)
 
 
 def draft_lengths(rates: list[float], available: list[int], n_tokens: int, cost: StepCost,
@@ -108,44 +166,36 @@ def draft_lengths(rates: list[float], available: list[int], n_tokens: int, cost:
     """How many draft tokens each decoding request gets: rates[i] its acceptance rate,
     available[i] how many its drafter offers, n_tokens the step's tokens without drafts,
     room the most draft tokens the step can carry (batch and KV cells)."""
+    return planned_drafts(rates, available, n_tokens, cost, room)[0]
+
+
+def planned_drafts(rates: list[float], available: list[int], n_tokens: int, cost: StepCost,
+                   room: int) -> tuple[list[int], bool]:
+    """draft_lengths, and whether the step is a probe of an unmeasured size."""
+    owners, chances = _allocation(rates, available, room)
+    count, probe = best_draft_count(chances, len(rates), n_tokens, cost)
     lengths = [0] * len(rates)
-    probed = False
-    expected = float(len(rates))  # each decoding request yields its one token anyway
-    total = n_tokens
-    # (-chance of the next draft token, request): the best chance first.
-    heap = [(-rate, i) for i, rate in enumerate(rates) if available[i] > 0 and rate >= MIN_CHANCE]
-    heapq.heapify(heap)
-    while heap and room > 0:
-        neg_chance, i = heapq.heappop(heap)
-        chance = -neg_chance
-        probe = not probed and chance >= PROBE_CHANCE and not cost.seen(total + 1)
-        if not probe and chance * cost.seconds(total) <= expected * cost.extra(total) * SAFETY:
-            break  # the best remaining token slows the step's rate: so would every other
-        probed = probed or probe
+    for i in owners[:count]:
         lengths[i] += 1
-        expected += chance
-        total += 1
-        room -= 1
-        if lengths[i] < available[i]:
-            nxt = chance * rates[i]
-            if nxt >= MIN_CHANCE:
-                heapq.heappush(heap, (-nxt, i))
-    return lengths
+    return lengths, probe
 
 
 class RateGuard:
     """What speculation really did, per number of decoding requests: the tokens per second
-    of decode steps with drafts against those without. Where the drafts' rate falls below
-    the plain one (the cost model was wrong, the copies stopped), drafting pauses there for
-    HOLD_STEPS steps, then is tried again. The planner's arithmetic decides how many drafts
-    pay; this checks that they did."""
+    of the last WINDOW decode steps with drafts against those of steps without (a moving
+    average). Where the drafts' rate falls below the plain one (the cost model was wrong,
+    the copies stopped), drafting pauses there for HOLD_STEPS steps, then is tried again.
+    The planner's arithmetic decides how many drafts pay; this checks that they did. Probe
+    steps, which try a step size to learn its cost, are not counted: they are bets made on
+    purpose, and a few early misses must not stop a copy that pays from then on."""
 
-    MIN_STEPS = 8
+    WINDOW = 12
     HOLD_STEPS = 500
     WEIGHT = 0.1
 
     def __init__(self) -> None:
-        self._rates: dict[tuple[int, bool], list[float]] = {}  # (n, drafted) -> [tokens, seconds, steps]
+        self._plain: dict[int, list[float]] = {}  # n -> [tokens, seconds, steps], moving averages
+        self._drafted: dict[int, deque[tuple[int, float]]] = {}  # n -> the last WINDOW steps
         self._paused_until: dict[int, int] = {}
         self._step = 0
 
@@ -154,17 +204,20 @@ class RateGuard:
 
     def record(self, n_decoding: int, drafted: bool, tokens: int, seconds: float) -> None:
         self._step += 1
-        stats = self._rates.setdefault((n_decoding, drafted), [float(tokens), seconds, 0.0])
-        stats[0] += self.WEIGHT * (tokens - stats[0])
-        stats[1] += self.WEIGHT * (seconds - stats[1])
-        stats[2] += 1
-        plain = self._rates.get((n_decoding, False))
-        spec = self._rates.get((n_decoding, True))
-        if plain is None or spec is None or min(plain[2], spec[2]) < self.MIN_STEPS:
+        if not drafted:
+            stats = self._plain.setdefault(n_decoding, [float(tokens), seconds, 0.0])
+            stats[0] += self.WEIGHT * (tokens - stats[0])
+            stats[1] += self.WEIGHT * (seconds - stats[1])
+            stats[2] += 1
             return
-        if spec[0] / spec[1] < plain[0] / plain[1]:
+        window = self._drafted.setdefault(n_decoding, deque(maxlen=self.WINDOW))
+        window.append((tokens, seconds))
+        plain = self._plain.get(n_decoding)
+        if plain is None or plain[2] < self.WINDOW // 2 or len(window) < self.WINDOW:
+            return
+        if sum(t for t, _ in window) / sum(s for _, s in window) < plain[0] / plain[1]:
             self._paused_until[n_decoding] = self._step + self.HOLD_STEPS
-            del self._rates[(n_decoding, True)]
+            window.clear()
 
 
 class DraftPlanner:
@@ -176,24 +229,29 @@ class DraftPlanner:
         self.cost = cost or StepCost()
         self.guard = RateGuard()
         self._asked = 0
+        self._probing = False  # this step's drafts probe an unmeasured size
 
     def lengths(self, rates: list[float], available: list[int], n_tokens: int, room: int) -> list[int]:
-        return draft_lengths(rates, available, n_tokens, self.cost, room)
+        lengths, self._probing = planned_drafts(rates, available, n_tokens, self.cost, room)
+        return lengths
 
     def worth_drafting(self, best_rate: float, n_decoding: int, n_tokens: int) -> bool:
-        """Whether a step could give a draft token at all: the guard allows it and the
-        likeliest request's first token would pay (or probe an unmeasured size). Drafting
-        is skipped otherwise, but for every SCORE_EVERY-th step, whose offers are only scored
-        against what the model writes (so rates stay current for when drafts would pay)."""
+        """Whether a step could carry draft tokens at all: the guard allows it and the
+        likeliest request's draft alone (up to max_draft tokens) would make the step's rate
+        better, or probe an unmeasured size. Drafting is skipped otherwise, but for every
+        SCORE_EVERY-th step, whose offers are only scored against what the model writes (so
+        rates stay current for when drafts would pay)."""
         self._asked += 1
+        self._probing = False
         if not self.guard.allows(n_decoding):
             return False
-        cost = self.cost
-        pays = best_rate * cost.seconds(n_tokens) > n_decoding * cost.extra(n_tokens) * SAFETY
-        probe = best_rate >= PROBE_CHANCE and not cost.seen(n_tokens + 1)
-        return pays or probe or self._asked % SCORE_EVERY == 0
+        chances = [best_rate ** j for j in range(1, self.max_draft + 1) if best_rate ** j >= MIN_CHANCE]
+        pays = best_draft_count(chances, n_decoding, n_tokens, self.cost)[0] > 0
+        return pays or self._asked % SCORE_EVERY == 0
 
     def observe(self, n_decoding: int, n_tokens: int, n_draft: int, generated: int, seconds: float) -> None:
         """A decode step (no prompt chunks): its size, drafts, tokens made and time."""
         self.cost.observe(n_tokens, seconds)
-        self.guard.record(n_decoding, n_draft > 0, generated, seconds)
+        if not (n_draft and self._probing):
+            self.guard.record(n_decoding, n_draft > 0, generated, seconds)
+        self._probing = False

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from app.bench import engine, engines, restart, serve, storage
 from inference import LoadSettings
 
@@ -81,3 +83,22 @@ def test_the_serve_bench_passes_only_the_engine_options_it_was_given() -> None:
     start = serve.ServerOptions(base=Path("d"), model=Path("m.gguf"), ctx=2048, gpu_layers=0, reproducible=True)
     assert start.engine_flags() == ["--ctx", "2048", "--gpu-layers", "0", "--reproducible"]
     assert serve.ServerOptions(base=Path("d"), model=Path("m.gguf")).engine_flags() == []
+
+
+@pytest.mark.model
+def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(model_path: Path) -> None:
+    """--spec-rounds: the edit workload with lookup on and off, alternating, each side's
+    rates and their ratio; the first 'on' run is the report's own engine column."""
+    options = engine.EngineBenchOptions(chats=1, max_tokens=24, workload="edit", skip_baseline=True, spec_rounds=2)
+    report = engine.run_bench(options, LoadSettings(model_path=model_path, speculative="lookup"))
+    spec = report["speculation"]
+    assert spec["mode"] == "lookup" and spec["rounds"] == 2
+    assert len(spec["runs"]["on"]["decode_tok_s"]) == len(spec["runs"]["off"]["decode_tok_s"]) == 2
+    assert spec["runs"]["on"]["decode_tok_s"][0] == report["engine"]["decode_tok_s"]
+    assert spec["runs"]["off"]["generated_per_step"] == [pytest.approx(1.0, abs=0.05)] * 2  # no drafts off
+    on, off = spec["median"]["on"]["decode_tok_s"], spec["median"]["off"]["decode_tok_s"]
+    assert spec["ratio"]["decode_tok_s"] == pytest.approx(on / off)
+    table = engine.render(report, as_json=False)
+    assert "speculation off  decode tok/s" in table and "ratio decode, spec on/off" in table
+    off_only = engine.run_bench(options, LoadSettings(model_path=model_path))
+    assert "speculation" not in off_only  # nothing to compare with speculation off

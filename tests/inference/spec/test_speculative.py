@@ -93,8 +93,29 @@ def test_drafts_go_where_they_pay_and_stop_where_they_do_not() -> None:
     assert mixed[0] > mixed[1] >= 0
     unmeasured = StepCost()
     unmeasured.observe(8, 0.057)
-    assert draft_lengths([0.95] * 8, [16] * 8, 8, unmeasured, room=64) == [1] + [0] * 7  # one probe of size 9
+    # one probe, of the next size on the ladder (12), by the likeliest tokens
+    assert draft_lengths([0.95] * 8, [16] * 8, 8, unmeasured, room=64) == [1] * 4 + [0] * 4
     assert draft_lengths([0.7] * 8, [16] * 8, 8, unmeasured, room=64) == [0] * 8  # not on a poor draft
+
+
+def test_a_cost_curve_where_the_second_row_never_pays_still_drafts_long_copies() -> None:
+    """Gemma 3 270M on this project's CPU (tests' figures from /tmp probes, 2026-12-03): 2 rows
+    cost more than twice one, 16 rows under six times one. One more draft token never pays
+    for itself at the margin, but 15 likely ones make the step 1.8x as fast."""
+    from inference.spec.policy import DraftPlanner
+
+    gemma = StepCost()
+    for _ in range(3):
+        for n, ms in ((1, 11.9), (2, 25.6), (3, 33.6), (4, 40.6), (6, 65.0), (8, 60.1), (12, 63.0),
+                      (16, 68.0), (24, 98.0), (32, 121.3)):
+            gemma.observe(n, ms / 1000)
+    assert draft_lengths([0.97], [32], 1, gemma, room=64) == [15]  # a step of 16, not of 2
+    assert draft_lengths([0.97], [1], 1, gemma, room=64) == [0]  # one token on offer: 2 rows cost 2.15x one
+    assert draft_lengths([0.5], [32], 1, gemma, room=64) == [0]  # a poor copy: none
+    planner = DraftPlanner(32, gemma)
+    assert planner.worth_drafting(0.97, 1, 1)
+    planner._asked = 0  # a step that only scores the offers is not a yes
+    assert not planner.worth_drafting(0.5, 1, 1)
 
 
 # ----- verifying on the engine core ----------------------------------------------------
@@ -211,7 +232,7 @@ def test_the_guard_pauses_drafting_where_it_made_steps_slower_and_tries_again_la
     from inference.spec.policy import RateGuard
 
     guard = RateGuard()
-    for _ in range(RateGuard.MIN_STEPS):
+    for _ in range(RateGuard.WINDOW):
         guard.record(8, False, tokens=8, seconds=0.057)  # 140 tok/s plain
         guard.record(8, True, tokens=10, seconds=0.090)  # 111 tok/s with drafts
         guard.record(1, False, tokens=1, seconds=0.014)
@@ -220,3 +241,27 @@ def test_the_guard_pauses_drafting_where_it_made_steps_slower_and_tries_again_la
     for _ in range(RateGuard.HOLD_STEPS):
         guard.record(1, True, tokens=3, seconds=0.030)
     assert guard.allows(8)  # tried again after the pause
+
+
+def test_the_guard_judges_the_latest_drafted_steps_and_not_the_probes() -> None:
+    """A copy whose first drafts were poor (probes of small sizes, early misses) and that
+    pays from then on keeps drafting; the planner's probe steps are left out of the count."""
+    from inference.spec.policy import DraftPlanner, RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.WINDOW):
+        guard.record(1, False, tokens=1, seconds=0.012)  # 83 tok/s plain
+    for _ in range(RateGuard.WINDOW // 2):
+        guard.record(1, True, tokens=1, seconds=0.026)  # early drafts: 38 tok/s
+    for _ in range(RateGuard.WINDOW):
+        guard.record(1, True, tokens=14, seconds=0.068)  # then a copy: 206 tok/s
+        assert guard.allows(1)
+    planner = DraftPlanner(32, StepCost())
+    for _ in range(RateGuard.WINDOW):
+        planner.guard.record(1, False, tokens=1, seconds=0.012)
+    for _ in range(2 * RateGuard.WINDOW):  # every step a probe that lost
+        planner.worth_drafting(0.95, 1, 1)
+        assert planner.lengths([0.95], [32], 1, room=64) != [0]
+        planner.observe(1, 1 + 3, 3, 1, 0.040)
+        planner.cost = StepCost()  # each step's size still unmeasured: a probe again
+    assert planner.guard.allows(1)
