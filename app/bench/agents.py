@@ -13,7 +13,11 @@ What it measures:
   that write as many tokens at once with the same prompts (before and after the agents, so
   a drift of the machine shows), and the tokens generated per step (the mean batch) of each;
   agents waiting on their tool leave the batch, so the batch is smaller than N: the same
-  plain chats at the agents' mean batch size are the reference for the steps' own speed.
+  plain chats at the agents' mean batch size are the reference for the steps' own speed;
+- the same against N paced plain chats: conversations of the agents' shape (per round a
+  turn as long as their calls, a pause as long as the tool, a message as long as its
+  result, a turn as long as their answers) without tools, grammars or MCP. They leave the
+  batch while they pause just as the agents do, so the ratio is what the tools cost.
 """
 
 from __future__ import annotations
@@ -64,13 +68,15 @@ def run_agents_bench(options: AgentBenchOptions, settings: LoadSettings) -> dict
         _plain(engine, first_prompts, options.max_tokens)  # untimed: the first batch after loading runs slow
         before = _plain(engine, first_prompts, options.max_tokens)
         agents = _agents(engine, toolbox, options)
+        paced = _paced_plain(engine, _tools_system(engine, toolbox, options), options,
+                             agents["call_tokens_mean"], agents["answer_tokens_mean"])
         after = _plain(engine, first_prompts, options.max_tokens)
         same = _plain(engine, first_prompts[:max(1, round(agents["tokens_per_step"]))], options.max_tokens)
     finally:
         if engine is not None:
             engine.shutdown()
         manager.shutdown()
-    return _report(options, settings, before, agents, after, same)
+    return _report(options, settings, before, agents, after, same, paced)
 
 
 def _question(agent: int, round_: int) -> str:
@@ -132,7 +138,59 @@ def _agents(engine: Engine, toolbox: Toolbox, options: AgentBenchOptions) -> dic
     wall = time.perf_counter() - t0
     if errors:
         raise RuntimeError("; ".join(errors))
-    return {"wall_s": wall, **_decode_figures(engine), **_follow_ups(turns)}
+    calls = [t.stats.generated_tokens for t in turns if not t.follow_up]
+    answers = [t.stats.generated_tokens for t in turns if t.follow_up]
+    return {"wall_s": wall, **_decode_figures(engine), **_follow_ups(turns),
+            "call_tokens_mean": statistics.mean(calls) if calls else 0.0,
+            "answer_tokens_mean": statistics.mean(answers) if answers else 0.0}
+
+
+# What the paced chats read where the agents read their tool's answer: the same text as
+# agent_tool.py's, as a user message (no tool, no call to answer).
+TOOL_LIKE_RESULT = "{city}: 14 degrees Celsius, light rain, wind 12 km/h from the west, humidity 81 percent."
+
+
+def _tools_system(engine: Engine, toolbox: Toolbox, options: AgentBenchOptions) -> list[dict]:
+    """The system messages the agents' prompts begin with (the tools, in the generic format):
+    the paced chats begin with them too, so their KV is as long."""
+    prompt = _loop(engine, toolbox, [{"role": "user", "content": _question(0, 0)}], options).prompt()
+    return [m for m in prompt if m.get("role") == "system"]
+
+
+def _paced_plain(engine: Engine, system: list[dict], options: AgentBenchOptions, call_tokens: float,
+                 answer_tokens: float) -> dict[str, float]:
+    """N plain chats of the agents' shape, at once: after the agents' system messages, per
+    round a turn of call_tokens, a pause of the tool's seconds, the tool's text as a message,
+    a turn of answer_tokens (exactly those counts, greedy), then the next question. The
+    engine's decode figures over them."""
+    first = SamplingParams.greedy(max(1, round(call_tokens)), ignore_eos=True)
+    second = SamplingParams.greedy(max(1, round(answer_tokens)), ignore_eos=True)
+    errors: list[str] = []
+
+    def chat(i: int) -> None:
+        messages: list[dict] = list(system)
+        for round_ in range(options.rounds):
+            city = CITIES[(i + round_ * 5) % len(CITIES)]
+            messages.append({"role": "user", "content": _question(i, round_)})
+            for sampling, after in ((first, TOOL_LIKE_RESULT.format(city=city)), (second, None)):
+                result = engine.submit(ChatRequest(messages=tuple(messages), sampling=sampling)).result(timeout=1800)
+                if result.error:
+                    errors.append(f"paced chat {i}: {result.error}")
+                    return
+                messages.append({"role": "assistant", "content": result.text})
+                if after is not None:
+                    time.sleep(options.tool_seconds)  # where the agent waits on its tool
+                    messages.append({"role": "user", "content": after})
+
+    engine.reset_metrics()
+    threads = [threading.Thread(target=chat, args=(i,), name=f"paced-{i}") for i in range(options.agents)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    return _decode_figures(engine)
 
 
 def _follow_ups(turns: list[Turn]) -> dict[str, Any]:
@@ -169,15 +227,18 @@ def _decode_figures(engine: Engine) -> dict[str, float]:
 
 
 def _report(options: AgentBenchOptions, settings: LoadSettings, before: dict[str, float],
-            agents: dict[str, Any], after: dict[str, float], same: dict[str, float]) -> dict[str, Any]:
+            agents: dict[str, Any], after: dict[str, float], same: dict[str, float],
+            paced: dict[str, float]) -> dict[str, Any]:
     plain_rate = statistics.mean([before["decode_tok_s"], after["decode_tok_s"]])
     return {
         "config": {"model": settings.model_path.name, "agents": options.agents, "rounds": options.rounds,
                    "tool_seconds": options.tool_seconds, "max_tokens": options.max_tokens,
                    "threads": settings.threads(), "n_ctx": settings.n_ctx},
         "plain_before": before, "agents": agents, "plain_after": after, "plain_same_batch": same,
+        "plain_paced": paced,
         "ratio": {"decode_agents_vs_plain": _ratio(agents["decode_tok_s"], plain_rate),
-                  "decode_agents_vs_plain_same_batch": _ratio(agents["decode_tok_s"], same["decode_tok_s"])},
+                  "decode_agents_vs_plain_same_batch": _ratio(agents["decode_tok_s"], same["decode_tok_s"]),
+                  "decode_agents_vs_plain_paced": _ratio(agents["decode_tok_s"], paced["decode_tok_s"])},
     }
 
 
@@ -201,6 +262,9 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"after {after['decode_tok_s']:.1f} ({after['tokens_per_step']:.1f})",
         f"  plain at the agents' batch ({report['plain_same_batch']['tokens_per_step']:.1f} a step): "
         f"{report['plain_same_batch']['decode_tok_s']:.1f}",
+        f"  paced plain chats (the agents' turns and pauses, no tools): {report['plain_paced']['decode_tok_s']:.1f} "
+        f"({report['plain_paced']['tokens_per_step']:.1f} a step)",
         f"  agents / plain {report['ratio']['decode_agents_vs_plain']:.3f}, "
-        f"agents / plain at their batch {report['ratio']['decode_agents_vs_plain_same_batch']:.3f}",
+        f"agents / plain at their batch {report['ratio']['decode_agents_vs_plain_same_batch']:.3f}, "
+        f"agents / paced plain {report['ratio']['decode_agents_vs_plain_paced']:.3f}",
     ])

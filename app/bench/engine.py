@@ -40,6 +40,9 @@ class EngineBenchOptions:
     # With speculation on: also run the same workload with it off, alternating on fresh
     # engines this many rounds each, for the ratio (0: no such comparison).
     spec_rounds: int = 0
+    # With a KV cache type other than f16: the same against an f16 cache, with the greedy
+    # agreement of the two sides' texts.
+    kv_rounds: int = 0
 
 
 # ----- the engine side ------------------------------------------------------------------
@@ -52,7 +55,9 @@ def bench_sampling(kind: str, max_tokens: int) -> SamplingParams:
     return SamplingParams(max_tokens=max_tokens, ignore_eos=True)
 
 
-def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = "greedy") -> RunResult:
+def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = "greedy",
+               outputs: list[tuple[int, ...]] | None = None) -> RunResult:
+    """The workload's chats at once; each chat's generated tokens appended to outputs."""
     if warm and work.system_prompt:
         engine.pin_system_prompt(work.system_prompt).result(timeout=600)
     elif warm:  # no system prompt (the edit workload): the prompts' shared text into the cache
@@ -65,6 +70,8 @@ def run_engine(engine: Engine, work: Workload, warm: bool, sampling_kind: str = 
     ]
     results = [h.result(timeout=1800) for h in handles]
     wall = time.perf_counter() - t0
+    if outputs is not None:
+        outputs.extend(r.token_ids for r in results)
     m = engine.metrics(fresh=True)
     stats = [r.stats for r in results if not r.error and r.stats is not None]
     bad = len(results) - sum(s.generated_tokens == work.max_tokens for s in stats)
@@ -117,7 +124,8 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     spec_rounds the same workload without speculation side by side (speculation)."""
     settings = sized_settings(options, settings)
     model = settings.model_path
-    eng, work, threads, layers = _run_engine_once(options, settings)
+    first_outputs: list[tuple[int, ...]] = []
+    eng, work, threads, layers = _run_engine_once(options, settings, first_outputs)
     report: dict[str, Any] = {
         "config": {
             "model": model.name, "chats": options.chats, "system_tokens": options.system_tokens,
@@ -130,7 +138,14 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
         "engine": asdict(eng),
     }
     if options.spec_rounds > 0 and settings.speculative != "off":
-        report["speculation"] = _against_no_speculation(options, settings, eng)
+        off = replace(settings, speculative="off")
+        report["speculation"] = {"mode": settings.speculative,
+                                 **_alternating(options, settings, off, options.spec_rounds, eng, first_outputs)}
+    if options.kv_rounds > 0 and settings.cache_type() != "f16":
+        f16 = replace(settings, kv_type="f16", reproducible=False, flash_attn=settings.uses_flash_attn())
+        report["kv_type"] = {"type": settings.cache_type(), "kv_bytes_per_cell": _kv_bytes_per_cell(settings),
+                             "f16_kv_bytes_per_cell": _kv_bytes_per_cell(f16),
+                             **_alternating(options, settings, f16, options.kv_rounds, eng, first_outputs)}
     if not options.skip_baseline:
         per_chat_ctx = max(len(p) for p in work.prompts) + options.max_tokens + 64
         base = run_baseline(model, per_chat_ctx, threads, layers, work, options.warm)
@@ -154,7 +169,8 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     return report
 
 
-def _run_engine_once(options: EngineBenchOptions, settings: LoadSettings) -> tuple[RunResult, Workload, int, int]:
+def _run_engine_once(options: EngineBenchOptions, settings: LoadSettings,
+                     outputs: list[tuple[int, ...]] | None = None) -> tuple[RunResult, Workload, int, int]:
     """The workload through a fresh engine on settings: its result, the workload, the
     threads and the GPU layers it ran with."""
     engine = Engine.start(settings)
@@ -162,21 +178,23 @@ def _run_engine_once(options: EngineBenchOptions, settings: LoadSettings) -> tup
         work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
                 if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
         threads, layers = settings.threads(), engine.info.n_gpu_layers if engine.info else 0
-        return run_engine(engine, work, options.warm, options.sampling), work, threads, layers
+        return run_engine(engine, work, options.warm, options.sampling, outputs), work, threads, layers
     finally:
         engine.shutdown()
 
 
-def _against_no_speculation(options: EngineBenchOptions, settings: LoadSettings, first: RunResult) -> dict[str, Any]:
-    """The workload with speculation off and on, alternating on fresh engines (spec_rounds
-    runs each, the first "on" run being the report's own): each side's decode and generation
-    rates, the median of each side, and their ratios. Alternating keeps a machine whose
-    speed drifts (a shared VM) from favouring one side."""
-    off_settings = replace(settings, speculative="off")
+def _alternating(options: EngineBenchOptions, settings: LoadSettings, reference: LoadSettings, rounds: int,
+                 first: RunResult, first_outputs: list[tuple[int, ...]]) -> dict[str, Any]:
+    """The workload on reference ("off") and settings ("on"), alternating on fresh engines,
+    rounds runs a side (the first "on" run is the report's own): each side's decode and
+    generation rates, their medians and ratios, and how far the two sides' first runs wrote
+    the same tokens (greedy agreement). Alternating keeps a machine whose speed drifts (a
+    shared VM) from favouring one side."""
     runs: dict[str, list[RunResult]] = {"off": [], "on": [first]}
-    for i in range(options.spec_rounds):
-        runs["off"].append(_run_engine_once(options, off_settings)[0])
-        if i + 1 < options.spec_rounds:
+    reference_outputs: list[tuple[int, ...]] = []
+    for i in range(rounds):
+        runs["off"].append(_run_engine_once(options, reference, reference_outputs if i == 0 else None)[0])
+        if i + 1 < rounds:
             runs["on"].append(_run_engine_once(options, settings)[0])
     sides: dict[str, dict[str, list[float | None]]] = {
         side: {"decode_tok_s": [r.decode_tok_s for r in rs], "gen_tok_s": [r.gen_tok_s for r in rs],
@@ -186,16 +204,32 @@ def _against_no_speculation(options: EngineBenchOptions, settings: LoadSettings,
     medians = {side: {k: statistics.median(x for x in v if x is not None) for k, v in d.items() if None not in v}
                for side, d in sides.items()}
     return {
-        "mode": settings.speculative, "rounds": options.spec_rounds, "runs": sides, "median": medians,
+        "rounds": rounds, "runs": sides, "median": medians,
         "ratio": {k: medians["on"][k] / medians["off"][k] for k in ("decode_tok_s", "gen_tok_s")},
+        "agreement": greedy_agreement(first_outputs, reference_outputs),
     }
+
+
+def greedy_agreement(ours: list[tuple[int, ...]], reference: list[tuple[int, ...]]) -> dict[str, Any]:
+    """How alike two sides' texts are, chat by chat: the tokens each wrote alike before the
+    first difference, their mean, and the chats written identically."""
+    common = [next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), min(len(x), len(y)))
+              for x, y in zip(ours, reference)]
+    identical = sum(1 for c, x, y in zip(common, ours, reference) if c == len(x) == len(y))
+    return {"chats": len(common), "identical_chats": identical,
+            "common_prefix_tokens": common, "common_prefix_mean": statistics.mean(common) if common else 0.0}
+
+
+def _kv_bytes_per_cell(settings: LoadSettings) -> float:
+    estimate = estimate_memory(read_gguf_header(settings.model_path), settings.n_ctx, 0, False, settings.cache_type())
+    return estimate.kv_bytes / estimate.n_ctx
 
 
 def _memory(settings: LoadSettings, eng: RunResult, chats: int) -> dict[str, Any]:
     """The KV cache's bytes per cell (the model's layers and KV width, the cache type) and
     what the run's peak of cells cost per chat: the memory a chat holds."""
     estimate = estimate_memory(read_gguf_header(settings.model_path), settings.n_ctx, 0, False, settings.cache_type())
-    per_cell = estimate.kv_bytes / estimate.n_ctx
+    per_cell = _kv_bytes_per_cell(settings)
     return {"kv_type": settings.cache_type(), "kv_bytes_per_cell": per_cell,
             "kv_bytes_total": estimate.kv_bytes, "kv_bytes_per_chat_at_peak": per_cell * eng.kv_cells_peak / chats}
 
@@ -238,19 +272,31 @@ def _table(report: dict[str, Any]) -> str:
         lines.append(f"{r:<24}" + "".join(_fmt(report[c].get(r)) for c in cols))
     for k, v in report.get("ratio", {}).items():
         lines.append(f"ratio {k:<18}{v:>12.3f}")
-    if "speculation" in report:
-        spec = report["speculation"]
-        for side in ("off", "on"):
-            rates = ", ".join(f"{x:.1f}" for x in spec["runs"][side]["decode_tok_s"])
-            median = spec["median"][side]["decode_tok_s"]
-            lines.append(f"speculation {side:<4} decode tok/s {rates} (median {median:.1f})")
-        lines.append(f"ratio decode, spec on/off {spec['ratio']['decode_tok_s']:>8.3f}")
     if "native_decode_tok_s" in report:
         lines.append(f"{'native decode tok/s':<24}{report['native_decode_tok_s']:>12.1f}")
     lines.append(f"ideal (shared prefix once): {json.dumps(report['ideal'])}")
     if "memory" in report:
         lines.append(f"memory: {json.dumps(report['memory'])}")
+    if "speculation" in report:
+        lines += _alternating_lines("speculation", ("off", report["speculation"]["mode"]), report["speculation"])
+    if "kv_type" in report:
+        kv = report["kv_type"]
+        lines += _alternating_lines("kv", ("f16", kv["type"]), kv)
+        lines.append(f"kv bytes per cell {kv['kv_bytes_per_cell']:.0f} against f16's {kv['f16_kv_bytes_per_cell']:.0f}")
     return "\n".join(lines)
+
+
+def _alternating_lines(what: str, names: tuple[str, str], figures: dict[str, Any]) -> list[str]:
+    """A side-by-side comparison's lines: each side's decode rates, their ratio, agreement."""
+    lines = []
+    for side, name in zip(("off", "on"), names):
+        rates = ", ".join(f"{x:.1f}" for x in figures["runs"][side]["decode_tok_s"])
+        lines.append(f"{what} {name:<6} decode tok/s {rates} (median {figures['median'][side]['decode_tok_s']:.1f})")
+    agree = figures["agreement"]
+    lines.append(f"ratio decode, {names[1]}/{names[0]} {figures['ratio']['decode_tok_s']:>8.3f}")
+    lines.append(f"greedy agreement: {agree['identical_chats']} of {agree['chats']} chats identical, "
+                 f"{agree['common_prefix_mean']:.1f} tokens alike on average before the first difference")
+    return lines
 
 
 def _fmt(v: Any) -> str:

@@ -38,3 +38,7 @@ def test_the_agents_bench_runs_every_round_on_the_real_model(model_path):
     assert run["cached_tokens"] > run["prompt_tokens"] / 2  # each turn found its chat's earlier turns
     assert report["plain_before"]["decode_tok_s"] > 0 and run["decode_tok_s"] > 0
     assert "follow-up turns: 4" in agents.render(report, as_json=False)
+    paced = report["plain_paced"]  # the same turns and pauses without tools: as many tokens
+    expected = 2 * 2 * (round(run["call_tokens_mean"]) + round(run["answer_tokens_mean"]))
+    assert paced["generated_tokens"] == expected and paced["decode_tok_s"] > 0
+    assert report["ratio"]["decode_agents_vs_plain_paced"] == pytest.approx(run["decode_tok_s"] / paced["decode_tok_s"])

@@ -95,10 +95,30 @@ def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(m
     assert spec["mode"] == "lookup" and spec["rounds"] == 2
     assert len(spec["runs"]["on"]["decode_tok_s"]) == len(spec["runs"]["off"]["decode_tok_s"]) == 2
     assert spec["runs"]["on"]["decode_tok_s"][0] == report["engine"]["decode_tok_s"]
-    assert spec["runs"]["off"]["generated_per_step"] == [pytest.approx(1.0, abs=0.05)] * 2  # no drafts off
+    assert all(n <= 1.0 for n in spec["runs"]["off"]["generated_per_step"])  # one chat, no drafts: 1 a step
     on, off = spec["median"]["on"]["decode_tok_s"], spec["median"]["off"]["decode_tok_s"]
     assert spec["ratio"]["decode_tok_s"] == pytest.approx(on / off)
+    agreement = spec["agreement"]  # greedy: lookup keeps the text (one chat, its own cells)
+    assert agreement["chats"] == 1 and agreement["common_prefix_tokens"][0] <= 24
     table = engine.render(report, as_json=False)
-    assert "speculation off  decode tok/s" in table and "ratio decode, spec on/off" in table
+    assert "speculation off    decode tok/s" in table and "ratio decode, lookup/off" in table
     off_only = engine.run_bench(options, LoadSettings(model_path=model_path))
     assert "speculation" not in off_only  # nothing to compare with speculation off
+
+
+def test_greedy_agreement_counts_the_tokens_alike_before_the_first_difference() -> None:
+    figures = engine.greedy_agreement([(1, 2, 3, 4), (5, 6, 7), (9, 9)], [(1, 2, 0, 4), (5, 6, 7), (8, 9)])
+    assert figures == {"chats": 3, "identical_chats": 1, "common_prefix_tokens": [2, 3, 0],
+                       "common_prefix_mean": pytest.approx(5 / 3)}
+
+
+@pytest.mark.model
+def test_the_engine_bench_runs_a_quantized_kv_cache_beside_f16(model_path: Path) -> None:
+    options = engine.EngineBenchOptions(chats=2, max_tokens=16, system_tokens=200, skip_baseline=True, kv_rounds=1)
+    report = engine.run_bench(options, LoadSettings(model_path=model_path, kv_type="q8_0"))
+    kv = report["kv_type"]
+    assert kv["type"] == "q8_0"
+    assert kv["kv_bytes_per_cell"] == pytest.approx(kv["f16_kv_bytes_per_cell"] * 34 / 64)  # q8_0: 34 bytes a 32
+    assert len(kv["runs"]["on"]["decode_tok_s"]) == len(kv["runs"]["off"]["decode_tok_s"]) == 1
+    assert kv["agreement"]["chats"] == 2 and all(0 <= n <= 16 for n in kv["agreement"]["common_prefix_tokens"])
+    assert "kv bytes per cell" in engine.render(report, as_json=False)
