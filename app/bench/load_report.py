@@ -41,10 +41,11 @@ class LoadReport:
     latency_s: Spread
     generated_tokens: int
     wall_s: float
-    after: ClientResult  # one request sent once the load was over
+    after: ClientResult | None  # one request sent once the load was over (None: not sent)
 
     @classmethod
-    def of(cls, results: list[ClientResult], max_tokens: int, wall_s: float, after: ClientResult) -> LoadReport:
+    def of(cls, results: list[ClientResult], max_tokens: int, wall_s: float,
+           after: ClientResult | None) -> LoadReport:
         done = [r for r in results if r.completed]
         rejected = [r for r in results if r.rejected]
         failures = [r for r in results if r.failure is not None]
@@ -77,9 +78,9 @@ class LoadReport:
             "rejected_429": self.rejected_429, "retry_after_seen": self.retry_after_seen,
             "ttft_s": self.ttft_s.as_dict(), "latency_s": self.latency_s.as_dict(),
             "generated_tokens": self.generated_tokens, "wall_s": self.wall_s, "tok_s": self.tok_s,
-            "after_load": {"completed": self.after.completed, "status": self.after.status,
-                           "failure": self.after.failure, "detail": self.after.detail,
-                           "latency_s": self.after.latency_s, "ttft_s": self.after.ttft_s},
+            "after_load": None if self.after is None else {
+                "completed": self.after.completed, "status": self.after.status, "failure": self.after.failure,
+                "detail": self.after.detail, "latency_s": self.after.latency_s, "ttft_s": self.after.ttft_s},
         }
 
     def lines(self) -> list[str]:
@@ -91,8 +92,9 @@ class LoadReport:
             f"TTFT     {self.ttft_s.text()}",
             f"latency  {self.latency_s.text()}",
             f"generated {self.generated_tokens} tokens in {self.wall_s:.1f} s: {self.tok_s:.1f} tok/s",
-            f"a new request after the load: {after_text(self.after)}",
         ]
+        if self.after is not None:
+            out.append(f"a new request after the load: {after_text(self.after)}")
         return out
 
 

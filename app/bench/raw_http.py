@@ -67,8 +67,10 @@ class StreamCut(Exception):
     """The answer ended before its framing or the SSE said it was complete."""
 
 
-def chat_body(max_tokens: int, content: str = "Count from one to twenty in words.", stream: bool = True) -> dict:
-    body: dict = {"model": "chorus", "messages": [{"role": "user", "content": content}],
+def chat_body(max_tokens: int, content: str = "Count from one to twenty in words.", stream: bool = True,
+              system: str | None = None) -> dict:
+    messages = [{"role": "system", "content": system}] if system else []
+    body: dict = {"model": "chorus", "messages": [*messages, {"role": "user", "content": content}],
                   "max_tokens": max_tokens, "temperature": 0, "stream": stream}
     if stream:
         body["stream_options"] = {"include_usage": True}  # servers without it ignore it

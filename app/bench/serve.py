@@ -5,6 +5,11 @@ port (as a user would run it) and stops it afterwards. All N clients start at on
 sends one streaming chat completion of T tokens and reads it to `[DONE]`, with no retries.
 Then one more request measures how soon the server serves again after the load.
 run_bench_serve() returns the server's URL and the report; render() is its lines or JSON.
+
+With --system-words the clients share a system prompt of rules (about 4/3 tokens a word),
+and with --rounds the same requests are sent again once each round has finished: the last
+round's time to first token is the warm one, each prompt already seen (what a server's
+prompt cache is for; llama.cpp's server with -np N -kvu is the peer).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import httpx
 import app
 from app.bench.load_report import LoadReport
 from app.bench.raw_http import Target, chat_body, stream_chat
+from app.bench.workload import SENTENCES
 
 READY_TIMEOUT_S = 180.0  # loading the model, first run included
 
@@ -67,40 +73,70 @@ class ServeBenchOptions:
     api_key: str | None = None  # sent as 'Authorization: Bearer KEY'
     server: str | None = None  # URL of a running server; None: start one as `start` says
     start: ServerOptions | None = None
+    system_words: int = 0  # a system prompt of about this many words shared by the clients; 0: none
+    rounds: int = 1  # the same requests again once each round has finished
 
 
 @dataclass(frozen=True)
 class ServeBenchResult:
     url: str  # the server the clients talked to
-    report: LoadReport
+    report: LoadReport  # the last round's
+    earlier: tuple[LoadReport, ...] = ()  # the rounds before it
 
 
-async def run_load(target: Target, clients: int, max_tokens: int, timeout_s: float) -> LoadReport:
-    """N clients at once, then one more request; the report of both."""
-    bodies = [chat_body(max_tokens, f"Client {i}: count from one to twenty in words.") for i in range(clients)]
+def system_prompt(words: int) -> str:
+    """Rules of the bench's sentences, numbered, until about `words` words."""
+    rules: list[str] = []
+    count = 0
+    while count < words:
+        rule = f"Rule {len(rules) + 1}: {SENTENCES[len(rules) % len(SENTENCES)]}"
+        rules.append(rule)
+        count += len(rule.split())
+    return " ".join(rules)
+
+
+async def run_load(target: Target, clients: int, max_tokens: int, timeout_s: float, system: str | None = None,
+                   after: bool = True) -> LoadReport:
+    """N clients at once, then (with after) one more request; the report of both."""
+    bodies = [chat_body(max_tokens, f"Client {i}: count from one to twenty in words.", system=system)
+              for i in range(clients)]
     start = time.perf_counter()
     results = await asyncio.gather(*(stream_chat(target, body, timeout_s) for body in bodies))
     wall = time.perf_counter() - start
-    after = await stream_chat(target, chat_body(max_tokens, "After the load: say hello."), timeout_s)
-    return LoadReport.of(list(results), max_tokens, wall, after)
+    last = (await stream_chat(target, chat_body(max_tokens, "After the load: say hello."), timeout_s) if after
+            else None)
+    return LoadReport.of(list(results), max_tokens, wall, last)
+
+
+async def _rounds(target: Target, options: ServeBenchOptions) -> list[LoadReport]:
+    """options.rounds rounds of the same requests; the request after the load only after the
+    last (in between it would take a slot whose cached prompt the next round wants)."""
+    system = system_prompt(options.system_words) if options.system_words > 0 else None
+    rounds = max(1, options.rounds)
+    return [await run_load(target, options.clients, options.max_tokens, options.timeout_s, system,
+                           after=i == rounds - 1) for i in range(rounds)]
 
 
 def run_bench_serve(options: ServeBenchOptions) -> ServeBenchResult:
     """The load against options.server, or against a server started for it and stopped after.
     Raises ServerStartError when that server does not come up, ValueError for a bad URL."""
     with _server(options) as url:
-        report = asyncio.run(run_load(Target.from_url(url, options.api_key), options.clients, options.max_tokens,
-                                      options.timeout_s))
-    return ServeBenchResult(url, report)
+        reports = asyncio.run(_rounds(Target.from_url(url, options.api_key), options))
+    return ServeBenchResult(url, reports[-1], tuple(reports[:-1]))
 
 
 def render(result: ServeBenchResult, as_json: bool) -> str:
-    """One JSON object (the server's URL and the report), or a heading and the report's lines."""
+    """One JSON object (the server's URL and the report, the earlier rounds' under
+    "earlier_rounds"), or a heading and the report's lines, each round's TTFT first."""
     if as_json:
-        return json.dumps({"server": result.url, **result.report.as_dict()})
+        extra = {"earlier_rounds": [r.as_dict() for r in result.earlier]} if result.earlier else {}
+        return json.dumps({"server": result.url, **result.report.as_dict(), **extra})
     report = result.report
     heading = f"{report.clients} streaming clients x {report.max_tokens} tokens against {result.url}"
-    return "\n".join([heading, *report.lines()])
+    rounds = [f"round {i + 1}: TTFT {r.ttft_s.text()}" for i, r in enumerate(result.earlier)]
+    if rounds:
+        rounds.append(f"round {len(rounds) + 1} (the last, reported below): TTFT {report.ttft_s.text()}")
+    return "\n".join([heading, *rounds, *report.lines()])
 
 
 @contextmanager

@@ -98,6 +98,11 @@ def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sbench.add_argument("--api-key", default=None, help="sent as 'Authorization: Bearer KEY'")
     sbench.add_argument("--parallel", type=int, default=8, help="the started server's --parallel")
     sbench.add_argument("--timeout", type=float, default=120.0, help="seconds a client waits for its whole answer")
+    sbench.add_argument("--system-words", type=int, default=0,
+                        help="a system prompt of about this many words (4/3 tokens each) shared by the clients")
+    sbench.add_argument("--rounds", type=int, default=1,
+                        help="send the same requests again once each round has finished; the last round's TTFT "
+                             "is the warm one")
     sbench.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -177,7 +182,8 @@ def _engine(args: argparse.Namespace, base: Path) -> int:
 
 def _serve(args: argparse.Namespace, base: Path) -> int:
     options = serve.ServeBenchOptions(clients=args.clients, max_tokens=args.max_tokens, timeout_s=args.timeout,
-                                      api_key=args.api_key, server=args.server, start=_server_to_start(args, base))
+                                      api_key=args.api_key, server=args.server, start=_server_to_start(args, base),
+                                      system_words=args.system_words, rounds=args.rounds)
     try:
         result = serve.run_bench_serve(options)
     except (serve.ServerStartError, ValueError) as exc:

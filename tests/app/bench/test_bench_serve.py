@@ -229,6 +229,26 @@ def test_bench_serve_against_a_given_server_prints_one_json_object(capsys):
     assert len(server.requests) == 6  # the clients and the one after
 
 
+def test_bench_serve_sends_the_same_requests_again_each_round_with_the_shared_system_prompt(capsys):
+    body = sse(ROLE, token("x"), b"[DONE]")
+    with canned(sender(head("200 OK", "Transfer-Encoding: chunked") + chunked(body))) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        argv = ["bench-serve", "--server", url, "--clients", "3", "--max-tokens", "2", "--rounds", "3",
+                "--system-words", "120", "--json"]
+        assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["earlier_rounds"]) == 2 and all(r["completed"] == 3 for r in out["earlier_rounds"])
+    assert out["completed"] == 3 and out["after_load"]["completed"] is True
+    bodies = server.requests
+    assert len(bodies) == 3 * 3 + 1  # the request after the load only after the last round
+    loads = [b for b in bodies if b["messages"][-1]["content"] != "After the load: say hello."]
+    systems = {b["messages"][0]["content"] for b in loads}
+    assert len(systems) == 1 and all(b["messages"][0]["role"] == "system" for b in loads)
+    assert 120 <= len(systems.pop().split()) < 140  # about the words asked
+    questions = sorted(b["messages"][-1]["content"] for b in loads)
+    assert questions == sorted([f"Client {i}: count from one to twenty in words." for i in range(3)] * 3)
+
+
 def test_bench_serve_says_when_the_server_cannot_be_reached(capsys):
     assert main(["bench-serve", "--server", "https://example.invalid", "--clients", "1"]) == 2
     assert "only plain http://" in capsys.readouterr().err

@@ -194,4 +194,5 @@ def test_128_clients_each_complete_or_get_a_clean_429(make_engine):
     assert report.failed_total == 0, f"no client may fail (resets, timeouts, 5xx):\n{summary}"
     assert report.completed + report.rejected_429 == LOAD_CLIENTS, summary
     assert report.retry_after_seen == report.rejected_429, f"a clean 429 says when to come back:\n{summary}"
+    assert report.after is not None
     assert report.after.completed, f"the server must serve a new request after the load:\n{summary}"
