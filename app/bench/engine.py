@@ -188,13 +188,15 @@ def _alternating(options: EngineBenchOptions, settings: LoadSettings, reference:
     """The workload on reference ("off") and settings ("on"), alternating on fresh engines,
     rounds runs a side (the first "on" run is the report's own): each side's decode and
     generation rates, their medians and ratios, and how far the two sides' first runs wrote
-    the same tokens (greedy agreement). Alternating keeps a machine whose speed drifts (a
-    shared VM) from favouring one side."""
+    the same tokens (greedy agreement). Alternating in ABBA order keeps a machine whose
+    speed drifts (a shared VM) from favouring one side."""
     runs: dict[str, list[RunResult]] = {"off": [], "on": [first]}
     reference_outputs: list[tuple[int, ...]] = []
-    for i in range(rounds):
-        runs["off"].append(_run_engine_once(options, reference, reference_outputs if i == 0 else None)[0])
-        if i + 1 < rounds:
+    for side in abba_order(rounds):
+        if side == "off":
+            outputs = reference_outputs if not runs["off"] else None
+            runs["off"].append(_run_engine_once(options, reference, outputs)[0])
+        else:
             runs["on"].append(_run_engine_once(options, settings)[0])
     sides: dict[str, dict[str, list[float | None]]] = {
         side: {"decode_tok_s": [r.decode_tok_s for r in rs], "gen_tok_s": [r.gen_tok_s for r in rs],
@@ -208,6 +210,21 @@ def _alternating(options: EngineBenchOptions, settings: LoadSettings, reference:
         "ratio": {k: medians["on"][k] / medians["off"][k] for k in ("decode_tok_s", "gen_tok_s")},
         "agreement": greedy_agreement(first_outputs, reference_outputs),
     }
+
+
+def abba_order(rounds: int) -> list[str]:
+    """The runs after the report's own "on" run: off, off, on, on, off, off, ... until each
+    side has `rounds` runs, so each side runs as often early as late."""
+    order: list[str] = []
+    counts = {"on": 1, "off": 0}
+    side = "off"
+    while counts["on"] < rounds or counts["off"] < rounds:
+        for _ in range(2):
+            if counts[side] < rounds:
+                order.append(side)
+                counts[side] += 1
+        side = "on" if side == "off" else "off"
+    return order
 
 
 def greedy_agreement(ours: list[tuple[int, ...]], reference: list[tuple[int, ...]]) -> dict[str, Any]:

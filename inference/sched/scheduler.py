@@ -178,7 +178,7 @@ class Scheduler:
         if not offers:
             return
         rates = [plan.chunks[i].request.acceptance.rate for i in at]
-        lengths = planner.lengths(rates, [len(o) for o in offers], plan.num_tokens, room)
+        lengths = planner.lengths(rates, [len(o) for o in offers], plan.num_tokens, room, len(decoding))
         for i, offer, k in zip(at, offers, lengths):
             if k:
                 plan.chunks[i] = plan.chunks[i]._replace(draft=tuple(offer[:k]))

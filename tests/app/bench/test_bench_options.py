@@ -106,6 +106,12 @@ def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(m
     assert "speculation" not in off_only  # nothing to compare with speculation off
 
 
+def test_the_sides_alternate_in_abba_order_after_the_reports_own_run() -> None:
+    assert engine.abba_order(1) == ["off"]
+    assert engine.abba_order(2) == ["off", "off", "on"]
+    assert engine.abba_order(3) == ["off", "off", "on", "on", "off"]  # on, off, off, on, on, off
+
+
 def test_greedy_agreement_counts_the_tokens_alike_before_the_first_difference() -> None:
     figures = engine.greedy_agreement([(1, 2, 3, 4), (5, 6, 7), (9, 9)], [(1, 2, 0, 4), (5, 6, 7), (8, 9)])
     assert figures == {"chats": 3, "identical_chats": 1, "common_prefix_tokens": [2, 3, 0],

@@ -259,9 +259,51 @@ def test_the_guard_judges_the_latest_drafted_steps_and_not_the_probes() -> None:
     planner = DraftPlanner(32, StepCost())
     for _ in range(RateGuard.WINDOW):
         planner.guard.record(1, False, tokens=1, seconds=0.012)
-    for _ in range(2 * RateGuard.WINDOW):  # every step a probe that lost
+    for _ in range(2 * RateGuard.WINDOW):  # every step a probe that lost: its drafts kept, but slow
         planner.worth_drafting(0.95, 1, 1)
-        assert planner.lengths([0.95], [32], 1, room=64) != [0]
-        planner.observe(1, 1 + 3, 3, 1, 0.040)
+        drafted = sum(planner.lengths([0.95], [32], 1, room=64))
+        assert drafted and planner._probing
+        planner.observe(1, 1 + drafted, drafted, 1 + drafted, 0.500)
         planner.cost = StepCost()  # each step's size still unmeasured: a probe again
     assert planner.guard.allows(1)
+
+
+def test_a_drafting_request_among_others_that_decode_is_weighed_against_the_whole_step() -> None:
+    """One of 8 decoding requests has a draft on offer: its few extra tokens are weighed
+    against the 8 the step makes anyway, not against its own one (which made every lone
+    offer in a busy batch look like a lone chat's)."""
+    smollm2 = StepCost()
+    for _ in range(3):
+        for n, ms in ((1, 9.9), (2, 18.3), (4, 27.5), (8, 49.0), (12, 62.7), (16, 84.1), (24, 108.6)):
+            smollm2.observe(n, ms / 1000)
+    assert draft_lengths([0.9], [16], 8, smollm2, room=64, n_decoding=8) == [0]
+    assert sum(draft_lengths([0.9], [16], 8, smollm2, room=64)) > 0  # what it was weighed as before
+
+
+def test_drafts_stop_where_the_rates_promised_more_than_was_kept() -> None:
+    """8 requests whose rates say 0.9 each, where drafting together keeps a third of what
+    they promise: the planner's trust in the rates falls and the drafts stop within a few
+    steps; a lone copy that keeps what it promises keeps drafting."""
+    from inference.spec.policy import DraftPlanner
+
+    cost = StepCost()
+    for n in range(1, 41):  # a row costs a twelfth of a one-row step: drafts look good
+        cost.observe(n, 0.030 + 0.0025 * (n - 1))
+    planner = DraftPlanner(8, cost)
+    steps_drafted = 0
+    for _ in range(20):
+        lengths = planner.lengths([0.9] * 8, [8] * 8, 8, room=64)
+        drafted = sum(lengths)
+        if drafted == 0:
+            break
+        steps_drafted += 1
+        expected = sum(0.9 ** (j + 1) for n in lengths for j in range(n))
+        planner.observe(8, 8 + drafted, drafted, 8 + round(expected / 3), 0.030 + 0.0025 * (7 + drafted))
+    assert 1 <= steps_drafted <= 8 and planner.trust(8) < 0.6
+    assert planner.lengths([0.9] * 8, [8] * 8, 8, room=64) == [0] * 8
+    assert planner.trust(1) == 1.0  # a lone chat's record is its own
+    for _ in range(20):
+        lengths = planner.lengths([0.95], [8], 1, room=64)
+        assert lengths == [8]
+        planner.observe(1, 9, 8, 9, 0.050)  # everything kept
+    assert planner.trust(1) == 1.0

@@ -35,7 +35,7 @@ class EveryDraft(DraftPlanner):
     def worth_drafting(self, best_rate: float, n_decoding: int, n_tokens: int) -> bool:
         return True
 
-    def lengths(self, rates, available, n_tokens, room):
+    def lengths(self, rates, available, n_tokens, room, n_decoding=None):
         lengths = []
         for n in available:
             lengths.append(min(n, 8, room))
