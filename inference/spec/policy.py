@@ -254,8 +254,14 @@ class DraftPlanner:
     of them when drafted together (SmolLM2, the edit workload), and stop drafting after a
     few such steps instead of after the guard's window."""
 
+    # A plan expecting EVIDENCE_TOKENS kept tokens or more moves trust by TRUST_WEIGHT of the
+    # way; a smaller one by its share of that (one draft token's miss is a coin's toss).
     TRUST_WEIGHT = 0.3
+    EVIDENCE_TOKENS = 4.0
     MIN_TRUST = 0.05
+    # Each decode step brings trust this share of the way back to 1: distrust that
+    # stopped all drafting could otherwise never be revised (a retry every few dozen steps).
+    TRUST_RECOVERY = 0.02
 
     def __init__(self, max_draft: int, cost: StepCost | None = None) -> None:
         self.max_draft = max_draft
@@ -288,6 +294,8 @@ class DraftPlanner:
         if not self.guard.allows(n_decoding):
             return False
         trust = self.trust(n_decoding)
+        if trust < 1.0:
+            self._trust[n_decoding] = trust = trust + self.TRUST_RECOVERY * (1.0 - trust)
         chances = [trust * best_rate ** j for j in range(1, self.max_draft + 1) if best_rate ** j >= MIN_CHANCE]
         pays = best_draft_count(chances, n_decoding, n_tokens, self.cost)[0] > 0
         return pays or self._asked % SCORE_EVERY == 0
@@ -301,5 +309,6 @@ class DraftPlanner:
             kept = max(0, generated - n_decoding)  # each decoding request makes one token anyway
             trust = self.trust(n_decoding)
             seen = min(1.0, kept / self._expected)
-            self._trust[n_decoding] = max(self.MIN_TRUST, trust + self.TRUST_WEIGHT * (seen - trust))
+            weight = self.TRUST_WEIGHT * min(1.0, self._expected / self.EVIDENCE_TOKENS)
+            self._trust[n_decoding] = max(self.MIN_TRUST, trust + weight * (seen - trust))
         self._probing, self._expected = False, 0.0

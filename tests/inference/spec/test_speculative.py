@@ -307,3 +307,20 @@ def test_drafts_stop_where_the_rates_promised_more_than_was_kept() -> None:
         assert lengths == [8]
         planner.observe(1, 9, 8, 9, 0.050)  # everything kept
     assert planner.trust(1) == 1.0
+
+
+def test_one_missed_draft_token_does_not_stop_a_lone_chat_drafting_and_distrust_wears_off() -> None:
+    """A lone chat's first draft (one token, at the prior's cost) missed: that is one coin's
+    toss, not evidence enough to stop drafting (Gemma 3's copy drafted once and never again:
+    1.17x where it had made 2.1x). And trust that fell comes back as steps go by."""
+    from inference.spec.policy import DraftPlanner
+
+    planner = DraftPlanner(32)
+    planner.worth_drafting(0.6, 1, 1)
+    planner._expected = 0.6  # the plan of one draft token at the prior's rate
+    planner.observe(1, 2, 1, 1, 0.026)  # missed
+    assert planner.trust(1) > 0.9
+    planner._trust[1] = 0.1
+    for _ in range(100):
+        planner.worth_drafting(0.9, 1, 1)
+    assert planner.trust(1) > 0.8
