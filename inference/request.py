@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from inference.params import SamplingParams
-from inference.spec.ngram import NgramIndex
+from inference.spec.ngram import NgramIndex, NgramPool
 from inference.spec.policy import Acceptance
 
 
@@ -90,8 +90,9 @@ class Request:
         llama.cpp's chain) nor for log-probabilities (one row per token is reported)."""
         return self.sampling.grammar is None and self.sampling.logprobs is None
 
-    def draft(self, max_tokens: int) -> list[int]:
-        """Prompt-lookup draft tokens that may follow its tokens (the last unverified
+    def draft(self, max_tokens: int, pool: NgramPool | None = None) -> list[int]:
+        """Prompt-lookup draft tokens that may follow its tokens, its own or (with the
+        engine's pool, which its tokens then join) other requests' (the last unverified
         draft's guess is scored first)."""
         if self.shadow is not None:
             position, guess = self.shadow
@@ -99,8 +100,15 @@ class Request:
                 self.acceptance.observe(1, 1 if self.tokens[position] == guess else 0)
                 self.shadow = None
         if self.drafter is None:
-            self.drafter = NgramIndex(self.tokens)
+            self.drafter = NgramIndex(self.tokens, pool)
         return self.drafter.draft(max_tokens)
+
+    def remember(self, pool: NgramPool) -> None:
+        """All its tokens into the engine's pool (it finished: a later request that writes
+        the same text drafts from it)."""
+        if self.drafter is None:
+            self.drafter = NgramIndex(self.tokens, pool)
+        self.drafter.index_all()
 
     def append_token(self, token: int) -> None:
         self.tokens.append(token)

@@ -43,6 +43,10 @@ class EngineBenchOptions:
     # With a KV cache type other than f16: the same against an f16 cache, with the greedy
     # agreement of the two sides' texts.
     kv_rounds: int = 0
+    # The same chats this many times more on the same engine once the measured run is done
+    # (what a regenerated reply meets: the prefix cache, and with speculation the drafts
+    # from what the first run wrote), each run's decode rate and tokens a step reported.
+    repeat: int = 0
 
 
 # ----- the engine side ------------------------------------------------------------------
@@ -125,7 +129,8 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
     settings = sized_settings(options, settings)
     model = settings.model_path
     first_outputs: list[tuple[int, ...]] = []
-    eng, work, threads, layers = _run_engine_once(options, settings, first_outputs)
+    repeats: list[RunResult] = []
+    eng, work, threads, layers = _run_engine_once(options, settings, first_outputs, repeats)
     report: dict[str, Any] = {
         "config": {
             "model": model.name, "chats": options.chats, "system_tokens": options.system_tokens,
@@ -137,6 +142,10 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
         },
         "engine": asdict(eng),
     }
+    if repeats:
+        report["repeats"] = [{"decode_tok_s": r.decode_tok_s, "generated_per_step": r.generated_per_step,
+                              "draft_tokens": r.draft_tokens, "draft_tokens_accepted": r.draft_tokens_accepted}
+                             for r in repeats]
     if options.spec_rounds > 0 and settings.speculative != "off":
         off = replace(settings, speculative="off")
         report["speculation"] = {"mode": settings.speculative,
@@ -170,15 +179,20 @@ def run_bench(options: EngineBenchOptions, settings: LoadSettings) -> dict[str, 
 
 
 def _run_engine_once(options: EngineBenchOptions, settings: LoadSettings,
-                     outputs: list[tuple[int, ...]] | None = None) -> tuple[RunResult, Workload, int, int]:
+                     outputs: list[tuple[int, ...]] | None = None,
+                     repeats: list[RunResult] | None = None) -> tuple[RunResult, Workload, int, int]:
     """The workload through a fresh engine on settings: its result, the workload, the
-    threads and the GPU layers it ran with."""
+    threads and the GPU layers it ran with; with `repeats`, options.repeat more runs of it
+    on the same engine appended there."""
     engine = Engine.start(settings)
     try:
         work = (build_workload(engine, options.chats, options.system_tokens, options.max_tokens)
                 if options.workload == "chat" else build_edit_workload(engine, options.chats, options.max_tokens))
         threads, layers = settings.threads(), engine.info.n_gpu_layers if engine.info else 0
-        return run_engine(engine, work, options.warm, options.sampling, outputs), work, threads, layers
+        result = run_engine(engine, work, options.warm, options.sampling, outputs)
+        if repeats is not None:
+            repeats.extend(run_engine(engine, work, False, options.sampling) for _ in range(options.repeat))
+        return result, work, threads, layers
     finally:
         engine.shutdown()
 
@@ -294,6 +308,9 @@ def _table(report: dict[str, Any]) -> str:
     lines.append(f"ideal (shared prefix once): {json.dumps(report['ideal'])}")
     if "memory" in report:
         lines.append(f"memory: {json.dumps(report['memory'])}")
+    for i, again in enumerate(report.get("repeats", [])):
+        lines.append(f"again #{i + 1} on the same engine: decode tok/s {again['decode_tok_s']:.1f}, "
+                     f"{again['generated_per_step']:.2f} tokens a step")
     if "speculation" in report:
         lines += _alternating_lines("speculation", ("off", report["speculation"]["mode"]), report["speculation"])
     if "kv_type" in report:

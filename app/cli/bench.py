@@ -71,6 +71,9 @@ def _register_engine(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     bench.add_argument("--spec-rounds", type=int, default=0, metavar="N",
                        help="with --speculative: also run the workload with it off, alternating on fresh engines, "
                             "N runs a side; prints each side's decode rate and their ratio")
+    bench.add_argument("--repeat", type=int, default=0, metavar="N",
+                       help="the same chats N times more on the same engine (a regenerated reply): "
+                            "each run's decode rate and tokens a step")
     bench.add_argument("--kv-rounds", type=int, default=0, metavar="N",
                        help="with --kv-type q8_0 or q4_0: also run the workload on an f16 KV cache, alternating, "
                             "N runs a side; prints the decode ratio, KV bytes and the greedy agreement")
@@ -173,7 +176,7 @@ def _engine(args: argparse.Namespace, base: Path) -> int:
         chats=args.chats, system_tokens=args.system_tokens, max_tokens=args.max_tokens, warm=args.warm,
         sampling=args.sampling, native=args.native, skip_baseline=args.skip_baseline,
         n_seq_max=args.n_seq_max, ctx=args.ctx, workload=args.workload, spec_rounds=args.spec_rounds,
-        kv_rounds=args.kv_rounds,
+        kv_rounds=args.kv_rounds, repeat=args.repeat,
     )
     report = engine.run_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(engine.render(report, args.json))

@@ -71,6 +71,8 @@ class Scheduler:
     def finish(self, request: Request, status: RequestStatus, keep_cache: bool = True) -> None:
         """Take a request out of the scheduler and give its sequence back."""
         request.status = status
+        if self.drafts is not None and request.may_draft:
+            request.remember(self.drafts.pool)  # what it read and wrote, for later drafts
         if request in self.waiting:
             self.waiting.remove(request)
         if request in self.running:
@@ -171,7 +173,7 @@ class Scheduler:
                 continue
             req = chunk.request
             limit = min(planner.max_draft, self.kv.n_cells - len(req.tokens) - 1, _output_left(req) - 1)
-            offer = req.draft(limit) if limit > 0 and req.may_draft else []
+            offer = req.draft(limit, planner.pool) if limit > 0 and req.may_draft else []
             if offer:
                 at.append(i)
                 offers.append(offer)

@@ -25,6 +25,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from inference.spec.ngram import NgramPool
+
 # A request's acceptance rate before it has drafted anything (prompt-lookup drafts that
 # match 3+ tokens are usually right for a while), and how fast it follows new evidence.
 PRIOR_ACCEPTANCE = 0.6
@@ -267,6 +269,7 @@ class DraftPlanner:
         self.max_draft = max_draft
         self.cost = cost or StepCost()
         self.guard = RateGuard()
+        self.pool = NgramPool()  # every drafting request's tokens, for drafts across requests
         self._asked = 0
         self._probing = False  # this step's drafts probe an unmeasured size
         self._expected = 0.0  # the draft tokens this step's plan expects kept (unscaled)

@@ -89,7 +89,8 @@ def test_the_serve_bench_passes_only_the_engine_options_it_was_given() -> None:
 def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(model_path: Path) -> None:
     """--spec-rounds: the edit workload with lookup on and off, alternating, each side's
     rates and their ratio; the first 'on' run is the report's own engine column."""
-    options = engine.EngineBenchOptions(chats=1, max_tokens=24, workload="edit", skip_baseline=True, spec_rounds=2)
+    options = engine.EngineBenchOptions(chats=1, max_tokens=64, workload="edit", skip_baseline=True, spec_rounds=2,
+                                        repeat=2)
     report = engine.run_bench(options, LoadSettings(model_path=model_path, speculative="lookup"))
     spec = report["speculation"]
     assert spec["mode"] == "lookup" and spec["rounds"] == 2
@@ -99,9 +100,12 @@ def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(m
     on, off = spec["median"]["on"]["decode_tok_s"], spec["median"]["off"]["decode_tok_s"]
     assert spec["ratio"]["decode_tok_s"] == pytest.approx(on / off)
     agreement = spec["agreement"]  # greedy: lookup keeps the text (one chat, its own cells)
-    assert agreement["chats"] == 1 and agreement["common_prefix_tokens"][0] <= 24
+    assert agreement["chats"] == 1 and agreement["common_prefix_tokens"][0] <= 64
     table = engine.render(report, as_json=False)
     assert "speculation off    decode tok/s" in table and "ratio decode, lookup/off" in table
+    again = report["repeats"][-1]  # the same chat again on that engine: its text is in the pool
+    assert again["draft_tokens_accepted"] > 0 and again["generated_per_step"] > 1.0
+    assert "again #1 on the same engine" in table
     off_only = engine.run_bench(options, LoadSettings(model_path=model_path))
     assert "speculation" not in off_only  # nothing to compare with speculation off
 

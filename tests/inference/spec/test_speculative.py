@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.spec.ngram import NgramIndex, accepted_prefix
+from inference.spec.ngram import POOL_KEY, NgramIndex, NgramPool, accepted_prefix
 from inference.spec.policy import Acceptance, StepCost, draft_lengths
 from tests.support.core_driver import make_driver
 from tests.support.fake_runner import EOS
@@ -37,6 +37,36 @@ def test_a_copy_that_reaches_the_end_goes_on_as_a_loop() -> None:
     assert NgramIndex(tokens).draft(7) == [1, 2, 3, 1, 2, 3, 1]
     tokens = [9, 5, 6, 7, 8, 5, 6, 7]  # "5 6 7" then 8 once: the copy goes 8, 5, 6, 7, 8 ...
     assert NgramIndex(tokens).draft(6) == [8, 5, 6, 7, 8, 5]
+
+
+def test_the_pool_continues_what_followed_a_run_of_tokens_anywhere_it_was_seen() -> None:
+    pool = NgramPool()
+    first = list(range(100, 140))  # a request's text, none of it repeating
+    pool.add(first, 0, len(first))
+    assert len(pool) == len(first) - POOL_KEY
+    assert pool.draft(first[:20], 8) == first[20:28]  # the chain walks on from each draft token
+    assert pool.draft(first[:30], 64) == first[30:]  # ... to where the text ended
+    assert pool.draft([1] * 8 + first[:POOL_KEY - 1], 8) == []  # one token short of a key
+    assert pool.draft(first[:20], 0) == []
+    second = first[:25] + [7, 8, 9] + first[28:]  # another request wrote 3 tokens otherwise
+    pool.add(second, 0, len(second))
+    assert pool.draft(first[:25], 4) == [7, 8, 9, *second[28:29]]  # the latest wins
+
+
+def test_a_request_drafts_from_the_pool_what_another_wrote_and_adds_its_own() -> None:
+    pool = NgramPool()
+    other = NgramIndex(list(range(300, 360)), pool)
+    other.index_all()
+    tokens = [5, 6, *range(300, 320)]  # writing what the other wrote, not copying its own
+    mine = NgramIndex(tokens, pool)
+    assert mine.draft(10) == list(range(320, 330))
+    assert NgramIndex(list(tokens)).draft(10) == []  # without the pool: nothing of its own
+    tokens.append(999)
+    mine.draft(1)  # indexes its tokens up to the last: they join the pool
+    assert pool.draft([5, 6, *range(300, 310)], 3) == list(range(310, 313))
+    echo = [310, 311, 42, 43, *range(300, 312)]  # its last 2 tokens also began its text
+    assert NgramIndex(list(echo)).draft(4) == [42, 43, 300, 301]  # its own lookup: a 2-gram's copy
+    assert NgramIndex(list(echo), pool).draft(4) == [312, 313, 314, 315]  # the pool's 12-token copy wins
 
 
 def test_accepted_prefix_counts_the_matching_head() -> None:
@@ -189,6 +219,28 @@ def test_several_requests_draft_in_one_step_each_from_its_own_tokens() -> None:
     for name, tokens in prompts.items():
         alone, expected = generate("off", max_tokens=40, prompt=tokens)
         assert [t for x in d.of(name) for t in x.token_ids] == expected
+
+
+def writer(context: list[int]) -> int:
+    """A "model" whose reply never repeats itself or its prompt (a token from the last two):
+    its own prompt lookup finds nothing to copy."""
+    return 7000 + (context[-1] * 31 + context[-2] * 17) % 5000
+
+
+def test_a_reply_asked_again_drafts_from_what_the_first_wrote_with_the_same_tokens() -> None:
+    """Regenerate, greedy: the second reply writes the first one's text again; the engine's
+    pool drafts it (the request's own lookup finds nothing), in far fewer steps."""
+    prompt = [11 * j + 3 for j in range(40)]
+    alone, expected = generate("off", max_tokens=60, next_token=writer, prompt=prompt)
+    d = make_driver(n_cells=1024, n_batch=64, next_token=writer, speculative="lookup")
+    d.add("first", list(prompt), max_tokens=60)
+    d.run(lambda: any(x.finished for x in d.of("first")))
+    steps_first = len(d.plans)
+    d.add("again", list(prompt), max_tokens=60)
+    d.run(lambda: any(x.finished for x in d.of("again")))
+    for name in ("first", "again"):
+        assert [t for x in d.of(name) for t in x.token_ids] == expected
+    assert len(d.plans) - steps_first < steps_first / 3
 
 
 def test_an_unverified_draft_is_scored_against_what_the_model_wrote() -> None:
