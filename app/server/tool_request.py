@@ -25,10 +25,13 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for function names
 
 
 def tool_chat_generation(body: dict, cap: int | None, template: str | None = None) -> Generation:
-    """template: the source of the chat template the engine renders with (None: unknown)."""
+    """template: the source of the chat template the engine renders with (None: unknown).
+    A history with tool turns goes to a template with its own tool format in that format
+    even when no call may be made now (tool_choice "none"): the model reads its earlier
+    calls as it wrote them, and the reply is text."""
     use = tool_use_of(body)
-    fmt = format_for_template(template) if use is not None else GENERIC
-    gen = _native(body, cap, use, fmt) if use is not None and fmt.native else _generic(body, cap, use)
+    fmt = format_for_template(template) if use is not None or _has_tool_turns(body) else GENERIC
+    gen = _native(body, cap, use, fmt) if fmt.native else _generic(body, cap, use)
     if use is None:
         return gen
     if use.forced:
@@ -45,14 +48,22 @@ def _generic(body: dict, cap: int | None, use: ToolUse | None) -> Generation:
     return chat_generation({**body, "messages": messages}, cap)
 
 
-def _native(body: dict, cap: int | None, use: ToolUse, fmt: ToolFormat) -> Generation:
-    """The tools to the template; the tool turns, checked here, replace their plain stand-ins
-    once request_parsing has checked the rest."""
+def _native(body: dict, cap: int | None, use: ToolUse | None, fmt: ToolFormat) -> Generation:
+    """The tools to the template (none when no call may be made); the tool turns, checked
+    here, replace their plain stand-ins once request_parsing has checked the rest."""
     plain, native = native_messages(body.get("messages"))
     gen = chat_generation({**body, "messages": plain}, cap)
     messages = [native.get(i, m) for i, m in enumerate(gen.chat.messages)]
-    chat = replace(gen.chat, messages=tuple(fmt.template_messages(messages)), tools=fmt.template_tools(use))
+    tools = fmt.template_tools(use) if use is not None else None
+    chat = replace(gen.chat, messages=tuple(fmt.template_messages(messages)), tools=tools)
     return replace(gen, chat=chat)
+
+
+def _has_tool_turns(body: dict) -> bool:
+    messages = body.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and (m.get("role") == "tool" or (m.get("role") == "assistant" and m.get("tool_calls")))
+        for m in messages)
 
 
 def _with_grammar(gen: Generation, grammar: str) -> SamplingParams:

@@ -40,6 +40,20 @@ def test_a_native_template_gets_the_tools_and_the_history_as_is():
     assert "<tool_response>\n18 C\n</tool_response>" in out and "# Tools" in out
 
 
+def test_with_tool_choice_none_the_history_stays_in_the_models_format_and_no_tool_is_offered():
+    """The calls the model made earlier are shown to it as it wrote them (not as the generic
+    format's text, which it never wrote), no tool is offered, and the reply is read as text."""
+    gen = tool_chat_generation({**BODY, "tool_choice": "none"}, None, template=QWEN)
+    assert gen.tools is None and gen.chat.tools is None and gen.chat.sampling.grammar is None
+    assert gen.chat.messages[1]["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+    out = ChatTemplate(QWEN).render(list(gen.chat.messages))
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in out
+    assert "<tool_response>\n18 C\n</tool_response>" in out
+    assert "# Tools" not in out and "You can call these functions" not in out
+    no_tools = {k: v for k, v in BODY.items() if k != "tools"}  # the same history, tools left out
+    assert tool_chat_generation(no_tools, None, template=QWEN).chat.messages == gen.chat.messages
+
+
 def test_without_a_native_template_the_generic_format_stays():
     gen = tool_chat_generation(BODY, None, template=None)
     assert gen.tool_format.name == "generic" and gen.chat.tools is None
