@@ -153,6 +153,8 @@ class Scheduler:
                 self.kv.drop_uncommitted(chunk.seq)  # the rejected drafts' cells
             chunk.request.num_computed += len(fed)
             chunk.request.acceptance.observe(len(chunk.draft), kept)
+            if self.drafts is not None and _drafts_from_pool(chunk.request):
+                self.drafts.pool_acceptance.observe(len(chunk.draft), kept)
 
     def _add_drafts(self, plan: StepPlan, committed: int) -> None:
         """Draft tokens for the decoding requests that have some and where they pay
@@ -160,7 +162,7 @@ class Scheduler:
         planner = self.drafts
         assert planner is not None
         decoding = [c.request for c in plan.chunks if c.is_decode]
-        best = max(r.acceptance.rate for r in decoding)
+        best = max(planner.rate_of(r.acceptance, _drafts_from_pool(r)) for r in decoding)
         if not planner.worth_drafting(best, len(decoding), plan.num_tokens):
             return
         room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
@@ -179,7 +181,8 @@ class Scheduler:
                 offers.append(offer)
         if not offers:
             return
-        rates = [plan.chunks[i].request.acceptance.rate for i in at]
+        rates = [planner.rate_of(req.acceptance, _drafts_from_pool(req))
+                 for req in (plan.chunks[i].request for i in at)]
         lengths = planner.lengths(rates, [len(o) for o in offers], plan.num_tokens, room, len(decoding))
         for i, offer, k in zip(at, offers, lengths):
             if k:
@@ -345,6 +348,10 @@ class Scheduler:
         req.status = RequestStatus.WAITING
         req.preemptions += 1
         self.waiting.append(req)
+
+
+def _drafts_from_pool(req: Request) -> bool:
+    return req.drafter is not None and req.drafter.from_pool
 
 
 def _output_left(req: Request) -> int:

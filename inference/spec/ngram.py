@@ -76,13 +76,14 @@ class NgramIndex:
     """The n-grams of one request's tokens (prompt, then output as it grows), and with a
     pool, those tokens added to it as they are indexed."""
 
-    __slots__ = ("_ends", "_indexed", "_pool", "_tokens")
+    __slots__ = ("_ends", "_indexed", "_pool", "_tokens", "from_pool")
 
     def __init__(self, tokens: list[int], pool: NgramPool | None = None) -> None:
         self._tokens = tokens  # the request's own list: appended to as it generates
         self._ends: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in NGRAM_SIZES}
         self._indexed = 0  # tokens whose n-grams ending there are in _ends
         self._pool = pool
+        self.from_pool = False  # the last draft came from the pool
 
     def draft(self, max_tokens: int) -> list[int]:
         """Up to max_tokens tokens: what followed the request's last POOL_KEY tokens
@@ -101,7 +102,8 @@ class NgramIndex:
             # the request's own last 2-4 tokens (whose draft always fills max_tokens, as a
             # loop): its chain wins when it has a few tokens.
             shared = self._pool.draft(tokens, max_tokens)
-            if len(shared) >= min(POOL_MIN_CHAIN, max_tokens):
+            self.from_pool = len(shared) >= min(POOL_MIN_CHAIN, max_tokens)
+            if self.from_pool:
                 return shared
         return self._own_draft(max_tokens)
 

@@ -31,6 +31,10 @@ from inference.spec.ngram import NgramPool
 # match 3+ tokens are usually right for a while), and how fast it follows new evidence.
 PRIOR_ACCEPTANCE = 0.6
 ACCEPTANCE_WEIGHT = 0.3
+# A draft from the engine's pool continues a run of 12 tokens seen before exactly: a copy,
+# likelier kept than a 2-4-token lookup's. The rate pool drafts start from, before the
+# engine has verified any (it then follows them, engine-wide).
+POOL_PRIOR_ACCEPTANCE = 0.9
 # Never worth a row below this chance, whatever the cost model says.
 MIN_CHANCE = 0.05
 # Drafts must promise this much more than the plain step's rate: the cost table is noisy,
@@ -270,10 +274,18 @@ class DraftPlanner:
         self.cost = cost or StepCost()
         self.guard = RateGuard()
         self.pool = NgramPool()  # every drafting request's tokens, for drafts across requests
+        self.pool_acceptance = Acceptance(rate=POOL_PRIOR_ACCEPTANCE)  # of pool drafts, engine-wide
         self._asked = 0
         self._probing = False  # this step's drafts probe an unmeasured size
         self._expected = 0.0  # the draft tokens this step's plan expects kept (unscaled)
         self._trust: dict[int, float] = {}
+
+    def rate_of(self, acceptance: Acceptance, from_pool: bool) -> float:
+        """A request's chance for its next draft: its own acceptance rate, or for a draft
+        from the pool the pool's engine-wide rate when that is the higher (a regenerated
+        reply drafts its first text from its first steps, before its own rate has risen
+        from the prior)."""
+        return max(acceptance.rate, self.pool_acceptance.rate) if from_pool else acceptance.rate
 
     def trust(self, n_decoding: int) -> float:
         return self._trust.get(n_decoding, 1.0)

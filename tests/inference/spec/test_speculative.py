@@ -241,6 +241,11 @@ def test_a_reply_asked_again_drafts_from_what_the_first_wrote_with_the_same_toke
     for name in ("first", "again"):
         assert [t for x in d.of(name) for t in x.token_ids] == expected
     assert len(d.plans) - steps_first < steps_first / 3
+    # From its first decode step: a pool draft's chance starts at the pool's rate (0.9), not
+    # at a new request's prior (0.6, which waited for four scored guesses to pay).
+    again = d.plans[steps_first:]
+    assert next(i for i, plan in enumerate(again) if plan.n_draft) <= 2
+    assert d.sched.drafts.pool_acceptance.drafted > 0  # the engine-wide record of pool drafts
 
 
 def test_an_unverified_draft_is_scored_against_what_the_model_wrote() -> None:
