@@ -144,7 +144,7 @@ class ChatRequest:
     tools: tuple[dict, ...] | None = None
 
 
-SPECULATIVE_MODES = ("off", "lookup")
+SPECULATIVE_MODES = ("off", "lookup", "draft")
 # ChatRequest.overflow: what a chat longer than the context keeps (tokenizer/overflow.py)
 OVERFLOW_STOP = "stop"
 OVERFLOW_DROP_OLDEST = "drop_oldest"
@@ -191,12 +191,14 @@ class LoadSettings:
     # Jinja chat template used instead of the one in the GGUF file (a per-model default of
     # the model library); None: the file's own.
     chat_template: str | None = None
-    # Speculative decoding (inference/spec/): "off", or "lookup" (draft tokens from the
-    # request's own prompt and output, verified in the step's llama_decode). draft_max: the
-    # most draft tokens one sequence verifies in a step; the planner gives fewer (or none)
-    # as acceptance and the step's cost decide.
+    # Speculative decoding (inference/spec/): "off", "lookup" (draft tokens from the
+    # request's own prompt and output, and the engine's other requests'), or "draft" (a
+    # draft model, the GGUF at draft_model, with this model's vocabulary, writes them);
+    # verified in the step's llama_decode. draft_max: the most draft tokens one sequence
+    # verifies in a step; the planner gives fewer (or none) as acceptance and cost decide.
     speculative: str = "off"
     draft_max: int = 32
+    draft_model: Path | None = None
     # The KV cache's element type for K and V: "f16", or "q8_0"/"q4_0" (about half and a
     # quarter of the memory per cell; llama.cpp needs flash attention for a quantized V).
     # flash_attn: True/False, or None for llama.cpp's own choice (on where it helps); a
@@ -223,6 +225,8 @@ class LoadSettings:
             raise ValueError(f"kv_disk_cache_mb must be >= 0, got {self.kv_disk_cache_mb}")
         if self.speculative not in SPECULATIVE_MODES:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
+        if self.speculative == "draft" and self.draft_model is None:
+            raise ValueError("speculative decoding with a draft model needs the draft model's file (draft_model)")
         if not 1 <= self.draft_max <= 64:
             raise ValueError(f"draft_max must be in 1..64, got {self.draft_max}")
         if self.kv_type not in KV_TYPES:

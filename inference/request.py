@@ -94,14 +94,19 @@ class Request:
         """Prompt-lookup draft tokens that may follow its tokens, its own or (with the
         engine's pool, which its tokens then join) other requests' (the last unverified
         draft's guess is scored first)."""
+        self.score_shadow()
+        if self.drafter is None:
+            self.drafter = NgramIndex(self.tokens, pool)
+        return self.drafter.draft(max_tokens)
+
+    def score_shadow(self) -> None:
+        """The last draft offered but not verified, scored against what the model wrote
+        at its position once it has: its acceptance rate learns without a verify row."""
         if self.shadow is not None:
             position, guess = self.shadow
             if position < len(self.tokens):
                 self.acceptance.observe(1, 1 if self.tokens[position] == guess else 0)
                 self.shadow = None
-        if self.drafter is None:
-            self.drafter = NgramIndex(self.tokens, pool)
-        return self.drafter.draft(max_tokens)
 
     def remember(self, pool: NgramPool) -> None:
         """All its tokens into the engine's pool (it finished: a later request that writes

@@ -54,7 +54,7 @@ class EngineCore:
         self.clock = clock  # every time stamp and step duration: tests run on a fake one
         self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
         self.budget = StepBudget(settings.n_batch, settings.target_itl_s, max_step_s=settings.max_step_s)
-        drafts = DraftPlanner(settings.draft_max) if settings.speculative == "lookup" else None
+        drafts = DraftPlanner(settings.draft_max, model=runner.draft_model) if settings.speculative != "off" else None
         self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock, drafts=drafts)
         self.metrics = EngineMetrics()
         # The one input processor of this model: the engine thread's requests and the other
@@ -196,7 +196,8 @@ class EngineCore:
             self.metrics.record_drafts(plan.n_draft, kept)
         self._record(plan, duration, sampled, kept)
         if self.scheduler.drafts is not None and plan.num_prefill_tokens == 0:
-            self.scheduler.drafts.observe(plan.num_decode_tokens, plan.num_tokens, plan.n_draft, sampled, duration)
+            self.scheduler.drafts.observe(plan.num_decode_tokens, plan.num_tokens, plan.n_draft, sampled, duration,
+                                          plan.draft_s)
         return deltas
 
     def _finish_out_of_cells(self, plan: StepPlan) -> list[Delta]:

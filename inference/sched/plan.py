@@ -52,6 +52,7 @@ class StepPlan:
     out_of_cells: list[Request] = field(default_factory=list)
     admitted: list[Request] = field(default_factory=list)
     n_draft: int = 0  # draft tokens in the chunks (the worker verifies them when > 0)
+    draft_s: float = 0.0  # seconds the draft model took to write them (0 for prompt lookup)
 
     @property
     def num_tokens(self) -> int:

@@ -21,6 +21,7 @@ from inference.params import PRIORITY_VISIBLE_TAB, is_spare
 from inference.request import Request, RequestStatus
 from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.sched.step_budget import StepBudget
+from inference.spec.draft_model import DraftWant
 from inference.spec.policy import DraftPlanner
 
 # A waiting request holds back for an in-flight prompt only when that saves at least this
@@ -168,17 +169,19 @@ class Scheduler:
         room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
         if room <= 0:
             return
-        at: list[int] = []
-        offers: list[list[int]] = []
+        asks: list[tuple[int, int]] = []  # (chunk index, most draft tokens) per request that may draft
         for i, chunk in enumerate(plan.chunks):
-            if not chunk.is_decode:
-                continue
             req = chunk.request
-            limit = min(planner.max_draft, self.kv.n_cells - len(req.tokens) - 1, _output_left(req) - 1)
-            offer = req.draft(limit, planner.pool) if limit > 0 and req.may_draft else []
-            if offer:
-                at.append(i)
-                offers.append(offer)
+            if chunk.is_decode and req.may_draft:
+                limit = min(planner.max_draft, self.kv.n_cells - len(req.tokens) - 1, _output_left(req) - 1)
+                if limit > 0:
+                    asks.append((i, limit))
+        if planner.model is not None:
+            offered = self._model_offers(plan, asks, len(decoding))
+        else:
+            offered = [plan.chunks[i].request.draft(limit, planner.pool) for i, limit in asks]
+        at = [i for (i, _), offer in zip(asks, offered) if offer]
+        offers = [offer for offer in offered if offer]
         if not offers:
             return
         rates = [planner.rate_of(req.acceptance, _drafts_from_pool(req))
@@ -188,9 +191,27 @@ class Scheduler:
             if k:
                 plan.chunks[i] = plan.chunks[i]._replace(draft=tuple(offer[:k]))
                 plan.n_draft += k
-            else:  # scored against what the model writes there (Request.draft)
+            else:  # scored against what the model writes there (Request.score_shadow)
                 req = plan.chunks[i].request
                 req.shadow = (len(req.tokens), offer[0])
+
+    def _model_offers(self, plan: StepPlan, asks: list[tuple[int, int]], n_decoding: int) -> list[list[int]]:
+        """The draft model's tokens for the asks: each request's limit cut to what its
+        rate makes worth writing, one draft-model step a token (DraftPlanner.generation_limit)."""
+        planner = self.drafts
+        assert planner is not None and planner.model is not None
+        wants: list[DraftWant] = []
+        for i, limit in asks:
+            req = plan.chunks[i].request
+            req.score_shadow()
+            worth = planner.generation_limit(req.acceptance.rate, n_decoding, plan.num_tokens)
+            assert req.seq is not None  # a decoding request holds its sequence
+            wants.append(DraftWant(req.seq, req.request_id, req.tokens, min(limit, max(1, worth))))
+        started = self.clock()
+        offers = planner.model.propose(wants)
+        plan.draft_s = self.clock() - started
+        planner.observe_drafting(planner.model.last_steps, plan.draft_s)
+        return offers
 
     def make_room_after_failed_decode(self) -> Request | None:
         """llama_decode found no KV slot: evict an idle sequence, else preempt a request.

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from inference.spec.draft_model import DraftModel
 from inference.spec.ngram import NgramPool
 
 # A request's acceptance rate before it has drafted anything (prompt-lookup drafts that
@@ -57,6 +59,13 @@ PROBE_CHANCE = 0.8
 PROBE_SIZES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 STALE_STEPS = 2000
 SCORE_EVERY = 2  # see DraftPlanner.worth_drafting
+# A draft model's scoring offer costs a draft-model step (and its catching up with the
+# text since), not a dictionary lookup: it is asked for one far less often.
+SCORE_EVERY_MODEL = 4
+SCORE_SHARE = 0.05
+# What one draft-model step is taken to cost before one was timed: a draft model is
+# chosen for being several times cheaper than its target (a fifth of the prior 1-token step).
+PRIOR_DRAFT_STEP_S = 0.002
 
 
 @dataclass(slots=True)
@@ -155,24 +164,29 @@ def _allocation(rates: list[float], available: list[int], room: int) -> tuple[li
     return owners, chances
 
 
-def best_draft_count(chances: list[float], n_decoding: int, n_tokens: int, cost: StepCost) -> tuple[int, bool]:
+def best_draft_count(chances: list[float], n_decoding: int, n_tokens: int, cost: StepCost,
+                     write_s: float = 0.0) -> tuple[int, bool]:
     """How many of the draft tokens (their chances, best first) the step should carry, and
     whether that is a probe: the count whose expected tokens per second is highest, if that
     beats the plain step's by margin(); else an unmeasured size above it to probe, when its
-    drafts are likely; else 0."""
+    drafts are likely; else 0. write_s: what writing each draft token costs (a draft
+    model's step; prompt lookup's is nothing)."""
     plain = n_decoding / cost.seconds(n_tokens)
     best, best_rate = 0, plain * margin(n_decoding)
     expected = float(n_decoding)  # each decoding request yields its one token anyway
     for k, chance in enumerate(chances, start=1):
         expected += chance
-        rate = expected / cost.seconds(n_tokens + k)
+        rate = expected / (cost.seconds(n_tokens + k) + k * write_s)
         if rate > best_rate:
             best, best_rate = k, rate
     kept = 0.0
     for k, chance in enumerate(chances, start=1):
         kept += chance
         size = n_tokens + k
-        if k > best and kept / k >= PROBE_CHANCE and size in _PROBED and not cost.seen(size):
+        # A probe's step could cost as little as the plain one, no less: with what writing
+        # its drafts costs, even that must beat the plain rate.
+        could_pay = (n_decoding + kept) / (cost.seconds(n_tokens) + k * write_s) > plain * margin(n_decoding)
+        if k > best and kept / k >= PROBE_CHANCE and size in _PROBED and not cost.seen(size) and could_pay:
             return k, True
     return best, False
 
@@ -269,9 +283,12 @@ class DraftPlanner:
     # stopped all drafting could otherwise never be revised (a retry every few dozen steps).
     TRUST_RECOVERY = 0.02
 
-    def __init__(self, max_draft: int, cost: StepCost | None = None) -> None:
+    def __init__(self, max_draft: int, cost: StepCost | None = None, model: DraftModel | None = None) -> None:
         self.max_draft = max_draft
         self.cost = cost or StepCost()
+        self.model = model  # a draft model writes the drafts; None: prompt lookup does
+        self.draft_step_s = PRIOR_DRAFT_STEP_S  # one draft-model step, a moving average
+        self._draft_timed = False
         self.guard = RateGuard()
         self.pool = NgramPool()  # every drafting request's tokens, for drafts across requests
         self.pool_acceptance = Acceptance(rate=POOL_PRIOR_ACCEPTANCE)  # of pool drafts, engine-wide
@@ -312,14 +329,47 @@ class DraftPlanner:
         if trust < 1.0:
             self._trust[n_decoding] = trust = trust + self.TRUST_RECOVERY * (1.0 - trust)
         chances = [trust * best_rate ** j for j in range(1, self.max_draft + 1) if best_rate ** j >= MIN_CHANCE]
+        if self.model is not None:
+            pays = self.generation_limit(best_rate, n_decoding, n_tokens) > 0
+            return pays or self._asked % self._score_every_model(n_tokens) == 0
         pays = best_draft_count(chances, n_decoding, n_tokens, self.cost)[0] > 0
         return pays or self._asked % SCORE_EVERY == 0
 
-    def observe(self, n_decoding: int, n_tokens: int, n_draft: int, generated: int, seconds: float) -> None:
-        """A decode step (no prompt chunks): its size, drafts, tokens made and time."""
+    def _score_every_model(self, n_tokens: int) -> int:
+        """How often a draft model that does not pay is asked for a scoring draft: every
+        SCORE_EVERY_MODEL-th step when it is cheap, rarer as it is dearer, so scoring never
+        costs more than SCORE_SHARE of the time."""
+        dearness = self.draft_step_s / self.cost.seconds(max(1, n_tokens))
+        return max(SCORE_EVERY_MODEL, math.ceil(dearness / SCORE_SHARE))
+
+    def generation_limit(self, rate: float, n_decoding: int, n_tokens: int) -> int:
+        """How many tokens a draft model should write for a request whose drafts are kept at
+        `rate`, each costing one draft-model step before the target's step: best_draft_count
+        with both models' time counted (a size to probe included)."""
+        trust = self.trust(n_decoding)
+        chances: list[float] = []
+        chance = 1.0
+        while len(chances) < self.max_draft and (chance := chance * rate) >= MIN_CHANCE:
+            chances.append(chance * trust)
+        return best_draft_count(chances, n_decoding, n_tokens, self.cost, self.draft_step_s)[0]
+
+    def observe_drafting(self, steps: int, seconds: float) -> None:
+        """The draft model ran `steps` decodes (catching up included) in `seconds`."""
+        if steps <= 0:
+            return
+        if not self._draft_timed:  # the first timing replaces the prior: it may be far off
+            self._draft_timed, self.draft_step_s = True, seconds / steps
+        else:
+            self.draft_step_s += 0.2 * (seconds / steps - self.draft_step_s)
+
+    def observe(self, n_decoding: int, n_tokens: int, n_draft: int, generated: int, seconds: float,
+                draft_seconds: float = 0.0) -> None:
+        """A decode step (no prompt chunks): its size, drafts, tokens made and time, and the
+        draft model's time writing its drafts (the guard judges both; the cost table the
+        target's step alone)."""
         self.cost.observe(n_tokens, seconds)
         if not (n_draft and self._probing):
-            self.guard.record(n_decoding, n_draft > 0, generated, seconds)
+            self.guard.record(n_decoding, n_draft > 0, generated, seconds + draft_seconds)
         if n_draft and self._expected > 0:
             kept = max(0, generated - n_decoding)  # each decoding request makes one token anyway
             trust = self.trust(n_decoding)

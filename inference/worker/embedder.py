@@ -22,6 +22,7 @@ from inference.params import physical_cores
 from inference.tokenizer.vocab import LlamaVocab
 from inference.worker import backend
 from inference.worker.batch import BatchItem, TokenBatch
+from inference.worker.loading import free_model
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,4 @@ class LlamaEmbedder:
         if self._closed:
             return
         self._closed = True
-        self._batch.free()
-        ll.llama_free(self._ctx)
-        ll.llama_model_free(self._model)
+        free_model(self._batch, self._ctx, self._model)

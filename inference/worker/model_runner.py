@@ -17,6 +17,7 @@ from inference.tokenizer.vocab import Vocabulary
 if TYPE_CHECKING:
     from inference.params import SamplingParams
     from inference.sched.plan import StepPlan
+    from inference.spec.draft_model import DraftModel
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0
@@ -58,6 +59,11 @@ class ModelRunner(KvBackend, Vocabulary, Protocol):
     engine thread owns it."""
 
     n_ctx: int
+
+    @property
+    def draft_model(self) -> DraftModel | None:
+        """Speculative decoding's second model, when one is loaded."""
+        ...
 
     # ----- generated text ----------------------------------------------------------
 

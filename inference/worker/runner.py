@@ -10,14 +10,12 @@ from __future__ import annotations
 import ctypes
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import llama_cpp as ll
 import numpy as np
 
-from inference.errors import ModelLoadError
 from inference.gguf.reader import check_gguf_file
 from inference.outputs import ModelInfo
 from inference.params import LoadSettings, SamplingParams
@@ -26,14 +24,14 @@ from inference.sample.sampler_set import SamplerSet
 from inference.tokenizer.vocab import LlamaVocab, SpecialToken
 from inference.worker import backend
 from inference.worker.batch import BatchItem, TokenBatch
+from inference.worker.draft_runner import LlamaDraftModel
+from inference.worker.loading import ProgressCallback, create_context, gpu_layers, load_model
 from inference.worker.model_runner import DECODE_OK, StepOutput
 
 if TYPE_CHECKING:
     from inference.sched.plan import ScheduledChunk, StepPlan
 
 log = logging.getLogger(__name__)
-
-ProgressCallback = Callable[[float], None]
 
 
 class LlamaRunner:
@@ -43,10 +41,18 @@ class LlamaRunner:
         check_gguf_file(path)
         backend.init_backend()
         self.settings = settings
-        self._model = self._load_model(path, settings, progress)
+        self._n_gpu_layers = gpu_layers(settings)
+        self._model, self._progress_cb = load_model(path, self._n_gpu_layers, progress)
         try:
-            self._ctx = self._create_context(settings)
+            self._ctx = create_context(self._model, settings)
         except Exception:
+            ll.llama_model_free(self._model)
+            raise
+        try:  # speculative decoding's second model, on a context of its own
+            self.draft_model = (LlamaDraftModel(settings, self._n_gpu_layers, self._model, path.name)
+                                if settings.speculative == "draft" else None)
+        except Exception:
+            ll.llama_free(self._ctx)
             ll.llama_model_free(self._model)
             raise
         self._vocab = ll.llama_model_get_vocab(self._model)
@@ -78,62 +84,6 @@ class LlamaRunner:
 
     # ----- load --------------------------------------------------------------------
 
-    def _load_model(self, path: Path, settings: LoadSettings, progress: ProgressCallback | None) -> ll.llama_model_p:
-        params = ll.llama_model_default_params()
-        gpu_ok = bool(ll.llama_supports_gpu_offload())
-        layers = settings.n_gpu_layers
-        self._n_gpu_layers = (999 if gpu_ok else 0) if layers is None else layers
-        params.n_gpu_layers = self._n_gpu_layers
-        if not backend.cpu_repack_enabled():
-            params.use_extra_bufts = False
-        self._progress_cb = None
-        if progress is not None:
-            report = progress
-
-            @ll.llama_progress_callback
-            def on_progress(fraction: float, _user: ctypes.c_void_p) -> bool:
-                report(float(fraction))
-                return True
-
-            self._progress_cb = on_progress  # llama.cpp keeps only the pointer: hold the object
-            params.progress_callback = on_progress
-        backend.clear_last_error()
-        model = ll.llama_model_load_from_file(str(path).encode(), params)
-        if not model:
-            reason = f" ({backend.last_error()})" if backend.last_error() else ""
-            raise ModelLoadError(
-                f"llama.cpp could not load {path.name}{reason}: the file is damaged, "
-                "truncated, or uses an architecture this llama.cpp build does not support"
-            )
-        return model
-
-    def _create_context(self, s: LoadSettings) -> ll.llama_context_p:
-        params = ll.llama_context_default_params()
-        params.n_ctx = s.n_ctx
-        params.n_batch = s.n_batch
-        params.n_ubatch = s.n_ubatch
-        params.n_seq_max = s.n_seq_max
-        params.n_threads = s.threads()
-        params.n_threads_batch = s.threads_batch()
-        # One cell pool for all sequences: seq_cp shares cells instead of copying them.
-        params.kv_unified = True
-        params.no_perf = True
-        # The reproducible mode's q8_0 cache sends every attention through llama.cpp's CPU
-        # kernel that walks a sequence's own cells in order and skips masked ones; the tiled
-        # and split-KV kernels chosen by batch shape round differently. So a sequence gets
-        # bit-identical logits whatever else shares its batch.
-        params.type_k = params.type_v = backend.GGML_TYPES[s.cache_type()]
-        flash = s.uses_flash_attn()
-        if flash is not None:
-            params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        ctx = ll.llama_init_from_model(self._model, params)
-        if not ctx:
-            raise ModelLoadError(
-                f"llama.cpp could not create a context of {s.n_ctx} tokens "
-                f"for {s.n_seq_max} sequences (out of memory?)"
-            )
-        return ctx
-
     def _model_desc(self) -> str:
         buf = ctypes.create_string_buffer(256)
         ll.llama_model_desc(self._model, buf, len(buf))
@@ -144,6 +94,8 @@ class LlamaRunner:
         if self._closed:
             return
         self._closed = True
+        if self.draft_model is not None:
+            self.draft_model.close()
         self._samplers.close()
         self._batch.free()
         ll.llama_free(self._ctx)

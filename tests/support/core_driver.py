@@ -19,6 +19,7 @@ from inference.params import ChatRequest, LoadSettings, SamplingParams
 from inference.request import Request
 from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.sched.scheduler import Scheduler
+from tests.support.fake_draft_model import FakeDraftModel
 from tests.support.fake_runner import FakeClock, FakeRunner, alphabet
 
 
@@ -91,12 +92,17 @@ def make_driver(
     speculative: str = "off",
     draft_max: int = 16,
     max_step_s: float | None = None,  # fake steps take step_s whatever they hold: no time bound
+    draft_step_s: float = 0.1,  # speculative="draft": a FakeDraftModel step's fake seconds
+    draft_wrong_every: int = 0,  # ... and every n-th of its draft tokens wrong
 ) -> Driver:
     """A core over n_cells of KV and n_seqs sequences. Each step "computes" for step_s of
     fake time: with the default target latency that is a slow step, so the prefill share
     never grows past its start (a quarter of n_batch, at least 16)."""
     clock = FakeClock()
-    runner = FakeRunner(n_ctx=n_cells, n_batch=n_batch, clock=clock, step_s=step_s, next_token=next_token)
+    draft = (FakeDraftModel(next_token, clock, draft_step_s, draft_wrong_every) if speculative == "draft"
+             else None)
+    runner = FakeRunner(n_ctx=n_cells, n_batch=n_batch, clock=clock, step_s=step_s, next_token=next_token,
+                        draft_model=draft)
     settings = LoadSettings(
         model_path=Path("fake.gguf"),
         n_ctx=n_cells,
@@ -107,6 +113,7 @@ def make_driver(
         decode_reserve=decode_reserve,
         speculative=speculative,
         draft_max=draft_max,
+        draft_model=Path("fake-draft.gguf") if draft is not None else None,
         max_step_s=max_step_s,
     )
     core = EngineCore(runner, settings, clock=clock)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from inference.params import SamplingParams
 from inference.sched.plan import ScheduledChunk, StepPlan
+from inference.spec.draft_model import DraftModel
 from inference.tokenizer.vocab import SpecialToken
 from inference.worker.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from tests.support.reference_kv import ReferenceKv
@@ -61,8 +62,10 @@ class FakeRunner:
         step_s: float = 1.0,
         sample_s: float = 0.0,
         next_token: Callable[[list[int]], int] = alphabet,
+        draft_model: DraftModel | None = None,
     ) -> None:
         self.n_ctx = n_ctx
+        self.draft_model = draft_model
         self.n_vocab = N_VOCAB
         self.n_batch = n_batch
         self.eog_tokens = [EOS]

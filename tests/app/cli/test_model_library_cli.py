@@ -150,3 +150,24 @@ def test_fetch_records_the_catalog_model(tmp_path, model_path, capsys):
     with open_library(tmp_path) as library:
         record = library.records.by_path(str(tmp_path / "models" / model_path.name))
         assert (record.name, record.source, record.size_bytes) == ("smollm2-135m", "catalog", model_path.stat().st_size)
+
+
+def test_a_draft_model_default_is_an_installed_models_file_and_implies_draft(base, capsys):
+    out = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--draft-model", "mine.gguf")
+    assert (out.returncode, out.stdout) == (0, "smollm2-135m: ctx 2048, threads 2, speculative draft, "
+                                               "draft-model mine.gguf\n")
+    with open_library(base) as library:
+        stored = library.defaults_for(base / "models" / SMOL.filename)
+    assert (stored.speculative, Path(stored.draft_model).name) == ("draft", "mine.gguf")
+    off = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--speculative", "lookup")
+    assert "speculative lookup, draft-model mine.gguf" in off.stdout  # kept for when draft is chosen again
+
+
+def test_draft_without_a_draft_model_or_with_a_missing_file_is_refused(base, capsys):
+    out = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--speculative", "draft")
+    assert (out.returncode, out.stderr) == (2, "chorus: speculative decoding with a draft model needs the draft "
+                                               "model\n")
+    out = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--draft-model", "/no/such.gguf")
+    assert (out.returncode, out.stderr) == (2, "chorus: no installed model or file named /no/such.gguf\n")
+    with open_library(base) as library:
+        assert library.defaults_for(base / "models" / SMOL.filename) == ModelDefaults(n_ctx=2048, n_threads=2)

@@ -37,3 +37,17 @@ def test_kv_type_and_chats_that_fit_reach_the_settings(model_path) -> None:
     assert (settings.kv_type, settings.flash_attn) == ("q4_0", True)
     assert settings.n_ctx == settings.n_seq_max * 1024 and 1 <= settings.n_seq_max <= 256
     settings.validate()
+
+
+def test_a_draft_model_on_the_command_line_implies_draft_and_beats_the_library(model_path, tmp_path) -> None:
+    from app.cli.engine_args import resolve_model
+    from app.models.library import ModelDefaults
+
+    parser = argparse.ArgumentParser()
+    add_model_args(parser)
+    args = parser.parse_args(["--model", str(model_path), "--draft-model", str(model_path)])
+    assert resolve_model(args, tmp_path) == model_path  # the draft model too, on the way
+    stored = ModelDefaults(speculative="lookup")
+    settings = settings_from_args(args, model_path, stored)
+    assert (settings.speculative, settings.draft_model) == ("draft", model_path)
+    settings.validate()
