@@ -1,7 +1,8 @@
 """The Library tab: the models installed (name, size on disk, where from, last used), Load,
 Delete (asked first, in a box opened with open()), and each model's own defaults: context,
-GPU layers, threads, a chat template override. Widgets only: the controller reads and
-writes the library on the storage thread."""
+GPU layers, threads, KV cache type, speculative decoding (and its draft model), a chat
+template override. Widgets only: the controller reads and writes the library on the
+storage thread."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
+    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
 COLUMNS = ("Name", "Size", "Source", "Last used")
 NAME, SIZE, SOURCE, USED = range(len(COLUMNS))
 APP_DEFAULT = "App default"
+KV_TYPE_CHOICES = ((APP_DEFAULT, None), ("f16", "f16"), ("q8_0 (half the memory)", "q8_0"),
+                   ("q4_0 (a quarter of the memory)", "q4_0"))
+SPECULATIVE_CHOICES = ((APP_DEFAULT, None), ("Off", "off"), ("Prompt lookup", "lookup"),
+                       ("Draft model", "draft"))
 EMPTY_NOTE = "No models installed yet: find one in Discover."
 
 
@@ -41,6 +47,13 @@ def source_text(entry: LibraryEntry) -> str:
     if entry.source == "hub" and entry.hub_repo:
         return f"Hub: {entry.hub_repo}"
     return {"catalog": "Catalog", "local": "Local file"}.get(entry.source, entry.source)
+
+
+def _choices(choices: Sequence[tuple[str, str | None]]) -> QComboBox:
+    box = QComboBox()
+    for label, value in choices:
+        box.addItem(label, value)
+    return box
 
 
 def _optional_spin(low: int, high: int, step: int = 1) -> QSpinBox:
@@ -89,6 +102,15 @@ class LibraryView(QWidget):
         self.n_ctx = _optional_spin(0, 1_048_576, 1024)
         self.n_gpu_layers = _optional_spin(-1, 999)
         self.n_threads = _optional_spin(0, 512)
+        self.kv_type = _choices(KV_TYPE_CHOICES)
+        self.kv_type.setToolTip("The KV cache's element type: a quantized cache fits more chats, "
+                                "with slight changes to the output")
+        self.speculative = _choices(SPECULATIVE_CHOICES)
+        self.speculative.setToolTip("Draft tokens verified in the same batch: the same text, faster when "
+                                    "replies copy their prompt (lookup) or a small model guesses them (draft)")
+        self.draft_model = QComboBox()  # the other installed models, by file
+        self.draft_model.setToolTip("A smaller model with this model's vocabulary")
+        self.speculative.currentIndexChanged.connect(lambda _i: self._draft_choice_changed())
         self.chat_template = QPlainTextEdit()
         self.chat_template.setPlaceholderText("The model's own template (from its GGUF file)")
         self.chat_template.setFixedHeight(72)
@@ -100,6 +122,9 @@ class LibraryView(QWidget):
         form.addRow("Context (tokens):", self.n_ctx)
         form.addRow("GPU layers:", self.n_gpu_layers)
         form.addRow("Threads:", self.n_threads)
+        form.addRow("KV cache:", self.kv_type)
+        form.addRow("Speculative decoding:", self.speculative)
+        form.addRow("Draft model:", self.draft_model)
         form.addRow("Chat template:", self.chat_template)
         save_row = QHBoxLayout()
         save_row.addStretch(1)
@@ -181,7 +206,25 @@ class LibraryView(QWidget):
         self.n_ctx.setValue((d.n_ctx or 0) if d else 0)
         self.n_gpu_layers.setValue(d.n_gpu_layers if d and d.n_gpu_layers is not None else -1)
         self.n_threads.setValue((d.n_threads or 0) if d else 0)
+        self.kv_type.setCurrentIndex(max(0, self.kv_type.findData(d.kv_type if d else None)))
+        self._fill_draft_models(entry, d.draft_model if d else None)
+        self.speculative.setCurrentIndex(max(0, self.speculative.findData(d.speculative if d else None)))
+        self._draft_choice_changed()
         self.chat_template.setPlainText((d.chat_template or "") if d else "")
+
+    def _fill_draft_models(self, entry: LibraryEntry | None, chosen: str | None) -> None:
+        """The installed models other than entry, and the stored draft model's file even if
+        it is not one of them (a file chosen on the command line)."""
+        self.draft_model.clear()
+        for other in self.entries.values():
+            if other.installed and (entry is None or other.name != entry.name):
+                self.draft_model.addItem(other.name, str(other.path))
+        if chosen and self.draft_model.findData(chosen) < 0:
+            self.draft_model.addItem(chosen, chosen)
+        self.draft_model.setCurrentIndex(max(0, self.draft_model.findData(chosen)))
+
+    def _draft_choice_changed(self) -> None:
+        self.draft_model.setEnabled(self.speculative.currentData() == "draft" and self.draft_model.count() > 0)
 
     def _load_clicked(self) -> None:
         entry = self.selected()
@@ -216,7 +259,16 @@ class LibraryView(QWidget):
             "n_gpu_layers": None if self.n_gpu_layers.value() < 0 else self.n_gpu_layers.value(),
             "n_threads": self.n_threads.value() or None,
             "chat_template": template or None,
+            "kv_type": self.kv_type.currentData(),
+            "speculative": self.speculative.currentData(),
+            # Kept with any mode (chosen again later), but only where "draft" could use it.
+            "draft_model": self.draft_model.currentData() if self.speculative.currentData() == "draft" else
+            self._stored_draft_model(),
         }
+
+    def _stored_draft_model(self) -> str | None:
+        entry = self.selected()
+        return entry.defaults.draft_model if entry is not None else None
 
     def _save_clicked(self) -> None:
         name = self.selected_name()

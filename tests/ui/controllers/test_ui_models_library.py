@@ -116,6 +116,37 @@ def test_per_model_defaults_are_saved_and_shown_again(shell, qtbot):
     assert view.n_gpu_layers.text() == "App default"
 
 
+def test_saving_the_editor_keeps_the_kv_type_and_speculation_and_sets_a_draft_model(shell, qtbot):
+    """The KV type and speculative mode set on the command line survive a save of the
+    editor (they were dropped before it showed them), and a draft model is chosen from the
+    other installed models."""
+    from PySide6.QtCore import Qt
+
+    from app.models.library import ModelDefaults, ModelLibrary
+
+    library = ModelLibrary(shell.db, shell.models_dir)
+    library.set_defaults("other.gguf", ModelDefaults(kv_type="q8_0", speculative="lookup"))
+    _win, view = open_library(shell)
+    view.select("other.gguf")
+    qtbot.waitUntil(lambda: view.speculative.currentData() == "lookup", timeout=WAIT_MS)
+    assert view.kv_type.currentData() == "q8_0" and not view.draft_model.isEnabled()
+    view.n_ctx.setValue(4096)
+    qtbot.mouseClick(view.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.message.text().startswith("Saved the defaults for other.gguf"), timeout=WAIT_MS)
+    shell.settled()
+    assert library.defaults_for(shell.models_dir / "other.gguf") == ModelDefaults(
+        n_ctx=4096, kv_type="q8_0", speculative="lookup")
+
+    view.speculative.setCurrentIndex(view.speculative.findData("draft"))
+    assert view.draft_model.isEnabled() and view.draft_model.currentText() == "main.gguf"
+    view.set_message("")
+    qtbot.mouseClick(view.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.message.text().startswith("Saved the defaults for other.gguf"), timeout=WAIT_MS)
+    shell.settled()
+    saved = library.defaults_for(shell.models_dir / "other.gguf")
+    assert (saved.speculative, saved.draft_model) == ("draft", str(shell.models_dir / "main.gguf"))
+
+
 def test_bad_defaults_are_one_line_and_nothing_is_saved(shell, qtbot):
     from app.models.library import ModelDefaults, ModelLibrary
 
