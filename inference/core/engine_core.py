@@ -194,7 +194,7 @@ class EngineCore:
         if output.kept_drafts is not None:
             kept = sum(output.kept_drafts)
             self.metrics.record_drafts(plan.n_draft, kept)
-        self._record(plan, duration, sampled, kept)
+        self._record(plan, duration + plan.draft_s, sampled, kept)  # the draft model's time is the step's
         if self.scheduler.drafts is not None and plan.num_prefill_tokens == 0:
             self.scheduler.drafts.observe(plan.num_decode_tokens, plan.num_tokens, plan.n_draft, sampled, duration,
                                           plan.draft_s)

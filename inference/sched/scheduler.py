@@ -210,7 +210,7 @@ class Scheduler:
         started = self.clock()
         offers = planner.model.propose(wants)
         plan.draft_s = self.clock() - started
-        planner.observe_drafting(planner.model.last_steps, plan.draft_s)
+        planner.observe_drafting(planner.model.last_steps, planner.model.last_step_s)
         return offers
 
     def make_room_after_failed_decode(self) -> Request | None:

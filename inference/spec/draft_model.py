@@ -34,8 +34,20 @@ class DraftModel(Protocol):
         ...
 
     @property
+    def step_s(self) -> float:
+        """One draft step's seconds for a lone sequence, timed when the model loaded: what
+        the planner starts from, before a draft step of a request was timed."""
+        ...
+
+    @property
     def last_steps(self) -> int:
-        """How many draft-model decodes the last propose() ran (its sequential steps)."""
+        """How many of the last propose()'s decodes were draft steps (a token or two a
+        sequence; those catching up with a prompt are not what a draft token costs)."""
+        ...
+
+    @property
+    def last_step_s(self) -> float:
+        """The seconds those draft steps took, together."""
         ...
 
     def close(self) -> None: ...

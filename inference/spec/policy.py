@@ -63,8 +63,15 @@ SCORE_EVERY = 2  # see DraftPlanner.worth_drafting
 # text since), not a dictionary lookup: it is asked for one far less often.
 SCORE_EVERY_MODEL = 4
 SCORE_SHARE = 0.05
-# What one draft-model step is taken to cost before one was timed: a draft model is
-# chosen for being several times cheaper than its target (a fifth of the prior 1-token step).
+# A draft model whose step costs more than this share of the target's one-token step is
+# never asked: it must compute every prompt and token the target does before its first
+# draft, and its drafts cannot pay that back (llama.cpp's advice: a draft model several
+# times smaller than its target). SmolLM2-135M drafting for itself costs 0.7-0.9 of a step.
+MAX_DRAFT_SHARE = 0.5
+UNUSED_DECAY = 0.98  # per decode step: the draft model's unused time is judged over ~50 steps
+# What one draft-model step is taken to cost when the model gave no timing of its own: a
+# draft model is chosen for being several times cheaper than its target (a fifth of the
+# prior 1-token step).
 PRIOR_DRAFT_STEP_S = 0.002
 
 
@@ -140,6 +147,12 @@ class StepCost:
         share = (n_tokens - below) / (above - below)
         return known[below] + share * (known[above] - known[below])
 
+    def floor(self, n_tokens: int) -> float:
+        """The least a step of n_tokens can cost by what was measured: the seconds of the
+        largest size seen at or below it (the prior's one-token step if none was)."""
+        at = bisect.bisect_right(self._sizes, n_tokens)
+        return self._seconds[self._sizes[at - 1]] if at else self._prior[0]
+
     def extra(self, n_tokens: int) -> float:
         """What one more token adds to a step of n_tokens (never less than nothing)."""
         return max(1e-9, self.seconds(n_tokens + 1) - self.seconds(n_tokens))
@@ -183,9 +196,10 @@ def best_draft_count(chances: list[float], n_decoding: int, n_tokens: int, cost:
     for k, chance in enumerate(chances, start=1):
         kept += chance
         size = n_tokens + k
-        # A probe's step could cost as little as the plain one, no less: with what writing
-        # its drafts costs, even that must beat the plain rate.
-        could_pay = (n_decoding + kept) / (cost.seconds(n_tokens) + k * write_s) > plain * margin(n_decoding)
+        # A probe's step costs at least what the largest size measured below it did (a step
+        # is no cheaper for holding more rows): with what writing its drafts costs, even
+        # that must beat the plain rate.
+        could_pay = (n_decoding + kept) / (cost.floor(size) + k * write_s) > plain * margin(n_decoding)
         if k > best and kept / k >= PROBE_CHANCE and size in _PROBED and not cost.seen(size) and could_pay:
             return k, True
     return best, False
@@ -287,8 +301,11 @@ class DraftPlanner:
         self.max_draft = max_draft
         self.cost = cost or StepCost()
         self.model = model  # a draft model writes the drafts; None: prompt lookup does
-        self.draft_step_s = PRIOR_DRAFT_STEP_S  # one draft-model step, a moving average
+        # One draft-model step, a moving average: from the step timed when it loaded.
+        self.draft_step_s = model.step_s if model is not None and model.step_s > 0 else PRIOR_DRAFT_STEP_S
         self._draft_timed = False
+        self._unused_s = 0.0  # decaying sums: see observe()
+        self._stepped_s = 0.0
         self.guard = RateGuard()
         self.pool = NgramPool()  # every drafting request's tokens, for drafts across requests
         self.pool_acceptance = Acceptance(rate=POOL_PRIOR_ACCEPTANCE)  # of pool drafts, engine-wide
@@ -330,8 +347,15 @@ class DraftPlanner:
             self._trust[n_decoding] = trust = trust + self.TRUST_RECOVERY * (1.0 - trust)
         chances = [trust * best_rate ** j for j in range(1, self.max_draft + 1) if best_rate ** j >= MIN_CHANCE]
         if self.model is not None:
-            pays = self.generation_limit(best_rate, n_decoding, n_tokens) > 0
-            return pays or self._asked % self._score_every_model(n_tokens) == 0
+            if self.draft_step_s > MAX_DRAFT_SHARE * self.cost.seconds(1):
+                return False  # too dear to ever pay: not even asked (it would compute every prompt)
+            if self.generation_limit(best_rate, n_decoding, n_tokens) > 0:
+                return True
+            # A scoring draft only where drafts could pay were every one kept: a draft model
+            # too dear for that is never asked (nor computes the prompts to draft from).
+            could_pay = self.generation_limit(1.0, n_decoding, n_tokens) > 0
+            affordable = self._unused_s <= SCORE_SHARE * self._stepped_s
+            return could_pay and affordable and self._asked % self._score_every_model(n_tokens) == 0
         pays = best_draft_count(chances, n_decoding, n_tokens, self.cost)[0] > 0
         return pays or self._asked % SCORE_EVERY == 0
 
@@ -354,7 +378,8 @@ class DraftPlanner:
         return best_draft_count(chances, n_decoding, n_tokens, self.cost, self.draft_step_s)[0]
 
     def observe_drafting(self, steps: int, seconds: float) -> None:
-        """The draft model ran `steps` decodes (catching up included) in `seconds`."""
+        """The draft model ran `steps` draft steps in `seconds` (its decodes catching up
+        with a prompt are left out: a draft token does not cost that)."""
         if steps <= 0:
             return
         if not self._draft_timed:  # the first timing replaces the prior: it may be far off
@@ -368,6 +393,10 @@ class DraftPlanner:
         draft model's time writing its drafts (the guard judges both; the cost table the
         target's step alone)."""
         self.cost.observe(n_tokens, seconds)
+        # The draft model's time that bought no verified draft (scoring offers, and the
+        # prompts it computed to make them): kept under SCORE_SHARE of all steps' time.
+        self._unused_s = self._unused_s * UNUSED_DECAY + (0.0 if n_draft else draft_seconds)
+        self._stepped_s = self._stepped_s * UNUSED_DECAY + seconds + draft_seconds
         if not (n_draft and self._probing):
             self.guard.record(n_decoding, n_draft > 0, generated, seconds + draft_seconds)
         if n_draft and self._expected > 0:

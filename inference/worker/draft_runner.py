@@ -13,6 +13,7 @@ stopping at the first token the draft model gives less than DRAFT_P_MIN (llama.c
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,6 +31,9 @@ from inference.worker.model_runner import DECODE_OK
 log = logging.getLogger(__name__)
 
 DRAFT_P_MIN = 0.5
+# A decode feeding at most this many tokens a sequence is a draft step (the first of a call
+# also feeds the token the target sampled, and the drafts it kept were already in).
+STEP_TOKENS = 2
 
 
 class _Pending(NamedTuple):
@@ -63,7 +67,24 @@ class LlamaDraftModel:
         self._owner: dict[int, str] = {}  # per sequence: the request those tokens are of
         self._matched: dict[int, int] = {}  # per sequence: held tokens known to be its owner's
         self.last_steps = 0
+        self.last_step_s = 0.0
         self._closed = False
+        self.step_s = self._time_a_step()
+
+    def _time_a_step(self, runs: int = 3) -> float:
+        """The fastest of a few one-token decodes on a scratch sequence (emptied after)."""
+        seq, token = 0, ll.llama_vocab_bos(ll.llama_model_get_vocab(self._model))
+        best = float("inf")
+        for pos in range(runs + 1):
+            self._batch.fill([BatchItem(seq, pos, [max(0, token)], 1)])
+            started = time.perf_counter()
+            if ll.llama_decode(self._ctx, self._batch.batch) != DECODE_OK:
+                break
+            ll.llama_synchronize(self._ctx)
+            if pos:  # the first pays for warming up
+                best = min(best, time.perf_counter() - started)
+        ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
+        return best if best != float("inf") else 0.0
 
     def close(self) -> None:
         if self._closed:
@@ -75,7 +96,7 @@ class LlamaDraftModel:
 
     def propose(self, wants: list[DraftWant]) -> list[list[int]]:
         drafts: list[list[int]] = [[] for _ in wants]
-        self.last_steps = 0
+        self.last_steps, self.last_step_s = 0, 0.0
         pending = self._catch_up(wants)
         while pending:
             rows = self._decode(pending)
@@ -123,8 +144,12 @@ class LlamaDraftModel:
         when it failed: the draft cache is then emptied (drafts resume from scratch)."""
         items = [BatchItem(p.seq, p.start, p.tokens, 1 if p.complete else 0) for p in pending]
         rows = self._batch.fill(items)
+        started = time.perf_counter()
         code = ll.llama_decode(self._ctx, self._batch.batch)
-        self.last_steps += 1
+        if code == DECODE_OK and max(len(p.tokens) for p in pending) <= STEP_TOKENS:
+            ll.llama_synchronize(self._ctx)
+            self.last_steps += 1
+            self.last_step_s += time.perf_counter() - started
         if code != DECODE_OK:
             log.info("the draft model's llama_decode returned %d: its cache starts over", code)
             ll.llama_memory_clear(self._mem, True)

@@ -20,17 +20,19 @@ class FakeDraftModel:
                  wrong_every: int = 0) -> None:
         self.next_token = next_token
         self.clock = clock
-        self.step_s = step_s
+        self.step_s = step_s  # a draft step's fake seconds (also what it "timed at load")
         self.wrong_every = wrong_every
         self.wants: list[DraftWant] = []
         self.last_steps = 0
+        self.last_step_s = 0.0
         self._written = 0
 
     def propose(self, wants: list[DraftWant]) -> list[list[int]]:
         self.wants += wants
         drafts = [self._draft(list(w.tokens), w.limit) for w in wants]
         self.last_steps = max((len(d) for d in drafts), default=0)
-        self.clock.now += self.step_s * self.last_steps
+        self.last_step_s = self.step_s * self.last_steps
+        self.clock.now += self.last_step_s
         return drafts
 
     def _draft(self, context: list[int], limit: int) -> list[int]:
