@@ -35,14 +35,23 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                         "sets the sequences and the context (chorus models fit shows the numbers)")
     p.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
                    help="speculative decoding: lookup drafts tokens from the chat's own text and verifies them "
-                        "in the same batch (same output; faster when replies copy their prompt). Default: off, "
+                        "in the same batch (same output; faster when replies copy their prompt); draft has a "
+                        "smaller model with the same vocabulary write them (--draft-model). Default: off, "
                         "or the model's library default")
+    p.add_argument("--draft-model", default=None, metavar="MODEL",
+                   help="the draft model of --speculative draft (implied): a catalog name or a GGUF file "
+                        "with the model's vocabulary")
 
 
 def resolve_model(args: argparse.Namespace, base: Path) -> Path:
     """The chosen model; the default one is fetched on first use, no questions asked."""
     mdir = models_dir(base)
-    name = args.model or model_catalog.DEFAULT_MODEL
+    if getattr(args, "draft_model", None):  # read by explicit_settings
+        args.draft_model_path = _installed(args.draft_model, mdir)
+    return _installed(args.model or model_catalog.DEFAULT_MODEL, mdir)
+
+
+def _installed(name: str, mdir: Path) -> Path:
     spec = model_catalog.CATALOG.get(name)
     if spec is not None and not model_catalog.is_installed(spec, mdir):
         model_catalog.fetch(spec, mdir, say=lambda m: print(f"chorus: {m}", file=sys.stderr))
@@ -62,6 +71,9 @@ def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
         values["reproducible"] = True
     if getattr(args, "speculative", None) is not None:
         values["speculative"] = args.speculative
+    if getattr(args, "draft_model_path", None) is not None:
+        values["draft_model"] = args.draft_model_path
+        values.setdefault("speculative", "draft")
     if getattr(args, "kv_type", None) is not None:
         values["kv_type"] = args.kv_type
     if getattr(args, "flash_attn", None) is not None:

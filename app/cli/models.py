@@ -18,7 +18,7 @@ from app.cli.command import add_command
 from app.models import capacity
 from app.models import catalog as model_catalog
 from app.models.fit import gb, machine_memory
-from app.models.library import LibraryEntry, LibraryError, ModelDefaults, open_library
+from app.models.library import LibraryEntry, LibraryError, ModelDefaults, ModelLibrary, open_library
 from app.paths import models_dir
 from inference import KV_TYPES, SPECULATIVE_MODES, backend
 from inference.gguf import GgufError, read_gguf_header
@@ -50,7 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     defaults.add_argument("--threads", type=int, default=None, help="CPU threads")
     defaults.add_argument("--kv-type", choices=KV_TYPES, default=None, help="the KV cache type for this model")
     defaults.add_argument("--speculative", choices=SPECULATIVE_MODES, default=None,
-                          help="speculative decoding for this model (off | lookup)")
+                          help="speculative decoding for this model (off | lookup | draft)")
+    defaults.add_argument("--draft-model", default=None, metavar="MODEL",
+                          help="its draft model for --speculative draft (implied): an installed model's name "
+                               "or a GGUF file with this model's vocabulary")
     template = defaults.add_mutually_exclusive_group()
     template.add_argument("--chat-template", type=Path, default=None, metavar="FILE",
                           help="a Jinja chat template file used instead of the model's own")
@@ -101,7 +104,8 @@ def _when(t: datetime | None) -> str:
 def _defaults(d: ModelDefaults) -> str:
     parts = [f"{label} {value}" for label, value in (("ctx", d.n_ctx), ("gpu-layers", d.n_gpu_layers),
                                                     ("threads", d.n_threads), ("kv-type", d.kv_type),
-                                                    ("speculative", d.speculative))
+                                                    ("speculative", d.speculative),
+                                                    ("draft-model", d.draft_model and Path(d.draft_model).name))
              if value is not None]
     if d.chat_template is not None:
         parts.append("own chat template")
@@ -211,6 +215,9 @@ def run_defaults(args: argparse.Namespace, base: Path) -> int:
                        if v is not None}
             if args.chat_template is not None:
                 changes["chat_template"] = _read_template(args.chat_template)
+            if args.draft_model is not None:
+                changes["draft_model"] = str(_draft_path(library, args.draft_model))
+                changes.setdefault("speculative", "draft")
             if changes or args.clear:
                 entry = library.set_defaults(args.name, replace(defaults, **changes))
         except (LibraryError, OSError) as exc:
@@ -219,6 +226,17 @@ def run_defaults(args: argparse.Namespace, base: Path) -> int:
     if entry.defaults.chat_template is not None:
         print(entry.defaults.chat_template)
     return 0
+
+
+def _draft_path(library: ModelLibrary, name: str) -> Path:
+    """An installed model's file by its name, else the file named (which must exist)."""
+    try:
+        return library.entry(name).path
+    except LibraryError:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise LibraryError(f"no installed model or file named {name}") from None
+        return path.resolve()
 
 
 def _read_template(path: Path) -> str:

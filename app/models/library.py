@@ -50,7 +50,8 @@ class ModelDefaults:
     n_gpu_layers: int | None = None
     n_threads: int | None = None
     chat_template: str | None = None  # Jinja text used instead of the GGUF's template
-    speculative: str | None = None  # "off" | "lookup" (LoadSettings.speculative)
+    speculative: str | None = None  # "off" | "lookup" | "draft" (LoadSettings.speculative)
+    draft_model: str | None = None  # the draft model's file, for "draft" (LoadSettings.draft_model)
     kv_type: str | None = None  # "f16" | "q8_0" | "q4_0" (LoadSettings.kv_type)
 
     def validate(self) -> None:
@@ -70,6 +71,10 @@ class ModelDefaults:
             problems.append(f"kv_type must be one of {', '.join(KV_TYPES)}, got {self.kv_type!r}")
         if self.speculative is not None and self.speculative not in SPECULATIVE_MODES:
             problems.append(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
+        if self.draft_model is not None and not isinstance(self.draft_model, str):
+            problems.append("the draft model must be a file's path")
+        if self.speculative == "draft" and not self.draft_model:
+            problems.append("speculative decoding with a draft model needs the draft model")
         if problems:
             raise LibraryError("; ".join(problems))
 
@@ -82,8 +87,11 @@ class ModelDefaults:
         kept = {}
         for f in fields(cls):
             if f.name in stored:
+                alone = {f.name: stored[f.name]}
+                if f.name == "speculative":  # "draft" is valid with its draft model only
+                    alone["draft_model"] = stored.get("draft_model")
                 try:
-                    cls(**{f.name: stored[f.name]}).validate()
+                    cls(**alone).validate()
                 except (LibraryError, TypeError):
                     log.warning("ignoring the stored model default %s=%r", f.name, stored[f.name])
                     continue
@@ -102,6 +110,8 @@ def apply_defaults(settings: LoadSettings, defaults: ModelDefaults,
     chosen = {name: value for name, value in defaults.as_dict().items() if name not in explicit}
     if "n_threads" in chosen and "n_threads_batch" not in explicit:
         chosen["n_threads_batch"] = None  # follows n_threads (LoadSettings.threads_batch)
+    if "draft_model" in chosen:
+        chosen["draft_model"] = Path(chosen["draft_model"])
     return replace(settings, **chosen)
 
 
