@@ -49,8 +49,12 @@ def source_text(entry: LibraryEntry) -> str:
     return {"catalog": "Catalog", "local": "Local file"}.get(entry.source, entry.source)
 
 
-def _choices(choices: Sequence[tuple[str, str | None]]) -> QComboBox:
+def _combo(choices: Sequence[tuple[str, str | None]] = ()) -> QComboBox:
+    """A choice box as wide as its longest entry (a model's file name included), and no
+    narrower than the others in the form."""
     box = QComboBox()
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    box.setMinimumWidth(240)
     for label, value in choices:
         box.addItem(label, value)
     return box
@@ -102,13 +106,13 @@ class LibraryView(QWidget):
         self.n_ctx = _optional_spin(0, 1_048_576, 1024)
         self.n_gpu_layers = _optional_spin(-1, 999)
         self.n_threads = _optional_spin(0, 512)
-        self.kv_type = _choices(KV_TYPE_CHOICES)
+        self.kv_type = _combo(KV_TYPE_CHOICES)
         self.kv_type.setToolTip("The KV cache's element type: a quantized cache fits more chats, "
                                 "with slight changes to the output")
-        self.speculative = _choices(SPECULATIVE_CHOICES)
+        self.speculative = _combo(SPECULATIVE_CHOICES)
         self.speculative.setToolTip("Draft tokens verified in the same batch: the same text, faster when "
                                     "replies copy their prompt (lookup) or a small model guesses them (draft)")
-        self.draft_model = QComboBox()  # the other installed models, by file
+        self.draft_model = _combo()  # the other installed models, by file
         self.draft_model.setToolTip("A smaller model with this model's vocabulary")
         self.speculative.currentIndexChanged.connect(lambda _i: self._draft_choice_changed())
         self.chat_template = QPlainTextEdit()
