@@ -9,7 +9,7 @@ from app.cli.engine_args import library_defaults, settings_from_args
 from app.cli.main import main, parse
 from app.engines.input_processors import InputProcessors
 from app.models.library import ModelDefaults, ModelInUse, open_library
-from inference import SamplingParams
+from inference import ModelLoadError, SamplingParams
 from inference.core.engine import Engine
 from inference.params import ChatRequest, LoadSettings
 from tests.support.gui_app import WAIT_MS
@@ -41,6 +41,23 @@ def test_a_default_context_is_what_the_engine_loads_with(base, capsys):
     flagged = parse(["chat", "--ctx", "1024"])  # the command line wins over the default
     with Engine.start(settings_from_args(flagged, model, library_defaults(base, model))) as engine:
         assert engine.info.n_ctx == 1024
+
+
+def test_a_draft_model_default_loads_the_draft_model_and_a_bad_one_is_a_clear_error(base, tmp_path, capsys):
+    model = base / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert main(["--data-dir", str(base), "models", "defaults", "smollm2-135m", "--ctx", "768",
+                 "--draft-model", "smollm2-135m"]) == 0
+    args = parse(["chat"])
+    settings = settings_from_args(args, model, library_defaults(base, model))
+    assert (settings.speculative, settings.draft_model) == ("draft", model)
+    with Engine.start(settings) as engine:
+        assert engine.call(lambda core: core.scheduler.drafts.model is not None)
+        reply = engine.submit(ChatRequest(messages=tuple(CHAT), sampling=SamplingParams.greedy(max_tokens=8)))
+        assert reply.result(timeout=120).error is None
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(ModelLoadError, match="broken.gguf is too small to be a model"):
+        Engine.start(LoadSettings(model_path=model, n_ctx=768, speculative="draft", draft_model=broken))
 
 
 def test_a_chat_template_override_changes_the_prompt_the_engine_renders(model_path):
