@@ -63,6 +63,7 @@ class LlamaDraftModel:
         self._n_vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(self._model))
         self._batch = TokenBatch(settings.n_batch, settings.n_seq_max)
         self._n_batch = settings.n_batch
+        self._n_ctx = ll.llama_n_ctx(self._ctx)
         self._held: dict[int, list[int]] = {}  # per sequence: the tokens its cells hold
         self._owner: dict[int, str] = {}  # per sequence: the request those tokens are of
         self._matched: dict[int, int] = {}  # per sequence: held tokens known to be its owner's
@@ -107,18 +108,37 @@ class LlamaDraftModel:
 
     def _catch_up(self, wants: list[DraftWant]) -> list[_Pending]:
         """Per want, what its sequence's cells lack of its tokens (the rest removed), within
-        one batch: a long prompt is computed over several calls, drafting once it is in."""
+        one batch: a long prompt is computed over several calls, drafting once it is in.
+        Its cache holds each sequence's tokens apart (the target shares a common prefix's
+        cells; this one does not): a want whose tokens and drafts would not fit in the cells
+        left, once the sequences not asking were emptied, gets no draft this time."""
+        helds = [self._synced(want) for want in wants]
+        needed = sum(len(w.tokens) - len(h) + w.limit for w, h in zip(wants, helds))
+        if needed > self._cells_free():
+            self._empty_others({w.seq for w in wants})
+        free = self._cells_free()
         pending: list[_Pending] = []
         room = self._n_batch
-        for i, want in enumerate(wants):
-            held = self._synced(want)
+        for i, (want, held) in enumerate(zip(wants, helds)):
             todo = want.tokens[len(held):]
-            if room <= 0 or not todo:
+            if room <= 0 or not todo or len(todo) + want.limit > free:
                 continue
             part = todo[:room]
             pending.append(_Pending(i, want.seq, len(held), part, len(part) == len(todo)))
             room -= len(part)
+            free -= len(todo) + want.limit
         return pending
+
+    def _cells_free(self) -> int:
+        return self._n_ctx - sum(len(held) for held in self._held.values())
+
+    def _empty_others(self, asking: set[int]) -> None:
+        """Give back the cells of the sequences not asking for drafts now."""
+        for seq, held in self._held.items():
+            if seq not in asking and held:
+                ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
+                held.clear()
+                self._matched[seq] = 0
 
     def _synced(self, want: DraftWant) -> list[int]:
         """The sequence's held tokens cut to the prefix the want's tokens share, less the

@@ -93,3 +93,24 @@ def test_a_draft_model_with_another_vocabulary_is_refused_by_name(model_path, ge
     with pytest.raises(ModelLoadError, match=f"{gemma_path.name} cannot draft for {model_path.name}: "
                                              "its vocabulary has 262,144 tokens"):
         draft_runner(model_path, gemma_path)
+
+
+def test_a_full_draft_cache_empties_the_sequences_not_asking_and_never_fails_a_decode(model_path) -> None:
+    """The draft model's cache does not share prefixes as the target's does: three
+    sequences of about 190 tokens and their drafts do not fit in its 512 cells. The third
+    gets no draft (no failed decode emptying everything); asked alone, it does, the others'
+    cells given back."""
+    runner = LlamaRunner(LoadSettings(model_path=model_path, n_ctx=512, n_seq_max=4, speculative="draft",
+                                      draft_model=model_path))
+    try:
+        model = runner.draft_model
+        prompts = [runner.tokenize(f"{name} counts: " + ", ".join(str(i) for i in range(1, 51)) + ",")
+                   for name in ("Ann", "Bob", "Cyd")]
+        assert all(2 * (len(p) + 4) <= model._n_ctx < 3 * (len(p) + 4) for p in prompts)
+        drafts = model.propose([DraftWant(i, f"r{i}", p, 4) for i, p in enumerate(prompts)])
+        assert drafts[0] and drafts[1] and drafts[2] == []
+        [alone] = model.propose([DraftWant(2, "r2", prompts[2], 4)])
+        assert alone == drafts[0]  # the same count goes on the same way
+        assert model._held[0] == [] and model._held[1] == []  # given back to make room
+    finally:
+        runner.close()
