@@ -1,5 +1,5 @@
 # The two quick-start commands. Both set everything up first (see packaging/bootstrap.sh).
-.PHONY: run chat test test-fast lint bench gpu-check setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
+.PHONY: run chat test test-fast lint bench gpu-prepare gpu-check gpu-dry-run setup setup-tests setup-terminal bundle smoke-bundle install-desktop uninstall-desktop
 
 setup:
 	bash packaging/bootstrap.sh
@@ -19,7 +19,9 @@ chat: setup-terminal
 test: setup-tests
 	.venv/bin/python -m pytest
 
-# The tests that need no model: under a minute.
+# The tests that need no model (~1,870): 3 to 4 min on the 2-core VM with little else
+# running, under 2 min with pytest-xdist's `-n 2` (an option, not installed by setup-tests;
+# docs/testing.md#how-long).
 test-fast: setup-tests
 	.venv/bin/python -m pytest -m "not model"
 
@@ -35,10 +37,22 @@ lint: setup-tests
 bench: setup-terminal
 	.venv/bin/chorus bench --chats 8 --system-tokens 1000 --max-tokens 128 --warm --native
 
-# On a machine with an NVIDIA GPU: CUDA build in .venv-cuda, the bench at 1/8/32/64 chats
-# fully offloaded with NVML sampled, one JSON summary (<= 10 minutes). No GPU: exit 2.
+# Here, with network: .gpu/, all that gpu-check needs on a GPU machine without one (the
+# trimmed llama.cpp sources, two wheels, a stand-in model; under 64 MiB with the checkout).
+gpu-prepare: setup-terminal
+	.venv/bin/python -m app.bench.gpu_prepare
+
+# On the GPU machine, from .gpu/ alone, with its own python3: CUDA build for sm_90, the bench
+# at 1/8/32/64 chats fully offloaded with NVML sampled, one JSON summary (<= 9.5 minutes).
+# No GPU: exit 2; no .gpu/: exit 3. GPU_CHECK_ARGS="--out DIR" keeps the summary and logs.
 gpu-check:
-	bash packaging/gpu_check.sh
+	bash packaging/gpu_check.sh $(GPU_CHECK_ARGS)
+
+# gpu-check's steps here, on the CPU, as the GPU machine runs them, from the .gpu/ that
+# gpu-prepare made: Python 3.12, only that machine's packages, a copy of what travels, no
+# network (as root). About 15 minutes on 2 cores; summary in /tmp/chorus-gpu-dry/out.
+gpu-dry-run:
+	bash packaging/gpu_dry_run.sh
 
 # The desktop bundle (dist/chorus/, PyInstaller) and its end-to-end check; CI runs both.
 bundle: setup

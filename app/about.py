@@ -1,4 +1,6 @@
-"""The versions the About dialog shows, gathered without Qt (the dialog adds Qt's own)."""
+"""The versions the About dialog shows, gathered without Qt (the dialog adds Qt's own) and
+without llama.cpp: its build is what the engine reported (ModelInfo.backend), since the
+window's process never loads it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from inference import backend
+from inference import BackendInfo
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -17,10 +19,7 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 @dataclass(frozen=True, slots=True)
 class AboutInfo:
     chorus: str
-    llama_cpp_python: str
-    llama_cpp: str  # libllama's version
-    llama_system_info: str  # backends and CPU features of the build
-    gpu_offload: bool
+    backend: BackendInfo | None  # the engine's llama.cpp build; None until an engine reported it
     pyside6: str
     sqlite: str
     python: str
@@ -31,11 +30,14 @@ class AboutInfo:
         """(label, value) pairs in the order a person reads them. Qt's runtime version
         comes from Qt itself, so the (Qt) caller passes it in."""
         qt = f"{qt_version} (PySide6 {self.pyside6})" if qt_version else f"PySide6 {self.pyside6}"
+        b = self.backend
+        engine = [("llama.cpp", f"{b.llama_cpp} via llama-cpp-python {b.llama_cpp_python}"),
+                  ("GPU offload", "yes" if b.gpu_offload else "no (CPU only)"),
+                  ("llama.cpp build", b.system_info)] if b is not None else [
+                  ("llama.cpp", "not known yet: no local model has loaded")]
         return [
             ("Chorus", self.chorus + (" (bundle)" if self.frozen else "")),
-            ("llama.cpp", f"{self.llama_cpp} via llama-cpp-python {self.llama_cpp_python}"),
-            ("GPU offload", "yes" if self.gpu_offload else "no (CPU only)"),
-            ("llama.cpp build", self.llama_system_info),
+            *engine,
             ("Qt", qt),
             ("SQLite", self.sqlite),
             ("Python", self.python),
@@ -69,13 +71,10 @@ def _distribution_version(*names: str) -> str:
     return "unknown"
 
 
-def gather_about(data_dir: Path) -> AboutInfo:
+def gather_about(data_dir: Path, backend: BackendInfo | None) -> AboutInfo:
     return AboutInfo(
         chorus=chorus_version(),
-        llama_cpp_python=backend.llama_cpp_python_version(),
-        llama_cpp=backend.llama_cpp_version(),
-        llama_system_info=backend.system_info(),
-        gpu_offload=backend.gpu_offload_supported(),
+        backend=backend,
         pyside6=_distribution_version("PySide6-Essentials", "PySide6"),
         sqlite=sqlite3.sqlite_version,
         python=f"{platform.python_version()} ({platform.python_implementation()})",

@@ -7,7 +7,7 @@ use of the engine is named here. Inside, the rooms are
                 the output processor, metrics
     sched/      the scheduler and its time-aware step budget
     kv/         the KV cache manager, the prefix tree, the prompt cache on disk
-    sample/     the sampling paths (C kernel, numpy, grammar chains), log-probabilities
+    sample/     the sampling paths (C kernel, numpy, llama.cpp's chain), grammars, log-probabilities
     worker/     the only code that drives llama.cpp's context; its backend helpers
     tokenizer/  chat templates, the input processor, special tokens, detokenizing, stops
     gguf/       GGUF headers, file checks and memory estimates, in pure Python
@@ -23,15 +23,27 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from inference.client import DeltaSink, EngineClient
 from inference.core.metrics import MetricsSnapshot, percentile
-from inference.errors import EngineError, ModelLoadError, RequestError
-from inference.outputs import Delta, FinishReason, ModelInfo, Phase, RequestStats, TokenLogprob, TopLogprob
+from inference.errors import EngineError, ModelLoadError, RequestError, SchemaError
+from inference.outputs import (
+    BackendInfo,
+    Delta,
+    FinishReason,
+    ModelInfo,
+    Phase,
+    RequestStats,
+    TokenLogprob,
+    TopLogprob,
+)
 from inference.params import (
+    CHAT_FIELDS,
     KV_TYPES,
     OVERFLOW_POLICIES,
     PRIORITY_BACKGROUND,
     PRIORITY_TAB,
     PRIORITY_VISIBLE_TAB,
+    SAMPLING_FIELDS,
     SPARE_PRIORITY,
     SPECULATIVE_MODES,
     UNLIMITED,
@@ -41,18 +53,22 @@ from inference.params import (
     is_spare,
     new_request_id,
     physical_cores,
+    reply_room,
 )
-from inference.sample.grammars import JSON_OBJECT
-from inference.sample.json_schema import SchemaError, schema_grammar
+from inference.sampling_fields import ANTHROPIC, OPENAI, RESPONSES, ApiKey, Bounds, ChatSetting, SamplingField
 
 if TYPE_CHECKING:
     from inference.core.engine import Engine
     from inference.core.handle import Completion, RequestHandle
     from inference.core.router import DeltaRouter
+    from inference.sample.grammars import JSON_OBJECT
+    from inference.sample.json_schema import gbnf_grammar, lark_grammar, lark_json, lark_literal, schema_grammar
     from inference.tokenizer.chat_template import template_problem, template_supports_tools
+    from inference.tokenizer.content_parts import MAX_IMAGES
     from inference.tokenizer.input_processor import InputProcessor
     from inference.worker import backend
     from inference.worker.embedding_worker import EmbeddingWorker
+    from inference.worker.image_file import decode_image
     from inference.worker.vocab_loader import load_input_processor
 
 # name -> the module that defines it, imported when the name is first used
@@ -62,10 +78,20 @@ _LAZY = {
     "RequestHandle": "inference.core.handle",
     "DeltaRouter": "inference.core.router",
     "InputProcessor": "inference.tokenizer.input_processor",
+    # llguidance (~50 ms to import), for the requests that ask for structured output
+    "JSON_OBJECT": "inference.sample.grammars",
+    "schema_grammar": "inference.sample.json_schema",
+    "lark_grammar": "inference.sample.json_schema",
+    "gbnf_grammar": "inference.sample.json_schema",
+    "lark_json": "inference.sample.json_schema",
+    "lark_literal": "inference.sample.json_schema",
     "template_problem": "inference.tokenizer.chat_template",
+    "MAX_IMAGES": "inference.tokenizer.content_parts",  # the most images one request may show
     "template_supports_tools": "inference.tokenizer.chat_template",
     "load_input_processor": "inference.worker.vocab_loader",
     "EmbeddingWorker": "inference.worker.embedding_worker",
+    # an image file checked by the engine's own limits before a command stores anything (Pillow)
+    "decode_image": "inference.worker.image_file",
 }
 # a module of its own: llama.cpp's backend (versions, CPU features, GPU offload, its log)
 _LAZY_MODULES = {"backend": "inference.worker.backend"}
@@ -83,19 +109,31 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ANTHROPIC",
+    "CHAT_FIELDS",
     "KV_TYPES",
+    "MAX_IMAGES",
+    "OPENAI",
     "OVERFLOW_POLICIES",
     "JSON_OBJECT",
     "PRIORITY_BACKGROUND",
     "PRIORITY_TAB",
     "PRIORITY_VISIBLE_TAB",
+    "RESPONSES",
+    "SAMPLING_FIELDS",
     "SPARE_PRIORITY",
     "SPECULATIVE_MODES",
     "UNLIMITED",
+    "ApiKey",
+    "BackendInfo",
+    "Bounds",
     "ChatRequest",
+    "ChatSetting",
     "Completion",
     "Delta",
     "DeltaRouter",
+    "DeltaSink",
+    "EngineClient",
     "EmbeddingWorker",
     "Engine",
     "EngineError",
@@ -110,16 +148,23 @@ __all__ = [
     "RequestHandle",
     "RequestStats",
     "SamplingParams",
+    "SamplingField",
     "SchemaError",
     "TokenLogprob",
     "TopLogprob",
     "backend",
+    "decode_image",
     "schema_grammar",
+    "lark_grammar",
+    "gbnf_grammar",
+    "lark_json",
+    "lark_literal",
     "is_spare",
     "load_input_processor",
     "new_request_id",
     "percentile",
     "physical_cores",
+    "reply_room",
     "template_problem",
     "template_supports_tools",
 ]

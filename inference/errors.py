@@ -14,3 +14,12 @@ class RequestError(ValueError):
 
     It ends that request alone; every other request goes on.
     """
+
+
+class SchemaError(RequestError):
+    """A schema (or grammar) that cannot be enforced. keyword: the one at fault; path: where
+    it is in the schema, as a JSON-pointer-like suffix ("" for the top, ".properties.age")."""
+
+    def __init__(self, keyword: str, path: str, reason: str) -> None:
+        super().__init__(f"{keyword} at {path or 'the top'} {reason}")
+        self.keyword, self.path, self.reason = keyword, path, reason

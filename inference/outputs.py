@@ -21,6 +21,7 @@ class Phase(str, enum.Enum):
     """What a request is doing, as a tab would show it."""
 
     QUEUED = "queued"
+    RESTORING = "restoring"  # its prompt's saved prefix is being read back from the disk cache
     PREFILLING = "prefilling"
     DECODING = "decoding"
     FINISHED = "finished"
@@ -118,6 +119,17 @@ class Delta(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class BackendInfo:
+    """What the engine's llama.cpp build is and can do: the process that loads no llama.cpp
+    (the desktop window) learns it from the engine's ModelInfo."""
+
+    llama_cpp: str  # libllama's version
+    llama_cpp_python: str
+    system_info: str  # backends and CPU features of the build
+    gpu_offload: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
     """What the engine loaded: reported once it is ready (and over the engine process's pipe)."""
 
@@ -130,3 +142,8 @@ class ModelInfo:
     n_seq_max: int
     n_gpu_layers: int
     gpu_offload_supported: bool
+    backend: BackendInfo | None = None
+    # The template chats are rendered with (its tool format decides how tools are offered).
+    chat_template: str | None = None
+    # The vision projector loaded with the model (LoadSettings.mmproj): the model sees images.
+    mmproj: Path | None = None

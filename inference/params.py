@@ -6,9 +6,25 @@ import os
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from inference.errors import RequestError
+from inference.sampling_fields import (
+    ALL_APIS,
+    ANTHROPIC,
+    OPENAI,
+    RESPONSES,
+    ApiKey,
+    Bounds,
+    ChatSetting,
+    SamplingField,
+    always,
+    when_positive,
+    when_set,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Request ids are minted one way wherever a request starts (engine, app, HTTP server).
 # 48 random bits: no two requests of a session meet, and an id stays short enough for logs.
@@ -43,6 +59,10 @@ def is_spare(priority: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
+    """How a request samples. Each field but the last three is a row of SAMPLING_FIELDS
+    below (its bounds, its names in each API, its label), read by everything that lists
+    sampling fields; a field added here gets its row there."""
+
     temperature: float = 0.7
     top_k: int = 40
     top_p: float = 0.95
@@ -51,18 +71,20 @@ class SamplingParams:
     repeat_last_n: int = 64
     # OpenAI's, over the same window: a token's logit minus frequency × its count there,
     # minus presence once if it is there at all. Rows with either sample in llama.cpp's
-    # chain (grammar_chain.py), whose penalties sampler has both; the C kernel has not.
+    # chain (llama_chain.py), whose penalties sampler has both; the C kernel has not.
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
     seed: int | None = None
     max_tokens: int = 512
-    stop: tuple[str, ...] = ()
     ignore_eos: bool = False
+    # The request's other settings: structured values each API reads in its own way.
+    stop: tuple[str, ...] = ()
     # None: no log-probabilities. k in 0..MAX_TOP_LOGPROBS: each generated token's
     # log-probability and the k most likely tokens at its position (Delta.logprobs).
     logprobs: int | None = None
-    # GBNF text (llama.cpp's grammar format, rule "root") the output must follow, e.g.
-    # inference.sample.grammars.JSON_OBJECT. One that does not parse ends the request with an error.
+    # The grammar the output must follow: llguidance's definition, as schema_grammar,
+    # lark_grammar or gbnf_grammar (inference/sample/json_schema.py) write it, e.g.
+    # inference.sample.grammars.JSON_OBJECT. One that does not compile ends the request with an error.
     grammar: str | None = None
 
     @classmethod
@@ -72,28 +94,30 @@ class SamplingParams:
 
     @property
     def needs_chain(self) -> bool:
-        """Sampled by a llama.cpp sampler chain: a grammar, or OpenAI's penalties."""
-        return self.grammar is not None or self.frequency_penalty != 0.0 or self.presence_penalty != 0.0
+        """Sampled by a llama.cpp sampler chain: a field the C kernel lacks is on (OpenAI's penalties)."""
+        return any(getattr(self, f.name) != f.off for f in SAMPLING_FIELDS if not f.kernel)
+
+    @property
+    def penalised(self) -> bool:
+        """The penalties stage acts: a penalty is on, over a window that holds tokens."""
+        return self.repeat_last_n != 0 and any(
+            getattr(self, f.name) != f.off for f in SAMPLING_FIELDS if f.stage == "penalties" and f.off is not None)
+
+    def stages(self) -> tuple[str, ...]:
+        """The stages of CHAIN these settings use, in its order; a greedy request's end in
+        GREEDY, which takes the first maximum instead of cutting and drawing."""
+        used = {"ignore_eos": self.ignore_eos, "penalties": self.penalised, "top_k": self.top_k > 0,
+                "min_p": self.min_p > 0.0}
+        if self.temperature <= 0.0:
+            return (*(s for s in LOGIT_STAGES if used[s]), GREEDY)
+        return tuple(s for s in CHAIN if used.get(s, True))
 
     def validate(self) -> None:
         problems = []
-        if self.temperature < 0:
-            problems.append(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k < 0:
-            problems.append(f"top_k must be >= 0, got {self.top_k}")
-        if not 0.0 < self.top_p <= 1.0:
-            problems.append(f"top_p must be in (0, 1], got {self.top_p}")
-        if not 0.0 <= self.min_p <= 1.0:
-            problems.append(f"min_p must be in [0, 1], got {self.min_p}")
-        if self.repeat_penalty <= 0:
-            problems.append(f"repeat_penalty must be > 0, got {self.repeat_penalty}")
-        for name in ("frequency_penalty", "presence_penalty"):
-            if not -2.0 <= getattr(self, name) <= 2.0:
-                problems.append(f"{name} must be in [-2, 2], got {getattr(self, name)}")
-        if self.repeat_last_n < -1:
-            problems.append(f"repeat_last_n must be >= -1, got {self.repeat_last_n}")
-        if self.max_tokens < UNLIMITED:
-            problems.append(f"max_tokens must be >= 0 (or -1 for unlimited), got {self.max_tokens}")
+        for f in SAMPLING_FIELDS:
+            value = getattr(self, f.name)
+            if f.kind is not bool and value is not None and value not in f.bounds:
+                problems.append(f"{f.name} must be {f.rule or f.bounds.text()}, got {value}")
         if any(not isinstance(s, str) or not s for s in self.stop):
             problems.append("stop strings must be non-empty strings")
         if self.logprobs is not None and not (
@@ -101,11 +125,71 @@ class SamplingParams:
         ):
             problems.append(f"logprobs must be in 0..{MAX_TOP_LOGPROBS}, got {self.logprobs!r}")
         if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar.strip()):
-            problems.append("grammar must be non-empty GBNF text")
+            problems.append("grammar must be a non-empty grammar definition")
         if self.grammar is not None and self.ignore_eos:
             problems.append("a grammar cannot be combined with ignore_eos (the grammar decides where output ends)")
         if problems:
             raise RequestError("; ".join(problems))
+
+
+# The sampler chain's stages, in llama.cpp's order: the spec llama_chain.py builds a chain
+# from, rows.py and the C kernel follow, and tests/inference/sample check against
+# llama.cpp's own chain. The first change the logits (a greedy request's too); the rest cut
+# the candidates and draw one.
+LOGIT_STAGES = ("ignore_eos", "penalties")
+CHAIN = (*LOGIT_STAGES, "top_k", "top_p", "min_p", "temperature", "dist")
+GREEDY = "greedy"
+
+
+def _bound(*rows: SamplingField) -> tuple[SamplingField, ...]:
+    """The rows with their SamplingParams field's default and type."""
+    hints, defaults = get_type_hints(SamplingParams), SamplingParams()
+    return tuple(replace(row, default=getattr(defaults, row.name),
+                         kind=next(t for t in get_args(hints[row.name]) or (hints[row.name],) if t is not type(None)))
+                 for row in rows)
+
+
+# Each sampling field: what the engine accepts, its chain stage, its names in the HTTP APIs,
+# whether a remote server is sent it, whether a chat may set it (sampling_fields.py).
+SAMPLING_FIELDS = _bound(
+    SamplingField("temperature", "How freely tokens are drawn: 0 always takes the likeliest, higher spreads the choice",
+                  Bounds(0), stage="temperature", forward=always, cli=True,
+                  apis={OPENAI: ApiKey("temperature", 1.0, Bounds(0, 2)),
+                        ANTHROPIC: ApiKey("temperature", 1.0, Bounds(0, 1)),
+                        RESPONSES: ApiKey("temperature", 1.0, Bounds(0, 2))},
+                  chat=ChatSetting("Temperature", 0.0, 2.0, 0.05, 2)),
+    SamplingField("top_k", "Draw only from the k likeliest tokens (0: from all of them)",
+                  Bounds(0), stage="top_k", off=0, cli=True, apis={ANTHROPIC: ApiKey("top_k", 0)},
+                  chat=ChatSetting("Top-k", 0, 1000)),
+    SamplingField("top_p", "Draw from the likeliest tokens that together hold this share of the probability",
+                  Bounds(0, 1, lo_open=True), stage="top_p", forward=always, cli=True,
+                  apis={api: ApiKey("top_p", 1.0) for api in ALL_APIS},
+                  chat=ChatSetting("Top-p", 0.05, 1.0, 0.05, 2)),
+    SamplingField("min_p", "Leave out the tokens less likely than this fraction of the likeliest one",
+                  Bounds(0, 1), stage="min_p", off=0.0, cli=True, chat=ChatSetting("Min-p", 0.0, 1.0, 0.01, 2)),
+    SamplingField("repeat_penalty", "Make the tokens of the last repeat_last_n less likely (1: off)",
+                  Bounds(0, lo_open=True), stage="penalties", off=1.0, cli=True,
+                  chat=ChatSetting("Repeat penalty", 0.5, 2.0, 0.05, 2)),
+    SamplingField("frequency_penalty", "OpenAI's: lower a token's logit by this for each time it is in the window",
+                  Bounds(-2, 2), stage="penalties", off=0.0, kernel=False,
+                  apis={OPENAI: ApiKey("frequency_penalty", 0.0)}),
+    SamplingField("presence_penalty", "OpenAI's: lower a token's logit by this once if it is in the window",
+                  Bounds(-2, 2), stage="penalties", off=0.0, kernel=False,
+                  apis={OPENAI: ApiKey("presence_penalty", 0.0)}),
+    SamplingField("repeat_last_n", "How many of the last tokens the penalties look at (-1: all, 0: none)",
+                  Bounds(-1), stage="penalties"),
+    SamplingField("seed", "The same seed draws the same tokens from the same logits", stage="dist",
+                  forward=when_set, cli=True,
+                  apis={OPENAI: ApiKey("seed", None, Bounds(-(2**63), 2**64 - 1), wrap=2**32)}),
+    SamplingField("ignore_eos", "Go on past the end of the reply until max_tokens (vLLM's and llama.cpp's)",
+                  stage="ignore_eos", apis={api: ApiKey("ignore_eos", False) for api in ALL_APIS}),
+    # Each API reads the reply's length itself, under the server's cap (max_tokens and
+    # max_completion_tokens, Anthropic's required max_tokens, max_output_tokens).
+    SamplingField("max_tokens", "The most tokens a reply may have (-1: until the model stops)",
+                  Bounds(-1), rule=">= 0 (or -1 for unlimited)", forward=when_positive, cli=True,
+                  chat=ChatSetting("Max tokens", UNLIMITED, 1 << 20)),
+)
+CHAT_FIELDS = tuple(f for f in SAMPLING_FIELDS if f.chat is not None)  # what a chat may set
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +226,53 @@ class ChatRequest:
     # (ChatTemplate.render's `tools`); None: none (a template without one is shown them
     # in the system prompt by the caller).
     tools: tuple[dict, ...] | None = None
+    # Set by prepare: the encoded images the prompt's image tokens stand for (see
+    # ImageEmbedding). A message's content may be a list of OpenAI-style parts, {"type":
+    # "text", "text": ...} and {"type": "image_url", "image_url": {"url": "data:image/...;
+    # base64,..."}}: the one way an image enters a request.
+    images: tuple[ImageEmbedding, ...] = ()
+
+
+# An image's positions in a prompt are negative token ids, outside every vocabulary:
+# -(1 + slot * IMAGE_SLOT_SPAN + i) for its i-th embedding row. The slot is the engine's
+# number for one image's bytes under its projector, so two prompts with the same image after
+# the same text have the same ids there and share KV cells like any prefix. They fit in the
+# int32 the disk prompt cache stores tokens in (32,767 images per engine, 65,536 rows each).
+IMAGE_SLOT_SPAN = 1 << 16
+MAX_IMAGE_SLOTS = (1 << 31) // IMAGE_SLOT_SPAN - 1
+
+
+def image_token(slot: int, row: int) -> int:
+    return -(1 + slot * IMAGE_SLOT_SPAN + row)
+
+
+def image_slot_row(token: int) -> tuple[int, int]:
+    """The (slot, row) an image token id stands for (token < 0)."""
+    v = -token - 1
+    return v // IMAGE_SLOT_SPAN, v % IMAGE_SLOT_SPAN
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ImageEmbedding:
+    """One image encoded by the model's projector: its embedding rows (n_tokens x n_embd,
+    float32), computed once per image bytes and projector (sha256) and shared by every
+    request that shows it. before/after: text tokens the projector's format puts around it
+    (none for LLaVA's)."""
+
+    sha256: str
+    slot: int
+    embd: np.ndarray
+    before: tuple[int, ...] = ()
+    after: tuple[int, ...] = ()
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.embd.shape[0])
+
+    @property
+    def token_ids(self) -> list[int]:
+        """The image's part of a prompt: its text around it and a placeholder per row."""
+        return [*self.before, *(image_token(self.slot, i) for i in range(self.n_tokens)), *self.after]
 
 
 SPECULATIVE_MODES = ("off", "lookup", "draft")
@@ -150,6 +281,15 @@ OVERFLOW_STOP = "stop"
 OVERFLOW_DROP_OLDEST = "drop_oldest"
 OVERFLOW_TRUNCATE_MIDDLE = "truncate_middle"
 OVERFLOW_POLICIES = (OVERFLOW_STOP, OVERFLOW_DROP_OLDEST, OVERFLOW_TRUNCATE_MIDDLE)
+
+
+def reply_room(n_ctx: int, max_tokens: int) -> int:
+    """The room a prompt leaves for its reply: the reply's token limit, at most a quarter of
+    the context (a reply "until the model stops", max_tokens <= 0, gets the quarter). The one
+    rule: the engine cuts an overflowing chat to it (tokenizer/overflow.py) and the app
+    sizes a chat's documents by it (app/documents/prompt.py), so a prompt the app built to
+    fit is never cut by the engine."""
+    return min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
 KV_TYPES = ("f16", "q8_0", "q4_0")
 
 
@@ -191,7 +331,7 @@ class LoadSettings:
     # Jinja chat template used instead of the one in the GGUF file (a per-model default of
     # the model library); None: the file's own.
     chat_template: str | None = None
-    # Speculative decoding (inference/spec/): "off", "lookup" (draft tokens from the
+    # Speculative decoding (inference/speculative/): "off", "lookup" (draft tokens from the
     # request's own prompt and output, and the engine's other requests'), or "draft" (a
     # draft model, the GGUF at draft_model, with this model's vocabulary, writes them);
     # verified in the step's llama_decode. draft_max: the most draft tokens one sequence
@@ -205,6 +345,9 @@ class LoadSettings:
     # quantized cache turns it on. The reproducible mode is q8_0 with flash attention.
     kv_type: str = "f16"
     flash_attn: bool | None = None
+    # A vision projector (mmproj GGUF) for this model: images in requests are encoded by it
+    # (inference/worker/image_encoder.py). None: requests with images are refused.
+    mmproj: Path | None = None
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()
@@ -227,6 +370,9 @@ class LoadSettings:
             raise ValueError(f"speculative must be one of {', '.join(SPECULATIVE_MODES)}, got {self.speculative!r}")
         if self.speculative == "draft" and self.draft_model is None:
             raise ValueError("speculative decoding with a draft model needs the draft model's file (draft_model)")
+        if self.speculative == "draft" and self.mmproj is not None:
+            # the draft model would read the image's placeholder ids as its tokens
+            raise ValueError("a vision projector (mmproj) does not go with a draft model yet; use lookup")
         if not 1 <= self.draft_max <= 64:
             raise ValueError(f"draft_max must be in 1..64, got {self.draft_max}")
         if self.kv_type not in KV_TYPES:

@@ -11,11 +11,14 @@ from storage.errors import (
     DamagedDatabase,
     DatabaseBusy,
     DatabaseReadOnly,
+    DatabaseUnavailable,
+    DiskError,
     DiskFull,
     ImportRejected,
     NotFoundError,
     StorageError,
 )
+from storage.jobs import ItemInput, ItemRecord, ItemResult, JobRecord, JobsRepository
 from storage.library import LibraryRepository
 from storage.records import (
     ActivePath,
@@ -36,6 +39,7 @@ from storage.records import (
 from storage.repository import ChatRepository
 from storage.responses import ResponseRecord, ResponsesRepository
 from storage.search import matching_messages, search
+from storage.unused_chats import discard_unused
 
 __all__ = [
     "ActivePath",
@@ -49,12 +53,19 @@ __all__ = [
     "DamagedDatabase",
     "DatabaseBusy",
     "DatabaseReadOnly",
+    "DatabaseUnavailable",
+    "DiskError",
     "DiskFull",
     "DEFAULT_FILENAME",
     "Database",
     "DocumentRecord",
     "DocumentRepository",
     "ImportRejected",
+    "ItemInput",
+    "ItemRecord",
+    "ItemResult",
+    "JobRecord",
+    "JobsRepository",
     "LibraryRepository",
     "MessageRecord",
     "MessageStatus",
@@ -67,6 +78,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultRecord",
     "StorageError",
+    "discard_unused",
     "matching_messages",
     "open_database",
     "retry_locked",

@@ -3,7 +3,8 @@ that ChatRepository (add, edit, copy, delete), DocumentRepository and the import
 
 A document is stored once under its sha256 and never rewritten; it stays while any message
 attaches it (a soft-deleted chat's too) and goes, with its chunks and their search rows,
-once the last of them is deleted.
+once the last of them is deleted. An image is a document whose bytes are kept (`data`), its
+text empty and without chunks (0011).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict
 
-from sqlalchemy import Connection, Select, delete, func, insert, select
+from sqlalchemy import Connection, Select, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from storage.errors import StorageError
@@ -46,6 +47,8 @@ def check_documents(docs: Sequence[NewDocument]) -> None:
         problem = document_problem(doc.sha256, doc.text, doc.chunks)
         if problem is None and (doc.size_bytes < 0 or (doc.pages is not None and doc.pages < 0)):
             problem = "size and pages must be 0 or more"
+        if problem is None and doc.data is not None and (doc.text or doc.chunks):
+            problem = "an image (bytes kept) has no text and no chunks"
         if problem is not None:
             raise StorageError(f"document {doc.name!r}: {problem}; nothing was stored")
 
@@ -64,14 +67,30 @@ def insert_documents(s: Session | Connection, docs: Sequence[NewDocument]) -> se
         now = utcnow()
         s.execute(insert(Document), [
             {"sha256": d.sha256, "name": d.name, "mime": d.mime, "size_bytes": d.size_bytes,
-             "pages": d.pages, "text": d.text, "created_at": now} for d in new
+             "pages": d.pages, "text": d.text, "data": d.data, "created_at": now} for d in new
         ])
-        # After the documents: the search index's trigger reads each chunk's text from its row.
         chunks = [{"sha256": d.sha256, "idx": i, "start": c.start, "end": c.end, "page": c.page,
                    "heading": c.heading} for d in new for i, c in enumerate(d.chunks)]
         if chunks:
             s.execute(insert(DocumentChunk), chunks)
+            _index_chunks(s, new)
     return {doc.sha256 for doc in new}
+
+
+_INDEX_CHUNK = text("INSERT INTO document_chunks_fts(rowid, text) VALUES (:id, :text)")
+
+
+def _index_chunks(s: Session | Connection, docs: Sequence[NewDocument]) -> None:
+    """The new chunks' words into the search index, sliced here from the text at hand (a
+    trigger reading each slice out of the stored document costs its size per chunk)."""
+    by_sha = {d.sha256: d for d in docs}
+    ids = s.execute(select(DocumentChunk.id, DocumentChunk.sha256, DocumentChunk.idx)
+                    .where(DocumentChunk.sha256.in_(by_sha)))
+    rows = []
+    for chunk_id, sha256, idx in ids:
+        span = by_sha[sha256].chunks[idx]
+        rows.append({"id": chunk_id, "text": by_sha[sha256].text[span.start:span.end]})
+    s.execute(_INDEX_CHUNK, rows)
 
 
 def attach(s: Session, message_id: int, attachments: Sequence[tuple[str, str]]) -> None:
@@ -135,7 +154,7 @@ def drop_unreferenced(s: Session | Connection, among: Iterable[str] | None = Non
 
 _ATTACHMENT_COLUMNS = (
     MessageAttachment.message_id, MessageAttachment.position, MessageAttachment.name, Document.sha256,
-    Document.mime, Document.size_bytes, Document.pages, func.length(Document.text),
+    Document.mime, Document.size_bytes, Document.pages, func.length(Document.text), Document.data.isnot(None),
 )
 
 

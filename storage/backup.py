@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 from storage.errors import StorageError
+from storage.private_files import create_private
 
 
 def backup_database(source: Path, target: Path) -> Path:
@@ -23,6 +24,8 @@ def backup_database(source: Path, target: Path) -> Path:
         raise StorageError(f"{target} already exists; choose a new file name")
     partial = target.with_name(target.name + ".partial")
     try:
+        partial.unlink(missing_ok=True)  # a killed backup's leftover, perhaps not private
+        create_private(partial)  # a copy of every chat: as private as the database, wherever it goes
         # Read-only: a backup must never create or change the source. (closing(): a
         # sqlite3 connection's own `with` only commits, it does not close.)
         src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
@@ -36,6 +39,8 @@ def backup_database(source: Path, target: Path) -> Path:
         partial.replace(target)
     except sqlite3.Error as exc:
         raise StorageError(f"could not back up {source.name}: {exc}") from None
+    except OSError as exc:
+        raise StorageError(f"could not back up {source.name} to {target}: {exc.strerror or exc}") from None
     finally:
         partial.unlink(missing_ok=True)
     return target

@@ -1,12 +1,15 @@
 """The documents of a chat file (version 2): the top-level `documents` list (each document
-once, its text and chunks), a message's `attachments` ({sha256, name}) and its `sources`
-(the excerpts a reply was shown). Written by export, checked whole before an import writes.
-The rest of the format is storage/chat_file_format.py's; it is documented in
-docs/chat-file-format.md.
+once, its text and chunks; an image's bytes in base64 as `data`), a message's `attachments`
+({sha256, name}) and its `sources` (the excerpts a reply was shown). Written by export,
+checked whole before an import writes. The rest of the format is storage/chat_file_format.py's;
+it is documented in docs/chat-file-format.md.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from collections.abc import Collection
 from typing import Any
 
@@ -49,7 +52,8 @@ def documents_json(s: Session, sha256s: Collection[str]) -> list[dict]:
         chunks.setdefault(sha256, []).append({"start": start, "end": end, "page": page, "heading": heading})
     docs = s.scalars(select(Document).where(Document.sha256.in_(sha256s)).order_by(Document.sha256))
     return [{"sha256": d.sha256, "name": d.name, "mime": d.mime, "size_bytes": d.size_bytes, "pages": d.pages,
-             "text": d.text, "chunks": chunks.get(d.sha256, [])} for d in docs]
+             "text": d.text, "chunks": chunks.get(d.sha256, []),
+             **({"data": base64.b64encode(d.data).decode("ascii")} if d.data is not None else {})} for d in docs]
 
 
 # ----- import: checks ------------------------------------------------------------------
@@ -72,8 +76,24 @@ def validate_documents(documents: Any) -> dict[str, NewDocument]:
         _require(problem is None, f"{where}: {problem}")
         _require(doc["sha256"] not in out, f"{where}: sha256 {doc['sha256']} is listed twice")
         out[doc["sha256"]] = NewDocument(doc["sha256"], doc["name"], doc["mime"], doc["size_bytes"],
-                                         doc["text"], doc.get("pages"), spans)
+                                         doc["text"], doc.get("pages"), spans, _image_bytes(doc, where))
     return out
+
+
+def _image_bytes(doc: dict, where: str) -> bytes | None:
+    """An image's bytes (base64 in "data"), which must be what its sha256 names."""
+    if doc.get("data") is None:
+        return None
+    _require(isinstance(doc["data"], str), f"{where}: data must be base64 text")
+    try:
+        data: bytes | None = base64.b64decode(doc["data"], validate=True)
+    except (binascii.Error, ValueError):
+        data = None
+    _require(data is not None, f"{where}: data is not valid base64")
+    assert data is not None
+    _require(hashlib.sha256(data).hexdigest() == doc["sha256"], f"{where}: data is not the bytes its sha256 names")
+    _require(not doc["text"] and not doc.get("chunks"), f"{where}: an image (data) has no text and no chunks")
+    return data
 
 
 def _chunks(chunks: Any, where: str) -> tuple[ChunkSpan, ...]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +21,8 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import DamagedDatabase, DatabaseReadOnly, DiskFull, StorageError
+from storage.errors import DamagedDatabase, DatabaseReadOnly, DatabaseUnavailable, DiskError, DiskFull, StorageError
+from storage.private_files import create_private, private_folder
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,10 @@ BUSY_TIMEOUT_MS = 5000
 # SQLite's primary result codes for a file that is not (or no longer) a database, and for
 # one that cannot be written.
 SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
-SQLITE_READONLY, SQLITE_FULL = 8, 13
+SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
+# A disk I/O error with less room than this left is a full disk: SQLite says "disk I/O
+# error" when it cannot grow the -shm file (SQLITE_IOERR_SHMSIZE), not "disk is full".
+LITTLE_ROOM = 1 << 20
 
 
 def _configure_connection(dbapi_conn, _record) -> None:
@@ -48,7 +54,11 @@ class Database:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            private_folder(self.path.parent)
+            create_private(self.path)  # SQLite gives its -wal and -shm files this file's mode
+        except OSError as exc:
+            raise DatabaseUnavailable(self.path, exc.strerror or str(exc)) from None
         self.engine: Engine = create_engine(f"sqlite:///{self.path}")
         event.listen(self.engine, "connect", _configure_connection)
         event.listen(self.engine, "handle_error", self._translate)
@@ -95,14 +105,29 @@ class Database:
     def _translate(self, context: ExceptionContext) -> None:
         """Every query, on opening or later: a corrupted or foreign file raises
         DamagedDatabase, a file that cannot be written DatabaseReadOnly, no room on its
-        disk DiskFull (one clear message each) instead of SQLAlchemy's DatabaseError and its SQL."""
+        disk DiskFull, a file or folder that cannot be opened DatabaseUnavailable, a disk
+        that fails DiskError (one clear message each) instead of SQLAlchemy's DatabaseError
+        and its SQL."""
         original = context.original_exception
+        code = _primary_code(original)
         if is_damage(original):
             raise DamagedDatabase(self.path, str(original)) from original
-        if _primary_code(original) == SQLITE_READONLY:
+        if code == SQLITE_READONLY:
             raise DatabaseReadOnly(self.path) from original
-        if _primary_code(original) == SQLITE_FULL:
+        if code == SQLITE_FULL or (code == SQLITE_IOERR and self._little_room()):
             raise DiskFull(self.path) from original
+        if code == SQLITE_IOERR:
+            raise DiskError(self.path) from original
+        if code == SQLITE_CANTOPEN:  # in WAL mode even a reader needs to make the -shm file
+            writable = os.access(self.path.parent, os.W_OK)
+            raise DatabaseUnavailable(self.path, str(original) if writable else "its folder cannot be written") \
+                from original
+
+    def _little_room(self) -> bool:
+        try:
+            return shutil.disk_usage(self.path.parent).free < LITTLE_ROOM
+        except OSError:
+            return False
 
     # ----- migrations --------------------------------------------------------------
 
@@ -130,6 +155,7 @@ class Database:
         """A consistent copy of the file (SQLite's online backup), next to it."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%f")
         target = self.path.with_name(f"{self.path.name}.bak-{label}-{stamp}")
+        create_private(target)  # a copy of every chat: as private as the database
         with sqlite3.connect(self.path) as src, sqlite3.connect(target) as dst:
             src.backup(dst)
         return target
@@ -177,9 +203,18 @@ def open_database(path: Path) -> Database:
     path = Path(path)
     existed = path.exists() and path.stat().st_size > 0
     db = Database(path)
+    try:
+        _bring_to_head(db, existed)
+    except BaseException:  # its connections closed: nothing keeps the file (or its disk) open
+        db.close()
+        raise
+    return db
+
+
+def _bring_to_head(db: Database, existed: bool) -> None:
+    path = db.path
     current = db.current_revision() if existed else None
     if current is not None and not _known(current):
-        db.close()
         raise StorageError(
             f"{path.name} was written by a newer Chorus (schema revision {current}); this "
             f"version knows up to {head_revision()}. Update Chorus; the file was not changed."
@@ -189,4 +224,3 @@ def open_database(path: Path) -> Database:
             db.backup_path = db.backup(current or "unversioned")
             log.info("backed up %s to %s before migrating from %s", path, db.backup_path, current)
         db.upgrade()
-    return db

@@ -61,7 +61,7 @@ class DocumentRepository:
                                      DocumentChunk.heading).where(DocumentChunk.sha256 == sha256)
                               .order_by(DocumentChunk.idx))
             return DocumentRecord(doc.sha256, doc.name, doc.mime, doc.size_bytes, doc.text, doc.pages,
-                                  tuple(ChunkSpan(*span) for span in spans), _aware(doc.created_at))
+                                  tuple(ChunkSpan(*span) for span in spans), _aware(doc.created_at), doc.data)
 
     def store(self, doc: NewDocument) -> DocumentRecord:
         """The document stored (if it was not already: the stored one is kept as it is)."""

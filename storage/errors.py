@@ -53,3 +53,23 @@ class DiskFull(StorageError):
 
 class DatabaseBusy(StorageError):
     """Another process held the chat database's write lock for longer than we waited."""
+
+
+class DatabaseUnavailable(StorageError):
+    """The chat database cannot be opened or created where it is: its folder cannot be
+    written (its mode, a read-only mount) or is missing. Nothing was changed."""
+
+    def __init__(self, path, detail: str) -> None:
+        self.path = path
+        super().__init__(f"the chat database cannot be opened: {path} ({detail}); make its folder "
+                         "writable, or choose another data folder with --data-dir")
+
+
+class DiskError(StorageError):
+    """The disk failed a read or write of the chat database (SQLite's disk I/O error) with
+    room to spare on it; with little room the same error is DiskFull."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        super().__init__(f"the disk failed a read or write of the chat database: {path}; check the disk "
+                         "and its free space, then try again")

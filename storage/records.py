@@ -164,6 +164,11 @@ class NewDocument:
     text: str
     pages: int | None
     chunks: tuple[ChunkSpan, ...]
+    data: bytes | None = None  # an image: its bytes (text empty, no chunks); see is_image
+
+    @property
+    def is_image(self) -> bool:
+        return self.data is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +181,11 @@ class DocumentRecord:
     pages: int | None
     chunks: tuple[ChunkSpan, ...]
     created_at: datetime
+    data: bytes | None = None  # an image: its bytes (text empty, no chunks)
+
+    @property
+    def is_image(self) -> bool:
+        return self.data is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +200,7 @@ class AttachmentRecord:
     size_bytes: int
     pages: int | None
     chars: int
+    is_image: bool = False  # an image (its bytes kept: DocumentRepository.document), not text
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +237,8 @@ class ToolCallRecord:
 @dataclass(frozen=True, slots=True)
 class ToolResultRecord:
     """What a "tool" message answers (its content is the result's text): the call, the tool,
-    whether it failed or the user denied it, how long it ran, characters cut off its output."""
+    whether it failed or the user denied it, how long it ran, characters cut off its output,
+    whether the user stopped it (cancelled: never run, or given up while it ran)."""
 
     call_id: str
     name: str
@@ -234,3 +246,4 @@ class ToolResultRecord:
     denied: bool = False
     duration_s: float | None = None
     cut_chars: int = 0
+    cancelled: bool = False

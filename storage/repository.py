@@ -16,7 +16,7 @@ from typing import Final
 from sqlalchemy import ColumnElement, and_, delete, func, literal, select, update
 from sqlalchemy.orm import Session, aliased
 
-from storage import attachments
+from storage import attachments, unused_chats
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
 from storage.records import (
@@ -161,31 +161,55 @@ class ChatRepository:
         comparison_id: int | None = None,
     ) -> ConversationRecord:
         with self.db.begin() as s:
-            now = utcnow()
-            conv = Conversation(
-                title=title,
-                model_ref=model_ref,
-                preset_id=preset_id,
-                comparison_id=comparison_id,
-                sampling_json=json.dumps(sampling or {}),
-                pinned=False,
-                archived=False,
-                created_at=now,
-                updated_at=now,
-            )
-            s.add(conv)
-            s.flush()
+            conv = self._new_conversation(s, title=title, model_ref=model_ref, preset_id=preset_id,
+                                          comparison_id=comparison_id, sampling_json=json.dumps(sampling or {}))
             return conversation_record(conv)
+
+    @staticmethod
+    def _new_conversation(s: Session, **fields) -> Conversation:
+        now = utcnow()
+        conv = Conversation(pinned=False, archived=False, created_at=now, updated_at=now, **fields)
+        s.add(conv)
+        s.flush()
+        return conv
+
+    def start_conversation(
+        self,
+        opening: Sequence[tuple[str, str]],
+        documents: Sequence[NewDocument] = (),
+        title: str = "",
+        title_provisional: bool = False,
+        model_ref: str | None = None,
+    ) -> tuple[ConversationRecord, MessageRecord]:
+        """A new conversation with its first messages ((role, content): a system prompt, the
+        user's message), the last one attaching documents: all in one transaction, so a
+        command killed while it stores a large file leaves no empty chat behind. Returns the
+        conversation and its last message."""
+        if not opening or any(role not in ROLES for role, _ in opening):
+            raise StorageError(f"a conversation opens with messages whose roles are in {ROLES}")
+        attachments.check_documents(documents)
+        with self.db.begin() as s:
+            conv = self._new_conversation(s, title=title, title_provisional=title_provisional, model_ref=model_ref,
+                                          sampling_json="{}")
+            for role, content in opening:
+                msg = self._insert_message(s, conv.id, role, content, ACTIVE, MessageStatus.COMPLETE, None, {})
+            attachments.insert_documents(s, documents)
+            attachments.attach(s, msg.id, [(doc.sha256, doc.name) for doc in documents])
+            return conversation_record(conv), message_record(msg)
 
     def get_conversation(self, conversation_id: int) -> ConversationRecord:
         with self.db.begin() as s:
             return conversation_record(self._conversation(s, conversation_id))
 
     def list_conversations(
-        self, include_archived: bool = False, include_deleted: bool = False, standalone_only: bool = False
+        self, include_archived: bool = False, include_deleted: bool = False, standalone_only: bool = False,
+        include_unused: bool = True,
     ) -> list[ConversationRecord]:
-        """standalone_only leaves out the panes of comparisons (listed as comparisons)."""
+        """standalone_only leaves out the panes of comparisons (listed as comparisons);
+        include_unused=False the chats nothing was sent in (storage/unused_chats.py)."""
         query = select(Conversation)
+        if not include_unused:
+            query = query.where(~unused_chats.unused())
         if standalone_only:
             query = query.where(Conversation.comparison_id.is_(None))
         if not include_archived:
@@ -485,8 +509,11 @@ class ChatRepository:
             original = s.get(Message, message_id)
             if original is None:
                 raise NotFoundError(f"message {message_id} does not exist")
+            # An edited reply answers the very prompt the original did: its count stays (the
+            # context meter measures the chat by it); the reply's own numbers were the original's.
+            stats = {"prompt_tokens": original.prompt_tokens} if original.role == "assistant" else {}
             msg = self._insert_message(s, original.conversation_id, original.role, content, original.parent_id,
-                                       MessageStatus.COMPLETE, None, {})
+                                       MessageStatus.COMPLETE, None, stats)
             attachments.copy_attachments(s, {original.id: msg.id})
             return message_record(msg)
 

@@ -2,7 +2,7 @@
 request continues an earlier one (previous_response_id), read back and deleted.
 
 What a response means (its input as chat messages, the API's object) is the server's
-business (app/server/responses_*.py); here it is a row of plain values."""
+business (app/server/responses/); here it is a row of plain values."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class ResponseRecord:
     status: str
     usage: dict
     previous_response_id: str | None = None
-    created_at: datetime | None = None  # set by the database when saved
+    created_at: datetime | None = None  # the response's own moment; None: when saved
 
 
 class ResponsesRepository:
@@ -36,6 +36,8 @@ class ResponsesRepository:
                                  output_text=record.output_text, status=record.status,
                                  usage_json=json.dumps(record.usage),
                                  previous_response_id=record.previous_response_id)
+            if record.created_at is not None:
+                row.created_at = record.created_at
             s.add(row)
             s.flush()
             return _record(row)

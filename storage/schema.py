@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -132,7 +132,8 @@ class Message(Base):
 
 class Document(Base):
     """A file's extracted text, stored once under the sha256 of the file's bytes however many
-    messages attach it (0007). Never changed once written: the same bytes, the same text."""
+    messages attach it (0007). Never changed once written: the same bytes, the same text.
+    An image is one too (0011): its bytes in data, its text empty, no chunks."""
 
     __tablename__ = "documents"
 
@@ -143,11 +144,12 @@ class Document(Base):
     pages: Mapped[int | None] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)  # an image's bytes (0011)
 
 
 class DocumentChunk(Base):
     """A retrieval unit of a document: text[start:end]. Its words are indexed in
-    document_chunks_fts (triggers of 0007 copy the slice there), not stored twice here."""
+    document_chunks_fts (storage/attachments.py writes the slice there), not stored twice here."""
 
     __tablename__ = "document_chunks"
     __table_args__ = (UniqueConstraint("sha256", "idx", name="uq_document_chunks_sha256_idx"),)
@@ -199,3 +201,40 @@ class StoredResponse(Base):
     previous_response_id: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))  # "completed" | "incomplete" (cut at its max)
     usage_json: Mapped[str] = mapped_column(Text, default="{}")
+
+
+class Job(Base):
+    """A background job (issue 37): one prompt template applied to every row of an input
+    file, run on the engine's spare capacity. Its definition is JSON (template, system prompt,
+    sampling, json_schema); its rows are its items."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "job_..." or "batch_..."
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    kind: Mapped[str] = mapped_column(String(16))  # "template" (chorus batch) | "openai" (/v1/batches)
+    status: Mapped[str] = mapped_column(String(16))  # queued | running | paused | cancelled | completed
+    spec_json: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text, default="")  # the input's name, for listing
+
+
+class JobItem(Base):
+    """One row of a job. Its result is written once, in its own transaction, as it finishes:
+    (job_id, seq) is unique, and a result lands only on an item still without one."""
+
+    __tablename__ = "job_items"
+    __table_args__ = (UniqueConstraint("job_id", "seq"), Index("ix_job_items_job_state", "job_id", "state"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)  # the row's place in the input, from 0
+    custom_id: Mapped[str | None] = mapped_column(Text)
+    input_json: Mapped[str] = mapped_column(Text)  # the row's columns, or an OpenAI request line
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending | done | failed
+    answer: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    finish_reason: Mapped[str | None] = mapped_column(String(32))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -14,7 +14,9 @@ def tool_to_json(calls: Sequence[ToolCallRecord], result: ToolResultRecord | Non
     if calls:
         return json.dumps({"calls": [asdict(c) for c in calls]})
     if result is not None:
-        return json.dumps({"result": asdict(result)})
+        # "cancelled" only where true (a stopped call): other results read as before it came
+        fields = {k: v for k, v in asdict(result).items() if k != "cancelled" or v}
+        return json.dumps({"result": fields})
     return None
 
 

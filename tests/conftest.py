@@ -89,10 +89,12 @@ def make_engine(model_path):
 
 @pytest.fixture
 def db(tmp_path):
-    """A fresh chat database file, migrated to head."""
+    """A fresh chat database file at head: a copy of one migrated once per session
+    (tests/support/databases.py), opened as Chorus opens any database."""
     from storage import open_database
+    from tests.support.databases import seed_database
 
-    database = open_database(tmp_path / "chats.db")
+    database = open_database(seed_database(tmp_path / "chats.db"))
     yield database
     database.close()
 
@@ -148,6 +150,15 @@ def _no_running_loop_outside_qt(request):
     asyncio.events._set_running_loop(None)
     yield
     asyncio.events._set_running_loop(running)
+
+
+@pytest.fixture
+def usual_umask():
+    """The umask most systems give (0022), for the test and the processes it starts: made
+    without asking, a folder is 0755 and a file 0644 (issue 39: Chorus's own are private)."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
 
 
 # ----- the desktop app (tests/support/gui_app.py): the GUI tests (tests/ui/) and the model

@@ -1,8 +1,8 @@
 """The dependency rule ui -> app -> (inference | storage), no Qt outside ui/, app and ui only
 through the engine's door, the engine's rooms in layers, llama.cpp only in three rooms, ui/'s
-controllers above its services above its widgets, controllers that do not import each other,
-no import cycles: pyproject.toml's import-linter contracts, run on this source tree and on a
-planted tree that breaks each one.
+controllers above its services above its widgets, its widget families in layers, controllers
+that do not import each other, no import cycles: pyproject.toml's import-linter contracts, run
+on this source tree and on a planted tree that breaks each one.
 
 import-linter follows every import, also those inside functions and indirect chains
 (app -> storage -> PySide6 is app importing Qt).
@@ -45,6 +45,8 @@ CLEAN_TREE = {
     "inference/worker/runner.py": "import llama_cpp\nimport inference.sample.rows\nimport inference.tokenizer.vocab\n",
     "inference/sched/__init__.py": "",
     "inference/sched/scheduler.py": "import inference.kv.cache_manager\nimport inference.request\n",
+    "inference/speculative/__init__.py": "",
+    "inference/speculative/proposer.py": "import inference.sched.scheduler\nimport inference.request\n",
     "inference/kv/__init__.py": "",
     "inference/kv/cache_manager.py": "import inference.kv.prefix_tree\n",
     "inference/kv/prefix_tree.py": "",
@@ -69,7 +71,7 @@ def lint_imports(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
 def test_this_tree_keeps_every_contract() -> None:
     out = lint_imports(ROOT, ROOT / "pyproject.toml")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Contracts: 9 kept, 0 broken." in out.stdout
+    assert "Contracts: 10 kept, 0 broken." in out.stdout
 
 
 def test_the_contracts_state_the_whole_rule() -> None:
@@ -86,6 +88,11 @@ def test_the_contracts_state_the_whole_rule() -> None:
     assert set(contracts["acyclic"]["ancestors"]) == {"app", "ui", "inference", "storage"}
     assert contracts["ui-rooms"]["containers"] == ["ui"]
     assert contracts["ui-rooms"]["layers"] == ["controllers", "services", "widgets"]
+    assert contracts["widget-families"]["containers"] == ["ui.widgets"]
+    # every family of ui/widgets/ in the order, and nothing else
+    families = {p.name for p in (ROOT / "ui" / "widgets").iterdir() if (p / "__init__.py").exists()}
+    layered = {name.strip() for names in contracts["widget-families"]["layers"] for name in names.split("|")}
+    assert layered == families
     # every controller, and nothing else: the root that builds them is not one
     controllers = {f"ui.controllers.{p.stem if p.suffix else p.name}" for p in (ROOT / "ui" / "controllers").iterdir()
                    if p.name not in ("__init__.py", "root.py", "__pycache__")}
@@ -163,6 +170,8 @@ def test_the_planted_clean_tree_passes(planted) -> None:
          "inference.sample is not allowed to import inference.tokenizer"),
         ("inference/params.py", "def f():\n    import inference.core.engine\n",
          "inference.params is not allowed to import inference.core"),
+        ("inference/sched/bad.py", "def f():\n    import inference.speculative.proposer\n",
+         "inference.sched is not allowed to import inference.speculative"),
         # llama.cpp only in the worker, sample and tokenizer rooms
         ("inference/kv/disk.py", "def f():\n    import llama_cpp\n", "inference.kv is not allowed to import llama_cpp"),
         ("app/cli/probe.py", "import llama_cpp\n", "app is not allowed to import llama_cpp"),
@@ -170,6 +179,11 @@ def test_the_planted_clean_tree_passes(planted) -> None:
         ("ui/services/presenter.py", "def f():\n    import ui.controllers.root\n",
          "ui.services is not allowed to import ui.controllers"),
         ("ui/widgets/view.py", "import ui.services.presenter\n", "ui.widgets is not allowed to import ui.services"),
+        # ui/widgets/'s families in layers
+        ("ui/widgets/common/bad.py", "def f():\n    import ui.widgets.chat\n",
+         "ui.widgets.common is not allowed to import ui.widgets.chat"),
+        ("ui/widgets/compare/bad.py", "import ui.widgets.perf\n",
+         "ui.widgets.compare is not allowed to import ui.widgets.perf"),
         ("ui/controllers/welcome.py", "def f():\n    from ui.controllers.titles import Titles\n",
          "ui.controllers.welcome is not allowed to import ui.controllers.titles"),
         # no cycles, lazy imports included

@@ -40,8 +40,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
     from ui.controllers.root import Controllers
     from ui.icon import app_icon
     from ui.theme import apply_theme
-    from ui.widgets.about_dialog import AboutDialog
-    from ui.widgets.main_window import MainWindow
+    from ui.widgets.window.about_dialog import AboutDialog
+    from ui.widgets.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Chorus")
@@ -56,10 +56,11 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
     try:
         db, repo = open_chat_store(data_dir)
     except StorageError as exc:  # a damaged (or too new) database: said in a box, not a traceback
-        return show_storage_error(app, exc)
+        return show_startup_error(str(exc))
     window = MainWindow()
     # open(), not exec(): no nested event loop under qasync's
-    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir), window).open())
+    window.about_requested.connect(lambda: AboutDialog(gather_about(data_dir, controllers.backend_info()),
+                                                       window).open())
     sampling = SamplingParams.greedy(max_tokens=SMOKE_MAX_TOKENS) if smoke_prompt else None
     settings = settings_from_args(args, model, kv_cache_dir=kv_cache_dir(data_dir))
     controllers = Controllers(window, repo, settings, sampling=sampling, theme=args.theme,
@@ -73,7 +74,8 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
     status = 0
     with loop:
         if smoke_prompt:
-            status = loop.run_until_complete(_smoke(controllers, window, repo, smoke_prompt))
+            status = loop.run_until_complete(_smoke(controllers, window, repo, smoke_prompt,
+                                                    getattr(args, "smoke_attach", [])))
         else:
             closing = asyncio.Event()
             app.aboutToQuit.connect(closing.set)
@@ -83,24 +85,33 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
     return status
 
 
-def storage_error_box(message: str):
-    """The chat database's problem (what, where, how to restore a backup) in a non-modal
-    box: shown with show(), never exec(), so no event loop runs nested in another."""
+def startup_error_box(message: str):
+    """What stops the start (the chat database's problem: what, where, how to restore a
+    backup; a data folder that cannot be made) in a non-modal box: shown with show(), never
+    exec(), so no event loop runs nested in another."""
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QMessageBox
 
-    box = QMessageBox(QMessageBox.Icon.Critical, "Chorus: chat database", message)
+    box = QMessageBox(QMessageBox.Icon.Critical, "Chorus cannot start", message)
     box.setWindowModality(Qt.WindowModality.NonModal)
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the path, to copy
     return box
 
 
-def show_storage_error(app, exc: StorageError) -> int:
-    """Before the window exists: the box alone, until it is closed; exit status 2."""
+def show_startup_error(message: str) -> int:
+    """Before the window exists: the line on stderr and the box alone, until it is closed;
+    exit status 2. Without a display, the line alone."""
     from PySide6.QtCore import QEventLoop
+    from PySide6.QtWidgets import QApplication
 
-    print(f"chorus: {exc}", file=sys.stderr)
-    box = storage_error_box(str(exc))
+    from ui.qt_platform import display_problem
+
+    print(f"chorus: {message}", file=sys.stderr)
+    if QApplication.instance() is None:
+        if display_problem():
+            return 2
+        QApplication(sys.argv[:1])
+    box = startup_error_box(message)
     # The one event loop running (none runs yet: not nested), ended by the box alone; not
     # app.quit(), which would close every window and end the application's loop too.
     loop = QEventLoop()
@@ -110,11 +121,11 @@ def show_storage_error(app, exc: StorageError) -> int:
     return 2
 
 
-async def _smoke(controllers, window, repo, prompt: str) -> int:
+async def _smoke(controllers, window, repo, prompt: str, attach: list[Path]) -> int:
     from ui.smoke import SmokeFailure, run_smoke
 
     try:
-        result = await run_smoke(controllers, window, repo, prompt, SMOKE_TIMEOUT_S)
+        result = await run_smoke(controllers, window, repo, prompt, SMOKE_TIMEOUT_S, attach)
     except SmokeFailure as exc:
         print(f"chorus: smoke test failed: {exc}", file=sys.stderr)
         return 1
@@ -127,7 +138,7 @@ async def _smoke(controllers, window, repo, prompt: str) -> int:
 
     from app.about import gather_about
 
-    about = dict(gather_about(repo.db.path.parent).rows(qt_version=qVersion()))
+    about = dict(gather_about(repo.db.path.parent, controllers.backend_info()).rows(qt_version=qVersion()))
     print(f"chorus: Chorus {about['Chorus']}; llama.cpp {about['llama.cpp']}; Qt {about['Qt']}; "
           f"platform: {QGuiApplication.platformName()}", file=sys.stderr)
     return 0

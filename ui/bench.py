@@ -31,7 +31,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     from inference import LoadSettings, SamplingParams
     from ui.controllers.root import Controllers
     from ui.theme import apply_theme
-    from ui.widgets.main_window import MainWindow
+    from ui.widgets.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")

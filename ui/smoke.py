@@ -1,20 +1,26 @@
-"""`chorus app --smoke-prompt TEXT`: the whole app, end to end, once, for a built bundle.
+"""`chorus app --smoke-prompt TEXT [--smoke-attach FILE...]`: the whole app, end to end, once,
+for a built bundle.
 
 The real window (offscreen), the real controller, the engine in its own process: wait for
-the model, open a new chat, send one prompt, wait for the reply to be written, check that
-the database has it complete, print it. Any failure is one line and a non-zero exit status.
+the model, open a new chat, send one prompt (with the files attached: extracted here, their
+tokens counted by the engine), wait for the reply to be written, check that the database
+has it complete and the files with it, print it. Any failure is one line and a non-zero exit
+status.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from app.documents import DocumentError, extract_document
 from app.engines.protocol import EngineStatus
 from storage import ChatRepository, MessageStatus
 from ui.controllers.root import Controllers
-from ui.widgets.main_window import MainWindow
+from ui.widgets.window.main_window import MainWindow
 
 POLL_S = 0.1
 
@@ -32,7 +38,8 @@ class SmokeResult:
 
 
 async def run_smoke(
-    controllers: Controllers, window: MainWindow, repo: ChatRepository, prompt: str, timeout_s: float
+    controllers: Controllers, window: MainWindow, repo: ChatRepository, prompt: str, timeout_s: float,
+    attach: Sequence[Path] = (),
 ) -> SmokeResult:
     start = time.monotonic()
     deadline = start + timeout_s
@@ -54,11 +61,15 @@ async def run_smoke(
     tab = window.current_tab()
     if tab is None:
         raise SmokeFailure("no tab opened for the new chat")
-    await controllers.sending.actions.send(tab, prompt)
+    loop = asyncio.get_running_loop()
+    try:
+        documents = [await loop.run_in_executor(None, extract_document, path) for path in attach]
+    except DocumentError as exc:
+        raise SmokeFailure(str(exc)) from None
+    await controllers.sending.actions.send(tab, prompt, documents)
     conv_id = tab.conversation_id
     await until(lambda: controllers.streams.stream_for(conv_id) is None and not tab.stop_button.isEnabled(),
                 "the reply to finish")
-    loop = asyncio.get_running_loop()
     # Read back on the storage thread, after the writes queued there (the final one included).
     path = await loop.run_in_executor(controllers.context.storage.executor, repo.active_path, conv_id)
     roles = [m.role for m in path.messages]
@@ -69,4 +80,7 @@ async def run_smoke(
         raise SmokeFailure(f"the reply was saved as {reply.status.value}: {reply.error or 'no error text'}")
     if not reply.content.strip():
         raise SmokeFailure("the reply is empty")
+    attached = [a.name for a in path.attachments.get(path.messages[-2].id, ())]
+    if attached != [p.name for p in attach]:
+        raise SmokeFailure(f"the message was stored with {attached or 'no files'}, not {[p.name for p in attach]}")
     return SmokeResult(reply.content, reply.model or "", conv_id, time.monotonic() - start)

@@ -99,7 +99,7 @@ QFrame#attachmentChip:hover { border-color: palette(highlight); }
 QFrame#attachmentChip[state="failed"] { border-color: #e5534b; }
 QLabel#chipName { font-weight: bold; }
 QLabel#chipDetails { color: rgb(128, 128, 128); }
-QLabel#chipDetails[failed="true"], QLabel#documentDetails[failed="true"] { color: #e5534b; }
+QLabel#chipDetails[failed="true"], QLabel#documentDetails[failed="true"], QLabel#composerNotice { color: #e5534b; }
 QToolButton#chipClose { border: none; border-radius: 9px; padding: 0 5px; color: palette(text); }
 QToolButton#chipClose:hover { background: rgba(128, 128, 128, 70); }
 QProgressBar#chipProgress { border: none; border-radius: 2px; background: rgba(128, 128, 128, 60); }

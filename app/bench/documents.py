@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench.workload import SENTENCES, TOPICS
-from app.documents import VocabTokens, build_prompt, extract_document, split_chunks
+from app.documents import EngineTokens, build_prompt, extract_document, split_chunks
 from inference import ChatRequest, Delta, Engine, LoadSettings, SamplingParams
 from storage import DocumentRecord
 
@@ -69,7 +69,7 @@ def questions(n: int) -> list[str]:
 
 
 def prompts(engine: Engine, doc: DocumentRecord, asked: list[str], max_tokens: int) -> list[ChatRequest]:
-    counter = VocabTokens(engine.inputs)
+    counter = EngineTokens(engine)
     out = []
     for q in asked:
         prompt = build_prompt(({"role": "user", "content": q},), [doc], counter, engine.inputs.n_ctx, max_tokens,
@@ -170,7 +170,7 @@ def run_documents_bench(options: DocumentBenchOptions, settings: LoadSettings) -
         engine = Engine.start(base)
         try:
             chats = prompts(engine, doc, asked, options.max_tokens)
-            document_tokens = VocabTokens(engine.inputs).count(doc.text)
+            document_tokens = EngineTokens(engine).count(doc.text)
         finally:
             engine.shutdown()
         together = Engine.start(base)  # fresh: nothing cached

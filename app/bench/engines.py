@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.engines.host import EngineClient
+from app.engines.process import EngineProcess
 from inference import ChatRequest, LoadSettings, SamplingParams, physical_cores
 
 PROMPT = "Tell me a long story about a lighthouse keeper."
@@ -40,20 +40,20 @@ def run_pair(models: list[Path], threads: int, max_tokens: int) -> Run:
     rates: dict[str, float] = {}
     clients = []
     for model in models:
-        def on_delta(delta, name=model.name):
-            if delta.finished:
-                rates[name] = (delta.stats.decode_tok_s or 0.0) if delta.stats else 0.0
-                done[name].set()
-
         settings = LoadSettings(model_path=model, n_ctx=2048, n_seq_max=2, n_threads=threads, n_threads_batch=threads)
-        clients.append(EngineClient(settings, on_delta=on_delta))
+        clients.append(EngineProcess(settings))
     try:
         for client in clients:
             client.start(wait=True)
         sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
         start = time.perf_counter()
-        for client in clients:
-            client.submit(ChatRequest(messages=({"role": "user", "content": PROMPT},), sampling=sampling))
+        for client, model in zip(clients, models):
+            def on_delta(delta, name=model.name):
+                if delta.finished:
+                    rates[name] = (delta.stats.decode_tok_s or 0.0) if delta.stats else 0.0
+                    done[name].set()
+
+            client.stream(ChatRequest(messages=({"role": "user", "content": PROMPT},), sampling=sampling), on_delta)
         for event in done.values():
             if not event.wait(600):
                 raise TimeoutError("a model did not finish in 10 minutes")

@@ -7,8 +7,8 @@ rest plain); the plain ones alone. The figure is each plain chat's own decode ra
 against all plain (the same batch size) and against alone (a smaller batch, so faster).
 
 The grammar never lets the reply end (its closing string is one a model does not write
-greedily), so every row runs to T tokens and the batch stays whole; it is checked per
-token like any grammar (llama.cpp's chain, not the C kernel).
+greedily), so every row runs to T tokens and the batch stays whole; its rows are masked
+per step like any grammar's, then sampled with the plain rows.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 from app.bench.engine import EngineBenchOptions, sized_settings
 from app.bench.workload import Workload, build_workload
-from inference import ChatRequest, Engine, LoadSettings, SamplingParams
+from inference import ChatRequest, Engine, LoadSettings, SamplingParams, gbnf_grammar
 
-ENDLESS = r'root ::= [^~]+ "~~~~~~~~~~~~~~~~"'
+ENDLESS_GBNF = r'root ::= [^~]+ "~~~~~~~~~~~~~~~~"'
 MODES = ("all_plain", "mixed", "plain_alone")
 
 
@@ -44,7 +44,7 @@ def run_grammar_bench(settings: LoadSettings, chats: int, grammar_chats: int, ma
     return {
         "config": {"model": settings.model_path.name, "chats": chats, "grammar_chats": grammar_chats,
                    "max_tokens": max_tokens, "system_tokens": system_tokens, "rounds": rounds,
-                   "threads": settings.threads(), "grammar": ENDLESS},
+                   "threads": settings.threads(), "grammar": ENDLESS_GBNF},
         "runs": runs,
         "plain_tok_s_median": plain,
         "grammar_tok_s_median": statistics.median(r["grammar_tok_s"] for r in runs["mixed"]),
@@ -56,7 +56,8 @@ def run_grammar_bench(settings: LoadSettings, chats: int, grammar_chats: int, ma
 def _run(engine: Engine, work: Workload, mode: str, grammar_chats: int) -> dict[str, float]:
     """One batch: each chat's decode rate, the plain ones' mean apart from the grammar ones'."""
     plain = SamplingParams.greedy(work.max_tokens, ignore_eos=True)
-    constrained = SamplingParams.greedy(work.max_tokens, grammar=ENDLESS)  # a grammar decides the end itself
+    # a grammar decides the end itself
+    constrained = SamplingParams.greedy(work.max_tokens, grammar=gbnf_grammar(ENDLESS_GBNF))
     kinds = [mode == "mixed" and i < grammar_chats for i in range(len(work.prompts))]
     if mode == "plain_alone":
         chosen = [(p, False) for i, p in enumerate(work.prompts) if i >= grammar_chats]

@@ -20,13 +20,15 @@ FORMATS = ("json", "md")
 def export_text(db: Database, repo: ChatRepository, fmt: str, conversation_ids: list[int] | None = None,
                 comparison_id: int | None = None) -> tuple[str, list[int]]:
     """The export's text and the conversations in it. No ids: every conversation (archived
-    too); a comparison: its panes side by side (md) or its conversations as a group (json).
-    A wrong id raises NotFoundError."""
+    too) but those nothing was sent in; a comparison: its panes side by side (md) or its
+    conversations as a group (json). A wrong id raises NotFoundError."""
     catalog = CatalogRepository(db)
     if comparison_id is not None:
         ids = list(catalog.get_comparison(comparison_id).conversation_ids)
+    elif conversation_ids:
+        ids = list(conversation_ids)
     else:
-        ids = list(conversation_ids or [c.id for c in repo.list_conversations(include_archived=True)])
+        ids = [c.id for c in repo.list_conversations(include_archived=True, include_unused=False)]
     for conv_id in ids:
         repo.get_conversation(conv_id)  # a clear error for a wrong id
     if fmt == "json":

@@ -5,7 +5,7 @@ that imports: storage/chat_file_format.py)."""
 
 from __future__ import annotations
 
-from storage import ActivePath, ChatRepository, MessageRecord, MessageStatus
+from storage import ActivePath, ChatRepository, MessageRecord, MessageStatus, ToolResultRecord
 
 
 def export_markdown(repo: ChatRepository, conversation_ids: list[int]) -> str:
@@ -48,6 +48,13 @@ def _result_details(m: MessageRecord) -> list[str]:
     result = m.tool_result
     if result is None:
         return []
-    how = "denied" if result.denied else "error" if result.is_error else None
+    how = tool_outcome(result)
     took = f"{result.duration_s:.2f} s" if result.duration_s is not None else None
     return [d for d in (result.name, how, took) if d]
+
+
+def tool_outcome(result: ToolResultRecord) -> str | None:
+    """How a call ended, in the words an export and its card show; None: it ran and answered."""
+    if result.cancelled:
+        return "cancelled — not run" if result.duration_s is None else "stopped before its result"
+    return "denied" if result.denied else "error" if result.is_error else None

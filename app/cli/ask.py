@@ -1,6 +1,7 @@
-"""`chorus ask FILE... -q QUESTION...`: every question about the same documents, each in a
-chat of its own, all at once on one engine (decoded in the same batches, the documents'
-prompt computed once), saved to the history like the app's chats."""
+"""`chorus ask FILE... -q QUESTION...`: every question about the same documents and images,
+each in a chat of its own, all at once on one engine (decoded in the same batches, the
+documents' prompt computed once, each image encoded once), saved to the history like the
+app's chats (an image attached as a document that keeps its bytes: app/cli/images.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_chat_store
-from app.chats.titles import stand_in_title
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
-from app.documents import DocumentError, DocumentPrompt, VocabTokens, chat_prompt, extract_document, with_cited
+from app.cli.images import NO_PROJECTOR, ImageError, read_images, split_files
+from app.conversations import ConversationSession, PromptBuilder, reply_request
+from app.documents import DocumentError, DocumentPrompt, EngineTokens, extract_document, with_cited
 from app.paths import kv_cache_dir
-from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Engine, ModelLoadError, RequestHandle, SamplingParams
+from inference import PRIORITY_VISIBLE_TAB, EngineClient, ModelLoadError, RequestError, RequestHandle, SamplingParams
+
+if TYPE_CHECKING:
+    from inference import Engine
 from storage import ChatRepository, DocumentRepository, NewDocument
 
 
@@ -30,12 +36,15 @@ class Asked:
     handle: RequestHandle | None = None
     answer: str = ""
     computed: int = 0  # prompt tokens this request computed (not found cached)
+    image_tokens: int = 0  # the prompt's tokens that are images' rows
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask = add_command(sub, "ask", run_ask, help="ask questions about files, each in its own chat, all at once")
     add_model_args(ask)
-    ask.add_argument("files", nargs="+", metavar="FILE", help="documents: text, Markdown, code, PDF, DOCX, ...")
+    ask.add_argument("files", nargs="+", metavar="FILE",
+                     help="documents (text, Markdown, code, PDF, DOCX, ...) and images (PNG, JPEG, GIF, WebP, BMP: "
+                          "with --mmproj)")
     ask.add_argument("-q", "--question", action="append", required=True, dest="questions",
                      help="a question (repeatable: each in its own chat)")
     ask.add_argument("--max-tokens", type=int, default=512)
@@ -48,15 +57,22 @@ def read_documents(paths: list[str]) -> list[NewDocument]:
 
 
 def run_ask(args: argparse.Namespace, data_dir: Path) -> int:
+    document_paths, image_paths = split_files(args.files)
+    if image_paths and not args.mmproj:
+        print(f"chorus: {NO_PROJECTOR.format(name=image_paths[0])}", file=sys.stderr)
+        return 2
     try:
-        documents = read_documents(args.files)
-    except DocumentError as exc:
+        documents = read_documents(document_paths)
+        images = read_images(image_paths)
+    except (DocumentError, ImageError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     model = resolve_model(args, data_dir)
     db, repo = open_chat_store(data_dir)
     db.require_writable()
     try:
+        from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
+
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
     except ModelLoadError as exc:
@@ -64,28 +80,38 @@ def run_ask(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
     try:
-        asked, pin_computed = _ask_all(engine, repo, model.name, documents, args.questions, args.max_tokens)
+        asked, pin_computed = _ask_all(engine, repo, model.name, documents, images, args.questions,
+                                       args.max_tokens)
+        metrics = engine.metrics(fresh=True)
+        counts = (metrics.images_encoded, metrics.images_loaded)
     finally:
         engine.shutdown()
         db.close()
-    _print(asked, pin_computed, args.json)
+    _print(asked, pin_computed, counts, args.json)
     return 0
 
 
 def _ask_all(engine: Engine, repo: ChatRepository, model: str, documents: list[NewDocument],
-             questions: list[str], max_tokens: int) -> tuple[list[Asked], int]:
-    docs = DocumentRepository(repo.db)
-    counter = VocabTokens(engine.inputs)
-    asked = [_start_chat(repo, docs, model, documents, q, counter, engine.inputs.n_ctx, max_tokens) for q in questions]
+             images: list[NewDocument], questions: list[str], max_tokens: int) -> tuple[list[Asked], int]:
+    tokens = EngineTokens(engine), _n_ctx(engine)
+    # Images are only read with a projector (run_ask refuses them without one).
+    prompts = PromptBuilder(DocumentRepository(repo.db), lambda: tokens, show_images=True)
+    sampling = SamplingParams(max_tokens=max_tokens)
+    asked = [_start_chat(repo, prompts, model, [*documents, *images], q, sampling) for q in questions]
     pin_computed = 0
     block = asked[0].prompt.pinned_block
     if block is not None:  # computed once before the questions; kept in the disk prompt cache
         pinned = engine.pin_system_prompt(block).result(timeout=None)
         pin_computed = _computed(pinned.stats)
-    sampling = SamplingParams(max_tokens=max_tokens)
     for a in asked:
-        a.handle = engine.submit(ChatRequest(messages=a.prompt.messages, sampling=sampling,
-                                             priority=PRIORITY_VISIBLE_TAB))
+        chat = reply_request(a.prompt, sampling, priority=PRIORITY_VISIBLE_TAB)
+        if images:  # encoded here (once: the projector's cache), the image rows counted
+            try:
+                chat = engine.prepare(chat)
+            except RequestError:
+                pass  # the engine ends the request with the same error, stored as its reply's
+            a.image_tokens = sum(1 for t in chat.prompt_tokens or () if t < 0)
+        a.handle = RequestHandle.open(engine, chat)
     for a in asked:
         recorder = ReplyRecorder(repo, a.reply_id)
         assert a.handle is not None
@@ -97,25 +123,23 @@ def _ask_all(engine: Engine, repo: ChatRepository, model: str, documents: list[N
     return asked, pin_computed
 
 
-def _start_chat(repo: ChatRepository, docs: DocumentRepository, model: str, documents: list[NewDocument],
-                question: str, counter: VocabTokens, n_ctx: int, max_tokens: int) -> Asked:
-    conv = repo.create_conversation(title=stand_in_title(question), model_ref=model)
-    user = repo.add_message(conv.id, "user", question, documents=tuple(documents))
-    reply = repo.start_reply(conv.id, parent_id=user.id, model=model)
-    path = repo.active_path(conv.id)
-    before = path.messages[:-1]
-    turns = tuple({"role": m.role, "content": m.content} for m in before)
-    prompt = chat_prompt(turns, path, before, docs, counter, n_ctx, max_tokens)
-    if prompt.sources:
-        docs.set_sources(reply.id, prompt.sources)
-    return Asked(question, conv.id, reply.id, prompt)
+def _start_chat(repo: ChatRepository, prompts: PromptBuilder, model: str, documents: list[NewDocument],
+                question: str, sampling: SamplingParams) -> Asked:
+    session, started = ConversationSession.start(repo, question, documents, model=model)
+    prompt = prompts.prompt(started.path, started.reply, sampling)  # the excerpts used stored as its sources
+    return Asked(question, session.conversation_id, started.reply.id, prompt)
+
+
+def _n_ctx(engine: EngineClient) -> int:
+    return engine.info.n_ctx if engine.info is not None else 0
 
 
 def _computed(stats) -> int:
     return max(0, stats.prompt_tokens - stats.cached_tokens) if stats is not None else 0
 
 
-def _print(asked: list[Asked], pin_computed: int, as_json: bool) -> None:
+def _print(asked: list[Asked], pin_computed: int, images: tuple[int, int], as_json: bool) -> None:
+    """images: how many images were encoded, and how many read from the disk cache instead."""
     first = asked[0].prompt
     if as_json:
         out = {
@@ -123,6 +147,9 @@ def _print(asked: list[Asked], pin_computed: int, as_json: bool) -> None:
                          "citations": _citations(a)} for a in asked],
             "document_tokens": sum(d.tokens for d in first.documents),
             "prompt_tokens_computed": pin_computed + sum(a.computed for a in asked),
+            "image_tokens": asked[0].image_tokens,  # in each question's prompt: the same images
+            "images_encoded": images[0],
+            "images_loaded": images[1],  # from the disk cache, an earlier run's encoding
             "retrieval": any(a.prompt.retrieval for a in asked),
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -136,7 +163,10 @@ def _print(asked: list[Asked], pin_computed: int, as_json: bool) -> None:
         print(f"  (chat {a.conversation_id})\n")
     computed = pin_computed + sum(a.computed for a in asked)
     how = "excerpts retrieved" if any(a.prompt.retrieval for a in asked) else "whole"
-    print(f"[{len(asked)} question(s), documents {how}, {computed} prompt tokens computed]", file=sys.stderr)
+    how = f"documents {how}, " if first.documents else ""  # images alone: no documents to speak of
+    seen = (f", {asked[0].image_tokens} image tokens a prompt, {images[0]} image(s) encoded, "
+            f"{images[1]} read from disk") if asked[0].image_tokens else ""
+    print(f"[{len(asked)} question(s), {how}{computed} prompt tokens computed{seen}]", file=sys.stderr)
 
 
 def _citations(a: Asked) -> list[dict]:

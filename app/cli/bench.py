@@ -1,9 +1,11 @@
 """`chorus bench`, `bench-agents`, `bench-documents`, `bench-engines`, `bench-grammar`,
-`bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`: the benchmarks.
+`bench-schemas`, `bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
 each benchmark takes an options dataclass (and the engine's LoadSettings) and returns its
 report. Here are their command-line options, turned into those inputs, and the printing.
+Each handler imports its benchmark: those load llama.cpp, and the CLI's start (`chorus app`
+is its process too) must not.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.bench import agents, documents, engine, engines, grammar_rows, restart, serve, storage
 from app.cli import gui
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, resolve_model, settings_from_args
 from app.models import catalog as model_catalog
 from app.paths import models_dir
+
+if TYPE_CHECKING:
+    from app.bench import serve
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,6 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_engine(sub)
     _register_engines(sub)
     _register_grammar(sub)
+    _register_schemas(sub)
     _register_serve(sub)
     _register_restart(sub)
     _register_documents(sub)
@@ -118,6 +124,7 @@ def _register_restart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _restart(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import restart
     options = restart.RestartBenchOptions(history_tokens=args.history_tokens, ctx=args.ctx)
     report = restart.run_restart_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(restart.render(report, args.json))
@@ -139,6 +146,7 @@ def _register_documents(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _documents(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import documents
     options = documents.DocumentBenchOptions(document=args.document, chats=args.chats, max_tokens=args.max_tokens,
                                              generated_tokens=args.document_tokens, uncached=args.uncached)
     report = documents.run_documents_bench(options, settings_from_args(args, resolve_model(args, base)))
@@ -147,6 +155,7 @@ def _documents(args: argparse.Namespace, base: Path) -> int:
 
 
 def _storage(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import storage
     # A scratch database: the data folder is not touched.
     result = storage.run_storage_bench(storage.StorageBenchOptions(messages=args.messages, long=args.long))
     print(storage.render(result, args.json))
@@ -165,13 +174,45 @@ def _register_grammar(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _grammar(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import grammar_rows
     report = grammar_rows.run_grammar_bench(settings_from_args(args, resolve_model(args, base)), args.chats,
                                             args.grammar_chats, args.max_tokens, args.system_tokens, args.rounds)
     print(grammar_rows.render(report, args.json))
     return 0
 
 
+def _register_schemas(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sbench = add_command(sub, "bench-schemas", _schemas,
+                         help="JSONSchemaBench-style coverage of structured output (optionally beside llama-server)")
+    add_model_args(sbench)
+    sbench.add_argument("--data", type=Path, required=True,
+                        help="a folder of schema sets (JSONSchemaBench's data/: a folder of .json schemas a set)")
+    sbench.add_argument("--sets", default="Glaiveai2K,Github_easy,Github_medium,Kubernetes,Snowplow",
+                        help="comma-separated set names (folders under --data)")
+    sbench.add_argument("--per-set", type=int, default=40, help="schemas sampled from each set")
+    sbench.add_argument("--max-tokens", type=int, default=384)
+    sbench.add_argument("--concurrency", type=int, default=8, help="requests at once (each side)")
+    sbench.add_argument("--seed", type=int, default=0, help="which schemas are sampled")
+    sbench.add_argument("--peer", help="a llama-server's base URL: the same requests there, in the same run")
+    sbench.add_argument("--json", action="store_true", help="print one JSON object, every schema's outcome too")
+
+
+def _schemas(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import schemas
+    options = schemas.SchemaBenchOptions(data=args.data, sets=tuple(s for s in args.sets.split(",") if s),
+                                         per_set=args.per_set, max_tokens=args.max_tokens,
+                                         concurrency=args.concurrency, seed=args.seed, peer=args.peer)
+    try:
+        report = schemas.run_schema_bench(options, settings_from_args(args, resolve_model(args, base)))
+    except ValueError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    print(schemas.render(report, args.json))
+    return 0
+
+
 def _engine(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import engine
     options = engine.EngineBenchOptions(
         chats=args.chats, system_tokens=args.system_tokens, max_tokens=args.max_tokens, warm=args.warm,
         sampling=args.sampling, native=args.native, skip_baseline=args.skip_baseline,
@@ -184,6 +225,7 @@ def _engine(args: argparse.Namespace, base: Path) -> int:
 
 
 def _serve(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import serve
     options = serve.ServeBenchOptions(clients=args.clients, max_tokens=args.max_tokens, timeout_s=args.timeout,
                                       api_key=args.api_key, server=args.server, start=_server_to_start(args, base),
                                       system_words=args.system_words, rounds=args.rounds)
@@ -198,6 +240,7 @@ def _serve(args: argparse.Namespace, base: Path) -> int:
 
 def _server_to_start(args: argparse.Namespace, base: Path) -> serve.ServerOptions | None:
     """The `chorus serve` bench-serve starts, unless it was given a running server's URL."""
+    from app.bench import serve
     if args.server:
         return None
     return serve.ServerOptions(base=base, model=resolve_model(args, base), parallel=args.parallel, ctx=args.ctx,
@@ -205,6 +248,7 @@ def _server_to_start(args: argparse.Namespace, base: Path) -> serve.ServerOption
 
 
 def _engines(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import engines
     models = tuple(model_catalog.resolve(m, models_dir(base)) for m in args.models)
     options = engines.EnginesBenchOptions(models=models, threads=args.threads, max_tokens=args.max_tokens)
     print(engines.render(engines.run_engines_bench(options), args.json))
@@ -223,6 +267,7 @@ def _register_agents(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _agents(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import agents
     options = agents.AgentBenchOptions(agents=args.agents, rounds=args.rounds, tool_seconds=args.tool_seconds,
                                        max_tokens=args.max_tokens)
     report = agents.run_agents_bench(options, settings_from_args(args, resolve_model(args, base)))

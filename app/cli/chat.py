@@ -6,27 +6,37 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from app.chats.reasoning import strip_reasoning
 from app.chats.recorder import ReplyRecorder
 from app.chats.store import open_chat_store
 from app.cli.chat_tool_args import add_tool_args, configured_servers
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
+from app.cli.images import NO_PROJECTOR, ImageError, read_images, split_files
 from app.cli.remote_replies import add_remote_args, connect
-from app.documents import DocumentError, GuessedTokens, TokenCounter, VocabTokens, build_prompt, extract_document
+from app.conversations import ConversationSession, PromptBuilder, reply_request
+from app.conversations.prompt import Tokens
+from app.documents import DocumentError, EngineTokens, TokenCounter, extract_document
 from app.engines.remote import RemoteError
+from app.engines.sources import ModelSource
 from app.paths import kv_cache_dir
-from app.tools import McpConfigError, chat_message, plain_turns
-from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, ModelLoadError, SamplingParams
+from app.tools import McpConfigError
+from inference import (
+    PRIORITY_VISIBLE_TAB,
+    SAMPLING_FIELDS,
+    Delta,
+    EngineClient,
+    ModelLoadError,
+    RequestHandle,
+    SamplingParams,
+)
 from storage import (
     ChatRepository,
     DiskFull,
-    DocumentRecord,
     DocumentRepository,
     MessageStatus,
     NewDocument,
@@ -37,12 +47,13 @@ if TYPE_CHECKING:  # chat_tools brings the MCP SDK: imported only when a chat ha
     from app.cli.chat_tools import TerminalTools
 
 HELP = "commands: /reset (new conversation), /system TEXT, /quit"
-TITLE_CHARS = 60
 T = TypeVar("T")
 
 
 class Conversation:
-    """The conversation being typed into: its id in storage and its messages so far.
+    """The conversation being typed into: its session once it is stored (the rows it writes
+    and the prompts it builds are the window's: app/conversations/), and what its first
+    message will carry.
 
     label: the model as a reply records it; model_ref: as the conversation records it (a
     remote server's source key, so that the app continues it on the same server)."""
@@ -51,78 +62,57 @@ class Conversation:
         self.repo = repo
         self.model_name = label
         self.model_ref = model_ref or label
-        self.id: int | None = None
-        self.messages: list[dict] = []
+        self.session: ConversationSession | None = None
         self.system: str | None = None
-        # --attach: the documents go with the first message, then stay in every prompt.
-        self.documents: list[DocumentRecord] = []
+        # --attach: the documents go with the next message, then stay in every prompt.
         self.to_attach: tuple[NewDocument, ...] = ()
+        self.sees_images = False
+
+    @property
+    def id(self) -> int | None:
+        return self.session.conversation_id if self.session is not None else None
 
     def start(self, system: str | None) -> None:
-        self.id, self.messages, self.system, self.documents = None, [], system, []
+        self.session, self.system = None, system
 
     def attach(self, documents: list[NewDocument]) -> None:
         self.to_attach = (*self.to_attach, *documents)
 
     def load(self, conversation_id: int) -> None:
         path = self.repo.active_path(conversation_id)
-        self.id = conversation_id
-        self.messages = [  # a reply's reasoning is stored, not sent again (app/chats/reasoning.py)
-            chat_message(m, strip_reasoning(m.content) if m.role == "assistant" else m.content)
-            for m in path.messages
-            if m.status is not MessageStatus.ERROR and (m.content or m.tool_calls)
-        ]
-        self.system = next((m["content"] for m in self.messages if m["role"] == "system"), None)
-        docs = DocumentRepository(self.repo.db)
-        self.documents = [docs.document(a.sha256) for a in docs.conversation_documents(conversation_id)]
+        self.session = ConversationSession(self.repo, conversation_id, lambda _conv: self.model_name)
+        self.system = next((m.content for m in path.messages if m.role == "system"), None)
+
+    def message_count(self) -> int:
+        """The messages of its branch a prompt carries (an errored reply is left out)."""
+        if self.id is None:
+            return 0
+        return sum(1 for m in self.repo.active_path(self.id).messages
+                   if m.status is not MessageStatus.ERROR and (m.content or m.tool_calls))
 
     @property
-    def saved_id(self) -> int:
-        """Its id in storage; there is one once a message was added."""
-        if self.id is None:
+    def saved(self) -> ConversationSession:
+        """Its session; there is one once a message was added."""
+        if self.session is None:
             raise RuntimeError("the conversation has no message yet")
-        return self.id
+        return self.session
 
     def add_user(self, text: str) -> int:
-        """Stores the message (and, first, the conversation and its system prompt), then
-        holds it. A write that fails (DiskFull) leaves what was stored stored and the rest
-        to a second call with the same text."""
-        if self.id is None:
-            self.id = self.repo.create_conversation(title=text[:TITLE_CHARS], model_ref=self.model_ref).id
-        if self.system and not self.messages:
-            self.repo.add_message(self.id, "system", self.system)
-            self.messages.append({"role": "system", "content": self.system})
-        message_id = self.repo.add_message(self.id, "user", text, documents=self.to_attach).id
-        if self.to_attach:
-            docs = DocumentRepository(self.repo.db)
-            self.documents += [docs.document(d.sha256) for d in self.to_attach
-                               if all(d.sha256 != have.sha256 for have in self.documents)]
-            self.to_attach = ()
-        self.messages.append({"role": "user", "content": text})
-        return message_id
+        """Stores the message (and, first, the conversation and its system prompt, in one
+        transaction). A write that fails (DiskFull) leaves what was stored stored and the
+        rest to a second call with the same text."""
+        if self.session is None:
+            self.session, message = ConversationSession.open(self.repo, text, self.to_attach, self.system,
+                                                             model=self.model_ref, label=self.model_name)
+        else:
+            message = self.session.ask(text, self.to_attach)
+        self.to_attach = ()
+        return message.id
 
-    def prompt(self, counter: TokenCounter, n_ctx: int | None, reply_tokens: int | None) -> tuple[dict, ...]:
-        """The engine's messages: the turns (tool calls and results as text), with the attached
-        documents whole or as excerpts."""
-        turns = plain_turns(self.messages)
-        if not self.documents:
-            return tuple(turns)
-        search = DocumentRepository(self.repo.db).best_chunks
-        return build_prompt(turns, self.documents, counter, n_ctx, reply_tokens, search).messages
-
-
-class ReplyHandle(Protocol):
-    """A reply streaming in: a local engine's RequestHandle or a remote server's reply."""
-
-    def __iter__(self) -> Iterator[Delta]: ...
-
-    def cancel(self) -> None: ...
-
-
-class Replies(Protocol):
-    def submit(self, chat: ChatRequest) -> ReplyHandle: ...
-
-    def shutdown(self) -> None: ...
+    def prompts(self, tokens: Tokens) -> PromptBuilder:
+        """Its prompts, built as the window builds them; tokens: the engine's counter and
+        context, for its documents."""
+        return PromptBuilder(DocumentRepository(self.repo.db), tokens, show_images=self.sees_images)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,16 +120,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_model_args(chat)
     add_remote_args(chat)
     chat.add_argument("--system", default=None, help="system prompt")
-    chat.add_argument("--max-tokens", type=int, default=512)
-    chat.add_argument("--temperature", type=float, default=0.7)
-    chat.add_argument("--seed", type=int, default=None)
+    add_sampling_args(chat)
     chat.add_argument("--conversation", type=int, default=None, help="continue a saved conversation")
     chat.add_argument("--attach", action="append", default=[], metavar="FILE",
-                      help="a document for the chat (repeatable): text, Markdown, code, PDF, DOCX, ...")
+                      help="a document for the chat (repeatable): text, Markdown, code, PDF, DOCX, ...; "
+                           "or an image (PNG, JPEG, GIF, WebP, BMP), with --mmproj")
     add_tool_args(chat)
 
 
+def add_sampling_args(parser: argparse.ArgumentParser) -> None:
+    """An option for each sampling field the engine's table gives the terminal chat
+    (--temperature, --top-k, --max-tokens, --seed...), with the engine's default."""
+    for field in SAMPLING_FIELDS:
+        if field.cli:
+            kind: dict[str, Any] = {"action": argparse.BooleanOptionalAction} if field.kind is bool else \
+                {"type": field.kind}
+            parser.add_argument("--" + field.name.replace("_", "-"), default=field.default, help=field.tip, **kind)
+
+
+def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    return SamplingParams(**{field.name: getattr(args, field.name) for field in SAMPLING_FIELDS if field.cli})
+
+
 def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
+    problem = _image_problem(args)
+    if problem is not None:
+        print(f"chorus: {problem}", file=sys.stderr)
+        return 2
     if args.server is None:
         if args.api_key or args.remote_model:
             print("chorus: --api-key and --remote-model go with --server URL", file=sys.stderr)
@@ -150,14 +157,26 @@ def run_chat(args: argparse.Namespace, data_dir: Path) -> int:
     except (ValueError, RemoteError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
-    source = remote.source
+    source = ModelSource.remote(remote.endpoint.base_url, remote.endpoint.model)
     return _run(args, data_dir, source.label, source.key, lambda: (remote, source.base_url))
+
+
+def _image_problem(args: argparse.Namespace) -> str | None:
+    """Why the --attach images cannot be shown (before any model is looked for); None: they can."""
+    images = split_files(args.attach)[1]
+    if images and args.server is not None:
+        return f"{images[0]} is an image: images go to a local model (--mmproj FILE), not to --server yet"
+    if images and not args.mmproj:
+        return NO_PROJECTOR.format(name=images[0])
+    return None
 
 
 def _run_local(args: argparse.Namespace, data_dir: Path) -> int:
     model = resolve_model(args, data_dir)
 
-    def start() -> tuple[Replies, str]:
+    def start() -> tuple[EngineClient, str]:
+        from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
+
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
         return engine, engine.info.description if engine.info is not None else "the engine"
@@ -166,7 +185,7 @@ def _run_local(args: argparse.Namespace, data_dir: Path) -> int:
 
 
 def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
-         start: Callable[[], tuple[Replies, str]]) -> int:
+         start: Callable[[], tuple[EngineClient, str]]) -> int:
     """The chat, once the model is known: the conversation is opened before the engine
     starts, so a wrong --conversation costs no model load."""
     db, repo = open_chat_store(data_dir)
@@ -177,12 +196,14 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
             conv.load(args.conversation)
         else:
             conv.start(args.system)
-        conv.attach([extract_document(Path(p)) for p in args.attach])
+        document_paths, image_paths = split_files(args.attach)
+        conv.attach([*(extract_document(Path(p)) for p in document_paths), *read_images(image_paths)])
+        conv.sees_images = args.server is None and bool(args.mmproj)
         servers = configured_servers(args)
-    except (NotFoundError, DocumentError, McpConfigError) as exc:
+    except (NotFoundError, DocumentError, ImageError, McpConfigError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
-    tools = _start_tools(servers, args) if servers else None  # before the model: their errors first
+    tools = _start_tools(servers, args) if servers or args.tools else None  # before the model: their errors first
     try:
         engine, where = start()
     except ModelLoadError as exc:
@@ -192,8 +213,8 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
         return 2
     print(f"Chorus chat on {where} ({label}). {HELP}", file=sys.stderr)
     if conv.id is not None:
-        print(f"continuing conversation {conv.id} ({len(conv.messages)} messages)", file=sys.stderr)
-    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+        print(f"continuing conversation {conv.id} ({conv.message_count()} messages)", file=sys.stderr)
+    sampling = sampling_from_args(args)
     try:
         _loop(engine, conv, sampling, tools)
     finally:
@@ -208,7 +229,7 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
     return 0
 
 
-def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams, tools: TerminalTools | None) -> None:
+def _loop(engine: EngineClient, conv: Conversation, sampling: SamplingParams, tools: TerminalTools | None) -> None:
     while True:
         try:
             line = input("you> ")
@@ -232,10 +253,8 @@ def _loop(engine: Replies, conv: Conversation, sampling: SamplingParams, tools: 
             if not _tool_reply(engine, conv, sampling, tools):
                 return
             continue
-        reply = _stream_reply(engine, conv, user_id, sampling)
-        if reply is None:
+        if _stream_reply(engine, conv, user_id, sampling) is None:
             return
-        conv.messages.append({"role": "assistant", "content": strip_reasoning(reply)})
 
 
 def _start_tools(servers: list, args: argparse.Namespace) -> TerminalTools:
@@ -244,16 +263,14 @@ def _start_tools(servers: list, args: argparse.Namespace) -> TerminalTools:
     return TerminalTools.start(servers, args)
 
 
-def _tool_reply(engine: Replies, conv: Conversation, sampling: SamplingParams, tools: TerminalTools) -> bool:
+def _tool_reply(engine: EngineClient, conv: Conversation, sampling: SamplingParams, tools: TerminalTools) -> bool:
     """The reply with tools; False when a part could not be saved and the user gave up."""
-    counter, n_ctx = _counter(engine)
-    added = tools.reply(engine, conv.repo, conv.saved_id, conv.model_name, list(conv.prompt(counter, n_ctx,
-                        sampling.max_tokens)), sampling, _until_saved, _report)
-    if added is None:
-        return False
-    conv.messages += [{**m, "content": strip_reasoning(m["content"])} if m["role"] == "assistant" else m
-                      for m in added]
-    return True
+    session = conv.saved
+    path = conv.repo.active_path(session.conversation_id)
+    prompt = conv.prompts(partial(_counter, engine)).prompt_after(path, sampling)
+    added = tools.reply(engine, conv.repo, session.conversation_id, conv.model_name, list(prompt.messages), sampling,
+                        _until_saved, _report)
+    return added is not None
 
 
 def _until_saved(write: Callable[[], T], what: str) -> T | None:
@@ -275,16 +292,19 @@ def _until_saved(write: Callable[[], T], what: str) -> T | None:
             return None
 
 
-def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: SamplingParams) -> str | None:
+def _stream_reply(engine: EngineClient, conv: Conversation, user_id: int, sampling: SamplingParams) -> str | None:
     """The reply, streamed and saved; None when it could not be saved and the user gave up."""
-    record = _until_saved(lambda: conv.repo.start_reply(conv.saved_id, parent_id=user_id, model=conv.model_name),
-                          "your message's reply")
-    if record is None:
+    session = conv.saved
+    started = _until_saved(lambda: session.reply_after(user_id), "your message's reply")
+    if started is None:
         return None
-    recorder = ReplyRecorder(conv.repo, record.id)
-    counter, n_ctx = _counter(engine)
-    messages = conv.prompt(counter, n_ctx, sampling.max_tokens)
-    handle = engine.submit(ChatRequest(messages=messages, sampling=sampling, priority=PRIORITY_VISIBLE_TAB))
+    recorder = ReplyRecorder(conv.repo, started.reply.id)
+    prompts = conv.prompts(partial(_counter, engine))  # it stores the excerpts it used as the reply's sources
+    prompt = _until_saved(lambda: prompts.prompt(started.path, started.reply, sampling), "the reply's sources")
+    if prompt is None:
+        return None
+    chat = reply_request(prompt, sampling, priority=PRIORITY_VISIBLE_TAB)
+    handle = RequestHandle.open(engine, chat)
     sys.stdout.write("bot> ")
     try:
         for delta in handle:
@@ -302,11 +322,9 @@ def _stream_reply(engine: Replies, conv: Conversation, user_id: int, sampling: S
     return recorder.text
 
 
-def _counter(engine: Replies) -> tuple[TokenCounter, int | None]:
-    """A local engine counts documents with its model's vocabulary; a server's are guessed."""
-    if isinstance(engine, Engine):
-        return VocabTokens(engine.inputs), engine.inputs.n_ctx
-    return GuessedTokens(), None
+def _counter(engine: EngineClient) -> tuple[TokenCounter, int | None]:
+    """The engine counts documents (a local one with its model's vocabulary; a server's guesses)."""
+    return EngineTokens(engine), engine.info.n_ctx if engine.info is not None else None
 
 
 def _show(recorder: ReplyRecorder, delta: Delta) -> None:

@@ -1,5 +1,6 @@
 """`chorus chat`'s tool options: --mcp "COMMAND ARGS" (repeatable), --mcp-config FILE (the
-mcpServers JSON), --tool-choice, --yes, --tool-timeout, --max-tool-rounds; read into server
+mcpServers JSON), --tools web (the built-in fetch and web_search, with --searxng URL and
+--allow-private-addresses), --tool-choice, --yes, --tool-timeout, --max-tool-rounds; read into server
 configurations without importing the MCP SDK (chat_tools.py runs them)."""
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ def add_tool_args(parser: argparse.ArgumentParser) -> None:
                         help="an MCP server run over stdio (repeatable), e.g. --mcp \"uvx mcp-server-time\"")
     parser.add_argument("--mcp-config", default=None, metavar="FILE",
                         help="MCP servers from an mcpServers JSON file (Claude Desktop's, Cursor's, LM Studio's)")
+    parser.add_argument("--tools", choices=("web",), default=None,
+                        help="web: the built-in tools fetch (a page as Markdown) and web_search (needs --searxng)")
+    parser.add_argument("--searxng", default="", metavar="URL",
+                        help="the SearXNG instance web_search asks (its JSON API), e.g. http://localhost:8888")
+    parser.add_argument("--allow-private-addresses", action="store_true",
+                        help="let fetch reach loopback, LAN and link-local addresses (refused by default)")
     parser.add_argument("--tool-choice", choices=TOOL_CHOICES, default="auto",
                         help="auto: the model may call tools; required: its first turn must; none: no tools")
     parser.add_argument("--yes", action="store_true", help="run every tool call without asking")

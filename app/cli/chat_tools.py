@@ -1,8 +1,8 @@
 """`chorus chat` with MCP tools (chat_tool_args.py: --mcp, --mcp-config and the rest): the
-servers start before the model loads; each reply then runs the tool
-loop (app/tools/agent.py), printing every call and its result as it happens, asking
-"run TOOL(args)? [y]es / [a]lways / [n]o" before each (--yes approves all), and storing the
-turn's calls and the results in the history."""
+servers start before the model loads; each reply then runs the tool loop (app/tools/agent.py,
+the blocking driver of the one in app/tools/machine.py), printing every call and its result
+as it happens, asking "run TOOL(args)? [y]es / [a]lways / [n]o" before each (--yes approves
+all), and storing the turn's calls and the results in the history."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from app.tools.agent import (
     Approval,
     CallFinished,
     CallStarted,
-    Engine,
     Notice,
     TextDelta,
     TurnDone,
@@ -29,7 +28,8 @@ from app.tools.formats import format_of_engine
 from app.tools.history import call_records, result_record
 from app.tools.mcp_results import McpTool
 from app.tools.types import ToolCall
-from inference import Delta, FinishReason, SamplingParams
+from app.tools.web import WebSettings, WebTools
+from inference import Delta, EngineClient, FinishReason, SamplingParams
 from storage import ChatRepository, MessageRecord
 
 SHOWN_RESULT = 400  # characters of a result printed (the model gets it whole, up to the cap)
@@ -37,12 +37,19 @@ SHOWN_RESULT = 400  # characters of a result printed (the model gets it whole, u
 Saver = Callable[[Callable[[], Any], str], Any]
 
 
+def web_tools_of(args: argparse.Namespace) -> WebTools | None:
+    """--tools web: fetch always, web_search once a SearXNG instance is named."""
+    if args.tools != "web":
+        return None
+    return WebTools(WebSettings(searxng_url=args.searxng, allow_private=args.allow_private_addresses))
+
+
 class TerminalTools:
     """The chat's MCP servers and the loop's settings, for the length of the chat."""
 
     def __init__(self, manager: McpManager, args: argparse.Namespace) -> None:
         self.manager = manager
-        self.toolbox = Toolbox(manager, timeout_s=args.tool_timeout)
+        self.toolbox = Toolbox(manager, timeout_s=args.tool_timeout, web=web_tools_of(args))
         self.choice, self.max_rounds = args.tool_choice, args.max_tool_rounds
         self.approve = always_allow if args.yes else ask_on_terminal
 
@@ -59,7 +66,7 @@ class TerminalTools:
     def shutdown(self) -> None:
         self.manager.shutdown()
 
-    def reply(self, engine: Engine, repo: ChatRepository, conversation_id: int, model: str, messages: list[dict],
+    def reply(self, engine: EngineClient, repo: ChatRepository, conversation_id: int, model: str, messages: list[dict],
               sampling: SamplingParams, save: Saver, report: Callable[[Delta], None]) -> list[dict] | None:
         """The reply to the last message, tools and all, shown and stored: the messages it
         added (OpenAI's shape), or None when one could not be stored and the user gave up."""

@@ -60,7 +60,7 @@ def run_import(args: argparse.Namespace, base: Path) -> int:
 def run_list(args: argparse.Namespace, base: Path) -> int:
     db, repo = open_chat_store(base)
     try:
-        for conv in repo.list_conversations():
+        for conv in repo.list_conversations(include_unused=False):
             pin = "*" if conv.pinned else " "
             print(f"{conv.id:>6} {pin} {conv.updated_at:%Y-%m-%d %H:%M}  {conv.title or '(untitled)'}")
     finally:

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.engines.process import probe_backend
 from app.models import catalog as model_catalog
 from app.models.capacity import chats_that_fit
 from app.models.fit import machine_memory
 from app.models.library import ModelDefaults, apply_defaults, open_library
 from app.paths import models_dir
-from inference import KV_TYPES, SPECULATIVE_MODES, LoadSettings, backend
+from inference import KV_TYPES, SPECULATIVE_MODES, LoadSettings
 from inference.gguf import GgufError, read_gguf_header
 from storage import StorageError
 
@@ -41,6 +42,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft-model", default=None, metavar="MODEL",
                    help="the draft model of --speculative draft (implied): a catalog name or a GGUF file "
                         "with the model's vocabulary")
+    p.add_argument("--mmproj", default=None, metavar="FILE",
+                   help="a vision projector (mmproj GGUF) for the model: chats may then show it images")
 
 
 def resolve_model(args: argparse.Namespace, base: Path) -> Path:
@@ -76,6 +79,8 @@ def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
         values.setdefault("speculative", "draft")
     if getattr(args, "kv_type", None) is not None:
         values["kv_type"] = args.kv_type
+    if getattr(args, "mmproj", None):
+        values["mmproj"] = Path(args.mmproj).expanduser().resolve()
     if getattr(args, "flash_attn", None) is not None:
         values["flash_attn"] = {"on": True, "off": False, "auto": None}[args.flash_attn]
     return values
@@ -98,7 +103,7 @@ def fitted(settings: LoadSettings, ctx_per_chat: int) -> LoadSettings:
     try:
         header = read_gguf_header(settings.model_path)
         ram, gpu = machine_memory()
-        return chats_that_fit(settings, header, ctx_per_chat, ram, gpu, backend.gpu_offload_supported())
+        return chats_that_fit(settings, header, ctx_per_chat, ram, gpu, probe_backend().gpu_offload)
     except (GgufError, ValueError) as exc:
         raise SystemExit(f"chorus: {exc}") from None
 

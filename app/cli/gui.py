@@ -24,6 +24,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gui.add_argument("--quit-after", type=float, default=None, help=argparse.SUPPRESS)
     # Packaging's smoke test: one prompt through the real window and engine, then exit.
     gui.add_argument("--smoke-prompt", default=None, help=argparse.SUPPRESS)
+    # ... with these files attached (extracted, counted by the engine, stored with the message).
+    gui.add_argument("--smoke-attach", action="append", default=[], type=Path, help=argparse.SUPPRESS)
+    gui.set_defaults(report_failure=report_failure)
+
+
+def report_failure(message: str) -> int:
+    """What stopped `chorus app` before its window (a data folder that cannot be made, a
+    model that cannot be found): the line on stderr and, with a display, a box."""
+    from ui.app_main import show_startup_error
+
+    return show_startup_error(message)
 
 
 def run_app(args: argparse.Namespace, base: Path) -> int:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 from app.bench.workload import SystemPromptError
-from app.cli import ask, backup, bench, chat, chats, gui, models, serve
+from app.cli import ask, backup, batch, bench, chat, chats, gui, models, serve
 from app.models.catalog import ModelFetchError
-from app.paths import data_dir
+from app.paths import DataFolderError, data_dir
 from storage.errors import StorageError
 
 # One module per command group, each adding its subcommands (in this order to the help).
-COMMAND_GROUPS = (chat, ask, gui, serve, chats, backup, bench, models)
+COMMAND_GROUPS = (chat, ask, gui, serve, chats, backup, batch, bench, models)
 DEFAULT_COMMAND = "chat"  # what a bare `chorus` (global options only) runs
 
 
@@ -42,7 +43,13 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         status: int = args.handler(args, data_dir(args.data_dir))
-    except (ModelFetchError, StorageError, SystemPromptError) as exc:  # expected failures: one line, not a traceback
-        print(f"chorus: {exc}", file=sys.stderr)
-        return 2
+    except (ModelFetchError, StorageError, SystemPromptError, DataFolderError) as exc:
+        # Expected failures: one line, not a traceback (and a box, for the window's command).
+        report: Callable[[str], int] = getattr(args, "report_failure", _say)
+        return report(str(exc))
     return status
+
+
+def _say(message: str) -> int:
+    print(f"chorus: {message}", file=sys.stderr)
+    return 2

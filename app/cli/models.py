@@ -20,7 +20,7 @@ from app.models import catalog as model_catalog
 from app.models.fit import gb, machine_memory
 from app.models.library import LibraryEntry, LibraryError, ModelDefaults, ModelLibrary, open_library
 from app.paths import models_dir
-from inference import KV_TYPES, SPECULATIVE_MODES, backend
+from inference import KV_TYPES, SPECULATIVE_MODES
 from inference.gguf import GgufError, read_gguf_header
 
 
@@ -174,6 +174,8 @@ def run_fit(args: argparse.Namespace, base: Path) -> int:
     except (LibraryError, GgufError, OSError, model_catalog.ModelFetchError) as exc:
         return _fail(exc)
     ram, gpu = machine_memory()
+    from inference import backend  # llama.cpp loads for this command alone, not at the CLI's start
+
     rows = capacity.plan(header, ram, gpu, backend.gpu_offload_supported(), args.gpu_layers,
                          contexts=tuple(args.ctx) if args.ctx else capacity.CONTEXTS)
     if args.json:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
-from app.paths import kv_cache_dir
+from app.paths import files_dir, kv_cache_dir
 from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
 from app.server.uvicorn_server import HttpServer
-from inference import Engine, ModelLoadError
+from inference import ModelLoadError
 from storage import DEFAULT_FILENAME
 
 
@@ -92,8 +92,10 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
     model = resolve_model(args, base)
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
-                          responses_db=base / DEFAULT_FILENAME)
+                          responses_db=base / DEFAULT_FILENAME, files_dir=files_dir(base))
     try:
+        from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
+
         engine = Engine.start(settings_from_args(args, model, library_defaults(base, model), n_seq_max=args.parallel,
                                                  kv_cache_dir=kv_cache_dir(base)))
     except ModelLoadError as exc:

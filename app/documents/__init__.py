@@ -21,7 +21,7 @@ from app.documents.prompt import (
     with_cited,
 )
 from app.documents.retrieval import Excerpt, excerpt_title
-from app.documents.tokens import GuessedTokens, TokenCounter, VocabTokens
+from app.documents.tokens import EngineTokens, GuessedTokens, TokenCounter, guessed_tokens
 
 __all__ = [
     "DocumentError",
@@ -30,11 +30,12 @@ __all__ = [
     "DocumentUse",
     "Excerpt",
     "ExtractionCancelled",
+    "EngineTokens",
     "GuessedTokens",
     "MAX_DOCUMENT_BYTES",
     "SUPPORTED_SUFFIXES",
     "TokenCounter",
-    "VocabTokens",
+    "guessed_tokens",
     "attached_shas",
     "build_prompt",
     "chat_prompt",

@@ -56,8 +56,8 @@ def _check_size(size: int, name: str) -> None:
     if size == 0:
         raise DocumentError(f"{name} is empty")
     if size > MAX_DOCUMENT_BYTES:
-        raise DocumentError(f"{name} is too large: {_megabytes(size)}, "
-                            f"the most a document may be is {_megabytes(MAX_DOCUMENT_BYTES)}")
+        raise DocumentError(f"{name} is too large: {megabytes(size)}, "
+                            f"the most a document may be is {megabytes(MAX_DOCUMENT_BYTES)}")
 
 
 def _read_blocks(stream: BinaryIO, size: int, name: str, cancel: threading.Event | None,
@@ -77,5 +77,5 @@ def _read_blocks(stream: BinaryIO, size: int, name: str, cancel: threading.Event
     return b"".join(blocks)
 
 
-def _megabytes(count: int) -> str:
+def megabytes(count: int) -> str:
     return f"{count / (1024 * 1024):.0f} MB"

@@ -19,11 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from app.documents.retrieval import Excerpt, pick_excerpts, render_excerpts
-from app.documents.tokens import GuessedTokens, TokenCounter
+from app.documents.tokens import MAX_CHARS_PER_TOKEN, TokenCounter
+from inference import reply_room
 from storage import ChunkHit, DocumentRecord, SourceRecord
 
-# Room kept for the reply when the chat's own max_tokens does not say (until the model stops).
-MIN_REPLY_RESERVE = 256
 # The template's markup around each message, over-counted rather than under.
 TOKENS_PER_TURN = 12
 
@@ -90,11 +89,16 @@ def build_prompt(turns: Sequence[dict], documents: Sequence[DocumentRecord], cou
     with documents (distinct, in the order attached). n_ctx: the tokens a request may hold
     (None: unknown, documents go in whole and the engine says if they do not fit)."""
     turns = tuple(turns)
+    # An image is stored as a document with no text: it reaches the model as an image part
+    # (app/cli/images.py) or not at all, never as an empty document here.
+    documents = [d for d in documents if not d.is_image]
     if not documents:
         return DocumentPrompt(messages=turns)
     rendered = render_documents(documents)
-    whole_tokens = counter.count(rendered)
     budget = _document_budget(turns, counter, n_ctx, reply_tokens)
+    if budget is not None and len(rendered) > budget * MAX_CHARS_PER_TOKEN:  # too long, uncounted
+        return _retrieved(turns, documents, counter, budget, search)
+    whole_tokens = counter.count(rendered)
     if budget is None or whole_tokens <= budget:
         return _whole(turns, documents, rendered, whole_tokens, counter)
     return _retrieved(turns, documents, counter, budget, search)
@@ -102,9 +106,12 @@ def build_prompt(turns: Sequence[dict], documents: Sequence[DocumentRecord], cou
 
 def _document_budget(turns: tuple[dict, ...], counter: TokenCounter, n_ctx: int | None,
                      reply_tokens: int | None) -> int | None:
+    """The tokens left for documents: the context less the turns and the reply's room, by
+    the engine's own rule (reply_room), so documents sized to fit here are never what the
+    engine cuts or refuses for want of the reply's room."""
     if n_ctx is None:
         return None
-    reserve = max(MIN_REPLY_RESERVE, min(reply_tokens or n_ctx // 4, n_ctx // 2))
+    reserve = reply_room(n_ctx, reply_tokens or 0)
     used = sum(counter.count(str(t.get("content") or "")) + TOKENS_PER_TURN for t in turns)
     return max(0, n_ctx - reserve - used - TOKENS_PER_TURN)
 
@@ -172,12 +179,13 @@ def cited_labels(reply: str) -> set[int]:
 
 def fit_text(name: str, text: str, pages: int | None, counter: TokenCounter, n_ctx: int | None) -> str:
     """What an attachment costs, for its chip: "2,210 tokens · fits whole", or "... · too long:
-    excerpts" when it alone leaves less than a reply's room in the context (with other turns
+    excerpts" when it alone leaves less than a reply's room in the context (reply_room for a
+    reply until the model stops: the chat's own limit is not known here; with other turns
     and documents, build_prompt decides per reply). Guessed counts (no vocabulary) say "≈"."""
     tokens = counter.count(render_document(name, text, pages))
-    about = "≈" if isinstance(counter, GuessedTokens) else ""
+    about = "" if counter.exact else "≈"
     counted = f"{about}{tokens:,} tokens"
     if n_ctx is None:
         return counted
-    fits = tokens <= n_ctx - MIN_REPLY_RESERVE - 2 * TOKENS_PER_TURN
+    fits = tokens <= n_ctx - reply_room(n_ctx, 0) - 2 * TOKENS_PER_TURN
     return f"{counted} · {'fits whole' if fits else 'too long: excerpts'}"

@@ -24,16 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from app.documents import GuessedTokens, TokenCounter, VocabTokens
-from app.engines.gateway import EngineGateway
-from app.engines.host import EngineClient
-from app.engines.input_processors import InputProcessors
-from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
+from app.documents import EngineTokens, GuessedTokens, TokenCounter
+from app.engines.main_engine import MainEngine
+from app.engines.process import EngineProcess
+from app.engines.protocol import EngineState, EngineStatus, ManagedEngine, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine, RemoteError
 from app.engines.router import EngineRouter
 from app.engines.sources import LOCAL, ModelSource, source_of
 from app.models.library import ModelDefaults, ModelLibrary, apply_defaults
-from inference import Delta, DeltaRouter, LoadSettings, MetricsSnapshot
+from inference import BackendInfo, LoadSettings, MetricsSnapshot
 from storage import CatalogRepository, ConversationRecord
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,8 @@ RECENT_MODELS_SETTING = "recent_models"
 RECENT_MODELS = 8
 
 
-class LocalEngine(EngineLike, Protocol):
-    """The main engine on a model of this machine (EngineClient): it can be started again on
+class LocalEngine(ManagedEngine, Protocol):
+    """The main engine on a model of this machine (EngineProcess): it can be started again on
     another model."""
 
     settings: LoadSettings
@@ -54,11 +53,10 @@ class LocalEngine(EngineLike, Protocol):
 
 
 class LocalEngineFactory(Protocol):
-    """EngineClient's signature: an engine not yet started, calling back on its own threads."""
+    """EngineProcess's signature: an engine not yet started, calling back on its own threads."""
 
-    def __call__(self, settings: LoadSettings, on_delta: Callable[[Delta], None],
-                 on_metrics: Callable[[MetricsSnapshot], None], on_state: StateCallback,
-                 on_progress: Callable[[float], None]) -> LocalEngine: ...
+    def __call__(self, settings: LoadSettings, on_metrics: Callable[[MetricsSnapshot], None],
+                 on_state: StateCallback, on_progress: Callable[[float], None]) -> LocalEngine: ...
 
 
 class Stored(Protocol):
@@ -88,11 +86,9 @@ class EngineEvents:
 
 class EngineHub:
     def __init__(self, settings: LoadSettings, catalog: CatalogRepository, stored: Stored, post: Post,
-                 to_views: Callable[[Delta], None], events: EngineEvents | None = None,
-                 library: ModelLibrary | None = None, explicit: Collection[str] = (),
-                 local_engine: LocalEngineFactory = EngineClient) -> None:
-        """to_views: every delta no request registered itself for (the chats' replies), on
-        the engines' threads. local_engine: makes the main engine (EngineClient; tests script one)."""
+                 events: EngineEvents | None = None, library: ModelLibrary | None = None,
+                 explicit: Collection[str] = (), local_engine: LocalEngineFactory = EngineProcess) -> None:
+        """local_engine: makes the main engine (EngineProcess; tests script one)."""
         self.catalog = catalog
         self._stored = stored
         self._post = post
@@ -106,18 +102,15 @@ class EngineHub:
         self.local_settings = settings
         self.model_name = settings.model_path.name
         self.metrics: MetricsSnapshot | None = None
-        # Every engine's deltas: those of the requests registered here (HTTP clients', the
-        # app's own such as titles) go to whoever registered them, the rest to the views.
-        self.deltas = DeltaRouter(fallback=to_views)
-        # Model vocabularies read without weights: the server's prompts and the chats' document
-        # budgets are tokenized here, never in the engine's process.
-        self.inputs = InputProcessors()
-        self.gateway = EngineGateway(lambda: self.engine, lambda: self.metrics, self.deltas, self.inputs)
+        self._backend: BackendInfo | None = None  # the build the last local engine reported
         self._local = self._local_engine(settings)  # the main engine while it is local
+        self._counters: dict[int, EngineTokens] = {}  # per engine (id): its remembered counts
         self._remote: RemoteEngine | None = None  # the main engine while it is a server
-        self.engine: EngineLike = self._local
+        self.engine: ManagedEngine = self._local
+        # The main engine whichever model or server it is on now: what the HTTP server serves.
+        self.main = MainEngine(lambda: self.engine)
         self.router = EngineRouter(
-            lambda: self.engine, lambda: self.local_settings, self.deltas.route,
+            lambda: self.engine, lambda: self.local_settings,
             lambda source, state: self._post(lambda: self._pool_state(source, state)),
         )
         self.router.settings_for = self._pool_settings
@@ -130,7 +123,6 @@ class EngineHub:
 
         engine = self._make_local(  # the engine calls these on its own threads
             settings,
-            on_delta=self.deltas.route,
             on_metrics=self._on_metrics,
             on_state=on_state,
             on_progress=lambda fraction: self._post(lambda: self.events.load_progress(fraction)),
@@ -149,7 +141,7 @@ class EngineHub:
             return ModelSource.remote(self._remote.endpoint.base_url, self._remote.endpoint.model)
         return ModelSource.local(self.local_settings.model_path)
 
-    def engine_for(self, conversation: ConversationRecord) -> EngineLike:
+    def engine_for(self, conversation: ConversationRecord) -> ManagedEngine:
         """A conversation on a model of its own (a compare pane, or a chat continued from
         one) has its own engine; every other chat shares the main engine's batch."""
         source = source_of(conversation.model_ref)
@@ -157,20 +149,28 @@ class EngineHub:
             return self.engine
         return self.router.engine_for(conversation.id, source)
 
-    def token_counter(self, engine: EngineLike) -> tuple[TokenCounter, int | None]:
+    def token_counter(self, engine: ManagedEngine) -> tuple[TokenCounter, int | None]:
         """How a chat's documents are counted for engine, and the tokens a request may hold
-        (None: unknown). A local model counts with its own vocabulary; a server's is guessed."""
-        processor = self.inputs.for_engine(engine)
-        if processor is None:
-            info = engine.state.info
+        (None: unknown). The engine counts (a local one with its model's vocabulary, in its
+        own process); one not ready yet, or a server's, guesses."""
+        info = engine.info
+        if engine.state.status is not EngineStatus.READY:
             return GuessedTokens(), info.n_ctx if info is not None else None
-        return VocabTokens(processor), processor.n_ctx
+        counter = self._counters.get(id(engine))
+        if counter is None or counter.info is not info:  # kept per model: counts are remembered
+            counter = self._counters[id(engine)] = EngineTokens(engine)
+        return counter, info.n_ctx if info is not None else None
 
-    def chat_template(self, engine: EngineLike) -> str | None:
+    def chat_template(self, engine: ManagedEngine) -> str | None:
         """The template source a local engine's chats are rendered with (it decides the tool
         format, app/tools/formats); None for a server's, or one still loading."""
-        processor = self.inputs.for_engine(engine)
-        return None if processor is None else processor.template.source
+        info = engine.info
+        return None if info is None else info.chat_template
+
+    def backend_info(self) -> BackendInfo | None:
+        """The llama.cpp build of the local engines, as the last one that loaded reported it."""
+        info = self._local.info
+        return info.backend if info is not None else self._backend
 
     def model_label(self, conversation: ConversationRecord) -> str:
         source = source_of(conversation.model_ref)
@@ -195,7 +195,7 @@ class EngineHub:
         self._stored(lambda: self.catalog.get_setting(RECENT_MODELS_SETTING, []), self.events.recent_models_changed)
         return self._start_in_background(self.engine)
 
-    def _start_in_background(self, engine: EngineLike) -> threading.Thread:
+    def _start_in_background(self, engine: ManagedEngine) -> threading.Thread:
         local = self._local if engine is self._local else None
 
         def run() -> None:
@@ -214,9 +214,11 @@ class EngineHub:
     def _on_metrics(self, snapshot: MetricsSnapshot) -> None:
         self.metrics = snapshot  # read by the frame timer and the monitor: one reference swap
 
-    def _on_state(self, engine: EngineLike | None, state: EngineState) -> None:
+    def _on_state(self, engine: ManagedEngine | None, state: EngineState) -> None:
         """A state of the main engine; one of an engine let go (the local one stopping after
         the switch to a server, a server that did not answer) is no news of the main one."""
+        if state.info is not None and state.info.backend is not None:
+            self._backend = state.info.backend
         if engine is not self.engine:
             return
         if state.status is EngineStatus.CRASHED:
@@ -318,8 +320,7 @@ class EngineHub:
         self.events.switching(f"connecting to {endpoint.base_url}…")
 
         def connect() -> None:
-            remote = RemoteEngine(endpoint, self.deltas.route,
-                                  lambda state: self._post(lambda: self._on_state(remote, state)))
+            remote = RemoteEngine(endpoint, lambda state: self._post(lambda: self._on_state(remote, state)))
             try:
                 remote.start()
             except RemoteError as exc:

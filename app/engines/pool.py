@@ -10,33 +10,33 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
+from app.engines.protocol import EngineState, EngineStatus, ManagedEngine, StateCallback
 from app.engines.sources import LOCAL, ModelSource
-from inference import ChatRequest, Delta, FinishReason, new_request_id
+from inference import ChatRequest, Delta, DeltaSink, FinishReason, MetricsSnapshot, ModelInfo, new_request_id
 
 log = logging.getLogger(__name__)
 
 # (source, on_state) -> an engine not yet started
-EngineFactory = Callable[[ModelSource, StateCallback], EngineLike]
+EngineFactory = Callable[[ModelSource, StateCallback], ManagedEngine]
 
 
 @dataclass(eq=False)
 class PooledEngine:
-    """An EngineLike for the conversations on one model source: it wraps the engine the
+    """A ManagedEngine for the conversations on one model source: it wraps the engine the
     factory made, keeps requests submitted while that engine starts, and fails them with
     its error if it cannot start."""
 
     source: ModelSource
-    fail: Callable[[Delta], None]
     status: EngineStatus = EngineStatus.STARTING
     error: str | None = None
     users: int = 0
-    engine: EngineLike | None = None
-    _pending: list[ChatRequest] = field(default_factory=list)
+    engine: ManagedEngine | None = None
+    _pending: list[tuple[ChatRequest, DeltaSink]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: threading.Event = field(default_factory=threading.Event)
 
@@ -46,7 +46,11 @@ class PooledEngine:
         return EngineState(self.status, info=inner.info, error=self.error or inner.error, pid=inner.pid)
 
     @property
-    def live(self) -> EngineLike:
+    def info(self) -> ModelInfo | None:
+        return self.engine.info if self.engine is not None else None
+
+    @property
+    def live(self) -> ManagedEngine:
         """The engine itself: EnginePool.acquire sets it right after making this record."""
         if self.engine is None:
             raise RuntimeError(f"no engine was made for {self.source.label}")
@@ -56,39 +60,53 @@ class PooledEngine:
     def is_local(self) -> bool:
         return self.source.kind == LOCAL
 
-    def submit(self, chat: ChatRequest) -> str:
+    def stream(self, chat: ChatRequest, sink: DeltaSink) -> str:
         request_id = chat.request_id or new_request_id()
         chat = replace(chat, request_id=request_id)
         with self._lock:
             if self.status is EngineStatus.STARTING:
-                self._pending.append(chat)
+                self._pending.append((chat, sink))
                 return request_id
             status, error = self.status, self.error
         if status is EngineStatus.READY and self.engine is not None:
-            try:
-                return self.engine.submit(chat)
-            except Exception as exc:  # noqa: BLE001  (e.g. the engine process just died: fail this request)
-                error = str(exc)
-        self._fail(request_id, error or f"the engine for {self.source.label} is {status.value}")
+            return self.engine.stream(chat, sink)
+        sink(Delta.finished_with(request_id, FinishReason.ERROR,
+                                 error or f"the engine for {self.source.label} is {status.value}"))
         return request_id
 
     def cancel(self, request_id: str) -> None:
         with self._lock:
-            waiting = [c for c in self._pending if c.request_id == request_id]
-            self._pending = [c for c in self._pending if c.request_id != request_id]
-        if waiting:
-            self.fail(Delta.finished_with(request_id, FinishReason.CANCELLED))
-        elif self.engine is not None:
+            waiting = [(c, sink) for c, sink in self._pending if c.request_id == request_id]
+            self._pending = [(c, sink) for c, sink in self._pending if c.request_id != request_id]
+        for _chat, sink in waiting:
+            sink(Delta.finished_with(request_id, FinishReason.CANCELLED))
+        if not waiting and self.engine is not None:
             self.engine.cancel(request_id)
 
     def set_priority(self, request_id: str, priority: int) -> None:
         with self._lock:
-            waiting = [c for c in self._pending if c.request_id == request_id]
-            if waiting:  # still waiting for the engine to start: it goes with the new one
-                self._pending = [replace(c, priority=priority) if c in waiting else c for c in self._pending]
+            if any(c.request_id == request_id for c, _ in self._pending):
+                # still waiting for the engine to start: it goes with the new one
+                self._pending = [(replace(c, priority=priority) if c.request_id == request_id else c, sink)
+                                 for c, sink in self._pending]
                 return
         if self.engine is not None:
             self.engine.set_priority(request_id, priority)
+
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        return self.live.prepare(chat) if self.status is EngineStatus.READY else chat
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.live.count_tokens(texts)
+
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        return self.live.text_tokens(text, parse_special)
+
+    def embed(self, inputs: list[str | list[int]]) -> Future:
+        return self.live.embed(inputs)
+
+    def metrics(self) -> MetricsSnapshot | None:
+        return self.engine.metrics() if self.engine is not None else None
 
     def pin_system_prompt(self, text: str) -> None:
         # Only a head start: a pin that comes while the engine starts is dropped, and the
@@ -131,26 +149,23 @@ class PooledEngine:
             with self._lock:
                 self.status, self.error = EngineStatus.FAILED, str(exc)
                 pending, self._pending = self._pending, []
-            for chat in pending:  # each has its request id: submit gave it one
-                self._fail(str(chat.request_id), f"{self.source.label} could not be loaded: {exc}")
+            for chat, sink in pending:  # each has its request id: stream gave it one
+                sink(Delta.finished_with(str(chat.request_id), FinishReason.ERROR,
+                                         f"{self.source.label} could not be loaded: {exc}"))
         else:
             with self._lock:
                 self.status = EngineStatus.READY
                 pending, self._pending = self._pending, []
-            for chat in pending:
-                self.submit(chat)
+            for chat, sink in pending:
+                self.stream(chat, sink)
         finally:
             self._started.set()
 
-    def _fail(self, request_id: str, message: str) -> None:
-        self.fail(Delta.finished_with(request_id, FinishReason.ERROR, message))
-
 
 class EnginePool:
-    def __init__(self, make_engine: EngineFactory, fail: Callable[[Delta], None],
+    def __init__(self, make_engine: EngineFactory,
                  on_state: Callable[[ModelSource, EngineState], None] = lambda source, state: None) -> None:
         self._make_engine = make_engine
-        self._fail = fail
         self._on_state = on_state
         self._engines: dict[str, PooledEngine] = {}
         # Reentrant: the factory may ask which engines there are (to share the CPU).
@@ -162,7 +177,7 @@ class EnginePool:
             known = self._engines.get(source.key)
             fresh = known is None or known.status in (EngineStatus.FAILED, EngineStatus.STOPPED)
             if known is None or fresh:
-                pooled = PooledEngine(source, self._fail, users=known.users if known is not None else 0)
+                pooled = PooledEngine(source, users=known.users if known is not None else 0)
                 pooled.engine = self._make_engine(source, partial(self._engine_state, pooled))
                 self._engines[source.key] = pooled
             else:

@@ -1,5 +1,5 @@
 """A remote OpenAI-compatible endpoint (vLLM, llama.cpp's server, Ollama, another Chorus)
-behind the same interface as the local engine client: submit, cancel, deltas out.
+behind the engine client interface (inference.EngineClient): a request's deltas to its sink.
 
 One thread per request streams the server-sent events over httpx. Stop cuts that request's
 connection from whichever thread asks, so the reader wakes at once even while the server is
@@ -14,18 +14,32 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
 import httpx
 
+from app.documents.tokens import guessed_tokens
 from app.engines.protocol import EngineState, EngineStatus, StateCallback
 from app.engines.remote_errors import RemoteError, event_error, explain, http_error
 from app.engines.remote_http import Line, RemoteEndpoint, http_client
 from app.engines.remote_reading import Reading, is_json, json_object
 from app.engines.sse import events
-from inference import ChatRequest, Delta, FinishReason, Phase, new_request_id
+from inference import (
+    SAMPLING_FIELDS,
+    ChatRequest,
+    Delta,
+    DeltaSink,
+    EngineError,
+    FinishReason,
+    MetricsSnapshot,
+    ModelInfo,
+    Phase,
+    RequestError,
+    new_request_id,
+)
 
 __all__ = ["RemoteClient", "RemoteEndpoint", "RemoteEngine", "RemoteError"]
 
@@ -35,10 +49,9 @@ ERROR_BODY_BYTES = 64 * 1024  # enough for any error message; an HTML page is cu
 
 
 class RemoteClient:
-    def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None]) -> None:
+    def __init__(self, endpoint: RemoteEndpoint) -> None:
         endpoint.check()
         self.endpoint = endpoint
-        self._on_delta = on_delta
         self._http = http_client(endpoint)
         self._lines: dict[str, Line] = {}
         self._lock = threading.Lock()
@@ -59,13 +72,14 @@ class RemoteClient:
         except (ValueError, KeyError, TypeError):
             raise RemoteError(f"{url} did not answer with a model list: is it an OpenAI-compatible server?") from None
 
-    def submit(self, chat: ChatRequest) -> str:
+    def stream(self, chat: ChatRequest, sink: DeltaSink) -> str:
         request_id = chat.request_id or new_request_id()
         chat = replace(chat, request_id=request_id)
         line = Line()
         with self._lock:  # before the thread starts, so that an early Stop finds it
             self._lines[request_id] = line
-        threading.Thread(target=self._run, args=(chat, line), name=f"remote-{request_id}", daemon=True).start()
+        threading.Thread(target=self._run, args=(chat, line, sink), name=f"remote-{request_id}",
+                         daemon=True).start()
         return request_id
 
     def cancel(self, request_id: str) -> None:
@@ -83,13 +97,13 @@ class RemoteClient:
 
     # ----- one request ---------------------------------------------------------------
 
-    def _run(self, chat: ChatRequest, line: Line) -> None:
+    def _run(self, chat: ChatRequest, line: Line, sink: DeltaSink) -> None:
         rid = chat.request_id
         assert rid is not None  # submit gave it one
         reading = Reading()
         error: str | None = None
         try:
-            reason = self._stream(chat, line, reading)
+            reason = self._read(chat, line, reading, sink)
         except Exception as exc:  # noqa: BLE001 - every request ends with a finished delta
             if line.cancelled:  # whatever the cut connection raised
                 reason = FinishReason.CANCELLED
@@ -98,9 +112,9 @@ class RemoteClient:
         finally:
             with self._lock:
                 self._lines.pop(rid, None)
-        self._on_delta(Delta.finished_with(rid, reason, error, reading.stats()))
+        sink(Delta.finished_with(rid, reason, error, reading.stats()))
 
-    def _stream(self, chat: ChatRequest, line: Line, reading: Reading) -> FinishReason:
+    def _read(self, chat: ChatRequest, line: Line, reading: Reading, sink: DeltaSink) -> FinishReason:
         if line.cancelled:  # Stop before the thread got going
             return FinishReason.CANCELLED
         rid = chat.request_id
@@ -110,7 +124,7 @@ class RemoteClient:
             if is_json(response):  # a server that ignored stream: true answered all at once
                 piece = reading.take(json_object(response.read()))
                 if piece:
-                    self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
+                    sink(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
                 return reading.reason or FinishReason.STOP
             for event in events(response.iter_lines()):
                 if line.cancelled:
@@ -121,7 +135,7 @@ class RemoteClient:
                     raise RemoteError(event_error(event.payload))
                 piece = reading.take(event.payload)
                 if piece:
-                    self._on_delta(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
+                    sink(Delta(rid, text=piece, token_ids=(), phase=Phase.DECODING))
         finally:
             response.close()
         if line.cancelled:
@@ -183,15 +197,13 @@ class RemoteClient:
             # may answer it as a new turn.
             "messages": list(chat.messages),
             "stream": True,
-            "temperature": s.temperature,
-            "top_p": s.top_p,
         }
-        if s.max_tokens > 0:
-            body["max_tokens"] = s.max_tokens
+        for field in SAMPLING_FIELDS:  # OpenAI's own (the table's forward): another server may refuse the rest
+            value = getattr(s, field.name)
+            if field.forward is not None and field.forward(value):
+                body[field.name] = value
         if s.stop:
             body["stop"] = list(s.stop)
-        if s.seed is not None:
-            body["seed"] = s.seed
         return body
 
     def _url(self, path: str) -> str:
@@ -199,27 +211,30 @@ class RemoteClient:
 
 
 class RemoteEngine:
-    """An EngineLike for a remote endpoint: ready at once (the server is checked with
-    /models), no process of its own, no KV cache to pin into, no CPU cores to share."""
+    """A remote endpoint as the app's engines are (ManagedEngine): ready at once (the server is
+    checked with /models), no process of its own, no KV cache to pin into, no CPU cores to
+    share, no tokenizer here (token counts are guessed low, from the characters)."""
 
     is_local = False
 
-    def __init__(self, endpoint: RemoteEndpoint, on_delta: Callable[[Delta], None],
-                 on_state: StateCallback = lambda s: None) -> None:
+    def __init__(self, endpoint: RemoteEndpoint, on_state: StateCallback = lambda s: None) -> None:
         self.endpoint = endpoint
-        self._on_delta = on_delta
-        # A bad URL or proxy setting is refused by start(), as EngineLike says (state FAILED
-        # and why), rather than here, where the app's connecting thread would just die.
+        # A bad URL or proxy setting is refused by start(), as ManagedEngine says (state
+        # FAILED and why), rather than here, where the app's connecting thread would just die.
         self._client: RemoteClient | None = None
         self._refused: str | None = None
         try:
-            self._client = RemoteClient(endpoint, on_delta)
+            self._client = RemoteClient(endpoint)
         except ValueError as exc:
             self._refused = str(exc)
         self._on_state = on_state
         self.state = EngineState(EngineStatus.STOPPED)
         self.settings = None
         self.pid = None
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return None  # the server's model file is not this process's to see
 
     def start(self, wait: bool = True) -> None:
         if self._client is None:
@@ -236,12 +251,32 @@ class RemoteEngine:
             raise RemoteError(message)
         self._set(EngineState(EngineStatus.READY))
 
-    def submit(self, chat: ChatRequest) -> str:
+    def stream(self, chat: ChatRequest, sink: DeltaSink) -> str:
         if self._client is None:  # never started: its one delta says why
             rid = chat.request_id or new_request_id()
-            self._on_delta(Delta.finished_with(rid, FinishReason.ERROR, self._refused))
+            sink(Delta.finished_with(rid, FinishReason.ERROR, self._refused))
             return rid
-        return self._client.submit(chat)
+        return self._client.stream(chat, sink)
+
+    def prepare(self, chat: ChatRequest) -> ChatRequest:
+        return chat  # the server renders and tokenizes its own prompts
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [guessed_tokens(text) for text in texts]
+
+    def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
+        raise RequestError("a remote server's prompts are tokenized by the server")
+
+    def embed(self, inputs: list[str | list[int]]) -> Future:
+        failed: Future = Future()
+        failed.set_exception(RequestError("embeddings are served by local models only"))
+        return failed
+
+    def metrics(self) -> MetricsSnapshot | None:
+        """None: the server's counters are its own (EngineError while it is not in use)."""
+        if self.state.status is not EngineStatus.READY:
+            raise EngineError(f"the server is {self.state.status.value}")
+        return None
 
     def cancel(self, request_id: str) -> None:
         if self._client is not None:

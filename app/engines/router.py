@@ -12,31 +12,29 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from app.engines.host import EngineClient
 from app.engines.pool import EnginePool, PooledEngine
-from app.engines.protocol import EngineLike, EngineState, EngineStatus, StateCallback
+from app.engines.process import EngineProcess
+from app.engines.protocol import EngineState, EngineStatus, ManagedEngine, StateCallback
 from app.engines.remote import RemoteEndpoint, RemoteEngine
 from app.engines.sources import REMOTE, ModelSource
-from inference import Delta, LoadSettings, MetricsSnapshot
+from inference import LoadSettings, MetricsSnapshot
 
 
 class EngineRouter:
     def __init__(
         self,
-        main_engine: Callable[[], EngineLike],
+        main_engine: Callable[[], ManagedEngine],
         local_settings: Callable[[], LoadSettings],
-        on_delta: Callable[[Delta], None],
         on_state: Callable[[ModelSource, EngineState], None],
     ) -> None:
         self._main_engine = main_engine
         self._local_settings = local_settings
-        self._on_delta = on_delta
         self.cpu_threads = local_settings().threads()  # what one engine alone gets
         self.remote_keys: dict[str, str] = {}  # base URL -> API key, for this session only
         self._metrics: dict[str, MetricsSnapshot] = {}
         self._held: dict[int, ModelSource] = {}  # conversation -> the pool engine it holds
         self._lock = threading.Lock()
-        self.pool = EnginePool(self._make_engine, on_delta, on_state)
+        self.pool = EnginePool(self._make_engine, on_state)
         # What a pool engine loads its model with, from the main engine's settings with the
         # model's path: the app puts that model's own library defaults on.
         self.settings_for: Callable[[LoadSettings], LoadSettings] = lambda settings: settings
@@ -83,8 +81,8 @@ class EngineRouter:
 
     # ----- CPU sharing -------------------------------------------------------------------
 
-    def _local_engines(self) -> list[EngineLike]:
-        engines: list[EngineLike] = [self._main_engine(), *self.pool.engines()]
+    def _local_engines(self) -> list[ManagedEngine]:
+        engines: list[ManagedEngine] = [self._main_engine(), *self.pool.engines()]
         return [engine for engine in engines if engine.is_local]
 
     def _cpu_share(self, engines: int) -> int:
@@ -99,10 +97,10 @@ class EngineRouter:
         for engine in engines:
             engine.set_threads(share)  # a no-op for one that has that many already
 
-    def _make_engine(self, source: ModelSource, on_state: StateCallback) -> EngineLike:
+    def _make_engine(self, source: ModelSource, on_state: StateCallback) -> ManagedEngine:
         if source.kind == REMOTE:
             endpoint = RemoteEndpoint(source.base_url, source.model, self.remote_keys.get(source.base_url))
-            return RemoteEngine(endpoint, self._on_delta, on_state)
+            return RemoteEngine(endpoint, on_state)
         share = self._cpu_share(len(self._local_engines()) + 1)
         settings = self.settings_for(
             replace(self._local_settings(), model_path=Path(source.path), n_threads=share, n_threads_batch=share))
@@ -111,4 +109,4 @@ class EngineRouter:
             with self._lock:
                 self._metrics[label] = snapshot
 
-        return EngineClient(settings, on_delta=self._on_delta, on_metrics=metrics, on_state=on_state)
+        return EngineProcess(settings, on_metrics=metrics, on_state=on_state)

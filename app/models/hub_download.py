@@ -51,6 +51,7 @@ from app.models.hub_types import (
     HubUnreachable,
     IntegrityError,
 )
+from app.paths import PRIVATE_FILE, private_folder, private_opener
 
 PARTIAL_DIR = ".partial"
 # http_get reads the body in chunks of this size and reports (and may be cancelled) between
@@ -103,10 +104,9 @@ class PartDownloader:
             self._report(self.file.size_bytes, self.file.name)
             return final
         staging = repo_folder(self.models_dir / PARTIAL_DIR, self.file.repo_id)
-        staging.mkdir(parents=True, exist_ok=True)
         lock_path = staging / (self.file.name + ".lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(lock_path), timeout=0)
+        private_folder(lock_path.parent)
+        lock = filelock.FileLock(str(lock_path), timeout=0, mode=PRIVATE_FILE)
         try:
             lock.acquire()
         except filelock.Timeout:
@@ -153,7 +153,7 @@ class PartDownloader:
         return verified
 
     def _fetch(self, part: HubFilePart, incomplete: Path) -> None:
-        incomplete.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(incomplete.parent)
         for stale in incomplete.parent.glob(f"{Path(part.filename).name}.*.incomplete"):
             if stale != incomplete:  # an older revision's part: its bytes would not match
                 stale.unlink(missing_ok=True)
@@ -173,7 +173,7 @@ class PartDownloader:
                 have = 0
             hf_constants.DOWNLOAD_CHUNK_SIZE = CHUNK_BYTES
             try:
-                with incomplete.open("ab") as out:
+                with open(incomplete, "ab", opener=private_opener) as out:
                     http_get(location, out, resume_size=have, headers=headers, expected_size=expected,
                              displayed_filename=part.filename, tqdm_class=cast(Any, self._meter(part)))
             except OSError as exc:
@@ -199,7 +199,7 @@ class PartDownloader:
         # The first part last: a model folder never shows a loadable first part without the rest.
         for part, src in reversed(list(zip(self.file.parts, verified))):
             target = folder / part.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(target.parent)
             os.replace(src, target)
 
     def _token_arg(self) -> str | None:

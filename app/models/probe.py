@@ -1,5 +1,6 @@
 """What the model dialog may know before a model loads: whether this llama.cpp build can
-offload to a GPU, and how much memory a GGUF file will take with the current settings.
+offload to a GPU (as the engine reported it: the window's process loads no llama.cpp), and
+how much memory a GGUF file will take with the current settings.
 
 The dialog gets this object from the controller and never reads model files itself.
 """
@@ -9,20 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from inference import LoadSettings, backend
+from inference import BackendInfo, LoadSettings
 from inference.gguf import GgufError, GgufHeader, MemoryEstimate, estimate_memory, read_gguf_header
 
 
 class ModelProbe:
-    def __init__(self, settings: Callable[[], LoadSettings]) -> None:
+    def __init__(self, settings: Callable[[], LoadSettings], backend: Callable[[], BackendInfo | None]) -> None:
         self._settings = settings  # the current ones: n_ctx and KV type may change
+        self._backend = backend  # the engines' build, once one reported it
         self._headers: dict[tuple[Path, int, float], GgufHeader] = {}
-        self._gpu: bool | None = None
 
     def gpu_offload_supported(self) -> bool:
-        if self._gpu is None:
-            self._gpu = backend.gpu_offload_supported()
-        return self._gpu
+        """False until an engine said otherwise: a CPU estimate is the safe one."""
+        backend = self._backend()
+        return backend is not None and backend.gpu_offload
 
     def estimate(self, path: str | Path, gpu_layers: int | None = None) -> MemoryEstimate:
         """Raises GgufError (a ValueError) with a readable message for a file it can't read."""

@@ -1,25 +1,22 @@
-"""The Starlette app: routes of the OpenAI-compatible API, Anthropic's Messages API,
-/health and /metrics.
+"""The Starlette app: every API family's routes, /health and /metrics, under the shared
+middleware.
 
-    /v1/models                      the loaded model, by its real name, with its context length
-    /v1/chat/completions            chats, streaming or not, n choices
-    /v1/completions                 raw prompts
-    /v1/messages                    Anthropic's Messages (anthropic_routes.py)
-    /v1/messages/count_tokens       a Messages body's input tokens
-    /v1/responses                   OpenAI's Responses, stored ones read and deleted by id
-                                    (responses_routes.py)
-    /v1/embeddings                  the model's pooled embeddings (embeddings_routes.py)
-    /health                         200 once the model is loaded, 503 while loading or down
-    /metrics                        Prometheus text
+    openai/routes.py        /v1/models, /v1/chat/completions, /v1/completions
+    anthropic/routes.py     /v1/messages, /v1/messages/count_tokens
+    responses/routes.py     /v1/responses, stored ones read and deleted by id
+    embeddings/routes.py    /v1/embeddings
+    here                    /health: 200 once the model is loaded, 503 while loading or down;
+                            /metrics: Prometheus text
+    batches/routes.py       /v1/files, /v1/batches: OpenAI's Files and Batch API
 
 Middleware, outermost first: HTTP metrics, the header size limit, CORS (when origins are
 allowed: a browser's preflight carries no key, so it is answered before the key is asked),
 the API key, Starlette's error handling (every error in the JSON shape of the path's API,
-see errors.py)."""
+see http/errors.py)."""
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -30,26 +27,34 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from app.server import anthropic_routes, embeddings_routes, openai_reply, responses_routes, tool_reply
-from app.server.auth import ApiKeyMiddleware
-from app.server.calls import generate
-from app.server.cors import cors_middleware
-from app.server.errors import EXCEPTION_HANDLERS, ApiError, QuietErrors
-from app.server.limits import HeaderLimitMiddleware
+from app.server.anthropic import routes as anthropic
+from app.server.batches import routes as batches
+from app.server.batches.service import BatchService
+from app.server.calls.state import ServerState
+from app.server.embeddings import routes as embeddings
+from app.server.http.auth import ApiKeyMiddleware
+from app.server.http.cors import cors_middleware
+from app.server.http.errors import EXCEPTION_HANDLERS, ApiError, QuietErrors
+from app.server.http.limits import HeaderLimitMiddleware
+from app.server.http.routing import route
 from app.server.metrics import EngineCollector, HttpMetrics, HttpMetricsMiddleware
-from app.server.request_parsing import completion_generation
-from app.server.state import ServerState
-from app.server.tool_request import tool_chat_generation
-from inference import EngineError
+from app.server.openai import routes as openai
+from app.server.responses import routes as responses
+
+# The API families, each a folder whose routes.py is its one door: routes(state), the
+# family's routes on this server's state. A new family is a new folder and one entry here.
+FAMILIES: tuple[Callable[[ServerState], list[Route]], ...] = (
+    openai.routes,
+    anthropic.routes,
+    responses.routes,
+    embeddings.routes,
+)
 
 
-def build_app(state: ServerState) -> ASGIApp:
+def build_app(state: ServerState, batch_service: BatchService | None = None) -> ASGIApp:
     registry = CollectorRegistry()
-    registry.register(EngineCollector(lambda: state.engine.metrics(fresh=True)))
+    registry.register(EngineCollector(lambda: state.engine.metrics()))
     http_metrics = HttpMetrics(registry)
-
-    async def models(_request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [_model(state)]})
 
     async def health(_request: Request) -> Response:
         if state.stopping:
@@ -63,44 +68,10 @@ def build_app(state: ServerState) -> ASGIApp:
         text = await anyio.to_thread.run_sync(generate_latest, registry)
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
-    async def chat_completions(request: Request) -> Response:
-        # The template decides the tool format; off the loop: the first call reads the vocabulary.
-        template = await anyio.to_thread.run_sync(_template, state)
-        build = partial(tool_chat_generation, template=template)
-        return await generate(state, request, build, tool_reply.CHAT)  # tools too
-
-    async def completions(request: Request) -> Response:
-        return await generate(state, request, completion_generation, openai_reply.TEXT)
-
-    async def messages(request: Request) -> Response:
-        return await anthropic_routes.messages(state, request)
-
-    async def count_tokens(request: Request) -> Response:
-        return await anthropic_routes.count_tokens(state, request)
-
-    async def responses(request: Request) -> Response:
-        return await responses_routes.create(state, request)
-
-    async def stored_response(request: Request) -> Response:
-        if request.method == "DELETE":
-            return await responses_routes.delete(state, request)
-        return await responses_routes.retrieve(state, request)
-
-    async def embeddings(request: Request) -> Response:
-        return await embeddings_routes.create(state, request)
-
-    routes = [
-        _route("/v1/models", models, "GET"),
-        _route("/v1/chat/completions", chat_completions, "POST"),
-        _route("/v1/completions", completions, "POST"),
-        _route("/v1/messages", messages, "POST"),
-        _route("/v1/messages/count_tokens", count_tokens, "POST"),
-        _route("/v1/responses", responses, "POST"),
-        _route("/v1/responses/{response_id}", stored_response, "GET", "DELETE"),
-        _route("/v1/embeddings", embeddings, "POST"),
-        _route("/health", health, "GET"),
-        _route("/metrics", metrics, "GET"),
-    ]
+    routes = [family_route for family in FAMILIES for family_route in family(state)]
+    if batch_service is not None:  # the one family with a service of its own (HttpServer's)
+        routes += batches.routes(batch_service, lambda: state.config)
+    routes += [route("/health", health, "GET"), route("/metrics", metrics, "GET")]
     config = state.config
     middleware = [Middleware(HttpMetricsMiddleware, metrics=http_metrics),
                   Middleware(HeaderLimitMiddleware, max_bytes=config.max_header_bytes),
@@ -108,28 +79,3 @@ def build_app(state: ServerState) -> ASGIApp:
                   Middleware(ApiKeyMiddleware, api_key=config.api_key)]
     app = Starlette(routes=routes, exception_handlers=EXCEPTION_HANDLERS, middleware=middleware)
     return QuietErrors(app)
-
-
-def _template(state: ServerState) -> str | None:
-    """The engine's chat template source; None while it cannot tell (the generic format then)."""
-    try:
-        return state.engine.chat_template()
-    except EngineError:
-        return None
-
-
-def _model(state: ServerState) -> dict:
-    """The served model, with its context length (OpenRouter's and LM Studio's name for it)
-    once the engine has loaded it."""
-    model: dict = {"id": state.model_id, "object": "model", "created": 0, "owned_by": "chorus"}
-    info = state.engine.info
-    if info is not None and info.n_ctx > 0:
-        model["context_length"] = info.n_ctx
-    return model
-
-
-def _route(path: str, endpoint, *methods: str) -> Route:
-    route = Route(path, endpoint, methods=list(methods))
-    # Starlette answers HEAD wherever GET is allowed; this API has no use for it (405).
-    route.methods = set(methods)
-    return route

@@ -1,5 +1,6 @@
 """The app's switch for the OpenAI-compatible server (off by default): it serves the app's
-own engine through an EngineGateway, so HTTP clients share the batch with the tabs.
+own main engine (the hub's MainEngine, an EngineClient), so HTTP clients share the batch
+with the tabs.
 
 start and stop block (binding resolves a name, stopping ends open streams): the app calls
 them from a worker thread."""
@@ -9,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from app.engines.gateway import EngineGateway
 from app.server.config import ServerConfig
 from app.server.uvicorn_server import HttpServer
+from inference import EngineClient
 
 log = logging.getLogger(__name__)
 
@@ -21,9 +22,9 @@ class ServerError(RuntimeError):
 
 
 class AppServer:
-    def __init__(self, gateway: EngineGateway, ready: Callable[[], bool] | None = None) -> None:
-        self.gateway = gateway
-        self._ready = ready  # whether the app's model is loaded (/health); None: ask the gateway
+    def __init__(self, engine: EngineClient, ready: Callable[[], bool] | None = None) -> None:
+        self.engine = engine
+        self._ready = ready  # whether the app's model is loaded (/health); None: ask the engine
         self._server: HttpServer | None = None
 
     @property
@@ -38,7 +39,7 @@ class AppServer:
         """Listen (stopping a server already running); returns the base URL clients use."""
         self.stop()
         try:
-            server = HttpServer(self.gateway, config, ready=self._ready)
+            server = HttpServer(self.engine, config, ready=self._ready)
         except OSError as exc:
             raise ServerError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
         self._server = server.start()

@@ -39,6 +39,10 @@ class ServerConfig:
     # The chat database that keeps /v1/responses' stored responses (previous_response_id);
     # None: none are kept.
     responses_db: Path | None = None
+    # Where the Files API keeps its files (batch inputs, outputs); None: no Files and Batch API
+    # (its routes answer 404). Batches are kept in responses_db's database.
+    files_dir: Path | None = None
+    max_file_bytes: int = 200 * 1024 * 1024  # the largest upload (OpenAI's limit for a batch input)
 
     def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
         key = "***" if self.api_key else None

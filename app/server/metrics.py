@@ -40,6 +40,7 @@ OPTIONAL_COUNTERS = (
      "prompt_tokens_restored"),
     ("chorus_draft_tokens", "Speculative draft tokens verified", "draft_tokens"),
     ("chorus_draft_tokens_accepted", "Speculative draft tokens kept after verification", "draft_tokens_accepted"),
+    ("chorus_images_encoded", "Images encoded by the vision projector (each distinct image once)", "images_encoded"),
 )
 PERCENTILES = (
     ("chorus_ttft_seconds_p50", "Time to first token, median of recent requests", "ttft_p50_s"),
@@ -61,13 +62,15 @@ STEP_TIMES = (  # decode-only steps; absent until there was one (and from engine
 class EngineCollector(Collector):
     """Reads one snapshot per scrape; an engine still loading (or gone) yields nothing."""
 
-    def __init__(self, snapshot: Callable[[], MetricsSnapshot]) -> None:
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot | None]) -> None:
         self._snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
         try:
             m = self._snapshot()
         except EngineError:
+            return
+        if m is None:  # a server's engine: its counters are the server's
             return
         for name, doc, field in GAUGES:
             yield GaugeMetricFamily(name, doc, value=float(getattr(m, field)))

@@ -1,7 +1,10 @@
 """Where one server keeps its stored Responses: the chat database (chorus.db) it was given,
 opened at first use in a worker thread (opening migrates, which may take a moment and must
 not hold the loop), closed when the server stops. A server given no database keeps none:
-store is then a no-op and previous_response_id a 400."""
+store is then a no-op and previous_response_id a 400.
+
+Here, beside the assembly, and not in responses/: the server's state owns it (opened with
+the server, closed when it stops), and every family sits above the state."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import TypeVar
 
 import anyio
 
-from app.server.errors import ApiError
+from app.server.http.errors import ApiError
 from storage import Database, ResponseRecord, ResponsesRepository, StorageError, open_database
 
 log = logging.getLogger(__name__)

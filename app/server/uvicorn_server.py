@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 import uvicorn
 
-from app.engines.protocol import ServedEngine
 from app.server.api import build_app
+from app.server.batches.service import BatchService
+from app.server.calls.state import ServerState
 from app.server.config import ServerConfig
-from app.server.http_protocol import ChorusH11Protocol
-from app.server.state import ServerState
-from inference import EngineError
+from app.server.http.protocol import ChorusH11Protocol
+from inference import EngineClient, EngineError
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,12 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
-def _engine_answers(engine: ServedEngine) -> Callable[[], bool]:
+def _engine_answers(engine: EngineClient) -> Callable[[], bool]:
     """Ready when the engine reports its metrics: not while loading, not once it is down."""
 
     def ready() -> bool:
         try:
-            engine.metrics(fresh=True)  # an engine that stopped cannot answer a fresh one
+            engine.metrics()  # an engine that is not running raises
         except EngineError:
             return False
         return True
@@ -60,8 +60,11 @@ def _engine_answers(engine: ServedEngine) -> Callable[[], bool]:
 class HttpServer:
     """One OpenAI-compatible server: HttpServer(engine, config).start() ... .stop()."""
 
-    def __init__(self, engine: ServedEngine, config: ServerConfig, ready: Callable[[], bool] | None = None) -> None:
+    def __init__(self, engine: EngineClient, config: ServerConfig, ready: Callable[[], bool] | None = None) -> None:
         self.state = ServerState(engine, config, ready or _engine_answers(engine))
+        # /v1/files and /v1/batches: a service of their own beside the state (a family may
+        # not import the state its calls run on).
+        self.batches = BatchService(engine, config, lambda: self.state.model_id)
         self._sock = bind(config.host, config.port, config.backlog)
         self.host, self.port = self._sock.getsockname()[:2]
         try:
@@ -76,7 +79,7 @@ class HttpServer:
     def _uvicorn_config(self, config: ServerConfig) -> uvicorn.Config:
         protocol = type("Protocol", (ChorusH11Protocol,), {"header_timeout_s": config.header_timeout_s})
         return uvicorn.Config(
-            build_app(self.state),
+            build_app(self.state, self.batches),
             http=protocol,
             lifespan="off",
             log_config=None,  # the app's logging, not uvicorn's own handlers
@@ -98,6 +101,7 @@ class HttpServer:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> HttpServer:
+        self.batches.start()  # takes up the batches a previous run left
         self._thread = threading.Thread(target=self._serve, name="chorus-http", daemon=True)
         self._thread.start()
         self._started.wait(STOP_WAIT_S)
@@ -124,6 +128,7 @@ class HttpServer:
         """End open calls (their engine requests cancelled, streams ended with an error
         event), close every connection, stop listening. Any thread but the server's."""
         loop, thread = self._loop, self._thread
+        self.batches.close()  # the running batch's requests go back to pending
         if thread is None:
             self._sock.close()
             return
@@ -138,7 +143,6 @@ class HttpServer:
             self._uvicorn.force_exit = True
             thread.join(timeout)
         self.state.responses.close()
-        self.state.embeddings.close()
 
     def serve_until_interrupted(self) -> None:
         """For `chorus serve`: until Ctrl-C (or the server's thread ends)."""

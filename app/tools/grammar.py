@@ -15,7 +15,7 @@ class ToolSchemaError(ValueError):
     names it ("tools[2].function.parameters.properties.when"); keyword: the keyword."""
 
     def __init__(self, where: str, error: SchemaError) -> None:
-        super().__init__(f"{where} uses {error.keyword!r}, which cannot be enforced: {error}")
+        super().__init__(f"{where} uses {error.keyword!r}, which {error.reason}")
         self.where, self.keyword, self.error = where, error.keyword, error
 
 

@@ -7,6 +7,8 @@ answer, writes something that is not JSON-RPC, or exits (with its stderr's tail)
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +25,20 @@ from app.tools.mcp_config import HttpServer, ServerConfig
 from app.tools.mcp_results import McpTool, tool_of
 
 STDERR_TAIL = 2_000  # characters of a server's stderr kept with its failure
+# The connection whose tasks are running: the SDK's own tasks for a server inherit it.
+_current: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("mcp_connection", default=None)
+
+
+class _GarbageSaidOnce(logging.Filter):
+    """The SDK logs a traceback for every stdout line of a server that is not JSON-RPC (11
+    lines each: 554 for a chatty one) before the connection's one-line reason says the same.
+    Dropped for a server Chorus runs; another client's in the process keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_current.get() is not None and record.getMessage().startswith("Failed to parse JSONRPC"))
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_GarbageSaidOnce())
 
 
 class Connection:
@@ -54,6 +70,7 @@ class Connection:
         return data.decode("utf-8", "replace")[-STDERR_TAIL:].strip()
 
     async def run(self) -> None:
+        _current.set(self)  # this task's context: the SDK's tasks started from it inherit it
         if not isinstance(self.config, HttpServer):
             self.stderr = cast(TextIO, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
         try:
@@ -104,7 +121,7 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):  # a line on stdout the SDK could not parse
-            self._garbage = str(message).splitlines()[0][:200] if str(message) else type(message).__name__
+            self._garbage = _what_was_written(message)
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         config = self.config
@@ -146,6 +163,17 @@ async def _watched(transport: AbstractAsyncContextManager[Any], closed: anyio.Ev
                 yield receive, write
             finally:
                 tasks.cancel_scope.cancel()
+
+
+def _what_was_written(error: Exception) -> str:
+    """The line itself, where the SDK's parse error keeps it (pydantic's input), else the error."""
+    errors = getattr(error, "errors", None)
+    try:
+        written = errors()[0].get("input") if callable(errors) else None
+    except (IndexError, TypeError, AttributeError):
+        written = None
+    text = repr(written) if isinstance(written, str) else (str(error).splitlines() or [type(error).__name__])[0]
+    return text[:200]
 
 
 def _reason(exc: BaseException) -> str:

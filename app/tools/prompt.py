@@ -67,7 +67,7 @@ def add_result(out: list[dict], text: str) -> None:
 
 def plain_turns(messages: list[dict]) -> list[dict]:
     """Assistant calls and tool results as plain turns, for messages this side wrote (the
-    server checks a client's with app/server/tool_prompt.py)."""
+    server checks a client's with app/server/openai/tool_prompt.py)."""
     names: dict[str, str] = {}
     out: list[dict] = []
     for m in messages:

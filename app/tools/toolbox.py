@@ -11,15 +11,18 @@ from collections.abc import Iterable
 from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.mcp_servers import DEFAULT_CALL_TIMEOUT_S, McpManager
 from app.tools.types import Tool
+from app.tools.web import BUILT_IN, WebTools
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class Toolbox:
     def __init__(self, manager: McpManager, tools: Iterable[McpTool] | None = None,
-                 timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
-        """tools: those on (default: every ready server's)."""
+                 timeout_s: float = DEFAULT_CALL_TIMEOUT_S, web: WebTools | None = None) -> None:
+        """tools: those on (default: every ready server's); web: the built-in web tools on,
+        whose names win over an MCP tool's of the same name."""
         self.manager = manager
+        self.web = web
         self.timeout_s = timeout_s
         chosen = tuple(manager.tools() if tools is None else tools)
         repeated = Counter(t.name for t in chosen)
@@ -27,6 +30,8 @@ class Toolbox:
         for tool in chosen:
             name = tool.name if repeated[tool.name] == 1 else f"{tool.server}__{tool.name}"
             self.by_name[UNSAFE.sub("_", name)[:64]] = tool
+        for tool in web.tools() if web else ():
+            self.by_name[tool.name] = tool
 
     def __bool__(self) -> bool:
         return bool(self.by_name)
@@ -36,4 +41,6 @@ class Toolbox:
 
     def call(self, name: str, arguments: dict) -> ToolResult:
         tool = self.by_name[name]
+        if self.web and tool.server == BUILT_IN:
+            return self.web.call(name, arguments)
         return self.manager.call(tool.server, tool.name, arguments, self.timeout_s)

@@ -1,5 +1,5 @@
 """Tools a reply may call and the calls it made: plain data shared by the HTTP server
-(app/server/tool_*.py), the tool loop (agent.py) and the terminal chat."""
+(app/server/openai/tool_*.py), the tool loop (agent.py) and the terminal chat."""
 
 from __future__ import annotations
 

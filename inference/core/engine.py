@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -23,15 +23,18 @@ from inference.core.engine_core import EngineCore
 from inference.core.handle import DeltaCallback, RequestHandle
 from inference.core.metrics import MetricsSnapshot
 from inference.core.router import DeltaRouter
-from inference.errors import EngineError, ModelLoadError
+from inference.errors import EngineError, ModelLoadError, RequestError
 from inference.kv.disk_store import KvDiskStore, open_disk_store
 from inference.outputs import Delta, FinishReason, ModelInfo
 from inference.params import ChatRequest, LoadSettings, SamplingParams, new_request_id
+from inference.tokenizer.content_parts import has_parts
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.runner import LlamaRunner
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
+
+    from inference.worker.embedding_worker import EmbeddingWorker
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,8 @@ class Engine:
         self._snapshot: MetricsSnapshot | None = None
         self._published_s = 0.0
         self.info: ModelInfo | None = None
+        self._embeddings: EmbeddingWorker | None = None  # /v1/embeddings' context, made at its first call
+        self._embedding_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="chorus-engine", daemon=True)
 
     @classmethod
@@ -131,9 +136,18 @@ class Engine:
         return chat
 
     def _send(self, chat: ChatRequest, sink: DeltaCallback) -> None:
-        assert chat.request_id is not None
-        self._router.register(chat.request_id, sink)
-        self._commands.put(_Submit(chat, chat.request_id))
+        request_id = chat.request_id
+        assert request_id is not None
+        if chat.prompt_tokens is None and has_parts(list(chat.messages)):
+            # An image is encoded here, on the caller's thread, not on the engine thread,
+            # where it would hold every decoding request for the encode. A chat it refuses
+            # goes on as it was: the engine thread ends it with the same error.
+            try:
+                chat = self.prepare(chat)
+            except RequestError:
+                pass
+        self._router.register(request_id, sink)
+        self._commands.put(_Submit(chat, request_id))
 
     @property
     def inputs(self) -> InputProcessor:
@@ -146,32 +160,75 @@ class Engine:
         return core.inputs
 
     def prepare(self, chat: ChatRequest) -> ChatRequest:
-        """The chat rendered and tokenized on the calling thread (prompt_tokens set).
-        Raises RequestError for a chat the engine would refuse."""
-        return self.inputs.prepare(chat)
+        """The chat rendered and tokenized on the calling thread (prompt_tokens set), its
+        grammar compiled (kept for the engine thread to copy). Raises RequestError for a
+        chat the engine would refuse."""
+        prepared = self.inputs.prepare(chat)
+        if chat.sampling.grammar is not None:
+            self.compile_grammar(chat.sampling.grammar)
+        return prepared
+
+    def compile_grammar(self, grammar: str) -> None:
+        """Compile a grammar with the model's tokenizer on the calling thread (kept for the
+        requests that use it); RequestError if it cannot be enforced."""
+        self._check_running()
+        grammars = self._runner.grammars if self._runner is not None else None
+        if grammars is None:
+            raise EngineError("the engine has no vocabulary to compile grammars with")
+        grammars.compile(grammar)
 
     def chat_template(self) -> str | None:
         """The template source chats are rendered with (its tool format decides how tools are
         offered: app/tools/formats)."""
         return self.inputs.template.source
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens as plain text (its markup not read as control tokens): what a
+        document costs in a prompt. On the calling thread."""
+        vocab = self.inputs.vocab
+        return [len(vocab.tokenize(text, add_special=False, parse_special=False)) for text in texts]
+
+    def embed(self, inputs: list[str | list[int]]) -> Future:
+        """A future of (unit-length vectors, one row an input, the tokens each read): the
+        model's embeddings, from a pooled context of its own on a thread of its own
+        (EmbeddingWorker), loaded at the first call. ModelLoadError, in the future, for a
+        model that cannot embed."""
+        try:
+            worker = self._embedding_worker()
+        except ModelLoadError as exc:
+            failed: Future = Future()
+            failed.set_exception(exc)
+            return failed
+        return worker.embed(inputs)
+
+    def _embedding_worker(self) -> EmbeddingWorker:
+        with self._embedding_lock:  # two first calls at once load one worker
+            if self._embeddings is None:
+                info = self.info
+                if info is None:
+                    raise EngineError("the engine is not running")
+                from inference.worker.embedding_worker import EmbeddingWorker
+
+                self._embeddings = EmbeddingWorker.start(info.path, n_gpu_layers=info.n_gpu_layers)
+            return self._embeddings
+
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), on the calling thread; RequestError for
         text that cannot fit in the context (refused without tokenizing it)."""
         return self.inputs.prepare_text(text, parse_special)
 
-    def pin_system_prompt(self, system_prompt: str) -> RequestHandle:
+    def pin_system_prompt(self, text: str) -> RequestHandle:
         """Compute a system prompt's KV once and keep it: chats using it start from there."""
         chat = ChatRequest(
-            messages=({"role": "system", "content": system_prompt},),
+            messages=({"role": "system", "content": text},),
             sampling=SamplingParams(max_tokens=0),
             priority=10,
             pin=True,
         )
         return self.submit(chat)
 
-    def unpin_system_prompt(self, system_prompt: str) -> bool:
-        tokens = self.inputs.system_prefix_tokens(system_prompt)
+    def unpin_system_prompt(self, text: str) -> bool:
+        tokens = self.inputs.system_prefix_tokens(text)
         return self.call(lambda core: core.unpin(tokens))
 
     def cancel(self, request_id: str) -> None:
@@ -199,6 +256,9 @@ class Engine:
         self.call(lambda _core: runner.set_threads(n_threads))
 
     def metrics(self, fresh: bool = False) -> MetricsSnapshot:
+        """The latest snapshot (every 0.1 s while the engine works), or a fresh one; raises
+        EngineError once the engine is not running."""
+        self._check_running()
         if fresh or self._snapshot is None:
             return self.call(lambda core: core.snapshot())
         return self._snapshot
@@ -214,6 +274,10 @@ class Engine:
         return self._thread.is_alive()
 
     def shutdown(self, timeout: float = 30.0) -> None:
+        with self._embedding_lock:
+            if self._embeddings is not None:
+                self._embeddings.close()
+                self._embeddings = None
         if not self._thread.is_alive():
             return
         self._commands.put(_Shutdown())
@@ -238,7 +302,8 @@ class Engine:
             runner = LlamaRunner(self.settings, progress=self._on_progress)
             core = EngineCore(runner, self.settings, store=self._open_disk_store(runner),
                               wake=lambda: self._commands.put(_Wake()))
-            self._runner, self._core, self.info = runner, core, runner.info
+            self._runner, self._core = runner, core
+            self.info = replace(runner.info, chat_template=core.inputs.template.source)
         except BaseException as exc:  # noqa: BLE001 - report load failures to start(), never crash silently
             self._load_error = exc if isinstance(exc, ModelLoadError) else ModelLoadError(str(exc))
             self._stopped.set()

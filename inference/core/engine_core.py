@@ -1,8 +1,9 @@
-"""The synchronous heart of the engine: schedule -> execute -> postprocess.
+"""The synchronous heart of the engine: schedule -> propose -> execute -> postprocess.
 
-The scheduler plans a step, the model runner decodes it and samples (model_runner.py is
-all EngineCore knows of it), and the results become deltas. Owned by exactly one thread
-(see engine.py). Errors end the requests they concern and never escape step().
+The scheduler plans a step, the proposer adds draft tokens where they pay (speculative
+decoding, when it is on), the model runner decodes and samples (model_runner.py is all
+EngineCore knows of it), and the results become deltas. Owned by exactly one thread (see
+engine.py). Errors end the requests they concern and never escape step().
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from inference.sample.logprobs import SampledLogprobs
 from inference.sched.plan import StepPlan
 from inference.sched.scheduler import Scheduler
 from inference.sched.step_budget import StepBudget
-from inference.spec.policy import DraftPlanner
+from inference.sched.step_cost import StepCost
+from inference.speculative.planner import DraftPlanner
+from inference.speculative.proposer import Proposer
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.model_runner import ModelRunner, StepOutput
 
@@ -53,19 +56,30 @@ class EngineCore:
         self.settings = settings
         self.clock = clock  # every time stamp and step duration: tests run on a fake one
         self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
-        self.budget = StepBudget(settings.n_batch, settings.target_itl_s, max_step_s=settings.max_step_s)
-        drafts = DraftPlanner(settings.draft_max, model=runner.draft_model) if settings.speculative != "off" else None
-        self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock, drafts=drafts)
+        # What a step costs, learned from every step: the budget bounds prompt steps by it,
+        # the draft planner weighs drafts by it.
+        self.cost = StepCost()
+        self.budget = StepBudget(settings.n_batch, settings.target_itl_s, max_step_s=settings.max_step_s,
+                                 cost=self.cost)
+        self.scheduler = Scheduler(self.kv, self.budget, settings.decode_reserve, clock=clock)
+        self.proposer: Proposer | None = None  # speculative decoding, when it is on
+        if settings.speculative != "off":
+            planner = DraftPlanner(settings.draft_max, self.cost, model=runner.draft_model)
+            self.proposer = Proposer(planner, self.kv.n_cells, clock=clock)
         self.metrics = EngineMetrics()
         # The one input processor of this model: the engine thread's requests and the other
         # threads' (Engine.prepare) are rendered, tokenized and checked by the same object.
-        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template)
+        # The vision projector, when the runner loaded one (LlamaRunner.images): images in
+        # prompts are encoded by it, on whichever thread prepares them.
+        self.images = getattr(runner, "images", None)
+        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template, self.images)
         self._outputs: dict[str, RequestOutput] = {}
         # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).
         self.disk: DiskPromptCache | None = None
         if store is not None:
             backend: SeqStateBackend = runner  # type: ignore[assignment]
-            self.disk = DiskPromptCache(store, self.kv, backend, notify=wake)
+            self.disk = DiskPromptCache(store, self.kv, backend, notify=wake,
+                                        keep_images=self.images is not None and self.images.persistent)
 
     # ----- commands ----------------------------------------------------------------
 
@@ -79,16 +93,20 @@ class EngineCore:
             tokens = list(prepared.prompt_tokens or ())
             if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
                 return [Delta.finished_with(request_id, FinishReason.STOP)]
-            req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin)
+            req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin,
+                          images={image.slot: image for image in prepared.images})
             if req.wants_output:
                 self.runner.start_sampling(request_id, chat.sampling, tokens)  # a bad grammar raises
         except RequestError as exc:
             return [Delta.finished_with(request_id, FinishReason.ERROR, str(exc))]
         self._outputs[request_id] = RequestOutput(req, n_ctx=self.runner.n_ctx, submitted_s=self.clock(),
                                                   dropped=prepared.dropped)
-        if self.disk is None or not self.disk.begin_restore(req):
-            self.scheduler.add(req)  # else it joins once its prefix is loaded (poll_restores)
-        return [Delta(request_id, phase=Phase.QUEUED, progress=(len(self.scheduler.waiting), len(tokens)))]
+        if self.disk is not None and self.disk.begin_restore(req):
+            # it joins the queue once its prefix is loaded (poll_restores): not "queued" meanwhile
+            return [Delta(request_id, phase=Phase.RESTORING, progress=(0, len(tokens)))]
+        self.scheduler.add(req)
+        # its place in the scheduler's order (priority first), not the queue's length
+        return [Delta(request_id, phase=Phase.QUEUED, progress=(self.scheduler.queue_position(req), len(tokens)))]
 
     def poll_restores(self) -> None:
         """Requests whose saved prefix was read from disk: load it, then schedule them
@@ -145,6 +163,7 @@ class EngineCore:
         plan, deltas = self._schedule()
         if plan.empty:
             return deltas or self._fail_unschedulable()
+        self._propose(plan)
         started = self.clock()
         plan, output, retried = self._execute(plan)
         duration = self.clock() - started
@@ -152,6 +171,7 @@ class EngineCore:
         if plan.empty:  # making room after a failed decode left nothing to run
             return deltas
         deltas += self._postprocess(plan, output, duration)
+        deltas += self._read_for_waiting(plan)
         if output.ok and plan.num_prefill_tokens == 0:
             # Host time: the whole step (planning, batch filling, sampling, deltas) less
             # the model's own llama_decode; what a GPU's few-ms decode would expose.
@@ -167,6 +187,12 @@ class EngineCore:
         deltas += self._finish_fully_cached(plan)
         return plan, deltas
 
+    def _propose(self, plan: StepPlan) -> None:
+        """Speculative decoding: draft tokens for the plan's decoding requests, placed by the
+        scheduler in the room it left."""
+        if self.proposer is not None:
+            self.scheduler.place_drafts(plan, self.proposer.propose(plan))
+
     def _execute(self, plan: StepPlan) -> tuple[StepPlan, StepOutput, list[Delta]]:
         """Run the plan. When llama_decode finds no KV slot (our cell count and llama.cpp's
         disagree, e.g. fragmentation), free room, plan again and retry a few times."""
@@ -181,6 +207,7 @@ class EngineCore:
             deltas += replanned
             if plan.empty:
                 break
+            self._propose(plan)
             output = self.runner.execute(plan)
         return plan, output, deltas
 
@@ -189,15 +216,26 @@ class EngineCore:
         if not output.ok:
             return self._fail_plan(plan, f"llama_decode failed with code {output.code}")
         self.scheduler.commit(plan, output.kept_drafts)
+        if self.proposer is not None:
+            self.proposer.verified(plan, output.kept_drafts)
         deltas, sampled = self._emit(plan, output.tokens, output.logprobs, output.kept_drafts)
+        if output.errors:
+            deltas += self._fail_grammars(plan, output.errors)
         kept = 0
         if output.kept_drafts is not None:
             kept = sum(output.kept_drafts)
             self.metrics.record_drafts(plan.n_draft, kept)
-        self._record(plan, duration + plan.draft_s, sampled, kept)  # the draft model's time is the step's
-        if self.scheduler.drafts is not None and plan.num_prefill_tokens == 0:
-            self.scheduler.drafts.observe(plan.num_decode_tokens, plan.num_tokens, plan.n_draft, sampled, duration,
-                                          plan.draft_s)
+        self._record(plan, duration, sampled, kept)
+        return deltas
+
+    def _fail_grammars(self, plan: StepPlan, errors: dict[int, str]) -> list[Delta]:
+        """Requests whose grammar failed mid-reply (a step over its limits) end with the error,
+        the text so far kept."""
+        deltas = []
+        for i, message in errors.items():
+            out = self._outputs.get(plan.chunks[i].request.request_id)
+            if out is not None:
+                deltas.append(self._finish(out, FinishReason.ERROR, out.flush(), message))
         return deltas
 
     def _finish_out_of_cells(self, plan: StepPlan) -> list[Delta]:
@@ -280,6 +318,23 @@ class EngineCore:
             return self._finish(out, FinishReason.STOP, "")
         return Delta(out.request_id, phase=Phase.PREFILLING, progress=(req.num_computed, len(req.tokens)))
 
+    def _read_for_waiting(self, plan: StepPlan) -> list[Delta]:
+        """A chat whose prompt begins with a prefix being pinned (its attached documents)
+        waits while that prefix is computed: the engine is reading its prompt, not queueing
+        it, so it hears the pin's progress (issue 39: 17 s of "queued" before "890 cached")."""
+        pins = [c.request for c in plan.chunks if c.request.pin and not c.is_decode]
+        if not pins or not self.scheduler.waiting:
+            return []
+        deltas = []
+        for waiting in self.scheduler.waiting:
+            for pin in pins:
+                n = len(pin.tokens)
+                if len(waiting.tokens) > n and waiting.tokens[:n] == pin.tokens[:n]:
+                    deltas.append(Delta(waiting.request_id, phase=Phase.PREFILLING,
+                                        progress=(pin.num_computed, len(waiting.tokens))))
+                    break
+        return deltas
+
     def _record_admissions(self, plan: StepPlan) -> None:
         for req in plan.admitted:
             if req.preemptions == 0:
@@ -328,6 +383,8 @@ class EngineCore:
         req = out.request
         seq = req.seq
         self.scheduler.finish(req, _STATUS_OF[reason], keep_cache=keep_cache)
+        if self.proposer is not None:
+            self.proposer.finished(req)
         if self.disk is not None and seq is not None and keep_cache and reason is not FinishReason.ERROR:
             self.disk.on_finished(seq, pinned=req.pin)
         self._outputs.pop(req.request_id, None)
@@ -339,12 +396,20 @@ class EngineCore:
         return out.finished_delta(text, reason, self.clock(), error, token_ids, logprobs)
 
     def _record(self, plan: StepPlan, duration: float, sampled: int, kept_drafts: int = 0) -> None:
-        n_decode = plan.num_decode_tokens + kept_drafts  # a kept draft token is a decoded one
-        n_prefill = plan.num_prefill_tokens
-        self.metrics.record_step(duration, n_prefill, n_decode, len(plan.chunks), sampled)
+        """A step ran: duration is the target model's; the draft model's (plan.draft_s) is the
+        step's too, for the metrics, the budget and the draft planner's guard."""
+        n_tokens = plan.num_tokens
+        n_decoding = plan.num_decode_tokens
+        n_prefill = n_tokens - n_decoding - plan.n_draft
+        self.cost.observe(n_tokens, duration, prompt=n_prefill > 0)  # the target's step alone
+        step_s = duration + plan.draft_s
+        n_decode = n_decoding + kept_drafts  # a kept draft token is a decoded one
+        self.metrics.record_step(step_s, n_prefill, n_decode, len(plan.chunks), sampled)
         self.metrics.record_kv(self.kv.cells_used)
         queued = len(self.scheduler.waiting) + sum(1 for r in self.scheduler.running if not r.is_decoding)
-        self.budget.observe(duration, n_decode, n_prefill, queued)
+        self.budget.observe(step_s, n_decode, n_prefill, queued)
+        if self.proposer is not None and n_prefill == 0:
+            self.proposer.observe(plan, sampled, duration)
 
     # ----- observation -------------------------------------------------------------
 
@@ -354,6 +419,9 @@ class EngineCore:
             running=len(self.scheduler.running),
             kv=self.kv.stats(),
         )
+        if self.images is not None:
+            snap = replace(snap, images_encoded=self.images.images_encoded, image_encode_s=self.images.encode_s,
+                           images_loaded=self.images.images_loaded)
         if self.disk is None:
             return snap
         c = self.disk.counters

@@ -6,11 +6,12 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from inference.errors import EngineError
 from inference.outputs import Delta, FinishReason, RequestStats
+from inference.params import ChatRequest, new_request_id
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +34,26 @@ class Canceller(Protocol):
     def cancel(self, request_id: str) -> None: ...
 
 
+class Streamer(Canceller, Protocol):
+    """An engine client as a handle needs it (inference.EngineClient has this and more)."""
+
+    def stream(self, chat: ChatRequest, sink: DeltaCallback) -> str: ...
+
+
 class RequestHandle:
     """The caller's side of one request: iterate its deltas or wait for the result.
 
     Whoever runs the request feeds the handle through deliver(): the engine thread here, or
     a router outside the engine loop (the app's gateway, for an engine in another process).
     """
+
+    @classmethod
+    def open(cls, engine: Streamer, chat: ChatRequest, on_delta: DeltaCallback | None = None) -> RequestHandle:
+        """A request started on any engine client, with a handle to iterate or wait on."""
+        request_id = chat.request_id or new_request_id()
+        handle = cls(request_id, engine, on_delta)
+        engine.stream(replace(chat, request_id=request_id), handle.deliver)
+        return handle
 
     def __init__(self, request_id: str, engine: Canceller, on_delta: DeltaCallback | None) -> None:
         self.request_id = request_id

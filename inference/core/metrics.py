@@ -95,13 +95,14 @@ class MetricsSnapshot:
     kv_restores: int = 0
     kv_restore_failures: int = 0
     kv_disk_saves: int = 0
+    # The vision projector (since the engine started): images encoded (each distinct image
+    # once while it stays in the projector's cache) and the seconds that took.
+    images_encoded: int = 0
+    image_encode_s: float = 0.0
+    images_loaded: int = 0  # rows read from the projector's folder instead (after a restart)
     # Speculative decoding (since the engine started): draft tokens verified, and kept.
     draft_tokens: int = 0
     draft_tokens_accepted: int = 0
-
-    @property
-    def draft_acceptance(self) -> float:
-        return self.draft_tokens_accepted / self.draft_tokens if self.draft_tokens else 0.0
 
     @property
     def prefix_hit_rate(self) -> float:

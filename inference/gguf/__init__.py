@@ -5,7 +5,7 @@ the model dialog) without loading llama.cpp.
 """
 
 from inference.gguf.memory_estimate import MemoryEstimate, estimate_memory
-from inference.gguf.reader import GgufError, GgufHeader, read_gguf_header, read_gguf_header_prefix
+from inference.gguf.reader import GgufError, GgufHeader, TensorInfo, read_gguf_header, read_gguf_header_prefix
 
-__all__ = ["GgufError", "GgufHeader", "MemoryEstimate", "estimate_memory", "read_gguf_header",
+__all__ = ["GgufError", "GgufHeader", "MemoryEstimate", "TensorInfo", "estimate_memory", "read_gguf_header",
            "read_gguf_header_prefix"]

@@ -62,8 +62,10 @@ class DiskCacheCounters:
 
 class DiskPromptCache:
     def __init__(self, store: KvDiskStore, kv: KvCacheManager, backend: SeqStateBackend,
-                 notify: Callable[[], None] | None = None) -> None:
+                 notify: Callable[[], None] | None = None, keep_images: bool = False) -> None:
         self.store = store
+        # Whether prompts with images may be saved: only when their slots outlive the engine.
+        self.keep_images = keep_images
         self.kv = kv
         self.backend = backend
         self.notify = notify  # wakes the engine loop when a read finished
@@ -81,7 +83,11 @@ class DiskPromptCache:
         """A request left seq cached (idle or pinned): save it after the step."""
         n = self.kv.seq_len(seq)
         if n >= (MIN_SAVE_PINNED if pinned else MIN_SAVE_TOKENS):
-            self._to_save.append((seq, self.kv.seq_tokens(seq)))
+            tokens = self.kv.seq_tokens(seq)
+            # An image's ids name it by its slot: unless the projector keeps its slots across
+            # restarts, another run gives them to other images, so such a prefix is not saved.
+            if self.keep_images or min(tokens, default=0) >= 0:
+                self._to_save.append((seq, tokens))
 
     @property
     def saves_pending(self) -> bool:

@@ -9,6 +9,9 @@ a damaged or truncated one is deleted, never loaded.
 
 Thread-safe: the engine thread looks up and reads (or a loader thread reads for it), a
 writer thread writes (KvStoreWriter); one lock guards the index.
+
+The files hold the KV state of prompts and attached documents, as private as the chats:
+the folders are made 0700 and the files 0600, whatever the process's umask.
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ class KvDiskStore:
         self.folder = root / key.hex()[:32]
         self._lock = threading.Lock()
         self._entries: dict[Path, StoredPrefix] = {}
-        self.folder.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)  # its parents: the app's data folder, private too
+        self.folder.mkdir(mode=0o700, exist_ok=True)
         self._scan()
 
     # ----- lookups -----------------------------------------------------------------
@@ -288,13 +292,17 @@ class KvDiskStore:
             total -= size
 
 
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 def _write_whole(path: Path, parts: tuple[bytes | bytearray | memoryview, ...]) -> None:
     """Written to a temporary file renamed into place (a reader never sees half a file);
     a write that fails (a full disk) deletes its temporary file and raises."""
     # Unique: two engines of one model (the app and `chorus serve`) may save at once.
     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with tmp.open("wb") as f:
+        with open(tmp, "wb", opener=_private) as f:
             for part in parts:
                 f.write(part)
         os.replace(tmp, path)

@@ -11,9 +11,11 @@
         >= t are read again, four logits to a comparison, and their logits >= t (or, once
         the heap is full, >= its worst) offered to a heap of the k best. Order:
         descending value, ties by smaller token id (a stable argsort of -logits);
-     4. (draw_rows) llama.cpp's chain on those k: top-p on the softmax of the top-k set,
-        min-p relative to the best token (cut in float32), temperature, and one draw with
-        the caller's uniform; temperature <= 0 is the first maximum (greedy).
+     4. (draw_rows) the rest of llama.cpp's chain on those k, in the order of its stages
+        declared in inference/params.py (CHAIN; tests check this against llama.cpp's own
+        chain): top-p on the softmax of the top-k set, min-p relative to the best token
+        (cut in float32), temperature, and one draw with the caller's uniform; temperature
+        <= 0 is the first maximum (greedy).
    The GIL is released while rows are worked on. draw_rows spreads a step's rows over
    OpenMP threads (at least 4 rows each): llama.cpp's own workers, idle between decodes,
    whose memory bandwidth the one full read of each row is bound by. */

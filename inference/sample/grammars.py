@@ -1,32 +1,8 @@
-"""GBNF grammars for constrained output (SamplingParams.grammar).
+"""Grammars every caller shares (SamplingParams.grammar).
 
-JSON_OBJECT is llama.cpp's grammars/json.gbnf: any JSON object, whitespace limited so a
-small model cannot pad forever. What response_format {"type": "json_object"} asks for.
+JSON_OBJECT: any JSON object, what response_format {"type": "json_object"} asks for.
 """
 
-JSON_OBJECT = r"""
-root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
+from inference.sample.json_schema import schema_grammar
 
-object ::=
-  "{" ws (
-            string ":" ws value
-    ("," ws string ":" ws value)*
-  )? "}" ws
-
-array  ::=
-  "[" ws (
-            value
-    ("," ws value)*
-  )? "]" ws
-
-string ::=
-  "\"" (
-    [^"\\\x7F\x00-\x1F] |
-    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
-  )* "\"" ws
-
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
-
-ws ::= | " " | "\n" [ \t]{0,20}
-"""
+JSON_OBJECT = schema_grammar({"type": "object"})

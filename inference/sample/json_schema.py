@@ -1,153 +1,203 @@
-"""A JSON Schema as a GBNF grammar (SamplingParams.grammar): output that follows the grammar
-validates against the schema.
+"""JSON Schema, Lark and GBNF as grammars (SamplingParams.grammar): output that follows the
+grammar validates against the schema.
 
-The conversion is llama-cpp-python's (llama_cpp/llama_grammar.py, a port of llama.cpp's
-json-schema-to-grammar), the maintained converter of the engine's own grammar format. It
-quietly ignores what it cannot express (a `minimum`, a `not`, a `format: email`), which would
-let output through that fails the schema; so every keyword is checked first against those it
-enforces, and any other is a SchemaError naming it. Annotations (title, description...)
-constrain nothing and pass. One addition of ours: an integer range of up to MAX_RANGE values
-becomes the enum of its values, which the converter does express.
-
-Why not llguidance or xgrammar (both on PyPI): see docs/sampling.md#json-schema.
+A grammar is llguidance's definition (a JSON text); llguidance's matcher turns it into a
+token mask per step (grammar.py). Its JSON Schema compiler enforces what OpenAI's strict
+mode documents (number bounds, multipleOf, pattern, the formats, minItems/maxItems,
+recursive $ref, anyOf/oneOf...) and refuses by name what it cannot (`not`,
+`dependentSchemas`...). Every grammar is checked here, without a tokenizer, with bounded
+size and time (llguidance's fuel limits), so a request that cannot be enforced is refused
+before it reaches the engine. Checking needs llguidance alone: the desktop process's server
+calls this and never loads llama.cpp.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import math
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from inference.errors import RequestError
+import llguidance as lg
 
-MAX_RANGE = 256
-TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
-FORMATS = {"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"}
-ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-               "readOnly", "writeOnly"}
-ENFORCED = {"type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-            "maxItems", "enum", "const", "$ref", "$defs", "definitions", "anyOf", "allOf", "pattern",
-            "format", "minLength", "maxLength"}
-RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+from inference.errors import SchemaError
 
+if TYPE_CHECKING:
+    from llguidance._lib import JsonCompileOptions  # in the stubs alone
 
-class SchemaError(RequestError):
-    """A schema this converter cannot enforce. keyword: the one at fault; path: where it is
-    in the schema, as JSON-pointer-like suffix ("" for the top, ".properties.age")."""
-
-    def __init__(self, keyword: str, path: str, reason: str) -> None:
-        super().__init__(f"{keyword} at {path or 'the top'} {reason}")
-        self.keyword, self.path, self.reason = keyword, path, reason
+# How JSON is written: no whitespace inside (a small model cannot pad it forever), ", "
+# and ": " between items as people and models write JSON.
+JSON_OPTIONS: JsonCompileOptions = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+# Values in all enums of one schema: a 20,000-value enum compiles in ~50 ms on this CPU, a
+# 100,000-value one passes llguidance's lexer budget after ~0.3 s. Refused before either.
+MAX_ENUM_VALUES = 10_000
+# The limits every grammar compiles under (checked here, and again with the tokenizer in the
+# engine): llguidance's defaults bound compile time (~20 ms of lexer fuel) and a step's mask.
+LIMITS = lg.LLParserLimits(verbose_errors=False)
 
 
 def schema_grammar(schema: Any) -> str:
-    """The GBNF grammar of everything that validates against schema (a JSON Schema object)."""
-    checked = _checked(schema, "")
+    """The grammar of everything that validates against schema (a JSON Schema object)."""
+    if not isinstance(schema, dict):
+        raise SchemaError("schema", "", f"must be an object, got {type(schema).__name__}")
+    _check_enum_size(schema)
+    text = _json_text(closed(schema))
     try:
-        return _converter()(json.dumps(checked))
-    except (ValueError, AssertionError, KeyError, TypeError, RecursionError) as exc:
-        raise SchemaError("schema", "", f"cannot be converted to a grammar: {exc}") from None
+        grammar = lg.LLMatcher.grammar_from_json_schema(text, defaults=JSON_OPTIONS)
+    except ValueError as exc:
+        raise SchemaError("schema", "", f"is not valid JSON: {exc}") from None
+    _check(grammar, schema)
+    return grammar
 
 
-def _checked(node: Any, path: str) -> Any:
-    """node with every subschema checked (and integer ranges as enums)."""
-    if isinstance(node, bool):
-        raise SchemaError("true/false schema", path, "is not supported; write {} or leave the property out")
-    if not isinstance(node, dict):
-        raise SchemaError("schema", path, f"must be an object, got {type(node).__name__}")
-    for key in node:
-        if key not in ENFORCED and key not in ANNOTATIONS and key not in RANGE:
-            raise SchemaError(key, path, "is not supported by this server's JSON-schema grammar")
-    out = {k: v for k, v in node.items() if k not in ANNOTATIONS}
-    _check_scalars(out, path)
-    if any(k in out for k in RANGE):
-        out = _range_as_enum(out, path)
-    for key in ("properties", "$defs", "definitions"):
-        if key in out:
-            out[key] = {name: _checked(sub, f"{path}.{key}.{name}") for name, sub in _mapping(out, key, path).items()}
-    for key in ("anyOf", "allOf", "prefixItems"):
-        if key in out:
-            out[key] = [_checked(sub, f"{path}.{key}[{i}]") for i, sub in enumerate(_list(out, key, path))]
-    if isinstance(out.get("items"), list):
-        out["items"] = [_checked(sub, f"{path}.items[{i}]") for i, sub in enumerate(out["items"])]
-    elif "items" in out:
-        out["items"] = _checked(out["items"], f"{path}.items")
-    if isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = _checked(out["additionalProperties"], f"{path}.additionalProperties")
+def lark_grammar(lark: str, schemas: tuple[Any, ...] = ()) -> str:
+    """A Lark grammar (llguidance's dialect: `%json {...}` embeds a JSON Schema) as a grammar;
+    schemas: the JSON Schemas embedded in it, for naming a keyword at fault."""
+    for schema in schemas:
+        _check_enum_size(schema)
+    grammar = lg.LLMatcher.grammar_from_lark(lark)
+    _check(grammar, schemas[0] if len(schemas) == 1 else {"anyOf": list(schemas)} if schemas else None)
+    return grammar
+
+
+def gbnf_grammar(gbnf: str) -> str:
+    """llama.cpp's GBNF (a rule named root) as a grammar."""
+    try:
+        grammar = lg.grammar_from("gbnf", gbnf)
+    except ValueError as exc:
+        raise SchemaError("grammar", "", f"does not parse as GBNF: {exc}") from None
+    _check(grammar, None)
+    return grammar
+
+
+def lark_json(schema: Any) -> str:
+    """A JSON Schema as a Lark grammar's right-hand side (`%json {...}`), written as
+    schema_grammar writes JSON; SchemaError for what JSON cannot hold (a lone surrogate)."""
+    if not isinstance(schema, dict):
+        raise SchemaError("schema", "", f"must be an object, got {type(schema).__name__}")
+    return "%json " + _json_text({**closed(schema), "x-guidance": JSON_OPTIONS})
+
+
+def closed(schema: Any) -> Any:
+    """schema with every object that lists its properties and says nothing of others closed
+    to them (additionalProperties false), as llama.cpp's converter reads such a schema and
+    OpenAI's strict mode requires it written: output then holds the fields the schema names,
+    and a small model cannot wander off into fields of its own until max_tokens. A copy."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: closed(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [closed(sub) for sub in value]
+        elif key in _SCHEMAS:
+            out[key] = closed(value)
+    fields = out.get("properties")
+    if isinstance(fields, dict) and not any(k in out for k in _OPEN_KEYWORDS):
+        required = out.get("required")
+        if not isinstance(required, list) or set(required) <= set(fields):  # else it could not be met
+            out["additionalProperties"] = False
     return out
 
 
-def _check_scalars(node: dict, path: str) -> None:
-    kinds = node.get("type")
-    for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
-        if kind not in TYPES:
-            raise SchemaError("type", path, f"must be one of {', '.join(sorted(TYPES))}, got {kind!r}")
-    if "format" in node and node["format"] not in FORMATS:
-        raise SchemaError("format", path, f"{node['format']!r} is not supported (only {', '.join(sorted(FORMATS))})")
-    ref = node.get("$ref")
-    if ref is not None and not (isinstance(ref, str) and ref.startswith("#/")):
-        raise SchemaError("$ref", path, f"must point inside the schema (#/...), got {ref!r}")
-    if "enum" in node and not (isinstance(node["enum"], list) and node["enum"]):
-        raise SchemaError("enum", path, "must be a non-empty list")
-    if "additionalProperties" in node and not isinstance(node["additionalProperties"], (bool, dict)):
-        raise SchemaError("additionalProperties", path, "must be true, false or a schema")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems", "items")
+_SCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+            "additionalItems", "unevaluatedItems", "unevaluatedProperties")
+_OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
 
 
-def _range_as_enum(node: dict, path: str) -> dict:
-    """An integer between bounds as the enum of its values: the converter has no ranges."""
-    keyword = next(k for k in RANGE if k in node)
-    if node.get("type") != "integer":
-        raise SchemaError(keyword, path, "is supported on integers only (as a range of at most "
-                                         f"{MAX_RANGE} values)")
-    bounds = {k: node.pop(k) for k in RANGE if k in node}
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds.values()):
-        raise SchemaError(keyword, path, "must be a number")
-    lows = [math.ceil(bounds["minimum"])] if "minimum" in bounds else []
-    lows += [math.floor(bounds["exclusiveMinimum"]) + 1] if "exclusiveMinimum" in bounds else []
-    highs = [math.floor(bounds["maximum"])] if "maximum" in bounds else []
-    highs += [math.ceil(bounds["exclusiveMaximum"]) - 1] if "exclusiveMaximum" in bounds else []
-    low, high = max(lows, default=None), min(highs, default=None)
-    if low is None or high is None or high - low + 1 > MAX_RANGE:
-        raise SchemaError(keyword, path, f"is supported only as a closed integer range of at most {MAX_RANGE} "
-                                         "values (both a lower and an upper bound)")
-    if high < low:
-        raise SchemaError(keyword, path, "leaves no integer in the range")
-    values = [v for v in range(low, high + 1) if v in node.get("enum", [v])]
-    node.pop("type")
-    node["enum"] = values
-    return node
+def lark_literal(text: str) -> str:
+    """text as a Lark string literal."""
+    return json.dumps(text, ensure_ascii=False)
 
 
-def _mapping(node: dict, key: str, path: str) -> dict:
-    if not isinstance(node[key], dict):
-        raise SchemaError(key, path, "must be an object")
-    return node[key]
+def _json_text(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate passes dumps and fails here
+    except (ValueError, TypeError, UnicodeEncodeError) as exc:
+        raise SchemaError("schema", "", f"cannot be written as JSON: {exc}") from None
+    return text
 
 
-def _list(node: dict, key: str, path: str) -> list:
-    if not isinstance(node[key], list) or not node[key]:
-        raise SchemaError(key, path, "must be a non-empty list")
-    return node[key]
+def _check(grammar: str, schema: Any) -> None:
+    error = lg.LLMatcher.validate_grammar(grammar, None, limits=LIMITS)
+    if not error:
+        return
+    keyword, path = _culprit(error, schema)
+    raise SchemaError(keyword, path, _reason(error))
 
 
-_CONVERT: list[Callable[[str], str]] = []
+_UNIMPLEMENTED = re.compile(r'Unimplemented keys: \["([^"]+)"')
+_UNKNOWN_FORMAT = re.compile(r"Unknown format: (\S+)")
+_TOO_BIG = re.compile(r"too big \(limit for this grammar: (\d+)\)")
+_INVALID_TYPE = re.compile(r"Invalid type: (\S+)")
+_REMOTE_REF = re.compile(r"Resource '([^']+)' is not present")
 
 
-def _converter() -> Callable[[str], str]:
-    """llama_grammar.py loaded from its file, not as llama_cpp.llama_grammar: importing the
-    package would load llama.cpp's library, and the desktop process, whose server may call
-    this, never loads it (the module itself is pure Python)."""
-    if not _CONVERT:
-        spec = importlib.util.find_spec("llama_cpp")
-        if spec is None or not spec.submodule_search_locations:
-            raise RequestError("llama-cpp-python is not installed: no JSON-schema grammars")
-        location = Path(next(iter(spec.submodule_search_locations))) / "llama_grammar.py"
-        module_spec = importlib.util.spec_from_file_location("chorus_llama_grammar", location)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        _CONVERT.append(module.json_schema_to_gbnf)
-    return _CONVERT[0]
+def _culprit(error: str, schema: Any) -> tuple[str, str]:
+    """The keyword an error is about, and where in the schema it first occurs."""
+    unimplemented = _UNIMPLEMENTED.search(error)
+    if unimplemented:
+        keyword = unimplemented.group(1)
+        return keyword, _first_path(schema, lambda node: keyword in node) or ""
+    unknown = _UNKNOWN_FORMAT.search(error)
+    if unknown:
+        fmt = unknown.group(1)
+        return "format", _first_path(schema, lambda node: node.get("format") == fmt) or ""
+    if "regex" in error:
+        return "pattern", _first_path(schema, lambda node: "pattern" in node) or ""
+    invalid_type = _INVALID_TYPE.search(error)
+    if invalid_type:
+        kind = invalid_type.group(1)
+        return "type", _first_path(schema, lambda node: kind in _listed(node.get("type"))) or ""
+    remote = _REMOTE_REF.search(error)
+    if remote:
+        return "$ref", _first_path(schema, lambda node: node.get("$ref") == remote.group(1)) or ""
+    return ("schema" if schema is not None else "grammar"), ""
+
+
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _reason(error: str) -> str:
+    first = error.strip().splitlines()[0] if error.strip() else error
+    if "Unimplemented keys" in first:
+        return "is not supported: no grammar can enforce it"
+    if _REMOTE_REF.search(first):
+        return "must point inside the schema (#/...): nothing is fetched"
+    too_big = _TOO_BIG.search(first)
+    if too_big:
+        return f"makes a grammar too large to enforce (llguidance's limit {int(too_big.group(1)):,})"
+    return f"cannot be enforced: {' '.join(error.split())[:300]}"
+
+
+def _check_enum_size(schema: Any) -> None:
+    total = 0
+    for path, node in _nodes(schema, ""):
+        values = node.get("enum")
+        if isinstance(values, list):
+            total += len(values)
+            if total > MAX_ENUM_VALUES:
+                raise SchemaError("enum", path, f"brings the schema's enum values to {total:,}: at most "
+                                                f"{MAX_ENUM_VALUES:,} can be enforced")
+
+
+def _first_path(schema: Any, wanted: Any) -> str | None:
+    return next((path for path, node in _nodes(schema, "") if wanted(node)), None)
+
+
+def _nodes(node: Any, path: str) -> Any:
+    """Every subschema (a dict) with its path, depth first; bounded by the body's size."""
+    stack = [(path, node)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, list):
+            stack.extend((f"{where}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            yield where, item
+            for key, sub in reversed(list(item.items())):
+                if key not in ("enum", "const", "default", "examples") and isinstance(sub, (dict, list)):
+                    stack.append((f"{where}.{key}", sub))

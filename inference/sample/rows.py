@@ -1,11 +1,12 @@
 """Sampling without a grammar, over all of a step's logits rows at once, in place in
 llama.cpp's logits matrix.
 
-The semantics are those of the llama.cpp chain that SamplerChain builds (llama.cpp's own
-order): end-of-generation bias (ignore_eos), repeat penalties over the last repeat_last_n
-tokens (prompt tokens included, as llama.cpp's server feeds them), top-k, top-p on the
-softmax of the top-k set, min-p relative to the best token, temperature, then one draw.
-Temperature 0 is greedy: the first maximum, as llama.cpp's greedy sampler picks.
+The semantics are those of the llama.cpp chain that SamplerChain builds, its stages
+(STAGES) in params.CHAIN's order: the end-of-generation ban (ignore_eos), the repeat
+penalty over the last repeat_last_n tokens (prompt tokens included, as llama.cpp's server
+feeds them), top-k, top-p on the softmax of the top-k set, min-p relative to the best
+token, temperature, one draw. Temperature 0 is greedy: the first maximum, as llama.cpp's
+greedy sampler picks. OpenAI's penalties are not here: their requests take the chain.
 
 What makes it cheap (the chain copies the whole vocabulary into a candidate array and runs
 each sampler over it, per row):
@@ -36,10 +37,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from inference.params import SamplingParams
+from inference.params import GREEDY, SamplingParams
 from inference.sample import kernel
 from inference.sample.kernel import draw_rows, penalise_rows
 
+# The stages of params.CHAIN sampled here and in the C kernel (a field of any other stage,
+# or one marked kernel=False in SAMPLING_FIELDS, sends its requests to llama.cpp's chain).
+STAGES = frozenset({"ignore_eos", "penalties", "top_k", "top_p", "min_p", "temperature", "dist", GREEDY})
 # Candidates: tokens within this factor of the row's best one (logit >= max + ln of it).
 CANDIDATE = 1e-3
 LOG_CANDIDATE = np.float32(math.log(CANDIDATE))

@@ -1,5 +1,6 @@
 """What the scheduler hands the worker each step: the chunks of the next llama_decode, and
-the requests it sent back to the queue, ended or admitted on the way."""
+the requests it sent back to the queue, ended or admitted on the way; and the draft tokens
+the propose stage gives it to place in a step (Drafts)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ class ScheduledChunk(NamedTuple):
         return seq
 
 
+class Drafts(NamedTuple):
+    """The propose stage's draft tokens for a step, by the index of their decode chunk, and
+    the seconds a draft model took to write them (0 for prompt lookup)."""
+
+    tokens: dict[int, tuple[int, ...]]
+    seconds: float = 0.0
+
+
 @dataclass(slots=True)
 class StepPlan:
     chunks: list[ScheduledChunk] = field(default_factory=list)
@@ -51,6 +60,8 @@ class StepPlan:
     # Running alone, yet no cell left for its next token: it ends, its text kept.
     out_of_cells: list[Request] = field(default_factory=list)
     admitted: list[Request] = field(default_factory=list)
+    # The most draft tokens the step may still carry (batch and KV cells), when requests decode.
+    draft_room: int = 0
     n_draft: int = 0  # draft tokens in the chunks (the worker verifies them when > 0)
     draft_s: float = 0.0  # seconds the draft model took to write them (0 for prompt lookup)
 

@@ -8,6 +8,10 @@ then arrival.
 A negative priority is work on spare capacity (a chat's generated title): it comes after
 every other request whatever its age, and gives its sequence back as soon as another
 request waits and finds no room, so it never delays a tab.
+
+Draft tokens are the propose stage's (inference/speculative/): a plan with decoding requests
+says how many more tokens the step could carry (draft_room), and place_drafts puts the drafts
+it is then given after their requests' decode tokens; commit keeps the KV of those kept.
 """
 
 from __future__ import annotations
@@ -19,10 +23,8 @@ from inference.kv.cache_manager import KvCacheManager
 from inference.kv.prefix_tree import common_prefix_len
 from inference.params import PRIORITY_VISIBLE_TAB, is_spare
 from inference.request import Request, RequestStatus
-from inference.sched.plan import ScheduledChunk, StepPlan
+from inference.sched.plan import Drafts, ScheduledChunk, StepPlan
 from inference.sched.step_budget import StepBudget
-from inference.spec.draft_model import DraftWant
-from inference.spec.policy import DraftPlanner
 
 # A waiting request holds back for an in-flight prompt only when that saves at least this
 # many tokens of prefill; a shorter shared head is cheaper to compute again.
@@ -37,10 +39,8 @@ class Scheduler:
         decode_reserve: int = 64,
         aging_s: float = 30.0,
         clock: Callable[[], float] = time.perf_counter,
-        drafts: DraftPlanner | None = None,
     ) -> None:
         self.kv = kv
-        self.drafts = drafts  # speculative decoding: None when it is off
         self.budget = budget
         self.decode_reserve = decode_reserve
         self.aging_s = aging_s
@@ -72,8 +72,6 @@ class Scheduler:
     def finish(self, request: Request, status: RequestStatus, keep_cache: bool = True) -> None:
         """Take a request out of the scheduler and give its sequence back."""
         request.status = status
-        if self.drafts is not None and request.may_draft:
-            request.remember(self.drafts.pool)  # what it read and wrote, for later drafts
         if request in self.waiting:
             self.waiting.remove(request)
         if request in self.running:
@@ -124,7 +122,8 @@ class Scheduler:
                 plan.admitted.append(req)
                 n = min(req.num_uncomputed, left)
                 if n > 0:  # zero when a prefill-only request is wholly cached
-                    plan.chunks.append(self._prefill_chunk(req, n))
+                    plan.chunks.append(chunk := self._prefill_chunk(req, n))
+                    n = chunk.n_tokens
                 outstanding += req.num_uncomputed + self._reserve_for(req)
             else:
                 n = min(req.num_uncomputed, left)
@@ -132,12 +131,31 @@ class Scheduler:
                     n = self.kv.cells_free - committed
                     if n <= 0:
                         break
-                plan.chunks.append(self._prefill_chunk(req, n))
+                plan.chunks.append(chunk := self._prefill_chunk(req, n))
+                n = chunk.n_tokens
             committed += n
             left -= n
-        if self.drafts is not None and decoding:
-            self._add_drafts(plan, committed)
+        if decoding:  # what the propose stage may fill with draft tokens
+            plan.draft_room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
         return plan
+
+    def place_drafts(self, plan: StepPlan, drafts: Drafts) -> None:
+        """The propose stage's draft tokens into their decode chunks, within the room the
+        plan left (plan.draft_room); the worker verifies them after the chunk's token."""
+        plan.draft_s = drafts.seconds
+        room = plan.draft_room
+        for i, draft in drafts.tokens.items():
+            chunk = plan.chunks[i]
+            draft = draft[:room]
+            if not draft or not chunk.is_decode:
+                continue
+            if min(draft) < 0:  # looked up in a prompt with an image: its ids are no tokens
+                draft = draft[: next(j for j, t in enumerate(draft) if t < 0)]
+                if not draft:
+                    continue
+            plan.chunks[i] = chunk._replace(draft=draft)
+            plan.n_draft += len(draft)
+            room -= len(draft)
 
     def commit(self, plan: StepPlan, kept_drafts: list[int] | None = None) -> None:
         """The plan's tokens are now in the KV cache: those of its drafts up to the ones
@@ -153,65 +171,6 @@ class Scheduler:
             if kept < len(chunk.draft):
                 self.kv.drop_uncommitted(chunk.seq)  # the rejected drafts' cells
             chunk.request.num_computed += len(fed)
-            chunk.request.acceptance.observe(len(chunk.draft), kept)
-            if self.drafts is not None and _drafts_from_pool(chunk.request):
-                self.drafts.pool_acceptance.observe(len(chunk.draft), kept)
-
-    def _add_drafts(self, plan: StepPlan, committed: int) -> None:
-        """Draft tokens for the decoding requests that have some and where they pay
-        (DraftPlanner), within the batch and the KV cells left after this step's others."""
-        planner = self.drafts
-        assert planner is not None
-        decoding = [c.request for c in plan.chunks if c.is_decode]
-        best = max(planner.rate_of(r.acceptance, _drafts_from_pool(r)) for r in decoding)
-        if not planner.worth_drafting(best, len(decoding), plan.num_tokens):
-            return
-        room = min(self.budget.max_tokens - plan.num_tokens, self.kv.cells_free - committed)
-        if room <= 0:
-            return
-        asks: list[tuple[int, int]] = []  # (chunk index, most draft tokens) per request that may draft
-        for i, chunk in enumerate(plan.chunks):
-            req = chunk.request
-            if chunk.is_decode and req.may_draft:
-                limit = min(planner.max_draft, self.kv.n_cells - len(req.tokens) - 1, _output_left(req) - 1)
-                if limit > 0:
-                    asks.append((i, limit))
-        if planner.model is not None:
-            offered = self._model_offers(plan, asks, len(decoding))
-        else:
-            offered = [plan.chunks[i].request.draft(limit, planner.pool) for i, limit in asks]
-        at = [i for (i, _), offer in zip(asks, offered) if offer]
-        offers = [offer for offer in offered if offer]
-        if not offers:
-            return
-        rates = [planner.rate_of(req.acceptance, _drafts_from_pool(req))
-                 for req in (plan.chunks[i].request for i in at)]
-        lengths = planner.lengths(rates, [len(o) for o in offers], plan.num_tokens, room, len(decoding))
-        for i, offer, k in zip(at, offers, lengths):
-            if k:
-                plan.chunks[i] = plan.chunks[i]._replace(draft=tuple(offer[:k]))
-                plan.n_draft += k
-            else:  # scored against what the model writes there (Request.score_shadow)
-                req = plan.chunks[i].request
-                req.shadow = (len(req.tokens), offer[0])
-
-    def _model_offers(self, plan: StepPlan, asks: list[tuple[int, int]], n_decoding: int) -> list[list[int]]:
-        """The draft model's tokens for the asks: each request's limit cut to what its
-        rate makes worth writing, one draft-model step a token (DraftPlanner.generation_limit)."""
-        planner = self.drafts
-        assert planner is not None and planner.model is not None
-        wants: list[DraftWant] = []
-        for i, limit in asks:
-            req = plan.chunks[i].request
-            req.score_shadow()
-            worth = planner.generation_limit(req.acceptance.rate, n_decoding, plan.num_tokens)
-            assert req.seq is not None  # a decoding request holds its sequence
-            wants.append(DraftWant(req.seq, req.request_id, req.tokens, min(limit, max(1, worth))))
-        started = self.clock()
-        offers = planner.model.propose(wants)
-        plan.draft_s = self.clock() - started
-        planner.observe_drafting(planner.model.last_steps, planner.model.last_step_s)
-        return offers
 
     def make_room_after_failed_decode(self) -> Request | None:
         """llama_decode found no KV slot: evict an idle sequence, else preempt a request.
@@ -236,6 +195,10 @@ class Scheduler:
         return key
 
     def _prefill_chunk(self, req: Request, n: int) -> ScheduledChunk:
+        """The next n prompt tokens, or fewer: a chunk is all text or all one image's rows
+        (llama.cpp decodes embeddings apart from tokens), so it stops where one ends."""
+        if req.images:
+            n = _same_kind_run(req.tokens, req.num_computed, n)
         end = req.num_computed + n
         wants_logits = end == len(req.tokens) and req.wants_output
         return ScheduledChunk(req, req.num_computed, n, wants_logits)
@@ -371,11 +334,17 @@ class Scheduler:
         self.waiting.append(req)
 
 
-def _drafts_from_pool(req: Request) -> bool:
-    return req.drafter is not None and req.drafter.from_pool
 
-
-def _output_left(req: Request) -> int:
-    """Tokens the request may still generate (a large number when it has no limit)."""
-    limit = req.sampling.max_tokens
-    return limit - req.num_output if limit > 0 else 1 << 30
+def _same_kind_run(tokens: list[int], start: int, n: int) -> int:
+    """How many of tokens[start:start + n] are of tokens[start]'s kind: text, or the rows
+    of one image (negative ids, consecutive)."""
+    first = tokens[start]
+    if first >= 0:
+        for i in range(start + 1, start + n):
+            if tokens[i] < 0:
+                return i - start
+        return n
+    for i in range(start + 1, start + n):
+        if tokens[i] != tokens[i - 1] - 1:
+            return i - start
+    return n

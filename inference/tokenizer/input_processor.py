@@ -27,8 +27,9 @@ import secrets
 from dataclasses import replace
 
 from inference.errors import RequestError
-from inference.params import ChatRequest
+from inference.params import ChatRequest, ImageEmbedding, image_slot_row
 from inference.tokenizer.chat_template import ChatTemplate, builtin_template
+from inference.tokenizer.content_parts import ImageSource, has_parts, with_image_markers
 from inference.tokenizer.overflow import DROP_OLDEST, OVERFLOW_POLICIES, STOP, Fitted, fit, reply_room
 from inference.tokenizer.special_split import Piece, Special, SpecialMatcher, merge_runs
 from inference.tokenizer.vocab import OwnedVocab, Vocabulary
@@ -55,17 +56,20 @@ def template_for(vocab: Vocabulary, override: str | None = None) -> ChatTemplate
 class InputProcessor:
     """Renders chats with the model's template, tokenizes and checks them (any thread)."""
 
-    def __init__(self, vocab: Vocabulary, n_ctx: int, template: ChatTemplate | None = None) -> None:
+    def __init__(self, vocab: Vocabulary, n_ctx: int, template: ChatTemplate | None = None,
+                 images: ImageSource | None = None) -> None:
         self.vocab = vocab
+        self.images = images  # the model's vision projector, if it has one
         self.n_ctx = n_ctx
         self.template = template or template_for(vocab)
         self._matcher = SpecialMatcher(vocab.special_tokens())
         self._nonce = _new_nonce()
 
     @classmethod
-    def for_vocab(cls, vocab: Vocabulary, n_ctx: int, chat_template: str | None = None) -> InputProcessor:
+    def for_vocab(cls, vocab: Vocabulary, n_ctx: int, chat_template: str | None = None,
+                  images: ImageSource | None = None) -> InputProcessor:
         """With the model's own template, or chat_template instead (see template_for)."""
-        return cls(vocab, n_ctx, template_for(vocab, chat_template))
+        return cls(vocab, n_ctx, template_for(vocab, chat_template), images)
 
     def close(self) -> None:
         if isinstance(self.vocab, OwnedVocab):
@@ -81,10 +85,12 @@ class InputProcessor:
         if chat.overflow not in OVERFLOW_POLICIES:
             raise RequestError(f"overflow must be one of {', '.join(OVERFLOW_POLICIES)}, not {chat.overflow!r}")
         if chat.prompt_tokens is not None:
-            self.check_prompt(list(chat.prompt_tokens))
+            self.check_prompt(list(chat.prompt_tokens), chat.images)
             return chat
-        fitted = self.fitted(chat)
-        return replace(chat, prompt_tokens=tuple(fitted.tokens), dropped=fitted.dropped)
+        images: dict[int, ImageEmbedding] = {}
+        fitted = self.fitted(chat, images)
+        shown = _shown_images(fitted.tokens, images) if images else ()
+        return replace(chat, prompt_tokens=tuple(fitted.tokens), dropped=fitted.dropped, images=shown)
 
     def prepare_text(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt's tokens (/v1/completions), checked: RequestError for text that
@@ -97,19 +103,38 @@ class InputProcessor:
         """The prompt of a chat request: fitted to the context as its overflow says, checked."""
         return self.fitted(chat).tokens
 
-    def fitted(self, chat: ChatRequest) -> Fitted:
-        """The chat's prompt under its overflow policy and which messages it left out, checked."""
+    def fitted(self, chat: ChatRequest, images: dict[int, ImageEmbedding] | None = None) -> Fitted:
+        """The chat's prompt under its overflow policy and which messages it left out, checked.
+        images: filled with the encoded images the messages show, by marker number (a chat
+        with images needs it)."""
         messages = list(chat.messages)
         tools = list(chat.tools) if chat.tools is not None else None
+        embedded = images if images is not None else {}
+        if has_parts(messages):
+            if chat.pin:
+                raise RequestError("a pinned prefix cannot hold images yet")
+            messages = self._embed_images(messages, embedded)
         if chat.pin:
             fitted = Fitted(self.shared_prefix_tokens(messages))
         elif chat.overflow == STOP:
             fitted = Fitted(self.chat_tokens(messages, continue_final=chat.continue_final, limit=self.n_ctx,
-                                             tools=tools))
+                                             tools=tools, images=embedded))
         else:
-            fitted = self.fit_messages(messages, chat.sampling.max_tokens, chat.overflow, chat.continue_final, tools)
-        self.check_prompt(fitted.tokens)
+            fitted = self.fit_messages(messages, chat.sampling.max_tokens, chat.overflow, chat.continue_final, tools,
+                                       embedded)
+        self.check_prompt(fitted.tokens, tuple(embedded.values()))
         return fitted
+
+    def _embed_images(self, messages: list[dict], embedded: dict[int, ImageEmbedding]) -> list[dict]:
+        """Messages with list contents made text, each image a marker; the images encoded
+        (or found in the projector's cache) into embedded, by marker number."""
+        marked, datas = with_image_markers(messages, f"\ue000{self._nonce}:img{{}}\ue001")
+        if datas and self.images is None:
+            raise RequestError("this model cannot see images: it was loaded without a vision projector (mmproj)")
+        for k, data in enumerate(datas):
+            assert self.images is not None
+            embedded[k] = self.images.embed(data)
+        return marked
 
     def system_prefix_tokens(self, system_prompt: str) -> list[int]:
         """The tokens every chat with this system prompt starts with (what pinning caches)."""
@@ -128,26 +153,28 @@ class InputProcessor:
         return first[:common_prefix_len(first, second)]
 
     def fit_messages(self, messages: list[dict], max_tokens: int, policy: str = DROP_OLDEST,
-                     continue_final: bool = False, tools: list[dict] | None = None) -> Fitted:
+                     continue_final: bool = False, tools: list[dict] | None = None,
+                     images: dict[int, ImageEmbedding] | None = None) -> Fitted:
         """The chat cut to fit the context with room for the reply, as policy says (see
         tokenizer/overflow.py); not yet checked."""
         self.check_size(sum(len(m["content"]) for m in messages[-1:]
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
-        return fit(messages, lambda kept: self._chat_tokens(kept, True, continue_final, tools=tools),
+        return fit(messages, lambda kept: self._chat_tokens(kept, True, continue_final, tools=tools, images=images),
                    self.n_ctx, reply_room(self.n_ctx, max_tokens), policy)
 
     def chat_tokens(self, messages: list[dict], add_generation_prompt: bool = True,
                     continue_final: bool = False, limit: int | None = None,
-                    tools: list[dict] | None = None) -> list[int]:
+                    tools: list[dict] | None = None, images: dict[int, ImageEmbedding] | None = None) -> list[int]:
         """The prompt of a chat; text longer than the context is refused untokenized.
         With a limit, a prompt of that many tokens or more is refused as soon as
         tokenizing reaches it (a chat of 32,000 messages costs no more than the context)."""
         self.check_size(sum(len(m["content"]) for m in messages
                             if isinstance(m, dict) and isinstance(m.get("content"), str)))
-        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit, tools)
+        return self._chat_tokens(messages, add_generation_prompt, continue_final, limit, tools, images)
 
     def _chat_tokens(self, messages: list[dict], add_generation_prompt: bool, continue_final: bool,
-                     limit: int | None = None, tools: list[dict] | None = None) -> list[int]:
+                     limit: int | None = None, tools: list[dict] | None = None,
+                     images: dict[int, ImageEmbedding] | None = None) -> list[int]:
         tail: list[Piece] = []
         if continue_final:
             if not messages or messages[-1].get("role") != "assistant":
@@ -157,7 +184,7 @@ class InputProcessor:
                 raise RequestError("the reply to continue needs text content")
             messages, add_generation_prompt, tail = messages[:-1], True, [partial]
         pieces = self._render_pieces(messages, add_generation_prompt, tools) + tail
-        return self._tokenize_pieces(pieces, limit)
+        return self._tokenize_pieces(pieces, limit, images)
 
     def text_tokens(self, text: str, parse_special: bool = True) -> list[int]:
         """A raw prompt (/v1/completions): its control-token strings count when parse_special."""
@@ -176,9 +203,9 @@ class InputProcessor:
                 f"{self.n_ctx} tokens; shorten it or load the model with a larger context"
             )
 
-    def check_prompt(self, tokens: list[int]) -> None:
+    def check_prompt(self, tokens: list[int], images: tuple[ImageEmbedding, ...] = ()) -> None:
         """Refuse a prompt the engine cannot run."""
-        check_prompt(tokens, self.n_ctx, self.vocab.n_vocab)
+        check_prompt(tokens, self.n_ctx, self.vocab.n_vocab, images)
 
     # ----- rendering -----------------------------------------------------------------
 
@@ -236,7 +263,8 @@ class InputProcessor:
         log.debug("the chat template transforms message contents; tokenizing them as given")
         return [contents[i] for i in slots]
 
-    def _tokenize_pieces(self, pieces: list[Piece], limit: int | None = None) -> list[int]:
+    def _tokenize_pieces(self, pieces: list[Piece], limit: int | None = None,
+                         images: dict[int, ImageEmbedding] | None = None) -> list[int]:
         runs = merge_runs(pieces)
         first = runs[0] if runs else ""
         bos = self.template.bos_token
@@ -245,6 +273,8 @@ class InputProcessor:
         for run in runs:
             if isinstance(run, Special):
                 tokens.append(run.token)
+            elif run and images:
+                tokens += self._text_and_images(run, images)
             elif run:
                 tokens += self.vocab.tokenize(run, add_special=False, parse_special=False)
             if limit is not None and len(tokens) >= limit:
@@ -253,6 +283,25 @@ class InputProcessor:
                     "shorten the conversation or load the model with a larger context"
                 )
         return tokens
+
+
+    def _text_and_images(self, run: str, images: dict[int, ImageEmbedding]) -> list[int]:
+        """A run of text holding image markers: its text tokenized around them, each marker
+        its image's tokens."""
+        parts = re.split(f"\ue000{self._nonce}:img(\\d+)\ue001", run)
+        tokens: list[int] = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                tokens += images[int(part)].token_ids
+            elif part:
+                tokens += self.vocab.tokenize(part, add_special=False, parse_special=False)
+        return tokens
+
+
+def _shown_images(tokens: list[int], images: dict[int, ImageEmbedding]) -> tuple[ImageEmbedding, ...]:
+    """The images whose rows are in the prompt (overflow may have left some messages out)."""
+    slots = {image_slot_row(t)[0] for t in tokens if t < 0}
+    return tuple({e.slot: e for e in images.values() if e.slot in slots}.values())
 
 
 def _match_render(real: str, markup: list[str], contents: list[str]) -> list[str] | None:
@@ -286,8 +335,9 @@ def _new_nonce() -> str:
     return str(secrets.randbelow(10**16)).zfill(16)
 
 
-def check_prompt(tokens: list[int], n_ctx: int, n_vocab: int) -> None:
-    """Refuse a prompt the engine cannot run (reads only sizes)."""
+def check_prompt(tokens: list[int], n_ctx: int, n_vocab: int, images: tuple[ImageEmbedding, ...] = ()) -> None:
+    """Refuse a prompt the engine cannot run (reads only sizes). Negative ids are rows of
+    the images given."""
     if not tokens:
         raise RequestError("the prompt is empty")
     if len(tokens) >= n_ctx:
@@ -296,5 +346,10 @@ def check_prompt(tokens: list[int], n_ctx: int, n_vocab: int) -> None:
             "shorten the conversation or load the model with a larger context"
         )
     bad = [t for t in tokens if not 0 <= t < n_vocab]
+    if bad and images:
+        rows = {e.slot: e.n_tokens for e in images}
+        bad = [t for t in bad if t >= 0 or image_slot_row(t)[1] >= rows.get(image_slot_row(t)[0], 0)]
+        if tokens[-1] < 0:
+            raise RequestError("the prompt cannot end with an image: the model must read something after it")
     if bad:
         raise RequestError(f"token id {bad[0]} is outside the vocabulary")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from inference.params import OVERFLOW_DROP_OLDEST as DROP_OLDEST
-from inference.params import OVERFLOW_POLICIES
+from inference.params import OVERFLOW_POLICIES, reply_room
 from inference.params import OVERFLOW_STOP as STOP
 from inference.params import OVERFLOW_TRUNCATE_MIDDLE as TRUNCATE_MIDDLE
 
@@ -33,12 +33,6 @@ Render = Callable[[list[dict]], list[int]]
 class Fitted:
     tokens: list[int]
     dropped: tuple[int, int] = (0, 0)  # (start, count): messages[start:start + count] left out
-
-
-def reply_room(n_ctx: int, max_tokens: int) -> int:
-    """Room a cut keeps for the reply: its token limit, at most a quarter of the context
-    (a reply "until the model stops" gets the quarter)."""
-    return min(max_tokens if max_tokens > 0 else n_ctx // 4, n_ctx // 4)
 
 
 def fit(messages: list[dict], render: Render, n_ctx: int, room: int, policy: str) -> Fitted:

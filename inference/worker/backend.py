@@ -12,6 +12,8 @@ import os
 
 import llama_cpp as ll
 
+from inference.outputs import BackendInfo
+
 log = logging.getLogger(__name__)
 
 GGML_TYPE_Q8_0 = 8  # ggml.h's enum ggml_type, for the reproducible mode's KV cache
@@ -43,6 +45,10 @@ def system_info() -> str:
     return ll.llama_print_system_info().decode("utf-8", "replace").strip(" |")
 
 
+def backend_info() -> BackendInfo:
+    return BackendInfo(llama_cpp_version(), llama_cpp_python_version(), system_info(), gpu_offload_supported())
+
+
 # ----- the backend's start and its log ---------------------------------------------------
 
 _backend_ready = False
@@ -72,6 +78,15 @@ def init_backend() -> None:
     ll.llama_log_set(forward, ctypes.c_void_p())
     ll.llama_backend_init()
     _backend_ready = True
+
+
+def route_mtmd_logs() -> None:
+    """libmtmd (the vision projector) logs through the same callback as llama.cpp."""
+    import llama_cpp.mtmd_cpp as mtmd
+
+    init_backend()
+    mtmd.mtmd_log_set(_log_callback, ctypes.c_void_p())
+    mtmd.mtmd_helper_log_set(_log_callback, ctypes.c_void_p())
 
 
 def last_error() -> str:

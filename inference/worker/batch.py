@@ -13,9 +13,11 @@ back than a few dozen ctypes stores.
 
 from __future__ import annotations
 
+import ctypes
 from typing import NamedTuple
 
 import llama_cpp as ll
+import numpy as np
 
 
 class BatchItem(NamedTuple):
@@ -68,6 +70,44 @@ class TokenBatch:
             logit_rows.append(i - item.n_logits if item.n_logits and item.tokens else -1)
         b.n_tokens = i
         return logit_rows
+
+    def free(self) -> None:
+        if self._batch is not None:
+            ll.llama_batch_free(self._batch)
+            self._batch = None
+
+
+class EmbeddingBatch:
+    """A llama_batch of embedding rows (an image's), one sequence per fill: llama.cpp's
+    batch carries token ids or embeddings, never both, so an image's rows go in a
+    llama_decode of their own. No logits: an image never ends a prompt."""
+
+    def __init__(self, capacity: int, n_embd: int) -> None:
+        self.capacity = capacity
+        self.n_embd = n_embd
+        self._batch: ll.llama_batch | None = ll.llama_batch_init(capacity, n_embd, 1)
+        b = self._batch
+        for i in range(capacity):
+            b.n_seq_id[i] = 1
+            b.logits[i] = 0
+
+    @property
+    def batch(self) -> ll.llama_batch:
+        if self._batch is None:
+            raise RuntimeError("the llama_batch was freed")
+        return self._batch
+
+    def fill(self, seq: int, start: int, rows: np.ndarray) -> None:
+        n = rows.shape[0]
+        if n > self.capacity or rows.shape[1] != self.n_embd:
+            raise ValueError(f"{n} embedding rows of {rows.shape[1]} exceed the batch's {self.capacity}x{self.n_embd}")
+        b = self.batch
+        src = np.ascontiguousarray(rows, dtype=np.float32)
+        ctypes.memmove(b.embd, src.ctypes.data, src.nbytes)
+        for i in range(n):
+            b.pos[i] = start + i  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
+            b.seq_id[i][0] = seq
+        b.n_tokens = n
 
     def free(self) -> None:
         if self._batch is not None:

@@ -1,6 +1,6 @@
 """The draft model of speculative decoding on llama.cpp: a second GGUF with the target's
 vocabulary, on a context of its own, driven on the engine thread (the DraftModel of
-inference/spec/draft_model.py).
+inference/speculative/draft_model.py).
 
 Its cache follows the target's requests lazily: per sequence it remembers the tokens its
 cells hold and whose they are; a call keeps the longest prefix a request's tokens still
@@ -23,7 +23,8 @@ import numpy as np
 from inference.errors import ModelLoadError
 from inference.gguf.reader import check_gguf_file
 from inference.params import LoadSettings
-from inference.spec.draft_model import DraftWant
+from inference.sample.logits import LogitsView
+from inference.speculative.draft_model import DraftWant
 from inference.worker.batch import BatchItem, TokenBatch
 from inference.worker.loading import create_context, free_model, load_model
 from inference.worker.model_runner import DECODE_OK
@@ -60,7 +61,7 @@ class LlamaDraftModel:
             ll.llama_model_free(self._model)
             raise
         self._mem = ll.llama_get_memory(self._ctx)
-        self._n_vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(self._model))
+        self._logits = LogitsView(ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(self._model)))
         self._batch = TokenBatch(settings.n_batch, settings.n_seq_max)
         self._n_batch = settings.n_batch
         self._n_ctx = ll.llama_n_ctx(self._ctx)
@@ -201,8 +202,7 @@ class LlamaDraftModel:
 
     def _greedy(self, row: int) -> tuple[int, float]:
         """The likeliest token of a logits row and its probability."""
-        ptr = ll.llama_get_logits_ith(self._ctx, row)
-        logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+        logits = self._logits.row(self._ctx, row)
         token = int(np.argmax(logits))
         top = logits[token]
         return token, float(1.0 / np.exp(logits - top).sum())

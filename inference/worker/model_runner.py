@@ -17,7 +17,7 @@ from inference.tokenizer.vocab import Vocabulary
 if TYPE_CHECKING:
     from inference.params import SamplingParams
     from inference.sched.plan import StepPlan
-    from inference.spec.draft_model import DraftModel
+    from inference.speculative.draft_model import DraftModel
 
 # llama_decode's return codes (llama.h) that the engine tells apart; any other is a failure.
 DECODE_OK = 0
@@ -40,6 +40,8 @@ class StepOutput:
     # Per plan chunk, when the plan held draft tokens: how many of its draft tokens were
     # kept (the chunk's token in tokens is the one sampled after them); None otherwise.
     kept_drafts: list[int] | None = None
+    # Plan chunk index -> why its request must end now (its grammar failed mid-reply).
+    errors: dict[int, str] | None = None
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,14 +18,18 @@ import llama_cpp as ll
 import numpy as np
 
 from inference.gguf.reader import check_gguf_file
+from inference.kv.disk_store import model_key
 from inference.outputs import ModelInfo
-from inference.params import LoadSettings, SamplingParams
+from inference.params import LoadSettings, SamplingParams, image_slot_row
+from inference.sample.grammar import GrammarCompiler
+from inference.sample.logits import LogitsView
 from inference.sample.logprobs import SampledLogprobs, sampled_logprobs
 from inference.sample.sampler_set import SamplerSet
 from inference.tokenizer.vocab import LlamaVocab, SpecialToken
 from inference.worker import backend
-from inference.worker.batch import BatchItem, TokenBatch
+from inference.worker.batch import BatchItem, EmbeddingBatch, TokenBatch
 from inference.worker.draft_runner import LlamaDraftModel
+from inference.worker.image_encoder import ImageEncoder
 from inference.worker.loading import ProgressCallback, create_context, gpu_layers, load_model
 from inference.worker.model_runner import DECODE_OK, StepOutput
 
@@ -55,6 +60,21 @@ class LlamaRunner:
             ll.llama_free(self._ctx)
             ll.llama_model_free(self._model)
             raise
+        self.n_embd = ll.llama_model_n_embd(self._model)
+        try:  # the vision projector: images in prompts become embedding rows
+            self._mmproj_key = model_key(Path(settings.mmproj), "projector").hex()[:32] if settings.mmproj else ""
+            folder = (settings.kv_cache_dir / "images" / self._mmproj_key
+                      if settings.mmproj and settings.kv_cache_dir is not None and settings.kv_disk_cache_mb > 0
+                      else None)
+            self.images = (ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
+                                        use_gpu=self._n_gpu_layers > 0, folder=folder) if settings.mmproj else None)
+        except Exception:
+            if self.draft_model is not None:
+                self.draft_model.close()
+            ll.llama_free(self._ctx)
+            ll.llama_model_free(self._model)
+            raise
+        self._embd_batch: EmbeddingBatch | None = None  # made at the first image
         self._vocab = ll.llama_model_get_vocab(self._model)
         self.vocab = LlamaVocab(self._model)  # thread-safe: prompts are tokenized off this thread too
         self._mem = ll.llama_get_memory(self._ctx)
@@ -69,6 +89,7 @@ class LlamaRunner:
         self.eog_tokens = [t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self._vocab, t)]
         self._eog = frozenset(self.eog_tokens)
         self._samplers = SamplerSet(self.n_vocab, self.eog_tokens, self._vocab)
+        self._logits_view = LogitsView(self.n_vocab)  # log-probabilities' rows
         self._closed = False
         self.info = ModelInfo(
             path=path,
@@ -80,6 +101,8 @@ class LlamaRunner:
             n_seq_max=settings.n_seq_max,
             n_gpu_layers=self._n_gpu_layers,
             gpu_offload_supported=bool(ll.llama_supports_gpu_offload()),
+            backend=backend.backend_info(),
+            mmproj=self.images.path if self.images is not None else None,
         )
 
     # ----- load --------------------------------------------------------------------
@@ -96,6 +119,10 @@ class LlamaRunner:
         self._closed = True
         if self.draft_model is not None:
             self.draft_model.close()
+        if self.images is not None:
+            self.images.close()
+        if self._embd_batch is not None:
+            self._embd_batch.free()
         self._samplers.close()
         self._batch.free()
         ll.llama_free(self._ctx)
@@ -150,7 +177,9 @@ class LlamaRunner:
     # ----- sampling and decoding (the ModelRunner protocol) -----------------------------
 
     def start_sampling(self, request_id: str, params: SamplingParams, prompt: list[int]) -> None:
-        self._samplers.start(request_id, params, prompt)
+        # An image's placeholder ids (negative) are no tokens the penalties could count.
+        counted = [t for t in prompt if t >= 0] if prompt and min(prompt) < 0 else prompt
+        self._samplers.start(request_id, params, counted)
 
     def stop_sampling(self, request_id: str) -> None:
         self._samplers.stop(request_id)
@@ -158,7 +187,64 @@ class LlamaRunner:
     def execute(self, plan: StepPlan) -> StepOutput:
         """Decode the plan in one llama_decode, then sample each chunk that wants logits
         from its own batch row with its request's sampler (which accepts the token); a
-        chunk with draft tokens is verified row by row (SamplerSet.verify)."""
+        chunk with draft tokens is verified row by row (SamplerSet.verify).
+
+        A chunk of an image's rows (the scheduler never mixes them with text in a chunk)
+        is decoded first, in a llama_decode of its own; then the rest of the step."""
+        images = [i for i, c in enumerate(plan.chunks) if c.n_tokens and c.request.tokens[c.start] < 0]
+        if not images:
+            return self._execute_tokens(plan)
+        started = time.perf_counter()
+        done: list[int] = []
+        for i in images:
+            code = self._decode_image(plan.chunks[i])
+            if code != DECODE_OK:
+                self._forget_images(plan, done)
+                return StepOutput.failed(code)
+            done.append(i)
+        image_s = time.perf_counter() - started
+        rest = [i for i in range(len(plan.chunks)) if i not in images]
+        n = len(plan.chunks)
+        if not rest:
+            return StepOutput(DECODE_OK, [None] * n, [None] * n, image_s)
+        out = self._execute_tokens(replace(plan, chunks=[plan.chunks[i] for i in rest]))
+        if not out.ok:
+            self._forget_images(plan, done)  # the step is planned again: its image rows too
+            return out
+        tokens: list[int | None] = [None] * n
+        logprobs: list[SampledLogprobs | None] = [None] * n
+        kept: list[int] | None = [0] * n if out.kept_drafts is not None else None
+        for j, i in enumerate(rest):
+            tokens[i] = out.tokens[j]
+            if j < len(out.logprobs):
+                logprobs[i] = out.logprobs[j]
+            if kept is not None and out.kept_drafts is not None:
+                kept[i] = out.kept_drafts[j]
+        errors = {rest[j]: e for j, e in out.errors.items()} if out.errors else None
+        return StepOutput(DECODE_OK, tokens, logprobs, out.decode_s + image_s, out.sample_s, kept, errors)
+
+    def _decode_image(self, chunk: ScheduledChunk) -> int:
+        """An image chunk's embedding rows into its sequence at its positions."""
+        req = chunk.request
+        ids = req.tokens[chunk.start : chunk.start + chunk.n_tokens]
+        slot, first = image_slot_row(ids[0])
+        image = req.images.get(slot)
+        if image is None or image_slot_row(ids[-1]) != (slot, first + len(ids) - 1):
+            raise RuntimeError(f"request {req.request_id} has image tokens without their image")
+        if self._embd_batch is None:
+            self._embd_batch = EmbeddingBatch(self.n_batch, self.n_embd)
+        self._embd_batch.fill(chunk.seq, chunk.start, image.embd[first : first + len(ids)])
+        code = ll.llama_decode(self._ctx, self._embd_batch.batch)
+        if code == DECODE_OK:
+            ll.llama_synchronize(self._ctx)
+        return code
+
+    def _forget_images(self, plan: StepPlan, done: list[int]) -> None:
+        for i in done:
+            chunk = plan.chunks[i]
+            self.seq_rm(chunk.seq, chunk.start, chunk.start + chunk.n_tokens)
+
+    def _execute_tokens(self, plan: StepPlan) -> StepOutput:
         rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
         wanted = [i for i, row in enumerate(rows) if row >= 0]
         drafted: list[int] = []
@@ -190,7 +276,21 @@ class LlamaRunner:
             sampled_token, k = tokens[i], plan.chunks[i].request.sampling.logprobs
             if sampled_token is not None and k is not None:
                 logprobs[i] = sampled_logprobs(row_logits, sampled_token, k)
-        return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded, kept)
+        return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded, kept,
+                          self._grammar_errors(plan, wanted) if prepared is not None and prepared.grammars else None)
+
+    def _grammar_errors(self, plan: StepPlan, wanted: list[int]) -> dict[int, str] | None:
+        failed = self._samplers.grammar_errors([plan.chunks[i].request.request_id for i in wanted])
+        if not failed:
+            return None
+        return {i: failed[plan.chunks[i].request.request_id] for i in wanted
+                if plan.chunks[i].request.request_id in failed}
+
+    @property
+    def grammars(self) -> GrammarCompiler | None:
+        """The model's grammar compiler (thread-safe): Engine.prepare compiles a request's
+        grammar with it off the engine thread."""
+        return self._samplers.grammars
 
     def _verify(self, plan: StepPlan, rows: list[int], drafted: list[int], tokens: list[int | None]) -> list[int]:
         """Each drafted chunk's kept draft tokens (how many) and its last sampled token."""
@@ -204,8 +304,7 @@ class LlamaRunner:
 
     def _logits(self, row: int) -> np.ndarray:
         """The raw logits of one batch row (a copy: the context reuses its buffer)."""
-        ptr = ll.llama_get_logits_ith(self._ctx, row)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        return self._logits_view.row(self._ctx, row).copy()
 
     # ----- KV memory (the KvBackend protocol) -----------------------------------------
 
@@ -228,7 +327,9 @@ class LlamaRunner:
         version (its state format), the KV cache type and attention kernel, the offload."""
         s = self.settings
         kv = s.cache_type() + ("+fa" if s.uses_flash_attn() else "")
-        return f"llama_cpp={ll.__version__};kv={kv};gpu_layers={self._n_gpu_layers}"
+        # with a projector, its images' slots (the ids in saved prompts) are its own
+        projector = f";mmproj={self._mmproj_key}" if self._mmproj_key else ""
+        return f"llama_cpp={ll.__version__};kv={kv};gpu_layers={self._n_gpu_layers}{projector}"
 
     # ----- per-sequence state (the SeqStateBackend protocol: the disk prompt cache) ---
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from storage import open_database
+from tests.support.databases import seed_database
 
 
 @pytest.fixture
 def other_db(tmp_path):
     """A second chat database: where an export is imported."""
-    database = open_database(tmp_path / "other.db")
+    database = open_database(seed_database(tmp_path / "other.db"))
     yield database
     database.close()

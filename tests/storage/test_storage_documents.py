@@ -105,6 +105,25 @@ def test_a_failure_midway_stores_none_of_the_message(repo, db):
     assert repo.get_conversation(conv.id).active_message_id is None
 
 
+def test_a_chat_started_with_a_document_is_all_or_nothing(repo, db):
+    """start_conversation: the chat, its system prompt, the message and its document in one
+    transaction; the attachments' insert failing (a trigger) leaves no empty chat behind."""
+    conv, message = repo.start_conversation([("system", "Be brief."), ("user", "look")], [new_document(BIRDS)],
+                                            title="look", title_provisional=True, model_ref="m.gguf")
+    path = repo.active_path(conv.id)
+    assert [(m.role, m.content) for m in path.messages] == [("system", "Be brief."), ("user", "look")]
+    assert path.messages[-1].id == message.id
+    assert [a.name for a in path.attachments[message.id]] == ["notes.txt"]
+    assert (conv.title, conv.title_provisional, conv.model_ref) == ("look", True, "m.gguf")
+    with sqlite3.connect(db.path) as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON message_attachments "
+                     "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    with pytest.raises(Exception, match="refused"):
+        repo.start_conversation([("user", "again")], [new_document(TRAINS)])
+    assert [c.id for c in repo.list_conversations()] == [conv.id]
+    assert stored(db) == (1, 3, 3, 1)
+
+
 def test_an_edit_carries_the_documents_to_the_new_sibling(repo, db):
     conv = repo.create_conversation("chat")
     question = repo.add_message(conv.id, "user", "Summarise", documents=[new_document(BIRDS, "b.txt"),
@@ -262,3 +281,24 @@ def test_conversation_documents_lists_each_once_first_attachment_first(repo, doc
     assert docs.conversation_documents(repo.create_conversation("empty").id) == []
     with pytest.raises(NotFoundError):
         docs.conversation_documents(9999)
+
+
+def test_the_index_holds_each_chunks_own_slice_after_wide_characters(docs, db):
+    """The search index is written from Python's slices (code points), as the old trigger's
+    substr counted characters: a chunk after emoji and accents is found by its own words."""
+    text = "Café 🐧🐧 déjà vu.\n\nÜber-fast zebras gallop.\n\nQuiet owls hoot."
+    doc = docs.store(new_document(text))
+    hits = docs.best_chunks([doc.sha256], "zebras", 5)
+    assert chunk_texts(text, hits) == ["Über-fast zebras gallop."]
+    with sqlite3.connect(db.path) as conn:
+        indexed = [row[0] for row in conn.execute("SELECT text FROM document_chunks_fts ORDER BY rowid")]
+    assert indexed == [text[c.start:c.end] for c in doc.chunks]
+
+
+def test_storing_a_chunk_reads_no_document_text_back(db):
+    """Revision 0010: no trigger copies each chunk out of the stored document (that read the
+    whole text once per chunk: minutes for a 50 MB file)."""
+    with sqlite3.connect(db.path) as conn:
+        triggers = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert "document_chunks_fts_ai" not in triggers
+    assert "document_chunks_fts_ad" in triggers  # deleting a chunk still takes it out of the index

@@ -75,29 +75,39 @@ NEW_IN_0007 = {
 }
 NEW_IN_0006 = {("add_table", "responses")}
 NEW_IN_0008 = {("add_column", "messages", "tool_json")}
+NEW_IN_0009 = {("add_table", "jobs"), ("add_table", "job_items"), ("add_index", "ix_job_items_job_state")}
+NEW_IN_0011 = {("add_column", "documents", "data")}  # 0010 changed a trigger only
 
 
 def test_schema_comparison_sees_a_difference(tmp_path):
     """The agreement check is not vacuous: a database some revisions behind differs."""
-    assert diff_at(tmp_path, "0004") - NEW_IN_0008 - NEW_IN_0007 - NEW_IN_0006 == {
+    assert diff_at(tmp_path, "0004") - NEW_IN_0009 - NEW_IN_0008 - NEW_IN_0007 - NEW_IN_0006 == {
         ("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
         ("add_column", "model_profiles", "last_used_at"), ("add_index", "ix_model_profiles_path")}
 
 
 def test_the_responses_table_is_new_in_0006(tmp_path):
-    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007 | NEW_IN_0008
+    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009
 
 
 def test_the_documents_tables_are_new_in_0007(tmp_path):
-    assert diff_at(tmp_path, "0006") == NEW_IN_0007 | NEW_IN_0008
+    assert diff_at(tmp_path, "0006") == NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009  # documents made with data
 
 
 def test_the_tool_column_is_new_in_0008(tmp_path):
-    assert diff_at(tmp_path, "0007") == NEW_IN_0008
+    assert diff_at(tmp_path, "0007") == NEW_IN_0008 | NEW_IN_0009 | NEW_IN_0011
+
+
+def test_the_jobs_tables_are_new_in_0009(tmp_path):
+    assert diff_at(tmp_path, "0008") == NEW_IN_0009 | NEW_IN_0011
+
+
+def test_an_images_bytes_are_new_in_0011(tmp_path):
+    assert diff_at(tmp_path, "0010") == NEW_IN_0011
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0008"
+    assert head_revision() == "0011"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------

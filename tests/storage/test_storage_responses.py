@@ -28,3 +28,20 @@ def test_a_response_reads_back_as_saved_and_is_deleted_once(tmp_path):
         assert repo.get("resp_b") is not None  # what continued it stays readable
     finally:
         db.close()
+
+
+def test_a_response_keeps_the_moment_it_was_answered_with(tmp_path):
+    """Once the save's own time: a reply that took 3 s under load read back 3 s late."""
+    from dataclasses import replace
+    from datetime import datetime, timezone
+
+    db = open_database(tmp_path / "chorus.db")
+    try:
+        repo = ResponsesRepository(db)
+        answered = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        repo.save(replace(record("resp_t"), created_at=answered))
+        got = repo.get("resp_t")
+        assert got is not None and got.created_at is not None
+        assert got.created_at.replace(tzinfo=got.created_at.tzinfo or timezone.utc) == answered
+    finally:
+        db.close()

@@ -68,3 +68,41 @@ def test_a_full_disk_is_one_error_saying_so_and_the_write_works_once_room_return
             assert [m.content for m in repo.active_path(conv.id).messages] == [text]
         finally:
             db.close()
+
+
+def _one_line(error: Exception, *parts: str) -> str:
+    message = str(error)
+    assert isinstance(error, StorageError) and "\n" not in message and "SQL" not in message
+    assert all(part in message for part in parts), message
+    return message
+
+
+def test_a_disk_with_8_kb_left_is_a_full_disk_when_the_database_opens(tmp_path):
+    """Issue 39: SQLite could not grow the -shm file and said "disk I/O error", which came
+    out as SQLAlchemy's traceback. On a real 1 MB tmpfs with 8 KB left."""
+    from storage import DiskFull
+    from tests.support.filesystems import fill, small_filesystem
+
+    with small_filesystem(tmp_path / "disk", "1m") as disk:
+        fill(disk, leave=8 * 1024)
+        with pytest.raises(DiskFull) as info:
+            open_database(disk / "data" / "chorus.db")
+    _one_line(info.value, "the disk is full", str(disk / "data" / "chorus.db"))
+
+
+@pytest.mark.parametrize("saved_before", [False, True], ids=["new", "existing"])
+def test_a_folder_that_cannot_be_written_is_one_error_naming_the_database(tmp_path, saved_before):
+    """Issue 39: "unable to open database file" (an existing database too: in WAL mode a
+    reader makes the -shm file) or an OSError, each with its traceback."""
+    from storage import DatabaseUnavailable
+    from tests.support.filesystems import read_only_folder
+
+    folder = tmp_path / "data"
+    if saved_before:
+        open_database(folder / "chorus.db").close()
+    before = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+    with read_only_folder(folder):
+        with pytest.raises(DatabaseUnavailable) as info:
+            open_database(folder / "chorus.db")
+    _one_line(info.value, "the chat database cannot be opened", str(folder / "chorus.db"), "--data-dir")
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing made, nothing removed

@@ -15,7 +15,7 @@ from pathlib import Path
 from inference.core.engine_core import EngineCore
 from inference.kv.cache_manager import KvCacheManager
 from inference.outputs import Delta
-from inference.params import ChatRequest, LoadSettings, SamplingParams
+from inference.params import ChatRequest, ImageEmbedding, LoadSettings, SamplingParams
 from inference.request import Request
 from inference.sched.plan import ScheduledChunk, StepPlan
 from inference.sched.scheduler import Scheduler
@@ -40,10 +40,12 @@ class Driver:
         return self.core.kv
 
     def add(
-        self, name: str, tokens: list[int], max_tokens: int = 4, priority: int = 0, pin: bool = False
+        self, name: str, tokens: list[int], max_tokens: int = 4, priority: int = 0, pin: bool = False,
+        images: tuple[ImageEmbedding, ...] = (),
     ) -> Request:
         sampling = SamplingParams.greedy(max_tokens=max_tokens)
-        chat = ChatRequest(prompt_tokens=tuple(tokens), sampling=sampling, priority=priority, request_id=name, pin=pin)
+        chat = ChatRequest(prompt_tokens=tuple(tokens), sampling=sampling, priority=priority, request_id=name, pin=pin,
+                           images=images)
         self.deltas += self.core.add_request(chat)
         found = [r for r in self.sched.waiting if r.request_id == name]
         assert found, f"{name} was not queued: {self.deltas[-1]}"

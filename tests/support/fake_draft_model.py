@@ -1,17 +1,17 @@
-"""A draft model without a model, for the scheduler's side of draft-model speculation.
+"""A draft model without a model, for the proposer's side of draft-model speculation.
 
 It drafts what the fake target's next_token would write after the request's tokens
 (every `wrong_every`-th draft token made wrong instead, when set), as many as the want's
 limit, and costs `step_s` on the shared fake clock per batched draft step, as the real
 LlamaDraftModel runs one llama_decode a draft token for all sequences at once. It records
-every want, so tests see what the scheduler asked.
+every want, so tests see what the proposer asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from inference.spec.draft_model import DraftWant
+from inference.speculative.draft_model import DraftWant
 from tests.support.fake_runner import EOS, FakeClock
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from inference.params import SamplingParams
 from inference.sched.plan import ScheduledChunk, StepPlan
-from inference.spec.draft_model import DraftModel
+from inference.speculative.draft_model import DraftModel
 from inference.tokenizer.vocab import SpecialToken
 from inference.worker.model_runner import DECODE_NO_KV_SLOT, DECODE_OK, StepOutput
 from tests.support.reference_kv import ReferenceKv

@@ -1,6 +1,6 @@
-"""Real filesystems that refuse writes, for the storage faults' tests: a file that is
-read-only, and a small filesystem that fills up. Both need root (mounts); without it a
-read-only file is its mode, and a full disk is skipped."""
+"""Real filesystems that refuse writes, for the storage faults' tests: a file or a folder
+that is read-only, and a small filesystem that fills up. All need root (mounts); without
+it a read-only file or folder is its mode, and a full disk is skipped."""
 
 from __future__ import annotations
 
@@ -25,20 +25,35 @@ def _umount(path: Path) -> None:
 
 @contextlib.contextmanager
 def read_only_file(path: Path) -> Iterator[Path]:
-    """The file cannot be opened for writing, its folder still can: as root (who writes past
-    any mode) a read-only bind mount of the file on itself, otherwise mode 0444."""
+    """The file cannot be opened for writing, its folder still can."""
+    with _read_only(path, 0o444):
+        yield path
+
+
+@contextlib.contextmanager
+def read_only_folder(path: Path) -> Iterator[Path]:
+    """Nothing can be created, changed or removed in the folder (or below it)."""
+    path.mkdir(parents=True, exist_ok=True)
+    with _read_only(path, 0o555):
+        yield path
+
+
+@contextlib.contextmanager
+def _read_only(path: Path, mode: int) -> Iterator[None]:
+    """As root (who writes past any mode) a read-only bind mount of path on itself,
+    otherwise path's mode set to mode."""
     if os.geteuid() != 0:
-        mode = path.stat().st_mode
-        path.chmod(0o444)
+        before = path.stat().st_mode
+        path.chmod(mode)
         try:
-            yield path
+            yield
         finally:
-            path.chmod(mode)
+            path.chmod(before)
         return
     _mount("--bind", str(path), str(path))
     try:
         _mount("-o", "remount,ro,bind", str(path))
-        yield path
+        yield
     finally:
         _umount(path)
 

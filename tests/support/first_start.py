@@ -19,7 +19,7 @@ def watch_first_start(data_dir: str) -> dict[str, object]:
     from PySide6.QtWidgets import QApplication
 
     from app.cli.main import main
-    from ui.widgets.main_window import MainWindow
+    from ui.widgets.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     seen: dict[str, object] = {}

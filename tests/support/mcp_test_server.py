@@ -41,8 +41,8 @@ def big(characters: int) -> str:
 
 
 @server.tool()
-def wait(seconds: Annotated[float, Field(ge=0)]) -> str:
-    """Says how long it would wait (a number's minimum in its schema: a forced call's grammar cannot hold it)."""
+def wait(seconds: Annotated[float, Field(ge=0, json_schema_extra={"not": {"const": 0}})]) -> str:
+    """Says how long it would wait (a `not` in its schema: no forced call's grammar can hold it)."""
     return f"would wait {seconds} s"
 
 

@@ -22,8 +22,11 @@ def unused_port() -> int:
 
 
 @contextmanager
-def serving_on_a_thread(server: S, poll_s: float = 0.5) -> Iterator[S]:
-    """`server` answers on a daemon thread until the block ends, then is shut down and closed."""
+def serving_on_a_thread(server: S, poll_s: float = 0.02) -> Iterator[S]:
+    """`server` answers on a daemon thread until the block ends, then is shut down and closed.
+
+    `poll_s` is how often serve_forever looks for shutdown (a connection wakes it at once):
+    shutdown() waits up to one poll, so socketserver's 0.5 s cost half a second a test."""
     threading.Thread(target=server.serve_forever, args=(poll_s,), daemon=True).start()
     try:
         yield server

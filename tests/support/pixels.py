@@ -6,7 +6,7 @@ from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QListView, QWidget
 
-from ui.widgets.message_delegate import GAP, PAD
+from ui.widgets.chat.message_delegate import GAP, PAD
 
 
 def pixel(image: QImage, top: QWidget, widget: QWidget, point: QPoint) -> QColor:

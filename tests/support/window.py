@@ -15,7 +15,7 @@ class Window:
         assert asyncio.get_event_loop().is_running(), "needs the qt_asyncio fixture"
         from app.chats.store import open_chat_store
         from ui.controllers.root import Controllers
-        from ui.widgets.main_window import MainWindow
+        from ui.widgets.window.main_window import MainWindow
 
         self.qtbot = qtbot
         self.db, self.repo = open_chat_store(data_dir)

@@ -26,9 +26,10 @@ STATIC_HELPERS = {
 EXEC_NAMES = {"exec", "exec_"}
 # (module, function) allowed an exec(): the GUI benchmark drives the window from a plain
 # script with a top-level QEventLoop (no qasync loop, no dialog), not nested in anything;
-# the damaged-database box runs before the app's loop exists (the only loop, and a
-# QEventLoop: a qasync loop there would leave asyncio's loop state behind it).
-ALLOWED_EXEC = {("bench.py", "_run_until"), ("app_main.py", "show_storage_error")}
+# the box of what stops the start (a damaged database, a data folder that cannot be made)
+# runs before the app's loop exists (the only loop, and a QEventLoop: a qasync loop there
+# would leave asyncio's loop state behind it).
+ALLOWED_EXEC = {("bench.py", "_run_until"), ("app_main.py", "show_startup_error")}
 
 
 def nested_loop_calls(source: str, module: str = "<snippet>") -> list[str]:

@@ -9,10 +9,11 @@ import asyncio
 from dataclasses import dataclass
 
 from app.chats.titles import stand_in_title
+from app.conversations import ConversationSession
 from storage import NewDocument
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat.chat_tab import ChatTab
 
 MAX_TABS = 16  # more lines than this is a paste, not a list of questions
 
@@ -57,15 +58,9 @@ class AskLinesController:
             source = repo.active_path(source_id)
             first = source.messages[0] if source.messages else None
             system = first.content if first is not None and first.role == "system" else None
-            conv = source.conversation
-            made = []
-            for line in lines:
-                new = repo.create_conversation(title=stand_in_title(line), model_ref=conv.model_ref,
-                                               preset_id=conv.preset_id, sampling=conv.sampling)
-                if system:
-                    repo.add_message(new.id, "system", system)
-                made.append(new.id)
-            return made
+            label = self.ctx.engines.model_label
+            return [ConversationSession.create(repo, label, stand_in_title(line), like=source.conversation,
+                                               system=system).conversation_id for line in lines]
 
         def opened(made: list[int]) -> None:
             view.composer.clear()

@@ -14,9 +14,9 @@ from PySide6.QtCore import QTimer
 
 from inference import Delta, FinishReason, Phase
 from ui.services.context import ControllerContext
-from ui.widgets.chat_tab import ChatTab
-from ui.widgets.compare_view import ComparePane
-from ui.widgets.tab_activity import READY, Activity, TabState, aggregate
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.compare.compare_view import ComparePane
+from ui.widgets.window.tab_activity import READY, Activity, TabState, aggregate
 
 TICK_MS = 500
 NOTIFY_SETTING = "notify_background_replies"
@@ -79,7 +79,7 @@ class BackgroundController:
             self.activity[conv_id] = (Activity(TabState.WRITING, stream.rate(now)) if writing
                                       else Activity(TabState.WAITING))
             self._push(conv_id)  # every tick: a view opened since gets it too
-        tools = self.ctx.tool_waits  # chats between a reply's turns (ui/controllers/tool_rounds.py)
+        tools = self.ctx.waiting_on_tools()  # chats between a reply's turns (ui/controllers/tool_rounds.py)
         for conv_id, detail in tools.items():
             if conv_id not in live:
                 self._set(conv_id, Activity(TabState.TOOL, detail=detail))

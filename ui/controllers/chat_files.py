@@ -9,7 +9,7 @@ import asyncio
 from app.chats.export_import import export_text, import_chats, write_whole
 from storage import StorageError
 from ui.services.context import ControllerContext
-from ui.widgets.compare_view import CompareView
+from ui.widgets.compare.compare_view import CompareView
 
 
 class TransferController:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from functools import partial
 
 from app.chats.titles import stand_in_title
 from app.compare.export import reply_stats
 from app.compare.state import ComparisonState
+from app.conversations import ConversationSession
 from app.engines.hub import RECENT_MODELS_SETTING
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
@@ -25,7 +27,8 @@ from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
 from ui.services.compare_review import ComparisonReview
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.widgets.compare_view import MIN_PANES, ComparePane, CompareView
+from ui.widgets.compare.compare_view import MIN_PANES, ComparePane, CompareView
+from ui.widgets.settings.chat_settings import CHAT_NAMES, ChatSettingsDialog
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ class CompareController:
         self.remote_models: list[tuple[str, str]] = []  # (base URL, model) used this session
         self.known_sources: dict[str, ModelSource] = {}  # every source a pane offers, by key
         self.review = ComparisonReview(ctx, self.states)
+        self.settings_dialog: ChatSettingsDialog | None = None  # a pane's, the one open if any
         w = self.window
         for signal, slot in (
             (w.new_comparison_requested, lambda: self.new_comparison()),
@@ -169,7 +173,7 @@ class CompareController:
         view.source_remote_chosen.connect(
             lambda conv_id, url, model, key, v=view: self._remote_chosen(v, conv_id, url, model, key))
         view.preset_chosen.connect(lambda conv_id, preset_id: self.set_preset(conv_id, preset_id))
-        view.settings_requested.connect(lambda conv_id, v=view: self.actions.edit_chat_settings(v.pane_for(conv_id)))
+        view.settings_requested.connect(self.edit_chat_settings)
         view.continue_requested.connect(self.continue_with)
         view.favourite_picked.connect(lambda conv_id, v=view: self.review.pick_favourite(v, conv_id))
         view.blind_toggled.connect(lambda blind, v=view: self.review.set_blind(v, blind))
@@ -240,6 +244,33 @@ class CompareController:
 
         return self.ctx.storage.run(work)
 
+    def edit_chat_settings(self, conv_id: int) -> asyncio.Task:
+        """A pane's sampling settings (a chat tab edits them in its side panel) in a
+        window-modal dialog, saved with the conversation when accepted. open(), not exec():
+        a nested event loop inside this task would stop qasync from running every other task
+        while the dialog is up."""
+        repo, catalog = self.repo, self.catalog
+
+        def load():
+            conv = repo.get_conversation(conv_id)
+            preset = catalog.get_preset(conv.preset_id) if conv.preset_id else None
+            return conv, preset
+
+        def show(loaded) -> None:
+            conv, preset = loaded
+            defaults = {name: getattr(self.ctx.sampling, name) for name in CHAT_NAMES}
+            dialog = ChatSettingsDialog(conv.title, conv.sampling, defaults, preset.name if preset else None,
+                                        self.window)
+            dialog.accepted.connect(lambda: self._save_sampling(conv_id, {**conv.sampling, **dialog.values()}))
+            dialog.finished.connect(dialog.deleteLater)
+            self.settings_dialog = dialog
+            dialog.open()
+
+        return self.ctx.storage.run(load, show)
+
+    def _save_sampling(self, conv_id: int, sampling: dict) -> asyncio.Task:
+        return self.ctx.storage.run(lambda: self.repo.update_conversation(conv_id, sampling=sampling))
+
     def set_preset(self, conv_id: int, preset_id: int | None) -> asyncio.Task:
         def work():
             preset = self.catalog.get_preset(preset_id) if preset_id is not None else None
@@ -267,19 +298,15 @@ class CompareController:
             started = []
             for conv_id in conv_ids:
                 conv = self.repo.get_conversation(conv_id)
-                if self.repo.active_path(conv_id).messages == [] and conv.preset_id is not None:
-                    system = self.catalog.get_preset(conv.preset_id).system_prompt
-                    if system:
-                        self.repo.add_message(conv_id, "system", system)
-                        if conv_id in on_main:  # every pane on the main model starts from its cells
-                            self.ctx.engines.engine.pin_system_prompt(system)
-                user = (self.repo.add_message(conv_id, "user", text, documents=tuple(documents)) if documents
-                        else self.repo.add_message(conv_id, "user", text))
-                if not conv.title:
-                    self.repo.rename(conv_id, stand_in_title(text))
-                reply = self.repo.start_reply(conv_id, parent_id=user.id, model=labels.get(conv_id))
-                path = self.repo.active_path(conv_id)
-                started.append((conv_id, path, reply, self.actions.prompt_for(path, reply)))
+                system = None
+                if conv.preset_id is not None and not self.repo.active_path(conv_id).messages:
+                    system = self.catalog.get_preset(conv.preset_id).system_prompt or None
+                    if system and conv_id in on_main:  # every pane on the main model starts from its cells
+                        self.ctx.engines.engine.pin_system_prompt(system)
+                # The reply records the pane's model as the pane names it.
+                session = ConversationSession(self.repo, conv_id, partial(_label, labels.get(conv_id)))
+                reply = session.send(text, documents, system=system)
+                started.append((conv_id, reply.path, reply.reply, self.actions.prompt_for(reply.path, reply.reply)))
             record = self.catalog.get_comparison(view.comparison_id)
             if not record.title:
                 self.catalog.update_comparison(view.comparison_id, title=stand_in_title(text))
@@ -367,3 +394,7 @@ class CompareController:
     def shutdown(self) -> None:
         self.reading.shutdown()
         self.review.shutdown()
+
+
+def _label(label: str | None, _conversation: object) -> str | None:
+    return label

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 from app.engines.sources import source_of
-from storage import matching_messages, search
+from storage import discard_unused, matching_messages, search
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.widgets.conversation_list import ConversationItem
+from ui.widgets.window.conversation_list import ConversationItem
 
 # Chat folders: a conversation id -> its folder's name, kept in the settings table (a folder
 # is a name the sidebar groups under, nothing more, so it needs no table of its own).
@@ -32,6 +32,7 @@ class ConversationsController:
         w.conversation_list.folder_requested.connect(self.set_folder)
         w.delete_requested.connect(self.delete)
         w.undo_delete_requested.connect(self.restore)
+        w.tab_closed.connect(self.discard_if_unused)
         ctx.events.conversations_changed.connect(self.refresh)
 
     # ----- the sidebar ------------------------------------------------------------------
@@ -46,7 +47,7 @@ class ConversationsController:
             folders = self._folders()
             chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at,
                                                      folder=folders.get(c.id, "")))
-                     for c in repo.list_conversations(standalone_only=True)]
+                     for c in repo.list_conversations(standalone_only=True, include_unused=False)]
             comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True,
                                                            updated_at=c.updated_at or c.created_at))
                            for c in catalog.list_comparisons()]
@@ -139,6 +140,11 @@ class ConversationsController:
         return self.ctx.storage.run(lambda: self.ctx.repo.restore(conversation_id), done)
 
     # ----- tabs -------------------------------------------------------------------------
+
+    def discard_if_unused(self, conversation_id: int) -> asyncio.Task:
+        """A chat closed with nothing sent in it is not kept. A message on its way is: the
+        storage thread stores it before it gets here."""
+        return self.ctx.storage.run(lambda: discard_unused(self.ctx.repo.db, only=[conversation_id]))
 
     def new_chat(self, preset_id: int | None | object = ...) -> asyncio.Task:
         """A new tab; with a preset, its system prompt opens the chat and is pinned in the

@@ -18,13 +18,13 @@ class EngineStatusController:
         w.model_requested.connect(hub.load_model)
         w.model_load_requested.connect(lambda path, layers: hub.load_model(path, None if layers < 0 else layers))
         w.remote_requested.connect(lambda url, model, key: hub.connect_remote(RemoteEndpoint(url, model, key or None)))
-        w.model_probe = ModelProbe(lambda: hub.local_settings)
+        w.model_probe = ModelProbe(lambda: hub.local_settings, hub.backend_info)
         told = ctx.engine_signals
         told.state_changed.connect(self.show_state)
         told.switching.connect(w.set_engine_status)
         told.load_progress.connect(w.set_load_progress)
         told.model_error.connect(w.show_model_error)
-        told.recent_models_changed.connect(w.set_recent_models)
+        told.recent_models_changed.connect(w.menus.set_recent_models)
         ctx.streams.frame_drawn.connect(self.show_metrics)
         self._counted = False  # the line shows the replies being written (not the engine's state)
 

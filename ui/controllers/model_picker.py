@@ -18,8 +18,8 @@ from app.engines.sources import source_of
 from app.models import catalog as model_catalog
 from app.models.gguf_files import is_later_part
 from ui.services.context import ControllerContext
-from ui.widgets.chat_tab import ChatTab
-from ui.widgets.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.models.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
 
 log = logging.getLogger(__name__)
 

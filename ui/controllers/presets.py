@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from ui.services.context import ControllerContext
-from ui.widgets.preset_editor import PresetEditor
+from ui.widgets.settings.preset_editor import PresetEditor
 
 
 class PresetsController:

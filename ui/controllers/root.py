@@ -7,7 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from app.perf.monitor import PerfMonitor
-from inference import LoadSettings, SamplingParams
+from inference import BackendInfo, LoadSettings, SamplingParams
 from storage import ChatRepository
 from ui.controllers.ask_lines import AskLinesController
 from ui.controllers.background import BackgroundController
@@ -29,7 +29,7 @@ from ui.controllers.tool_rounds import ToolRoundsController
 from ui.controllers.welcome import WelcomeController
 from ui.services.context import ControllerContext, build_context
 from ui.services.window_state import WindowState
-from ui.widgets.main_window import MainWindow
+from ui.widgets.window.main_window import MainWindow
 
 
 class Controllers:
@@ -87,6 +87,10 @@ class Controllers:
             self.model_picker.fetch(self.fetch_first, first_start=True)  # it starts the engine once fetched
         else:
             self.engines.start()
+
+    def backend_info(self) -> BackendInfo | None:
+        """The llama.cpp build the engines run (the About dialog's; this process loads none)."""
+        return self.engines.backend_info()
 
     def shutdown(self) -> None:
         self.model_picker.shutdown()

@@ -1,6 +1,7 @@
 """Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
 and resend, branch arrows, Continue, and the hover actions on a message), its composer's
-files to the reading of documents, and its messages' chips to the document dialog."""
+files to the reading of documents, and its messages' chips to the document dialog; a reply
+stopped before its first token is dropped."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import weakref
 from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat.chat_tab import ChatTab
 
 
 class SendingController:
@@ -20,6 +21,7 @@ class SendingController:
         self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         ctx.events.tab_opened.connect(self.attach)
         ctx.window.tab_closed.connect(ctx.pins.release)  # its documents' prefix may be evicted again
+        ctx.streams.reply_finished.connect(self.actions.drop_if_blank)
 
     def attach(self, tab: ChatTab) -> None:
         if tab in self._wired:
@@ -35,7 +37,7 @@ class SendingController:
         tab.edit_requested.connect(lambda message_id, text, t=tab: a.edit_and_resend(t, message_id, text))
         tab.branch_requested.connect(lambda message_id, step, t=tab: a.switch_branch(t, message_id, step))
         tab.continue_requested.connect(lambda t=tab: a.continue_reply(t))
-        # The hover actions on a message (ui/widgets/message_actions.py).
+        # The hover actions on a message (ui/widgets/chat/message_actions.py).
         tab.reply_edit_requested.connect(lambda message_id, text, t=tab: a.edit_reply(t, message_id, text))
         tab.delete_requested.connect(lambda message_id, confirmed, t=tab: a.delete_message(t, message_id, confirmed))
         tab.regenerate_message_requested.connect(lambda message_id, t=tab: a.regenerate(t, message_id))

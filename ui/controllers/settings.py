@@ -1,7 +1,8 @@
 """File → Settings: the app-wide chat defaults, read at start and saved on the storage
 thread; new replies use them at once (a chat's own settings still win). Its Tools page
 shows the MCP servers of ctx.tools as their states change (AppTools.changed), adds,
-imports, removes and restarts them there, and saves the tool loop's limits with Save."""
+imports, removes and restarts them there, lists the tools that run without asking (Ask
+again revokes one), and saves the tool loop's limits with Save."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from app.chats.defaults import DEFAULTS_SETTING, ChatDefaults
 from app.tools import ServerConfig
 from ui.services.context import ControllerContext
 from ui.services.mcp_tools import ToolSettings
-from ui.widgets.settings_window import SettingsWindow
-from ui.widgets.tools_settings import ToolsPage
+from ui.widgets.settings.settings_window import SettingsWindow
+from ui.widgets.tools.tools_settings import ToolsPage
 
 
 class SettingsController:
@@ -61,6 +62,7 @@ class SettingsController:
         page.imported.connect(self.import_servers)
         page.remove_requested.connect(tools.remove)
         page.restart_requested.connect(tools.restart)  # its end comes back as changed
+        page.revoke_requested.connect(tools.revoke_always)
 
     def import_servers(self, servers: Iterable[ServerConfig]) -> None:
         """The imported servers join those there; one of a name already there replaces it."""
@@ -77,3 +79,4 @@ class SettingsController:
             return  # shown when the window opens
         tools = self.ctx.tools
         self.window.tools.show_servers([(config, tools.state(config.name)) for config in tools.configs()])
+        self.window.tools.show_always(tools.allowed_always())

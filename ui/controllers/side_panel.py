@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app.chats.overflow import chat_overflow
@@ -19,8 +19,9 @@ from inference import Delta, FinishReason
 from storage import ActivePath, ConversationRecord, MessageRecord, MessageStatus
 from storage.records import PresetRecord
 from ui.services.context import ControllerContext
-from ui.widgets.chat_side_panel import SAMPLING_NAMES, ReplyNumbers
-from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat.chat_side_panel import ReplyNumbers
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.settings.chat_settings import CHAT_NAMES
 
 if TYPE_CHECKING:
     from ui.services.stream_presenter import Stream
@@ -33,6 +34,9 @@ class _Loaded:
     path: ActivePath
     preset: PresetRecord | None
     sharers: int
+    # The last reply's prompt as a sibling counted it, when the reply itself has no count: a
+    # reply edited before edits kept the original's (the same prompt), for the context meter.
+    sibling_prompt: int | None = None
 
 
 def numbers_from_delta(delta: Delta) -> ReplyNumbers:
@@ -61,7 +65,7 @@ def sharing_text(system_prompt: str, sharers: int, numbers: ReplyNumbers | None)
     that start with the same prompt (their requests reuse its cells through the engine's
     prefix cache) and how many prompt tokens the last reply actually found cached."""
     if not system_prompt:
-        return "No system prompt"
+        return ""  # the empty editor above says "No system prompt" already
     shared = f"Shared with {sharers} other chat{'s' if sharers != 1 else ''}" if sharers else "Not shared"
     cached = numbers.cached_tokens if numbers else None
     if cached is None:
@@ -131,7 +135,8 @@ class SidePanelController:
             path = repo.active_path(conv_id)
             conv = path.conversation
             preset = catalog.get_preset(conv.preset_id) if conv.preset_id else None
-            return _Loaded(path, preset, repo.system_prompt_sharers(conv_id, _system_prompt(path)))
+            return _Loaded(path, preset, repo.system_prompt_sharers(conv_id, _system_prompt(path)),
+                           _sibling_prompt(repo, path))
 
         return self.ctx.storage.run(work, lambda loaded: self._show(tab, loaded))
 
@@ -154,9 +159,12 @@ class SidePanelController:
         # Continue on the reply's own bubble too (its hover actions), not only in the panel.
         tab.set_continuable(reply.id if reply is not None and numbers is not None and numbers.can_continue else None)
         if reply is None or reply.status is not MessageStatus.STREAMING:  # a reply being written keeps the last
-            self._show_context_use(tab, conv, numbers)
+            measured = numbers
+            if numbers is not None and not numbers.prompt_tokens and loaded.sibling_prompt:
+                measured = replace(numbers, prompt_tokens=loaded.sibling_prompt, tokens=None)
+            self._show_context_use(tab, conv, measured)
         panel.set_sharing(sharing_text(prompt, loaded.sharers, numbers))
-        panel.set_documents(documents_text(loaded.path, self.ctx.documents_used.get(conv.id), numbers))
+        panel.set_documents(documents_text(loaded.path, self.ctx.session(conv.id).last_prompt, numbers))
 
     def _show_context_use(self, tab: ChatTab, conv: ConversationRecord, numbers: ReplyNumbers | None) -> None:
         """The meter in the tab's top line: the last reply's prompt and reply against the
@@ -187,7 +195,7 @@ class SidePanelController:
 
     def _defaults(self) -> dict:
         """The app's defaults of every setting the panel edits (Settings)."""
-        return {**{name: getattr(self.ctx.sampling, name) for name in SAMPLING_NAMES},
+        return {**{name: getattr(self.ctx.sampling, name) for name in CHAT_NAMES},
                 "overflow": self.ctx.chat_defaults.overflow}
 
     def _reply_finished(self, stream: Stream, delta: Delta) -> None:
@@ -223,6 +231,20 @@ class SidePanelController:
 def _system_prompt(path: ActivePath) -> str:
     first = path.messages[0] if path.messages else None
     return first.content if first is not None and first.role == "system" else ""
+
+
+def _sibling_prompt(repo, path: ActivePath) -> int | None:
+    """On the storage thread: the prompt count of the last reply's newest counted sibling,
+    when the last reply has none (an edit stored without it)."""
+    reply = _last_reply(path)
+    if reply is None or reply.prompt_tokens:
+        return None
+    for sibling in reversed(path.position(reply.id).sibling_ids):
+        if sibling != reply.id:
+            counted = repo.get_message(sibling).prompt_tokens
+            if counted:
+                return int(counted)
+    return None
 
 
 def _last_reply(path: ActivePath) -> MessageRecord | None:

@@ -26,7 +26,7 @@ class ThemeController:
         self.override = override  # from the command line: this run's theme, whatever was saved
         self.chosen = False  # the user picked one this run: a restore answering late must not undo it
         ctx.window.theme_requested.connect(self.choose)
-        ctx.window.set_theme(override or current_theme(_qapp()))
+        ctx.window.menus.set_theme(override or current_theme(_qapp()))
 
     def restore(self):
         """The saved theme, read on the storage thread (none saved: the one in force stays)."""
@@ -48,5 +48,5 @@ class ThemeController:
         # The application palette reaches every widget (bubbles and code blocks are painted
         # from it); the panel's plots keep colours given when built, so they are told.
         apply_theme(_qapp(), name)
-        self.ctx.window.set_theme(name)
+        self.ctx.window.menus.set_theme(name)
         self.ctx.window.perf_panel.apply_theme()

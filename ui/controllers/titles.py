@@ -66,12 +66,11 @@ class TitlesController:
         conv, first_message, reply = loaded
         job = TitleJob(conv_id, first_message, reply)
         request_id = new_request_id("title-")
-        self.ctx.engines.deltas.register(request_id, lambda d: self._on_delta(job, d))
         try:
-            self.ctx.engines.engine_for(conv).submit(title_request(first_message, request_id))
+            self.ctx.engines.engine_for(conv).stream(title_request(first_message, request_id),
+                                                     lambda d: self._on_delta(job, d))
         except Exception as exc:  # no engine now: the first message's words will do
             log.info("no generated title for chat %s: %s", conv_id, exc)
-            self.ctx.engines.deltas.forget(request_id)
             self._save(job, "")
 
     def _on_delta(self, job: TitleJob, delta: Delta) -> None:

@@ -1,44 +1,59 @@
-"""A chat's tool rounds (issue 24): a reply offered tools that ends as calls is stored as
-those calls; each call waits for the user's approval (Allow once, Always for this tool, Deny)
-on the tab, runs on its MCP server off the GUI thread with the timeout of Settings -> Tools,
-and its result is stored as a "tool" message (shown as a card); then the next turn starts,
-under the same prompt, so it computes only the results' tokens (the rest is the reply
-before it, in the cache). Meanwhile the chat holds no place in the engine's batch, and its
-tab and sidebar row say what it waits on. Stop ends the round where it is.
+"""A chat's tool rounds (issue 24), in the window: the tool loop (app/tools/machine.py) fed
+from the engine's stream and the approval bar on the GUI thread, never blocking. A reply
+offered tools that ends as calls is stored as those calls; each call waits for the user's
+approval (Allow once, Always for this tool, Deny) on the tab, runs on its MCP server off the
+GUI thread with the timeout of Settings -> Tools, and its result is stored as a "tool"
+message (shown as a card); then the next turn starts, under the same prompt, so it computes
+only the results' tokens (the rest is the reply before it, in the cache). Meanwhile the chat
+holds no place in the engine's batch, and its tab and sidebar row say what it waits on. Stop
+ends the round where it is: the calls not run are stored as such (their cards say
+"cancelled — not run", and the model reads that they never ran). "Always for this tool"
+holds for that server's tool in every chat, across restarts (AppTools is the loop's
+approval memory; Settings -> Tools revokes it).
+
+What the loop decides (which call is next, asked or run, the next round, what a denial or
+an error gives the model, which calls a stop leaves) is the machine's; here is what the
+window does about it: storage, the tab, the futures of the calls.
+
+A tab closed (or the app quit) while a call waits for approval leaves the call unanswered in
+storage: when the chat opens again the approval is asked again (issue 39).
 
 The toolbar's Tools button is here too: which servers a chat has on."""
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from app.tools import DENIED, ToolCall, ToolResult, call_records, result_content, result_record
-from inference import Delta, FinishReason
+from app.conversations import round_in
+from app.tools import Approval, CallFinished, ToolLoopMachine, ToolResult, call_records, result_content, result_record
+from app.tools.history import call_turns, not_run_record, unanswered_calls
+from app.tools.machine import AskApproval, Phase, RunCall, StartTurn, Stopped
+from app.tools.rounds import ToolRound
+from inference import Delta
+from storage import ActivePath
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.services.mcp_tools import ToolRound
+from ui.services.mcp_tools import WEB
 from ui.services.stream_presenter import Stream
-from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat.chat_tab import ChatTab
 
 
 @dataclass(eq=False)
 class PendingCalls:
-    """One turn's calls, run one after another; parent: the message the next one goes under."""
+    """A chat between a reply's turns: its loop, and what the window keeps beside it (the
+    message the next row goes under, the future of the call running)."""
 
     conversation_id: int
-    calls: tuple[ToolCall, ...]
-    round: ToolRound
+    loop: ToolLoopMachine
     parent: int
-    done: int = 0
     running: Future[ToolResult] | None = field(default=None, repr=False)
-
-    def current(self) -> ToolCall | None:
-        return self.calls[self.done] if self.done < len(self.calls) else None
+    # A loop found waiting after a restart: the turns of calls along its branch. Its tools are
+    # the chat's as they are when asked (its servers may be starting when it is found).
+    resumed_at: int | None = None
 
 
 class ToolRoundsController:
@@ -46,7 +61,6 @@ class ToolRoundsController:
         self.ctx = ctx
         self.actions = ConversationActions(ctx)
         self.pending: dict[int, PendingCalls] = {}  # by conversation id
-        self.allowed: dict[int, set[str]] = {}  # conversation id -> tools approved "always"
         ctx.streams.reply_finished.connect(self._reply_finished)
         ctx.events.tab_opened.connect(self.attach)
         ctx.window.tab_closed.connect(self._closed)
@@ -60,19 +74,19 @@ class ToolRoundsController:
         tab.stop_requested.connect(lambda t=tab: self.stop(t.conversation_id))
         tab.tools_menu.aboutToShow.connect(lambda t=tab: self._fill_menu(t))
         self._show_count(tab)
+        self._ask_again(tab.conversation_id)
 
     # ----- a reply that called tools --------------------------------------------------------
 
     def _reply_finished(self, stream: Stream, delta: Delta) -> None:
-        offered = stream.tools
-        if offered is None or not offered.calling or delta.finish_reason is not FinishReason.STOP:
-            return
-        calls = offered.format.parse(stream.reply.text(), offered.use)
-        if not calls:
-            return  # an answer in text (a malformed call among it: text too)
+        """The stream fed the loop the reply's end (stream_presenter): calls, if it made any."""
+        loop = stream.loop
+        if loop is None or loop.turn is None or loop.phase not in (Phase.ASKING, Phase.RUNNING):
+            return  # an answer in text (a malformed call among it: text too), an error, a stop
+        calls = loop.turn.calls
         conv_id, reply_id = stream.conversation_id, stream.message_id
-        self.ctx.call_texts[reply_id] = stream.reply.text()
-        pending = self.pending[conv_id] = PendingCalls(conv_id, calls, offered, reply_id)
+        self.ctx.session(conv_id).call_texts[reply_id] = loop.turn.written
+        pending = self.pending[conv_id] = PendingCalls(conv_id, loop, reply_id)
         self._wait(pending, f"calling {calls[0].name}")
         repo = self.ctx.repo
 
@@ -87,62 +101,87 @@ class ToolRoundsController:
         if isinstance(view, ChatTab):
             self.actions.show_path(view, path)
             view.set_busy(True)  # show_path said ready: the reply goes on after its tools
-        self._next_call(pending)
+        self._next_step(pending)
 
-    def _next_call(self, pending: PendingCalls) -> None:
-        if self.pending.get(pending.conversation_id) is not pending:
-            return  # stopped meanwhile
-        call = pending.current()
-        if call is None:
-            self._next_turn(pending)
-            return
-        tool = pending.round.tools[call.name]  # parse_calls keeps only the tools offered
+    def _ask_again(self, conversation_id: int) -> None:
+        """A chat opened whose branch ends in calls without a result (its tab was closed, or
+        the app quit, while they waited): its loop resumes there, the calls asked again."""
+        def resume(path: ActivePath) -> None:
+            calls = unanswered_calls(path.messages)
+            if not calls or conversation_id in self.pending or self.actions.is_writing(conversation_id):
+                return
+            turns = call_turns(path.messages)
+            loop = ToolLoopMachine.resume(calls, self._offered_now(conversation_id, turns), self.ctx.tools)
+            pending = PendingCalls(conversation_id, loop, path.messages[-1].id, resumed_at=turns)
+            self.pending[conversation_id] = pending
+            self._next_step(pending)
+
+        self.ctx.storage.run(lambda: self.ctx.repo.active_path(conversation_id), resume)
+
+    def _offered_now(self, conversation_id: int, turns: int) -> ToolRound | None:
+        """A resumed loop's round: the one that made the last of turns turns of calls, with
+        the tools the chat has on now."""
+        first = self.ctx.tools.round_for(conversation_id)
+        return first.at(turns - 1) if first is not None else None
+
+    def _next_step(self, pending: PendingCalls) -> None:
+        """What the loop waits on now: the user, a call to run, or the model again."""
+        if self.pending.get(pending.conversation_id) is not pending or pending.running is not None:
+            return  # stopped meanwhile, or a call runs
+        step = pending.loop.step
         view = self.ctx.window.view_for(pending.conversation_id)
-        if call.name in self.allowed.get(pending.conversation_id, set()):
-            self._run(pending, call)
-        elif isinstance(view, ChatTab):
-            self._wait(pending, f"{call.name} waits for your approval")
-            view.approval.ask(call.name, tool.server, call.arguments)
+        if isinstance(step, RunCall):
+            self._run(pending, step)
+        elif isinstance(step, AskApproval) and isinstance(view, ChatTab):
+            self._wait(pending, f"{step.call.name} waits for your approval")
+            view.approval.ask(step.call.name, step.tool.server if step.tool is not None else "", step.call.arguments)
+        elif isinstance(step, StartTurn):
+            self._next_turn(pending)
         else:
-            self._end(pending)  # its tab was closed: nobody to ask
+            pending.loop.close()
+            self._end(pending)  # its tab was closed: asked when the chat opens again
 
     def answer(self, conversation_id: int, answer: str) -> None:
         """The user's answer to the call on the approval bar: once, always or deny."""
         pending = self.pending.get(conversation_id)
-        call = pending.current() if pending is not None else None
-        if pending is None or call is None or pending.running is not None:
+        if pending is None or pending.running is not None or not isinstance(pending.loop.step, AskApproval):
             return
-        if answer == "deny":
-            self._store_result(pending, call, ToolResult(DENIED, is_error=True), denied=True)
-            return
-        if answer == "always":
-            self.allowed.setdefault(conversation_id, set()).add(call.name)
-        self._run(pending, call)
+        if pending.resumed_at is not None:
+            pending.loop.reoffer(self._offered_now(conversation_id, pending.resumed_at))
+        events = pending.loop.answer(Approval(answer))  # "always" goes to AppTools, the loop's memory
+        finished = next((e for e in events if isinstance(e, CallFinished)), None)
+        if finished is not None:  # denied, or its tool is gone
+            self._store_result(pending, finished)
+        else:
+            self._next_step(pending)
 
-    def _run(self, pending: PendingCalls, call: ToolCall) -> None:
-        self._wait(pending, f"running {call.name}")
-        tool = pending.round.tools[call.name]
-        future = pending.running = self.ctx.tools.submit_call(tool, json.loads(call.arguments))
+    def _run(self, pending: PendingCalls, step: RunCall) -> None:
+        self._wait(pending, f"running {step.call.name}")
+        future = pending.running = self.ctx.tools.submit_call(step.tool, step.arguments)
 
         def ran(done: Future[ToolResult]) -> None:
             if done.cancelled() or self.pending.get(pending.conversation_id) is not pending:
                 return  # stopped: the result is not wanted
             pending.running = None
-            self._store_result(pending, call, done.result())
+            exc = done.exception()
+            events = pending.loop.failed(exc) if exc is not None else pending.loop.ran(done.result())
+            finished = next((e for e in events if isinstance(e, CallFinished)), None)
+            if finished is not None:
+                self._store_result(pending, finished)
 
         future.add_done_callback(lambda done: self.ctx.gui.post(lambda: ran(done)))
 
-    def _store_result(self, pending: PendingCalls, call: ToolCall, result: ToolResult, denied: bool = False) -> None:
+    def _store_result(self, pending: PendingCalls, finished: CallFinished) -> None:
         repo, conv_id = self.ctx.repo, pending.conversation_id
+        call, result = finished.call, finished.result
 
         def store():
             message = repo.add_message(conv_id, "tool", result_content(result), parent_id=pending.parent,
-                                       tool_result=result_record(call, result, denied))
+                                       tool_result=result_record(call, result, finished.denied))
             return message.id, repo.active_path(conv_id)
 
         def stored(result_) -> None:
             pending.parent, path = result_
-            pending.done += 1
             self._stored(pending, path)
 
         self.ctx.storage.run(store, stored, lambda _exc: self._end(pending))
@@ -153,18 +192,23 @@ class ToolRoundsController:
         view = self.ctx.window.view_for(pending.conversation_id)
         if not isinstance(view, ChatTab):
             return
-        nxt = pending.round.next()
-        repo, engines, conv_id = self.ctx.repo, self.ctx.engines, pending.conversation_id
+        loop, conv_id = pending.loop, pending.conversation_id
+        session = self.actions.session(view)
+        resumed = pending.resumed_at is not None
+        first = self.ctx.tools.round_for(conv_id) if resumed else None
 
         def work():
-            conversation = repo.get_conversation(conv_id)
-            reply = repo.start_reply(conv_id, parent_id=pending.parent, model=engines.model_label(conversation))
-            path = repo.active_path(conv_id)
-            return path, reply, self.actions.prompt_for(path, reply, tools=nxt)
+            started = session.reply_after(pending.parent)
+            path, reply = started.path, started.reply
+            # A resumed loop: the round the chat's tools are at now, counted along the branch.
+            tools = self.actions.in_model_format(path, round_in(first, path, continued=False)) if resumed \
+                else loop.round
+            return path, reply, self.actions.prompt_for(path, reply, tools=tools), tools
 
         def start(result) -> None:
-            path, reply, prompt = result
-            self.actions.start_reply(view, path, reply, prompt=prompt, tools=nxt)
+            path, reply, prompt, tools = result
+            loop.reoffer(tools)
+            self.actions.start_reply(view, path, reply, prompt=prompt, loop=loop)
 
         self.ctx.storage.run(work, start, lambda _exc: view.set_busy(False))
 
@@ -172,23 +216,50 @@ class ToolRoundsController:
 
     def stop(self, conversation_id: int) -> None:
         """Stop on a chat between turns: a running call is given up (its server stays), the
-        approval goes, nothing more is asked of the model."""
+        approval goes, nothing more is asked of the model; the turn's calls without a result
+        are stored as not run (or stopped while running), each a card that says so."""
         pending = self.pending.get(conversation_id)
-        if pending is None:
-            return
+        if pending is not None:
+            self._give_up(pending, pending.loop.stop(), "stopped before the tool's result")
+
+    def _closed(self, conversation_id: int) -> None:
+        """Its tab closed: a running call is given up as Stop does; the calls waiting for
+        approval stay without a result, to be asked again when the chat opens."""
+        pending = self.pending.get(conversation_id)
+        if pending is not None:
+            self._give_up(pending, pending.loop.close())
+
+    def _give_up(self, pending: PendingCalls, stopped: Stopped, state: str = "") -> None:
+        """The round ends here; the calls the loop left are stored as the user stopped them.
+        state: what the tab says then."""
         if pending.running is not None:
             pending.running.cancel()
         self._end(pending)
-        view = self.ctx.window.view_for(conversation_id)
-        if isinstance(view, ChatTab):
-            view.set_state("stopped before the tool's result")
+        view = self.ctx.window.view_for(pending.conversation_id)
+        if isinstance(view, ChatTab) and state:
+            view.set_state(state)
+        if not stopped.calls:
+            return
+        repo, conv_id = self.ctx.repo, pending.conversation_id
 
-    def _closed(self, conversation_id: int) -> None:
-        self.stop(conversation_id)
-        self.allowed.pop(conversation_id, None)
+        def store() -> ActivePath:
+            parent = pending.parent
+            for i, call in enumerate(stopped.calls):
+                text, record = not_run_record(call, stopped.ran_s if i == 0 else None)
+                parent = repo.add_message(conv_id, "tool", text, parent_id=parent, tool_result=record).id
+            return repo.active_path(conv_id)
+
+        def stored(path: ActivePath) -> None:
+            view = self.ctx.window.view_for(conv_id)
+            if isinstance(view, ChatTab) and not self.actions.is_writing(conv_id):
+                self.actions.show_path(view, path)
+                if state:
+                    view.set_state(state)
+
+        self.ctx.storage.run(store, stored)
 
     def _wait(self, pending: PendingCalls, what: str) -> None:
-        self.ctx.tool_waits[pending.conversation_id] = what
+        self.ctx.session(pending.conversation_id).waiting_on = what
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab):
             view.set_busy(True)
@@ -197,7 +268,7 @@ class ToolRoundsController:
     def _end(self, pending: PendingCalls, keep_busy: bool = False) -> None:
         if self.pending.get(pending.conversation_id) is pending:
             del self.pending[pending.conversation_id]
-        self.ctx.tool_waits.pop(pending.conversation_id, None)
+        self.ctx.session(pending.conversation_id).waiting_on = None
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab):
             view.approval.dismiss()
@@ -212,6 +283,14 @@ class ToolRoundsController:
         tools = self.ctx.tools
         on = set(tools.chat_servers(tab.conversation_id))
         configs = tools.configs()
+        web = QAction("Web · fetch, web_search", menu)
+        web.setCheckable(True)
+        web.setChecked(WEB in on)
+        web.setToolTip("Chorus's own tools: fetch a page as Markdown, search through SearXNG")
+        web.toggled.connect(lambda checked, t=tab: self._toggle(t, WEB, checked))
+        menu.addAction(web)
+        if WEB in on:
+            self._add_tool_actions(tab, menu, WEB)
         if not configs:
             menu.addAction("No MCP servers yet").setEnabled(False)
         for config in configs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.engines.protocol import EngineState, EngineStatus
 from ui.services.context import ControllerContext
-from ui.widgets.chat_tab import ChatTab
+from ui.widgets.chat.chat_tab import ChatTab
 
 
 class WelcomeController:

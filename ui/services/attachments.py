@@ -18,9 +18,9 @@ from ui.services.context import ControllerContext
 from ui.services.daemon_pool import DaemonPool
 from ui.services.threads import GuiCalls
 from ui.services.worker_hops import WorkerHops, first_line
-from ui.widgets.attachment_chips import AttachmentChip
-from ui.widgets.document_dialog import DocumentTextDialog, open_document_dialog
-from ui.widgets.document_labels import document_details
+from ui.widgets.chat.attachment_chips import AttachmentChip
+from ui.widgets.chat.document_dialog import DocumentTextDialog, open_document_dialog
+from ui.widgets.chat.document_labels import document_details
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from app.compare.export import comparison_markdown
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words
 from ui.services.context import ControllerContext
-from ui.widgets.compare_view import CompareView
-from ui.widgets.diff_dialog import DiffDialog
+from ui.widgets.compare.compare_view import CompareView
+from ui.widgets.compare.diff_dialog import DiffDialog
 
 
 class ComparisonReview:

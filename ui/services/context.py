@@ -14,7 +14,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from app.chats.defaults import ChatDefaults
-from app.documents import DocumentPins, DocumentPrompt
+from app.conversations import ConversationSession, OpenConversations
+from app.documents import DocumentPins
 from app.engines.hub import EngineHub
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
@@ -23,7 +24,7 @@ from ui.services.engine_signals import EngineSignals, engine_hub
 from ui.services.mcp_tools import AppTools
 from ui.services.stream_presenter import StreamPresenter
 from ui.services.threads import GuiCalls, StorageThread
-from ui.widgets.main_window import MainWindow
+from ui.widgets.window.main_window import MainWindow
 
 
 class ControllerEvents(QObject):
@@ -49,16 +50,20 @@ class ControllerContext:
     chat_defaults: ChatDefaults  # Settings: what `sampling` came from, and the overflow policy
     models_dir: Path
     tools: AppTools  # the MCP servers (Settings -> Tools) and the tools each chat has on
+    # A session per conversation (app/conversations/): its rows' use-cases and what is kept
+    # about it beyond them (its last prompt, what its tool round waits on, its calls' texts).
+    conversations: OpenConversations
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
     pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
-    # Each chat's last prompt with documents (the side panel's document tokens), by conversation id.
-    documents_used: dict[int, DocumentPrompt] = field(default_factory=dict)
-    # Chats between a reply's turns, by conversation id: what they wait on ("running add").
-    tool_waits: dict[int, str] = field(default_factory=dict)
-    # Replies that called tools, by message id: the calls as the model wrote them (storage keeps
-    # the calls, not that text), so the next turn's prompt shows them token for token and
-    # finds them in the KV. This run of the app only.
-    call_texts: dict[int, str] = field(default_factory=dict)
+
+    def session(self, conversation_id: int) -> ConversationSession:
+        """The conversation's session (made on first use): its use-cases and what is kept
+        about it while it is open."""
+        return self.conversations.session(conversation_id)
+
+    def waiting_on_tools(self) -> dict[int, str]:
+        """The chats between a reply's turns, and what each waits on."""
+        return self.conversations.waiting()
 
 
 def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettings,
@@ -71,10 +76,11 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
     storage = StorageThread(lambda exc: window.statusBar().showMessage(f"Storage error: {exc}", 8000))
     gui = GuiCalls()
     streams = StreamPresenter(window, storage.executor)
-    engines, engine_signals = engine_hub(settings, catalog, storage, gui, streams.on_delta, library, explicit)
+    engines, engine_signals = engine_hub(settings, catalog, storage, gui, library, explicit)
     return ControllerContext(
         window=window, repo=repo, catalog=catalog, storage=storage, gui=gui, engines=engines,
         engine_signals=engine_signals, streams=streams, events=ControllerEvents(),
         sampling=sampling or ChatDefaults().sampling(), chat_defaults=ChatDefaults(), models_dir=models_dir,
         tools=AppTools(catalog, storage, gui), library=library,
+        conversations=OpenConversations(repo, engines.model_label),
     )

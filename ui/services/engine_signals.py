@@ -8,13 +8,13 @@ touch widgets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 
 from PySide6.QtCore import QObject, Signal
 
 from app.engines.hub import EngineEvents, EngineHub
 from app.models.library import ModelLibrary
-from inference import Delta, LoadSettings
+from inference import LoadSettings
 from storage import CatalogRepository
 from ui.services.threads import GuiCalls, StorageThread
 
@@ -40,11 +40,11 @@ class EngineSignals(QObject):
 
 
 def engine_hub(settings: LoadSettings, catalog: CatalogRepository, storage: StorageThread, gui: GuiCalls,
-               to_views: Callable[[Delta], None], library: ModelLibrary | None = None,
+               library: ModelLibrary | None = None,
                explicit: Collection[str] = ()) -> tuple[EngineHub, EngineSignals]:
     """The window's engine hub: its storage calls on the storage thread, its callbacks on
     the GUI thread, its events as the signals returned with it."""
     signals = EngineSignals()
-    hub = EngineHub(settings, catalog, stored=storage.run, post=gui.post, to_views=to_views,
-                    events=signals.events(), library=library, explicit=explicit)
+    hub = EngineHub(settings, catalog, stored=storage.run, post=gui.post, events=signals.events(),
+                    library=library, explicit=explicit)
     return hub, signals

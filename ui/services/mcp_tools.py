@@ -8,22 +8,28 @@ starts; every change of a server's state comes back on the GUI thread as `change
 Per chat, the servers it has on are kept by conversation id under CHAT_TOOLS_SETTING (off
 until the user turns them on: a tool runs code on this machine). The loop's limits (output
 cap, call timeout, rounds) under TOOL_SETTINGS_SETTING. Within a server that is on, a chat may
-turn single tools off (CHAT_TOOLS_OFF_SETTING): a new tool of that server is on."""
+turn single tools off (CHAT_TOOLS_OFF_SETTING): a new tool of that server is on.
+
+The tools the user answered "Always for this tool" (server and tool name) run without asking,
+in every chat, until revoked in Settings -> Tools (ALWAYS_ALLOWED_SETTING); a server removed,
+or changed to run something else, loses them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import Future
-from dataclasses import asdict, dataclass, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.tools import ServerConfig, ToolUse, mcp_servers_json, parse_mcp_servers
-from app.tools.formats import GENERIC, ToolFormat
+from app.tools import ServerConfig, mcp_servers_json, parse_mcp_servers
+from app.tools.machine import tool_key
+from app.tools.rounds import ToolRound
 
 if TYPE_CHECKING:
     from app.tools import McpManager, McpTool, ServerState, ToolResult
+    from app.tools.web import WebTools
     from storage import CatalogRepository
     from ui.services.threads import GuiCalls, StorageThread
 
@@ -32,46 +38,9 @@ CHAT_TOOLS_SETTING = "chat_tools"
 CHAT_TOOL_CHOICE_SETTING = "chat_tool_choice"  # conversation id -> "required" (absent: "auto")
 CHAT_TOOLS_OFF_SETTING = "chat_tools_off"  # conversation id -> ["server/tool", ...] turned off in it
 TOOL_SETTINGS_SETTING = "tool_settings"
-
-
-@dataclass(frozen=True)
-class ToolRound:
-    """A reply offered tools: which (by the name the model sees), and which round of the
-    reply's tool loop it is; the last round may not call (so an answer comes)."""
-
-    tools: dict[str, McpTool]
-    use: ToolUse
-    round: int = 0
-    max_rounds: int = 5
-    # tool_choice "required": the first turn's grammar, which forces a call that validates
-    # against the tools' schemas (later turns may answer in text).
-    grammar: str | None = None
-    # How the chat's model writes calls (its template's own format, or the generic one):
-    # chosen with the prompt, on the storage thread (with_format), once the engine is known.
-    format: ToolFormat = GENERIC
-    required: bool = False  # "Always begin with a tool call": the grammar follows the format
-
-    @property
-    def forced_grammar(self) -> str | None:
-        return self.grammar if self.round == 0 else None
-
-    @property
-    def calling(self) -> bool:
-        return self.round < self.max_rounds - 1
-
-    def next(self) -> ToolRound:
-        return replace(self, round=self.round + 1)
-
-    def with_format(self, fmt: ToolFormat) -> ToolRound:
-        """This round in the model's own format, its forced grammar (if any) in that format."""
-        if fmt is self.format:
-            return self
-        grammar = self.grammar
-        if self.required:
-            from app.tools.agent import forced_grammar
-
-            grammar, _unforced = forced_grammar(self.use, fmt)
-        return replace(self, format=fmt, grammar=grammar)
+WEB_TOOLS_SETTING = "web_tools"  # {"searxng_url": str, "allow_private": bool}
+WEB = "chorus"  # app.tools.web.BUILT_IN: the built-in web tools, on in a chat as a server is
+ALWAYS_ALLOWED_SETTING = "tools_always_allowed"  # ["server/tool", ...]: their calls are not asked about
 
 
 @dataclass(frozen=True)
@@ -106,7 +75,10 @@ class AppTools(QObject):
         self._chat_servers: dict[int, tuple[str, ...]] = {}  # conversation id -> servers on
         self._required: set[int] = set()  # chats whose replies must begin with a call
         self._tools_off: dict[int, set[str]] = {}  # conversation id -> "server/tool" keys turned off
+        self._always: set[str] = set()  # "server/tool" keys whose calls run without asking
         self.settings = ToolSettings()
+        self.searxng_url, self.allow_private = "", False  # the web tools' settings
+        self._web_calls = ThreadPoolExecutor(4, thread_name_prefix="web-tools")  # off the GUI thread
 
     # ----- start and stop -------------------------------------------------------------------
 
@@ -115,13 +87,19 @@ class AppTools(QObject):
         def load() -> tuple[object, ...]:
             get = self.catalog.get_setting
             return (get(MCP_SERVERS_SETTING), get(CHAT_TOOLS_SETTING), get(TOOL_SETTINGS_SETTING),
-                    get(CHAT_TOOL_CHOICE_SETTING), get(CHAT_TOOLS_OFF_SETTING))
+                    get(CHAT_TOOL_CHOICE_SETTING), get(CHAT_TOOLS_OFF_SETTING), get(ALWAYS_ALLOWED_SETTING),
+                    get(WEB_TOOLS_SETTING))
 
         return self.storage.run(load, self._restored)
 
     def _restored(self, saved: tuple[object, ...]) -> None:
-        servers, chats, settings, choices, off = saved
+        servers, chats, settings, choices, off, always, web = saved
+        if isinstance(web, dict):
+            self.searxng_url = str(web.get("searxng_url") or "")
+            self.allow_private = web.get("allow_private") is True
         self.settings = ToolSettings.from_setting(settings)
+        if isinstance(always, list):
+            self._always = {key for key in always if isinstance(key, str) and "/" in key}
         if isinstance(off, dict):
             self._tools_off = {int(k): {str(n) for n in v} for k, v in off.items()
                                if str(k).isdigit() and isinstance(v, list)}
@@ -160,6 +138,8 @@ class AppTools(QObject):
         for name in list(self._configs):
             if name not in wanted and self._manager is not None:
                 self._manager.stop(name)
+        # An approval was given to what a server ran: gone or changed, it is not given again.
+        self._revoke_servers({n for n, c in self._configs.items() if wanted.get(n) != c})
         for name, config in wanted.items():
             if self._configs.get(name) != config or self.state(name) is None:
                 self._the_manager().start(config)
@@ -192,10 +172,21 @@ class AppTools(QObject):
 
     def tools(self, servers: Iterable[str] | None = None) -> tuple[McpTool, ...]:
         """The ready servers' tools (of those named, if given)."""
-        if self._manager is None:
-            return ()
         chosen = None if servers is None else set(servers)
-        return tuple(t for t in self._manager.tools() if chosen is None or t.server in chosen)
+        web = self._web().tools() if chosen and WEB in chosen else ()
+        if self._manager is None:
+            return web
+        return web + tuple(t for t in self._manager.tools() if chosen is None or t.server in chosen)
+
+    def set_web_settings(self, searxng_url: str, allow_private: bool) -> None:
+        self.searxng_url, self.allow_private = searxng_url.strip(), allow_private
+        self._save(WEB_TOOLS_SETTING, {"searxng_url": self.searxng_url, "allow_private": allow_private})
+        self.changed.emit()
+
+    def _web(self) -> WebTools:
+        from app.tools.web import WebSettings, WebTools
+
+        return WebTools(WebSettings(searxng_url=self.searxng_url, allow_private=self.allow_private))
 
     def set_settings(self, settings: ToolSettings) -> None:
         self.settings = settings
@@ -208,7 +199,7 @@ class AppTools(QObject):
 
     def chat_servers(self, conversation_id: int) -> tuple[str, ...]:
         """The servers this chat has on, among those configured."""
-        return tuple(n for n in self._chat_servers.get(conversation_id, ()) if n in self._configs)
+        return tuple(n for n in self._chat_servers.get(conversation_id, ()) if n in self._configs or n == WEB)
 
     def set_chat_servers(self, conversation_id: int, servers: Iterable[str]) -> None:
         chosen = tuple(dict.fromkeys(servers))
@@ -255,23 +246,45 @@ class AppTools(QObject):
         from app.tools import Toolbox
 
         box = Toolbox(self._the_manager(), tools)
-        use = ToolUse(box.specs())
-        grammar = None
-        if self.chat_required(conversation_id):
-            from app.tools.agent import forced_grammar
+        # A required call whose schemas the grammar cannot hold is asked for, not forced.
+        return ToolRound.offer(box.by_name, box.specs(), max_rounds=self.settings.max_rounds,
+                               choice="required" if self.chat_required(conversation_id) else "auto")
 
-            grammar, _unforced = forced_grammar(use)  # a schema it cannot hold: asked for, not forced
-        return ToolRound(dict(box.by_name), use, 0, self.settings.max_rounds, grammar,
-                         required=self.chat_required(conversation_id))
+    # ----- "Always for this tool": the tool loop's approval memory (app.tools.ApprovalMemory) --
+
+    def always_allowed(self, tool: McpTool) -> bool:
+        return tool_key(tool) in self._always
+
+    def allowed_always(self) -> tuple[str, ...]:
+        """The "server/tool" keys whose calls run without asking, in order."""
+        return tuple(sorted(self._always))
+
+    def allow_always(self, tool: McpTool) -> None:
+        self._always.add(tool_key(tool))
+        self._save_always()
+
+    def revoke_always(self, key: str) -> None:
+        """The tool's calls are asked about again."""
+        self._always.discard(key)
+        self._save_always()
+
+    def _revoke_servers(self, names: set[str]) -> None:
+        gone = {key for key in self._always if key.rsplit("/", 1)[0] in names}  # a server's name may hold "/"
+        if gone:
+            self._always -= gone
+            self._save_always()
+
+    def _save_always(self) -> None:
+        self._save(ALWAYS_ALLOWED_SETTING, sorted(self._always))
+        self.changed.emit()
 
     # ----- calls ------------------------------------------------------------------------------
 
     def submit_call(self, tool: McpTool, arguments: dict) -> Future[ToolResult]:
+        if tool.server == WEB:
+            return self._web_calls.submit(self._web().call, tool.name, arguments)
         return self._the_manager().submit_call(tool.server, tool.name, arguments, self.settings.timeout_s)
 
     def _save(self, key: str, value: object) -> None:
         self.storage.submit(self.catalog.set_setting, key, value)
 
-
-def tool_key(tool: McpTool) -> str:
-    return f"{tool.server}/{tool.name}"

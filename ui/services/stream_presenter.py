@@ -13,19 +13,23 @@ import threading
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.chats.markdown_export import tool_outcome
 from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import AttachmentRecord, MessageRecord
-from ui.services.mcp_tools import ToolRound
-from ui.widgets.chat_tab import ChatTab
-from ui.widgets.main_window import MainWindow
-from ui.widgets.message_model import MessageView, ToolCard
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.chat.message_model import MessageView, ToolCard
+from ui.widgets.window.main_window import MainWindow
+
+if TYPE_CHECKING:
+    from app.tools import ToolLoopMachine
 
 FRAME_MS = 30
 
@@ -62,9 +66,11 @@ class Stream:
     drawn: int = field(init=False)
     # The reply's reasoning (<think>...</think>) apart: its tokens and how long it thought.
     reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
-    # Tools the reply was offered (ui/controllers/tool_rounds.py reads its calls at the end);
+    # The tool loop of a reply offered tools, fed the reply's text on the GUI thread, a
+    # frame's deltas at a time (ui/controllers/tool_rounds.py takes its calls at the end);
     # while its text may still be a call, the view shows none of it.
-    tools: ToolRound | None = None
+    loop: ToolLoopMachine | None = None
+    fed: int = 0  # how much of reply the loop has been fed (all of it for a continued reply)
 
     def __post_init__(self) -> None:
         self.drawn = self.reply.end  # the view shows the message as stored: what it held before
@@ -118,12 +124,8 @@ def tool_card(m: MessageRecord, arguments: str) -> ToolCard:
     r = m.tool_result
     assert r is not None
     took = f"{r.duration_s:.2f} s" if r.duration_s is not None else ""
-    if r.denied:
-        state = "denied"
-    elif r.is_error:
-        state = " · ".join(p for p in ("error", took) if p)
-    else:
-        state = took
+    how = tool_outcome(r)
+    state = "denied" if r.denied else " · ".join(p for p in (how, took) if p)
     if r.cut_chars:
         state += f" · {r.cut_chars:,} characters cut"
     return ToolCard(r.name, arguments, m.content, state)
@@ -214,6 +216,9 @@ class StreamPresenter(QObject):
     def _apply(self, stream: Stream, update: _Pending) -> None:
         tab = self.window.view_for(stream.conversation_id)  # a chat tab or a compare pane
         delta = update.last
+        if stream.loop is not None:  # the frame's deltas as one: their text, the last one's end
+            text, stream.fed = stream.reply.since(stream.fed)
+            stream.loop.feed(delta._replace(text=text))
         if update.tokens and stream.first_token_s is None:
             stream.first_token_s = time.monotonic()
         stream.tokens += update.tokens
@@ -233,7 +238,7 @@ class StreamPresenter(QObject):
             tab.set_result(result_text(delta))
             return
         on_screen = self.window.is_showing(tab)
-        if stream.tools is not None and stream.tools.calling and stream.tools.format.might_be_call(stream.reply.text()):
+        if stream.loop is not None and stream.loop.holding:
             tab.set_state("calling a tool…" if stream.first_token_s is not None else _live_text(delta, None))
             return  # a call is shown as its card once the reply ends, not as the JSON the model writes
         if on_screen:
@@ -278,7 +283,7 @@ class StreamPresenter(QObject):
         for view in self._views(index):
             stream = self.stream_for(view.conversation_id)
             if stream is not None and stream.reply.end > stream.drawn:
-                self._draw(view, stream, status="streaming", meta=stream.live_meta())
+                self._draw(view, stream, status=_phase_status(stream.phase), meta=stream.live_meta())
 
 
 def _as_shown(stats: RequestStats, stream: Stream) -> RequestStats:
@@ -290,13 +295,22 @@ def _as_shown(stats: RequestStats, stream: Stream) -> RequestStats:
 
 
 def _live_status(delta: Delta) -> str:
-    return {Phase.QUEUED: "queued", Phase.PREFILLING: "prefilling"}.get(delta.phase, "streaming")
+    return _phase_status(delta.phase)
+
+
+def _phase_status(phase: Phase) -> str:
+    """A live reply's status as its bubble shows it: the engine's phase, never a guess (a
+    preempted reply is queued again though it has text)."""
+    live = {Phase.QUEUED: "queued", Phase.RESTORING: "prefilling", Phase.PREFILLING: "prefilling"}
+    return live.get(phase, "streaming")
 
 
 def _live_text(delta: Delta, stream: Stream | None) -> str:
     if delta.phase is Phase.QUEUED:
-        pos = delta.progress[0] if delta.progress else "?"
-        return f"queued (position {pos})"
+        pos = delta.progress[0] if delta.progress else 0
+        return f"queued (position {pos})" if pos > 0 else "queued"
+    if delta.phase is Phase.RESTORING:
+        return "restoring from cache…"
     if delta.phase is Phase.PREFILLING and delta.progress:
         done, total = delta.progress
         return f"reading the prompt ({100 * done // max(1, total)}%)"

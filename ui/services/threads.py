@@ -40,6 +40,7 @@ class StorageThread:
     def __init__(self, on_error: Callable[[Exception], None]) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-storage")
         self._on_error = on_error
+        self._closed = False  # shut down: the window is closing, its views get no more results
 
     def submit(self, work: Callable[..., T], *args: Any) -> Future[T]:
         return self.executor.submit(work, *args)
@@ -48,21 +49,36 @@ class StorageThread:
             failed: Callable[[Exception], Any] | None = None) -> asyncio.Task:
         """work() on the storage thread; then(result) back on the GUI thread. If work
         raises, failed(exc) there too (a view puts back what it showed as done), after the
-        window's one-line message."""
+        window's one-line message.
+
+        The work is queued here and now, not when the task first runs: a write asked for
+        just before the window closes would otherwise reach the thread after `shutdown`
+        (or never, the loop having stopped) and be lost. Queued now, `shutdown` drains it,
+        in order. Their `then` is left undone once the thread is shut down: the window is
+        gone, and a reply would only ask for more (tabs reopened, models listed)."""
+        try:
+            queued = asyncio.wrap_future(self.executor.submit(work))
+        except RuntimeError as exc:  # asked for after shutdown: logged below, not raised in a view
+            queued = asyncio.get_event_loop().create_future()
+            queued.set_exception(exc)
 
         async def hop() -> None:
             try:
-                result = await asyncio.get_running_loop().run_in_executor(self.executor, work)
+                result = await queued
             except Exception as exc:
                 log.error("storage call failed: %s", exc)
+                if self._closed:
+                    return  # the window is gone: the log alone says so
                 self._on_error(exc)
                 if failed is not None:
                     failed(exc)
                 return
-            if then is not None:
+            if then is not None and not self._closed:
                 then(result)
 
         return asyncio.ensure_future(hop())
 
     def shutdown(self) -> None:
+        """Once every call asked for so far is done, in order (the writes of a closing window)."""
+        self._closed = True
         self.executor.shutdown(wait=True)

@@ -1,19 +1,22 @@
 """The window as the user left it: geometry, the open chats and comparisons in their tab
 order, the tab in front, the chat of the split view, whether the sidebar is hidden, the
-preset chosen for new chats, each chat tab's unread or failed mark and the text typed in its
-composer but not sent; saved at exit (and, a moment after the typing pauses, while a
-composer changes) and restored at the next start."""
+preset chosen for new chats, each chat tab's unread or failed mark and its draft (the text
+typed in its composer but not sent, and the files attached to it, read again at the start);
+saved at exit (and, a moment after the typing pauses, while a composer or its files change)
+and restored at the next start."""
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QByteArray, QTimer
 
+from storage import discard_unused
 from ui.services.context import ControllerContext
-from ui.widgets.chat_tab import ChatTab
-from ui.widgets.compare_view import CompareView
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.compare.compare_view import CompareView
 
 WINDOW_SETTING = "window"
 CHAT, COMPARISON = "chat", "comparison"
@@ -41,6 +44,7 @@ class WindowState:
 
     def _watch(self, tab: ChatTab) -> None:
         tab.composer.textChanged.connect(self._draft_timer.start)  # each key restarts the wait
+        tab.composer_box.tray.changed.connect(self._draft_timer.start)  # a file attached or removed
 
     def _save_drafts(self) -> None:
         if not self._restoring:
@@ -54,9 +58,12 @@ class WindowState:
         return self.ctx.storage.run(self._saved, self._restore)
 
     def _saved(self) -> dict | None:
-        """Read on the storage thread; tabs of conversations deleted since are dropped."""
+        """Read on the storage thread; tabs of conversations deleted since are dropped, and
+        so are the chats nothing was sent in but those with a draft (a tab left empty at
+        the last quit, or before a crash)."""
         repo, catalog = self.ctx.repo, self.ctx.catalog
         saved = catalog.get_setting(WINDOW_SETTING)
+        discard_unused(repo.db, keep=[int(draft[0]) for draft in (saved or {}).get("drafts", [])])
         if not saved:
             return None
         alive = {CHAT: {c.id for c in repo.list_conversations(include_archived=True)},
@@ -75,7 +82,7 @@ class WindowState:
         for kind, ident in saved["open"]:  # each opens after one storage hop, in this order
             (window.open_requested if kind == CHAT else window.open_comparison_requested).emit(ident)
         self._select_preset(saved.get("preset"))
-        window.sidebar_action.setChecked(saved.get("sidebar", True))
+        window.menus.sidebar_action.setChecked(saved.get("sidebar", True))
         # After every tab above is open: the storage thread answers in order.
         self.ctx.storage.run(lambda: None, lambda _none: self._reopened(saved))
 
@@ -86,11 +93,11 @@ class WindowState:
             self._select(*current)
         split = self.ctx.window.tab_for(int(saved.get("split") or 0))
         if split is not None and self.ctx.window.tabs.count() > 1:  # never the bar's last tab
-            self.ctx.window.open_in_split(split)
-        for ident, text in saved.get("drafts", []):
+            self.ctx.window.open_in_split(split, float(saved.get("split_ratio") or 0.5))
+        for ident, text, *files in saved.get("drafts", []):  # files: since issue 39
             tab = self.ctx.window.tab_for(int(ident))
-            if tab is not None and not tab.composer.toPlainText():
-                tab.composer.setPlainText(text)
+            if tab is not None:
+                tab.restore_draft(text, [Path(p) for p in (files[0] if files else [])])
         if self.marks is not None:  # after the tab in front is chosen: its tab has been seen
             self.marks.restore_marks({int(ident): name for ident, name in saved.get("marks", [])})
         self._restoring = False
@@ -122,10 +129,11 @@ class WindowState:
             "current": _tab_key(current) if current is not None else None,
             "preset": window.selected_preset(),
             "split": split.conversation_id if split is not None else None,  # reopened last, then split
-            "sidebar": window.sidebar_action.isChecked(),
-            # JSON keys are strings: pairs keep the conversation ids ints.
-            "drafts": [[t.conversation_id, t.unsent_text()] for t in tabs
-                       if isinstance(t, ChatTab) and t.unsent_text()],
+            "split_ratio": window.chat_split.ratio,  # where the user left the divider
+            "sidebar": window.menus.sidebar_action.isChecked(),
+            # JSON keys are strings: lists keep the conversation ids ints.
+            "drafts": [[t.conversation_id, t.unsent_text(), [str(p) for p in t.unsent_files()]] for t in tabs
+                       if isinstance(t, ChatTab) and (t.unsent_text() or t.unsent_files())],
             "marks": [[ident, name] for ident, name in marks.items()],
         }
         return self.ctx.storage.submit(self.ctx.catalog.set_setting, WINDOW_SETTING, state)

@@ -10,7 +10,7 @@ from app.tools.formats.generic import GenericFormat
 from app.tools.formats.hermes import HermesFormat
 from app.tools.formats.llama3 import Llama3Format
 from app.tools.formats.mistral import MistralFormat
-from inference import EngineError, template_supports_tools
+from inference import EngineClient, template_supports_tools
 
 GENERIC = GenericFormat()
 NATIVE: tuple[ToolFormat, ...] = (MistralFormat(), HermesFormat(), Llama3Format())  # the first that detects
@@ -23,14 +23,11 @@ def format_for_template(source: str | None) -> ToolFormat:
     return next((f for f in NATIVE if f.detects(source)), GENERIC)
 
 
-def format_of_engine(engine: object) -> ToolFormat:
-    """The tool format of an engine's model: a local engine tells its template
-    (chat_template()); another (a remote server's) gets the generic format."""
-    template = getattr(engine, "chat_template", None)
-    try:
-        return format_for_template(template() if callable(template) else None)
-    except EngineError:  # not running
-        return GENERIC
+def format_of_engine(engine: EngineClient) -> ToolFormat:
+    """The tool format of an engine's model: a local engine tells its template (ModelInfo);
+    another (a remote server's) gets the generic format."""
+    info = engine.info
+    return format_for_template(info.chat_template if info is not None else None)
 
 
 __all__ = ["GENERIC", "NATIVE", "GenericFormat", "HermesFormat", "Llama3Format", "MistralFormat", "ToolFormat",

@@ -9,13 +9,12 @@ for templates without one: tools described in the system prompt, calls as plain 
 from __future__ import annotations
 
 import json
-import re
 from abc import ABC, abstractmethod
 from typing import Any
 
 from app.tools.grammar import MAX_PARALLEL, call_grammar
 from app.tools.types import Tool, ToolCall, ToolUse, new_call_id
-from inference import schema_grammar
+from inference import lark_grammar, lark_json, lark_literal
 
 JSON = json.JSONDecoder()
 
@@ -98,23 +97,23 @@ def json_values(text: str) -> list[Any] | None:
 
 def wrapped_grammar(use: ToolUse, call_schema: Any, before: str = "", after: str = "", joiner: str = "",
                     opening: str = "", closing: str = "") -> str:
-    """GBNF of one call (up to MAX_PARALLEL, joined by joiner, when parallel and required) as
-    call_schema(tool) JSON, each between before and after, all between opening and closing;
-    the JSON's rules come from the schema converter, its root renamed. Checked by
-    call_grammar first, so that an unenforceable keyword names its tool."""
+    """The grammar (Lark, llguidance's) of one call (up to MAX_PARALLEL, joined by joiner, when
+    parallel and required) as call_schema(tool) JSON, each between before and after, all
+    between opening and closing. Checked by call_grammar first, so that an unenforceable
+    keyword names its tool."""
     call_grammar(use)
     one = [call_schema(t) for t in use.callable]
-    rules = schema_grammar(one[0] if len(one) == 1 else {"anyOf": one})
-    rules = re.sub(r"^root ::=", "call-json ::=", rules, count=1, flags=re.M)
-    item = f"{gbnf_literal(before)} call-json {gbnf_literal(after)}"
+    schema = one[0] if len(one) == 1 else {"anyOf": one}
     many = use.parallel and use.choice == "required"
-    more = f" ({gbnf_literal(joiner)} call-item)?" * (MAX_PARALLEL - 1) if many else ""
-    root = f"root ::= {gbnf_literal(opening)} call-item{more} {gbnf_literal(closing)}"
-    return f"{root}\ncall-item ::= {item}\n{rules}"
+    more = f" ({_literal(joiner)} call_item)?" * (MAX_PARALLEL - 1) if many else ""
+    lark = (f"start: {_literal(opening)} call_item{more} {_literal(closing)}\n"
+            f"call_item: {_literal(before)} call_json {_literal(after)}\n"
+            f"call_json: {lark_json(schema)}\n")
+    return lark_grammar(lark, (schema,))
 
 
-def gbnf_literal(text: str) -> str:
-    return json.dumps(text) if text else '""'
+def _literal(text: str) -> str:
+    return lark_literal(text) if text else ""
 
 
 def call_schema(tool: Tool, key: str = "arguments") -> dict:

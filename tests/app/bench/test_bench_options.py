@@ -105,7 +105,7 @@ def test_the_engine_bench_runs_speculation_beside_its_absence_on_fresh_engines(m
     assert "speculation off    decode tok/s" in table and "ratio decode, lookup/off" in table
     # The same chat twice more on that engine: its prompt cached (one step computes its last
     # token), so at least a token a step; whether the planner drafts from the pool within 64
-    # tokens depends on the machine's step costs (tests/inference/spec covers the pool).
+    # tokens depends on the machine's step costs (tests/inference/speculative covers the pool).
     assert len(report["repeats"]) == 2
     assert all(again["generated_per_step"] >= 0.95 for again in report["repeats"])
     assert "again #2 on the same engine" in table

@@ -1,5 +1,6 @@
 """`make gpu-check`'s pieces that run without a GPU: the refusal, the NVML sampler on a
-stand-in source, and the JSON summary's assembly."""
+stand-in source, the JSON summary's assembly (the 8-chat claim among it), the bench's
+command, and a missing prepared folder."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -117,10 +119,39 @@ def test_each_step_gets_its_cap_but_never_past_the_deadline() -> None:
     assert deadline.cap(90.0) == 0.0
 
 
-def test_bench_commands_offload_every_layer_and_time_native_decode_when_greedy() -> None:
-    greedy = bench_command(Path("/v/bin/python"), 32, "greedy", None)
-    assert greedy[:4] == ["/v/bin/python", "-m", "app", "bench"]
+def test_bench_commands_run_the_engine_bench_alone_offload_every_layer_and_time_native_decode_when_greedy() -> None:
+    greedy = bench_command(Path("/usr/bin/python3"), 32, "greedy", Path("/w/m.gguf"))
+    assert greedy[:3] == ["/usr/bin/python3", "-m", "app.bench.engine_main"]
     assert greedy[greedy.index("--chats") + 1] == "32" and greedy[greedy.index("--gpu-layers") + 1] == "999"
-    assert "--native" in greedy and "--json" in greedy
-    sampled = bench_command(Path("/v/bin/python"), 8, "default", "model.gguf")
-    assert "--native" not in sampled and sampled[-2:] == ["--model", "model.gguf"]
+    assert greedy[greedy.index("--model") + 1] == "/w/m.gguf" and "--native" in greedy
+    sampled = bench_command(Path("/usr/bin/python3"), 8, "default", Path("m.gguf"), max_tokens=4, gpu_layers=0)
+    assert "--native" not in sampled and sampled[sampled.index("--sampling") + 1] == "default"
+    assert sampled[sampled.index("--max-tokens") + 1] == "4" and sampled[sampled.index("--gpu-layers") + 1] == "0"
+
+
+def bench_json(gen: float, decode: float) -> str:
+    return json.dumps({"engine": {"gen_tok_s": gen, "decode_tok_s": decode, "host_ms_per_step": 0.5}})
+
+
+def test_the_summary_says_how_each_size_scales_over_one_chat_and_whether_the_8_chat_claim_holds() -> None:
+    runs = [run_report(1, "greedy", 5.0, bench_json(100.0, 120.0), None, []),
+            run_report(8, "greedy", 6.0, bench_json(400.0, 480.0), None, []),
+            run_report(32, "greedy", 7.0, None, "timed out after 60 s", []),
+            run_report(1, "default", 5.0, bench_json(90.0, 100.0), None, []),
+            run_report(8, "default", 6.0, bench_json(90.0 * 3.4, 100.0 * 3.6), None, [])]
+    out = summary({"ok": True}, runs, 30.0)
+    assert out["scaling"] == {"greedy": {"8": {"gen_tok_s": 4.0, "decode_tok_s": 4.0}},
+                              "default": {"8": {"gen_tok_s": 3.4, "decode_tok_s": 3.6}}}
+    assert out["claim"] == {"chats": 8, "at_least": 3.5, "gen_tok_s": {"ratio": 4.0, "holds": True},
+                            "decode_tok_s": {"ratio": 4.0, "holds": True}}
+    no_single = summary({"ok": True}, runs[1:3], 30.0)
+    assert no_single["scaling"] == {}  # no 1-chat run: nothing to scale by
+    assert no_single["claim"] == {"chats": 8, "at_least": 3.5}
+
+
+def test_a_check_without_the_prepared_folder_says_how_to_make_it_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "app.bench.gpu_check", "--backend", "cpu",
+                           "--prepared", str(tmp_path / "none")], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert done.returncode == NO_GPU + 1 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "make gpu-prepare" in done.stderr

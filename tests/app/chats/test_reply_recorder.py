@@ -7,6 +7,7 @@ import pytest
 from app.chats.recorder import ReplyRecorder
 from inference.outputs import Delta, FinishReason, RequestStats
 from storage import ChatRepository, MessageStatus, open_database
+from tests.support.databases import seed_database
 
 
 class FakeClock:
@@ -31,7 +32,7 @@ class CountingRepository(ChatRepository):
 
 @pytest.fixture
 def repo(tmp_path):
-    db = open_database(tmp_path / "chats.db")
+    db = open_database(seed_database(tmp_path / "chats.db"))
     yield CountingRepository(db)
     db.close()
 

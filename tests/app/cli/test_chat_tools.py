@@ -70,3 +70,17 @@ def test_a_malformed_mcp_config_is_one_line_before_the_model_loads(data_dir, tmp
     assert out.returncode == 2
     expected = f'chorus: {config}: mcpServers.time.args: must be a list of strings, got "mcp-server-time"'
     assert out.stderr.strip() == expected
+
+
+@pytest.mark.model
+def test_tools_web_offers_fetch_and_runs_it_on_the_stand_in(data_dir):
+    from tests.support.web_stand_in import stand_in_web
+
+    with stand_in_web() as base:
+        out = chorus(data_dir, "chat", "--tools", "web", "--allow-private-addresses", "--tool-choice", "required",
+                     "--yes", "--max-tool-rounds", "2", "--max-tokens", "60", "--temperature", "0",
+                     stdin=f"What is the heading of the page at {base}/page ?\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "[tool] fetch(" in out.stdout or "[tool] web_search(" in out.stdout
+    [(_, messages)] = saved_chats(data_dir)
+    assert [m.role for m in messages[:3]] == ["user", "assistant", "tool"]

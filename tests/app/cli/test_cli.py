@@ -36,20 +36,36 @@ def command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ())
     return paths
 
 
+def test_chat_has_an_option_for_each_sampling_field_the_table_gives_it() -> None:
+    """--top-k, --min-p and the rest come from the engine's table, with its defaults."""
+    from app.cli.chat import sampling_from_args
+    from inference import SamplingParams
+
+    assert sampling_from_args(parse(["chat"])) == SamplingParams()
+    chosen = parse(["chat", "--temperature", "0.2", "--top-k", "5", "--top-p", "0.5", "--min-p", "0.1",
+                    "--repeat-penalty", "1.3", "--seed", "9", "--max-tokens", "30"])
+    assert sampling_from_args(chosen) == SamplingParams(temperature=0.2, top_k=5, top_p=0.5, min_p=0.1,
+                                                        repeat_penalty=1.3, seed=9, max_tokens=30)
+
+
 def test_every_command_is_there_with_a_handler() -> None:
     parser = build_parser()
     paths = command_paths(parser)
     assert set(paths) == {
         ("chat",), ("ask",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
+        ("batch",), ("batch", "run"), ("batch", "list"), ("batch", "status"), ("batch", "cancel"),
+        ("batch", "export"),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
-        ("bench-grammar",), ("bench-documents",), ("bench-agents",),
+        ("bench-grammar",), ("bench-schemas",), ("bench-documents",), ("bench-agents",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
         ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
-    required = {"ask": ["f.txt", "-q", "x"], "export": ["out.md"], "import": ["in.json"], "backup": ["copy.db"],
-                "rm": ["x"], "defaults": ["x"], "search": ["gemma"], "pull": ["owner/repo"]}
+    required = {"ask": ["f.txt", "-q", "x"], "bench-schemas": ["--data", "sets"], "export": ["out.md"],
+                "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"], "search": ["gemma"],
+                "pull": ["owner/repo"], "status": ["job_1"],
+                "cancel": ["job_1"], "batch export": ["job_1", "out.csv"]}
     for path in paths:
-        args = parser.parse_args([*path, *required.get(path[-1], [])])
+        args = parser.parse_args([*path, *required.get(" ".join(path), required.get(path[-1], []))])
         assert callable(args.handler), path
 
 
@@ -59,6 +75,15 @@ def test_every_help_exits_zero(words: tuple[str, ...], capsys) -> None:
         main([*words, "--help"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: {' '.join(('chorus', *words))} ")
+
+
+def test_the_command_line_loads_no_llama_cpp_until_a_command_needs_it() -> None:
+    """`chorus app` is the window's process: every command module is imported to build the
+    parser, so none may load llama.cpp at import (ask, chat, serve and the benchmarks did)."""
+    code = ("import sys; from app.cli.main import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'llama_cpp'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_bare_chorus_is_a_terminal_chat() -> None:
@@ -112,10 +137,10 @@ def test_terminal_chat_streams_a_reply(data_dir):
     assert "tokens, first after" in out.stderr
 
 
-def test_chat_on_a_broken_model_is_a_clear_error(tmp_path):
+def test_chat_on_a_broken_model_is_a_clear_error(tmp_path, capsys):
     bad = tmp_path / "bad.gguf"
     bad.write_text("not a model")
-    out = chorus(tmp_path, "chat", "--model", str(bad), stdin="hi\n")
+    out = chorus_in_process(capsys, tmp_path, "chat", "--model", str(bad))  # refused before any input
     assert out.returncode == 2
     assert "not a GGUF model file" in out.stderr
 
@@ -432,11 +457,11 @@ def test_a_truncated_model_is_one_line_and_llama_cpp_s_own_lines_come_with_v(tmp
     assert verbose.returncode == 2 and "llama.cpp: llama_model_load: error loading model" in verbose.stderr
 
 
-def test_a_model_path_in_a_symlink_loop_says_so(tmp_path):
+def test_a_model_path_in_a_symlink_loop_says_so(tmp_path, capsys):
     """Issue 25: a link loop said "model file not found"; the reason is the loop."""
     (tmp_path / "a.gguf").symlink_to(tmp_path / "b.gguf")
     (tmp_path / "b.gguf").symlink_to(tmp_path / "a.gguf")
-    out = chorus(tmp_path, "chat", "--model", str(tmp_path / "a.gguf"), stdin="hi\n")
+    out = chorus_in_process(capsys, tmp_path, "chat", "--model", str(tmp_path / "a.gguf"))  # refused before any input
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "symbolic links" in out.stderr and "not found" not in out.stderr, out.stderr
 
@@ -480,3 +505,48 @@ def test_a_message_typed_on_a_full_disk_is_kept_and_saved_when_room_returns(tmp_
     assert chat.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
     assert stderr.count("the disk is full") == 1 and "press Enter to try again" in stderr
     assert [m.content for m in saved] == [message.strip()]
+
+
+@pytest.mark.parametrize("there_before", ["nothing", "a database"])
+def test_a_data_folder_that_cannot_be_written_is_one_line_and_exit_status_2(tmp_path, capsys, there_before):
+    """Issue 39: a PermissionError (app/paths.py) or "unable to open database file", each a traceback."""
+    from tests.support.filesystems import read_only_folder
+
+    target = tmp_path / "ro" / "chorus"
+    if there_before == "a database":
+        assert chorus_in_process(capsys, target, "list").returncode == 0
+    with read_only_folder(tmp_path / "ro"):
+        out = chorus_in_process(capsys, target, "list")
+    assert out.returncode == 2
+    [line] = out.stderr.splitlines()
+    said = (f"the data folder {target} cannot be created" if there_before == "nothing"
+            else f"the chat database cannot be opened: {target / 'chorus.db'}")
+    assert line.startswith(f"chorus: {said}"), line
+
+
+def test_a_disk_with_8_kb_left_is_one_line_and_exit_status_2(tmp_path, capsys):
+    """Issue 39: opening the database there was a "disk I/O error" traceback."""
+    from tests.support.filesystems import fill, small_filesystem
+
+    with small_filesystem(tmp_path / "disk", "1m") as disk:
+        fill(disk, leave=8 * 1024)
+        out = chorus_in_process(capsys, disk / "chorus", "list")
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        f"chorus: the disk is full: {disk / 'chorus' / 'chorus.db'} could not be written; free some space"]
+
+
+@pytest.mark.model
+def test_a_chat_leaves_nothing_but_private_files_in_the_data_folder(data_dir, usual_umask):
+    """Issue 39: chorus.db, its -wal/-shm and the prompt cache's files (written by the
+    engine's writer thread) were 0644 in 0755 folders at the usual umask; the models folder
+    the fixture made 0755 is tightened on start, the model it links to left alone."""
+    import stat
+
+    long_prompt = "Tell me about the lighthouse keeper who collected the names of passing ships. " * 16
+    out = chorus(data_dir, "chat", "--max-tokens", "8", "--temperature", "0", stdin=f"{long_prompt}\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert list((data_dir / "kv-cache").rglob("*.kvs"))  # (-wal and -shm go when the last connection closes)
+    made = [p for p in (data_dir, *data_dir.rglob("*")) if not p.is_symlink()]
+    modes = {str(p.relative_to(data_dir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in made}
+    assert modes == {name: "0o700" if (data_dir / name).is_dir() else "0o600" for name in modes}

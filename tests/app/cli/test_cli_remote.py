@@ -4,10 +4,12 @@ against a real Chorus server is in test_remote_client.py."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 
 from storage import MessageStatus
+from tests.support.cli import chorus_in_process
 from tests.support.remote_standins import Handler, openai_like, piece, reply, standin, usage
 from tests.support.terminal_chat import TerminalChat, saved_chats
 
@@ -21,7 +23,8 @@ def test_a_remote_reply_is_streamed_and_saved_like_a_local_one(tmp_path):
         chat.wait_for("bot> Hello there")
         chat.type("/quit")
         assert chat.finish() == 0
-    assert srv.seen[1].body["model"] == "standin-7b" and srv.seen[1].body["temperature"] == 0.0
+    [asked] = [s for s in srv.seen if s.body is not None]  # after GETs of /models: the chat
+    assert asked.body["model"] == "standin-7b" and asked.body["temperature"] == 0.0
     assert {s.headers["Authorization"] for s in srv.seen} == {f"Bearer {KEY}"}
     assert KEY not in chat.out + chat.err
     assert "[2 tokens" in chat.err and "0/9 prompt tokens cached" in chat.err  # counts from usage
@@ -83,26 +86,33 @@ def test_a_server_dying_mid_reply_is_saved_as_an_error(tmp_path):
     assert (messages[-1].status, messages[-1].content) == (MessageStatus.ERROR, "Half a")
 
 
-def run_refused(tmp_path, *args: str) -> TerminalChat:
-    chat = TerminalChat(tmp_path, *args)
-    assert chat.finish() == 2
-    assert chat.err.count("\n") == 1 and chat.err.startswith("chorus: ") and "Traceback" not in chat.err
+def run_refused(capsys, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    """`chorus chat` refused before its first prompt, through the entry point in this process
+    (what is checked is its status and its stderr, not the process: a process each cost
+    ~1 s of imports; the streaming cases above run the real one)."""
+    try:
+        chat = chorus_in_process(capsys, tmp_path, "chat", *args)
+    except SystemExit as exit_:  # an argument error, as argparse ends the process
+        out = capsys.readouterr()
+        chat = subprocess.CompletedProcess(args, exit_.code, out.out, out.err)
+    assert chat.returncode == 2
+    assert chat.stderr.count("\n") == 1 and chat.stderr.startswith("chorus: ") and "Traceback" not in chat.stderr
     return chat
 
 
-def test_refusals_are_one_line_and_exit_2(tmp_path):
+def test_refusals_are_one_line_and_exit_2(tmp_path, capsys):
     with standin(lambda h: h.answer(401, {"error": {"message": "bad key"}})) as srv:
-        chat = run_refused(tmp_path, "--server", srv.url, "--api-key", KEY)
-        assert "refused the API key (401): bad key" in chat.err and KEY not in chat.err
+        chat = run_refused(capsys, tmp_path, "--server", srv.url, "--api-key", KEY)
+        assert "refused the API key (401): bad key" in chat.stderr and KEY not in chat.stderr
     with standin(openai_like(reply(["x"]), models=("a", "b"))) as srv:
-        chat = run_refused(tmp_path, "--server", srv.url)
-        assert "serves 2 models (a, b): pick one with --remote-model" in chat.err
-        chat = run_refused(tmp_path, "--server", srv.url, "--remote-model", "c")
-        assert "has no model 'c' (it has: a, b)" in chat.err
-    chat = run_refused(tmp_path, "--server", "http://127.0.0.1:1/v1")
-    assert "refused the connection: is the server running?" in chat.err
-    chat = run_refused(tmp_path, "--server", "localhost:8080")
-    assert "not an http(s) URL" in chat.err
-    chat = run_refused(tmp_path, "--api-key", KEY)
-    assert "go with --server URL" in chat.err and KEY not in chat.err
+        chat = run_refused(capsys, tmp_path, "--server", srv.url)
+        assert "serves 2 models (a, b): pick one with --remote-model" in chat.stderr
+        chat = run_refused(capsys, tmp_path, "--server", srv.url, "--remote-model", "c")
+        assert "has no model 'c' (it has: a, b)" in chat.stderr
+    chat = run_refused(capsys, tmp_path, "--server", "http://127.0.0.1:1/v1")
+    assert "refused the connection: is the server running?" in chat.stderr
+    chat = run_refused(capsys, tmp_path, "--server", "localhost:8080")
+    assert "not an http(s) URL" in chat.stderr
+    chat = run_refused(capsys, tmp_path, "--api-key", KEY)
+    assert "go with --server URL" in chat.stderr and KEY not in chat.stderr
     assert saved_chats(tmp_path) == []

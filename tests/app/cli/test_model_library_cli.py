@@ -36,8 +36,8 @@ def rows(stdout: str) -> dict[str, str]:
     return {line.split()[0]: line for line in stdout.splitlines()[1:] if line and not line.startswith(" ")}
 
 
-def test_list_shows_the_library_and_the_catalogs_other_models(base, tmp_path):
-    out = chorus(base, "models", "list")
+def test_list_shows_the_library_and_the_catalogs_other_models(base, tmp_path, capsys):
+    out = chorus_in_process(capsys, base, "models", "list")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:6] == ["NAME", "SIZE", "SOURCE", "LAST", "USED", "STATE"]
     listed = rows(out.stdout)
@@ -48,7 +48,7 @@ def test_list_shows_the_library_and_the_catalogs_other_models(base, tmp_path):
     assert listed["smollm2-135m"].endswith("installed      ctx 2048, threads 2")
     assert "not installed" in listed["gemma3-270m"] and "chorus models fetch gemma3-270m" in listed["gemma3-270m"]
     assert f"    {tmp_path / 'mine.gguf'}" in out.stdout.splitlines()
-    bare = chorus(base, "models")  # a bare `models` lists too
+    bare = chorus_in_process(capsys, base, "models")  # a bare `models` lists too
     assert bare.stdout == out.stdout
 
 
@@ -96,47 +96,47 @@ def test_unknown_names_are_one_line_errors(base, capsys):
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, words
 
 
-def test_rm_off_a_terminal_needs_yes(base):
+def test_rm_off_a_terminal_needs_yes(base, capsys):
     first = base / "models" / "Big-Q4_K_M-00001-of-00002.gguf"
     refused = chorus(base, "models", "rm", "Big-Q4_K_M-00001-of-00002.gguf")  # stdin is a pipe
     assert refused.returncode == 2
     assert "not on a terminal: pass --yes" in refused.stderr and "delete 2 file(s), 2.0 MB" in refused.stderr
     assert first.exists()
-    done = chorus(base, "models", "rm", "Big-Q4_K_M-00001-of-00002.gguf", "--yes")
+    done = chorus_in_process(capsys, base, "models", "rm", "Big-Q4_K_M-00001-of-00002.gguf", "--yes")
     assert (done.returncode, done.stdout) == (0, "removed Big-Q4_K_M-00001-of-00002.gguf\n")
     assert not first.exists() and not first.with_name("Big-Q4_K_M-00002-of-00002.gguf").exists()
-    assert "Big-Q4_K_M" not in chorus(base, "models", "list").stdout
+    assert "Big-Q4_K_M" not in chorus_in_process(capsys, base, "models", "list").stdout
 
 
-def rm_on_a_terminal(base: Path, name: str, answer: str) -> subprocess.CompletedProcess:
-    """`chorus models rm NAME` with a pseudo-terminal as its stdin, answering the question."""
+def rm_on_a_terminal(capsys, monkeypatch, base: Path, name: str, answer: str) -> subprocess.CompletedProcess:
+    """`chorus models rm NAME` with a pseudo-terminal as its stdin, answering the question
+    (through the entry point in this process: the command asks sys.stdin whether it is a
+    terminal, and a pty is one; a process each cost ~1 s of imports)."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "CHORUS_DATA_DIR": str(base)}
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "app", "models", "rm", name], stdin=follower,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         os.write(leader, answer.encode() + b"\n")
-        out, err = proc.communicate(timeout=120)
+        with open(follower, encoding="utf-8", closefd=False) as terminal:
+            monkeypatch.setattr(sys, "stdin", terminal)
+            return chorus_in_process(capsys, base, "models", "rm", name)
     finally:
         os.close(leader)
         os.close(follower)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_rm_on_a_terminal_asks_first(base, tmp_path):
+def test_rm_on_a_terminal_asks_first(base, tmp_path, capsys, monkeypatch):
     path = base / "models" / SMOL.filename
-    kept = rm_on_a_terminal(base, "smollm2-135m", "n")
+    kept = rm_on_a_terminal(capsys, monkeypatch, base, "smollm2-135m", "n")
     assert kept.returncode == 1 and "nothing removed" in kept.stderr
     assert kept.stdout.startswith(f"Remove smollm2-135m: delete 1 file(s), 98.0 KB: {path}? [y/N]")
     assert path.exists()
-    removed = rm_on_a_terminal(base, "smollm2-135m", "y")
+    removed = rm_on_a_terminal(capsys, monkeypatch, base, "smollm2-135m", "y")
     assert removed.returncode == 0 and removed.stdout.endswith("removed smollm2-135m\n")
     assert not path.exists()
     # a local file elsewhere is forgotten, not deleted
-    forgot = rm_on_a_terminal(base, "mine.gguf", "yes")
+    forgot = rm_on_a_terminal(capsys, monkeypatch, base, "mine.gguf", "yes")
     assert "forget" in forgot.stdout and forgot.stdout.endswith("was kept\n")
     assert (tmp_path / "mine.gguf").exists()
-    assert set(rows(chorus(base, "models", "list").stdout)) == {
+    assert set(rows(chorus_in_process(capsys, base, "models", "list").stdout)) == {
         "Big-Q4_K_M-00001-of-00002.gguf", "smollm2-135m", "gemma3-270m"}
 
 

@@ -19,11 +19,14 @@ from app.documents import (
     split_chunks,
     with_cited,
 )
+from inference import reply_room
 from storage import DocumentRepository, NewDocument, SourceRecord
 
 
 class WordTokens:
     """One token a word: enough to make budgets exact in a test."""
+
+    exact = True
 
     def count(self, text: str) -> int:
         return len(text.split())
@@ -164,3 +167,53 @@ def test_a_chip_says_what_a_document_costs_and_whether_it_fits_whole():
     assert fit_text("a.md", text, None, WordTokens(), 400).endswith("tokens · too long: excerpts")
     assert fit_text("a.md", text, None, WordTokens(), None) == "303 tokens"
     assert fit_text("a.md", text, None, GuessedTokens(), None).startswith("≈")
+
+
+class RecordingTokens(WordTokens):
+    """WordTokens that remembers the length of every text it was asked to count."""
+
+    def __init__(self) -> None:
+        self.lengths: list[int] = []
+
+    def count(self, text: str) -> int:
+        self.lengths.append(len(text))
+        return super().count(text)
+
+
+def test_documents_far_over_the_context_are_not_counted_as_one_block(repo, db):
+    """Bounded by characters first: 2 documents of 40,000 words against a 500-token context go
+    to retrieval without their joined block being counted (a 50 MB file took minutes so)."""
+    big = [document(f"log{i}.txt", f"entry {i} of the warranty log. " * 8000) for i in range(2)]
+    path, before, turns = stored(repo, big, "What does the warranty log say?")
+    counter = RecordingTokens()
+    prompt = chat_prompt(turns, path, before, DocumentRepository(db), counter, 500, 256)
+    assert prompt.retrieval and prompt.document_tokens <= 500 - reply_room(500, 256)  # the engine's room
+    each = max(len(d.text) for d in big) + 100  # one document as rendered, with its tag
+    assert max(counter.lengths) <= each
+    rendered = [f'<document name="{d.name}">\n{d.text.strip()}\n</document>' for d in big]
+    assert [d.tokens for d in prompt.documents] == [WordTokens().count(r) for r in rendered]
+
+
+class CountingEngine:
+    """The one call EngineTokens makes of an engine client, counted."""
+
+    info = object()
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_tokens(self, texts):
+        self.calls += 1
+        return [len(t.split()) for t in texts]
+
+
+def test_the_engine_counts_a_long_text_once_for_every_question():
+    from app.documents import EngineTokens
+
+    engine = CountingEngine()
+    counter = EngineTokens(engine)  # type: ignore[arg-type]
+    long_text = "word " * 10_000
+    assert [counter.count(long_text) for _ in range(8)] == [10_000] * 8
+    assert engine.calls == 1
+    assert counter.count("a short question") == 3 and counter.count("a short question") == 3
+    assert engine.calls == 3  # short texts are not worth remembering

@@ -108,3 +108,20 @@ def test_a_missing_converter_library_is_said_so_not_called_damage(tmp_path):
                           cwd=Path(__file__).parents[3])
     assert done.stdout.strip() == ("stock.xlsx cannot be read: this Chorus lacks the library that reads "
                                    "an Excel workbook (markitdown[xlsx])")
+
+
+def test_an_office_file_that_unpacks_past_the_limit_is_refused_before_it_is_parsed(tmp_path):
+    """A zip bomb: a small DOCX whose one XML part is 150 MB of spaces once unpacked. Refused
+    from the zip's directory, in a line that says why (it passed 3 GB of memory before)."""
+    import zipfile
+
+    path = make_docx(tmp_path / "bomb.docx", [(0, "Hello.")])
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("word/padding.xml", "w", force_zip64=True) as part:
+            block = b" " * (1024 * 1024)
+            for _ in range(150):
+                part.write(block)
+    assert path.stat().st_size < 2 * 1024 * 1024
+    refused = r"^bomb\.docx unpacks to 15\d MB; the most a document may hold unpacked is 100 MB$"
+    with pytest.raises(DocumentError, match=refused):
+        extract_document(path)

@@ -22,8 +22,9 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
 from app.engines.sources import ModelSource
 from app.models.library import ModelDefaults, ModelLibrary
-from inference import ChatRequest, Delta, LoadSettings, ModelLoadError
+from inference import ChatRequest, LoadSettings, ModelLoadError
 from storage import CatalogRepository, ChatRepository, open_database
+from tests.support.databases import seed_database
 from tests.support.remote_standins import Handler, standin
 
 
@@ -80,18 +81,19 @@ class Storage:
 
 
 class ScriptedLocalEngine:
-    """The engine process as the hub sees it (EngineClient's signature): it loads any file
+    """The engine process as the hub sees it (EngineProcess's signature): it loads any file
     but one called broken*, reports its states and progress on a thread of its own (the
     reader thread's part), and records every load and request."""
 
     is_local = True
 
-    def __init__(self, settings: LoadSettings, on_delta, on_metrics, on_state, on_progress) -> None:
+    def __init__(self, settings: LoadSettings, on_metrics, on_state, on_progress) -> None:
         self.settings = settings
-        self.on_delta, self.on_metrics, self._on_state, self._on_progress = on_delta, on_metrics, on_state, on_progress
+        self.on_metrics, self._on_state, self._on_progress = on_metrics, on_state, on_progress
         self.state = EngineState(EngineStatus.STOPPED)
         self.loads: list[LoadSettings] = []  # every start, in order
         self.submitted: list[ChatRequest] = []
+        self.sinks: dict[str, object] = {}  # each request's, by id
         self.threads: list[int] = []
         self.stopped = 0
         self.owner_thread: int | None = None  # set by whoever made it
@@ -124,8 +126,13 @@ class ScriptedLocalEngine:
         self.state = state
         self._on_state(state)
 
-    def submit(self, chat: ChatRequest) -> str:
+    @property
+    def info(self):
+        return self.state.info
+
+    def stream(self, chat: ChatRequest, sink) -> str:
         self.submitted.append(chat)
+        self.sinks[str(chat.request_id)] = sink
         return str(chat.request_id)
 
     def cancel(self, request_id: str) -> None:
@@ -168,7 +175,7 @@ class Told:
 
 @pytest.fixture
 def parts(tmp_path):
-    db = open_database(tmp_path / "chats.db")
+    db = open_database(seed_database(tmp_path / "chats.db"))
     models = tmp_path / "models"
     models.mkdir()
     library = ModelLibrary(db, models)
@@ -186,7 +193,6 @@ def parts(tmp_path):
 def make_hub(parts):
     db, library, owner, storage = parts
     made: list[ScriptedLocalEngine] = []
-    to_views: list[Delta] = []
 
     def local_engine(*args, **kwargs) -> ScriptedLocalEngine:
         made.append(ScriptedLocalEngine(*args, **kwargs))
@@ -195,9 +201,9 @@ def make_hub(parts):
 
     def make(settings: LoadSettings, explicit=()) -> tuple[EngineHub, Told]:
         told = Told(owner)
-        hub = EngineHub(settings, CatalogRepository(db), stored=storage, post=owner.post, to_views=to_views.append,
+        hub = EngineHub(settings, CatalogRepository(db), stored=storage, post=owner.post,
                         events=told.events(), library=library, explicit=explicit, local_engine=local_engine)
-        hub.made, hub.to_views = made, to_views  # for the tests' eyes
+        hub.made = made  # for the tests' eyes
         return hub, told
 
     return make
@@ -293,14 +299,12 @@ def test_a_crashed_engine_starts_again_in_the_background(parts, make_hub):
     assert told.of("state_changed")[-1][0].status is EngineStatus.READY
 
 
-def test_deltas_of_registered_requests_go_to_their_owner_the_rest_to_the_views(parts, make_hub):
+def test_the_main_engine_serves_the_chats_and_the_server_alike(parts, make_hub):
     db, library, owner, storage = parts
     hub, _told = make_hub(LoadSettings(model_path=library.models_dir / "a.gguf"))
     engine, titles = hub.made[0], []
-    hub.deltas.register("title-1", titles.append)
-    engine.on_delta(Delta("title-1", text="A title"))
-    engine.on_delta(Delta("chat-1", text="Hello"))
-    assert [d.text for d in titles] == ["A title"] and [d.text for d in hub.to_views] == ["Hello"]
+    hub.main.stream(ChatRequest(messages=({"role": "user", "content": "hi"},), request_id="http-1"), titles.append)
+    assert [c.request_id for c in engine.submitted] == ["http-1"] and engine.sinks["http-1"] == titles.append
     conversation = ChatRepository(db).create_conversation("chat")
     assert hub.engine_for(conversation) is engine and hub.model_label(conversation) == "a.gguf"
 
@@ -324,7 +328,7 @@ def test_a_ready_pool_engine_is_remembered_and_reported(parts, make_hub):
     hub, told = make_hub(LoadSettings(model_path=library.models_dir / "a.gguf"))
     source = ModelSource.local(library.models_dir / "b.gguf")
     # what the pool tells from an engine's starting thread once it is up (a local pool
-    # engine is a process of its own: tests/test_ui_compare.py runs those)
+    # engine is a process of its own: tests/ui/controllers/test_ui_compare.py runs those)
     threading.Thread(target=lambda: hub.router.pool._on_state(source, EngineState(EngineStatus.READY))).start()
     owner.turn_until(lambda: told.of("pool_state_changed"))
     owner.turn_until(lambda: told.of("recent_models_changed"))
@@ -408,7 +412,7 @@ def test_a_hub_with_no_library_loads_the_command_lines_settings(parts):
     db, library, owner, storage = parts
     made = []
     hub = EngineHub(LoadSettings(model_path=Path("/nowhere/x.gguf"), n_ctx=4096), CatalogRepository(db),
-                    stored=storage, post=owner.post, to_views=lambda d: None,
+                    stored=storage, post=owner.post,
                     local_engine=lambda *a, **k: made.append(ScriptedLocalEngine(*a, **k)) or made[-1])
     assert hub.local_settings.n_ctx == 4096 and hub.applied == ModelDefaults()
     owner.settle(hub.load_model("/nowhere/y.gguf"))  # events default to nothing told

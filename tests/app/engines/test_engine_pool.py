@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 
 
 class ScriptedEngine:
-    """An EngineLike that starts when told to (or fails), records what it is asked."""
+    """A ManagedEngine that starts when told to (or fails), records what it is asked."""
 
     def __init__(self, fail_with: str | None = None, is_local: bool = True) -> None:
         self.go = threading.Event()
@@ -38,7 +38,7 @@ class ScriptedEngine:
         if self.fail_with:
             raise RuntimeError(self.fail_with)
 
-    def submit(self, chat: ChatRequest) -> str:
+    def stream(self, chat: ChatRequest, sink) -> str:
         self.submitted.append(chat.request_id)
         self.priorities.append((chat.request_id, chat.priority))
         return chat.request_id
@@ -62,6 +62,10 @@ class ScriptedEngine:
         self.stopped = True
 
 
+def ignore(delta) -> None:
+    pass
+
+
 def chat(rid: str) -> ChatRequest:
     return ChatRequest(messages=({"role": "user", "content": "hi"},), request_id=rid)
 
@@ -77,15 +81,15 @@ def pool_parts():
         made[source.key] = engine
         return engine
 
-    return EnginePool(make, failed.append), made, failed
+    return EnginePool(make), made, failed
 
 
 def test_requests_wait_for_the_engine_then_go_in_order(pool_parts):
     pool, made, failed = pool_parts
     source = ModelSource.local("/models/a.gguf")
     pooled = pool.acquire(source)
-    pooled.submit(chat("r1"))
-    pooled.submit(chat("r2"))
+    pooled.stream(chat("r1"), failed.append)
+    pooled.stream(chat("r2"), failed.append)
     pooled.cancel("r2")  # cancelled while it waited: never reaches the engine
     engine = made[source.key]
     assert engine.submitted == []
@@ -93,7 +97,7 @@ def test_requests_wait_for_the_engine_then_go_in_order(pool_parts):
     assert pooled.wait_started(5)
     assert pooled.status == "ready" and engine.submitted == ["r1"]
     assert [(d.request_id, d.finish_reason) for d in failed] == [("r2", FinishReason.CANCELLED)]
-    pooled.submit(chat("r3"))
+    pooled.stream(chat("r3"), failed.append)
     assert engine.submitted == ["r1", "r3"]
     assert pooled.status is EngineStatus.READY and pooled.state.status is EngineStatus.READY
 
@@ -102,8 +106,8 @@ def test_priorities_go_with_waiting_requests_then_to_the_engine(pool_parts):
     pool, made, _ = pool_parts
     pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
     engine = made[pooled.source.key]
-    pooled.submit(chat("r1"))
-    pooled.submit(chat("r2"))
+    pooled.stream(chat("r1"), ignore)
+    pooled.stream(chat("r2"), ignore)
     pooled.set_priority("r2", 10)  # while the engine starts: r2 is sent raised
     engine.go.set()
     assert pooled.wait_started(5)
@@ -112,12 +116,12 @@ def test_priorities_go_with_waiting_requests_then_to_the_engine(pool_parts):
     assert engine.priorities[-1] == ("r1", 1)
 
 
-def test_a_pooled_engine_is_an_engine_like(pool_parts):
+def test_a_pooled_engine_is_a_managed_engine(pool_parts):
     pool, made, _ = pool_parts
     pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
     engine = made[pooled.source.key]
     pooled.pin_system_prompt("early")  # while it starts: only a head start, dropped
-    minted = pooled.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+    minted = pooled.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), ignore)
     assert re.fullmatch(r"[0-9a-f]{12}", minted)
     engine.go.set()
     assert pooled.wait_started(5) and engine.submitted == [minted]
@@ -131,14 +135,14 @@ def test_a_pooled_engine_is_an_engine_like(pool_parts):
 
 def test_a_crashed_engine_of_the_pool_starts_again():
     engine, told = ScriptedEngine(), []
-    pool = EnginePool(lambda source, on_state: told.append(on_state) or engine, lambda d: None)
+    pool = EnginePool(lambda source, on_state: told.append(on_state) or engine)
     pooled = pool.acquire(ModelSource.local("/models/a.gguf"))
     engine.go.set()
     assert pooled.wait_started(5)
     engine.go.clear()  # the restart waits here, so that we see it happen
     told[0](EngineState(EngineStatus.CRASHED, error="exit code -9"))  # what the engine reports
     assert pooled.status is EngineStatus.STARTING and not pooled.wait_started(0.05)
-    pooled.submit(chat("after"))
+    pooled.stream(chat("after"), ignore)
     assert engine.submitted == []  # it waits for the new process
     engine.go.set()
     assert pooled.wait_started(5) and pooled.status is EngineStatus.READY and engine.submitted == ["after"]
@@ -161,13 +165,13 @@ def test_an_engine_that_cannot_start_fails_its_requests_with_the_reason(pool_par
     pool, made, failed = pool_parts
     source = ModelSource.local("/models/broken.gguf")
     pooled = pool.acquire(source)
-    pooled.submit(chat("r1"))
+    pooled.stream(chat("r1"), failed.append)
     made[source.key].go.set()
     assert pooled.wait_started(5)
     assert pooled.status == "failed"
     assert failed[0].finish_reason is FinishReason.ERROR
     assert "broken.gguf could not be loaded: bad file" in failed[0].error
-    pooled.submit(chat("r2"))  # later requests fail at once, with the same reason
+    pooled.stream(chat("r2"), failed.append)  # later requests fail at once, with the same reason
     assert failed[1].request_id == "r2" and "bad file" in failed[1].error
     # Choosing the model again tries again.
     again = pool.acquire(source)
@@ -183,8 +187,8 @@ def router_with_scripted_pool(main: ScriptedEngine, threads: int = 8):
         return made[source.key]
 
     router = EngineRouter(lambda: main, lambda: LoadSettings(model_path=Path("/m/main.gguf"), n_threads=threads),
-                          on_delta=lambda d: None, on_state=lambda source, state: None)
-    router.pool = EnginePool(make, lambda d: None)
+                          on_state=lambda source, state: None)
+    router.pool = EnginePool(make)
     return router, made
 
 
@@ -224,7 +228,7 @@ def test_sources_round_trip_and_refuse_garbage():
 
 @pytest.mark.model
 def test_real_engine_processes_broken_file_and_real_model(model_path, tmp_path):
-    from app.engines.host import EngineClient
+    from app.engines.process import EngineProcess
     from inference import LoadSettings
 
     deltas = []
@@ -236,17 +240,16 @@ def test_real_engine_processes_broken_file_and_real_model(model_path, tmp_path):
             done.set()
 
     def make(source, on_state):
-        return EngineClient(LoadSettings(model_path=source.path, n_ctx=1024, n_seq_max=2),
-                            on_delta=on_delta, on_state=on_state)
+        return EngineProcess(LoadSettings(model_path=source.path, n_ctx=1024, n_seq_max=2), on_state=on_state)
 
-    pool = EnginePool(make, on_delta)
+    pool = EnginePool(make)
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 64)
     bad = pool.acquire(ModelSource.local(broken))
-    bad.submit(chat("bad"))
+    bad.stream(chat("bad"), on_delta)
     good = pool.acquire(ModelSource.local(model_path))
-    good.submit(ChatRequest(messages=({"role": "user", "content": "Say hello."},), request_id="good",
-                            sampling=SamplingParams.greedy(max_tokens=8)))
+    good.stream(ChatRequest(messages=({"role": "user", "content": "Say hello."},), request_id="good",
+                            sampling=SamplingParams.greedy(max_tokens=8)), on_delta)
     try:
         assert done.wait(120)
         finished = {d.request_id: d for d in deltas if d.finished}

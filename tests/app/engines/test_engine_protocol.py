@@ -1,5 +1,6 @@
-"""Every engine class declares what its protocol asks (app/engines/protocol.py), and engine
-status is an enum that still compares equal to the strings ui/ uses until it migrates."""
+"""Every engine declares what its protocol asks: inference.EngineClient (the one interface to an
+engine, wherever it runs) and the app's ManagedEngine on top of it (app/engines/protocol.py);
+engine status is an enum that still compares equal to the strings ui/ uses until it migrates."""
 
 from __future__ import annotations
 
@@ -9,43 +10,45 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from app.engines.gateway import EngineGateway
-from app.engines.host import EngineClient
+from app.engines.main_engine import MainEngine
 from app.engines.pool import PooledEngine
-from app.engines.protocol import EngineLike, EngineState, EngineStatus, ServedEngine
+from app.engines.process import EngineProcess
+from app.engines.protocol import EngineState, EngineStatus, ManagedEngine
 from app.engines.remote import RemoteEndpoint, RemoteEngine
 from app.engines.sources import ModelSource
+from inference import EngineClient
 from inference.core.engine import Engine
 from inference.params import LoadSettings
 
 if TYPE_CHECKING:  # what mypy checks: each class is assignable to its protocol
 
-    def _conforms(client: EngineClient, remote: RemoteEngine, pooled: PooledEngine,
-                  engine: Engine, gateway: EngineGateway) -> None:
-        local: EngineLike = client
-        far: EngineLike = remote
-        shared: EngineLike = pooled
-        served: ServedEngine = engine
-        routed: ServedEngine = gateway
-        del local, far, shared, served, routed
+    def _conforms(process: EngineProcess, remote: RemoteEngine, pooled: PooledEngine,
+                  engine: Engine, main: MainEngine) -> None:
+        local: ManagedEngine = process
+        far: ManagedEngine = remote
+        shared: ManagedEngine = pooled
+        in_process: EngineClient = engine
+        served: EngineClient = main
+        del local, far, shared, in_process, served
 
 
 def members(protocol: type) -> list[str]:
     return sorted(name for name in vars(protocol) if not name.startswith("_"))
 
 
-def engines() -> dict[str, EngineLike]:
+def engines() -> dict[str, ManagedEngine]:
     """One of each, built but not started (no process, no network)."""
-    client = EngineClient(LoadSettings(model_path=Path("/models/none.gguf")), on_delta=lambda d: None)
-    remote = RemoteEngine(RemoteEndpoint("http://127.0.0.1:9/v1", "m"), on_delta=lambda d: None)
-    pooled = PooledEngine(ModelSource.local("/models/none.gguf"), fail=lambda d: None, engine=client)
-    return {"EngineClient": client, "RemoteEngine": remote, "PooledEngine": pooled}
+    process = EngineProcess(LoadSettings(model_path=Path("/models/none.gguf")))
+    remote = RemoteEngine(RemoteEndpoint("http://127.0.0.1:9/v1", "m"))
+    pooled = PooledEngine(ModelSource.local("/models/none.gguf"), engine=process)
+    return {"EngineProcess": process, "RemoteEngine": remote, "PooledEngine": pooled}
 
 
-def test_the_protocols_name_what_the_app_calls():
-    assert members(EngineLike) == ["cancel", "is_local", "pin_system_prompt", "set_priority", "set_threads", "shutdown",
-                                   "start", "state", "submit", "unpin_system_prompt"]
-    assert members(ServedEngine) == ["cancel", "chat_template", "info", "metrics", "prepare", "submit", "text_tokens"]
+def test_the_protocols_name_what_their_callers_call():
+    assert members(EngineClient) == ["cancel", "count_tokens", "embed", "info", "metrics", "pin_system_prompt",
+                                     "prepare", "set_priority", "shutdown", "stream", "text_tokens",
+                                     "unpin_system_prompt"]
+    assert members(ManagedEngine) == ["is_local", "set_threads", "start", "state"]
 
 
 def accepts_protocol_call(implementation, declared) -> bool:
@@ -61,35 +64,37 @@ def accepts_protocol_call(implementation, declared) -> bool:
     return True
 
 
-@pytest.mark.parametrize("name", ["EngineClient", "RemoteEngine", "PooledEngine"])
-def test_each_engine_has_every_member_of_engine_like(name):
-    engine = engines()[name]
-    for member in members(EngineLike):
-        declared = vars(EngineLike)[member]
+def has_every_member(engine: object, protocol: type) -> None:
+    name = type(engine).__name__
+    for member in members(protocol):
+        declared = vars(protocol)[member]
         assert hasattr(engine, member), f"{name} has no {member}"
         if callable(declared):
             assert accepts_protocol_call(getattr(engine, member), declared), f"{name}.{member} differs"
+
+
+@pytest.mark.parametrize("name", ["EngineProcess", "RemoteEngine", "PooledEngine"])
+def test_each_managed_engine_has_every_member_of_both_protocols(name):
+    engine = engines()[name]
+    has_every_member(engine, EngineClient)
+    has_every_member(engine, ManagedEngine)
     assert isinstance(engine.state, EngineState) and isinstance(engine.state.status, EngineStatus)
     assert engine.is_local is (name != "RemoteEngine")
+    assert engine.info is None  # nothing loaded yet
 
 
-def test_what_the_server_serves_has_every_member_of_served_engine():
-    served = [Engine(LoadSettings(model_path=Path("/models/none.gguf"))),  # built, not started: no thread yet
-              EngineGateway(lambda: None, lambda: None, lambda d: None)]
-    for engine in served:
-        for member in members(ServedEngine):
-            declared = vars(ServedEngine)[member]
-            assert hasattr(engine, member), f"{type(engine).__name__} has no {member}"
-            if callable(declared):
-                assert accepts_protocol_call(getattr(engine, member), declared), f"{type(engine).__name__}.{member}"
-        assert engine.info is None  # nothing loaded yet
+def test_the_in_process_engine_and_the_main_engine_are_engine_clients():
+    for engine in (Engine(LoadSettings(model_path=Path("/models/none.gguf"))),  # built, not started: no thread yet
+                   MainEngine(lambda: engines()["RemoteEngine"])):
+        has_every_member(engine, EngineClient)
+        assert engine.info is None
 
 
 def test_the_signature_check_can_fail():
     class Narrow:
         def start(self) -> None: ...
 
-    assert not accepts_protocol_call(Narrow().start, EngineLike.start)
+    assert not accepts_protocol_call(Narrow().start, ManagedEngine.start)
 
 
 def test_engine_status_is_an_enum_equal_to_its_old_strings():
@@ -100,8 +105,8 @@ def test_engine_status_is_an_enum_equal_to_its_old_strings():
 
 
 def test_a_pooled_engine_reports_its_own_status_with_the_inner_details():
-    client = EngineClient(LoadSettings(model_path=Path("/models/none.gguf")), on_delta=lambda d: None)
-    pooled = PooledEngine(ModelSource.local("/models/none.gguf"), fail=lambda d: None, engine=client,
+    client = EngineProcess(LoadSettings(model_path=Path("/models/none.gguf")))
+    pooled = PooledEngine(ModelSource.local("/models/none.gguf"), engine=client,
                           status=EngineStatus.FAILED, error="bad file")
     assert pooled.state == EngineState(EngineStatus.FAILED, error="bad file")
     assert client.state.status is EngineStatus.STOPPED

@@ -41,10 +41,10 @@ def server(engine):
 
 def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | None = None):
     deltas: queue.SimpleQueue = queue.SimpleQueue()
-    client = RemoteClient(endpoint, deltas.put)
+    client = RemoteClient(endpoint)
     chat = ChatRequest(messages=({"role": "user", "content": text},),
                        sampling=SamplingParams(temperature=0.0, max_tokens=n))
-    rid = client.submit(chat)
+    rid = client.stream(chat, deltas.put)
     parts, seen = [], 0
     while True:
         d = deltas.get(timeout=60)
@@ -60,7 +60,7 @@ def run(endpoint: RemoteEndpoint, text: str, n: int = 16, cancel_after: int | No
 @pytest.mark.model
 def test_streams_from_a_chorus_server(server):
     endpoint = RemoteEndpoint(f"{server.url}/v1", "smollm2", KEY)
-    assert RemoteClient(endpoint, lambda d: None).models() == ["smollm2"]
+    assert RemoteClient(endpoint).models() == ["smollm2"]
     text, final = run(endpoint, "Name three fruits.", 24)
     assert text and final.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
     assert final.stats.ttft_s is not None and final.stats.generated_tokens > 0
@@ -106,7 +106,7 @@ def test_the_key_stays_out_of_reprs_and_bad_urls_are_refused():
     endpoint = RemoteEndpoint("http://127.0.0.1:1/v1", "m", KEY)
     assert KEY not in repr(endpoint)
     with pytest.raises(ValueError, match="not an http"):
-        RemoteClient(RemoteEndpoint("ftp://example/v1", "m"), lambda d: None)
+        RemoteClient(RemoteEndpoint("ftp://example/v1", "m"))
 
 
 class _Trickle(BaseHTTPRequestHandler):
@@ -141,8 +141,8 @@ def test_stop_from_another_thread_ends_the_reply():
     ever came (the tab stayed "writing")."""
     with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)) as httpd:
         deltas: queue.SimpleQueue = queue.SimpleQueue()
-        client = RemoteClient(RemoteEndpoint(f"http://127.0.0.1:{httpd.server_port}/v1", "m"), deltas.put)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        client = RemoteClient(RemoteEndpoint(f"http://127.0.0.1:{httpd.server_port}/v1", "m"))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
         first = deltas.get(timeout=10)
         assert first.request_id == rid and first.text == " word"
         for _ in range(5):  # several tries: the close must land while the reader is blocked

@@ -27,8 +27,8 @@ KEY = "standin-key-0042"
 
 def ask(client: RemoteClient, deltas: queue.SimpleQueue, text: str = "hi"):
     """One request to the end: the text, the final delta, and every delta seen."""
-    rid = client.submit(ChatRequest(messages=({"role": "user", "content": text},),
-                                    sampling=SamplingParams(temperature=0.0, max_tokens=8)))
+    rid = client.stream(ChatRequest(messages=({"role": "user", "content": text},),
+                                    sampling=SamplingParams(temperature=0.0, max_tokens=8)), deltas.put)
     seen = []
     while True:
         d = deltas.get(timeout=30)
@@ -48,7 +48,7 @@ def ask(client: RemoteClient, deltas: queue.SimpleQueue, text: str = "hi"):
 
 def client_for(url: str, **kw) -> tuple[RemoteClient, queue.SimpleQueue]:
     deltas: queue.SimpleQueue = queue.SimpleQueue()
-    return RemoteClient(RemoteEndpoint(url, "m", **kw), deltas.put), deltas
+    return RemoteClient(RemoteEndpoint(url, "m", **kw)), deltas
 
 
 def run_once(url: str, **kw):
@@ -64,6 +64,24 @@ def test_token_counts_come_from_the_servers_usage():
     assert text == "Hello there" and final.finish_reason is FinishReason.STOP
     assert final.stats.prompt_tokens == 11 and final.stats.generated_tokens == 7
     assert srv.seen[0].body["stream_options"] == {"include_usage": True}
+
+
+def test_the_server_is_sent_openai_s_sampling_fields_and_not_llama_cpps():
+    """temperature and top_p always, seed and the reply's length when set, stop when any;
+    the chat's top-k, min-p and repeat penalty are not OpenAI's fields, and stay home."""
+    def sent(sampling: SamplingParams) -> dict:
+        with standin(reply(["ok"])) as srv:
+            client, deltas = client_for(srv.url)
+            client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},), sampling=sampling), deltas.put)
+            while not deltas.get(timeout=30).finished:
+                pass
+            body = srv.seen[0].body
+        return {k: v for k, v in body.items() if k not in ("model", "messages", "stream", "stream_options")}
+
+    chosen = SamplingParams(temperature=0.3, top_p=0.9, seed=5, max_tokens=40, stop=("END",), top_k=7, min_p=0.2)
+    assert sent(chosen) == {"temperature": 0.3, "top_p": 0.9, "seed": 5, "max_tokens": 40, "stop": ["END"]}
+    assert sent(SamplingParams(max_tokens=-1)) == {"temperature": 0.7, "top_p": 0.95}
+    assert sent(SamplingParams(max_tokens=0)) == {"temperature": 0.7, "top_p": 0.95}
 
 
 def test_without_usage_each_chunk_counts_as_a_token():
@@ -218,7 +236,7 @@ def test_stop_wakes_a_reader_while_the_server_is_silent():
 
     with standin(silent) as srv:
         client, deltas = client_for(srv.url, timeout_s=60.0)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
         wait_until(lambda: srv.seen, "the request at the server")
         time.sleep(0.2)  # part of the test: the reader is blocked in its read when Stop comes
         client.cancel(rid)
@@ -231,7 +249,7 @@ def test_stop_before_the_answers_headers():
     release = threading.Event()
     with standin(lambda h: release.wait(60)) as srv:  # reads the request, never answers
         client, deltas = client_for(srv.url, timeout_s=60.0)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
         wait_until(lambda: srv.seen, "the request at the server")
         client.cancel(rid)
         final = deltas.get(timeout=20)
@@ -242,7 +260,7 @@ def test_stop_before_the_answers_headers():
 def test_stop_right_after_submit():
     with standin(trickle) as srv:
         client, deltas = client_for(srv.url)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
         client.cancel(rid)
         while not (final := deltas.get(timeout=20)).finished:
             pass
@@ -252,8 +270,9 @@ def test_stop_right_after_submit():
 def test_shutdown_ends_every_running_reply_as_cancelled():
     with standin(trickle) as srv:
         deltas: queue.SimpleQueue = queue.SimpleQueue()
-        engine = RemoteEngine(RemoteEndpoint(srv.url, "m"), deltas.put)
-        rids = {engine.submit(ChatRequest(messages=({"role": "user", "content": f"hi {i}"},))) for i in range(3)}
+        engine = RemoteEngine(RemoteEndpoint(srv.url, "m"))
+        rids = {engine.stream(ChatRequest(messages=({"role": "user", "content": f"hi {i}"},)), deltas.put)
+                for i in range(3)}
         texts: set[str] = set()
         while len(texts) < 3:  # each has begun
             texts.add(deltas.get(timeout=10).request_id)
@@ -280,7 +299,7 @@ def test_the_key_is_sent_as_a_bearer_header_and_logged_nowhere(caplog):
 @pytest.mark.parametrize("url", ["ftp://example/v1", "example.com/v1", "http:///v1", "http://user:pw@host/v1"])
 def test_bad_urls_are_refused(url):
     with pytest.raises(ValueError, match="not an http|API key in its own field"):
-        RemoteClient(RemoteEndpoint(url, "m"), lambda d: None)
+        RemoteClient(RemoteEndpoint(url, "m"))
 
 
 # ----- proxies -------------------------------------------------------------------------
@@ -321,11 +340,11 @@ def test_the_engine_refuses_a_bad_url_at_start_as_enginelike_says():
     """The app builds the engine in its connecting thread: a bad URL raising there killed the
     thread and left "connecting…" on screen; start() says why and the state is FAILED."""
     deltas: queue.SimpleQueue = queue.SimpleQueue()
-    engine = RemoteEngine(RemoteEndpoint("localhost:8080/v1", "m"), deltas.put)
+    engine = RemoteEngine(RemoteEndpoint("localhost:8080/v1", "m"))
     with pytest.raises(RuntimeError, match="not an http"):
         engine.start()
     assert engine.state.status == "failed" and "not an http" in engine.state.error
-    rid = engine.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+    rid = engine.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
     final = deltas.get(timeout=5)
     assert final.request_id == rid and final.finish_reason is FinishReason.ERROR and "not an http" in final.error
 
@@ -335,7 +354,7 @@ def test_a_socks_proxy_without_its_package_is_a_clear_refusal(proxy_env):
         pytest.skip("socksio is installed: SOCKS proxies work")
     proxy_env.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ValueError, match="SOCKS proxy .* socksio"):
-        RemoteClient(RemoteEndpoint("http://llm.chorus-test.example/v1", "m"), lambda d: None)
+        RemoteClient(RemoteEndpoint("http://llm.chorus-test.example/v1", "m"))
 
 
 # ----- TLS -----------------------------------------------------------------------------
@@ -369,7 +388,7 @@ def test_https_with_a_certificate_from_ssl_cert_file_and_stop_while_silent(certi
 
     with standin(first_then_silent, tls=context) as srv:
         client, deltas = client_for(srv.url, timeout_s=60.0)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "hi"},)))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "hi"},)), deltas.put)
         assert deltas.get(timeout=20).text == "Hello"
         time.sleep(0.2)  # part of the test: the reader is blocked in its read when Stop comes
         client.cancel(rid)
@@ -419,8 +438,8 @@ def test_a_chorus_server_killed_mid_reply_is_an_error(model_path, tmp_path):
             assert announced, "chorus serve exited before serving"
         url = announced.split(" at ", 1)[1].split()[0]
         client, deltas = client_for(url)
-        rid = client.submit(ChatRequest(messages=({"role": "user", "content": "Tell a very long story."},),
-                                        sampling=SamplingParams(max_tokens=4000)))
+        rid = client.stream(ChatRequest(messages=({"role": "user", "content": "Tell a very long story."},),
+                                        sampling=SamplingParams(max_tokens=4000)), deltas.put)
         assert deltas.get(timeout=60).text  # it is streaming
         serve.kill()
         while not (final := deltas.get(timeout=60)).finished:

@@ -3,6 +3,7 @@ gated repositories, a split model. What is in the models folder afterwards is th
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 import threading
@@ -29,7 +30,8 @@ def smol(hub, client: HubClient | None = None):
     return next(f for f in (client or HubClient(hub.url)).files(SMOL_REPO) if f.name == SMOL_FILE)
 
 
-def test_download_reports_progress_up_to_the_total_and_installs_the_verified_file(hub, tmp_path, model_path):
+def test_download_reports_progress_up_to_the_total_and_installs_the_verified_file(hub, tmp_path, model_path,
+                                                                                   usual_umask):
     seen: list[DownloadProgress] = []
     file = smol(hub)
     path = HubClient(hub.url).download(file, tmp_path, progress=seen.append)
@@ -41,6 +43,9 @@ def test_download_reports_progress_up_to_the_total_and_installs_the_verified_fil
     assert all(p.total_bytes == file.size_bytes and p.filename == SMOL_FILE for p in seen)
     assert files_under(tmp_path) == [f"{SMOL_REPO}/{SMOL_FILE}"]  # no .partial, no lock left
     assert not (tmp_path / PARTIAL_DIR).exists()
+    # Issue 39: the user's alone at the usual umask, the folders made for it too.
+    owner = tmp_path / SMOL_REPO.split("/")[0]
+    assert [oct(stat.S_IMODE(p.stat().st_mode)) for p in (path, path.parent, owner)] == ["0o600", "0o700", "0o700"]
 
 
 def test_the_token_goes_to_the_hub_but_not_to_the_cdn(hub, tmp_path):

@@ -22,6 +22,7 @@ from app.models.library import (
 )
 from inference.params import LoadSettings
 from storage import open_database
+from tests.support.databases import seed_database
 from tests.support.model_files import SMOL, TEMPLATE, fake_gguf
 
 
@@ -34,7 +35,7 @@ def models(tmp_path) -> Path:
 
 @pytest.fixture
 def library(tmp_path, models):
-    db = open_database(tmp_path / "data" / "chorus.db")
+    db = open_database(seed_database(tmp_path / "data" / "chorus.db"))
     yield ModelLibrary(db, models)
     db.close()
 
@@ -223,6 +224,14 @@ def test_command_line_flags_win_over_the_library(tmp_path):
     bench = settings_from_args(parse(["chat"]), tmp_path / "m.gguf", defaults, n_ctx=512)  # a caller's override
     assert bench.n_ctx == 512
     assert settings_from_args(parse(["chat"]), tmp_path / "m.gguf").n_ctx == LoadSettings(Path()).n_ctx
+
+
+@pytest.mark.parametrize("command", ["chat", "ask", "serve"])
+def test_mmproj_names_the_models_vision_projector(tmp_path, command):
+    rest = ["doc.md", "-q", "hi"] if command == "ask" else []
+    args = parse([command, "--mmproj", str(tmp_path / "mmproj.gguf"), *rest])
+    assert settings_from_args(args, tmp_path / "m.gguf").mmproj == tmp_path / "mmproj.gguf"
+    assert settings_from_args(parse(["chat"]), tmp_path / "m.gguf").mmproj is None
 
 
 # ----- removing ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from app.cli.engine_args import library_defaults, settings_from_args
 from app.cli.main import main, parse
-from app.engines.input_processors import InputProcessors
+from app.engines.process import EngineProcess
 from app.models.library import ModelDefaults, ModelInUse, open_library
 from inference import ModelLoadError, SamplingParams
 from inference.core.engine import Engine
@@ -51,7 +51,7 @@ def test_a_draft_model_default_loads_the_draft_model_and_a_bad_one_is_a_clear_er
     settings = settings_from_args(args, model, library_defaults(base, model))
     assert (settings.speculative, settings.draft_model) == ("draft", model)
     with Engine.start(settings) as engine:
-        assert engine.call(lambda core: core.scheduler.drafts.model is not None)
+        assert engine.call(lambda core: core.proposer.planner.model is not None)
         reply = engine.submit(ChatRequest(messages=tuple(CHAT), sampling=SamplingParams.greedy(max_tokens=8)))
         assert reply.result(timeout=120).error is None
     broken = tmp_path / "broken.gguf"
@@ -72,13 +72,17 @@ def test_a_chat_template_override_changes_the_prompt_the_engine_renders(model_pa
         assert done.error is None and done.stats.prompt_tokens == len(expected)
 
 
-def test_the_gateways_tokenizer_renders_with_the_override_too(model_path):
-    tokenizers = InputProcessors()
-    plain = tokenizers.get(model_path, 1024)
-    overridden = tokenizers.get(model_path, 1024, TEMPLATE)
-    assert overridden is not plain and overridden.template.source == TEMPLATE
-    assert plain.template.source != TEMPLATE
-    assert overridden.vocab is plain.vocab  # one vocabulary per file
+def test_the_engine_process_renders_with_the_override_too(model_path):
+    """The server and the chats' tool formats read the template off the engine's ModelInfo."""
+    process = EngineProcess(LoadSettings(model_path=model_path, n_ctx=1024, n_seq_max=2, chat_template=TEMPLATE))
+    process.start()
+    try:
+        assert process.info.chat_template == TEMPLATE
+        prepared = process.prepare(ChatRequest(messages=tuple(CHAT)))
+        assert prepared.prompt_tokens == tuple(process.text_tokens("### user: Name a colour.\n### assistant:",
+                                                                   parse_special=False))
+    finally:
+        process.shutdown()
 
 
 def test_the_app_loads_a_model_with_its_defaults_and_refuses_to_remove_it(app, model_path, tmp_path):

@@ -9,7 +9,7 @@ import dataclasses
 from app.perf.hardware import HardwareSample
 from inference.core.metrics import MetricsSnapshot
 from tests.support.metrics import metrics_snapshot, prometheus_text
-from ui.widgets.perf_panel import PerfPanel
+from ui.widgets.perf.panel import PerfPanel
 
 
 def snapshot(**fields) -> MetricsSnapshot:

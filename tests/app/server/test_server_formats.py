@@ -50,7 +50,7 @@ def test_an_engine_that_cannot_answer_exports_nothing_of_its_own():
 
 
 def test_logprobs_in_both_of_openais_shapes():
-    from app.server.openai_format import chat_logprobs, text_logprobs
+    from app.server.openai.format import chat_logprobs, text_logprobs
 
     top = (SimpleNamespace(token="Hi", bytes=b"Hi", logprob=-0.1), SimpleNamespace(token="Hey", bytes=b"Hey",
                                                                                     logprob=-2.5))

@@ -31,9 +31,12 @@ class Recording:
     def __init__(self, engine) -> None:
         self.engine, self.sent = engine, []
 
-    def submit(self, chat):
+    def stream(self, chat, sink):
         self.sent.append(chat)
-        return self.engine.submit(chat)
+        return self.engine.stream(chat, sink)
+
+    def cancel(self, request_id):
+        self.engine.cancel(request_id)
 
 
 def _adder(manager, test_server) -> Toolbox:
@@ -128,13 +131,13 @@ def test_a_required_call_the_grammar_cannot_hold_is_asked_for_not_forced(shared_
     engine = Recording(shared_engine)
     events = list(ToolLoop(engine, toolbox, [{"role": "user", "content": "Wait 2 seconds."}], SAMPLING,
                            choice="required", max_rounds=1).run())
-    assert isinstance(events[0], Notice) and "minimum" in events[0].text
+    assert isinstance(events[0], Notice) and "'not'" in events[0].text
     assert engine.sent[0].sampling.grammar is None and '"wait"' in engine.sent[0].messages[0]["content"]
     assert isinstance(events[-1], TurnDone)
 
 
 def test_one_tool_the_grammar_cannot_hold_leaves_the_others_forced():
-    """The test server's wait tool (a number's minimum) unforced every tool of its server, so a
+    """The test server's wait tool (a `not` in its schema) unforced every tool of its server, so a
     required call to its add tool came back as text (CI, 2026-12-02)."""
     from app.tools.agent import forced_grammar
     from app.tools.types import Tool, ToolUse
@@ -142,11 +145,11 @@ def test_one_tool_the_grammar_cannot_hold_leaves_the_others_forced():
     add = Tool("add", "Add two numbers", {"type": "object", "properties": {"a": {"type": "integer"},
                                                                             "b": {"type": "integer"}},
                                            "required": ["a", "b"]})
-    wait = Tool("wait", "Wait", {"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0}},
+    wait = Tool("wait", "Wait", {"type": "object", "properties": {"seconds": {"type": "number", "not": {"const": 0}}},
                                  "required": ["seconds"]})
     grammar, note = forced_grammar(ToolUse((add, wait)))
     assert grammar is not None and "add" in grammar and "wait" not in grammar
-    assert note is not None and "1 of 2 tools" in note and "minimum" in note
+    assert note is not None and "1 of 2 tools" in note and "'not'" in note
     none_forced, why = forced_grammar(ToolUse((wait,)))
     assert none_forced is None and why is not None and "not forced" in why
     whole, nothing = forced_grammar(ToolUse((add,)))

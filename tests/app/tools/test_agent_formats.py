@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from app.tools import ToolLoop
 from app.tools.formats import HermesFormat, format_of_engine
-from app.tools.mcp_results import ToolResult
+from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.types import Tool
 from inference import SamplingParams
 from inference.tokenizer.chat_template import ChatTemplate
-from tests.app.server.test_reasoning_content import deltas
+from tests.app.server.openai.test_reasoning_content import deltas
 
 QWEN = (Path(__file__).parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
 WEATHER = Tool("get_weather", "The weather", {"type": "object", "properties": {"city": {"type": "string"}}})
 
-
-class Reply(list):
-    def cancel(self) -> None:
-        pass
 
 
 class Scripted:
@@ -30,16 +27,20 @@ class Scripted:
     def __init__(self, *replies: list[str]) -> None:
         self.replies, self.sent = list(replies), []
 
-    def submit(self, chat):
-        self.sent.append(chat)
-        return Reply(deltas(self.replies.pop(0)))
+    info = SimpleNamespace(chat_template=QWEN)  # as a local engine reports its model's
 
-    def chat_template(self) -> str:
-        return QWEN
+    def stream(self, chat, sink) -> str:
+        self.sent.append(chat)
+        for delta in deltas(self.replies.pop(0), chat.request_id):
+            sink(delta)
+        return chat.request_id
+
+    def cancel(self, request_id: str) -> None:
+        pass
 
 
 class Weather:
-    by_name = {"get_weather": WEATHER}
+    by_name = {"get_weather": McpTool("weather", WEATHER.name, WEATHER.description, WEATHER.parameters)}
 
     def __bool__(self) -> bool:
         return True
@@ -74,5 +75,5 @@ def test_a_required_call_is_forced_with_the_formats_grammar():
     loop = ToolLoop(engine, Weather(), [{"role": "user", "content": "Oslo?"}], SamplingParams.greedy(32),
                     choice="required", tool_format=HermesFormat())
     list(loop.run())
-    assert '"<tool_call>\\n" call-json' in engine.sent[0].sampling.grammar
+    assert '"<tool_call>\\n" call_json' in engine.sent[0].sampling.grammar
     assert json.loads(loop.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"city": "Oslo"}

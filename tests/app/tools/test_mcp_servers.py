@@ -6,6 +6,7 @@ one that writes garbage and never answers, a tool that hangs). No model."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -108,6 +109,17 @@ def test_a_server_writing_garbage_fails_after_the_start_timeout_saying_so():
         assert time.monotonic() - began < 10
     assert state.status is ServerStatus.FAILED
     assert "did not answer within 2 s" in state.reason and "not JSON-RPC" in state.reason
+
+
+def test_a_server_writing_lines_of_garbage_is_said_in_its_one_line_reason_without_the_sdks_tracebacks(caplog):
+    """Issue 39: the SDK logged an 11-line traceback for every line (554 lines in all) before
+    the reason said it once."""
+    garbage = "import time\nfor i in range(40): print('not JSON-RPC', i, flush=True)\ntime.sleep(60)"
+    with caplog.at_level(logging.DEBUG, logger="mcp"), McpManager(start_timeout_s=2) as manager:
+        state = manager.start(StdioServer("noise", sys.executable, ("-c", garbage))).result(30)
+    assert state.status is ServerStatus.FAILED
+    assert "it wrote what is not JSON-RPC: 'not JSON-RPC " in state.reason  # the line itself
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("mcp") and r.levelno >= logging.WARNING] == []
 
 
 def test_a_server_that_exits_later_turns_failed(manager, test_server, tmp_path):

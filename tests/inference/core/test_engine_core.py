@@ -319,3 +319,18 @@ def test_the_fake_runner_provides_every_member_of_the_protocol() -> None:
                 inspect.signature(getattr(FakeRunner, name)).parameters
             ), name
 
+
+
+def test_a_chat_waiting_for_its_documents_pin_hears_the_pins_progress() -> None:
+    """Issue 39, defect 7: a chat on attached files said "queued (position 1)" for 17 s while
+    the engine computed its documents' prefix (pinned, under another request): it is reading
+    that chat's prompt, and the tab says so."""
+    d = make_driver(n_batch=64)
+    documents = prompt(1, 300)
+    d.add("pin", documents, max_tokens=0, priority=10, pin=True)
+    d.add("chat", documents + prompt(2, 10), max_tokens=4, priority=10)
+    d.step()
+    heard = [x for x in d.of("chat") if x.phase is Phase.PREFILLING]
+    assert heard and heard[-1].progress == (64, 310)  # the pin's first 64 tokens of its 310
+    d.run(lambda: any(x.finished for x in d.of("chat")))
+    assert [x.phase for x in d.of("chat")][0] is Phase.QUEUED

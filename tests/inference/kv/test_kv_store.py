@@ -154,3 +154,13 @@ def test_a_size_of_zero_or_no_folder_disables_the_store(tmp_path):
     assert not (tmp_path / "kv").exists()
     enabled = open_disk_store(tmp_path / "kv", model, "kv=f16", 1)
     assert enabled is not None and enabled.limit_bytes == 1 << 20
+
+
+def test_saved_files_and_their_folders_are_the_users_alone_whatever_the_umask(tmp_path, usual_umask):
+    """Issue 39: the KV state of prompts and attached documents was 0644 in 0755 folders."""
+    import stat
+
+    s = store(tmp_path / "kv-cache")
+    s.save(list(range(300)), blob(5000))
+    modes = [oct(stat.S_IMODE(p.stat().st_mode)) for p in (only_file(s), s.folder, s.root)]
+    assert modes == ["0o600", "0o700", "0o700"]

@@ -11,7 +11,7 @@ from inference.core.engine_core import EngineCore
 from inference.kv.cache_manager import SeqState
 from inference.kv.disk_cache import MIN_SAVE_TOKENS
 from inference.kv.disk_store import KEY_BYTES, KvDiskStore
-from inference.outputs import FinishReason
+from inference.outputs import FinishReason, Phase
 from inference.params import ChatRequest, LoadSettings, SamplingParams
 from tests.support.core_driver import Driver, prompt, recording
 from tests.support.fake_runner import FakeClock, FakeRunner
@@ -98,6 +98,17 @@ def test_a_finished_conversation_is_saved_and_restored_after_a_restart(tmp_path)
     # Only the part after the saved sequence was prefilled.
     assert computed_prefill(d) == len(follow) - snap.prompt_tokens_restored
     assert d.final("turn2").finish_reason is FinishReason.LENGTH
+
+
+def test_a_request_whose_prefix_is_read_from_disk_says_restoring_not_queued(tmp_path):
+    """Issue 39, defect 7: after a restart the tab said "queued (position 0)" while the engine
+    read the chat's saved prefix back: it was in no queue, and position 0 is none."""
+    _first, follow = conversation(tmp_path)
+    d = make(tmp_path)
+    submit(d, "turn2", follow)
+    assert [(x.phase, x.progress) for x in d.of("turn2")] == [(Phase.RESTORING, (0, len(follow)))]
+    finish(d, "turn2")
+    assert Phase.QUEUED not in {x.phase for x in d.of("turn2")}
 
 
 def test_the_restored_reply_is_the_recomputed_one(tmp_path):

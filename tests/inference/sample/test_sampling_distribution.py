@@ -1,28 +1,30 @@
 """The numpy sampler draws from the distribution its settings define, and so does
 llama.cpp's chain on the same logits (no model needed).
 
-The target distribution is computed here from first principles, in llama.cpp's order:
-top-k, top-p on the softmax of the top-k set, min-p relative to the best token, then
-temperature. Each check draws N tokens and bounds the total-variation distance between the
-empirical and the target distribution: E[TV] <= sum_i sqrt(p_i (1 - p_i) / N) / 2, and TV
-of N independent draws moves by at most 1/N per draw, so by McDiarmid's inequality it
-exceeds E[TV] + sqrt(ln(1/delta) / 2N) with probability below delta = 1e-12. Each case
-also shows that a plausible wrong order (temperature first) is farther from the target
-than the bound: a sampler with that mistake would fail.
+The target distribution is computed here from first principles, stage by stage in the
+order of params.CHAIN (the chain spec llama_chain.py builds llama.cpp's chain from), each
+stage's reference in STAGES below: a stage added to CHAIN without one fails here. Each
+check draws N tokens and bounds the total-variation distance between the empirical and the
+target distribution: E[TV] <= sum_i sqrt(p_i (1 - p_i) / N) / 2, and TV of N independent
+draws moves by at most 1/N per draw, so by McDiarmid's inequality it exceeds
+E[TV] + sqrt(ln(1/delta) / 2N) with probability below delta = 1e-12. Each case also shows
+that a plausible wrong order (temperature first) is farther from the target than the
+bound: a sampler with that mistake would fail.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import llama_cpp as ll
 import numpy as np
 import pytest
 
-from inference.params import SamplingParams
-from inference.sample.grammar_chain import SamplerChain, _token_array
+from inference.params import CHAIN, GREEDY, SamplingParams
+from inference.sample.llama_chain import SamplerChain, _token_array
 from inference.sample.rows import RequestSampler, sample_rows
 
 DELTA = 1e-12
@@ -31,47 +33,129 @@ V = 256
 DEFAULT = SamplingParams(seed=0, repeat_penalty=1.0)  # the app's defaults, no history: fixed logits
 
 
-def target(logits: np.ndarray, p: SamplingParams, temperature_first: bool = False) -> np.ndarray:
-    """The chain's distribution over the vocabulary, step by step (exact, float64)."""
-    x = logits.astype(np.float64)
+@dataclass(frozen=True)
+class Row:
+    """What a stage's reference sees: the settings, the tokens before this one (the
+    penalties' history), the end-of-generation tokens."""
+
+    params: SamplingParams
+    history: Sequence[int] = ()
+    eog: Sequence[int] = ()
+
+
+def _penalties(x: np.ndarray, row: Row) -> np.ndarray:
+    """llama.cpp's: each distinct token of the window once, the repeat penalty dividing a
+    positive logit and multiplying any other, then frequency × its count and presence."""
+    p, n = row.params, row.params.repeat_last_n
+    window = list(row.history) if n < 0 else list(row.history)[-n:] if n else []
+    x = x.copy()
+    for token in set(window):
+        count = window.count(token)
+        x[token] = x[token] / p.repeat_penalty if x[token] > 0 else x[token] * p.repeat_penalty
+        x[token] -= count * p.frequency_penalty + p.presence_penalty
+    return x
+
+
+def _top_k(x: np.ndarray, row: Row) -> np.ndarray:
+    order = np.argsort(-x, kind="stable")
+    out = np.full_like(x, -np.inf)
+    keep = order[: row.params.top_k] if 0 < row.params.top_k < x.size else order
+    out[keep] = x[keep]
+    return out
+
+
+def _top_p(x: np.ndarray, row: Row) -> np.ndarray:
+    """The best tokens until their softmax mass reaches top_p (the one reaching it kept)."""
+    order = [t for t in np.argsort(-x, kind="stable") if x[t] > -np.inf]
+    weights = [math.exp(x[t] - x[order[0]]) for t in order]
+    out, running, z = np.full_like(x, -np.inf), 0.0, sum(weights)
+    for t, w in zip(order, weights):
+        out[t] = x[t]
+        running += w
+        if running >= row.params.top_p * z:
+            break
+    return out
+
+
+def _min_p(x: np.ndarray, row: Row) -> np.ndarray:
+    return np.where(x >= x.max() + math.log(row.params.min_p), x, -np.inf)
+
+
+def _dist(x: np.ndarray, row: Row) -> np.ndarray:
+    w = np.exp(x - x.max())
+    return w / w.sum()
+
+
+def _greedy(x: np.ndarray, row: Row) -> np.ndarray:
+    return np.eye(x.size)[int(np.argmax(x))]
+
+
+# Each stage of CHAIN (and GREEDY) on the logits so far (float64, -inf for a token cut);
+# the last one returns the distribution.
+STAGES: dict[str, Callable[[np.ndarray, Row], np.ndarray]] = {
+    "ignore_eos": lambda x, row: np.where(np.isin(np.arange(x.size), row.eog), -np.inf, x),
+    "penalties": _penalties,
+    "top_k": _top_k,
+    "top_p": _top_p,
+    "min_p": _min_p,
+    "temperature": lambda x, row: x / row.params.temperature,
+    "dist": _dist,
+    GREEDY: _greedy,
+}
+
+
+def test_every_stage_of_the_chain_spec_has_a_reference_here() -> None:
+    assert set(STAGES) == {*CHAIN, GREEDY}
+
+
+def test_a_field_of_a_stage_the_numpy_path_lacks_sends_its_requests_to_the_chain() -> None:
+    """rows.py and the C kernel sample rows.STAGES; a field of another stage must be
+    kernel=False in the table, so that a request using it samples on llama.cpp's chain."""
+    from inference.params import SAMPLING_FIELDS
+    from inference.sample import rows
+
+    assert rows.STAGES <= {*CHAIN, GREEDY}
+    assert all(not f.kernel for f in SAMPLING_FIELDS if f.stage is not None and f.stage not in rows.STAGES)
+
+
+def target(logits: np.ndarray, p: SamplingParams, temperature_first: bool = False,
+           history: Sequence[int] = (), eog: Sequence[int] = ()) -> np.ndarray:
+    """The chain's distribution over the vocabulary, stage by stage (exact, float64)."""
+    stages = list(p.stages())
     if temperature_first:  # the wrong order, for the power check
-        x = x / p.temperature
-    order = sorted(range(x.size), key=lambda t: -x[t])
-    if 0 < p.top_k < x.size:
-        order = order[: p.top_k]
-    best = x[order[0]]
-    if p.top_p < 1.0:
-        weights = [math.exp(x[t] - best) for t in order]
-        z, running, kept = sum(weights), 0.0, []
-        for t, w in zip(order, weights):
-            kept.append(t)
-            running += w
-            if running >= p.top_p * z:
-                break
-        order = kept
-    if p.min_p > 0.0:
-        order = [t for t in order if x[t] >= best + math.log(p.min_p)]
-    out = np.zeros(x.size)
-    scale = 1.0 if temperature_first else p.temperature
-    for t in order:
-        out[t] = math.exp((x[t] - best) / scale)
-    return out / out.sum()
+        stages.remove("temperature")
+        stages.insert(0, "temperature")
+    x, row = logits.astype(np.float64), Row(p, history, eog)
+    for stage in stages:
+        x = STAGES[stage](x, row)
+    return x
 
 
 def bound(p: np.ndarray, n: int) -> float:
     return float(np.sum(np.sqrt(p * (1 - p) / n)) / 2 + math.sqrt(math.log(1 / DELTA) / (2 * n)))
 
 
-def numpy_draws(logits: np.ndarray, params: SamplingParams, n: int, rows: int = 1000) -> np.ndarray:
-    samplers = [RequestSampler(replace(params, seed=i)) for i in range(rows)]
+def numpy_draws(logits: np.ndarray, params: SamplingParams, n: int, rows: int = 1000,
+                history: Sequence[int] = (), eog: Sequence[int] = ()) -> np.ndarray:
+    """Draws of the numpy path (C kernel or not); with a history, each draw is a new
+    request's first, its penalty window that history."""
+    samplers: list[RequestSampler] = []
     draws = []
-    for _ in range(n // rows):
+    for batch in range(n // rows):
+        if not samplers or history:
+            samplers = [RequestSampler(replace(params, seed=batch * rows + i), eog) for i in range(rows)]
+            for sampler in samplers:
+                sampler.accept_prompt(list(history))
         draws.extend(sample_rows(np.tile(logits, (rows, 1)), samplers))
     return np.bincount(draws, minlength=logits.size)
 
 
-def chain_draws(logits: np.ndarray, params: SamplingParams, n: int) -> np.ndarray:
-    chain = SamplerChain(params, logits.size, [])
+def chain_draws(logits: np.ndarray, params: SamplingParams, n: int, history: Sequence[int] = (),
+                eog: Sequence[int] = ()) -> np.ndarray:
+    """Draws of llama.cpp's chain, applied to the same candidates each time (it accepts
+    no token: the penalties' window stays the history)."""
+    chain = SamplerChain(params, logits.size, list(eog))
+    chain.accept_prompt(list(history))
     data = np.zeros(logits.size, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
     counts = np.zeros(logits.size, dtype=np.int64)
     try:
@@ -143,15 +227,73 @@ def test_the_bound_tells_wrong_semantics_apart() -> None:
     assert np.abs(target(likely_only, params) - p).sum() / 2 > 2 * bound(p, N)
 
 
-@pytest.mark.parametrize("case", ["defaults on peaked logits", "defaults, top-k cuts",
-                                  "top-p normalised over the whole top-k set"])
-def test_llama_cpps_chain_draws_the_same_distribution(case: str) -> None:
-    logits, params = CASES[case]
-    p = target(logits, params)
-    n = 60_000
-    counts = chain_draws(logits, params, n)
+# Cases with a history and end-of-generation tokens: every stage of the chain at work.
+# token 0, the best, is end-of-generation; 1 and 3 were said (3 three times).
+HISTORY = (1, 3, 9, 3, 3)
+WITH_HISTORY = {
+    "a banned token and the repeat penalty": (peaked(), replace(DEFAULT, ignore_eos=True, repeat_penalty=1.6)),
+    "the whole history, a penalty below one": (peaked(), replace(DEFAULT, repeat_last_n=-1, repeat_penalty=0.7,
+                                                                 top_k=0, temperature=1.4)),
+}
+# With a history too, for settings only llama.cpp's chain samples (kernel=False fields).
+CHAIN_ONLY = {
+    "OpenAI's penalties": (peaked(), replace(DEFAULT, ignore_eos=True, repeat_penalty=1.2, frequency_penalty=0.6,
+                                             presence_penalty=0.4, repeat_last_n=4)),
+}
+
+
+@pytest.mark.parametrize("case", list(WITH_HISTORY))
+def test_numpy_draws_follow_every_stage_with_a_history(case: str, sampling_path) -> None:
+    logits, params = WITH_HISTORY[case]
+    p = target(logits, params, history=HISTORY, eog=[0])
+    assert p[0] == 0 or not params.ignore_eos
+    assert np.abs(p - target(logits, params)).sum() / 2 > 0.05  # the history really counts
+    n = 20_000
+    counts = numpy_draws(logits, params, n, history=HISTORY, eog=[0])
     assert counts[p == 0].sum() == 0
     assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
+
+
+@pytest.mark.parametrize("case", [*CASES, *WITH_HISTORY, *CHAIN_ONLY])
+def test_llama_cpps_chain_draws_the_same_distribution(case: str) -> None:
+    """The chain llama_chain.py builds from the spec against the same target: what the
+    numpy path is checked against above is llama.cpp's own sampling."""
+    logits, params = {**CASES, **WITH_HISTORY, **CHAIN_ONLY}[case]
+    history, eog = (HISTORY, [0]) if case not in CASES else ((), ())
+    p = target(logits, params, history=history, eog=eog)
+    n = 40_000
+    counts = chain_draws(logits, params, n, history, eog)
+    assert counts[p == 0].sum() == 0
+    assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
+
+
+# llama.cpp's name of the sampler each stage is (llama_sampler_name).
+LLAMA_NAMES = {"ignore_eos": "logit-bias", "penalties": "penalties", "top_k": "top-k", "top_p": "top-p",
+               "min_p": "min-p", "temperature": "temp", "dist": "dist", GREEDY: "greedy"}
+
+
+# The settings whose chain is read back: every case's above, and greedy ones.
+READ_BACK = {**{case: params for case, (_, params) in {**CASES, **WITH_HISTORY, **CHAIN_ONLY}.items()},
+             "greedy": SamplingParams.greedy(), "greedy banning": SamplingParams(temperature=0.0, ignore_eos=True),
+             "penalties over no window": SamplingParams(repeat_last_n=0)}
+
+
+def test_the_cases_use_every_stage_of_the_spec() -> None:
+    assert {stage for params in READ_BACK.values() for stage in params.stages()} == {*CHAIN, GREEDY}
+
+
+@pytest.mark.parametrize("case", list(READ_BACK))
+def test_llama_cpps_chain_is_the_stages_of_the_spec_in_its_order(case: str) -> None:
+    """Read back from llama.cpp: the samplers of the chain built for these settings (one
+    its settings leave nothing to do, top-p at 1, is named "?top-p")."""
+    params = READ_BACK[case]
+    chain = SamplerChain(params, V, [0])
+    try:
+        built = [ll.llama_sampler_name(ll.llama_sampler_chain_get(chain._chain, i)).decode().lstrip("?")
+                 for i in range(ll.llama_sampler_chain_n(chain._chain))]
+    finally:
+        chain.close()
+    assert built == [LLAMA_NAMES[stage] for stage in params.stages()]
 
 
 def test_a_tiny_temperature_is_the_argmax() -> None:

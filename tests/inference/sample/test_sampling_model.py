@@ -10,7 +10,7 @@ import pytest
 
 from inference import SamplingParams
 from inference.params import LoadSettings
-from inference.sample.grammar_chain import SamplerChain
+from inference.sample.llama_chain import SamplerChain
 from inference.sample.sampler_set import SamplerSet
 from inference.worker.runner import LlamaRunner
 from tests.support.chat_requests import user_chat

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from inference.params import SamplingParams
-from inference.sample.grammar_chain import SamplerChain, _penalties, _token_array
+from inference.sample.llama_chain import SamplerChain, _penalties, _token_array
 from inference.sample.rows import RequestSampler, sample_rows
 
 V = 512

@@ -84,3 +84,17 @@ def test_a_spare_request_gives_back_its_cells_to_a_tab_that_needs_them() -> None
     sim.run(lambda: tab.status.finished)
     sim.run(lambda: title.status.finished, max_steps=300)
     assert title.status is RequestStatus.FINISHED_LENGTH and len(title.output_tokens) == 20
+
+
+def test_a_tab_queued_after_a_waiting_title_is_told_it_is_first() -> None:
+    """Issue 39, defect 7: the position a new request was told was the queue's length, so a
+    chat sent while a title waited read "queued (position 2)" though it goes first."""
+    sim = make_sim(n_seqs=1)
+    sim.add("busy", prompt(1, 5), max_tokens=3)
+    sim.step()
+    sim.add("title", prompt(2, 5), max_tokens=3, priority=SPARE_PRIORITY)
+    sim.add("tab", prompt(3, 5), max_tokens=3, priority=FOREGROUND)
+    assert (sim.of("tab")[0].phase, sim.of("tab")[0].progress) == (Phase.QUEUED, (1, 5))
+    assert sim.of("title")[0].progress == (1, 5)  # first then; behind the tab now
+    sim.run(lambda: any(d.token_ids for d in sim.of("tab")))
+    assert not any(d.token_ids for d in sim.of("title"))

@@ -11,16 +11,16 @@ from tests.support.core_driver import make_driver, prompt
 def test_no_bound_until_a_prompt_step_was_timed_then_the_rate_sets_it() -> None:
     budget = StepBudget(max_tokens=512, target_step_s=0.15, max_step_s=0.4)
     assert budget.prefill_tokens(0) == 512
-    budget.observe(step_s=2.0, n_decoding=0, n_prefill=512, n_queued=0)  # ~3.9 ms a token
+    budget.cost.observe(512, 2.0, prompt=True)  # ~3.9 ms a token
     assert budget.prefill_tokens(0) == 102  # 0.4 s of prompt
     assert budget.prefill_tokens(2) <= 100
-    budget.observe(step_s=0.05, n_decoding=0, n_prefill=100, n_queued=0)  # the machine got faster
+    budget.cost.observe(100, 0.05, prompt=True)  # the machine got faster
     assert budget.prefill_tokens(0) > 102
 
 
 def test_without_a_bound_the_whole_batch_is_one_prompt_step() -> None:
     budget = StepBudget(max_tokens=512, target_step_s=0.15)  # max_step_s None
-    budget.observe(step_s=20.0, n_decoding=0, n_prefill=512, n_queued=0)
+    budget.cost.observe(512, 20.0, prompt=True)
     assert budget.prefill_tokens(0) == 512
 
 
@@ -74,5 +74,5 @@ def test_no_bound_where_a_step_s_fixed_part_alone_is_past_it() -> None:
     under 0.4 s: it would only pay the fixed part more often."""
     budget = StepBudget(max_tokens=512, target_step_s=0.15, max_step_s=0.4)
     for tokens in (8, 8, 64, 512):
-        budget.observe(step_s=1.0 + 0.001 * tokens, n_decoding=0, n_prefill=tokens, n_queued=0)
+        budget.cost.observe(tokens, 1.0 + 0.001 * tokens, prompt=True)
     assert budget.prefill_tokens(0) == 512

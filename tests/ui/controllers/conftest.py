@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.databases import seed_data_dir
 from tests.support.desk import Desk, ScriptedEngine, scripted_engine
 
 
@@ -17,7 +18,9 @@ def _asyncio_on_qt(qt_asyncio):
 
 @pytest.fixture
 def desk(qtbot, tmp_path):
-    instance = Desk(qtbot, tmp_path)
+    """The desk on a data folder whose database is already at head (a copy: the migrations
+    run once per session, tests/support/databases.py)."""
+    instance = Desk(qtbot, seed_data_dir(tmp_path))
     yield instance
     instance.close()
 

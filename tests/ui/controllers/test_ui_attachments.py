@@ -7,7 +7,6 @@ extraction and storage; a scripted engine answers (no model)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
@@ -15,21 +14,17 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from storage import ChunkSpan, DocumentRepository, NewDocument, SourceRecord
-from tests.support.desk import Desk, ScriptedEngine
+from tests.support.desk import Desk, ScriptedEngine, as_remote
 from tests.support.gui_app import SCREENSHOTS
-from ui.widgets.attachment_chips import ChipState
+from ui.widgets.chat.attachment_chips import ChipState
 
 NOTES = "# Meeting notes\n\nThe launch moves to **March**. Ana owns the checklist.\n"
 
 
 @pytest.fixture
 def engine(engine: ScriptedEngine) -> ScriptedEngine:
-    """The scripted engine as a server's: no model info (the documents' tokens are guessed),
-    and a documents' prefix pinned in it is forgotten."""
-    engine.state = SimpleNamespace(info=None)
-    engine.is_local = False
-    engine.pin_system_prompt = lambda *args, **kwargs: None
-    return engine
+    """The scripted engine as a server's (tests/support/desk.py)."""
+    return as_remote(engine)
 
 
 @pytest.fixture(autouse=True)
@@ -151,18 +146,35 @@ def test_a_file_pasted_into_the_composer_is_attached_not_typed(desk, engine, qtb
     assert tab.composer.toPlainText() == ""  # not its path as text
 
 
-def test_an_empty_file_says_why_on_its_chip_and_is_never_sent(desk, engine, qtbot, tmp_path):
+def test_a_file_that_cannot_be_read_holds_the_message_back_until_removed(desk, engine, qtbot, tmp_path):
+    """Issue 39: a red chip once let Enter send the text alone, and the chips vanished."""
     tab = _tab(desk)
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    _drop(tab, empty)
-    (chip,) = _ready(qtbot, tab.composer_box.tray)
-    assert chip.state is ChipState.FAILED
-    assert "empty.txt" in chip.details.text() and chip.details.property("failed") is True
-    assert tab.send_button.isEnabled()  # a failed file does not hold the message back
-    _send(desk, engine, tab, "Anything in it?")
+    _drop(tab, empty, _notes(tmp_path))
+    failed, ready = _ready(qtbot, tab.composer_box.tray, 2)
+    assert failed.state is ChipState.FAILED and ready.state is ChipState.READY
+    assert "empty.txt" in failed.details.text() and failed.details.property("failed") is True
+
+    qtbot.keyClicks(tab.composer, "Anything in them?")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     desk.settled()
-    assert desk.repo.active_path(tab.conversation_id).attachments == {}
+    assert engine.requests == [] and desk.repo.active_path(tab.conversation_id).messages == []
+    assert tab.composer.toPlainText() == "Anything in them?" and tab.composer_box.tray.chips() == [failed, ready]
+    notice = tab.composer_box.notice
+    assert notice.isVisible()
+    assert notice.toolTip() == "Not sent: empty.txt could not be read. Remove it (×) to send without it."
+    qtbot.mouseClick(tab.send_button, Qt.MouseButton.LeftButton)  # Send says the same, and keeps it all
+    desk.settled()
+    assert engine.requests == [] and tab.composer.toPlainText() == "Anything in them?"
+
+    qtbot.mouseClick(failed.close_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not notice.isVisible())
+    tab.composer.setFocus()
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(engine.requests) == 1)
+    stored = desk.repo.active_path(tab.conversation_id)
+    assert [a.name for a in stored.attachments[stored.messages[0].id]] == ["notes.md"]
 
 
 def test_cancelling_a_file_being_read_removes_it(desk, engine, qtbot, tmp_path):
@@ -245,7 +257,7 @@ def test_the_composer_box_toggles_send_and_stop(desk, engine, qtbot):
 
 def test_screenshot_of_attachments_in_a_chat(desk, engine, qtbot, tmp_path, theme):
     """A question with two documents, a reply citing them, and the composer holding a file
-    read, one being read and one that failed."""
+    read, one being read and one that failed, Enter pressed: the line saying why it waits."""
     from tests.support.document_files import make_pdf
 
     desk.window.resize(1000, 680)
@@ -285,6 +297,10 @@ def test_screenshot_of_attachments_in_a_chat(desk, engine, qtbot, tmp_path, them
     qtbot.wait(50)  # the layout of the chips settles before the grab
     assert [c.state for c in tray.chips()] == [ChipState.READY, ChipState.FAILED, ChipState.EXTRACTING]
     assert not tab.send_button.isEnabled()  # a file is still being read
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(tab.composer_box.notice.isVisible)
+    assert tab.composer_box.notice.text().startswith("Not sent: scan.txt could not be read.")
+    qtbot.wait(50)  # the box grown by the line, laid out before the grab
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert desk.window.grab().save(str(SCREENSHOTS / f"attachments-{theme}.png"))
 

@@ -91,7 +91,7 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     share = max(1, app.controllers.engines.router.cpu_threads // 2)
     assert pooled.engine.settings.n_threads == app.controllers.engines.engine.settings.n_threads == share
     # A model that loaded in a pane is offered again (File → Recent models, every pane's list).
-    app.qtbot.waitUntil(lambda: str(gemma_path) in [a.text() for a in app.window.recent_menu.actions()],
+    app.qtbot.waitUntil(lambda: str(gemma_path) in [a.text() for a in app.window.menus.recent_menu.actions()],
                         timeout=10_000)
     assert str(gemma_path) in app.ctx.catalog.get_setting("recent_models", [])
     send(view, "What is the capital of France?")

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 
 from app.engines.protocol import EngineState, EngineStatus
 from inference.outputs import Delta, FinishReason, ModelInfo, RequestStats
+from tests.support.desk import Desk, scripted_engine
 from tests.support.gui_app import SCREENSHOTS
 
 
@@ -89,3 +90,68 @@ def test_a_saved_chat_measures_its_stored_reply_once_the_model_is_loaded(desk, e
     engine.state = EngineState(EngineStatus.READY, info=info)
     desk.ctx.engine_signals.state_changed.emit(EngineState(EngineStatus.READY, info=info))
     qtbot.waitUntil(lambda: tab.context_meter.isVisible() and tab.context_meter.label.text() == "Context 1,024 / 4,096")
+
+
+def _measured(qtbot, desk, conv_id: int, text: str) -> None:
+    """The chat opened on another start of the app (its own engine, the model loaded): the
+    meter shows `text`."""
+    engine = scripted_engine(desk)
+    desk.controllers.conversations.open_conversation(conv_id)
+    qtbot.waitUntil(lambda: desk.window.tab_for(conv_id) is not None
+                    and desk.window.tab_for(conv_id).model.rowCount() == 2)
+    engine.state = SimpleNamespace(info=SimpleNamespace(n_ctx=512))
+    desk.ctx.engine_signals.state_changed.emit(EngineState(EngineStatus.READY, info=_info(512)))
+    meter = desk.window.tab_for(conv_id).context_meter
+    qtbot.waitUntil(lambda: meter.isVisible() and meter.label.text() == text)
+
+
+def _info(n_ctx: int) -> ModelInfo:
+    return ModelInfo(path=Path("none.gguf"), description="", n_params=0, size_bytes=0, n_ctx_train=8192,
+                     n_ctx=n_ctx, n_seq_max=8, n_gpu_layers=0, gpu_offload_supported=False)
+
+
+def test_the_meter_stays_once_an_edited_reply_is_on_screen_after_restart_and_import(
+        desk, engine, qtbot, tmp_path):
+    """Issue 39, defect 10: an edited reply (saved beside the original, nothing generated)
+    had no prompt count, and the meter went away, also after a restart and an import. The
+    edited reply answers the same prompt: the meter measures that prompt."""
+    tab = _chat(desk, engine)
+    meter = tab.context_meter
+    _reply(desk, engine, tab, "Hello", _stats(prompt=300, generated=100))
+    qtbot.waitUntil(lambda: meter.isVisible() and meter.label.text() == "Context 400 / 512")
+    reply = tab.model.views()[-1]
+    tab.start_editing(reply.message_id, reply.text, "assistant")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(tab.composer, "A shorter answer.")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: tab.model.views()[-1].text == "A shorter answer.")
+    desk.settled()
+    qtbot.waitUntil(lambda: meter.isVisible() and meter.label.text() == "Context 300 / 512")
+
+    again = Desk(qtbot, tmp_path)  # the next start, on the same data
+    try:
+        _measured(qtbot, again, tab.conversation_id, "Context 300 / 512")
+    finally:
+        again.close()
+
+    exported = tmp_path / "all.json"
+    desk.window.export_requested.emit(str(exported), "json", True)
+    qtbot.waitUntil(lambda: "Exported" in desk.window.statusBar().currentMessage(), timeout=10_000)
+    fresh = Desk(qtbot, tmp_path / "fresh")
+    try:
+        fresh.window.import_requested.emit(str(exported))
+        qtbot.waitUntil(lambda: fresh.repo.list_conversations() != [], timeout=10_000)
+        _measured(qtbot, fresh, fresh.repo.list_conversations()[0].id, "Context 300 / 512")
+    finally:
+        fresh.close()
+
+
+def test_a_reply_edited_before_edits_kept_the_count_is_measured_by_its_original(desk, qtbot):
+    """Issue 39, defect 10, on data stored before the fix: the edited reply has no prompt
+    count; the original beside it (the same prompt) has one."""
+    conv = desk.repo.create_conversation(title="edited long ago")
+    question = desk.repo.add_message(conv.id, "user", "Hello")
+    original = desk.repo.start_reply(conv.id)
+    desk.repo.finish_reply(original.id, "Hi there, a long answer.", prompt_tokens=300, completion_tokens=60)
+    desk.repo.add_message(conv.id, "assistant", "Hi.", parent_id=question.id)  # as edits were stored
+    _measured(qtbot, desk, conv.id, "Context 300 / 512")

@@ -43,7 +43,7 @@ def test_a_document_asked_about_in_two_tabs_is_computed_once(desktop, tmp_path):
     ask(desktop, first, path, "How fast does the fan of unit 3 turn?")
     ask(desktop, second, path, "How often is unit 5 serviced?")
     ctx = desktop.controllers.ctx
-    used = ctx.documents_used[second.conversation_id]
+    used = ctx.session(second.conversation_id).last_prompt
     assert used.documents and used.documents[0].whole and used.document_tokens > 300
     # The second tab's reply found the whole document cached: only its question was computed.
     desktop.controllers.side_panel.load(second)
@@ -78,7 +78,7 @@ def test_ctrl_shift_enter_asks_each_line_in_a_new_tab_with_the_documents(desktop
     assert [t.model.view(0).text for t in asked] == lines
     assert tab.composer.toPlainText() == "" and tray.chips() == []
     ctx = desktop.controllers.ctx
-    prompts = [ctx.documents_used[t.conversation_id] for t in asked]
+    prompts = [ctx.session(t.conversation_id).last_prompt for t in asked]
     assert len({p.pinned_block for p in prompts}) == 1  # one block for the three: computed once
     for t in asked:
         path_ = desktop.repo.active_path(t.conversation_id)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit, QMenu
 
 from tests.support.desk import Desk
 from ui.controllers.conversations import FOLDERS_SETTING
-from ui.widgets.conversation_list import FOLDED_MARK, FOLDER_ROLE, OPEN_MARK, PINNED_GROUP
+from ui.widgets.window.conversation_list import FOLDED_MARK, FOLDER_ROLE, OPEN_MARK, PINNED_GROUP
 
 
 def _listed(desk: Desk, *titles: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.support.databases import seed_data_dir
 from tests.support.gui_app import SCREENSHOTS
 from tests.support.hub_repos import GATED_REPO, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
 from tests.support.models_ui_app import WAIT_MS, ModelsShell
@@ -25,7 +26,7 @@ HOLD_BYTES = 8 << 20  # the stand-in pauses each download here until released
 @pytest.fixture
 def shell(qtbot, tmp_path, qt_asyncio, hub, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
-    instance = ModelsShell(qtbot, tmp_path / "data")
+    instance = ModelsShell(qtbot, seed_data_dir(tmp_path / "data"))  # its database a copy: tests/support/databases.py
     yield instance
     hub.release.set()
     instance.close()

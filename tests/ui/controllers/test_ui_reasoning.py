@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QStyleOptionViewItem
 from inference.outputs import Delta, FinishReason, RequestStats
 from tests.app.chats.test_reasoning import QWEN3
 from tests.support.gui_app import SCREENSHOTS
-from ui.widgets.message_delegate import GAP, HEADER_H, PAD
-from ui.widgets.reply_document import reasoning_header
+from ui.widgets.chat.message_delegate import GAP, HEADER_H, PAD
+from ui.widgets.chat.reply_document import reasoning_header
 
 REASONING = "Okay, the user is asking what 2+2 is."
 
@@ -37,13 +37,13 @@ def _send(desk, engine, chats, tab, text):
 
 def _recording(engine):
     chats = []
-    submit = engine.submit
+    stream = engine.stream
 
-    def record(chat):
+    def record(chat, sink):
         chats.append(chat)
-        submit(chat)
+        return stream(chat, sink)
 
-    engine.submit = record
+    engine.stream = record
     return chats
 
 

@@ -1,13 +1,16 @@
 """What the window keeps over a restart beyond its tabs (issue 27, defect 10): the unread
-marks, the preset chosen for new chats and the text typed in a composer but not sent. The
+marks, the preset chosen for new chats and the text typed in a composer but not sent, with
+the files attached to it (issue 39: they are read again, and a file gone says so). The
 restart is a second Desk on the same data folder; no model."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QMimeData, Qt, QUrl
+from PySide6.QtWidgets import QApplication
 
-from tests.support.desk import Desk
+from tests.support.desk import Desk, as_remote, scripted_engine
 from ui.services.window_state import WINDOW_SETTING
+from ui.widgets.chat.attachment_chips import ChipState
 
 
 def _text(window, widget) -> str:
@@ -16,7 +19,7 @@ def _text(window, widget) -> str:
 
 def _drafts(desk: Desk) -> dict:
     saved = desk.ctx.storage.submit(desk.ctx.catalog.get_setting, WINDOW_SETTING).result() or {}
-    return {int(ident): text for ident, text in saved.get("drafts", [])}
+    return {int(ident): text for ident, text, *_files in saved.get("drafts", [])}
 
 
 def test_marks_the_preset_and_unsent_text_are_back_after_a_restart(desk, qtbot, tmp_path):
@@ -58,5 +61,59 @@ def test_marks_the_preset_and_unsent_text_are_back_after_a_restart(desk, qtbot, 
         assert aw.preset_box.currentText() == "Terse"
         aw.tabs.setCurrentWidget(reopened)  # looked at: the mark goes, as before the restart
         qtbot.waitUntil(lambda: _text(aw, reopened) == "Lighthouses")
+    finally:
+        again.close()
+
+
+def _paste_files(qtbot, tab, *paths) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    QApplication.clipboard().setMimeData(mime)
+    tab.composer.setFocus()
+    qtbot.keyClick(tab.composer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+
+
+def _read(qtbot, tab, count: int):
+    tray = tab.composer_box.tray
+    qtbot.waitUntil(lambda: len(tray.chips()) == count and not tray.extracting(), timeout=30_000)
+    return tray.chips()
+
+
+def test_a_draft_s_files_come_back_with_its_text_and_one_gone_says_so(desk, qtbot, tmp_path):
+    desk.window.activateWindow()
+    qtbot.waitUntil(desk.window.isActiveWindow)
+    notes, plan = tmp_path / "notes.md", tmp_path / "plan.txt"
+    notes.write_text("# Notes\n\nThe launch moves to March.\n", encoding="utf-8")
+    plan.write_text("Ana owns the checklist.", encoding="utf-8")
+    tab = desk.open_chat("Launch")
+    _paste_files(qtbot, tab, notes, plan)
+    _read(qtbot, tab, 2)
+    qtbot.keyClicks(tab.composer, "Who owns what?")
+    desk.controllers.window_state.save()  # as the app's shutdown does
+    desk.settled()
+    plan.unlink()  # gone before the next start
+
+    again = Desk(qtbot, tmp_path)
+    engine = as_remote(scripted_engine(again))
+    try:
+        again.window.activateWindow()
+        again.controllers.window_state.restore()
+        qtbot.waitUntil(lambda: again.window.tab_for(tab.conversation_id) is not None)
+        back = again.window.tab_for(tab.conversation_id)
+        kept, gone = _read(qtbot, back, 2)
+        assert back.composer.toPlainText() == "Who owns what?"
+        assert (kept.path, kept.state) == (notes, ChipState.READY)
+        assert (gone.path, gone.state) == (plan, ChipState.FAILED)
+        assert gone.details.whole == "plan.txt does not exist (moved or deleted?)"  # elided on the chip
+
+        back.composer.setFocus()
+        qtbot.keyClick(back.composer, Qt.Key.Key_Return)  # not sent without it, silently
+        qtbot.waitUntil(back.composer_box.notice.isVisible)
+        assert back.composer.toPlainText() == "Who owns what?" and engine.requests == []
+        qtbot.mouseClick(gone.close_button, Qt.MouseButton.LeftButton)
+        qtbot.keyClick(back.composer, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: len(engine.requests) == 1)
+        stored = again.repo.active_path(back.conversation_id)
+        assert [a.name for a in stored.attachments[stored.messages[0].id]] == ["notes.md"]
     finally:
         again.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from ui.widgets.window.sidebar_delegate import SNIPPET_ROLE
+
 FILLER = "A paragraph about the weather, long enough to take a few lines in the bubble. " * 4
 
 
@@ -59,3 +61,29 @@ def test_a_search_finds_words_inside_an_attached_document_and_says_which(desk, q
     qtbot.keyClicks(w.search_box, "gigawatts")
     qtbot.waitUntil(lambda: lst.row_for(conv.id) is not None and "gigawatts" in lst.row_for(conv.id).toolTip())
     assert lst.row_for(conv.id).toolTip().startswith("in specs.md: ")
+
+
+def test_down_then_enter_in_the_search_box_opens_the_highlighted_hit(desk, qtbot):
+    """Issue 39, defect 11: Down and Enter in the search box did nothing; only a click opened
+    a hit. Down highlights the next hit (the focus stays in the box), Enter opens it."""
+    first = _long_chat(desk.repo, match_at=3)
+    second = _long_chat(desk.repo, match_at=7)
+    desk.repo.rename(second.id, "Second long chat")
+    desk.controllers.conversations.refresh()
+    w, lst = desk.window, desk.window.conversation_list
+    qtbot.waitUntil(lambda: len(lst.titles()) == 2)
+    w.search_box.setFocus()
+    qtbot.keyClicks(w.search_box, "walrus")
+    qtbot.waitUntil(lambda: len(lst.titles()) == 2 and all(r.data(SNIPPET_ROLE) for r in lst.rows()))
+    hits = [int(r.data(Qt.ItemDataRole.UserRole)) for r in lst.rows()]
+    qtbot.keyClick(w.search_box, Qt.Key.Key_Down)
+    qtbot.waitUntil(lambda: lst.currentItem() is lst.rows()[0])
+    qtbot.keyClick(w.search_box, Qt.Key.Key_Down)
+    qtbot.waitUntil(lambda: lst.currentItem() is lst.rows()[1])
+    qtbot.keyClick(w.search_box, Qt.Key.Key_Up)
+    qtbot.waitUntil(lambda: lst.currentItem() is lst.rows()[0])
+    assert w.search_box.hasFocus()
+    qtbot.keyClick(w.search_box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.tab_for(hits[0]) is not None and w.tabs.currentWidget() is w.tab_for(hits[0]))
+    assert w.tab_for(hits[1]) is None
+    assert {first.id, second.id} == set(hits)

@@ -17,14 +17,14 @@ openai = pytest.importorskip("openai")
 
 @pytest.mark.model
 def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
-    assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
+    assert not app.window.menus.serve_action.isChecked() and not app.controllers.server.server.running
     app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
     started = app.controllers.server.start_server("127.0.0.1", 0, "sekrit")
     app.qtbot.waitUntil(started.done, timeout=10_000)
     url = started.result()
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
     app.qtbot.waitUntil(lambda: app.window.server_label.text() == f"API: {url}")
-    assert app.window.serve_action.isChecked()
+    assert app.window.menus.serve_action.isChecked()
     tab = app.new_tab()
     app.send(tab, "Describe a river in detail.")
     app.wait_streaming(tab)
@@ -37,7 +37,7 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
         max_tokens=40, temperature=0, stream=True)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.strip()
-    assert app.controllers.engines.gateway.open_requests() == 0
+    assert not [rid for rid in app.controllers.engines.engine.in_flight() if rid.startswith("http-")]
     app.wait_done(tab)
     assert before <= 1  # the tab alone so far
     # the HTTP request joined the tab's steps
@@ -57,7 +57,7 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
     stopped = app.controllers.server.stop_server()
-    assert not app.window.serve_action.isChecked() and not app.window.server_label.isVisible()
+    assert not app.window.menus.serve_action.isChecked() and not app.window.server_label.isVisible()
     app.qtbot.waitUntil(stopped.done, timeout=10_000)
     with pytest.raises(openai.APIConnectionError):
         client.models.list()
@@ -76,11 +76,11 @@ def test_a_port_in_use_is_a_clear_error_and_the_switch_goes_back_off(app, monkey
         started = app.controllers.server.start_server("127.0.0.1", port)
         app.qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
     assert started.result() is None and f"cannot listen on 127.0.0.1:{port}" in shown[0]
-    assert not app.window.serve_action.isChecked() and not app.controllers.server.server.running
+    assert not app.window.menus.serve_action.isChecked() and not app.controllers.server.server.running
 
 
 def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
-    from ui.widgets.server_dialog import ServerDialog
+    from ui.widgets.settings.server_dialog import ServerDialog
 
     dialog = ServerDialog(port=9000)
     qtbot.addWidget(dialog)
@@ -91,13 +91,13 @@ def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
 
 
 class _StandInEngines(QObject):
-    """What ServerController uses of the engine hub (a local engine's gateway and name) and
-    of its signals (the main engine's state)."""
+    """What ServerController uses of the engine hub (the main engine and its name) and of its
+    signals (the main engine's state)."""
 
     state_changed = Signal(object)
     is_local = True
     model_name = "SmolLM2-135M-Instruct.Q4_1.gguf"
-    gateway = None  # no request reaches it here
+    main = None  # no request reaches it here
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def switch(qtbot, monkeypatch, tmp_path):
     from app.server.app_server import AppServer
     from ui.controllers.server_switch import ServerController
     from ui.services.threads import GuiCalls
-    from ui.widgets.main_window import MainWindow
+    from ui.widgets.window.main_window import MainWindow
 
     window = MainWindow()
     qtbot.addWidget(window)
@@ -133,7 +133,7 @@ def test_the_server_starts_and_stops_off_the_gui_thread(switch, qtbot):
     window = switch.ctx.window
     window.server_start_requested.emit("127.0.0.1", 0, "")  # what the dialog's OK does
     qtbot.waitUntil(lambda: not window.server_label.isHidden(), timeout=10_000)
-    assert window.server_label.text().startswith("API: http://127.0.0.1:") and window.serve_action.isChecked()
+    assert window.server_label.text().startswith("API: http://127.0.0.1:") and window.menus.serve_action.isChecked()
     assert switch.threads["start"] and threading.get_ident() not in switch.threads["start"]
     stopped = switch.stop_server()
     qtbot.waitUntil(stopped.done, timeout=10_000)
@@ -147,7 +147,7 @@ def test_a_failed_start_off_the_gui_thread_is_still_shown(switch, qtbot, monkeyp
     window = switch.ctx.window
     shown = []
     monkeypatch.setattr(window, "show_error", lambda title, message: shown.append(message))
-    window.serve_action.setChecked(True)
+    window.menus.serve_action.setChecked(True)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -155,7 +155,7 @@ def test_a_failed_start_off_the_gui_thread_is_still_shown(switch, qtbot, monkeyp
         started = switch.start_server("127.0.0.1", port)
         qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
     assert f"cannot listen on 127.0.0.1:{port}" in shown[0] and started.result() is None
-    assert not window.serve_action.isChecked() and not switch.server.running
+    assert not window.menus.serve_action.isChecked() and not switch.server.running
     assert threading.get_ident() not in switch.threads["start"]
 
 
@@ -165,5 +165,5 @@ def test_switching_off_during_a_start_ends_off(switch, qtbot):
     stopped = switch.stop_server()  # before the start has posted its address
     qtbot.waitUntil(stopped.done, timeout=10_000)
     qtbot.wait(50)  # the posted outcomes of both
-    assert window.server_label.isHidden() and not window.serve_action.isChecked()
+    assert window.server_label.isHidden() and not window.menus.serve_action.isChecked()
     assert not switch.server.running

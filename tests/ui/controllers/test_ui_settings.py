@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from app.chats.defaults import ChatDefaults
 from inference import UNLIMITED
 from tests.support.desk import Desk, scripted_engine
-from ui.widgets.reply_length import UNTIL_STOP_TEXT
+from ui.widgets.settings.reply_length import UNTIL_STOP_TEXT
 
 
 @pytest.fixture(autouse=True)

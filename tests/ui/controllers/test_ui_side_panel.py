@@ -25,13 +25,13 @@ def tokens_in(text: str) -> int | None:
 def capture_requests(app) -> list:
     """Every ChatRequest the main engine is given, from now on."""
     engine = app.controllers.engines.engine
-    sent, submit = [], engine.submit
+    sent, stream = [], engine.stream
 
-    def recording(chat):
+    def recording(chat, sink):
         sent.append(chat)
-        return submit(chat)
+        return stream(chat, sink)
 
-    engine.submit = recording
+    engine.stream = recording
     return sent
 
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 
 from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB
 from tests.support.desk import Desk
-from ui.widgets.model_picker import READY, ModelStatus
+from ui.widgets.models.model_picker import READY, ModelStatus
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 
@@ -49,7 +49,7 @@ def test_split_right_shows_two_chats_side_by_side_and_closes_back_to_one(desk, q
     assert w.split_pane.isVisible() and rivers.isVisible() and lighthouses.isVisible()
     assert w.tabs.indexOf(rivers) == -1 and w.tabs.currentWidget() is lighthouses
     assert w.split_pane.title_label.text() == "Rivers"
-    assert w.split_action.isChecked()
+    assert w.menus.split_action.isChecked()
     left, right = w.chat_split.sizes()
     assert abs(left - right) <= 2  # halves
     assert rivers.composer.geometry().width() > 0 and lighthouses.composer.isVisible()  # a composer each
@@ -58,7 +58,7 @@ def test_split_right_shows_two_chats_side_by_side_and_closes_back_to_one(desk, q
     assert w.tab_for(rivers.conversation_id) is rivers
     _press(qtbot, Qt.Key.Key_Backslash, CTRL)
     qtbot.waitUntil(lambda: w.split_tab() is None)
-    assert not w.split_pane.isVisible() and not w.split_action.isChecked()
+    assert not w.split_pane.isVisible() and not w.menus.split_action.isChecked()
     assert w.tabs.count() == 2 and w.tabs.currentWidget() is rivers  # back in the bar, in front
     assert w.tabs.tabText(w.tabs.indexOf(rivers)) == "Rivers"
 
@@ -158,7 +158,7 @@ def test_the_split_and_the_hidden_sidebar_survive_a_restart(desk, qtbot, tmp_pat
         qtbot.waitUntil(lambda: aw.split_tab() is not None, timeout=10_000)
         assert aw.split_tab().conversation_id == rivers.conversation_id
         assert aw.tabs.count() == 1 and aw.tabs.currentWidget().conversation_id == lighthouses.conversation_id
-        assert not aw.sidebar.isVisible() and not aw.sidebar_action.isChecked()
+        assert not aw.sidebar.isVisible() and not aw.menus.sidebar_action.isChecked()
     finally:
         again.close()
 
@@ -221,3 +221,47 @@ def test_screenshot_of_the_split_view(desk, engine, qtbot, theme):
     assert image.save(str(SCREENSHOTS / f"split-view-{theme}.png"))
     left, right = lighthouses.mapTo(w, lighthouses.rect().center()), rivers.mapTo(w, rivers.rect().center())
     assert left.x() < right.x() and abs(left.y() - right.y()) < 40  # side by side
+
+
+def _ratio(w) -> float:
+    left, right = w.chat_split.sizes()
+    return left / (left + right)
+
+
+def test_the_divider_stays_when_the_approval_bar_shows_and_after_a_restart(desk, qtbot, tmp_path):
+    """Issue 39, defect 12: the split's divider moved when a tool call's approval bar came
+    up, and came back at another ratio after a restart."""
+    w = desk.window
+    w.resize(900, 600)
+    qtbot.waitUntil(lambda: w.width() == 900)
+    rivers, lighthouses = _two_chats(desk)
+    _press(qtbot, Qt.Key.Key_Backslash, CTRL)
+    qtbot.waitUntil(lambda: w.split_tab() is rivers)
+    total = sum(w.chat_split.sizes())
+    w.chat_split.moveSplitter(int(total * 0.6), 1)  # the user drags the divider
+    qtbot.waitUntil(lambda: abs(_ratio(w) - 0.6) < 0.02)
+    for _ in range(3):  # its layouts done
+        QApplication.processEvents()
+    before = w.chat_split.sizes()
+    for tab in (rivers, lighthouses):
+        tab.approval.ask("get_current_time", "clock", '{"timezone": "Europe/Amsterdam"}')
+        qtbot.waitUntil(tab.approval.isVisible)
+        for _ in range(3):  # the layouts the bar asked for, done
+            QApplication.processEvents()
+        assert tab.approval.question.text().startswith("Run get_current_time")
+        assert w.chat_split.sizes() == before
+        tab.approval.dismiss()
+    desk.controllers.window_state.save()
+    desk.settled()
+
+    again = Desk(qtbot, tmp_path)  # the next start, on the same data
+    try:
+        aw = again.window
+        again.controllers.window_state.restore()
+        qtbot.waitUntil(lambda: aw.split_tab() is not None)
+        qtbot.waitUntil(lambda: abs(_ratio(aw) - 0.6) < 0.02)
+        aw.resize(1200, 700)  # a wider window keeps the ratio too
+        qtbot.waitUntil(lambda: aw.width() == 1200)
+        qtbot.waitUntil(lambda: abs(_ratio(aw) - 0.6) < 0.02)
+    finally:
+        again.close()

@@ -14,10 +14,10 @@ from inference.outputs import Delta, FinishReason
 from tests.support.desk import Desk
 from ui.controllers.background import NOTIFY_SETTING, finished_state, should_notify
 from ui.services.stream_presenter import Stream
-from ui.widgets.chat_tabs import MIN_TAB_W
-from ui.widgets.sidebar_delegate import ACTIVITY_ROLE
-from ui.widgets.tab_activity import MARKS, Activity, TabState, aggregate, tooltip
-from ui.widgets.tray import NO_TRAY
+from ui.widgets.window.chat_tabs import MIN_TAB_W
+from ui.widgets.window.sidebar_delegate import ACTIVITY_ROLE
+from ui.widgets.window.tab_activity import MARKS, Activity, TabState, aggregate, tooltip
+from ui.widgets.window.tray import NO_TRAY
 
 
 def _text(window, widget) -> str:
@@ -210,7 +210,9 @@ def test_twelve_tabs_stay_readable_and_the_list_switches(desk, qtbot):
     menu = w.tabs.tab_list_menu()
     actions = menu.actions()
     assert len(actions) == 12
-    assert [a.isChecked() for a in actions] == [i == 11 for i in range(12)]
+    # Issue 39, defect 13: the current tab was ticked in a column of checkboxes; now bold.
+    assert not any(a.isCheckable() for a in actions)
+    assert [a.font().bold() for a in actions] == [i == 11 for i in range(12)]
     assert actions[3].text() == "Chat number 3 about a rather long subject"
     actions[3].trigger()
     qtbot.waitUntil(lambda: w.tabs.currentWidget() is tabs[3])

@@ -14,27 +14,34 @@ pytestmark = pytest.mark.model
 
 
 class Spy:
-    """What the title controller asks the engines, and what reaches the chat views."""
+    """What the title controller asks the main engine, and what reaches the chat views."""
 
     def __init__(self, app: App) -> None:
         self.asked: list[list[str]] = []  # each title request's output, as it streams
         self.to_views: list[str] = []  # request ids of the deltas the views got
-        deltas = app.ctx.engines.deltas
-        register, to_views = deltas.register, deltas._fallback
-        assert to_views is not None
+        hub, streams = app.ctx.engines, app.ctx.streams
+        engine_for, to_views = hub.engine_for, streams.on_delta
+        spy = self
 
-        def spy_register(request_id, on_delta) -> None:
-            parts: list[str] = []
-            if request_id.startswith("title-"):
-                self.asked.append(parts)
-            register(request_id, lambda d: (parts.append(d.text), on_delta(d)))
+        class Spied:  # the engine a conversation gets (local or remote), its requests seen
+            def __init__(self, engine) -> None:
+                self.engine = engine
+
+            def __getattr__(self, name):
+                return getattr(self.engine, name)
+
+            def stream(self, chat, sink) -> str:
+                parts: list[str] = []
+                if str(chat.request_id).startswith("title-"):
+                    spy.asked.append(parts)
+                return self.engine.stream(chat, lambda d: (parts.append(d.text), sink(d)))
 
         def spy_views(delta) -> None:
             self.to_views.append(delta.request_id)
             to_views(delta)
 
-        deltas.register = spy_register
-        deltas._fallback = spy_views
+        hub.engine_for = lambda conversation: Spied(engine_for(conversation))
+        streams.on_delta = spy_views
 
 
 @pytest.fixture
@@ -72,7 +79,7 @@ def test_the_first_exchange_gets_a_generated_title_in_tab_sidebar_and_storage(ti
     # The title request's text went into no view: the chat shows its two messages only.
     assert not any(rid.startswith("title-") for rid in spy.to_views)
     assert [v.text for v in tab.model.views()] == [question, reply]
-    assert not [rid for rid in app.ctx.engines.deltas.open_ids() if rid.startswith("title-")]
+    assert not [rid for rid in app.ctx.engines.engine.in_flight() if rid.startswith("title-")]
     # A later exchange does not title the chat again.
     app.send(tab, "And black tea?")
     app.wait_done(tab)

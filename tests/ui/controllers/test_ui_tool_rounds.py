@@ -20,10 +20,10 @@ from PySide6.QtWidgets import QStyleOptionViewItem
 from app.tools import DENIED, StdioServer
 from tests.support.desk import Desk
 from tests.support.gui_app import App
-from ui.widgets.message_delegate import GAP, HEADER_H, PAD
-from ui.widgets.model_picker import READY, ModelStatus
-from ui.widgets.reply_document import reasoning_header
-from ui.widgets.tab_activity import TabState
+from ui.widgets.chat.message_delegate import GAP, HEADER_H, PAD
+from ui.widgets.chat.reply_document import reasoning_header
+from ui.widgets.models.model_picker import READY, ModelStatus
+from ui.widgets.window.tab_activity import TabState
 
 TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
 ADD_CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
@@ -97,7 +97,7 @@ def test_a_call_waits_for_approval_runs_on_the_server_and_the_next_turn_reads_it
     _answer(desk, engine, "2 + 3 is 5.", 2)
     desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "2 + 3 is 5.")
     assert [m.role for m in _stored(desk, tab)] == ["user", "assistant", "tool", "assistant"]
-    assert tab.conversation_id not in desk.ctx.tool_waits
+    assert tab.conversation_id not in desk.ctx.waiting_on_tools()
 
 
 def test_deny_tells_the_model_and_runs_nothing(desk, engine, tools):
@@ -152,7 +152,7 @@ def test_stop_gives_up_a_call_that_hangs_and_the_chat_is_free_again(desk, engine
     QTest.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
     desk.qtbot.waitUntil(lambda: not tab.busy)
     assert tab.state_label.text() == "stopped before the tool's result"
-    assert len(engine.requests) == 1 and tab.conversation_id not in desk.ctx.tool_waits
+    assert len(engine.requests) == 1 and tab.conversation_id not in desk.ctx.waiting_on_tools()
     _ask(desk, tab, "Never mind.")  # the chat takes a new message at once
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=10_000)
 
@@ -229,7 +229,7 @@ def test_two_agent_tabs_run_their_tools_at_once(desk, engine, tools):
     _answer(desk, engine, '{"name": "slow", "arguments": {"seconds": 3}}', 1)
     desk.qtbot.waitUntil(lambda: slow_tab.approval.isVisible())
     QTest.mouseClick(slow_tab.approval.allow_button, Qt.MouseButton.LeftButton)
-    desk.qtbot.waitUntil(lambda: desk.ctx.tool_waits.get(slow_tab.conversation_id) == "running slow")
+    desk.qtbot.waitUntil(lambda: desk.ctx.waiting_on_tools().get(slow_tab.conversation_id) == "running slow")
     desk.window.tabs.setCurrentWidget(quick_tab)
     _ask(desk, quick_tab, "What is 2 + 3?")
     _answer(desk, engine, ADD_CALL, 2)
@@ -237,7 +237,7 @@ def test_two_agent_tabs_run_their_tools_at_once(desk, engine, tools):
     QTest.mouseClick(quick_tab.approval.allow_button, Qt.MouseButton.LeftButton)
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=30_000)
     assert "The result of add" in engine.chats[2].messages[-1]["content"], "the quick chat went on first"
-    assert desk.ctx.tool_waits.get(slow_tab.conversation_id) == "running slow"
+    assert desk.ctx.waiting_on_tools().get(slow_tab.conversation_id) == "running slow"
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 4, timeout=30_000)
     assert "slept 3" in engine.chats[3].messages[-1]["content"]
 
@@ -405,3 +405,26 @@ def test_the_chats_tool_choices_come_back_at_the_next_start(desk, engine, tools,
     finally:
         again.ctx.tools.shutdown()
         again.close()
+
+
+def test_the_tools_menu_turns_the_web_tools_on_and_a_reply_is_offered_them(desk, engine):
+    tab = desk.open_chat("web")
+    desk.window.tabs.setCurrentWidget(tab)
+    QTest.mouseClick(tab.tools_button, Qt.MouseButton.LeftButton)
+    menu = tab.tools_menu
+    desk.qtbot.waitUntil(lambda: menu.isVisible())
+    web = next(a for a in menu.actions() if a.text().startswith("Web · "))
+    assert not web.isChecked()
+    QTest.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(web).center())
+    desk.qtbot.waitUntil(lambda: tab.tools_button.text() == "Tools (2)")
+    menu.close()
+    _ask(desk, tab, "Look it up.")
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 1, timeout=10_000)
+    described = engine.chats[0].messages[0]["content"]
+    assert '"name": "fetch"' in described and '"name": "web_search"' in described
+
+
+def test_the_web_tools_settings_are_kept(desk, engine):
+    desk.ctx.tools.set_web_settings(" http://127.0.0.1:8888 ", allow_private=True)
+    desk.settled()
+    assert desk.ctx.catalog.get_setting("web_tools") == {"searxng_url": "http://127.0.0.1:8888", "allow_private": True}

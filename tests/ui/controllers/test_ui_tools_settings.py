@@ -17,8 +17,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QDialogButtonBox
 
 from app.tools import StdioServer
-from tests.support.desk import Desk
-from ui.widgets.tools_settings import state_text
+from tests.support.desk import Desk, open_tools_settings
+from ui.widgets.tools.tools_settings import state_text
 
 TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
 TEST_COMMAND = shlex.join([sys.executable, str(TEST_SERVER), "stdio"])
@@ -36,22 +36,6 @@ def tools(desk):
 def active(desk, qtbot) -> None:
     desk.window.activateWindow()
     qtbot.waitUntil(desk.window.isActiveWindow)
-
-
-def _open_tools(desk: Desk):
-    """Ctrl+, on the window, then a click on the Tools tab: the page."""
-    qtbot = desk.qtbot
-    desk.window.activateWindow()  # the shortcut is the active window's
-    qtbot.waitUntil(desk.window.isActiveWindow)
-    qtbot.keyClick(desk.window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: desk.controllers.settings.window is not None
-                    and desk.controllers.settings.window.isVisible())
-    settings = desk.controllers.settings.window
-    qtbot.waitExposed(settings)
-    bar = settings.tabs.tabBar()
-    QTest.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(1).center())
-    qtbot.waitUntil(lambda: settings.tabs.currentWidget() is settings.tools)
-    return settings.tools
 
 
 def _click(widget) -> None:
@@ -124,7 +108,7 @@ def _import(desk: Desk, page, text: str):
 
 
 def test_the_test_server_added_through_the_dialog_becomes_ready_and_its_tools_are_listed(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     assert _rows(page) == {} and "No servers yet" in page.details.text()
     dialog = _add(desk, page, TEST_COMMAND, "test")
     desk.qtbot.waitUntil(lambda: not dialog.isVisible())
@@ -138,14 +122,14 @@ def test_the_test_server_added_through_the_dialog_becomes_ready_and_its_tools_ar
 
 
 def test_a_server_added_without_a_name_is_named_after_what_it_runs(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     _add(desk, page, TEST_COMMAND)
     desk.qtbot.waitUntil(lambda: list(_rows(page)) == ["mcp_test_server.py"])
     desk.qtbot.waitUntil(lambda: _state(page, "mcp_test_server.py") == "ready · 6 tools", timeout=STARTS)
 
 
 def test_the_add_dialog_says_what_is_wrong_and_adds_nothing(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     dialog = _open_add(page)
     _click(dialog.add_button)
     assert dialog.isVisible() and dialog.error.isVisible()
@@ -174,7 +158,7 @@ def test_the_add_dialog_says_what_is_wrong_and_adds_nothing(desk, tools):
 
 
 def test_a_streamable_http_server_is_added_with_its_headers(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     dialog = _open_add(page)
     _click(dialog.http_choice)
     desk.qtbot.keyClicks(dialog.url, "http://127.0.0.1:9/mcp")  # nothing listens there: it fails
@@ -190,7 +174,7 @@ def test_a_streamable_http_server_is_added_with_its_headers(desk, tools):
 
 def test_a_name_already_taken_is_refused(desk, tools):
     _with_test_server(desk, tools)
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     dialog = _add(desk, page, "uvx mcp-server-time", "test")
     assert dialog.isVisible() and "a server named 'test' already" in dialog.error.text()
     assert [c.command for c in tools.configs()] == [sys.executable]
@@ -200,7 +184,7 @@ def test_a_name_already_taken_is_refused(desk, tools):
 
 
 def test_a_server_whose_command_fails_shows_failed_with_the_reason_and_its_stderr(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     crash = shlex.join([sys.executable, "-c", "import sys; sys.stderr.write('no API token given\\n'); sys.exit(3)"])
     _add(desk, page, crash, "crashes")
     desk.qtbot.waitUntil(lambda: _state(page, "crashes").startswith("failed: "), timeout=STARTS)
@@ -214,7 +198,7 @@ def test_a_server_whose_command_fails_shows_failed_with_the_reason_and_its_stder
 
 
 def test_a_program_that_does_not_exist_fails_with_the_reason(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     _add(desk, page, "/no/such/mcp-server --stdio", "missing")
     desk.qtbot.waitUntil(lambda: _state(page, "missing").startswith("failed: "), timeout=STARTS)
     assert "cannot start" in _state(page, "missing") and "/no/such/mcp-server" in _state(page, "missing")
@@ -225,7 +209,7 @@ def test_a_program_that_does_not_exist_fails_with_the_reason(desk, tools):
 
 def test_an_imported_mcp_servers_document_adds_its_servers(desk, tools):
     _with_test_server(desk, tools)
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     document = {"mcpServers": {
         "again": {"command": sys.executable, "args": [str(TEST_SERVER), "stdio"], "env": {"TZ": "UTC"}},
         "off": {"command": "never-run", "disabled": True},
@@ -246,7 +230,7 @@ def test_an_imported_mcp_servers_document_adds_its_servers(desk, tools):
 def test_a_malformed_document_shows_the_error_and_changes_nothing(desk, tools, text, error):
     _with_test_server(desk, tools)
     before = tools.configs()
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     dialog = _import(desk, page, text)
     assert dialog.isVisible() and dialog.error.isVisible()
     assert dialog.error.text() == error
@@ -260,7 +244,7 @@ def test_a_malformed_document_shows_the_error_and_changes_nothing(desk, tools, t
 
 def test_remove_stops_the_server_and_forgets_it(desk, tools):
     _with_test_server(desk, tools)
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     assert page.selected() == "test" and page.remove_button.isEnabled()
     _click(page.remove_button)
     desk.qtbot.waitUntil(lambda: _rows(page) == {})
@@ -272,7 +256,7 @@ def test_remove_stops_the_server_and_forgets_it(desk, tools):
 
 def test_restart_starts_the_server_again(desk, tools):
     _with_test_server(desk, tools)
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     seen: list[str] = []
     tools.changed.connect(lambda: seen.append(state_text(tools.state("test"))))
     _select(page, "test")
@@ -294,7 +278,7 @@ def _type_into(desk: Desk, spin, value: int) -> None:
 
 
 def test_the_limits_are_saved_with_save(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     assert [page.limits[n].value() for n in ("output_cap", "timeout_s", "max_rounds")] == [20_000, 60, 5]
     _type_into(desk, page.limits["output_cap"], 5000)
     _type_into(desk, page.limits["timeout_s"], 30)
@@ -305,14 +289,14 @@ def test_the_limits_are_saved_with_save(desk, tools):
     desk.settled()
     assert desk.ctx.catalog.get_setting("tool_settings") == {"output_cap": 5000, "timeout_s": 30.0, "max_rounds": 3}
     assert (tools.settings.output_cap, tools.settings.timeout_s, tools.settings.max_rounds) == (5000, 30.0, 3)
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     assert [page.limits[n].value() for n in ("output_cap", "timeout_s", "max_rounds")] == [5000, 30, 3]
     _click(settings.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.RestoreDefaults))
     assert [page.limits[n].value() for n in ("output_cap", "timeout_s", "max_rounds")] == [20_000, 60, 5]
 
 
 def test_cancel_keeps_the_limits_as_they_were(desk, tools):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     _type_into(desk, page.limits["max_rounds"], 9)
     settings = desk.controllers.settings.window
     _click(settings.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Cancel))
@@ -322,7 +306,7 @@ def test_cancel_keeps_the_limits_as_they_were(desk, tools):
 
 
 def test_the_servers_and_limits_are_kept_for_the_next_start(desk, tools, qtbot, tmp_path):
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     _add(desk, page, TEST_COMMAND, "test")
     _type_into(desk, page.limits["max_rounds"], 7)
     settings = desk.controllers.settings.window
@@ -337,7 +321,7 @@ def test_the_servers_and_limits_are_kept_for_the_next_start(desk, tools, qtbot, 
     try:
         again.ctx.tools.restore()
         qtbot.waitUntil(lambda: again.ctx.tools.configs() != ())
-        again_page = _open_tools(again)
+        again_page = open_tools_settings(again)
         qtbot.waitUntil(lambda: _state(again_page, "test") == "ready · 6 tools", timeout=STARTS)
         assert again_page.limits["max_rounds"].value() == 7
     finally:
@@ -349,8 +333,9 @@ def test_screenshot_of_the_tools_page_with_a_ready_server(desk, tools, theme):
     from tests.support.gui_app import SCREENSHOTS
 
     _with_test_server(desk, tools)
+    tools.allow_always(next(t for t in tools.tools() if t.name == "add"))  # as "Always for this tool" does
     tools.add(StdioServer("weather", sys.executable, ("-m", "mcp_server_weather")))  # not installed: it fails
-    page = _open_tools(desk)
+    page = open_tools_settings(desk)
     desk.qtbot.waitUntil(lambda: _state(page, "weather").startswith("failed"), timeout=STARTS)
     _select(page, "test")
     desk.qtbot.waitUntil(lambda: len(_listed_tools(page)) == len(TEST_TOOLS))

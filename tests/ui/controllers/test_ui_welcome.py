@@ -15,7 +15,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.models.catalog import ModelSpec, WheelPart
 from storage import MessageStatus
 from tests.support.gui_app import SCREENSHOTS, WAIT_MS, App
-from ui.widgets.main_window import MainWindow
+from ui.widgets.window.main_window import MainWindow
 
 
 @pytest.fixture
@@ -131,8 +131,8 @@ def test_the_picker_names_the_model_of_the_tab_in_front_when_it_has_its_own(unst
 def test_the_catalog_rows_are_made_again_without_leaving_old_ones(qtbot):
     from PySide6.QtWidgets import QLabel
 
-    from ui.widgets.model_picker import ModelChoice
-    from ui.widgets.welcome import WelcomePage
+    from ui.widgets.models.model_picker import ModelChoice
+    from ui.widgets.window.welcome import WelcomePage
 
     page = WelcomePage()
     qtbot.addWidget(page)

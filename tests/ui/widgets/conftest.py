@@ -11,6 +11,6 @@ from tests.support.shown import shown
 def window(qtbot):
     """The main window alone (no controllers), on screen at 900x600: the smallest size it
     must keep every part usable at."""
-    from ui.widgets.main_window import MainWindow
+    from ui.widgets.window.main_window import MainWindow
 
     return shown(qtbot, MainWindow(), 900, 600)

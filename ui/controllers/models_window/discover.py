@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ui.services.daemon_pool import DaemonPool
 from ui.services.worker_hops import WorkerHops
-from ui.widgets.models_window import ModelsWindow
+from ui.widgets.models.models_window import ModelsWindow
 
 if TYPE_CHECKING:
     from app.models.fit import FitVerdict

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ui.services.context import ControllerContext
 from ui.services.worker_hops import WorkerHops, first_line, storage_message
-from ui.widgets.library_view import LibraryView
+from ui.widgets.models.library_view import LibraryView
 
 if TYPE_CHECKING:
     from app.models.library import LibraryEntry, ModelLibrary

@@ -17,8 +17,8 @@ from ui.controllers.models_window.library import LibraryController
 from ui.services.context import ControllerContext
 from ui.services.downloads import Downloads, DownloadUpdate
 from ui.services.worker_hops import WorkerHops
-from ui.widgets.model_sizes import progress_text
-from ui.widgets.models_window import ModelsWindow
+from ui.widgets.models.model_sizes import progress_text
+from ui.widgets.models.models_window import ModelsWindow
 
 if TYPE_CHECKING:
     from app.models.hub import HubClient, HubFile
@@ -56,8 +56,13 @@ class ModelsWindowController:
             if self._client is None:
                 from app.models.hub import HubClient
 
-                self._client = HubClient()
+                self._client = HubClient(gpu_supported=self._gpu_supported)
             return self._client
+
+    def _gpu_supported(self) -> bool:
+        """As the engine reported it (this process loads no llama.cpp); False until it did."""
+        backend = self.ctx.engines.backend_info()
+        return backend is not None and backend.gpu_offload
 
     def library(self) -> ModelLibrary:
         """The app's model library (call it on the storage thread, like every database call)."""

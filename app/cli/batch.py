@@ -1,0 +1,144 @@
+"""`chorus batch`: a prompt template over every row of a CSV/JSONL file, on the engine's
+spare capacity, each result stored as it finishes (app/jobs); list, status, cancel, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.cli.command import add_command
+from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
+from app.paths import kv_cache_dir
+from storage import DEFAULT_FILENAME, JobsRepository, open_database
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    batch = add_command(sub, "batch", list_batches,
+                        help="run a prompt over every row of a CSV/JSONL file (background jobs); bare: list")
+    verbs = batch.add_subparsers(dest="batch_command")
+    run = add_command(verbs, "run", run_batch, help="run (or resume, with --job) a job")
+    add_model_args(run)
+    run.add_argument("input", nargs="?", help="CSV (header row) or JSONL file: one item a row")
+    source = run.add_mutually_exclusive_group()
+    source.add_argument("--template", help="file holding the prompt template ($column or ${column})")
+    source.add_argument("--prompt", help="the prompt template itself")
+    run.add_argument("--system", default="", help="system prompt")
+    run.add_argument("--schema", help="JSON Schema file every answer must follow")
+    run.add_argument("--max-tokens", type=int, default=256)
+    run.add_argument("--window", type=int, default=4, help="items in flight at once (default 4)")
+    run.add_argument("--out", help="export the results here when done (.csv or .jsonl)")
+    run.add_argument("--json", action="store_true", help="print the job's counts as JSON")
+    run.add_argument("--job", help="resume this job instead of creating one")
+    add_command(verbs, "list", list_batches, help="list jobs")
+    for verb, handler, text in (("status", batch_status, "a job's item counts"),
+                                ("cancel", cancel_batch, "cancel a job (its finished items stay)")):
+        add_command(verbs, verb, handler, help=text).add_argument("job")
+    export = add_command(verbs, "export", export_batch, help="write a job's results (.csv or .jsonl)")
+    export.add_argument("job")
+    export.add_argument("out")
+
+
+def _jobs(data_dir: Path) -> JobsRepository:
+    return JobsRepository(open_database(data_dir / DEFAULT_FILENAME))
+
+
+def _fail(message: str) -> int:
+    print(f"chorus: {message}", file=sys.stderr)
+    return 2
+
+
+def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
+    from app.jobs import InputError, JobRunner, JobSpec, export, new_job, read_rows
+    from inference import Engine, ModelLoadError
+
+    jobs = _jobs(data_dir)
+    try:
+        if args.job:
+            job = jobs.get(args.job)
+            if job is None:
+                return _fail(f"no job {args.job}")
+            if job.kind != "template":  # an OpenAI batch: `chorus serve` runs it, with its own Work
+                return _fail(f"{args.job} is a batch of the server's (/v1/batches): `chorus serve` runs it")
+            job_id = args.job
+        else:
+            if not args.input or not (args.template or args.prompt):
+                return _fail("batch run needs INPUT and --template or --prompt (or --job to resume)")
+            template = Path(args.template).read_text(encoding="utf-8") if args.template else args.prompt
+            schema = json.loads(Path(args.schema).read_text(encoding="utf-8")) if args.schema else None
+            spec = JobSpec(template=template, system_prompt=args.system, sampling={"max_tokens": args.max_tokens},
+                           json_schema=schema)
+            job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
+        model = resolve_model(args, data_dir)
+        engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
+                                                 kv_cache_dir=kv_cache_dir(data_dir)))
+    except (InputError, ModelLoadError, OSError, json.JSONDecodeError) as exc:
+        jobs.db.close()
+        return _fail(str(exc))
+    print(f"job {job_id}", file=sys.stderr)
+    try:
+        status = JobRunner(jobs, engine, job_id, window=args.window).run(on_progress=_progress)
+        counts = jobs.counts(job_id)
+        print("", file=sys.stderr)
+        if args.out:
+            export(jobs, job_id, Path(args.out))
+        print(json.dumps({"job": job_id, "status": status, **counts}) if args.json
+              else f"{job_id}: {status}, {counts['done']} done, {counts['failed']} failed, {counts['pending']} pending")
+    finally:
+        engine.shutdown()
+        jobs.db.close()
+    return 0
+
+
+def _progress(counts: dict) -> None:
+    total = sum(counts.values())
+    print(f"\r{counts['done'] + counts['failed']}/{total} ({counts['failed']} failed)", end="", file=sys.stderr)
+
+
+def list_batches(args: argparse.Namespace, data_dir: Path) -> int:
+    jobs = _jobs(data_dir)
+    try:
+        for job in jobs.all():
+            c = jobs.counts(job.id)
+            print(f"{job.id}\t{job.status}\t{job.source}\t"
+                  f"{c['done']} done\t{c['failed']} failed\t{c['pending']} pending")
+    finally:
+        jobs.db.close()
+    return 0
+
+
+def batch_status(args: argparse.Namespace, data_dir: Path) -> int:
+    jobs = _jobs(data_dir)
+    try:
+        job = jobs.get(args.job)
+        if job is None:
+            return _fail(f"no job {args.job}")
+        print(json.dumps({"job": job.id, "status": job.status, "source": job.source, **jobs.counts(job.id)}))
+    finally:
+        jobs.db.close()
+    return 0
+
+
+def cancel_batch(args: argparse.Namespace, data_dir: Path) -> int:
+    jobs = _jobs(data_dir)
+    try:
+        if jobs.get(args.job) is None:
+            return _fail(f"no job {args.job}")
+        jobs.set_status(args.job, "cancelled")
+    finally:
+        jobs.db.close()
+    return 0
+
+
+def export_batch(args: argparse.Namespace, data_dir: Path) -> int:
+    from app.jobs import export
+
+    jobs = _jobs(data_dir)
+    try:
+        if jobs.get(args.job) is None:
+            return _fail(f"no job {args.job}")
+        print(f"{export(jobs, args.job, Path(args.out))} rows written to {args.out}")
+    finally:
+        jobs.db.close()
+    return 0

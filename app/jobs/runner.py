@@ -1,0 +1,147 @@
+"""Runs a job's pending items through an engine client on spare capacity: at most `window`
+items in flight at the engine's lowest priority (so a chat preempts them), each result
+written once as it finishes (storage.JobsRepository.finish). Stopped at any moment (pause,
+cancel, a kill), a new runner goes on with what is still pending and redoes nothing.
+
+What an item asks and what its answer is comes from a Work (work.py): a prompt template's
+by default; an OpenAI batch brings its own (one item may be several requests: n choices)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from app.jobs.spec import JobSpec
+from app.jobs.work import ItemRun, TemplateWork, Work
+from inference import Delta, EngineClient, EngineError, FinishReason
+from storage import ItemRecord, ItemResult, JobsRepository
+
+log = logging.getLogger(__name__)
+
+RUNNING, PAUSED, CANCELLED, COMPLETED = "running", "paused", "cancelled", "completed"
+
+
+@dataclass(eq=False)
+class _Running:
+    item: ItemRecord
+    run: ItemRun
+    started: float
+    open: set[str] = field(default_factory=set)  # its requests still generating
+    cut: bool = False  # one of them was cancelled or interrupted
+
+
+class JobRunner:
+    def __init__(self, jobs: JobsRepository, client: EngineClient, job_id: str, window: int = 4,
+                 work: Work | None = None) -> None:
+        job = jobs.get(job_id)
+        if job is None:
+            raise KeyError(f"no job {job_id}")
+        if work is None and job.kind != "template":
+            raise ValueError(f"job {job_id} is an {job.kind} job: the server that took it runs it")
+        self.jobs, self.client, self.job_id, self.window = jobs, client, job_id, max(1, window)
+        self.work: Work = work or TemplateWork(JobSpec.from_json(job.spec))
+        self._lock = threading.Condition()
+        self._requests: dict[str, tuple[_Running, int]] = {}  # request id -> its item, its index
+        self._items: set[_Running] = set()  # in flight: submitted, result not yet written
+        self._stop: str | None = None  # PAUSED or CANCELLED once asked
+
+    def run(self, on_progress=None) -> str:
+        """Runs until every item has a result or the job is paused or cancelled; the job's status."""
+        self.jobs.set_status(self.job_id, RUNNING)
+        queue = self.jobs.pending(self.job_id)
+        while True:
+            with self._lock:
+                if self._stop is not None or not (queue or self._items):
+                    break
+                if not queue or len(self._items) >= self.window:
+                    self._lock.wait(0.5)
+                    item = None
+                else:
+                    item = queue.pop(0)
+            if item is not None:
+                self._submit(item)  # off the lock: preparing may block; deltas take the lock
+            elif on_progress is not None:
+                on_progress(self.jobs.counts(self.job_id))
+        with self._lock:
+            open_requests = list(self._requests)
+        for request_id in open_requests:
+            self.client.cancel(request_id)
+        with self._lock:
+            while self._items:  # their cancelled deltas leave them pending
+                self._lock.wait(0.5)
+        status = self._stop or COMPLETED
+        self.jobs.set_status(self.job_id, status)
+        return status
+
+    def pause(self) -> None:
+        self._ask(PAUSED)
+
+    def cancel(self) -> None:
+        self._ask(CANCELLED)
+
+    def _ask(self, stop: str) -> None:
+        with self._lock:
+            self._stop = stop
+            self._lock.notify_all()
+
+    def _submit(self, item: ItemRecord) -> None:
+        request_id = f"job-{self.job_id}-{item.seq}-{uuid.uuid4().hex[:8]}"
+        try:
+            run = self.work.start(item, request_id)
+        except EngineError as exc:
+            self._engine_down(item, exc)
+            return
+        if isinstance(run, ItemResult):
+            self.jobs.finish(item.id, run)
+            return
+        running = _Running(item, run, time.monotonic())
+        chats = list(run.requests)
+        with self._lock:
+            for index, chat in enumerate(chats):
+                assert chat.request_id, "each request of a job's item has its own id"
+                self._requests[chat.request_id] = (running, index)
+                running.open.add(chat.request_id)
+            self._items.add(running)
+        try:
+            for chat in chats:
+                self.client.stream(chat, self._on_delta)
+        except EngineError as exc:
+            for chat in chats:
+                self.client.cancel(chat.request_id or "")
+            with self._lock:
+                for chat in chats:
+                    self._requests.pop(chat.request_id or "", None)
+                self._items.discard(running)
+            self._engine_down(item, exc)
+
+    def _engine_down(self, item: ItemRecord, exc: EngineError) -> None:
+        """The engine is down: the item stays pending, the job pauses (a later runner goes on)."""
+        log.warning("job %s paused: the engine refused item %d: %s", self.job_id, item.seq, exc)
+        with self._lock:
+            self._stop = self._stop or PAUSED
+            self._lock.notify_all()
+
+    def _on_delta(self, delta: Delta) -> None:
+        with self._lock:
+            entry = self._requests.get(delta.request_id)
+            if entry is None:
+                return
+            running, index = entry
+            running.run.add(index, delta)
+            if not delta.finished:
+                return
+            del self._requests[delta.request_id]
+            running.open.discard(delta.request_id)
+            running.cut |= delta.finish_reason in (FinishReason.CANCELLED, FinishReason.INTERRUPTED)
+            if running.open:
+                return
+            stopped = running.cut and self._stop is not None
+        # Written before the item leaves the window: run() never ends ahead of a result.
+        if not stopped:  # else stopped on purpose: the item stays pending for the next runner
+            self.jobs.finish(running.item.id, running.run.result(time.monotonic() - running.started))
+        with self._lock:
+            self._items.discard(running)
+            self._lock.notify_all()

@@ -1,0 +1,288 @@
+"""One server's Files and Batch API behind its routes: the files folder, the batches (jobs of
+kind "openai" in the chat database) and the thread that runs them.
+
+A batch goes validating -> in_progress -> finalizing -> completed (or failed at validation,
+or cancelling -> cancelled). Validation runs in a thread of its own as soon as the batch is
+created; one worker thread then runs the batches in_progress, oldest first, one at a time,
+through app/jobs' runner at the engine's spare priority (a chat or an API call always goes
+first), and writes each one's output and error files. Every step is stored as it happens,
+so a server stopped (or killed) at any point takes each batch up where it was when it starts
+again: validation again, the requests still pending, the files written again (same ids).
+
+A batch waits while the server serves another model than the one it was made for: its
+answers come from one model. Blocking calls throughout: the routes call them in worker
+threads. Batch rows change only under the service's lock (one writer)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from app.jobs import CANCELLED as RUNNER_CANCELLED
+from app.jobs import COMPLETED as RUNNER_COMPLETED
+from app.jobs import JobRunner, Work
+from app.server.batches import objects as ob
+from app.server.batches.embedding_work import EmbeddingWork
+from app.server.batches.files import FileStore
+from app.server.batches.lines import check_lines
+from app.server.batches.output import jsonl, split_lines
+from app.server.batches.work import EMBEDDINGS, BatchWork
+from app.server.config import ServerConfig
+from inference import EngineClient
+from storage import Database, JobRecord, JobsRepository, StorageError, open_database
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 4  # requests in flight when the engine does not say its width
+RETRY_S = 5.0  # a batch paused by an engine that refused waits this long before going on
+JOIN_S = 10.0
+
+
+class BatchError(Exception):
+    """A call the service refuses: an HTTP status and the message (routes make it an ApiError)."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param = status, message, param
+
+
+class BatchService:
+    def __init__(self, engine: EngineClient, config: ServerConfig, model_id: Callable[[], str]) -> None:
+        self.engine = engine
+        self.files_dir: Path | None = config.files_dir
+        self.db_path: Path | None = config.responses_db
+        self.cap = config.max_tokens_cap
+        self.max_file_bytes = config.max_file_bytes
+        self.model_id = model_id
+        self.files: FileStore | None = None
+        self.jobs: JobsRepository | None = None
+        self.unavailable = "this server keeps no files: Files and Batches need `chorus serve` (its data folder)"
+        self._db: Database | None = None
+        self._lock = threading.Condition()
+        self._runner: tuple[str, JobRunner] | None = None  # the batch running now
+        self._closing = False
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def enabled(self) -> bool:
+        return self.files_dir is not None and self.db_path is not None
+
+    # ----- life -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Opens the files and the database, takes up what a previous run left (validation,
+        requests pending, files to write). A failure is logged: the routes then say it."""
+        if self.files_dir is None or self.db_path is None:
+            return
+        try:
+            self.files = FileStore(self.files_dir)
+            self._db = open_database(self.db_path)
+        except (OSError, StorageError) as exc:
+            self.unavailable = f"the server's files or batches cannot be used: {exc}"
+            log.error("%s", self.unavailable)
+            return
+        self.jobs = JobsRepository(self._db)
+        for job in self._batches():
+            if job.spec["status"] == ob.VALIDATING:
+                self._thread(self._validate, job.id)
+        self._thread(self._work)
+
+    def close(self) -> None:
+        """Stops the running batch (its requests in flight cancelled, left pending for the
+        next start) and the threads; any thread but the server's loop."""
+        with self._lock:
+            self._closing = True
+            running = self._runner
+            self._lock.notify_all()
+        if running is not None:
+            running[1].pause()
+        for thread in self._threads:
+            thread.join(JOIN_S)
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _thread(self, target: Callable, *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name="chorus-batches", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    # ----- calls of the routes --------------------------------------------------------------------
+
+    def repository(self) -> tuple[FileStore, JobsRepository]:
+        if self.files is None or self.jobs is None:
+            raise BatchError(503 if self.enabled else 404, self.unavailable)
+        return self.files, self.jobs
+
+    def create(self, input_file_id: str, endpoint: str, completion_window: str, metadata: dict | None) -> dict:
+        files, jobs = self.repository()
+        stored = files.get(input_file_id)
+        if stored is None:
+            raise BatchError(404, f"no file {input_file_id!r} (upload it with purpose 'batch' first)", "input_file_id")
+        if stored.purpose != "batch":
+            raise BatchError(400, f"file {input_file_id!r} has purpose {stored.purpose!r}, not 'batch'",
+                             "input_file_id")
+        job = JobRecord(id=ob.ID_PREFIX + uuid.uuid4().hex[:24], kind=ob.KIND, status="queued",
+                        spec=ob.new_spec(endpoint, input_file_id, completion_window, metadata, self.model_id()),
+                        source=stored.filename)
+        with self._lock:
+            if self._closing:
+                raise BatchError(503, "the server is stopping")
+            jobs.create(job, [])
+            self._thread(self._validate, job.id)
+        return self.get(job.id)
+
+    def get(self, batch_id: str) -> dict:
+        _files, jobs = self.repository()
+        job = jobs.get(batch_id)
+        if job is None or job.kind != ob.KIND:
+            raise BatchError(404, f"no batch {batch_id!r}")
+        return ob.batch_object(job.id, job.spec, jobs.counts(job.id))
+
+    def all(self) -> list[dict]:
+        """Newest first, as OpenAI lists them."""
+        _files, jobs = self.repository()
+        return [ob.batch_object(j.id, j.spec, jobs.counts(j.id)) for j in reversed(self._batches())]
+
+    def cancel(self, batch_id: str) -> dict:
+        _files, jobs = self.repository()
+        with self._lock:
+            job = jobs.get(batch_id)
+            if job is None or job.kind != ob.KIND:
+                raise BatchError(404, f"no batch {batch_id!r}")
+            status = job.spec["status"]
+            if status in ob.TERMINAL:
+                raise BatchError(409, f"batch {batch_id} is {status}: only a batch not yet ended can be cancelled")
+            if status == ob.VALIDATING:  # nothing ran: cancelled at once
+                spec = ob.moved(ob.moved(job.spec, ob.CANCELLING), ob.CANCELLED)
+                jobs.update(batch_id, status=RUNNER_CANCELLED, spec=spec)
+            elif status == ob.IN_PROGRESS:
+                jobs.update(batch_id, spec=ob.moved(job.spec, ob.CANCELLING))
+                if self._runner is not None and self._runner[0] == batch_id:
+                    self._runner[1].cancel()
+            self._lock.notify_all()
+        return self.get(batch_id)
+
+    # ----- the threads ----------------------------------------------------------------------------
+
+    def _batches(self) -> list[JobRecord]:
+        assert self.jobs is not None
+        return [job for job in self.jobs.all() if job.kind == ob.KIND]
+
+    def _validate(self, batch_id: str) -> None:
+        files, jobs = self.repository()
+        job = jobs.get(batch_id)
+        assert job is not None
+        path = files.content(job.spec["input_file_id"])
+        try:
+            data = path.read_bytes() if path is not None else None
+        except OSError as exc:
+            log.warning("batch %s: its input cannot be read: %s", batch_id, exc)
+            data = None
+        if data is None:
+            checked = None
+        else:
+            checked = check_lines(data, job.spec["endpoint"], job.spec["model"])
+        with self._lock:
+            job = jobs.get(batch_id)
+            if self._closing or job is None or job.spec["status"] != ob.VALIDATING:
+                return  # stopped (validated again at the next start) or cancelled meanwhile
+            if checked is None:
+                errors = [{"code": "file_not_found", "line": None, "param": "input_file_id",
+                           "message": f"the input file {job.spec['input_file_id']} is gone"}]
+                jobs.update(batch_id, status="failed", spec=ob.moved(job.spec, ob.FAILED, errors=_listed(errors)))
+            elif checked.errors:
+                jobs.update(batch_id, status="failed",
+                            spec=ob.moved(job.spec, ob.FAILED, errors=_listed(checked.errors)))
+            else:
+                jobs.update(batch_id, spec=ob.moved(job.spec, ob.IN_PROGRESS), items=checked.items)
+            self._lock.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                job = None if self._closing else self._next()
+                if job is None:
+                    if self._closing:
+                        return
+                    self._lock.wait(RETRY_S)
+                    continue
+            try:
+                if job.spec["status"] == ob.IN_PROGRESS:
+                    self._run(job)
+                else:  # finalizing or cancelling
+                    self._finalize(job.id)
+            except Exception as exc:  # noqa: BLE001 - a full disk, say: said, and tried again later
+                log.error("batch %s: %s: %s", job.id, type(exc).__name__, exc)
+                with self._lock:
+                    self._lock.wait(RETRY_S)
+
+    def _next(self) -> JobRecord | None:
+        """The oldest batch with work to do: its files to write first, then one to run."""
+        assert self.jobs is not None
+        batches = self._batches()
+        for job in batches:
+            if job.spec["status"] == ob.IN_PROGRESS and job.status == RUNNER_CANCELLED:
+                # cancelled by `chorus batch cancel` while no server ran it
+                self.jobs.update(job.id, spec=ob.moved(job.spec, ob.CANCELLING))
+                return self.jobs.get(job.id)
+            if job.spec["status"] in (ob.FINALIZING, ob.CANCELLING):
+                return job
+        model = self.model_id()
+        return next((job for job in batches if job.spec["status"] == ob.IN_PROGRESS and job.spec["model"] == model),
+                    None)
+
+    def _run(self, job: JobRecord) -> None:
+        assert self.jobs is not None
+        info = self.engine.info
+        window = info.n_seq_max if info is not None and info.n_seq_max > 0 else DEFAULT_WINDOW
+        endpoint, model = job.spec["endpoint"], job.spec["model"]
+        work: Work = (EmbeddingWork(self.engine, model) if endpoint == EMBEDDINGS
+                      else BatchWork(self.engine, endpoint, model, self.cap))
+        runner = JobRunner(self.jobs, self.engine, job.id, window=window, work=work)
+        with self._lock:
+            if self._closing:
+                return
+            self._runner = (job.id, runner)
+        try:
+            ended = runner.run()
+        finally:
+            with self._lock:
+                self._runner = None
+        with self._lock:
+            current = self.jobs.get(job.id)
+            assert current is not None
+            if current.spec["status"] == ob.IN_PROGRESS and ended == RUNNER_COMPLETED:
+                self.jobs.update(job.id, spec=ob.moved(current.spec, ob.FINALIZING))
+            elif current.spec["status"] == ob.IN_PROGRESS and not self._closing:
+                self._lock.wait(RETRY_S)  # the engine refused: paused, tried again in a while
+                return
+        if ended == RUNNER_COMPLETED or current.spec["status"] == ob.CANCELLING:
+            self._finalize(job.id)
+
+    def _finalize(self, batch_id: str) -> None:
+        files, jobs = self.repository()
+        job = jobs.get(batch_id)
+        assert job is not None
+        cancelled = job.spec["status"] == ob.CANCELLING
+        output, errors = split_lines(jobs.items(batch_id), cancelled=cancelled)
+        hexid = batch_id.removeprefix(ob.ID_PREFIX)
+        # Ids of the batch's own: written again after a crash, the same files replaced.
+        output_id = files.write(f"file-{hexid}-output", f"{batch_id}_output.jsonl", "batch_output",
+                                jsonl(output)).id if output else None
+        error_id = files.write(f"file-{hexid}-errors", f"{batch_id}_error.jsonl", "batch_output",
+                               jsonl(errors)).id if errors else None
+        with self._lock:
+            current = jobs.get(batch_id)
+            assert current is not None
+            status = ob.CANCELLED if current.spec["status"] == ob.CANCELLING else ob.COMPLETED
+            jobs.update(batch_id, spec=ob.moved(current.spec, status, output_file_id=output_id, error_file_id=error_id))
+        log.info("batch %s %s: %d answered, %d in the error file", batch_id, status, len(output), len(errors))
+
+
+def _listed(errors: list[dict]) -> dict:
+    return {"object": "list", "data": errors}

@@ -1,0 +1,53 @@
+"""/v1/chat/completions with images (OpenAI's image_url parts, data: URLs), through the
+official client, on the real default model with the tests' tiny projector."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from tests.inference.core.test_engine_images import BLUE, RED, data_url
+from tests.support.served import client, serving
+from tests.support.tiny_projector import IMAGE_TOKENS, write_tiny_projector
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def projector(tmp_path_factory):
+    return write_tiny_projector(tmp_path_factory.mktemp("mmproj") / "tiny-mmproj.gguf")
+
+
+def looking_at(url: str | None, text: str = "What is in this picture?") -> dict:
+    parts: list[dict] = [{"type": "text", "text": text}]
+    if url is not None:
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return dict(model="smollm2", messages=[{"role": "user", "content": parts}], temperature=0, max_tokens=8)
+
+
+def test_an_image_url_data_part_is_seen_and_bad_ones_are_400s(make_engine, projector):
+    engine = make_engine(n_ctx=2048, n_seq_max=4, reproducible=True, mmproj=projector)
+    with serving(engine) as server:
+        api = client(server)
+        seen = api.chat.completions.create(**looking_at(data_url(RED)))
+        blind = api.chat.completions.create(**looking_at(None))
+        assert seen.usage.prompt_tokens == blind.usage.prompt_tokens + IMAGE_TOKENS
+        assert api.chat.completions.create(**looking_at(data_url(BLUE))).choices[0].message.content \
+            != seen.choices[0].message.content
+        assert engine.metrics(fresh=True).images_encoded == 2
+        for url, words in [
+            ("https://example.com/cat.png", "fetches no remote images"),
+            ("data:image/svg+xml;base64,PHN2Zz4=", r"media type image/svg\+xml"),
+            (data_url(RED[: len(RED) // 2]), "damaged or truncated"),
+            (data_url(b"hello, I am text named .png"), "not a PNG, JPEG"),
+        ]:
+            with pytest.raises(openai.BadRequestError, match=words):
+                api.chat.completions.create(**looking_at(url))
+        assert api.chat.completions.create(**looking_at(data_url(RED))).usage.prompt_tokens \
+            == seen.usage.prompt_tokens  # still serving
+
+
+def test_a_model_without_a_projector_answers_400(shared_engine):
+    with serving(shared_engine) as server:
+        with pytest.raises(openai.BadRequestError, match="without a vision projector"):
+            client(server).chat.completions.create(**looking_at(data_url(RED)))

@@ -1,0 +1,153 @@
+"""Code blocks in a reply: long lines wrap inside the bubble, each block has a toolbar with
+its language and a Copy button that puts its code on the clipboard (the desktop issue's
+defect 6). Real widgets offscreen, real clicks, real pixels."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QPalette
+
+from ui.theme import dark_palette, light_palette
+from ui.widgets.chat.code_highlight import COLORS
+from ui.widgets.chat.message_delegate import COPIED_MS
+from ui.widgets.chat.message_list import MessageList
+from ui.widgets.chat.message_model import MessageListModel, MessageView
+
+LONG = "x = " + " + ".join(f"value_{i}" for i in range(40))  # far wider than the bubble
+REPLY = f"Here:\n\n```python\ndef f():\n    {LONG}\n```\n\nand a shell one:\n\n```bash\nls -l\n```\n"
+
+
+@pytest.fixture
+def shown(qtbot):
+    model = MessageListModel()
+    model.set_messages([MessageView(key="m1", role="assistant", text=REPLY, status="complete")])
+    view = MessageList(model)
+    qtbot.addWidget(view)
+    view.resize(520, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: view.visualRect(model.index(0)).height() > 100)
+    return view
+
+
+def _option(view):
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    option = QStyleOptionViewItem()
+    view.initViewItemOption(option)
+    option.rect = view.visualRect(view.model().index(0))
+    option.widget = view
+    return option
+
+
+def _doc(view):
+    option = _option(view)
+    d = view.delegate
+    return d._document(view.model().view(0), d._text_width(option), option.font,
+                       option.palette.color(QPalette.ColorRole.Text))
+
+
+def test_long_code_lines_wrap_inside_the_bubble(shown):
+    doc = _doc(shown)
+    long_line = next(b for b in _blocks(doc) if b.text().strip().startswith("x = "))
+    assert long_line.layout().lineCount() > 1  # wrapped, not clipped at the bubble's edge
+    assert doc.idealWidth() <= shown.delegate._text_width(_option(shown)) + 1
+
+
+def _blocks(doc):
+    block = doc.begin()
+    while block.isValid():
+        yield block
+        block = block.next()
+
+
+def test_each_code_block_has_its_language_and_copy_copies_it(shown, qtbot):
+    doc = _doc(shown)
+    bars = shown.delegate.code_toolbars(doc)
+    firsts = [(b.language, b.code.splitlines()[0]) for b, _bar, _copy in bars]
+    assert firsts == [("python", "def f():"), ("bash", "ls -l")]
+    assert bars[0][0].code == f"def f():\n    {LONG}"
+    # Click the second block's Copy where it is painted on screen.
+    option = _option(shown)
+    bubble = option.rect.adjusted(10, 3, -10, -3)
+    origin = QPoint(bubble.left() + 10, bubble.top() + 10 + 18)
+    copy_rect = bars[1][2]  # the bash block's Copy
+    click = origin + copy_rect.center().toPoint()
+    copied = []
+    shown.delegate.code_copied.connect(copied.append)
+    qtbot.mouseClick(shown.viewport(), Qt.MouseButton.LeftButton, pos=click)
+    assert copied == ["ls -l"]
+    assert QGuiApplication.clipboard().text() == "ls -l"
+    assert shown.delegate.copied == ("m1", bars[1][0].first_block)
+    # "Copied ✓" says it for a moment, then the button is Copy again (issue 27, defect 10)
+    qtbot.waitUntil(lambda: shown.delegate.copied is None, timeout=COPIED_MS + 2000)
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_code_box_shows_on_the_bubble(qtbot, dark):
+    from ui.widgets.chat.message_delegate import bubble_color
+
+    palette = dark_palette() if dark else light_palette()
+    bubble = bubble_color(palette, "assistant", "complete")
+    code_bg = COLORS[dark]["bg"]
+    assert code_bg.lower() != bubble.name().lower()
+    model = MessageListModel()
+    model.set_messages([MessageView(key="m1", role="assistant", text=REPLY, status="complete")])
+    view = MessageList(model)
+    view.setPalette(palette)
+    qtbot.addWidget(view)
+    view.resize(520, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: view.visualRect(model.index(0)).height() > 100)
+    image = view.viewport().grab().toImage()
+    colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 3) for y in range(0, image.height(), 3)}
+    assert code_bg.lower() in colours and bubble.name().lower() in colours
+
+
+def test_a_reply_that_opens_with_code_keeps_its_toolbar_below_the_header(qtbot):
+    """Qt lays a document's first block out without its top margin: a reply starting with a
+    code block had its language and Copy drawn over the message's header."""
+    model = MessageListModel()
+    model.set_messages([MessageView(key="m1", role="assistant", text="```python\nprint(1)\n```\nDone.",
+                                    status="complete")])
+    view = MessageList(model)
+    qtbot.addWidget(view)
+    view.resize(520, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    [(block, bar, copy)] = view.delegate.code_toolbars(_doc(view))
+    assert block.code == "print(1)"
+    assert bar.top() >= 0 and copy.top() >= 0  # inside the document, not up in the header
+    code_top = _doc(view).documentLayout().blockBoundingRect(_doc(view).begin()).top()
+    assert bar.bottom() <= code_top  # and above the code, not over it
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_a_tool_cards_result_is_labelled_result_and_an_error_is_not_a_string_literal(qtbot, dark):
+    """Issue 39, defect 13: the card labelled its result "code" and coloured an error's
+    quoted words as a string literal."""
+    from PySide6.QtGui import QColor, QFont, QTextCursor
+
+    from ui.widgets.chat.code_highlight import ERROR_COLORS, code_blocks_of
+    from ui.widgets.chat.message_model import ToolCard
+    from ui.widgets.chat.reply_document import DocumentStyle, build_document
+
+    style = DocumentStyle(QFont(), QColor("#eeeeee" if dark else "#111111"), QColor("#3366cc"), QColor("#888888"))
+    ok = ToolCard("get_time", '{"zone": "UTC"}', 'It is "noon" // now', "0.25 s")
+    failed = ToolCard("get_time", '{"zone": "Mars"}', 'Error: unknown time zone "Mars"', "error · 0.01 s")
+    for card, label in ((ok, "result"), (failed, "error")):
+        view = MessageView(key="t", role="tool", text=card.result, status="complete", tool=card)
+        doc = build_document(view, "", 400, style, expanded=True)
+        blocks = code_blocks_of(doc)
+        assert [b.language for b in blocks] == ["json", label]
+        result = doc.findBlockByNumber(blocks[1].first_block)
+        colours = set()
+        for offset in range(1, result.length()):  # each character's format, read as the cursor does
+            cursor = QTextCursor(doc)
+            cursor.setPosition(result.position() + offset)
+            colours.add(cursor.charFormat().foreground().color().name())
+        assert COLORS[dark]["string"] not in colours and COLORS[dark]["comment"] not in colours
+        if card is failed:
+            assert colours == {ERROR_COLORS[dark]}

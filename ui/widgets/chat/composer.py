@@ -1,0 +1,256 @@
+"""The composer: one rounded box holding the files to send (chips), the paperclip, the text
+and one button that is Send while the chat is idle and Stop while a reply is written. While
+a file is read, or one could not be read, nothing is sent: Enter and Send keep the text and
+the chips, and one line in the box says why. Its colours and hover states are the app's
+stylesheet's (ui/theme.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QPalette
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPlainTextEdit,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.documents import SUPPORTED_SUFFIXES
+from storage import NewDocument
+from ui.widgets.chat.attachment_chips import AttachmentTray, file_paths_of
+from ui.widgets.chat.file_drops import accept_file_drops
+from ui.widgets.common.file_dialogs import open_files_dialog
+from ui.widgets.common.glyphs import glyph_icon, icon_size
+
+# Every format the documents are read from (app/documents/formats.py), then anything: a file
+# of another kind gets its chip and says why it cannot be read.
+ATTACH_FILTERS = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
+
+
+class Composer(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
+    keeps the text (the next message can be typed, and is sent once the reply ends). A
+    file pasted or dropped here is attached, not typed in as its path."""
+
+    submitted = Signal(str)
+    refused = Signal()  # Enter or Send while sending waits: the text stays, the box says why
+    files_given = Signal(list)  # the paths of files pasted or dropped into the text
+    focus_changed = Signal(bool)  # the box's edge shows where the typing goes
+    can_submit = True
+
+    def focusInEvent(self, event) -> None:
+        super().focusInEvent(event)
+        self.focus_changed.emit(True)
+
+    def focusOutEvent(self, event) -> None:
+        super().focusOutEvent(event)
+        self.focus_changed.emit(False)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submit()
+            return
+        super().keyPressEvent(event)
+
+    def submit(self) -> None:
+        """Enter, and the Send button: the text goes, or stays where sending waits."""
+        text = self.toPlainText().strip()
+        if not text:
+            return
+        if not self.can_submit:
+            self.refused.emit()
+            return
+        self.clear()
+        self.submitted.emit(text)
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(file_paths_of(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        paths = file_paths_of(source)
+        if paths:
+            self.files_given.emit(paths)
+        else:
+            super().insertFromMimeData(source)
+
+
+class ComposerButton(QToolButton):
+    """A round icon button inside the box; its glyph follows the palette's text colour."""
+
+    def __init__(self, glyph: str, name: str, tooltip: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.glyph = glyph
+        self.setObjectName(name)
+        self.setToolTip(tooltip)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setIconSize(icon_size(18))
+        self.setFixedSize(30, 30)
+        self._paint_glyph()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (event.Type.PaletteChange, event.Type.StyleChange, event.Type.EnabledChange):
+            self._paint_glyph()
+
+    def _paint_glyph(self) -> None:
+        group = QPalette.ColorGroup.Active if self.isEnabled() else QPalette.ColorGroup.Disabled
+        self.setIcon(glyph_icon(self.glyph, self.palette().color(group, self.foregroundRole())))
+
+
+class ComposerBox(QFrame):
+    """The text field is `composer` (tests and controllers type into it); `send_button` and
+    `stop_button` share one place, only one of them shown."""
+
+    def __init__(self, placeholder: str, send_tooltip: str = "Send (Enter)", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("composerBox")
+        self.composer = Composer()
+        self.composer.setObjectName("composerText")
+        self.composer.setPlaceholderText(placeholder)
+        self.composer.setFrameShape(QFrame.Shape.NoFrame)
+        self.composer.setFixedHeight(46)
+        self.tray = AttachmentTray()
+        self.notice = QLabel()  # why Enter did not send, while it cannot
+        self.notice.setObjectName("composerNotice")
+        self.notice.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # one line, elided
+        self.notice.hide()
+        self.attach_button = ComposerButton("paperclip", "attachButton",
+                                            "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
+                                            "code… (or drop or paste them)")
+        # The chat's MCP tools (ui/controllers/tool_rounds.py fills its menu); a chat tab shows it.
+        self.tools_button = QToolButton()
+        self.tools_button.setObjectName("toolsButton")
+        self.tools_button.setText("Tools")
+        self.tools_button.setAutoRaise(True)
+        self.tools_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.tools_button.setToolTip("The MCP servers whose tools this chat's model may call")
+        # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
+        self.tools_menu = QMenu(self.tools_button)
+        self.tools_menu.setToolTipsVisible(True)  # a tool's description
+        self.tools_button.clicked.connect(self._show_tools_menu)
+        self.tools_button.hide()
+        self.send_button = ComposerButton("send", "sendButton", send_tooltip)
+        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
+        self.file_dialog: QFileDialog | None = None  # the one open, if any
+        self.busy = False
+        self.send_tooltip = send_tooltip
+        self._layout()
+        self.attach_button.clicked.connect(self.choose_files)
+        self.composer.files_given.connect(self.attach)
+        self.composer.focus_changed.connect(self._show_typing)
+        self.composer.refused.connect(self._say_why)
+        self.tray.changed.connect(self._update_send)
+        self.drops = accept_file_drops(self, self.attach)
+        self.set_busy(False)
+
+    def _layout(self) -> None:
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self.attach_button)
+        buttons.addWidget(self.tools_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        box = self.box_layout = QVBoxLayout(self)
+        box.setContentsMargins(8, 4, 6, 4)
+        box.setSpacing(2)
+        box.addWidget(self.tray)
+        box.addWidget(self.notice)
+        box.addWidget(self.composer)
+        box.addLayout(buttons)
+
+    def _show_typing(self, focused: bool) -> None:
+        self.setProperty("typing", focused)
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+    def _show_tools_menu(self) -> None:
+        self.tools_menu.popup(self.tools_button.mapToGlobal(QPoint(0, self.tools_button.height())))
+
+    def choose_files(self) -> None:
+        """The paperclip: a file dialog opened with open() (no nested event loop)."""
+        self.file_dialog = open_files_dialog(self, "Attach files", ATTACH_FILTERS, self._chosen)
+        self.file_dialog.finished.connect(lambda _result: setattr(self, "file_dialog", None))
+
+    def _chosen(self, paths: list[str]) -> None:
+        self.attach([Path(p) for p in paths])
+        self.composer.setFocus()
+
+    def attach(self, paths: Sequence[Path]) -> None:
+        self.tray.add_files(paths)
+
+    def restore_documents(self, documents: Sequence[NewDocument]) -> None:
+        self.tray.add_documents(documents)
+
+    def take_documents(self) -> tuple[NewDocument, ...]:
+        """The files read, to go with the message being sent; the chips go."""
+        documents = self.tray.ready_documents()
+        self.tray.clear()
+        return documents
+
+    def can_send(self) -> bool:
+        return not self.busy and not self.tray.extracting() and not self.tray.failed()
+
+    def _why_not(self) -> str:
+        """Why the message waits, in one line ("" while a reply is written: Enter then keeps
+        the text, as it always did, and Stop is the box's button)."""
+        if self.busy:
+            return ""
+        failed = [chip.path.name for chip in self.tray.failed()]
+        if len(failed) == 1:
+            return f"Not sent: {failed[0]} could not be read. Remove it (×) to send without it."
+        if failed:
+            return f"Not sent: {len(failed)} files could not be read ({', '.join(failed)}). Remove them (×) to send."
+        return "Not sent yet: wait until the files are read." if self.tray.extracting() else ""
+
+    def _say_why(self) -> None:
+        self.notice.setToolTip(self._why_not())
+        self._show_notice()
+
+    def _show_notice(self) -> None:
+        whole = self.notice.toolTip()
+        room = max(40, self.notice.width() or self.width() - 20)
+        self.notice.setText(self.notice.fontMetrics().elidedText(whole, Qt.TextElideMode.ElideMiddle, room))
+        self.notice.setVisible(bool(whole))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.notice.isVisible():
+            self._show_notice()
+
+    def set_busy(self, busy: bool) -> None:
+        """Send while idle, Stop while a reply is written (the same place in the box)."""
+        self.busy = busy
+        self.send_button.setVisible(not busy)
+        self.stop_button.setVisible(busy)
+        self.stop_button.setEnabled(busy)
+        # At once, not at the next layout pass: until then the button just shown sat where it
+        # was last placed, beside the place (a window grabbed then showed it there).
+        self.box_layout.activate()
+        self._update_send()
+
+    def _update_send(self) -> None:
+        """Enter and Send wait while a reply is written or a file is being read, or could not
+        be read (Send stays clickable then, to say why); the line saying why goes with it."""
+        allowed = self.can_send()
+        self.send_button.setEnabled(not self.busy and not self.tray.extracting())
+        self.composer.can_submit = allowed
+        if self.tray.extracting() and not self.busy:
+            self.send_button.setToolTip("Waiting for the files to be read")
+        elif self.tray.failed() and not self.busy:
+            self.send_button.setToolTip("A file could not be read: remove it (×) to send")
+        else:
+            self.send_button.setToolTip(self.send_tooltip)
+        if self.notice.isVisible():  # still true, or gone with what blocked
+            self.notice.setToolTip(self._why_not())
+            self._show_notice()

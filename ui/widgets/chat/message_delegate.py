@@ -1,0 +1,339 @@
+"""Paints one message: a header line (who, state, timing) over Markdown rendered text.
+
+Only rows that change are laid out again: documents are cached by (row key, text, width),
+so a streaming reply costs one layout per frame, whatever the history's length.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from storage import SourceRecord
+from ui.widgets.chat.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
+from ui.widgets.chat.math_images import math_images
+from ui.widgets.chat.message_chips import CHIP_GAP, MessageChip, chip_rects, chips_height, message_chips, paint_chips
+from ui.widgets.chat.message_model import MessageView, ViewRole
+from ui.widgets.chat.reply_document import (
+    DocumentStyle,
+    build_document,
+    calls_markdown,
+    default_expanded,
+    reasoning_header,
+    reasoning_span,
+)
+
+PAD = 10
+GAP = 6
+HEADER_H = 18
+COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
+COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again
+CACHE_SIZE = 512
+HEIGHT_CACHE_SIZE = 200_000
+WHO = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+STATE_TEXT = {
+    "streaming": "writing…",
+    "queued": "queued",
+    "prefilling": "reading the prompt…",
+    "interrupted": "interrupted",
+    "stopped": "stopped",
+    "error": "error",
+}
+
+
+def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
+    base = palette.color(QPalette.ColorRole.Base)
+    dark = base.lightness() < 128
+    if status == "error":
+        return QColor("#5a2626") if dark else QColor("#fbe3e3")
+    if role == "user":
+        return QColor("#27415e") if dark else QColor("#e3eefc")
+    if role == "system":
+        return QColor("#3b3b3b") if dark else QColor("#f1f1f1")
+    return palette.color(QPalette.ColorRole.AlternateBase)
+
+
+def markdown_of(view: MessageView) -> str:
+    """The Markdown a bubble renders. A user's line breaks (Shift+Enter) are hard breaks:
+    Markdown joins single lines into one paragraph. Lines inside code fences stay as typed."""
+    text = view.text or " "
+    if view.calls:
+        return "\n\n".join(p for p in (view.text, calls_markdown(view.calls)) if p)
+    if view.role != "user":
+        return text
+    lines, in_code = text.split("\n"), False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.strip() and lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("```"):
+            lines[i] = line + "\\"  # a backslash at the end: CommonMark's hard line break
+    return "\n".join(lines)
+
+
+def code_style_sheet(text: QColor, link: QColor) -> str:
+    """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
+    dark ones, so code gets an opaque background a step away from the bubble's."""
+    dark = text.lightness() > 128
+    code_bg = COLORS[dark]["bg"]
+    return (
+        f"body {{ color: {text.name()}; }} "
+        f"a {{ color: {link.name()}; }} "
+        f"pre, code {{ font-family: monospace; background-color: {code_bg}; }}"
+    )
+
+
+class MessageDelegate(QStyledItemDelegate):
+    branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
+    code_copied = Signal(str)  # the code of a block whose Copy was clicked (now on the clipboard)
+    document_clicked = Signal(str, str)  # sha256, name: a chip of a document attached to a message
+    source_clicked = Signal(object)  # the SourceRecord of a reply's citation chip
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.show_meta = True  # speeds and timings; blind comparisons hide them
+        self._docs: OrderedDict[tuple, QTextDocument] = OrderedDict()
+        # Row heights outlive the documents: the list view asks every row's size again
+        # when one row grows, and that must not rebuild the history's documents.
+        self._heights: dict[tuple, int] = {}
+        self.layouts = 0  # documents built: a measure of work per frame
+        self.link_color = QColor("#0b57d0")  # the palette's Link colour, set when painting
+        self.copied: tuple[str, int] | None = None  # (row key, block) whose Copy was clicked last
+        self.dim_color = QColor("#6b7280")  # a reply's reasoning: the palette's PlaceholderText
+        self.toggled: dict[str, bool] = {}  # row key -> its reasoning opened or closed by a click
+        math_images().ready.connect(self._math_ready)
+
+    def _math_ready(self) -> None:
+        """Formulas drawn as their source until matplotlib loaded: lay them out again."""
+        self._docs.clear()
+        self._heights.clear()
+        view = self.parent()
+        model = view.model() if view is not None and hasattr(view, "model") else None
+        if model is not None and model.rowCount():
+            self.sizeHintChanged.emit(model.index(model.rowCount() - 1))
+            view.viewport().update()
+
+    def reasoning_expanded(self, view: MessageView) -> bool:
+        return self.toggled.get(view.key, default_expanded(view))
+
+    def _content_key(self, view: MessageView, width: int) -> tuple:
+        """What a row's document depends on besides the palette."""
+        return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status,
+                view.attachments, view.sources, view.calls, view.tool)
+
+    def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
+        key = (*self._content_key(view, width), color.rgb())
+        doc = self._docs.get(key)
+        if doc is None:
+            self.layouts += 1
+            style = DocumentStyle(font, color, self.link_color, self.dim_color)
+            doc = build_document(view, markdown_of(view), width, style, self.reasoning_expanded(view),
+                                 code_style_sheet(color, self.link_color))
+            self._docs[key] = doc
+            if len(self._docs) > CACHE_SIZE:
+                self._docs.popitem(last=False)
+        else:
+            self._docs.move_to_end(key)
+        return doc
+
+    def _text_width(self, option: QStyleOptionViewItem) -> int:
+        return option.rect.width() - 4 * PAD
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
+        view: MessageView = index.data(ViewRole)
+        width = self._text_width(option)
+        key = self._content_key(view, width)
+        height = self._heights.get(key)
+        if height is None:
+            color = option.palette.color(QPalette.ColorRole.Text)
+            self.link_color = option.palette.color(QPalette.ColorRole.Link)
+            self.dim_color = option.palette.color(QPalette.ColorRole.PlaceholderText)
+            height = int(self._document(view, width, option.font, color).size().height())
+            height += chips_height(message_chips(view), width, option.font)
+            if len(self._heights) > HEIGHT_CACHE_SIZE:
+                self._heights.clear()
+            self._heights[key] = height
+        return QSize(option.rect.width(), height + HEADER_H + 2 * PAD + GAP)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        view: MessageView = index.data(ViewRole)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        palette = option.palette
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(bubble_color(palette, view.role, view.status))
+        painter.drawRoundedRect(QRectF(rect), 8, 8)
+        if option.state & QStyle.StateFlag.State_Selected:
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(QRectF(rect), 8, 8)
+        self._paint_header(painter, rect, view, palette, option.font)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        self.link_color = palette.color(QPalette.ColorRole.Link)
+        self.dim_color = palette.color(QPalette.ColorRole.PlaceholderText)
+        doc = self._document(view, self._text_width(option), option.font, text_color)
+        painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        self._paint_reasoning_rule(painter, doc)
+        doc.drawContents(painter)
+        self._paint_code_toolbars(painter, doc, view, palette, option.font)
+        chips = message_chips(view)
+        if chips:
+            painter.translate(0, doc.size().height() + CHIP_GAP)
+            paint_chips(painter, chips, self._text_width(option), option.font, palette)
+        painter.restore()
+
+    def chip_boxes(self, option: QStyleOptionViewItem, view: MessageView) -> list[tuple[MessageChip, QRect]]:
+        """The message's document and citation chips, each with its box in the view's coordinates."""
+        chips = message_chips(view)
+        if not chips:
+            return []
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, color)
+        origin = QPoint(rect.left() + PAD, rect.top() + PAD + HEADER_H + int(doc.size().height()) + CHIP_GAP)
+        rects = chip_rects(chips, self._text_width(option), option.font)
+        return [(chip, box.translated(origin)) for chip, box in zip(chips, rects, strict=True)]
+
+    def chip_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> MessageChip | None:
+        return next((chip for chip, box in self.chip_boxes(option, view) if box.contains(pos)), None)
+
+    def _paint_reasoning_rule(self, painter: QPainter, doc: QTextDocument) -> None:
+        span = reasoning_span(doc)
+        if span is not None:
+            painter.fillRect(QRectF(span.left() + 4, span.top() + 2, 2, span.height() - 4), self.dim_color)
+
+    # ----- code blocks: language and Copy above each ------------------------------------
+
+    def code_toolbars(self, doc: QTextDocument) -> list[tuple[CodeBlock, QRectF, QRectF]]:
+        """Each code block with its toolbar's rectangle and its Copy button's, in document
+        coordinates (the room highlight_code_blocks left above the block)."""
+        out = []
+        layout = doc.documentLayout()
+        for block in code_blocks_of(doc):
+            top = layout.blockBoundingRect(doc.findBlockByNumber(block.first_block))
+            bar = QRectF(top.left(), top.top() - TOOLBAR_H, top.width(), TOOLBAR_H - 2)
+            copy = QRectF(bar.right() - COPY_W, bar.top(), COPY_W, bar.height())
+            out.append((block, bar, copy))
+        return out
+
+    def _paint_code_toolbars(self, painter: QPainter, doc: QTextDocument, view: MessageView,
+                             palette: QPalette, font: QFont) -> None:
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        painter.setFont(small)
+        for block, bar, copy in self.code_toolbars(doc):
+            painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(bar.adjusted(4, 0, 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                             block.language or "code")
+            painter.setPen(palette.color(QPalette.ColorRole.Link))
+            label = "Copied ✓" if self.copied == (view.key, block.first_block) else "Copy"
+            painter.drawText(copy, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+
+    def _show_copied(self, which: tuple[str, int], view) -> None:
+        """'Copied ✓' in place of that block's Copy, for COPIED_MS (it said so forever)."""
+        self.copied = which
+        repaint = view.viewport().update if view is not None else (lambda: None)
+        repaint()
+
+        def back() -> None:
+            if self.copied == which:  # not a later click's
+                self.copied = None
+                repaint()
+
+        QTimer.singleShot(COPIED_MS, self, back)
+
+    def code_block_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> CodeBlock | None:
+        """The code block whose Copy is under pos (in the view's coordinates), if any."""
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        doc = self._document(view, self._text_width(option), option.font, color)
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        return next((block for block, _bar, copy in self.code_toolbars(doc) if copy.contains(local)), None)
+
+    def reasoning_header_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> bool:
+        """Whether pos (in the view's coordinates) is on a reply's "Thought for N s" line."""
+        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        color = option.palette.color(QPalette.ColorRole.Text)
+        header = reasoning_header(self._document(view, self._text_width(option), option.font, color))
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        return header is not None and header.contains(local)
+
+    def toggle_reasoning(self, view: MessageView, index) -> None:
+        self.toggled[view.key] = not self.reasoning_expanded(view)
+        self.sizeHintChanged.emit(index)
+
+    def _header_parts(self, rect, view: MessageView, font: QFont):
+        """The header's rectangle, small font, details text, and the arrows' hit boxes."""
+        header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
+        header.setHeight(HEADER_H)
+        small = QFont(font)
+        small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
+        meta = view.meta if self.show_meta else ""
+        details = "   ".join(d for d in (branch, STATE_TEXT.get(view.status, ""), meta) if d)
+        # In a narrow column (a compare pane) the details give way to the role's name.
+        bold = QFont(font)
+        bold.setBold(True)
+        room = header.width() - QFontMetrics(bold).horizontalAdvance(WHO.get(view.role, view.role)) - 12
+        details = QFontMetrics(small).elidedText(details, Qt.TextElideMode.ElideRight, max(0, room))
+        arrows = None
+        if branch:
+            fm = QFontMetrics(small)
+            left = header.right() - fm.horizontalAdvance(details)
+            width = fm.horizontalAdvance(branch)
+            arrow = fm.horizontalAdvance("‹ ") + 4
+            arrows = (QRect(left - 4, header.top(), arrow, HEADER_H),
+                      QRect(left + width - arrow + 4, header.top(), arrow, HEADER_H))
+        return header, small, details, arrows
+
+    def _paint_header(self, painter, rect, view: MessageView, palette: QPalette, font: QFont) -> None:
+        header, small, details, _arrows = self._header_parts(rect, view, font)
+        bold = QFont(font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        who = WHO.get(view.role, view.role)
+        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
+        painter.setFont(small)
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, details)
+
+    def arrow_at(self, option_rect, view: MessageView, font: QFont, pos) -> int:
+        """-1 or +1 when pos is on the ‹ or › of a branched message's header, else 0."""
+        rect = option_rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        _h, _f, _d, arrows = self._header_parts(rect, view, font)
+        if not arrows or view.message_id is None:
+            return 0
+        if arrows[0].contains(pos) and view.branch[0] > 1:
+            return -1
+        if arrows[1].contains(pos) and view.branch[0] < view.branch[1]:
+            return 1
+        return 0
+
+    def editorEvent(self, event, model, option, index) -> bool:
+        if event.type() == QEvent.Type.MouseButtonRelease:
+            view: MessageView = index.data(ViewRole)
+            step = self.arrow_at(option.rect, view, option.font, event.position().toPoint())
+            if step:
+                self.branch_clicked.emit(view.message_id, step)
+                return True
+            block = self.code_block_at(option, view, event.position().toPoint())
+            if block is not None:
+                QGuiApplication.clipboard().setText(block.code)
+                self._show_copied((view.key, block.first_block), option.widget)
+                self.code_copied.emit(block.code)
+                return True
+            if self.reasoning_header_at(option, view, event.position().toPoint()):
+                self.toggle_reasoning(view, index)
+                return True
+            chip = self.chip_at(option, view, event.position().toPoint())
+            if chip is not None:
+                if isinstance(chip.target, SourceRecord):
+                    self.source_clicked.emit(chip.target)
+                else:
+                    self.document_clicked.emit(chip.target.sha256, chip.target.name)
+                return True
+        return super().editorEvent(event, model, option, index)

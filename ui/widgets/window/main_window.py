@@ -1,0 +1,529 @@
+"""The main window: conversations on the left, one tab per open conversation, the engine's
+state in the status bar. Widgets only: the controller feeds it and listens to it."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.compare.compare_view import ComparePane, CompareView
+from ui.widgets.models.download_status import DownloadStatus
+from ui.widgets.models.model_dialog import ModelDialog
+from ui.widgets.models.model_picker import ModelPicker
+from ui.widgets.models.remote_dialog import ask_remote_endpoint
+from ui.widgets.perf.panel import PerfPanel
+from ui.widgets.window.chat_tabs import ChatTabs
+from ui.widgets.window.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
+from ui.widgets.window.menus import WindowMenus
+from ui.widgets.window.split_view import RatioSplitter, SplitPane, give_back
+from ui.widgets.window.tray import TrayNotifier
+from ui.widgets.window.welcome import WelcomePage
+from ui.widgets.window.window_style import style_window
+
+UNDO_MS = 10_000
+PANEL_MIN_H = 140  # a row of charts under the engine's line
+TAB_TITLE_CHARS = 28
+
+
+def tab_title(title: str) -> str:
+    title = title or "New chat"
+    return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
+
+
+class MainWindow(QMainWindow):
+    new_chat_requested = Signal()
+    open_requested = Signal(int)
+    open_match_requested = Signal(int, str)  # a sidebar search hit: the chat, the words searched
+    tab_closed = Signal(int)
+    search_changed = Signal(str)
+    delete_requested = Signal(int)
+    undo_delete_requested = Signal(int)
+    rename_requested = Signal(int, str)
+    pin_requested = Signal(int, bool)
+    model_requested = Signal(str)  # path of a GGUF file to load
+    model_load_requested = Signal(str, int)  # path and GPU layers (-1: the default), from the model dialog
+    about_requested = Signal()
+    presets_requested = Signal()  # open the preset editor
+    settings_requested = Signal()  # open Settings (the chats' defaults)
+    remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
+    new_comparison_requested = Signal()
+    server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
+    server_stop_requested = Signal()
+    open_comparison_requested = Signal(int)
+    comparison_closed = Signal(int)
+    rename_comparison_requested = Signal(int, str)
+    delete_comparison_requested = Signal(int)
+    undo_comparison_delete_requested = Signal(int)
+    # The menus' own requests (View → Theme, Chat → Stop all, File → Export/Import)
+    theme_requested = Signal(str)  # "system", "light" or "dark"
+    stop_all_requested = Signal()
+    export_requested = Signal(str, str, bool)  # path, format ("json" or "md"), every chat (else the current tab's)
+    import_requested = Signal(str)  # path of a Chorus JSON export
+    model_fetch_requested = Signal(str)  # a catalog model's key: download it, then load it
+    example_requested = Signal(str)  # a new chat that sends this prompt (the welcome page's examples)
+    models_requested = Signal()  # the Models window: the Hub and the model library
+    split_changed = Signal()  # a chat went into the split view or out of it: both halves are on screen
+    active_view_changed = Signal()  # the keys now go to the other half of the split
+    ask_each_line_requested = Signal(object)  # the chat whose composer's lines become new tabs' questions
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle("Chorus")
+        self.model_probe = None  # the app's ModelProbe, for the model dialog's estimates
+        self.error_box: QMessageBox | None = None  # the latest show_error's box
+        self.resize(1200, 800)
+        self.search_box = QLineEdit()
+        self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
+        self.search_box.setClearButtonEnabled(True)
+        self.conversation_list = ConversationList()
+        self.new_button = QPushButton("New chat")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("Send one message to 2–4 models or settings side by side")
+        self.preset_box = QComboBox()
+        self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
+        self.presets_button = QPushButton("Presets…")
+        self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
+        self.tabs.splittable = lambda w: isinstance(w, ChatTab) and self.tabs.count() > 1
+        self.tabs.split_requested.connect(self.open_in_split)
+        self.split_pane = SplitPane()  # a second chat beside the tabs' (View → Split right)
+        self.split_pane.close_requested.connect(self.close_split)
+        self._split_active = False  # the keys go to the split's chat, not the tab bar's
+        self._split_next = False  # the next new tab opens in the split (Split right with one tab)
+        self.model_picker = ModelPicker()
+        self.welcome = WelcomePage()
+        self.engine_label = QLabel("engine: starting…")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 100)
+        self.load_progress.setMaximumWidth(160)
+        self.load_progress.hide()
+        self.statusBar().addPermanentWidget(self.load_progress)
+        self.download_status = DownloadStatus()  # a Hub download going on; a click shows it
+        self.statusBar().addPermanentWidget(self.download_status)
+        self.statusBar().addPermanentWidget(self.engine_label)
+        self.server_label = QLabel("")
+        self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
+        self.server_label.hide()
+        self.statusBar().addPermanentWidget(self.server_label)
+        self.perf_panel = PerfPanel(self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
+        self.perf_panel.hide()
+        self.perf_panel.visibilityChanged.connect(self._panel_shown)
+        self._layout()
+        self.notifier = TrayNotifier(self)  # a tray message when a reply finishes out of sight
+        self.menus = WindowMenus(self)  # the menu bar and the window's actions with their keys
+        self._wire_model_widgets()
+        self.new_button.clicked.connect(self.new_chat_requested)
+        self.compare_button.clicked.connect(self.new_comparison_requested)
+        self.presets_button.clicked.connect(self.presets_requested)
+        self.search_box.textChanged.connect(self.search_changed)
+        self.conversation_list.drive_from(self.search_box)
+        for name in ("open_requested", "open_match_requested", "rename_requested", "pin_requested",
+                     "delete_requested", "open_comparison_requested", "rename_comparison_requested",
+                     "delete_comparison_requested"):
+            getattr(self.conversation_list, name).connect(getattr(self, name))
+        # A label, not showMessage(): a temporary message hides the status bar's widgets,
+        # and so covered its own Undo button.
+        self.undo_label = QLabel("")
+        self.undo_button = QPushButton("Undo")
+        for widget in (self.undo_label, self.undo_button):
+            widget.hide()
+            self.statusBar().addWidget(widget)
+        self.undo_button.clicked.connect(self._undo_clicked)
+        self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._focus_moved)
+        style_window(self)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            style_window(self)  # its palette(...) colours from the theme now in force
+
+    def _layout(self) -> None:
+        side = self.sidebar = QWidget()
+        box = QVBoxLayout(side)
+        box.setContentsMargins(6, 6, 6, 6)
+        box.addWidget(self.search_box)
+        box.addWidget(self.conversation_list, 1)
+        presets = QHBoxLayout()
+        presets.addWidget(self.preset_box, 1)
+        presets.addWidget(self.presets_button)
+        box.addLayout(presets)
+        new = QHBoxLayout()
+        new.addWidget(self.new_button, 1)
+        new.addWidget(self.compare_button)
+        box.addLayout(new)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(side)
+        split.addWidget(self._chat_area())
+        split.setStretchFactor(1, 1)
+        split.setSizes([260, 940])
+        self.setCentralWidget(split)
+
+    def _chat_area(self) -> QWidget:
+        """The model picker's bar over the tabs, or over the welcome page when no tab is open."""
+        self.chat_stack = QStackedWidget()
+        self.chat_stack.addWidget(self.welcome)
+        self.chat_stack.addWidget(self.tabs)
+        self.chat_split = RatioSplitter()
+        self.chat_split.setChildrenCollapsible(False)
+        self.chat_split.addWidget(self.chat_stack)
+        self.chat_split.addWidget(self.split_pane)
+        self.sidebar_button = QToolButton()
+        self.sidebar_button.setObjectName("sidebarButton")
+        self.sidebar_button.setText("☰")
+        self.sidebar_button.setAutoRaise(True)
+        self.sidebar_button.setToolTip("Show or hide the sidebar (Ctrl+B)")
+        top = QHBoxLayout()
+        top.setContentsMargins(2, 0, 0, 0)
+        top.addWidget(self.sidebar_button)
+        top.addWidget(self.model_picker, 1)
+        area = QWidget()
+        box = QVBoxLayout(area)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addLayout(top)
+        box.addWidget(self.chat_split, 1)
+        return area
+
+    def _wire_model_widgets(self) -> None:
+        # The first tab added and the last one removed both change the current index.
+        self.tabs.currentChanged.connect(self._show_welcome_or_tabs)
+        self.tabs.currentChanged.connect(self._sidebar_follows_front)
+        self.active_view_changed.connect(self._sidebar_follows_front)
+        for source in (self.model_picker, self.welcome):
+            source.model_chosen.connect(self.model_requested)
+            source.fetch_requested.connect(self.model_fetch_requested)
+            source.open_file_requested.connect(self.choose_model)
+        self.model_picker.remote_requested.connect(self.ask_remote)
+        self.model_picker.browse_requested.connect(self.models_requested)
+        self.welcome.example_chosen.connect(self.example_requested)
+        self.welcome.new_chat_requested.connect(self.new_chat_requested)
+        self.welcome.compare_requested.connect(self.new_comparison_requested)
+
+    def _show_welcome_or_tabs(self) -> None:
+        if not self.tabs.count() and self.split_pane.tab is not None:
+            self.close_split()  # the split's chat alone beside the welcome page: a tab again
+        self.chat_stack.setCurrentWidget(self.tabs if self.tabs.count() else self.welcome)
+
+    # ----- conversations ---------------------------------------------------------------
+
+    def set_conversations(self, items: list[ConversationItem], query: str = "") -> None:
+        """The sidebar's rows; with the search's query, its hits (or a note that none match)."""
+        self.conversation_list.set_items(items, query)
+        self._sidebar_follows_front()  # a chat just opened has its row only now
+
+    def _sidebar_follows_front(self) -> None:
+        """The sidebar marks the chat in front (the tab's, or the split's when the keys go
+        there), whichever way it came to the front: a click, Ctrl+Tab, closing another."""
+        front = self.current_tab()
+        if isinstance(front, CompareView):
+            self.conversation_list.select(front.comparison_id, comparison=True)
+        elif front is not None:  # with no chat open, the row the user chose stays chosen
+            self.conversation_list.select(front.conversation_id)
+
+    def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
+        """'Deleted' in the status bar with an Undo button, for a while."""
+        self._undo = (comparison, conv_id)
+        self.undo_label.setText(f"Deleted “{title or 'New chat'}”")
+        self.undo_label.show()
+        self.undo_button.show()
+        QTimer.singleShot(UNDO_MS, lambda: self._hide_undo(conv_id))
+
+    def _undo_clicked(self) -> None:
+        if self._undo is not None:
+            comparison, ident = self._undo
+            (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
+        self._hide_undo()
+
+    def _hide_undo(self, only: int | None = None) -> None:
+        """Hide the offer; with `only`, just if it is still the offer for that deletion."""
+        if only is not None and (self._undo is None or self._undo[1] != only):
+            return
+        self._undo = None
+        self.undo_label.hide()
+        self.undo_button.hide()
+
+    def close_tab_of(self, conversation_id: int) -> None:
+        tab = self.tab_for(conversation_id)
+        if tab is not None and tab is self.split_pane.tab:
+            self._close_split_chat()
+        elif tab is not None:
+            self._close_tab(self.tabs.indexOf(tab))
+
+    def set_presets(self, presets: list[tuple[int, str]]) -> None:
+        """(id, name) pairs; the first entry is always 'No preset'."""
+        current = self.selected_preset()
+        self.preset_box.clear()
+        self.preset_box.addItem("No preset", None)
+        for preset_id, name in presets:
+            self.preset_box.addItem(name, preset_id)
+            if preset_id == current:
+                self.preset_box.setCurrentIndex(self.preset_box.count() - 1)
+
+    def selected_preset(self) -> int | None:
+        return self.preset_box.currentData()
+
+    # ----- tabs ---------------------------------------------------------------------
+
+    def tab_for(self, conversation_id: int) -> ChatTab | None:
+        return next((t for t in self.open_tabs() if t.conversation_id == conversation_id), None)
+
+    def view_for(self, conversation_id: int) -> ChatTab | ComparePane | None:
+        """Where a conversation is on screen: its tab, or its pane in a compare view."""
+        tab = self.tab_for(conversation_id)
+        if tab is not None:
+            return tab
+        for compare in self.open_comparisons():
+            pane = compare.pane_for(conversation_id)
+            if pane is not None:
+                return pane
+        return None
+
+    def compare_for(self, comparison_id: int) -> CompareView | None:
+        return next((c for c in self.open_comparisons() if c.comparison_id == comparison_id), None)
+
+    def open_compare(self, comparison_id: int, title: str) -> tuple[CompareView, bool]:
+        """The comparison's view, and whether it was just made (then it has no panes yet)."""
+        view = self.compare_for(comparison_id)
+        made = view is None
+        if view is None:
+            view = CompareView(comparison_id, title)
+            self.tabs.add(view, _label(view))
+        self.tabs.setCurrentWidget(view)
+        view.composer.setFocus()  # as a chat's tab: the next keys are the message to every pane
+        return view, made
+
+    # ----- the split view: a second chat beside the tab bar's ------------------------------
+
+    def split_tab(self) -> ChatTab | None:
+        return self.split_pane.tab
+
+    def open_in_split(self, tab: ChatTab, ratio: float = 0.5) -> None:
+        """tab beside the tab bar's chat, for typing into; the chat the split held goes back
+        to the bar. ratio: the tab bar's share of the width."""
+        index = self.tabs.indexOf(tab)
+        if index >= 0:
+            self.tabs.removeTab(index)
+        previous = self.split_pane.hold(tab, self.tabs.tabBar().height() if self.tabs.isVisible() else 0)
+        if previous is not None:
+            give_back(self.tabs, previous, _label(previous))
+        self.chat_split.set_ratio(ratio)
+        tab.composer.setFocus()
+        self._split_shown(active=True)
+
+    def close_split(self) -> None:
+        """One chat again: the split's goes back to the tab bar, in front."""
+        tab = self.split_pane.release()
+        if tab is not None:
+            give_back(self.tabs, tab, _label(tab))
+            tab.composer.setFocus()
+        self._split_shown(active=False)
+
+    def split_right(self, on: bool) -> None:
+        """The tab after the one in front (or before it) goes into the split; with one tab
+        open, a new chat does."""
+        if not on:
+            self.close_split()
+            return
+        self.menus.split_action.setChecked(False)  # until a chat is there
+        current, count = self.tabs.currentIndex(), self.tabs.count()
+        order = [(current + step) % count for step in range(1, count)] if count else []
+        chat = next((w for w in map(self.tabs.widget, order) if isinstance(w, ChatTab)), None)
+        if chat is not None:
+            self.open_in_split(chat)
+            return
+        self._split_next = count > 0  # with no tab at all, the new chat is simply a tab
+        self.new_chat_requested.emit()
+
+    def _split_shown(self, active: bool) -> None:
+        self.menus.split_action.setChecked(self.split_pane.tab is not None)
+        self._set_split_active(active and self.split_pane.tab is not None)
+        self.split_changed.emit()
+
+    def _focus_moved(self, _old: QWidget | None, new: QWidget | None) -> None:
+        """The half the user clicks or tabs into is the one the window's keys act on."""
+        if new is None or self.split_pane.tab is None:
+            return
+        if self.split_pane.isAncestorOf(new):
+            self._set_split_active(True)
+        elif self.chat_stack.isAncestorOf(new):
+            self._set_split_active(False)
+
+    def _set_split_active(self, active: bool) -> None:
+        self.split_pane.set_active(active)
+        if active != self._split_active:
+            self._split_active = active
+            self.active_view_changed.emit()
+
+    def _close_split_chat(self) -> None:
+        tab = self.split_pane.release()
+        if tab is not None:
+            self._split_shown(active=False)
+            self.tab_closed.emit(tab.conversation_id)
+            tab.deleteLater()
+            self.focus_composer()
+
+    def open_comparisons(self) -> list[CompareView]:
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, CompareView)]
+
+    def is_showing(self, view: ChatTab | ComparePane) -> bool:
+        return self.tabs.currentWidget() is _top(view) or view is self.split_pane.tab
+
+    def open_tab(self, conversation_id: int, title: str) -> ChatTab:
+        tab = self.tab_for(conversation_id)
+        if tab is None:
+            tab = ChatTab(conversation_id, title)
+            if self._split_next:
+                self._split_next = False
+                self.open_in_split(tab)
+                return tab
+            self.tabs.add(tab, tab_title(title))
+        if tab is not self.split_pane.tab:
+            self.tabs.setCurrentWidget(tab)
+        tab.composer.setFocus()  # a new or reopened chat is for typing into
+        return tab
+
+    def open_tabs(self) -> list[ChatTab]:
+        """Every chat tab, in the tab bar's order, then the split's."""
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        split = [self.split_pane.tab] if self.split_pane.tab is not None else []
+        return [w for w in widgets if isinstance(w, ChatTab)] + split
+
+    def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
+        tab.title = title
+        self.tabs.set_label(tab, _label(tab))
+        if tab is self.split_pane.tab:
+            self.split_pane.set_title(title)
+
+    def _close_tab(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        if tab is None:
+            return
+        self.tabs.removeTab(index)
+        if isinstance(tab, CompareView):
+            self.comparison_closed.emit(tab.comparison_id)
+        else:
+            self.tab_closed.emit(cast(ChatTab, tab).conversation_id)
+        tab.deleteLater()
+        self.focus_composer()  # else Qt hands the focus to the next widget: the sidebar's search
+
+    def step_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+
+    def close_current(self) -> None:
+        if self._split_active and self.split_pane.tab is not None:
+            self._close_split_chat()
+        else:
+            self._close_tab(self.tabs.currentIndex())
+
+    def current_tab(self) -> ChatTab | CompareView | None:
+        """The chat the window's keys act on: the split's when the user is in it."""
+        if self._split_active and self.split_pane.tab is not None:
+            return self.split_pane.tab
+        return cast("ChatTab | CompareView | None", self.tabs.currentWidget())  # the tab bar holds only these
+
+    def focus_search(self) -> None:
+        self.menus.sidebar_action.setChecked(True)  # a hidden sidebar comes back to be searched
+        self.search_box.setFocus()
+
+    def focus_composer(self) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.composer.setFocus()
+
+    def toggle_details(self) -> None:
+        """The window's action, not a shortcut on each tab's button: the button's setText()
+        ("Hide details") dropped its shortcut, so the key worked once."""
+        tab = self.current_tab()
+        if isinstance(tab, ChatTab):
+            tab.panel_button.toggle()
+
+    def stop_current(self) -> None:
+        """Esc: an edit in the composer is cancelled first (the draft comes back), else the
+        reply being written stops."""
+        tab = self.current_tab()
+        if isinstance(tab, ChatTab) and tab.editing is not None:
+            tab.cancel_editing()
+        elif tab is not None and tab.stop_button.isEnabled():
+            tab.stop_requested.emit()
+
+    # ----- status ---------------------------------------------------------------------
+
+    def set_engine_status(self, text: str) -> None:
+        self.engine_label.setText(text)
+
+    def set_load_progress(self, fraction: float | None) -> None:
+        """Model loading progress; None hides the bar."""
+        if fraction is None or fraction >= 1.0:
+            self.load_progress.hide()
+        else:
+            self.load_progress.show()
+            self.load_progress.setValue(int(fraction * 100))
+
+    def _panel_shown(self, visible: bool) -> None:
+        """The panel takes a quarter of the window's height from the chat, not more window:
+        at 900x600 the chat keeps room for several messages (issue 39, defect 9)."""
+        if visible and self.perf_panel.isFloating() is False:
+            self.resizeDocks([self.perf_panel], [max(PANEL_MIN_H, self.height() // 4)], Qt.Orientation.Vertical)
+
+    def choose_model(self) -> ModelDialog:
+        dialog = ModelDialog(self.model_probe, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use, not one per use kept
+        dialog.model_chosen.connect(self.model_load_requested)
+        dialog.open()
+        return dialog
+
+    def ask_remote(self) -> None:
+        ask_remote_endpoint(self, self.remote_requested.emit)
+
+    def set_server_url(self, url: str | None) -> None:
+        """The server's address in the status bar, or nothing when it is off."""
+        self.menus.show_serving(url is not None)
+        self.server_label.setText(f"API: {url}" if url else "")
+        self.server_label.setVisible(url is not None)
+
+    def show_error(self, title: str, message: str) -> QMessageBox:
+        """A window-modal warning opened with open(): the static QMessageBox.warning ran a
+        nested event loop, stalling every stream and storage hop until it was closed."""
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.finished.connect(box.deleteLater)
+        self.error_box = box  # the latest, for tests and for callers that close it
+        box.open()
+        return box
+
+    def show_model_error(self, message: str) -> QMessageBox:
+        return self.show_error("Could not load the model", message)
+
+
+def _top(view: ChatTab | ComparePane) -> QWidget:
+    """The widget in the tab bar that holds view."""
+    return cast(CompareView, view.compare) if isinstance(view, ComparePane) else view  # a pane on screen is in a view
+
+
+def _label(tab: ChatTab | CompareView) -> str:
+    if isinstance(tab, CompareView):
+        return COMPARE_MARK + tab_title(tab.title or "New comparison")
+    return tab_title(tab.title)
