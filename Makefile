@@ -16,8 +16,10 @@ run: setup
 chat: setup-terminal
 	.venv/bin/chorus chat
 
+# After a run that failed, tests/support/crash_log.py prints the test during which the process
+# died, if it died (a crash in a C library has no report of its own).
 test: setup-tests
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest || { status=$$?; .venv/bin/python -m tests.support.crash_log; exit $$status; }
 
 # The tests that need no model (~1,870): 3 to 4 min on the 2-core VM with little else
 # running, under 2 min with pytest-xdist's `-n 2` (an option, not installed by setup-tests;

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import crash_log
+
+_ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Fixtures that load a real model: a test using one (directly or through another fixture)
@@ -178,3 +181,16 @@ def app(qtbot, data_dir, model_path, qt_asyncio):
     instance = App(qtbot, data_dir, model_path)
     yield instance
     instance.close()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin, which it replaces
+def pytest_configure(config: pytest.Config) -> None:
+    crash_log.start(_ROOT)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    crash_log.test_started(_ROOT, nodeid)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    crash_log.finished(_ROOT)

@@ -229,7 +229,9 @@ def test_twelve_tabs_stay_readable_and_the_list_switches(desk, qtbot):
 def test_screenshot_of_four_tabs_writing(qtbot, data_dir, model_path, theme):
     from tests.support.gui_app import SCREENSHOTS, WAIT_MS, App
 
-    shot = App(qtbot, data_dir, model_path, max_tokens=48)
+    # Replies long enough to be writing together for several of the activity timer's ticks:
+    # with 48 tokens a quiet machine finished the first before the third showed a rate.
+    shot = App(qtbot, data_dir, model_path, max_tokens=240)
     try:
         w = shot.window
         tabs = [shot.new_tab() for _ in range(4)]
