@@ -175,7 +175,15 @@ class ComposerBox(QFrame):
         self.style().polish(self)
 
     def _show_tools_menu(self) -> None:
-        self.tools_menu.popup(self.tools_button.mapToGlobal(QPoint(0, self.tools_button.height())))
+        """Above the button, which sits at the window's bottom edge: dropped below it, a server
+        with its tools listed ran past the window (issue 39, defect 13). The menu is filled as
+        it shows (aboutToShow), so its height is known only once popup() returns."""
+        button_top = self.tools_button.mapToGlobal(QPoint(0, 0))
+        self.tools_menu.popup(button_top)
+        above = button_top.y() - self.tools_menu.height()
+        screen = self.tools_button.screen().availableGeometry()
+        if above >= screen.top():
+            self.tools_menu.move(button_top.x(), above)
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog opened with open() (no nested event loop)."""
