@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
+from PySide6.QtCore import QMimeData, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -124,6 +124,8 @@ class ComposerBox(QFrame):
         self.notice.setObjectName("composerNotice")
         self.notice.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # one line, elided
         self.notice.hide()
+        self.queue_bar = self._queue_bar()  # "Queued: sent when the reply ends · Cancel"
+        self.queued = False
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
                                             "code… (or drop or paste them)")
@@ -149,6 +151,7 @@ class ComposerBox(QFrame):
         self.composer.files_given.connect(self.attach)
         self.composer.focus_changed.connect(self._show_typing)
         self.composer.refused.connect(self._say_why)
+        self.stop_button.clicked.connect(lambda: self.set_queued(False))  # Stop: the text stays to rethink
         self.tray.changed.connect(self._update_send)
         self.drops = accept_file_drops(self, self.attach)
         self.set_busy(False)
@@ -166,6 +169,7 @@ class ComposerBox(QFrame):
         box.setSpacing(2)
         box.addWidget(self.tray)
         box.addWidget(self.notice)
+        box.addWidget(self.queue_bar)
         box.addWidget(self.composer)
         box.addLayout(buttons)
 
@@ -222,8 +226,43 @@ class ComposerBox(QFrame):
         return "Not sent yet: wait until the files are read." if self.tray.extracting() else ""
 
     def _say_why(self) -> None:
+        if self.busy and not self.tray.extracting() and not self.tray.failed():
+            self.set_queued(True)
+            return
         self.notice.setToolTip(self._why_not())
         self._show_notice()
+
+    # ----- a message queued while a reply is written -------------------------------------
+
+    def _queue_bar(self) -> QWidget:
+        """Enter while a reply is written queues the message: it stays in the box (still
+        editable, kept as the draft over a restart) and is sent when the reply ends. Cancel,
+        or Stop, leaves it there unsent."""
+        bar = QWidget()
+        self.queue_label = QLabel("Queued: sent when the reply ends")
+        self.queue_label.setObjectName("queueLabel")
+        self.cancel_queue_button = QToolButton()
+        self.cancel_queue_button.setText("Cancel")
+        self.cancel_queue_button.setAutoRaise(True)
+        self.cancel_queue_button.setToolTip("Keep the message here without sending it")
+        self.cancel_queue_button.clicked.connect(lambda: self.set_queued(False))
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(2, 0, 0, 0)
+        row.addWidget(self.queue_label, 1)
+        row.addWidget(self.cancel_queue_button)
+        bar.hide()
+        return bar
+
+    def set_queued(self, queued: bool) -> None:
+        self.queued = queued
+        self.queue_bar.setVisible(queued)
+
+    def _send_queued(self) -> None:
+        """After the reply's end has been handled (the chat's busy state settled)."""
+        if self.busy:  # another reply began meanwhile (Regenerate): wait for that one
+            self.set_queued(True)
+        else:
+            self.composer.submit()  # sends, or says why not (a file still being read)
 
     def _show_notice(self) -> None:
         whole = self.notice.toolTip()
@@ -246,6 +285,9 @@ class ComposerBox(QFrame):
         # was last placed, beside the place (a window grabbed then showed it there).
         self.box_layout.activate()
         self._update_send()
+        if not busy and self.queued:
+            self.set_queued(False)
+            QTimer.singleShot(0, self._send_queued)
 
     def _update_send(self) -> None:
         """Enter and Send wait while a reply is written or a file is being read, or could not
