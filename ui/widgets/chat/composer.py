@@ -85,13 +85,15 @@ class Composer(QPlainTextEdit):
 
 
 class ComposerButton(QToolButton):
-    """A round icon button inside the box; its glyph follows the palette's text colour."""
+    """A round icon button inside the box; its glyph follows the palette's text colour.
+    spoken: its name to a screen reader (it has no text)."""
 
-    def __init__(self, glyph: str, name: str, tooltip: str, parent: QWidget | None = None) -> None:
+    def __init__(self, glyph: str, name: str, tooltip: str, spoken: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.glyph = glyph
         self.setObjectName(name)
         self.setToolTip(tooltip)
+        self.setAccessibleName(spoken)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setIconSize(icon_size(18))
         self.setFixedSize(30, 30)
@@ -116,6 +118,8 @@ class ComposerBox(QFrame):
         self.setObjectName("composerBox")
         self.composer = Composer()
         self.composer.setObjectName("composerText")
+        self.composer.setAccessibleName("Message")
+        self.composer.setTabChangesFocus(True)  # Tab leaves the box for its buttons, as in any form
         self.composer.setPlaceholderText(placeholder)
         self.composer.setFrameShape(QFrame.Shape.NoFrame)
         self.composer.setFixedHeight(46)
@@ -128,7 +132,7 @@ class ComposerBox(QFrame):
         self.queued = False
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
-                                            "code… (or drop or paste them)")
+                                            "code… (or drop or paste them)", "Attach files")
         # The chat's MCP tools (ui/controllers/tool_rounds.py fills its menu); a chat tab shows it.
         self.tools_button = QToolButton()
         self.tools_button.setObjectName("toolsButton")
@@ -141,8 +145,8 @@ class ComposerBox(QFrame):
         self.tools_menu.setToolTipsVisible(True)  # a tool's description
         self.tools_button.clicked.connect(self._show_tools_menu)
         self.tools_button.hide()
-        self.send_button = ComposerButton("send", "sendButton", send_tooltip)
-        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
+        self.send_button = ComposerButton("send", "sendButton", send_tooltip, "Send")
+        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written", "Stop the reply")
         self.file_dialog: QFileDialog | None = None  # the one open, if any
         self.busy = False
         self.send_tooltip = send_tooltip

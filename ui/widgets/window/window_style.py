@@ -38,7 +38,9 @@ QTabBar::close-button:hover {{ background: rgba(128, 128, 128, 70); }}
 
 
 def style_window(window: QWidget) -> None:
-    """Sets the window's sheet; again after a theme change (the marker makes it a new one)."""
-    sheet = f"/* {window.palette().window().color().name()} */{WINDOW_STYLE}{TAB_CLOSE_STYLE}"
+    """Sets the window's sheet; again after a theme or font change (the marker makes it a new
+    one, which polishes every widget under it again)."""
+    marker = f"{window.palette().window().color().name()} {window.font().toString()}"
+    sheet = f"/* {marker} */{WINDOW_STYLE}{TAB_CLOSE_STYLE}"
     if window.styleSheet() != sheet:  # a sheet set again re-polishes, which changes the palette
         window.setStyleSheet(sheet)
