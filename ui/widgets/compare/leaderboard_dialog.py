@@ -55,7 +55,7 @@ class LeaderboardDialog(QDialog):
                 if column != 1:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, column, item)
-        self.table.setCurrentItem(None)  # no cell framed as if chosen
+        self.table.setCurrentCell(-1, -1)  # no cell framed as if chosen
 
     def rows(self) -> list[tuple[str, ...]]:
         """What the table shows, row by row (for tests and the accessibility walk)."""
