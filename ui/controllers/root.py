@@ -18,6 +18,7 @@ from ui.controllers.engine_status import EngineStatusController
 from ui.controllers.model_picker import ModelPickerController
 from ui.controllers.models_window.window import ModelsWindowController
 from ui.controllers.presets import PresetsController
+from ui.controllers.prompts import PromptsController
 from ui.controllers.sending import SendingController
 from ui.controllers.server_switch import ServerController
 from ui.controllers.settings import SettingsController
@@ -47,6 +48,7 @@ class Controllers:
         self.sending = SendingController(ctx)
         self.tool_rounds = ToolRoundsController(ctx)
         self.ask_lines = AskLinesController(ctx)
+        self.prompts = PromptsController(ctx)
         self.presets = PresetsController(ctx)
         self.settings = SettingsController(ctx)
         self.side_panel = SidePanelController(ctx)
@@ -78,6 +80,7 @@ class Controllers:
         self.monitor.start()
         self.conversations.refresh()
         self.presets.refresh()
+        self.prompts.start()
         self.settings.restore()
         self.ctx.tools.restore()
         self.model_picker.refresh()

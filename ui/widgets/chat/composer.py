@@ -6,16 +6,17 @@ stylesheet's (ui/theme.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QMimeData, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QListWidget,
     QMenu,
     QPlainTextEdit,
     QSizePolicy,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chats.prompt_library import SavedPrompt, first_variable, matching
 from app.documents import SUPPORTED_SUFFIXES
 from storage import NewDocument
 from ui.widgets.chat.attachment_chips import AttachmentTray, file_paths_of
@@ -36,6 +38,9 @@ from ui.widgets.common.glyphs import glyph_icon, icon_size
 ATTACH_FILTERS = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
 
 
+PROMPT_ROWS = 6  # saved prompts listed at once under "/"
+
+
 class Composer(QPlainTextEdit):
     """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
     keeps the text (the next message can be typed, and is sent once the reply ends). A
@@ -46,6 +51,7 @@ class Composer(QPlainTextEdit):
     files_given = Signal(list)  # the paths of files pasted or dropped into the text
     focus_changed = Signal(bool)  # the box's edge shows where the typing goes
     can_submit = True
+    key_filter: Callable[[QKeyEvent, bool], bool] | None = None  # the box's saved-prompt list takes keys first
 
     def focusInEvent(self, event) -> None:
         super().focusInEvent(event)
@@ -55,7 +61,17 @@ class Composer(QPlainTextEdit):
         super().focusOutEvent(event)
         self.focus_changed.emit(False)
 
+    def event(self, event: QEvent) -> bool:
+        # Esc is the window's Stop shortcut: while the saved-prompt list shows, it closes the list.
+        if (event.type() == QEvent.Type.ShortcutOverride and self.key_filter is not None
+                and isinstance(event, QKeyEvent) and self.key_filter(event, True)):
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.key_filter is not None and self.key_filter(event, False):
+            return
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submit()
@@ -130,6 +146,13 @@ class ComposerBox(QFrame):
         self.notice.hide()
         self.queue_bar = self._queue_bar()  # "Queued: sent when the reply ends · Cancel"
         self.queued = False
+        self.saved_prompts: list[SavedPrompt] = []  # the prompt library (ui/controllers/prompts.py)
+        self.prompt_list = QListWidget()  # "/" and a name's first letters: the saved prompts that match
+        self.prompt_list.setObjectName("promptList")
+        self.prompt_list.setAccessibleName("Saved prompts")
+        self.prompt_list.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay in the text
+        self.prompt_list.hide()
+        self._matches: list[SavedPrompt] = []
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
                                             "code… (or drop or paste them)", "Attach files")
@@ -155,6 +178,9 @@ class ComposerBox(QFrame):
         self.composer.files_given.connect(self.attach)
         self.composer.focus_changed.connect(self._show_typing)
         self.composer.refused.connect(self._say_why)
+        self.composer.textChanged.connect(self._show_matching_prompts)
+        self.composer.key_filter = self._prompt_keys
+        self.prompt_list.itemClicked.connect(lambda item: self._use_prompt(self.prompt_list.row(item)))
         self.stop_button.clicked.connect(lambda: self.set_queued(False))  # Stop: the text stays to rethink
         self.tray.changed.connect(self._update_send)
         self.drops = accept_file_drops(self, self.attach)
@@ -174,6 +200,7 @@ class ComposerBox(QFrame):
         box.addWidget(self.tray)
         box.addWidget(self.notice)
         box.addWidget(self.queue_bar)
+        box.addWidget(self.prompt_list)
         box.addWidget(self.composer)
         box.addLayout(buttons)
 
@@ -235,6 +262,63 @@ class ComposerBox(QFrame):
             return
         self.notice.setToolTip(self._why_not())
         self._show_notice()
+
+    # ----- the prompt library: "/" and a name --------------------------------------------
+
+    def set_saved_prompts(self, prompts: Sequence[SavedPrompt]) -> None:
+        self.saved_prompts = list(prompts)
+        self._show_matching_prompts()
+
+    def _show_matching_prompts(self) -> None:
+        text = self.composer.toPlainText()
+        typing_a_name = text.startswith("/") and "\n" not in text
+        self._matches = matching(self.saved_prompts, text[1:]) if typing_a_name else []
+        self.prompt_list.clear()
+        for prompt in self._matches:
+            self.prompt_list.addItem(f"/{prompt.name}  —  {_first_line(prompt.text)}")
+        if self._matches:
+            self.prompt_list.setCurrentRow(0)
+            rows = min(len(self._matches), PROMPT_ROWS)  # as tall as its rows, up to six, then it scrolls
+            listed = self.prompt_list
+            listed.setFixedHeight(rows * listed.sizeHintForRow(0) + 2 * listed.frameWidth())
+        self.prompt_list.setVisible(bool(self._matches))
+
+    def _prompt_keys(self, event: QKeyEvent, only_asking: bool) -> bool:
+        """While the list shows: Up and Down choose, Enter takes the prompt, Esc closes the
+        list (the "/" text stays); every other key types on. only_asking: whether the key is
+        ours (a shortcut override), without acting on it."""
+        if not self.prompt_list.isVisible():
+            return False
+        key, row = event.key(), self.prompt_list.currentRow()
+        if only_asking:
+            return key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
+        if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
+            step = 1 if key == Qt.Key.Key_Down else -1
+            self.prompt_list.setCurrentRow(max(0, min(len(self._matches) - 1, row + step)))
+            return True
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self._use_prompt(row)
+            return True
+        if key == Qt.Key.Key_Escape:
+            self.prompt_list.hide()
+            return True
+        return False
+
+    def _use_prompt(self, row: int) -> None:
+        """The prompt's text in place of "/name", its first {{variable}} selected to type over."""
+        if not 0 <= row < len(self._matches):
+            return
+        text = self._matches[row].text
+        self.composer.setPlainText(text)  # (no "/" any more: the list goes)
+        cursor = self.composer.textCursor()
+        where = first_variable(text)
+        if where is None:
+            cursor.movePosition(cursor.MoveOperation.End)
+        else:
+            cursor.setPosition(where[0])
+            cursor.setPosition(where[1], cursor.MoveMode.KeepAnchor)
+        self.composer.setTextCursor(cursor)
+        self.composer.setFocus()
 
     # ----- a message queued while a reply is written -------------------------------------
 
@@ -308,3 +392,8 @@ class ComposerBox(QFrame):
         if self.notice.isVisible():  # still true, or gone with what blocked
             self.notice.setToolTip(self._why_not())
             self._show_notice()
+
+
+def _first_line(text: str, chars: int = 60) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= chars else line[: chars - 1] + "…"

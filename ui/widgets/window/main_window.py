@@ -66,6 +66,7 @@ class MainWindow(QMainWindow):
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
     new_comparison_requested = Signal()
     leaderboard_requested = Signal()  # Chat → Blind leaderboard…
+    prompt_library_requested = Signal()  # Chat → Prompt library…
     server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
     server_stop_requested = Signal()
     open_comparison_requested = Signal(int)

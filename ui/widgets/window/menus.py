@@ -44,6 +44,7 @@ class MenuHost(Protocol):
     ask_each_line_requested: SignalInstance
     stop_all_requested: SignalInstance
     leaderboard_requested: SignalInstance
+    prompt_library_requested: SignalInstance
     theme_requested: SignalInstance
     about_requested: SignalInstance
     export_requested: SignalInstance
@@ -209,6 +210,9 @@ class WindowMenus:
         leaderboard = QAction("Blind leaderboard…", window)
         leaderboard.triggered.connect(_ignoring_result(host.leaderboard_requested.emit))
         chat_menu.addAction(leaderboard)
+        library = QAction("Prompt library…", window)
+        library.triggered.connect(_ignoring_result(host.prompt_library_requested.emit))
+        chat_menu.addAction(library)
         theme_menu = view_menu.addMenu("Theme")
         self.theme_group = QActionGroup(window)
         self.theme_group.setExclusive(True)

@@ -150,3 +150,39 @@ def test_stop_unqueues_the_message(qtbot):
     tab.set_busy(False)
     qtbot.wait(50)  # (nothing is to happen)
     assert sent == [] and tab.composer.toPlainText() == "Wait" and not tab.composer_box.queue_bar.isVisible()
+
+
+def test_slash_and_a_name_puts_a_saved_prompt_in_the_box_with_its_blank_selected(qtbot):
+    """Issue 39 (what users ask for): the prompt library in the composer, by keys alone."""
+    from app.chats.prompt_library import SavedPrompt
+
+    tab = _tab(qtbot)
+    sent = []
+    tab.send_requested.connect(lambda text, documents: sent.append(text))
+    tab.composer_box.set_saved_prompts([SavedPrompt("summarise", "Summarise {{text}} briefly."),
+                                        SavedPrompt("translate", "Translate: {{text}}"),
+                                        SavedPrompt("sum up", "In one line: {{text}}")])
+    listed = tab.composer_box.prompt_list
+    qtbot.keyClicks(tab.composer, "/su")
+    assert listed.isVisible() and [listed.item(i).text().split()[0] for i in range(listed.count())] \
+        == ["/summarise", "/sum"]
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Down)
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)  # takes the prompt, does not send "/su"
+    assert sent == [] and not listed.isVisible()
+    assert tab.composer.toPlainText() == "In one line: {{text}}"
+    qtbot.keyClicks(tab.composer, "the moon landing")  # types over the selected blank
+    assert tab.composer.toPlainText() == "In one line: the moon landing"
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    assert sent == ["In one line: the moon landing"]
+
+    qtbot.keyClicks(tab.composer, "/tr")
+    assert listed.isVisible()
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Escape)  # closes the list; the text stays
+    assert not listed.isVisible() and tab.composer.toPlainText() == "/tr"
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Backspace)
+    assert listed.isVisible()  # typing brings it back
+    tab.composer.clear()
+    qtbot.keyClicks(tab.composer, "/etc/hosts is missing")  # no name matches: an ordinary message
+    assert not listed.isVisible()
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    assert sent[-1] == "/etc/hosts is missing"
