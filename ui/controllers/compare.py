@@ -165,6 +165,7 @@ class CompareController:
         view.send_requested.connect(lambda text, documents, v=view: self.send(v, text, documents))
         view.composer_box.tray.extraction_requested.connect(self.reading.read)
         view.composer_box.tray.image_requested.connect(self.viewer.show_chip_image)
+        view.composer_box.tray.thumbnail_requested.connect(self.reading.thumbnail)
         view.stop_requested.connect(lambda v=view: self.stop(v))
         view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
         view.branch_requested.connect(

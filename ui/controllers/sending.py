@@ -33,6 +33,7 @@ class SendingController:
         tab.send_requested.connect(lambda text, documents, t=tab: a.send(t, text, documents))
         tab.composer_box.tray.extraction_requested.connect(self.reading.read)
         tab.composer_box.tray.image_requested.connect(self.viewer.show_chip_image)
+        tab.composer_box.tray.thumbnail_requested.connect(self.reading.thumbnail)
         tab.document_requested.connect(lambda sha256, name, t=tab: self.viewer.show_document(t, sha256, name))
         tab.image_requested.connect(lambda sha256, name, t=tab: self.viewer.show_image(t, sha256, name))
         self.ctx.thumbnails.wire(tab.delegate, tab.view)

@@ -101,6 +101,15 @@ class DocumentReading:
                                   describe=reading_failure)
         return self.last
 
+    def thumbnail(self, chip: AttachmentChip) -> Future | None:
+        """The thumbnail of an image chip whose document was given back (not read again)."""
+        data = chip.document.data if chip.document is not None else None
+        if data is None:
+            return None
+        return self.hops.run(self.pool, lambda: thumbnail_of(data, 2 * THUMB_SIDE),
+                             lambda image: _if_alive(chip, chip.set_thumbnail, image),
+                             lambda _message: None, describe=reading_failure)
+
     def shutdown(self) -> None:
         self.hops.closed = True
         self.pool.shutdown()

@@ -173,6 +173,28 @@ def test_a_sent_image_shows_its_thumbnail_and_opens_large(desk, engine, qtbot, t
     assert "40×30" in dialog.details.text()
 
 
+def test_an_image_given_back_after_a_failed_store_keeps_its_thumbnail(desk, engine, qtbot, tmp_path, monkeypatch):
+    from storage import StorageError
+
+    tab = _tab(desk)
+    _drop(tab, _file(tmp_path, "red.png", RED))
+    (chip,) = _ready(qtbot, tab.composer_box.tray)
+
+    def full(*_args, **_kwargs):
+        raise StorageError("database or disk is full")
+
+    monkeypatch.setattr(desk.repo, "add_message", full)
+    qtbot.keyClicks(tab.composer, "What is it?")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: tab.composer.toPlainText() == "What is it?" and len(tab.composer_box.tray.chips()) == 1)
+    (back,) = tab.composer_box.tray.chips()
+    assert back is not chip and back.document.data == RED and back.state is ChipState.READY
+    qtbot.waitUntil(back.thumbnail.isVisible)
+    pixmap = back.thumbnail.icon().pixmap(back.thumbnail.iconSize())
+    assert _is_reddish(pixmap.toImage().pixelColor(pixmap.width() // 2, pixmap.height() // 4))
+    assert engine.requests == []
+
+
 def test_screenshots_of_image_chips(desk, engine, qtbot, tmp_path, theme):
     """The composer holding an image, a broken one and a pasted screenshot, over a sent
     message with its thumbnail; in the light and the dark theme."""

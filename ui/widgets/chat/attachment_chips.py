@@ -179,13 +179,18 @@ class AttachmentChip(QFrame):
             details = image_details(document.mime, document.size_bytes)
         else:
             details = document_details(document.pages, document.size_bytes, len(document.text))
-        if thumbnail is not None and not thumbnail.isNull():
-            self.thumbnail.setIcon(QIcon(QPixmap.fromImage(thumbnail)))
-            self.thumbnail.show()
-            self.setFixedWidth(CHIP_WIDTH + THUMB_SIDE + 10)  # the text keeps a document chip's room
+        if thumbnail is not None:
+            self.set_thumbnail(thumbnail)
         self._set_details(f"{details}\n{fit}" if fit else details)
         self._show_state()
         self.finished.emit()
+
+    def set_thumbnail(self, thumbnail: QImage) -> None:
+        if thumbnail.isNull():
+            return
+        self.thumbnail.setIcon(QIcon(QPixmap.fromImage(thumbnail)))
+        self.thumbnail.show()
+        self.setFixedWidth(CHIP_WIDTH + THUMB_SIDE + 10)  # the text keeps a document chip's room
 
     def set_failed(self, message: str) -> None:
         self.error, self.state = message, ChipState.FAILED
@@ -261,6 +266,7 @@ class AttachmentTray(QWidget):
     extraction_requested = Signal(object)  # an AttachmentChip whose file is to be read
     changed = Signal()  # a chip came, finished or went: Send may be allowed now, or not
     image_requested = Signal(object)  # an AttachmentChip whose image is to be shown large
+    thumbnail_requested = Signal(object)  # an AttachmentChip given back with its image read, not its thumbnail
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -294,7 +300,10 @@ class AttachmentTray(QWidget):
         """Documents already read (a message that could not be stored, given back), each
         with the file it was read from when this tray read it."""
         for document in documents:
-            self._add(AttachmentChip(self._sent_from.get(document.sha256, Path(document.name)))).set_ready(document)
+            chip = self._add(AttachmentChip(self._sent_from.get(document.sha256, Path(document.name))))
+            chip.set_ready(document)
+            if document.data is not None:  # an image: its thumbnail is scaled off the GUI thread
+                self.thumbnail_requested.emit(chip)
 
     def _add(self, chip: AttachmentChip) -> AttachmentChip:
         chip.close_clicked.connect(lambda c=chip: self.remove(c))
