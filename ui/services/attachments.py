@@ -2,7 +2,7 @@
 composer's chip (on worker threads, cancelled by the chip's event), and reading a stored
 document back for the dialog a chip on a sent message opens (on the storage thread). An
 image is read by app/conversations/image_files.py (the engine's limits and words) and its
-thumbnail scaled there too; shown large, it is decoded off the GUI thread as well."""
+thumbnail scaled on the same worker; shown large, it is decoded off the GUI thread as well."""
 
 from __future__ import annotations
 
