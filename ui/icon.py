@@ -11,6 +11,7 @@ from PySide6.QtGui import QIcon
 ICON_DIR = Path(__file__).resolve().parent / "icons"
 ICON_PNG = ICON_DIR / "chorus.png"
 ICON_SVG = ICON_DIR / "chorus.svg"
+TAB_CLOSE_SVG = ICON_DIR / "tab-close.svg"  # a mid grey that reads on both themes
 
 
 def app_icon() -> QIcon:

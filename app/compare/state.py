@@ -17,6 +17,8 @@ class ComparisonState:
     blind: bool = False
     favourite: int | None = None
     extra: dict = field(default_factory=dict)  # keys written by other versions, kept
+    # Each blind pick, kept when blind mode is left or the panes change (app/compare/leaderboard.py)
+    votes: list[dict] = field(default_factory=list)
 
     def to_settings(self) -> dict:
         return {
@@ -25,6 +27,7 @@ class ComparisonState:
             "order": list(self.order),
             "blind": self.blind,
             "favourite": self.favourite,
+            "votes": list(self.votes),
         }
 
     @classmethod
@@ -50,8 +53,10 @@ class ComparisonState:
         order = [i for i in saved if i in known]
         order += [i for i in conversation_ids if i not in order]
         favourite = settings.get("favourite")
-        extra = {k: v for k, v in settings.items() if k not in ("panes", "order", "blind", "favourite")}
-        return cls(sources, order, bool(settings.get("blind")), favourite if favourite in known else None, extra)
+        extra = {k: v for k, v in settings.items() if k not in ("panes", "order", "blind", "favourite", "votes")}
+        votes = settings.get("votes")
+        return cls(sources, order, bool(settings.get("blind")), favourite if favourite in known else None, extra,
+                   [v for v in votes if isinstance(v, dict)] if isinstance(votes, list) else [])
 
     @staticmethod
     def remap_settings(settings: dict, ids: dict) -> dict:
@@ -76,6 +81,11 @@ class ComparisonState:
         self.order = [i for i in self.order if i != conversation_id]
         if self.favourite == conversation_id:
             self.favourite = None
+
+    def record_vote(self, winner: str, contenders: list[str], at: str) -> None:
+        """A blind pick: the favourite's model and preset over the others' (their labels as
+        shown when it was picked, so later changes to the panes do not rewrite it)."""
+        self.votes.append({"winner": winner, "contenders": contenders, "at": at})
 
     def go_blind(self, blind: bool, rng: random.Random | None = None) -> None:
         """Blind mode shuffles the panes, so their places say nothing about their models."""

@@ -159,8 +159,16 @@ class EngineHub:
             return GuessedTokens(), info.n_ctx if info is not None else None
         counter = self._counters.get(id(engine))
         if counter is None or counter.info is not info:  # kept per model: counts are remembered
+            self._forget_closed_engines()
             counter = self._counters[id(engine)] = EngineTokens(engine)
         return counter, info.n_ctx if info is not None else None
+
+    def _forget_closed_engines(self) -> None:
+        """Drops the counters of engines no longer running: a counter holds its engine, and a
+        compare pane's model closed long ago would stay in memory with it."""
+        running = {id(self._local), id(self.engine), *(id(e) for e in self.router.pool.engines())}
+        for key in [k for k in self._counters if k not in running]:
+            del self._counters[key]
 
     def chat_template(self, engine: ManagedEngine) -> str | None:
         """The template source a local engine's chats are rendered with (it decides the tool

@@ -116,3 +116,29 @@ def test_the_model_picker_s_hover_follows_a_theme_switched_live(qtbot, qapp, fir
         assert abs(panel.lightness() - window.lightness()) < 60, (panel.name(), window.name())
     finally:
         apply_theme(qapp, "system")
+
+
+@pytest.mark.parametrize("name", ["light", "dark"])
+def test_a_checkbox_s_box_stands_out_from_the_window(qtbot, qapp, name) -> None:
+    """Issue 39, defect 13: compare's Blind box was a dark square on the dark window (Fusion
+    outlines it in the window colour darkened); its edge must read against the window."""
+    from PySide6.QtWidgets import QCheckBox, QStyle, QStyleOptionButton
+
+    from tests.support.shown import shown
+    from ui.theme import apply_theme
+
+    apply_theme(qapp, name)
+    try:
+        for checked in (False, True):
+            box = shown(qtbot, QCheckBox("Blind"), 120, 30)
+            box.setChecked(checked)
+            option = QStyleOptionButton()
+            box.initStyleOption(option)
+            square = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+            image = box.grab().toImage()
+            window = qapp.palette().color(QPalette.ColorRole.Window)
+            edge = max((image.pixelColor(x, y) for x in range(square.left(), square.right() + 1)
+                        for y in range(square.top(), square.bottom() + 1)), key=lambda c: _contrast(c, window))
+            assert _contrast(edge, window) >= 3.0, (name, checked, edge.name(), window.name())  # WCAG's for UI parts
+    finally:
+        apply_theme(qapp, "system")

@@ -54,6 +54,7 @@ class CompareController:
         w = self.window
         for signal, slot in (
             (w.new_comparison_requested, lambda: self.new_comparison()),
+            (w.leaderboard_requested, lambda: self.review.show_leaderboard()),
             (w.open_comparison_requested, self.open_comparison), (w.comparison_closed, self._closed),
             (w.rename_comparison_requested, self.rename), (w.delete_comparison_requested, self.delete),
             (w.undo_comparison_delete_requested, self.restore), (w.tab_closed, self.router.release),

@@ -59,11 +59,12 @@ class EngineStatusController:
 
 def status_line(model: str, m: MetricsSnapshot | None, writing: int, waiting: int) -> str:
     """The status bar's engine line: the app's replies being written and waiting (queued or
-    reading their prompt), then the engine's rate and batch; idle says so instead of the last
-    busy rate."""
+    reading their prompt), then the engine's rate for all of them ("in all": a chat's own
+    status line gives that chat's, a fraction of it; unlabelled, 3.8 here and 0.7 there read
+    as a disagreement) and batch; idle says so instead of the last busy rate."""
     if writing == 0 and waiting == 0:
         return f"{model} · idle"
     parts = [model, f"{writing} writing", f"{waiting} waiting"]
     if m is not None:
-        parts += [rate_text(m.decode_tok_s), f"batch {m.last_step_seqs}"]
+        parts += [f"{rate_text(m.decode_tok_s)} in all", f"batch {m.last_step_seqs}"]
     return " · ".join(parts)

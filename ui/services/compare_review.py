@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 
 from app.chats.export_import import write_whole
 from app.compare.export import comparison_markdown
+from app.compare.leaderboard import compared, standings, votes_in
 from app.compare.state import ComparisonState
 from app.compare.word_diff import diff_words
 from ui.services.context import ControllerContext
 from ui.widgets.compare.compare_view import CompareView
 from ui.widgets.compare.diff_dialog import DiffDialog
+from ui.widgets.compare.leaderboard_dialog import LeaderboardDialog
 
 
 class ComparisonReview:
@@ -21,6 +24,7 @@ class ComparisonReview:
         self.window = ctx.window
         self.states = states  # the open comparisons, shared with the compare controller
         self._work = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-diff")
+        self.leaderboard: LeaderboardDialog | None = None  # the one open, if any
 
     def set_blind(self, view: CompareView, blind: bool) -> asyncio.Task:
         state = self.states[view.comparison_id]
@@ -33,12 +37,37 @@ class ComparisonReview:
     def pick_favourite(self, view: CompareView, conv_id: int) -> asyncio.Task:
         state = self.states[view.comparison_id]
         state.favourite = conv_id
+        if state.blind:  # a pick with the names hidden: a vote for the leaderboard
+            contenders = {p.conversation_id: p.contender for p in view.panes()}
+            if conv_id in contenders:
+                state.record_vote(contenders[conv_id], list(contenders.values()),
+                                  datetime.now(timezone.utc).isoformat(timespec="seconds"))
         view.set_blind(state.blind, conv_id)
         pane = view.pane_for(conv_id)
         if pane is not None:
             self.window.statusBar().showMessage(f"Your pick: {pane.source_label}", 8000)
         self.show_agreement(view)
         return self._save_state(view)
+
+    def show_leaderboard(self) -> asyncio.Task:
+        """Chat → Blind leaderboard…: the votes of every comparison, read on the storage
+        thread, shown in a window that stays open (shown again, it is brought up to date)."""
+        if self.leaderboard is None:
+            self.leaderboard = LeaderboardDialog(self.window)
+            self.leaderboard.finished.connect(lambda _r: setattr(self, "leaderboard", None))
+        self.leaderboard.show()
+        self.leaderboard.raise_()
+        catalog = self.ctx.catalog
+
+        def read():
+            votes = votes_in(c.settings for c in catalog.list_comparisons())
+            return standings(votes), compared(votes)
+
+        def show(result) -> None:
+            if self.leaderboard is not None:
+                self.leaderboard.show_standings(*result)
+
+        return self.ctx.storage.run(read, show)
 
     def _save_state(self, view: CompareView) -> asyncio.Task:
         settings = self.states[view.comparison_id].to_settings()

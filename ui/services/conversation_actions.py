@@ -19,9 +19,9 @@ from app.tools.formats import format_for_template
 from app.tools.rounds import ToolRound
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, FinishReason, new_request_id
 from storage import ActivePath, ConversationRecord, DocumentRepository, MessageRecord, NewDocument
+from ui.services.chat_view import ChatView
 from ui.services.context import ControllerContext
 from ui.services.stream_presenter import Stream, message_view
-from ui.widgets.chat.chat_tab import ChatTab
 
 
 class ConversationActions:
@@ -31,7 +31,7 @@ class ConversationActions:
     def is_writing(self, conversation_id: int) -> bool:
         return self.ctx.streams.stream_for(conversation_id) is not None
 
-    def show_path(self, view: ChatTab, path) -> None:
+    def show_path(self, view: ChatView, path) -> None:
         """The conversation's active branch in a tab or pane, with branch arrows."""
         views = []
         arguments = {c.id: c.arguments for m in path.messages for c in m.tool_calls}  # a tool card shows its call's
@@ -51,24 +51,24 @@ class ConversationActions:
 
     # ----- starting replies -------------------------------------------------------------
 
-    def send(self, view: ChatTab, text: str, documents: Sequence[NewDocument] = ()) -> asyncio.Task | None:
+    def send(self, view: ChatView, text: str, documents: Sequence[NewDocument] = ()) -> asyncio.Task | None:
         """documents: attached to the message (stored with it, once each by their sha256)."""
         documents = tuple(documents)
         session = self.session(view)  # the title it gives is a stand-in until the model's (controllers/titles.py)
         return self._begin(view, lambda: session.send(text, documents), unsaved=text, unsaved_documents=documents)
 
-    def regenerate(self, view: ChatTab, message_id: int | None = None) -> asyncio.Task | None:
+    def regenerate(self, view: ChatView, message_id: int | None = None) -> asyncio.Task | None:
         """Another answer to the last question, or beside the reply message_id (a hover
         action on an earlier reply): a new branch, the old one stays."""
         session = self.session(view)
         return self._begin(view, lambda: session.regenerate(message_id))
 
-    def edit_and_resend(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
+    def edit_and_resend(self, view: ChatView, message_id: int, text: str) -> asyncio.Task | None:
         """A new sibling of an earlier user message, and a reply to it; the old branch stays."""
         session = self.session(view)
         return self._begin(view, lambda: session.edit(message_id, text))
 
-    def edit_reply(self, view: ChatTab, message_id: int, text: str) -> asyncio.Task | None:
+    def edit_reply(self, view: ChatView, message_id: int, text: str) -> asyncio.Task | None:
         """An assistant reply as the user rewrote it: saved as its sibling (the original
         stays a branch), shown, and nothing generated."""
         repo, conv_id = self.ctx.repo, view.conversation_id
@@ -81,7 +81,7 @@ class ConversationActions:
 
         return self.ctx.storage.run(work, lambda path: self.show_path(view, path))
 
-    def delete_message(self, view: ChatTab, message_id: int, confirmed: bool = False) -> asyncio.Task | None:
+    def delete_message(self, view: ChatView, message_id: int, confirmed: bool = False) -> asyncio.Task | None:
         """One message; one with replies only once the user confirmed that they go with it
         (the view asks, then calls again with confirmed)."""
         repo, conv_id = self.ctx.repo, view.conversation_id
@@ -105,7 +105,7 @@ class ConversationActions:
 
         return self.ctx.storage.run(work, done)
 
-    def branch_out(self, view: ChatTab, message_id: int) -> asyncio.Task:
+    def branch_out(self, view: ChatView, message_id: int) -> asyncio.Task:
         """A new chat holding the conversation down to message_id, opened in a new tab."""
         session = self.session(view)
 
@@ -115,18 +115,18 @@ class ConversationActions:
 
         return self.ctx.storage.run(lambda: session.branch(message_id), opened)
 
-    def continue_reply(self, view: ChatTab) -> asyncio.Task | None:
+    def continue_reply(self, view: ChatView) -> asyncio.Task | None:
         """More of the last reply (it stopped at the token limit): the same message grows,
         the engine goes on from its text (continue_final) instead of starting a new turn."""
         session = self.session(view)
         return self._begin(view, session.continue_reply, continued=True)
 
-    def session(self, view: ChatTab) -> ConversationSession:
+    def session(self, view: ChatView) -> ConversationSession:
         """The conversation's session: its use-cases over the window's storage (run its calls
         on the storage thread) and what is kept about it while it is open."""
         return self.ctx.session(view.conversation_id)
 
-    def _begin(self, view: ChatTab, work: Callable[[], ReplyStart | None], continued: bool = False,
+    def _begin(self, view: ChatView, work: Callable[[], ReplyStart | None], continued: bool = False,
                unsaved: str | None = None, unsaved_documents: tuple[NewDocument, ...] = ()) -> asyncio.Task | None:
         """work (on the storage thread) makes the reply's row and returns its ReplyStart, or
         None when there is nothing to answer. One reply at a time per chat: the view
@@ -187,7 +187,7 @@ class ConversationActions:
         engine = self.ctx.engines.engine_for(path.conversation)
         return tools.with_format(format_for_template(self.ctx.engines.chat_template(engine)))
 
-    def start_reply(self, view: ChatTab, path, reply: MessageRecord, continued: bool = False,
+    def start_reply(self, view: ChatView, path, reply: MessageRecord, continued: bool = False,
                     prompt: DocumentPrompt | None = None, tools: ToolRound | None = None,
                     loop: ToolLoopMachine | None = None) -> None:
         """The reply row exists: stream the engine's answer into it and into the view.
@@ -229,7 +229,7 @@ class ConversationActions:
             self.ctx.streams.on_delta(Delta.finished_with(request_id, FinishReason.ERROR, str(exc)))
         self.ctx.events.conversations_changed.emit()
 
-    def stop(self, view: ChatTab) -> None:
+    def stop(self, view: ChatView) -> None:
         stream = self.ctx.streams.stream_for(view.conversation_id)
         if stream is not None:
             stream.engine.cancel(stream.request_id)
@@ -256,7 +256,7 @@ class ConversationActions:
 
     # ----- branches ----------------------------------------------------------------------
 
-    def switch_branch(self, view: ChatTab, message_id: int, step: int) -> asyncio.Task | None:
+    def switch_branch(self, view: ChatView, message_id: int, step: int) -> asyncio.Task | None:
         repo, conv_id = self.ctx.repo, view.conversation_id
         if self.is_writing(conv_id):
             return None  # the branch on screen is being written

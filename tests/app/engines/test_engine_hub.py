@@ -7,9 +7,11 @@ the real ones. The owner's thread is this test's, as the GUI thread is the app's
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -417,6 +419,24 @@ def test_a_hub_with_no_library_loads_the_command_lines_settings(parts):
     assert hub.local_settings.n_ctx == 4096 and hub.applied == ModelDefaults()
     owner.settle(hub.load_model("/nowhere/y.gguf"))  # events default to nothing told
     assert hub.model_name == "y.gguf"
+
+
+def test_a_closed_engines_token_counter_does_not_keep_it_alive(parts, make_hub):
+    """The hub remembers each engine's token counts; an engine closed since (a compare pane's
+    model) is let go when a counter is next made, not held for the app's lifetime."""
+    db, library, owner, storage = parts
+    hub, _told = make_hub(LoadSettings(model_path=library.models_dir / "a.gguf"))
+    owner.settle(hub.start())
+    closed = ScriptedLocalEngine(hub.local_settings, None, lambda state: None, None)
+    closed.state = EngineState(EngineStatus.READY)
+    counter, _ = hub.token_counter(closed)
+    assert counter.exact is False  # a ScriptedLocalEngine has no model info: it guesses
+    gone = weakref.ref(closed)
+    del closed, counter
+    hub.token_counter(hub.engine)  # the main engine's counter, made now
+    gc.collect()
+    assert gone() is None
+    assert hub.token_counter(hub.engine)[0] is hub.token_counter(hub.engine)[0]  # a running one's is kept
 
 
 def test_a_projector_goes_with_its_model_only(parts, make_hub, tmp_path):

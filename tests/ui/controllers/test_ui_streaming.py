@@ -73,8 +73,10 @@ def test_send_waits_while_a_reply_is_written(app):
     tab.composer.setPlainText("And another one.")
     app.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     assert tab.composer.toPlainText() == "And another one."  # kept, not sent
+    assert tab.composer_box.queue_bar.isVisible()  # queued for the reply's end
     tab.stop_button.click()
     app.wait_done(tab)
+    assert not tab.composer_box.queue_bar.isVisible()  # Stop: the message stays, unsent
     assert tab.send_button.isEnabled()
     roles = [m.role for m in app.repo.active_path(tab.conversation_id).messages]
     assert roles == ["user", "assistant"]  # one reply, not two streaming into one chat
@@ -82,6 +84,29 @@ def test_send_waits_while_a_reply_is_written(app):
     app.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)  # the kept message goes now
     app.qtbot.waitUntil(lambda: [m.role for m in app.repo.active_path(tab.conversation_id).messages]
                         == ["user", "assistant", "user", "assistant"], timeout=120_000)
+
+
+def test_a_message_queued_while_a_reply_is_written_is_sent_when_it_ends(app):
+    """Issue 39 (what users ask for): Enter while a reply is written queues the message,
+    shown as queued above the box; the reply's end sends it."""
+    from PySide6.QtCore import Qt
+
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=24, ignore_eos=True)
+    tab = app.new_tab()
+    app.send(tab, "Name a colour.")
+    app.qtbot.waitUntil(lambda: app.controllers.streams.stream_for(tab.conversation_id) is not None)
+    tab.composer.setFocus()
+    app.qtbot.keyClicks(tab.composer, "And a fruit.")
+    stream = app.controllers.streams.stream_for(tab.conversation_id)
+    app.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    queued_while_writing = stream is not None and stream is app.controllers.streams.stream_for(tab.conversation_id)
+    assert tab.composer_box.queue_bar.isVisible() and tab.composer.toPlainText() == "And a fruit."
+    app.qtbot.waitUntil(lambda: [(m.role, m.content) for m in app.repo.active_path(tab.conversation_id).messages][2:3]
+                        == [("user", "And a fruit.")], timeout=240_000)  # a busy machine is slow
+    assert queued_while_writing  # (a reply that ended before the key would prove nothing)
+    assert not tab.composer_box.queue_bar.isVisible() and tab.composer.toPlainText() == ""
+    app.wait_done(tab, timeout=240_000)
+    assert [m.role for m in app.repo.active_path(tab.conversation_id).messages] == ["user", "assistant"] * 2
 
 
 def test_search_results_stay_while_chats_change(app):

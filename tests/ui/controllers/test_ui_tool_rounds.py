@@ -428,3 +428,18 @@ def test_the_web_tools_settings_are_kept(desk, engine):
     desk.ctx.tools.set_web_settings(" http://127.0.0.1:8888 ", allow_private=True)
     desk.settled()
     assert desk.ctx.catalog.get_setting("web_tools") == {"searxng_url": "http://127.0.0.1:8888", "allow_private": True}
+
+
+def test_the_tools_menu_opens_above_its_button_inside_the_window(desk, engine, tools):
+    """Issue 39, defect 13: dropped below the button at the window's bottom, the menu with a
+    server's tools listed ran past the window."""
+    tab = _chat_with_tools(desk, tools)
+    QTest.mouseClick(tab.tools_button, Qt.MouseButton.LeftButton)
+    menu = tab.tools_menu
+    desk.qtbot.waitUntil(lambda: menu.isVisible())
+    assert len([a for a in menu.actions() if a.text().startswith("    ")]) == 6  # the server's tools listed
+    button_top = tab.tools_button.mapToGlobal(QPoint(0, 0)).y()
+    desk.qtbot.waitUntil(lambda: menu.geometry().bottom() < button_top)
+    window = desk.window.frameGeometry()
+    assert window.top() <= menu.geometry().top() and menu.geometry().bottom() <= window.bottom()
+    menu.close()

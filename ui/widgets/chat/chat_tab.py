@@ -69,6 +69,7 @@ class ChatTab(QWidget):
         self.state_label = QLabel("ready")
         self.state_label.setObjectName("tabState")
         self.view = MessageList(self.model)
+        self.view.setAccessibleName("Messages")
         self.delegate = self.view.delegate
         self.delegate.branch_clicked.connect(self.branch_requested)
         self.delegate.document_clicked.connect(self.document_requested)

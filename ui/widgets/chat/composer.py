@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, QPoint, Qt, Signal
+from PySide6.QtCore import QMimeData, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -94,13 +94,15 @@ class Composer(QPlainTextEdit):
 
 
 class ComposerButton(QToolButton):
-    """A round icon button inside the box; its glyph follows the palette's text colour."""
+    """A round icon button inside the box; its glyph follows the palette's text colour.
+    spoken: its name to a screen reader (it has no text)."""
 
-    def __init__(self, glyph: str, name: str, tooltip: str, parent: QWidget | None = None) -> None:
+    def __init__(self, glyph: str, name: str, tooltip: str, spoken: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.glyph = glyph
         self.setObjectName(name)
         self.setToolTip(tooltip)
+        self.setAccessibleName(spoken)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setIconSize(icon_size(18))
         self.setFixedSize(30, 30)
@@ -125,6 +127,8 @@ class ComposerBox(QFrame):
         self.setObjectName("composerBox")
         self.composer = Composer()
         self.composer.setObjectName("composerText")
+        self.composer.setAccessibleName("Message")
+        self.composer.setTabChangesFocus(True)  # Tab leaves the box for its buttons, as in any form
         self.composer.setPlaceholderText(placeholder)
         self.composer.setFrameShape(QFrame.Shape.NoFrame)
         self.composer.setFixedHeight(46)
@@ -133,9 +137,11 @@ class ComposerBox(QFrame):
         self.notice.setObjectName("composerNotice")
         self.notice.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # one line, elided
         self.notice.hide()
+        self.queue_bar = self._queue_bar()  # "Queued: sent when the reply ends · Cancel"
+        self.queued = False
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
-                                            "code, images… (or drop or paste them)")
+                                            "code, images… (or drop or paste them)", "Attach files")
         # The chat's MCP tools (ui/controllers/tool_rounds.py fills its menu); a chat tab shows it.
         self.tools_button = QToolButton()
         self.tools_button.setObjectName("toolsButton")
@@ -148,8 +154,8 @@ class ComposerBox(QFrame):
         self.tools_menu.setToolTipsVisible(True)  # a tool's description
         self.tools_button.clicked.connect(self._show_tools_menu)
         self.tools_button.hide()
-        self.send_button = ComposerButton("send", "sendButton", send_tooltip)
-        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written")
+        self.send_button = ComposerButton("send", "sendButton", send_tooltip, "Send")
+        self.stop_button = ComposerButton("stop", "stopButton", "Stop the reply being written", "Stop the reply")
         self.file_dialog: QFileDialog | None = None  # the one open, if any
         self.busy = False
         self.send_tooltip = send_tooltip
@@ -159,6 +165,7 @@ class ComposerBox(QFrame):
         self.composer.image_given.connect(self.tray.add_image)
         self.composer.focus_changed.connect(self._show_typing)
         self.composer.refused.connect(self._say_why)
+        self.stop_button.clicked.connect(lambda: self.set_queued(False))  # Stop: the text stays to rethink
         self.tray.changed.connect(self._update_send)
         self.drops = accept_file_drops(self, self.attach)
         self.set_busy(False)
@@ -176,6 +183,7 @@ class ComposerBox(QFrame):
         box.setSpacing(2)
         box.addWidget(self.tray)
         box.addWidget(self.notice)
+        box.addWidget(self.queue_bar)
         box.addWidget(self.composer)
         box.addLayout(buttons)
 
@@ -185,7 +193,15 @@ class ComposerBox(QFrame):
         self.style().polish(self)
 
     def _show_tools_menu(self) -> None:
-        self.tools_menu.popup(self.tools_button.mapToGlobal(QPoint(0, self.tools_button.height())))
+        """Above the button, which sits at the window's bottom edge: dropped below it, a server
+        with its tools listed ran past the window (issue 39, defect 13). The menu is filled as
+        it shows (aboutToShow), so its height is known only once popup() returns."""
+        button_top = self.tools_button.mapToGlobal(QPoint(0, 0))
+        self.tools_menu.popup(button_top)
+        above = button_top.y() - self.tools_menu.height()
+        screen = self.tools_button.screen().availableGeometry()
+        if above >= screen.top():
+            self.tools_menu.move(button_top.x(), above)
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog opened with open() (no nested event loop)."""
@@ -224,8 +240,43 @@ class ComposerBox(QFrame):
         return "Not sent yet: wait until the files are read." if self.tray.extracting() else ""
 
     def _say_why(self) -> None:
+        if self.busy and not self.tray.extracting() and not self.tray.failed():
+            self.set_queued(True)
+            return
         self.notice.setToolTip(self._why_not())
         self._show_notice()
+
+    # ----- a message queued while a reply is written -------------------------------------
+
+    def _queue_bar(self) -> QWidget:
+        """Enter while a reply is written queues the message: it stays in the box (still
+        editable, kept as the draft over a restart) and is sent when the reply ends. Cancel,
+        or Stop, leaves it there unsent."""
+        bar = QWidget()
+        self.queue_label = QLabel("Queued: sent when the reply ends")
+        self.queue_label.setObjectName("queueLabel")
+        self.cancel_queue_button = QToolButton()
+        self.cancel_queue_button.setText("Cancel")
+        self.cancel_queue_button.setAutoRaise(True)
+        self.cancel_queue_button.setToolTip("Keep the message here without sending it")
+        self.cancel_queue_button.clicked.connect(lambda: self.set_queued(False))
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(2, 0, 0, 0)
+        row.addWidget(self.queue_label, 1)
+        row.addWidget(self.cancel_queue_button)
+        bar.hide()
+        return bar
+
+    def set_queued(self, queued: bool) -> None:
+        self.queued = queued
+        self.queue_bar.setVisible(queued)
+
+    def _send_queued(self) -> None:
+        """After the reply's end has been handled (the chat's busy state settled)."""
+        if self.busy:  # another reply began meanwhile (Regenerate): wait for that one
+            self.set_queued(True)
+        else:
+            self.composer.submit()  # sends, or says why not (a file still being read)
 
     def _show_notice(self) -> None:
         whole = self.notice.toolTip()
@@ -248,6 +299,9 @@ class ComposerBox(QFrame):
         # was last placed, beside the place (a window grabbed then showed it there).
         self.box_layout.activate()
         self._update_send()
+        if not busy and self.queued:
+            self.set_queued(False)
+            QTimer.singleShot(0, self._send_queued)
 
     def _update_send(self) -> None:
         """Enter and Send wait while a reply is written or a file is being read, or could not

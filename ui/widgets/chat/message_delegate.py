@@ -37,7 +37,7 @@ from ui.widgets.chat.reply_document import (
 
 PAD = 10
 GAP = 6
-HEADER_H = 18
+HEADER_H = 18  # the role's line at the usual 9-10 pt font; see header_height
 COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
 COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again
 CACHE_SIZE = 512
@@ -94,6 +94,12 @@ def code_style_sheet(text: QColor, link: QColor) -> str:
     )
 
 
+
+
+def header_height(font: QFont) -> int:
+    """The role's line, as tall as its text: a larger system font must not overlap it."""
+    return max(HEADER_H, QFontMetrics(font).height() + 2)
+
 class MessageDelegate(QStyledItemDelegate):
     branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
     code_copied = Signal(str)  # the code of a block whose Copy was clicked (now on the clipboard)
@@ -130,13 +136,14 @@ class MessageDelegate(QStyledItemDelegate):
     def reasoning_expanded(self, view: MessageView) -> bool:
         return self.toggled.get(view.key, default_expanded(view))
 
-    def _content_key(self, view: MessageView, width: int) -> tuple:
-        """What a row's document depends on besides the palette."""
-        return (view.key, view.text, width, self.reasoning_expanded(view), view.thought_s, view.status,
+    def _content_key(self, view: MessageView, width: int, font: QFont) -> tuple:
+        """What a row's document depends on besides the palette (the font too: the system's
+        size may change while the app runs)."""
+        return (view.key, view.text, width, font.key(), self.reasoning_expanded(view), view.thought_s, view.status,
                 view.attachments, view.sources, view.calls, view.tool)
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
-        key = (*self._content_key(view, width), color.rgb())
+        key = (*self._content_key(view, width, font), color.rgb())
         doc = self._docs.get(key)
         if doc is None:
             self.layouts += 1
@@ -156,7 +163,7 @@ class MessageDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         view: MessageView = index.data(ViewRole)
         width = self._text_width(option)
-        key = self._content_key(view, width)
+        key = self._content_key(view, width, option.font)
         height = self._heights.get(key)
         if height is None:
             color = option.palette.color(QPalette.ColorRole.Text)
@@ -167,7 +174,7 @@ class MessageDelegate(QStyledItemDelegate):
             if len(self._heights) > HEIGHT_CACHE_SIZE:
                 self._heights.clear()
             self._heights[key] = height
-        return QSize(option.rect.width(), height + HEADER_H + 2 * PAD + GAP)
+        return QSize(option.rect.width(), height + header_height(option.font) + 2 * PAD + GAP)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         view: MessageView = index.data(ViewRole)
@@ -187,7 +194,7 @@ class MessageDelegate(QStyledItemDelegate):
         self.link_color = palette.color(QPalette.ColorRole.Link)
         self.dim_color = palette.color(QPalette.ColorRole.PlaceholderText)
         doc = self._document(view, self._text_width(option), option.font, text_color)
-        painter.translate(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        painter.translate(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
         self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
         self._paint_code_toolbars(painter, doc, view, palette, option.font)
@@ -205,7 +212,8 @@ class MessageDelegate(QStyledItemDelegate):
         rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
         color = option.palette.color(QPalette.ColorRole.Text)
         doc = self._document(view, self._text_width(option), option.font, color)
-        origin = QPoint(rect.left() + PAD, rect.top() + PAD + HEADER_H + int(doc.size().height()) + CHIP_GAP)
+        top = rect.top() + PAD + header_height(option.font) + int(doc.size().height()) + CHIP_GAP
+        origin = QPoint(rect.left() + PAD, top)
         rects = chip_rects(chips, self._text_width(option), option.font)
         return [(chip, box.translated(origin)) for chip, box in zip(chips, rects, strict=True)]
 
@@ -262,7 +270,7 @@ class MessageDelegate(QStyledItemDelegate):
         rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
         color = option.palette.color(QPalette.ColorRole.Text)
         doc = self._document(view, self._text_width(option), option.font, color)
-        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
         return next((block for block, _bar, copy in self.code_toolbars(doc) if copy.contains(local)), None)
 
     def reasoning_header_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> bool:
@@ -270,7 +278,7 @@ class MessageDelegate(QStyledItemDelegate):
         rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
         color = option.palette.color(QPalette.ColorRole.Text)
         header = reasoning_header(self._document(view, self._text_width(option), option.font, color))
-        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + HEADER_H)
+        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
         return header is not None and header.contains(local)
 
     def toggle_reasoning(self, view: MessageView, index) -> None:
@@ -280,7 +288,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _header_parts(self, rect, view: MessageView, font: QFont):
         """The header's rectangle, small font, details text, and the arrows' hit boxes."""
         header = rect.adjusted(PAD, PAD - 2, -PAD, 0)
-        header.setHeight(HEADER_H)
+        header.setHeight(header_height(font))
         small = QFont(font)
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         branch = f"‹ {view.branch[0]}/{view.branch[1]} ›" if view.branch else ""
@@ -297,8 +305,8 @@ class MessageDelegate(QStyledItemDelegate):
             left = header.right() - fm.horizontalAdvance(details)
             width = fm.horizontalAdvance(branch)
             arrow = fm.horizontalAdvance("‹ ") + 4
-            arrows = (QRect(left - 4, header.top(), arrow, HEADER_H),
-                      QRect(left + width - arrow + 4, header.top(), arrow, HEADER_H))
+            arrows = (QRect(left - 4, header.top(), arrow, header_height(font)),
+                      QRect(left + width - arrow + 4, header.top(), arrow, header_height(font)))
         return header, small, details, arrows
 
     def _paint_header(self, painter, rect, view: MessageView, palette: QPalette, font: QFont) -> None:

@@ -125,6 +125,12 @@ class ComparePane(QFrame):
         self._current_source = key
         self.source_label = label
 
+    @property
+    def contender(self) -> str:
+        """What a blind pick votes for: the model, and the preset when the pane has one."""
+        preset = self.preset_box.currentText() if self.preset_box.currentData() is not None else ""
+        return f"{self.source_label} · {preset}" if preset else self.source_label
+
     def set_presets(self, presets: list[tuple[int, str]], current: int | None) -> None:
         self.preset_box.clear()
         self.preset_box.addItem("No preset", None)

@@ -69,10 +69,7 @@ class ModelPicker(QWidget):
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.button.setAutoRaise(True)
         self.button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0; }")  # the ▾ is in the text
-        font = self.button.font()
-        font.setBold(True)
-        font.setPointSizeF(font.pointSizeF() * 1.1)
-        self.button.setFont(font)
+        self._set_name_font()
         self.menu = QMenu(self)
         # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
         self.button.clicked.connect(self._show_menu)
@@ -123,6 +120,15 @@ class ModelPicker(QWidget):
             style.unpolish(self.button)
             style.polish(self.button)
             self.button.update()
+        if event.type() == QEvent.Type.FontChange:  # the system's size changed: the name follows
+            self._set_name_font()
+
+    def _set_name_font(self) -> None:
+        """The model's name a little larger than the picker's own text, and bold."""
+        font = self.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.1)
+        self.button.setFont(font)
 
     # ----- what the controller sets ------------------------------------------------------
 
@@ -134,6 +140,7 @@ class ModelPicker(QWidget):
         name = status.name or "No model"
         self.button.setText(f"{name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + '…'}  ▾")
         self.button.setToolTip(f"{name}: choose another model, download one, or connect to a server")
+        self.button.setAccessibleName(f"Model: {name}")  # whole, without the ▾ of its text
         self.dot.setStyleSheet(f"color: {STATE_COLOURS.get(status.state, STATE_COLOURS[LOADING])};")
         text = state_text(status)
         # A long error would push the bar wide: elided here, whole in the tooltip.

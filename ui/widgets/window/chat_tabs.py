@@ -47,6 +47,7 @@ class ChatTabs(QTabWidget):
         self.list_button.setText("▾")
         self.list_button.setAutoRaise(True)
         self.list_button.setToolTip("All open tabs")
+        self.list_button.setAccessibleName("All open tabs")  # its text is the glyph ▾
         # clicked + popup(), not setMenu(): a tool button's menu runs a nested event loop
         self.list_button.clicked.connect(self._show_list)
         self.setCornerWidget(self.list_button, Qt.Corner.TopRightCorner)
@@ -88,6 +89,9 @@ class ChatTabs(QTabWidget):
             self.setTabText(index, mark + label)
         title = getattr(self.widget(index), "title", "") or label
         self.setTabToolTip(index, tooltip(title, activity))
+        close = self.tabBar().tabButton(index, QTabBar.ButtonPosition.RightSide)
+        if close is not None:  # Qt's own button, nameless to a screen reader
+            close.setAccessibleName(f"Close {label}")
 
     def _marks_follow_current(self, _index: int) -> None:
         for index in range(self.count()):

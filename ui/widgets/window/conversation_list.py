@@ -51,6 +51,9 @@ def date_group(when: datetime, now: datetime) -> str:
 RENAME_W = 420  # the rename dialog: a long title fits (Qt's default was a couple of words wide)
 
 
+NO_CHATS_YET = "No chats yet.\nCtrl+N starts one; each chat you send is kept here."
+
+
 class ConversationList(QListWidget):
     open_requested = Signal(int)
     open_match_requested = Signal(int, str)  # a search hit: the chat and the words searched
@@ -104,8 +107,8 @@ class ConversationList(QListWidget):
             row = self._rows[(item.comparison, item.id)] = self._row(item)
             self.addItem(row)
             row.setHidden(not query and not item.pinned and item.folder in self.folded)
-        self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else "")
-        self.empty_label.setVisible(bool(query.strip()) and not items)
+        self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else NO_CHATS_YET)
+        self.empty_label.setVisible(not items)
         self._place_empty_label()
         if current in self._rows:
             self.setCurrentItem(self._rows[current])

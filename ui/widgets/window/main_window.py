@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
     settings_requested = Signal()  # open Settings (the chats' defaults)
     remote_requested = Signal(str, str, str)  # base URL, model, API key ("" for none)
     new_comparison_requested = Signal()
+    leaderboard_requested = Signal()  # Chat → Blind leaderboard…
     server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
     server_stop_requested = Signal()
     open_comparison_requested = Signal(int)
@@ -93,11 +94,14 @@ class MainWindow(QMainWindow):
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText("Search chats (Ctrl+F)")
         self.search_box.setClearButtonEnabled(True)
+        self.search_box.setAccessibleName("Search chats")  # a placeholder is no name to a screen reader
         self.conversation_list = ConversationList()
+        self.conversation_list.setAccessibleName("Chats")
         self.new_button = QPushButton("New chat")
         self.compare_button = QPushButton("Compare")
         self.compare_button.setToolTip("Send one message to 2–4 models or settings side by side")
         self.preset_box = QComboBox()
+        self.preset_box.setAccessibleName("Preset for new chats")
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
         self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
@@ -156,8 +160,11 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            style_window(self)  # its palette(...) colours from the theme now in force
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
+            # Its palette(...) colours from the theme now in force; and a widget under a
+            # style sheet keeps the font it was polished with until the sheet is set again
+            # (a larger system font reached the window but not the chats).
+            style_window(self)
 
     def _layout(self) -> None:
         side = self.sidebar = QWidget()
@@ -194,6 +201,7 @@ class MainWindow(QMainWindow):
         self.sidebar_button.setText("☰")
         self.sidebar_button.setAutoRaise(True)
         self.sidebar_button.setToolTip("Show or hide the sidebar (Ctrl+B)")
+        self.sidebar_button.setAccessibleName("Sidebar")  # its text is the glyph ☰
         top = QHBoxLayout()
         top.setContentsMargins(2, 0, 0, 0)
         top.addWidget(self.sidebar_button)

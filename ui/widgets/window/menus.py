@@ -43,6 +43,7 @@ class MenuHost(Protocol):
     presets_requested: SignalInstance
     ask_each_line_requested: SignalInstance
     stop_all_requested: SignalInstance
+    leaderboard_requested: SignalInstance
     theme_requested: SignalInstance
     about_requested: SignalInstance
     export_requested: SignalInstance
@@ -205,6 +206,9 @@ class WindowMenus:
         stop_all.triggered.connect(_ignoring_result(host.stop_all_requested.emit))
         host.addAction(stop_all)
         chat_menu.addAction(stop_all)
+        leaderboard = QAction("Blind leaderboard…", window)
+        leaderboard.triggered.connect(_ignoring_result(host.leaderboard_requested.emit))
+        chat_menu.addAction(leaderboard)
         theme_menu = view_menu.addMenu("Theme")
         self.theme_group = QActionGroup(window)
         self.theme_group.setExclusive(True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
+from ui.icon import TAB_CLOSE_SVG
+
 WINDOW_STYLE = """
 QFrame#modelLoader {
     background: palette(base);
@@ -27,9 +29,18 @@ QWidget#splitHeader[active="true"] { border-bottom: 2px solid palette(highlight)
 QLabel#splitTitle { font-weight: bold; }
 """
 
+# Every tab's close button the same grey cross, shaded on hover: the style's stock pixmap
+# was a red square on the tab in front, read as a warning (issue 39, defect 13).
+TAB_CLOSE_STYLE = f"""
+QTabBar::close-button {{ image: url({TAB_CLOSE_SVG.as_posix()}); border-radius: 4px; }}
+QTabBar::close-button:hover {{ background: rgba(128, 128, 128, 70); }}
+"""
+
 
 def style_window(window: QWidget) -> None:
-    """Sets the window's sheet; again after a theme change (the marker makes it a new one)."""
-    sheet = f"/* {window.palette().window().color().name()} */{WINDOW_STYLE}"
+    """Sets the window's sheet; again after a theme or font change (the marker makes it a new
+    one, which polishes every widget under it again)."""
+    marker = f"{window.palette().window().color().name()} {window.font().toString()}"
+    sheet = f"/* {marker} */{WINDOW_STYLE}{TAB_CLOSE_STYLE}"
     if window.styleSheet() != sheet:  # a sheet set again re-polishes, which changes the palette
         window.setStyleSheet(sheet)

@@ -110,3 +110,43 @@ def test_a_chips_long_text_is_elided_with_the_whole_text_in_its_tooltip(qtbot):
         kept = last.removesuffix("…")
         assert last.endswith("…") and whole_last.startswith(kept), last
         assert whole_last[len(kept)] in " ·,:;(", last  # ends at a whole word
+
+
+def test_enter_while_a_reply_is_written_queues_the_message_until_it_ends(qtbot):
+    """Issue 39 (what users ask for): the message waits, marked as queued and still in the
+    box, and goes with its files when the reply ends; Cancel leaves it there unsent."""
+    tab = _tab(qtbot)
+    sent = []
+    tab.send_requested.connect(lambda text, documents: sent.append((text, documents)))
+    tab.set_busy(True)
+    tab.composer_box.restore_documents([DOC])
+    qtbot.keyClicks(tab.composer, "And the budget?")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    bar = tab.composer_box.queue_bar
+    assert sent == [] and bar.isVisible() and tab.composer.toPlainText() == "And the budget?"
+    assert tab.composer_box.queue_label.text() == "Queued: sent when the reply ends"
+    tab.set_busy(False)
+    qtbot.waitUntil(lambda: sent == [("And the budget?", (DOC,))])
+    assert not bar.isVisible() and tab.composer.toPlainText() == ""
+
+    tab.set_busy(True)
+    qtbot.keyClicks(tab.composer, "Never mind")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.mouseClick(tab.composer_box.cancel_queue_button, Qt.MouseButton.LeftButton)
+    assert not bar.isVisible()
+    tab.set_busy(False)
+    qtbot.wait(50)  # (nothing is to happen: the queue timer would fire at once)
+    assert len(sent) == 1 and tab.composer.toPlainText() == "Never mind"
+
+
+def test_stop_unqueues_the_message(qtbot):
+    tab = _tab(qtbot)
+    sent = []
+    tab.send_requested.connect(lambda text, documents: sent.append((text, documents)))
+    tab.set_busy(True)
+    qtbot.keyClicks(tab.composer, "Wait")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
+    tab.set_busy(False)
+    qtbot.wait(50)  # (nothing is to happen)
+    assert sent == [] and tab.composer.toPlainText() == "Wait" and not tab.composer_box.queue_bar.isVisible()

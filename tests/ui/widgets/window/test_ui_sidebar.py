@@ -93,8 +93,9 @@ def test_no_hits_says_so(sidebar):
     assert sidebar.empty_label.text() == "No chats match “zebra”"
     sidebar.set_items([ConversationItem(1, "A chat", updated_at=NOW)], query="")
     assert not sidebar.empty_label.isVisibleTo(sidebar)
-    sidebar.set_items([], query="")  # no chats at all is not a search that failed
-    assert not sidebar.empty_label.isVisibleTo(sidebar)
+    sidebar.set_items([], query="")  # no chats at all is not a search that failed: a first-run hint
+    assert sidebar.empty_label.isVisibleTo(sidebar)
+    assert sidebar.empty_label.text() == "No chats yet.\nCtrl+N starts one; each chat you send is kept here."
 
 
 def test_rename_asks_without_a_nested_event_loop(sidebar, qtbot):

@@ -108,7 +108,7 @@ def test_the_status_line_says_idle_and_keeps_slow_rates():
     idle = MetricsSnapshot(**{**fields, "decode_tok_s": 5.0})
     assert status_line("m.gguf", idle, 0, 0) == "m.gguf · idle"
     busy = MetricsSnapshot(**{**fields, "running": 2, "decode_tok_s": 0.4, "last_step_seqs": 2})
-    assert status_line("m.gguf", busy, 2, 1) == "m.gguf · 2 writing · 1 waiting · 0.4 tok/s · batch 2"
+    assert status_line("m.gguf", busy, 2, 1) == "m.gguf · 2 writing · 1 waiting · 0.4 tok/s in all · batch 2"
     assert rate(123.4) == "123 tok/s"
 
 

@@ -71,3 +71,27 @@ def test_the_model_loader_is_wide_at_the_top_centre_with_the_model_and_its_state
     assert abs(centre - chats) < 40, (centre, chats)  # over the middle of the chats
     top_of_tabs = window.tabs.mapTo(window, window.tabs.rect().topLeft()).y()
     assert loader.mapTo(window, loader.rect().bottomLeft()).y() <= top_of_tabs  # above the chats
+
+
+def _reddish(image) -> int:
+    """Pixels a user reads as red (a warning), not the greys and the highlight of the theme."""
+    count = 0
+    for y in range(image.height()):
+        for x in range(image.width()):
+            c = image.pixelColor(x, y)
+            count += c.red() > 160 and c.green() < 110 and c.blue() < 110
+    return count
+
+
+def test_tab_close_buttons_are_quiet_crosses_not_red_squares(window, qtbot):
+    """Issue 39, defect 13: the tab in front had a red square close button (the style's
+    stock pixmap), read as a warning; each tab now has the same grey cross."""
+    for i in range(3):
+        window.open_tab(i + 1, f"Chat {i}")
+    bar = window.tabs.tabBar()
+    qtbot.waitUntil(lambda: bar.tabRect(2).width() > 0)
+    assert bar.currentIndex() == 2
+    for i in range(3):
+        button = bar.tabButton(i, bar.ButtonPosition.RightSide)
+        assert button is not None and button.isVisible()
+        assert _reddish(button.grab().toImage()) == 0, i
