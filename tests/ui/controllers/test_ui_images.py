@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QImage
+from PySide6.QtGui import QAccessible, QColor, QDragEnterEvent, QDropEvent, QImage
 from PySide6.QtWidgets import QApplication
 
 from app.conversations.image_files import NOT_SEEN
@@ -91,6 +91,8 @@ def test_an_image_pasted_with_ctrl_v_is_a_chip_and_its_name_goes_to_a_blind_mode
     assert chip.state is ChipState.READY and chip.name_label.text() == "pasted image 1.png"
     assert tab.composer.toPlainText() == ""  # not typed in
     assert chip.thumbnail.isVisible() and not chip.thumbnail.icon().isNull()
+    iface = QAccessible.queryAccessibleInterface(chip.thumbnail)
+    assert iface.text(QAccessible.Text.Name) == "Show pasted image 1.png"  # what a screen reader says
     size = chip.document.size_bytes
     assert chip.details.text() == (f"PNG image · {size / 1000:.0f} KB" if size >= 1000 else f"PNG image · {size} B") \
         + "\n" + NOT_SEEN.replace(": ", ":\n")  # whole, not elided

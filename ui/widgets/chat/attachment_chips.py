@@ -132,6 +132,7 @@ class AttachmentChip(QFrame):
         self.thumbnail.setAutoRaise(True)
         self.thumbnail.setCursor(Qt.CursorShape.PointingHandCursor)
         self.thumbnail.setToolTip("Show the image")
+        self.thumbnail.setAccessibleName(f"Show {path.name}")  # an icon only: no text to say
         self.thumbnail.clicked.connect(self.thumbnail_clicked)
         self.thumbnail.hide()
         self._layout()

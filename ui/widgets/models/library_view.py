@@ -121,9 +121,11 @@ class LibraryView(QWidget):
         # Its vision projector (an mmproj GGUF): with one the model sees the images in chats.
         self.mmproj = QLineEdit()
         self.mmproj.setObjectName("mmprojPath")
+        self.mmproj.setAccessibleName("Vision projector")
         self.mmproj.setPlaceholderText("none: the model sees no images")
         self.mmproj.setToolTip("A vision projector (mmproj GGUF) for this model: chats then show it their images")
         self.mmproj_button = QPushButton("Choose…")
+        self.mmproj_button.setAccessibleName("Choose a vision projector")
         self.mmproj_button.clicked.connect(self._choose_mmproj)
         self.mmproj_dialog: QFileDialog | None = None  # the one open, if any
         self.chat_template = QPlainTextEdit()
