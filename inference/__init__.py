@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from inference.tokenizer.input_processor import InputProcessor
     from inference.worker import backend
     from inference.worker.embedding_worker import EmbeddingWorker
-    from inference.worker.image_file import decode_image
+    from inference.worker.image_file import MAX_IMAGE_BYTES, decode_image
     from inference.worker.vocab_loader import load_input_processor
 
 # name -> the module that defines it, imported when the name is first used
@@ -92,6 +92,7 @@ _LAZY = {
     "EmbeddingWorker": "inference.worker.embedding_worker",
     # an image file checked by the engine's own limits before a command stores anything (Pillow)
     "decode_image": "inference.worker.image_file",
+    "MAX_IMAGE_BYTES": "inference.worker.image_file",
 }
 # a module of its own: llama.cpp's backend (versions, CPU features, GPU offload, its log)
 _LAZY_MODULES = {"backend": "inference.worker.backend"}
@@ -113,6 +114,7 @@ __all__ = [
     "CHAT_FIELDS",
     "KV_TYPES",
     "MAX_IMAGES",
+    "MAX_IMAGE_BYTES",
     "OPENAI",
     "OVERFLOW_POLICIES",
     "JSON_OBJECT",

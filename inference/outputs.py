@@ -44,6 +44,10 @@ class RequestStats:
     # The stop string that ended the reply (finish STOP); None for end-of-generation and
     # every other end. Anthropic's API names it (stop_reason "stop_sequence").
     stop_string: str | None = None
+    # The prompt's tokens that are images' embedding rows (a projector's), and how many of
+    # them came from the prefix cache (the image was neither encoded nor prefilled again).
+    image_tokens: int = 0
+    image_tokens_cached: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +151,8 @@ class ModelInfo:
     chat_template: str | None = None
     # The vision projector loaded with the model (LoadSettings.mmproj): the model sees images.
     mmproj: Path | None = None
+
+    @property
+    def sees_images(self) -> bool:
+        """The model was loaded with a vision projector: chats may show it images."""
+        return self.mmproj is not None

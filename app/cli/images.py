@@ -2,28 +2,21 @@
 IMAGE.png`): read and checked by the engine's own limits before anything is stored, stored
 once by sha256 as a kind of document (its bytes kept, no text: storage 0011) and attached to
 the user's message like one, and shown to the model in that message as an image part
-(the prompt's side: app/conversations/images.py)."""
+(the prompt's side: app/conversations/images.py). The reading is the window's too
+(app/conversations/image_files.py)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from inference import MAX_IMAGES, RequestError, decode_image
+from app.conversations.image_files import MEDIA_TYPES, ImageError, image_document, is_image_path
+from inference import MAX_IMAGES
 from storage import NewDocument
 
-MEDIA_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
-               ".webp": "image/webp", ".bmp": "image/bmp"}
 NO_PROJECTOR = "{name} is an image, and the model sees none without its vision projector: give one with --mmproj FILE"
 
-
-class ImageError(Exception):
-    """A file that cannot be shown as an image, in one line."""
-
-
-def is_image_path(path: str) -> bool:
-    return Path(path).suffix.lower() in MEDIA_TYPES
+__all__ = ["MEDIA_TYPES", "NO_PROJECTOR", "ImageError", "is_image_path", "read_images", "split_files"]
 
 
 def split_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -38,15 +31,12 @@ def read_images(paths: Sequence[str]) -> list[NewDocument]:
         raise ImageError(f"{len(paths)} images; a message may show at most {MAX_IMAGES}")
     images: list[NewDocument] = []
     for p in paths:
-        path = Path(p)
         try:
-            data = path.read_bytes()
-            decode_image(data)
+            data = Path(p).read_bytes()
         except OSError as exc:
             raise ImageError(f"{p}: {exc.strerror or exc}") from None
-        except RequestError as exc:
+        try:
+            images.append(image_document(Path(p).name, data))
+        except ImageError as exc:
             raise ImageError(f"{p}: {exc}") from None
-        images.append(NewDocument(hashlib.sha256(data).hexdigest(), path.name, MEDIA_TYPES[path.suffix.lower()],
-                                  len(data), "", None, (), data))
     return images
-

@@ -54,6 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     defaults.add_argument("--draft-model", default=None, metavar="MODEL",
                           help="its draft model for --speculative draft (implied): an installed model's name "
                                "or a GGUF file with this model's vocabulary")
+    projector = defaults.add_mutually_exclusive_group()
+    projector.add_argument("--mmproj", default=None, metavar="FILE",
+                           help="its vision projector (mmproj GGUF): the model then sees images in chats")
+    projector.add_argument("--no-mmproj", action="store_true", help="forget its vision projector")
     template = defaults.add_mutually_exclusive_group()
     template.add_argument("--chat-template", type=Path, default=None, metavar="FILE",
                           help="a Jinja chat template file used instead of the model's own")
@@ -105,7 +109,8 @@ def _defaults(d: ModelDefaults) -> str:
     parts = [f"{label} {value}" for label, value in (("ctx", d.n_ctx), ("gpu-layers", d.n_gpu_layers),
                                                     ("threads", d.n_threads), ("kv-type", d.kv_type),
                                                     ("speculative", d.speculative),
-                                                    ("draft-model", d.draft_model and Path(d.draft_model).name))
+                                                    ("draft-model", d.draft_model and Path(d.draft_model).name),
+                                                    ("mmproj", d.mmproj and Path(d.mmproj).name))
              if value is not None]
     if d.chat_template is not None:
         parts.append("own chat template")
@@ -220,6 +225,10 @@ def run_defaults(args: argparse.Namespace, base: Path) -> int:
             if args.draft_model is not None:
                 changes["draft_model"] = str(_draft_path(library, args.draft_model))
                 changes.setdefault("speculative", "draft")
+            if args.mmproj is not None:
+                changes["mmproj"] = str(_existing_file(args.mmproj, "vision projector"))
+            elif args.no_mmproj:
+                changes["mmproj"] = None
             if changes or args.clear:
                 entry = library.set_defaults(args.name, replace(defaults, **changes))
         except (LibraryError, OSError) as exc:
@@ -239,6 +248,13 @@ def _draft_path(library: ModelLibrary, name: str) -> Path:
         if not path.is_file():
             raise LibraryError(f"no installed model or file named {name}") from None
         return path.resolve()
+
+
+def _existing_file(name: str, what: str) -> Path:
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise LibraryError(f"no {what} file at {path}")
+    return path.resolve()
 
 
 def _read_template(path: Path) -> str:

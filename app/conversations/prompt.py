@@ -40,8 +40,8 @@ class PromptBuilder:
     documents: DocumentRepository
     tokens: Tokens
     call_texts: Mapping[int, str] = field(default_factory=dict)
-    # The terminal's: images shown to the model (True), or named to one without a projector
-    # (False), where their messages have them (images.py). None: left out (the window's, for now).
+    # Images shown to the model (True), or named to one without a projector (False), where
+    # their messages have them (images.py). None: left out (a caller that never has images).
     show_images: bool | None = None
 
     def prompt(self, path: ActivePath, reply: MessageRecord, sampling: SamplingParams, continued: bool = False,

@@ -18,6 +18,7 @@ the owner's thread.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
@@ -175,6 +176,12 @@ class EngineHub:
         info = engine.info
         return None if info is None else info.chat_template
 
+    def sees_images(self, engine: ManagedEngine) -> bool:
+        """The engine's model was loaded with a vision projector (its ModelInfo says so once
+        it is ready): its chats show it their images; otherwise only their names (any thread)."""
+        info = engine.info
+        return info is not None and info.sees_images
+
     def backend_info(self) -> BackendInfo | None:
         """The llama.cpp build of the local engines, as the last one that loaded reported it."""
         info = self._local.info
@@ -283,20 +290,35 @@ class EngineHub:
         library defaults on top unless the command line or gpu_layers chose that field."""
         base = self.base_settings
         settings = replace(previous, model_path=Path(path), n_ctx=base.n_ctx, chat_template=base.chat_template,
-                           n_gpu_layers=base.n_gpu_layers if gpu_layers is None else gpu_layers)
+                           n_gpu_layers=base.n_gpu_layers if gpu_layers is None else gpu_layers,
+                           mmproj=self._projector(Path(path)))
         if self.applied.n_threads is not None:  # else keep the threads the router shared out
             settings = replace(settings, n_threads=base.n_threads, n_threads_batch=base.n_threads_batch)
         defaults = self._defaults(Path(path))
-        explicit = self.explicit | ({"n_gpu_layers"} if gpu_layers is not None else set())
+        explicit = self._explicit_for(Path(path)) | ({"n_gpu_layers"} if gpu_layers is not None else set())
         return apply_defaults(settings, defaults, explicit), defaults
 
     def _pool_settings(self, settings: LoadSettings) -> LoadSettings:
         """A pool engine's settings: its own model's defaults, not the main model's; its
         threads stay the router's share of the cores."""
         base = self.base_settings
-        settings = replace(settings, n_ctx=base.n_ctx, chat_template=base.chat_template, n_gpu_layers=base.n_gpu_layers)
-        keep = self.explicit | {"n_threads", "n_threads_batch"}
+        settings = replace(settings, n_ctx=base.n_ctx, chat_template=base.chat_template, n_gpu_layers=base.n_gpu_layers,
+                           mmproj=self._projector(settings.model_path))
+        keep = self._explicit_for(settings.model_path) | {"n_threads", "n_threads_batch"}
         return apply_defaults(settings, self._defaults(settings.model_path), keep)
+
+    def _projector(self, model: Path) -> Path | None:
+        """The command line's projector (--mmproj) belongs to the model it named: another
+        model loads with none, or its own library default (apply_defaults)."""
+        base = self.base_settings
+        return base.mmproj if _same_file(model, base.model_path) else None
+
+    def _explicit_for(self, model: Path) -> frozenset[str]:
+        """The command line's choices that hold for model: all, except a projector for
+        another model (that one's library default applies)."""
+        if _same_file(model, self.base_settings.model_path):
+            return self.explicit
+        return self.explicit - {"mmproj"}
 
     def _defaults(self, path: Path) -> ModelDefaults:
         if self.library is None:
@@ -360,3 +382,7 @@ class EngineHub:
             return recent
 
         self._stored(work, self.events.recent_models_changed)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return Path(os.path.abspath(a)) == Path(os.path.abspath(b))

@@ -53,6 +53,7 @@ class ModelDefaults:
     speculative: str | None = None  # "off" | "lookup" | "draft" (LoadSettings.speculative)
     draft_model: str | None = None  # the draft model's file, for "draft" (LoadSettings.draft_model)
     kv_type: str | None = None  # "f16" | "q8_0" | "q4_0" (LoadSettings.kv_type)
+    mmproj: str | None = None  # its vision projector's file (LoadSettings.mmproj): the model sees images
 
     def validate(self) -> None:
         """Raises LibraryError naming every bad value."""
@@ -75,6 +76,10 @@ class ModelDefaults:
             problems.append("the draft model must be a file's path")
         if self.speculative == "draft" and not self.draft_model:
             problems.append("speculative decoding with a draft model needs the draft model")
+        if self.mmproj is not None and not isinstance(self.mmproj, str):
+            problems.append("the vision projector must be a file's path")
+        if self.mmproj and self.speculative == "draft":  # LoadSettings.validate refuses them together
+            problems.append("a vision projector does not go with a draft model yet; use lookup")
         if problems:
             raise LibraryError("; ".join(problems))
 
@@ -110,8 +115,9 @@ def apply_defaults(settings: LoadSettings, defaults: ModelDefaults,
     chosen = {name: value for name, value in defaults.as_dict().items() if name not in explicit}
     if "n_threads" in chosen and "n_threads_batch" not in explicit:
         chosen["n_threads_batch"] = None  # follows n_threads (LoadSettings.threads_batch)
-    if "draft_model" in chosen:
-        chosen["draft_model"] = Path(chosen["draft_model"])
+    for name in ("draft_model", "mmproj"):
+        if name in chosen:
+            chosen[name] = Path(chosen[name])
     return replace(settings, **chosen)
 
 
@@ -226,6 +232,8 @@ class ModelLibrary:
 
     def set_defaults(self, name: str, defaults: ModelDefaults) -> LibraryEntry:
         defaults.validate()
+        if defaults.mmproj and not Path(defaults.mmproj).expanduser().is_file():
+            raise LibraryError(f"no vision projector file at {defaults.mmproj}")
         entry = self.entry(name)
         record = self.records.by_path(str(entry.path)) or self._record_new(entry.path, entry.name)
         self.records.set_load_settings(record.name, defaults.as_dict())

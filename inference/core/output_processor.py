@@ -86,6 +86,9 @@ class RequestOutput:
         first, last = self.first_token_s, self.last_token_s
         decode_s = last - first if first is not None and last is not None else 0.0
         admitted = req.admitted_s if req.admitted_s is not None else now
+        # An image's rows stand in the prompt as negative ids (one per embedding row).
+        image_tokens = sum(1 for t in req.tokens[:req.num_prompt] if t < 0)
+        image_cached = sum(1 for t in req.tokens[:req.num_cached] if t < 0) if image_tokens else 0
         return RequestStats(
             prompt_tokens=req.num_prompt,
             cached_tokens=req.num_cached,
@@ -98,6 +101,8 @@ class RequestOutput:
             total_s=now - self.submitted_s,
             messages_dropped=self.dropped,
             stop_string=self.stops.matched,
+            image_tokens=image_tokens,
+            image_tokens_cached=image_cached,
         )
 
     def finished_delta(

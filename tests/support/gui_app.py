@@ -35,9 +35,10 @@ class App(Window):
     """A window, its controllers, and helpers to drive them like a user."""
 
     def __init__(self, qtbot, data_dir: Path, model_path: Path, max_tokens: int = 40, n_ctx: int = 4096,
-                 auto_titles: bool = False) -> None:
+                 auto_titles: bool = False, mmproj: Path | None = None) -> None:
+        """mmproj: a vision projector the model loads with (as `chorus app --mmproj FILE`)."""
         sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, ignore_eos=True)
-        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8)
+        settings = LoadSettings(model_path=model_path, n_ctx=n_ctx, n_seq_max=8, mmproj=mmproj)
         # Generated titles off unless a test asks: a title a test sets or sends stays as it is.
         super().__init__(qtbot, data_dir, settings, sampling=sampling, auto_titles=auto_titles)
         self.window.show()

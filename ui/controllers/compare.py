@@ -23,7 +23,7 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import ModelSource, unique_sources
 from app.models import catalog as model_catalog
 from storage import NewDocument
-from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
+from ui.services.attachments import DocumentReading, DocumentViewer, context_fit, main_sees_images
 from ui.services.compare_review import ComparisonReview
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
@@ -42,7 +42,8 @@ class CompareController:
         self.catalog = ctx.catalog
         self.models_dir = ctx.models_dir
         self.actions = ConversationActions(ctx)
-        self.reading = DocumentReading(ctx.gui, context_fit(ctx))  # the files attached in a comparison's composer
+        # the files attached in a comparison's composer
+        self.reading = DocumentReading(ctx.gui, context_fit(ctx), main_sees_images(ctx))
         self.viewer = DocumentViewer(ctx)  # a pane's document and citation chips open here
         self.router = ctx.engines.router
         self.states: dict[int, ComparisonState] = {}  # open comparisons
@@ -147,6 +148,8 @@ class CompareController:
         delegate = pane.view.delegate
         delegate.document_clicked.connect(lambda sha256, name, p=pane: self.viewer.show_document(p, sha256, name))
         delegate.source_clicked.connect(lambda source, p=pane: self.viewer.show_source(p, source))
+        delegate.image_clicked.connect(lambda sha256, name, p=pane: self.viewer.show_image(p, sha256, name))
+        self.ctx.thumbnails.wire(delegate, pane.view)
         self.known_sources.update((s.key, s) for s in choices)
         pane.set_source_choices([(s.key, s.label) for s in choices], source.key)
         pane.set_presets(presets, path.conversation.preset_id)
@@ -162,6 +165,8 @@ class CompareController:
     def _wire(self, view: CompareView) -> None:
         view.send_requested.connect(lambda text, documents, v=view: self.send(v, text, documents))
         view.composer_box.tray.extraction_requested.connect(self.reading.read)
+        view.composer_box.tray.image_requested.connect(self.viewer.show_chip_image)
+        view.composer_box.tray.thumbnail_requested.connect(self.reading.thumbnail)
         view.stop_requested.connect(lambda v=view: self.stop(v))
         view.regenerate_requested.connect(lambda v=view: self.regenerate(v))
         view.branch_requested.connect(

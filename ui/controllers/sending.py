@@ -1,13 +1,14 @@
 """Wires each chat tab's buttons to the conversation actions (send, stop, regenerate, edit
 and resend, branch arrows, Continue, and the hover actions on a message), its composer's
-files to the reading of documents, and its messages' chips to the document dialog; a reply
-stopped before its first token is dropped."""
+files to the reading of documents and images, and its messages' chips to the document
+dialog or the image shown large (their thumbnails from the shared cache); a reply stopped
+before its first token is dropped."""
 
 from __future__ import annotations
 
 import weakref
 
-from ui.services.attachments import DocumentReading, DocumentViewer, context_fit
+from ui.services.attachments import DocumentReading, DocumentViewer, context_fit, main_sees_images
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.chat.chat_tab import ChatTab
@@ -16,7 +17,8 @@ from ui.widgets.chat.chat_tab import ChatTab
 class SendingController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.actions = ConversationActions(ctx)
-        self.reading = DocumentReading(ctx.gui, context_fit(ctx))
+        self.ctx = ctx
+        self.reading = DocumentReading(ctx.gui, context_fit(ctx), main_sees_images(ctx))
         self.viewer = DocumentViewer(ctx)
         self._wired: weakref.WeakSet[ChatTab] = weakref.WeakSet()
         ctx.events.tab_opened.connect(self.attach)
@@ -30,7 +32,11 @@ class SendingController:
         a = self.actions
         tab.send_requested.connect(lambda text, documents, t=tab: a.send(t, text, documents))
         tab.composer_box.tray.extraction_requested.connect(self.reading.read)
+        tab.composer_box.tray.image_requested.connect(self.viewer.show_chip_image)
+        tab.composer_box.tray.thumbnail_requested.connect(self.reading.thumbnail)
         tab.document_requested.connect(lambda sha256, name, t=tab: self.viewer.show_document(t, sha256, name))
+        tab.image_requested.connect(lambda sha256, name, t=tab: self.viewer.show_image(t, sha256, name))
+        self.ctx.thumbnails.wire(tab.delegate, tab.view)
         tab.source_requested.connect(lambda source, t=tab: self.viewer.show_source(t, source))
         tab.stop_requested.connect(lambda t=tab: a.stop(t))
         tab.regenerate_requested.connect(lambda t=tab: a.regenerate(t))

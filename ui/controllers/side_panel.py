@@ -49,6 +49,8 @@ def numbers_from_delta(delta: Delta) -> ReplyNumbers:
         finish=finish_label(reason) if reason is not None else None,
         can_continue=reason is FinishReason.LENGTH,
         dropped=s.messages_dropped[1] if s else None,
+        image_tokens=s.image_tokens if s else None,
+        image_tokens_cached=s.image_tokens_cached if s else None,
     )
 
 
@@ -75,8 +77,9 @@ def sharing_text(system_prompt: str, sharers: int, numbers: ReplyNumbers | None)
 
 def documents_text(path: ActivePath, used: DocumentPrompt | None, numbers: ReplyNumbers | None) -> str:
     """Per document its tokens and whether it went whole, then how many of them the last reply
-    found cached (known for replies of this run). "" for a chat without documents."""
-    names = list(dict.fromkeys(a.name for atts in path.attachments.values() for a in atts))
+    found cached (known for replies of this run). "" for a chat without documents (its
+    images are counted in the last reply's numbers instead)."""
+    names = list(dict.fromkeys(a.name for atts in path.attachments.values() for a in atts if not a.is_image))
     if not names:
         return ""
     if used is None or not used.documents:

@@ -24,6 +24,7 @@ from ui.services.engine_signals import EngineSignals, engine_hub
 from ui.services.mcp_tools import AppTools
 from ui.services.stream_presenter import StreamPresenter
 from ui.services.threads import GuiCalls, StorageThread
+from ui.services.thumbnails import ImageThumbnails
 from ui.widgets.window.main_window import MainWindow
 
 
@@ -53,6 +54,8 @@ class ControllerContext:
     # A session per conversation (app/conversations/): its rows' use-cases and what is kept
     # about it beyond them (its last prompt, what its tool round waits on, its calls' texts).
     conversations: OpenConversations
+    # Sent images' thumbnails (by sha256), shared by the chat tabs and the compare panes.
+    thumbnails: ImageThumbnails
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
     pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
 
@@ -83,4 +86,5 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
         sampling=sampling or ChatDefaults().sampling(), chat_defaults=ChatDefaults(), models_dir=models_dir,
         tools=AppTools(catalog, storage, gui), library=library,
         conversations=OpenConversations(repo, engines.model_label),
+        thumbnails=ImageThumbnails(repo, storage, gui),
     )

@@ -170,11 +170,14 @@ class ConversationActions:
 
     def prompts(self, conversation: ConversationRecord) -> PromptBuilder:
         """What the chat's prompts are built from: its documents, its engine's token counts,
-        the calls as the model wrote them this run."""
+        the calls as the model wrote them this run, and its images: shown where the engine
+        loaded a vision projector, else named ("[image: NAME]")."""
         engines = self.ctx.engines
+        engine = engines.engine_for(conversation)
         return PromptBuilder(DocumentRepository(self.ctx.repo.db),
-                             lambda: engines.token_counter(engines.engine_for(conversation)),
-                             self.ctx.session(conversation.id).call_texts)
+                             lambda: engines.token_counter(engine),
+                             self.ctx.session(conversation.id).call_texts,
+                             show_images=engines.sees_images(engine))
 
     def in_model_format(self, path: ActivePath, tools: ToolRound | None) -> ToolRound | None:
         """tools in the tool format of the chat's model (its template's own, or the generic

@@ -171,3 +171,15 @@ def test_draft_without_a_draft_model_or_with_a_missing_file_is_refused(base, cap
     assert (out.returncode, out.stderr) == (2, "chorus: no installed model or file named /no/such.gguf\n")
     with open_library(base) as library:
         assert library.defaults_for(base / "models" / SMOL.filename) == ModelDefaults(n_ctx=2048, n_threads=2)
+
+
+def test_a_vision_projector_default_is_a_file_and_can_be_forgotten(base, tmp_path, capsys):
+    projector = fake_gguf(tmp_path / "mmproj-smol.gguf", 10)
+    out = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--mmproj", str(projector))
+    assert (out.returncode, out.stdout) == (0, "smollm2-135m: ctx 2048, threads 2, mmproj mmproj-smol.gguf\n")
+    with open_library(base) as library:
+        assert library.defaults_for(base / "models" / SMOL.filename).mmproj == str(projector)
+    missing = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--mmproj", "/no/mmproj.gguf")
+    assert (missing.returncode, missing.stderr) == (2, "chorus: no vision projector file at /no/mmproj.gguf\n")
+    gone = chorus_in_process(capsys, base, "models", "defaults", "smollm2-135m", "--no-mmproj")
+    assert (gone.returncode, gone.stdout) == (0, "smollm2-135m: ctx 2048, threads 2\n")

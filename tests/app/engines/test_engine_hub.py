@@ -437,3 +437,42 @@ def test_a_closed_engines_token_counter_does_not_keep_it_alive(parts, make_hub):
     gc.collect()
     assert gone() is None
     assert hub.token_counter(hub.engine)[0] is hub.token_counter(hub.engine)[0]  # a running one's is kept
+
+
+def test_a_projector_goes_with_its_model_only(parts, make_hub, tmp_path):
+    """--mmproj belongs to the model the command line named: a switch to another model (or a
+    pane on one) loads that model's own library projector, or none; back on the first model,
+    the command line's again."""
+    db, library, owner, storage = parts
+    models = library.models_dir
+    cli_projector, b_projector = tmp_path / "a-mmproj.gguf", tmp_path / "b-mmproj.gguf"
+    for p in (cli_projector, b_projector):
+        p.write_bytes(b"GGUF")
+    defaults(library, "b.gguf", mmproj=str(b_projector))
+    hub, _told = make_hub(LoadSettings(model_path=models / "a.gguf", mmproj=cli_projector), explicit={"mmproj"})
+    engine = hub.made[0]
+    assert hub.local_settings.mmproj == cli_projector
+
+    owner.settle(hub.load_model(str(models / "b.gguf")))
+    assert engine.loads[-1].mmproj == b_projector  # its library default, not a's --mmproj
+    owner.settle(hub.load_model(str(models / "c.gguf")))
+    assert engine.loads[-1].mmproj is None  # neither a's nor b's
+    owner.settle(hub.load_model(str(models / "a.gguf")))
+    assert engine.loads[-1].mmproj == cli_projector
+    pooled = hub.router.settings_for(replace(hub.local_settings, model_path=models / "c.gguf"))
+    assert pooled.mmproj is None
+
+
+def test_the_hub_says_whether_an_engine_sees_images(parts, make_hub):
+    from inference import ModelInfo
+
+    db, library, owner, storage = parts
+    hub, _told = make_hub(LoadSettings(model_path=library.models_dir / "a.gguf"))
+    engine = hub.made[0]
+    assert not hub.sees_images(engine)  # not loaded yet: no info
+    info = ModelInfo(path=library.models_dir / "a.gguf", description="", n_params=1, size_bytes=1, n_ctx_train=1,
+                     n_ctx=1, n_seq_max=1, n_gpu_layers=0, gpu_offload_supported=False)
+    engine.state = EngineState(EngineStatus.READY, info=info)
+    assert not hub.sees_images(engine)
+    engine.state = EngineState(EngineStatus.READY, info=replace(info, mmproj=Path("/p/mmproj.gguf")))
+    assert hub.sees_images(engine)

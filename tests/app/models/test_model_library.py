@@ -226,7 +226,26 @@ def test_command_line_flags_win_over_the_library(tmp_path):
     assert settings_from_args(parse(["chat"]), tmp_path / "m.gguf").n_ctx == LoadSettings(Path()).n_ctx
 
 
-@pytest.mark.parametrize("command", ["chat", "ask", "serve"])
+def test_a_models_vision_projector_is_a_default_it_loads_with(library, tmp_path):
+    own = fake_gguf(tmp_path / "mine.gguf", 70)
+    projector = fake_gguf(tmp_path / "mmproj-mine.gguf", 10)
+    library.record_local(own)
+    entry = library.set_defaults("mine.gguf", ModelDefaults(mmproj=str(projector)))
+    assert library.defaults_for(own) == entry.defaults == ModelDefaults(mmproj=str(projector))
+    applied = apply_defaults(LoadSettings(model_path=own), entry.defaults)
+    assert applied.mmproj == projector
+    assert apply_defaults(LoadSettings(model_path=own, mmproj=tmp_path / "cli.gguf"), entry.defaults,
+                          explicit={"mmproj"}).mmproj == tmp_path / "cli.gguf"  # --mmproj wins
+    applied.validate()
+    with pytest.raises(LibraryError, match="no vision projector file at"):
+        library.set_defaults("mine.gguf", ModelDefaults(mmproj=str(tmp_path / "gone.gguf")))
+    with pytest.raises(LibraryError, match="does not go with a draft model"):
+        library.set_defaults("mine.gguf", ModelDefaults(mmproj=str(projector), speculative="draft",
+                                                        draft_model=str(own)))
+    assert library.defaults_for(own) == ModelDefaults(mmproj=str(projector))  # nothing changed
+
+
+@pytest.mark.parametrize("command", ["chat", "ask", "serve", "app"])
 def test_mmproj_names_the_models_vision_projector(tmp_path, command):
     rest = ["doc.md", "-q", "hi"] if command == "ask" else []
     args = parse([command, "--mmproj", str(tmp_path / "mmproj.gguf"), *rest])

@@ -75,6 +75,9 @@ def test_the_same_image_is_encoded_once_and_its_cells_are_shared(vision_engine):
     assert all(r.token_ids == first.token_ids for r in again)
     # the image and the text before it came from the cache: only the tail is computed
     assert all(r.stats.cached_tokens >= IMAGE_TOKENS for r in again)
+    # each reply's stats say so (the window's side panel shows them)
+    assert (first.stats.image_tokens, first.stats.image_tokens_cached) == (IMAGE_TOKENS, 0)
+    assert all((r.stats.image_tokens, r.stats.image_tokens_cached) == (IMAGE_TOKENS, IMAGE_TOKENS) for r in again)
     vision_engine.submit(ask(BLUE, n=4)).result(120)
     assert vision_engine.metrics(fresh=True).images_encoded == 2
 
@@ -105,8 +108,8 @@ def test_a_bad_image_ends_its_request_alone(vision_engine, data, words):
 
 
 def test_the_model_info_names_the_projector(vision_engine, projector, shared_engine):
-    assert vision_engine.info.mmproj == projector
-    assert shared_engine.info.mmproj is None
+    assert vision_engine.info.mmproj == projector and vision_engine.info.sees_images
+    assert shared_engine.info.mmproj is None and not shared_engine.info.sees_images
 
 
 def test_a_model_without_a_projector_refuses_images(shared_engine):

@@ -147,6 +147,42 @@ def test_saving_the_editor_keeps_the_kv_type_and_speculation_and_sets_a_draft_mo
     assert (saved.speculative, saved.draft_model) == ("draft", str(shell.models_dir / "main.gguf"))
 
 
+def test_a_vision_projector_is_chosen_in_a_dialog_and_saved_as_a_default(shell, qtbot, tmp_path):
+    """The projector's file dialog is opened with open() (no nested loop); a missing file is
+    refused in one line."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QFileDialog
+
+    from app.models.library import ModelDefaults, ModelLibrary
+
+    projector = tmp_path / "mmproj-other.gguf"
+    projector.write_bytes(b"GGUF" + bytes(60))
+    _win, view = open_library(shell)
+    view.select("other.gguf")
+    assert view.mmproj.text() == "" and "sees no images" in view.mmproj.placeholderText()
+    qtbot.mouseClick(view.mmproj_button, Qt.MouseButton.LeftButton)
+    dialog = view.mmproj_dialog
+    assert isinstance(dialog, QFileDialog) and dialog.isVisible()
+    dialog.selectFile(str(projector))
+    dialog.accept()
+    qtbot.waitUntil(lambda: view.mmproj.text() == str(projector))
+    qtbot.mouseClick(view.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.message.text().startswith("Saved the defaults for other.gguf"), timeout=WAIT_MS)
+    shell.settled()
+    library = ModelLibrary(shell.db, shell.models_dir)
+    assert library.defaults_for(shell.models_dir / "other.gguf") == ModelDefaults(mmproj=str(projector))
+
+    view.select("main.gguf")
+    assert view.mmproj.text() == ""
+    view.select("other.gguf")
+    qtbot.waitUntil(lambda: view.mmproj.text() == str(projector), timeout=WAIT_MS)
+    view.mmproj.setText(str(tmp_path / "gone.gguf"))
+    view.set_message("")
+    qtbot.mouseClick(view.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "no vision projector file at" in view.message.text(), timeout=WAIT_MS)
+    assert library.defaults_for(shell.models_dir / "other.gguf") == ModelDefaults(mmproj=str(projector))
+
+
 def test_bad_defaults_are_one_line_and_nothing_is_saved(shell, qtbot):
     from app.models.library import ModelDefaults, ModelLibrary
 

@@ -2,7 +2,10 @@
 
 A chip is reading its file (a progress bar and ×, which cancels), ready (pages, size,
 characters; × removes it) or failed (the reason in red: nothing is sent while it is there,
-the composer says so, until × removes it). The reading
+the composer says so, until × removes it). An image's chip shows its thumbnail (clicked, it
+opens large) and, where the chat's model has no vision projector, says that only its name
+is sent. A pasted image (Ctrl+V of a screenshot) is a chip named "pasted image N.png" whose
+pixels are encoded as PNG by the reader, off the GUI thread. The reading
 itself is not done here: the tray asks for it (extraction_requested) and whoever runs it
 reports back through the chip's set_progress / set_ready / set_failed."""
 
@@ -14,6 +17,7 @@ from enum import Enum
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QIcon, QImage, QPixmap
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -27,9 +31,10 @@ from PySide6.QtWidgets import (
 )
 
 from storage import NewDocument
-from ui.widgets.chat.document_labels import document_details
+from ui.widgets.chat.document_labels import document_details, image_details
 
 CHIP_WIDTH = 260  # "2 pages · 1 KB · 61 characters" whole
+THUMB_SIDE = 40  # an image chip's thumbnail in the composer
 
 
 class ChipState(str, Enum):
@@ -92,11 +97,13 @@ def _at_a_word(line: str, elided: str) -> str:
 class AttachmentChip(QFrame):
     close_clicked = Signal()
     finished = Signal()  # read, or failed
+    thumbnail_clicked = Signal()  # an image's: show it large
 
-    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, path: Path, parent: QWidget | None = None, pasted: QImage | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("attachmentChip")
         self.path = path
+        self.pasted = pasted  # a pasted image's pixels (no file): the reader encodes them as PNG
         self.cancel = threading.Event()  # set by ×: the extraction stops at its next check
         self.document: NewDocument | None = None
         self.error = ""
@@ -118,6 +125,16 @@ class AttachmentChip(QFrame):
         self.close_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.close_button.setAutoRaise(True)
         self.close_button.clicked.connect(self.close_clicked)
+        self.thumbnail = QToolButton()  # an image's, once read
+        self.thumbnail.setObjectName("chipThumbnail")
+        self.thumbnail.setIconSize(QSize(THUMB_SIDE, THUMB_SIDE))
+        self.thumbnail.setFixedSize(THUMB_SIDE + 4, THUMB_SIDE + 4)
+        self.thumbnail.setAutoRaise(True)
+        self.thumbnail.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.thumbnail.setToolTip("Show the image")
+        self.thumbnail.setAccessibleName(f"Show {path.name}")  # an icon only: no text to say
+        self.thumbnail.clicked.connect(self.thumbnail_clicked)
+        self.thumbnail.hide()
         self._layout()
         self._show_state()
 
@@ -129,6 +146,7 @@ class AttachmentChip(QFrame):
         text.addWidget(self.progress)
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 4, 2, 4)
+        row.addWidget(self.thumbnail, 0, Qt.AlignmentFlag.AlignVCenter)
         row.addLayout(text, 1)
         row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
 
@@ -150,13 +168,30 @@ class AttachmentChip(QFrame):
             self.progress.setValue(round(100 * min(1.0, max(0.0, fraction))))
             self._set_details(f"reading… {self.progress.value()}%")
 
-    def set_ready(self, document: NewDocument, fit: str = "") -> None:
-        """fit: its tokens and whether it goes whole into the model's context, when known."""
+    @property
+    def is_image(self) -> bool:
+        return self.document is not None and self.document.data is not None
+
+    def set_ready(self, document: NewDocument, fit: str = "", thumbnail: QImage | None = None) -> None:
+        """fit: its tokens and whether it goes whole into the model's context, when known (an
+        image: whether the model sees it). thumbnail: an image's, scaled down."""
         self.document, self.state = document, ChipState.READY
-        details = document_details(document.pages, document.size_bytes, len(document.text))
+        if document.data is not None:
+            details = image_details(document.mime, document.size_bytes)
+        else:
+            details = document_details(document.pages, document.size_bytes, len(document.text))
+        if thumbnail is not None:
+            self.set_thumbnail(thumbnail)
         self._set_details(f"{details}\n{fit}" if fit else details)
         self._show_state()
         self.finished.emit()
+
+    def set_thumbnail(self, thumbnail: QImage) -> None:
+        if thumbnail.isNull():
+            return
+        self.thumbnail.setIcon(QIcon(QPixmap.fromImage(thumbnail)))
+        self.thumbnail.show()
+        self.setFixedWidth(CHIP_WIDTH + THUMB_SIDE + 10)  # the text keeps a document chip's room
 
     def set_failed(self, message: str) -> None:
         self.error, self.state = message, ChipState.FAILED
@@ -231,6 +266,8 @@ class FlowLayout(QLayout):
 class AttachmentTray(QWidget):
     extraction_requested = Signal(object)  # an AttachmentChip whose file is to be read
     changed = Signal()  # a chip came, finished or went: Send may be allowed now, or not
+    image_requested = Signal(object)  # an AttachmentChip whose image is to be shown large
+    thumbnail_requested = Signal(object)  # an AttachmentChip given back with its image read, not its thumbnail
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -238,6 +275,7 @@ class AttachmentTray(QWidget):
         self._chips: list[AttachmentChip] = []
         self._flow = FlowLayout(self)
         self._sent_from: dict[str, Path] = {}  # a sent document's sha256 -> the file it was read from
+        self._pasted = 0  # images pasted into this composer: each chip's name numbers them
         self.hide()
 
     def chips(self) -> list[AttachmentChip]:
@@ -251,14 +289,26 @@ class AttachmentTray(QWidget):
             self.extraction_requested.emit(chip)
         return added
 
+    def add_image(self, image: QImage) -> AttachmentChip:
+        """An image pasted from the clipboard: a chip of its own, named for it, read (encoded as
+        PNG, checked) like a file."""
+        self._pasted += 1
+        chip = self._add(AttachmentChip(Path(f"pasted image {self._pasted}.png"), pasted=image))
+        self.extraction_requested.emit(chip)
+        return chip
+
     def add_documents(self, documents: Iterable[NewDocument]) -> None:
         """Documents already read (a message that could not be stored, given back), each
         with the file it was read from when this tray read it."""
         for document in documents:
-            self._add(AttachmentChip(self._sent_from.get(document.sha256, Path(document.name)))).set_ready(document)
+            chip = self._add(AttachmentChip(self._sent_from.get(document.sha256, Path(document.name))))
+            chip.set_ready(document)
+            if document.data is not None:  # an image: its thumbnail is scaled off the GUI thread
+                self.thumbnail_requested.emit(chip)
 
     def _add(self, chip: AttachmentChip) -> AttachmentChip:
         chip.close_clicked.connect(lambda c=chip: self.remove(c))
+        chip.thumbnail_clicked.connect(lambda c=chip: self.image_requested.emit(c))
         chip.finished.connect(self.changed)
         self._chips.append(chip)
         self._flow.addWidget(chip)

@@ -43,6 +43,8 @@ class ReplyNumbers:
     finish: str | None = None  # "done", "cut at the token limit", ...
     can_continue: bool = False  # it stopped at the token limit
     dropped: int | None = None  # earlier messages its prompt left out (a chat past the context)
+    image_tokens: int | None = None  # the prompt's tokens that were images' rows (this run's replies)
+    image_tokens_cached: int | None = None  # of them, found in the prefix cache (not encoded or prefilled)
 
 
 def _seen_text(dropped: int | None) -> str:
@@ -51,6 +53,17 @@ def _seen_text(dropped: int | None) -> str:
     if dropped == 0:
         return "the whole chat"
     return f"all but {dropped} earlier message{'s' if dropped != 1 else ''} (the context is full)"
+
+
+def images_text(tokens: int | None, cached: int | None) -> str:
+    """The last prompt's image tokens and whether they were reused ("" without images)."""
+    if not tokens:
+        return ""
+    if cached is not None and cached >= tokens:
+        return f"{tokens:,} tokens, reused from the cache"
+    if cached:
+        return f"{tokens:,} tokens, {cached:,} reused from the cache"
+    return f"{tokens:,} tokens, computed for this reply"
 
 
 def _heading(text: str) -> QLabel:
@@ -89,7 +102,7 @@ class ChatSidePanel(QFrame):
             self.overflow_box.addItem(text, key)
         self.overflow_box.setToolTip("What the model still sees once this chat has outgrown its context")
         self.numbers: dict[str, QLabel] = {
-            k: _value() for k in ("ttft", "rate", "tokens", "cached", "seen", "finish")}
+            k: _value() for k in ("ttft", "rate", "tokens", "cached", "images", "seen", "finish")}
         self.documents_heading = _heading("Documents")
         self.documents_label = _value("")
         self.documents_label.setWordWrap(True)
@@ -136,8 +149,10 @@ class ChatSidePanel(QFrame):
         layout.addWidget(_heading("Last reply"))
         numbers = QFormLayout()
         for key, label in (("ttft", "First token"), ("rate", "Speed"), ("tokens", "Reply tokens"),
-                           ("cached", "Cached prompt"), ("seen", "Model saw"), ("finish", "Finish")):
+                           ("cached", "Cached prompt"), ("images", "Images"), ("seen", "Model saw"),
+                           ("finish", "Finish")):
             numbers.addRow(label, self.numbers[key])
+        self.numbers_form = numbers
         layout.addLayout(numbers)
         layout.addWidget(self.continue_button)
         layout.addStretch(1)
@@ -187,6 +202,9 @@ class ChatSidePanel(QFrame):
             self.numbers["cached"].setText(f"{n.cached_tokens} of {n.prompt_tokens} tokens")
         else:
             self.numbers["cached"].setText("—")
+        images = images_text(n.image_tokens, n.image_tokens_cached)
+        self.numbers["images"].setText(images)
+        self.numbers_form.setRowVisible(self.numbers["images"], bool(images))  # a chat without images: no row
         self.numbers["seen"].setText(_seen_text(n.dropped))
         self.numbers["finish"].setText(n.finish or "—")
         self._can_continue = n.can_continue

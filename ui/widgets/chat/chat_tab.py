@@ -48,6 +48,7 @@ __all__ = ["ChatTab", "Composer", "code_blocks"]
 class ChatTab(QWidget):
     send_requested = Signal(str, object)  # the text, and the documents attached (a tuple of NewDocument)
     document_requested = Signal(str, str)  # sha256, name: a chip on a sent message was clicked
+    image_requested = Signal(str, str)  # sha256, name: an image's thumbnail on a sent message was clicked
     source_requested = Signal(object)  # a SourceRecord: a citation chip on a reply was clicked
     stop_requested = Signal()
     regenerate_requested = Signal()
@@ -72,6 +73,7 @@ class ChatTab(QWidget):
         self.delegate = self.view.delegate
         self.delegate.branch_clicked.connect(self.branch_requested)
         self.delegate.document_clicked.connect(self.document_requested)
+        self.delegate.image_clicked.connect(self.image_requested)
         self.delegate.source_clicked.connect(self.source_requested)
         self.composer_box = ComposerBox(PLACEHOLDER)
         self.composer = self.composer_box.composer

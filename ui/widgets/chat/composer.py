@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QMimeData, QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent, QPalette
+from PySide6.QtGui import QImage, QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chats.prompt_library import SavedPrompt, first_variable, matching
+from app.conversations.image_files import MEDIA_TYPES
 from app.documents import SUPPORTED_SUFFIXES
 from storage import NewDocument
 from ui.widgets.chat.attachment_chips import AttachmentTray, file_paths_of
@@ -33,9 +34,12 @@ from ui.widgets.chat.file_drops import accept_file_drops
 from ui.widgets.common.file_dialogs import open_files_dialog
 from ui.widgets.common.glyphs import glyph_icon, icon_size
 
-# Every format the documents are read from (app/documents/formats.py), then anything: a file
-# of another kind gets its chip and says why it cannot be read.
-ATTACH_FILTERS = f"Documents ({' '.join('*' + s for s in sorted(SUPPORTED_SUFFIXES))});;All files (*)"
+# Every format the documents are read from (app/documents/formats.py) and the images shown
+# to a model with a vision projector, then anything: a file of another kind gets its chip and
+# says why it cannot be read.
+_SUFFIXES = sorted(set(SUPPORTED_SUFFIXES) | set(MEDIA_TYPES))
+ATTACH_FILTERS = (f"Documents and images ({' '.join('*' + s for s in _SUFFIXES)});;"
+                  f"Images ({' '.join('*' + s for s in MEDIA_TYPES)});;All files (*)")
 
 
 PROMPT_ROWS = 6  # saved prompts listed at once under "/"
@@ -44,11 +48,13 @@ PROMPT_ROWS = 6  # saved prompts listed at once under "/"
 class Composer(QPlainTextEdit):
     """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
     keeps the text (the next message can be typed, and is sent once the reply ends). A
-    file pasted or dropped here is attached, not typed in as its path."""
+    file pasted or dropped here is attached, not typed in as its path; so is an image
+    pasted from the clipboard (a screenshot)."""
 
     submitted = Signal(str)
     refused = Signal()  # Enter or Send while sending waits: the text stays, the box says why
     files_given = Signal(list)  # the paths of files pasted or dropped into the text
+    image_given = Signal(QImage)  # an image pasted (the clipboard's pixels, no file)
     focus_changed = Signal(bool)  # the box's edge shows where the typing goes
     can_submit = True
     key_filter: Callable[[QKeyEvent, bool], bool] | None = None  # the box's saved-prompt list takes keys first
@@ -90,12 +96,15 @@ class Composer(QPlainTextEdit):
         self.submitted.emit(text)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return bool(file_paths_of(source)) or super().canInsertFromMimeData(source)
+        return bool(file_paths_of(source)) or source.hasImage() or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
+        """Files first (a file manager's copy may carry an icon image too), then an image."""
         paths = file_paths_of(source)
         if paths:
             self.files_given.emit(paths)
+        elif source.hasImage() and isinstance(image := source.imageData(), QImage) and not image.isNull():
+            self.image_given.emit(image)
         else:
             super().insertFromMimeData(source)
 
@@ -155,7 +164,7 @@ class ComposerBox(QFrame):
         self._matches: list[SavedPrompt] = []
         self.attach_button = ComposerButton("paperclip", "attachButton",
                                             "Attach files: PDF, Word, PowerPoint, Excel, HTML, text, Markdown, "
-                                            "code… (or drop or paste them)", "Attach files")
+                                            "code, images… (or drop or paste them)", "Attach files")
         # The chat's MCP tools (ui/controllers/tool_rounds.py fills its menu); a chat tab shows it.
         self.tools_button = QToolButton()
         self.tools_button.setObjectName("toolsButton")
@@ -176,6 +185,7 @@ class ComposerBox(QFrame):
         self._layout()
         self.attach_button.clicked.connect(self.choose_files)
         self.composer.files_given.connect(self.attach)
+        self.composer.image_given.connect(self.tray.add_image)
         self.composer.focus_changed.connect(self._show_typing)
         self.composer.refused.connect(self._say_why)
         self.composer.textChanged.connect(self._show_matching_prompts)

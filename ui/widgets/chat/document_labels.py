@@ -20,6 +20,11 @@ def document_details(pages: int | None, size_bytes: int, chars: int) -> str:
     return " · ".join(parts)
 
 
+def image_details(mime: str, size_bytes: int) -> str:
+    """"PNG · 41 KB": an image's chip, in the composer and on a sent message."""
+    return f"{mime.removeprefix('image/').upper()} image · {size_text(size_bytes)}"
+
+
 def source_label(source: SourceRecord) -> str:
     """A citation as the reply's chip shows it: "[1] report.pdf p.3"."""
     page = f" p.{source.page}" if source.page else ""

@@ -15,7 +15,16 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 from storage import SourceRecord
 from ui.widgets.chat.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
 from ui.widgets.chat.math_images import math_images
-from ui.widgets.chat.message_chips import CHIP_GAP, MessageChip, chip_rects, chips_height, message_chips, paint_chips
+from ui.widgets.chat.message_chips import (
+    CHIP_GAP,
+    MessageChip,
+    Thumbnails,
+    chip_rects,
+    chips_height,
+    message_chips,
+    no_thumbnails,
+    paint_chips,
+)
 from ui.widgets.chat.message_model import MessageView, ViewRole
 from ui.widgets.chat.reply_document import (
     DocumentStyle,
@@ -95,6 +104,7 @@ class MessageDelegate(QStyledItemDelegate):
     branch_clicked = Signal(int, int)  # message id, step: the ‹ › arrows of a branched message
     code_copied = Signal(str)  # the code of a block whose Copy was clicked (now on the clipboard)
     document_clicked = Signal(str, str)  # sha256, name: a chip of a document attached to a message
+    image_clicked = Signal(str, str)  # sha256, name: an image's chip (its thumbnail) on a message
     source_clicked = Signal(object)  # the SourceRecord of a reply's citation chip
 
     def __init__(self, parent=None) -> None:
@@ -109,6 +119,8 @@ class MessageDelegate(QStyledItemDelegate):
         self.copied: tuple[str, int] | None = None  # (row key, block) whose Copy was clicked last
         self.dim_color = QColor("#6b7280")  # a reply's reasoning: the palette's PlaceholderText
         self.toggled: dict[str, bool] = {}  # row key -> its reasoning opened or closed by a click
+        # Sent images' thumbnails by sha256 (ui/services/thumbnails.py sets its own).
+        self.thumbnails: Thumbnails = no_thumbnails
         math_images().ready.connect(self._math_ready)
 
     def _math_ready(self) -> None:
@@ -189,7 +201,7 @@ class MessageDelegate(QStyledItemDelegate):
         chips = message_chips(view)
         if chips:
             painter.translate(0, doc.size().height() + CHIP_GAP)
-            paint_chips(painter, chips, self._text_width(option), option.font, palette)
+            paint_chips(painter, chips, self._text_width(option), option.font, palette, self.thumbnails)
         painter.restore()
 
     def chip_boxes(self, option: QStyleOptionViewItem, view: MessageView) -> list[tuple[MessageChip, QRect]]:
@@ -341,6 +353,8 @@ class MessageDelegate(QStyledItemDelegate):
             if chip is not None:
                 if isinstance(chip.target, SourceRecord):
                     self.source_clicked.emit(chip.target)
+                elif chip.is_image:
+                    self.image_clicked.emit(chip.target.sha256, chip.target.name)
                 else:
                     self.document_clicked.emit(chip.target.sha256, chip.target.name)
                 return True

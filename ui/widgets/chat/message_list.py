@@ -92,8 +92,9 @@ class MessageList(QListView):
         elif event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             chip = self.chip_under(event.pos())
             if chip is not None:
-                QToolTip.showText(event.globalPos(), "Show the document's text" if chip.is_document
-                                  else "Show the excerpt the reply was given", self.viewport())
+                tip = ("Show the image" if chip.is_image else "Show the document's text" if chip.is_document
+                       else "Show the excerpt the reply was given")
+                QToolTip.showText(event.globalPos(), tip, self.viewport())
                 return True
         return super().viewportEvent(event)
 

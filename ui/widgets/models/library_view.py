@@ -13,11 +13,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
@@ -28,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.widgets.common.file_dialogs import open_file_dialog
 from ui.widgets.models.model_sizes import format_bytes, when_text
 
 if TYPE_CHECKING:
@@ -115,6 +118,16 @@ class LibraryView(QWidget):
         self.draft_model = _combo()  # the other installed models, by file
         self.draft_model.setToolTip("A smaller model with this model's vocabulary")
         self.speculative.currentIndexChanged.connect(lambda _i: self._draft_choice_changed())
+        # Its vision projector (an mmproj GGUF): with one the model sees the images in chats.
+        self.mmproj = QLineEdit()
+        self.mmproj.setObjectName("mmprojPath")
+        self.mmproj.setAccessibleName("Vision projector")
+        self.mmproj.setPlaceholderText("none: the model sees no images")
+        self.mmproj.setToolTip("A vision projector (mmproj GGUF) for this model: chats then show it their images")
+        self.mmproj_button = QPushButton("Choose…")
+        self.mmproj_button.setAccessibleName("Choose a vision projector")
+        self.mmproj_button.clicked.connect(self._choose_mmproj)
+        self.mmproj_dialog: QFileDialog | None = None  # the one open, if any
         self.chat_template = QPlainTextEdit()
         self.chat_template.setPlaceholderText("The model's own template (from its GGUF file)")
         self.chat_template.setFixedHeight(72)
@@ -129,6 +142,10 @@ class LibraryView(QWidget):
         form.addRow("KV cache:", self.kv_type)
         form.addRow("Speculative decoding:", self.speculative)
         form.addRow("Draft model:", self.draft_model)
+        projector = QHBoxLayout()
+        projector.addWidget(self.mmproj, 1)
+        projector.addWidget(self.mmproj_button)
+        form.addRow("Vision projector:", projector)
         form.addRow("Chat template:", self.chat_template)
         save_row = QHBoxLayout()
         save_row.addStretch(1)
@@ -215,6 +232,7 @@ class LibraryView(QWidget):
         self.speculative.setCurrentIndex(max(0, self.speculative.findData(d.speculative if d else None)))
         self._draft_choice_changed()
         self.chat_template.setPlainText((d.chat_template or "") if d else "")
+        self.mmproj.setText((d.mmproj or "") if d else "")
 
     def _fill_draft_models(self, entry: LibraryEntry | None, chosen: str | None) -> None:
         """The installed models other than entry, and the stored draft model's file even if
@@ -226,6 +244,12 @@ class LibraryView(QWidget):
         if chosen and self.draft_model.findData(chosen) < 0:
             self.draft_model.addItem(chosen, chosen)
         self.draft_model.setCurrentIndex(max(0, self.draft_model.findData(chosen)))
+
+    def _choose_mmproj(self) -> None:
+        """A projector file, in a dialog opened with open() (no nested event loop)."""
+        self.mmproj_dialog = open_file_dialog(self, "Vision projector", "Projectors (*.gguf);;All files (*)",
+                                              lambda path, _filter: self.mmproj.setText(path))
+        self.mmproj_dialog.finished.connect(lambda _result: setattr(self, "mmproj_dialog", None))
 
     def _draft_choice_changed(self) -> None:
         self.draft_model.setEnabled(self.speculative.currentData() == "draft" and self.draft_model.count() > 0)
@@ -268,6 +292,7 @@ class LibraryView(QWidget):
             # Kept with any mode (chosen again later), but only where "draft" could use it.
             "draft_model": self.draft_model.currentData() if self.speculative.currentData() == "draft" else
             self._stored_draft_model(),
+            "mmproj": self.mmproj.text().strip() or None,
         }
 
     def _stored_draft_model(self) -> str | None:

@@ -63,3 +63,26 @@ def test_the_panel_says_how_much_of_the_chat_the_model_saw(qtbot):
     assert panel.numbers["seen"].text() == "the whole chat"
     panel.set_numbers(ReplyNumbers(tokens=3, dropped=12))
     assert panel.numbers["seen"].text() == "all but 12 earlier messages (the context is full)"
+
+
+def test_the_last_prompts_image_tokens_show_only_where_it_had_images(qtbot):
+    from dataclasses import replace
+
+    from inference import Delta, FinishReason, RequestStats
+    from ui.controllers.side_panel import numbers_from_delta
+
+    panel = ChatSidePanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    row = panel.numbers["images"]
+    panel.set_numbers(ReplyNumbers(tokens=8))
+    assert not row.isVisible()
+    stats = RequestStats(prompt_tokens=120, cached_tokens=0, generated_tokens=8, queue_s=0, ttft_s=0.1,
+                         decode_tok_s=9.0, itl_p50_s=None, itl_p95_s=None, total_s=1.0, image_tokens=64)
+    for cached, shown in ((0, "64 tokens, computed for this reply"), (80, "64 tokens, reused from the cache"),
+                          (30, "64 tokens, 20 reused from the cache")):
+        image_cached = min(64, max(0, cached - 10))  # the image after 10 tokens of text
+        delta = Delta.finished_with("r", FinishReason.STOP, stats=replace(
+            stats, cached_tokens=cached, image_tokens_cached=image_cached))
+        panel.set_numbers(numbers_from_delta(delta))
+        assert row.isVisible() and row.text() == shown

@@ -126,3 +126,33 @@ def test_the_differences_dialog_strikes_what_only_the_left_says_and_greens_what_
     dialog.right.setCurrentIndex(2)  # A against its identical twin: nothing marked
     assert dialog.similarity.text().startswith("100% of the words agree")
     assert _shown_runs(dialog) == [("The sea is blue today.", False, "")]
+
+
+def test_an_image_chip_is_a_thumbnail_beside_its_name_and_its_row_as_tall_as_it(qapp):
+    from PySide6.QtGui import QColor, QImage, QPainter, QPalette
+
+    from storage import AttachmentRecord
+    from ui.widgets.chat.message_chips import THUMB, chip_rects, chips_height, message_chips, paint_chips
+
+    image = AttachmentRecord(1, 0, "red.png", "a" * 64, "image/png", 2048, None, 0, is_image=True)
+    notes = AttachmentRecord(1, 1, "notes.md", "b" * 64, "text/markdown", 900, None, 400)
+    chips = message_chips(MessageView(key="u1", role="user", text="Look", attachments=(image, notes)))
+    assert [c.text for c in chips] == ["red.png · PNG image · 2 KB", "notes.md · 900 B · 400 characters"]
+    assert [c.is_image for c in chips] == [True, False]
+    font = qapp.font()
+    wide = chip_rects(chips, 800, font)
+    assert wide[0].height() == THUMB + 8 and wide[1].top() == 0  # one row, as tall as the thumbnail
+    narrow = chip_rects(chips, wide[0].width() + 10, font)
+    assert narrow[1].top() == wide[0].height() + 6  # wrapped under the image's whole height
+    assert chips_height(chips, 800, font) == THUMB + 8 + 6
+
+    red = QImage(40, 30, QImage.Format.Format_RGB32)
+    red.fill(QColor("#c81e1e"))
+    canvas = QImage(800, 100, QImage.Format.Format_RGB32)
+    for shown, expected in ((None, False), (red, True)):
+        canvas.fill(QColor("white"))
+        painter = QPainter(canvas)
+        paint_chips(painter, chips, 800, font, QPalette(), lambda sha, s=shown: s if sha == image.sha256 else None)
+        painter.end()
+        middle = canvas.pixelColor(4 + THUMB // 2, 4 + THUMB // 2)
+        assert (middle.red() > 150 and middle.green() < 80) is expected
