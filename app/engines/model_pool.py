@@ -100,6 +100,15 @@ class ModelStatus:
     error: str | None  # why its last load failed, until one succeeds
 
 
+def _outcome() -> Future[LoadedEngine]:
+    """A load's outcome, shared by every request that waits for it: marked running, so that
+    no waiter can cancel it for the others (asyncio.wrap_future cancels the future it wraps
+    when the awaiting task is cancelled)."""
+    future: Future[LoadedEngine] = Future()
+    future.set_running_or_notify_cancel()
+    return future
+
+
 class _Slot:
     """One model's life in the pool; every field is guarded by the pool's lock."""
 
@@ -107,7 +116,7 @@ class _Slot:
         self.model = model
         self.state = ModelState.NOT_LOADED
         self.engine: LoadedEngine | None = None
-        self.ready: Future[LoadedEngine] = Future()  # the current (or next) load's outcome
+        self.ready = _outcome()  # the current (or next) load's
         self.reserved = False  # its memory counts against the budget (loading with room, loaded, unloading)
         self.in_flight = 0
         self.last_used = 0.0
@@ -256,7 +265,7 @@ class ModelPool:
         """Lock held."""
         slot.state = ModelState.LOADING
         if slot.ready.done():  # a finished load's: this load gets a fresh one
-            slot.ready = Future()
+            slot.ready = _outcome()
         threading.Thread(target=self._load, args=(slot,), name=f"model-load-{slot.model.name}", daemon=True).start()
 
     def _load(self, slot: _Slot) -> None:
@@ -325,7 +334,7 @@ class ModelPool:
         assert slot.engine is not None
         engine, slot.engine = slot.engine, None
         slot.state = ModelState.UNLOADING
-        slot.ready = Future()
+        slot.ready = _outcome()
         return engine
 
     def _unload(self, slot: _Slot, engine: LoadedEngine) -> None:
