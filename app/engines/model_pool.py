@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_KEEP_ALIVE_S = 300.0
 SWEEP_EVERY_S = 1.0  # how often idle models are checked against their keep-alive
+LOAD_JOIN_S = 120.0  # how long shutdown waits for a load under way (llama.cpp must not be loading at exit)
 
 
 def size_text(n: int) -> str:
@@ -169,6 +170,7 @@ class ModelPool:
         self._clock = clock
         self._lock = threading.Condition()  # notified whenever memory or busyness changes
         self._closed = False
+        self._loads: set[threading.Thread] = set()  # loads under way (shutdown waits for them)
         self._stop = threading.Event()
         if sweep_every_s is not None:
             threading.Thread(target=self._sweep_loop, args=(sweep_every_s,), name="model-pool-sweep",
@@ -249,15 +251,18 @@ class ModelPool:
         return [s.model.name for s in expired]
 
     def shutdown(self) -> None:
-        """Unload every model; loads under way are stopped as they finish."""
+        """Unload every model; a load under way is waited for and its engine stopped."""
         self._stop.set()
         with self._lock:
             self._closed = True
             slots = [s for s in self._slots.values() if s.state is ModelState.LOADED]
             engines = [self._begin_unload(s) for s in slots]
+            loads = list(self._loads)
             self._lock.notify_all()
         for slot, engine in zip(slots, engines, strict=True):
             self._unload(slot, engine)
+        for load in loads:
+            load.join(LOAD_JOIN_S)
 
     # ----- loading and unloading (the lock held where said) ------------------------------
 
@@ -266,9 +271,18 @@ class ModelPool:
         slot.state = ModelState.LOADING
         if slot.ready.done():  # a finished load's: this load gets a fresh one
             slot.ready = _outcome()
-        threading.Thread(target=self._load, args=(slot,), name=f"model-load-{slot.model.name}", daemon=True).start()
+        load = threading.Thread(target=self._load, args=(slot,), name=f"model-load-{slot.model.name}", daemon=True)
+        self._loads.add(load)
+        load.start()
 
     def _load(self, slot: _Slot) -> None:
+        try:
+            self._load_within_budget(slot)
+        finally:
+            with self._lock:
+                self._loads.discard(threading.current_thread())
+
+    def _load_within_budget(self, slot: _Slot) -> None:
         if not self._make_room(slot):
             return
         with self._lock:

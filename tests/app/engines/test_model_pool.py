@@ -14,6 +14,7 @@ from app.engines.model_pool import (
     ModelPool,
     ModelState,
     ModelTooLarge,
+    PoolError,
     PoolModel,
     UnknownModel,
 )
@@ -44,8 +45,10 @@ class Factory:
         self.made: list[StandIn] = []
         self.fail: dict[str, str] = {}
         self.gates: dict[str, threading.Event] = {}
+        self.entered = threading.Event()  # a load reached the factory
 
     def __call__(self, model: PoolModel, threads: int) -> StandIn:
+        self.entered.set()
         gate = self.gates.get(model.name)
         if gate is not None:
             assert gate.wait(WAIT)
@@ -244,3 +247,19 @@ def test_shutdown_unloads_every_model():
     engines = [use(pool, name) for name in ("a", "b")]
     pool.shutdown()
     assert all(e.stopped for e in engines) and pool.used_bytes() == 0
+
+
+def test_shutdown_during_a_load_waits_for_it_and_stops_its_engine():
+    factory = Factory()
+    factory.gates["a"] = gate = threading.Event()
+    pool = make_pool(factory)
+    lease = pool.acquire("a")
+    assert factory.entered.wait(WAIT)  # loading, not still waiting for room
+    stopper = threading.Thread(target=pool.shutdown)
+    stopper.start()
+    gate.set()
+    stopper.join(WAIT)
+    assert not stopper.is_alive()
+    assert [e.stopped for e in factory.made] == [True]
+    with pytest.raises(PoolError, match="shut down"):
+        lease.engine(WAIT)
