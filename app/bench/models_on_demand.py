@@ -18,6 +18,7 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,9 +38,9 @@ MODELS = ("smollm2-135m", "gemma3-270m")
 PROMPT = "Write a long story about a lighthouse keeper and the sea."
 
 
-def start_engine(model: PoolModel, threads: int) -> LoadedEngine:
+def start_engine(model: PoolModel, threads: int, progress: Callable[[float], None]) -> LoadedEngine:
     assert isinstance(model.load, LoadSettings)
-    return Engine.start(replace(model.load, n_threads=threads, n_threads_batch=threads))
+    return Engine.start(replace(model.load, n_threads=threads, n_threads_batch=threads), on_progress=progress)
 
 
 def stream(url: str, model: str, max_tokens: int, keep_alive: float | None = None) -> dict[str, float]:

@@ -146,7 +146,7 @@ def _serve_models(args: argparse.Namespace, base: Path, key: str | None) -> int:
     from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
 
     try:
-        served = served_set(args, base, Engine.start)
+        served = served_set(args, base, lambda settings, progress: Engine.start(settings, on_progress=progress))
     except ServeModelsError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2

@@ -71,8 +71,11 @@ def one_model_options(args: argparse.Namespace) -> list[str]:
     return [flag for attr, flag in ONE_MODEL_OPTIONS if getattr(args, attr, None)]
 
 
-def served_set(args: argparse.Namespace, base: Path,
-               start_engine: Callable[[LoadSettings], LoadedEngine]) -> ServedSet:
+# (settings, a callback for the load's progress) -> the engine, loaded (Engine.start)
+EngineStart = Callable[[LoadSettings, Callable[[float], None]], LoadedEngine]
+
+
+def served_set(args: argparse.Namespace, base: Path, start_engine: EngineStart) -> ServedSet:
     """The pool of the models --models names, not loaded yet. start_engine loads one."""
     entries = _chosen(args.models, base)
     gpu = probe_backend().gpu_offload
@@ -97,9 +100,9 @@ def served_set(args: argparse.Namespace, base: Path,
     names = [m.name for m in models]
     default = _default(args.model, names, aliases)
 
-    def make_engine(model: PoolModel, threads: int) -> LoadedEngine:
+    def make_engine(model: PoolModel, threads: int, progress: Callable[[float], None]) -> LoadedEngine:
         assert isinstance(model.load, LoadSettings)
-        return start_engine(replace(model.load, n_threads=threads, n_threads_batch=threads))
+        return start_engine(replace(model.load, n_threads=threads, n_threads_batch=threads), progress)
 
     pool = ModelPool(models, make_engine, budget_bytes=budget, keep_alive_s=args.keep_alive,
                      cpu_threads=args.threads or None)

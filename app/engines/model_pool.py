@@ -59,8 +59,9 @@ class PoolModel:
     load: object = None
 
 
-# (model, CPU threads it may use) -> its engine, loaded; raises if it cannot load.
-EngineFactory = Callable[[PoolModel, int], LoadedEngine]
+# (model, CPU threads it may use, a callback for the load's progress from 0 to 1) -> its
+# engine, loaded; raises if it cannot load.
+EngineFactory = Callable[[PoolModel, int, Callable[[float], None]], LoadedEngine]
 
 
 class ModelState(str, enum.Enum):
@@ -99,6 +100,7 @@ class ModelStatus:
     in_flight: int  # requests running on it or waiting for it
     info: ModelInfo | None  # what the engine loaded; None unless loaded
     error: str | None  # why its last load failed, until one succeeds
+    progress: float | None = None  # of the load under way, 0 to 1; None unless loading
 
 
 def _outcome() -> Future[LoadedEngine]:
@@ -124,6 +126,7 @@ class _Slot:
         self.keep_alive_s = 0.0
         self.expires_at: float | None = None  # when idle and past it, unloaded; None: never
         self.error: str | None = None
+        self.progress = 0.0  # of the load under way (written by the loading thread alone)
 
 
 class Lease:
@@ -224,7 +227,7 @@ class ModelPool:
         with self._lock:
             return [ModelStatus(s.model.name, s.state, s.model.memory_bytes, s.in_flight,
                                 s.engine.info if s.engine is not None and s.state is ModelState.LOADED else None,
-                                s.error)
+                                s.error, s.progress if s.state is ModelState.LOADING else None)
                     for s in self._slots.values()]
 
     def loaded(self) -> dict[str, LoadedEngine]:
@@ -287,10 +290,15 @@ class ModelPool:
             return
         with self._lock:
             share = self._thread_share()
+            slot.progress = 0.0
         name = slot.model.name
+
+        def progress(fraction: float) -> None:  # on the loading thread; a float is written whole
+            slot.progress = fraction
+
         try:
             log.info("loading %s (%s)", name, size_text(slot.model.memory_bytes))
-            engine = self._make_engine(slot.model, share)
+            engine = self._make_engine(slot.model, share, progress)
         except Exception as exc:  # noqa: BLE001 - whatever stops the load ends the requests that waited
             log.error("model %s could not be loaded: %s", name, exc)
             with self._lock:

@@ -77,8 +77,9 @@ class PooledModels:
 
     def listing(self) -> list[dict[str, Any]]:
         """Every model served, loaded or not: OpenAI's fields, then its state ("loaded",
-        "loading", "unloading", "not loaded"), context length, whether it sees images and
-        has a tool format of its own, and the memory it counts against the budget."""
+        "loading" with its load_progress from 0 to 1, "unloading", "not loaded"), context
+        length, whether it sees images and has a tool format of its own, and the memory it
+        counts against the budget."""
         models = []
         for status in self.pool.status():
             card = self._cards.get(status.name)
@@ -90,6 +91,8 @@ class PooledModels:
             if card is not None:
                 model["vision"], model["native_tools"] = card.vision, card.native_tools
             model["memory_bytes"] = status.memory_bytes
+            if status.progress is not None:
+                model["load_progress"] = round(status.progress, 3)
             if status.error is not None and status.state is ModelState.NOT_LOADED:
                 model["load_error"] = status.error
             models.append(model)

@@ -47,7 +47,8 @@ class Factory:
         self.gates: dict[str, threading.Event] = {}
         self.entered = threading.Event()  # a load reached the factory
 
-    def __call__(self, model: PoolModel, threads: int) -> StandIn:
+    def __call__(self, model: PoolModel, threads: int, progress) -> StandIn:
+        progress(0.5)
         self.entered.set()
         gate = self.gates.get(model.name)
         if gate is not None:
@@ -255,6 +256,7 @@ def test_shutdown_during_a_load_waits_for_it_and_stops_its_engine():
     pool = make_pool(factory)
     lease = pool.acquire("a")
     assert factory.entered.wait(WAIT)  # loading, not still waiting for room
+    assert {s.name: s.progress for s in pool.status()} == {"a": 0.5, "b": None, "c": None}
     stopper = threading.Thread(target=pool.shutdown)
     stopper.start()
     gate.set()

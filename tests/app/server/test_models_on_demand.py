@@ -45,11 +45,11 @@ def pool_models(model_path, gemma_path) -> list[PoolModel]:
     return models
 
 
-def start_engine(model: PoolModel, threads: int):
+def start_engine(model: PoolModel, threads: int, progress):
     from inference import Engine
 
     assert isinstance(model.load, LoadSettings)
-    return Engine.start(replace(model.load, n_threads=threads, n_threads_batch=threads))
+    return Engine.start(replace(model.load, n_threads=threads, n_threads_batch=threads), on_progress=progress)
 
 
 @contextlib.contextmanager
