@@ -5,7 +5,8 @@
 SmolLM2 and Gemma 3 270M (fetched if missing). Per round, for each model:
 - load: Engine.start alone, timed (the file in the page cache after the first round);
 - cold: its first request after an unload (keep_alive 0 unloads it), time to first token,
-  which is its load plus its TTFT; then warm: the same request again, TTFT;
+  which is its load plus its TTFT; then warm: a request of the same length on another topic
+  (the template's part of the prompt cached, as on any running server), TTFT;
 - solo: T tokens streamed (ignore_eos) with only that model loaded, the decode rate from the
   first token to the last;
 then both models loaded and streaming T tokens at once, each one's decode rate, and each
@@ -35,7 +36,8 @@ from inference import Engine, LoadSettings
 from inference.gguf import read_gguf_header
 
 MODELS = ("smollm2-135m", "gemma3-270m")
-PROMPT = "Write a long story about a lighthouse keeper and the sea."
+PROMPT = "Write a long story about a lighthouse keeper and the {}."
+TOPICS = ("sea", "moon", "storm", "gulls", "ships", "fog", "stars", "tide")
 
 
 def start_engine(model: PoolModel, threads: int, progress: Callable[[float], None]) -> LoadedEngine:
@@ -43,9 +45,14 @@ def start_engine(model: PoolModel, threads: int, progress: Callable[[float], Non
     return Engine.start(replace(model.load, n_threads=threads, n_threads_batch=threads), on_progress=progress)
 
 
+_asked = iter(range(10**9))
+
+
 def stream(url: str, model: str, max_tokens: int, keep_alive: float | None = None) -> dict[str, float]:
-    """One streamed chat completion: seconds to the first token, the decode rate after it."""
-    body: dict = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
+    """One streamed chat completion: seconds to the first token, the decode rate after it. Each
+    asks about another topic: no request finds its whole prompt in the prefix cache."""
+    prompt = PROMPT.format(TOPICS[next(_asked) % len(TOPICS)])
+    body: dict = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
                   "temperature": 0, "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
     if keep_alive is not None:
         body["keep_alive"] = keep_alive

@@ -82,12 +82,11 @@ async def parsed(state: ServerState, request: Request, build: Build[T] | OnEngin
         await anyio.to_thread.run_sync(parse_json_object, raw)
     target = await state.models.open(body)
     try:
-        if isinstance(build, OnEngine):
-            build = await anyio.to_thread.run_sync(build.make, target.engine)
+        make: Build[T] = await anyio.to_thread.run_sync(build.make, target.engine) if isinstance(build, OnEngine) \
+            else build
 
         def parse() -> T:
-            assert not isinstance(build, OnEngine)
-            return build(body, config.max_tokens_cap)
+            return make(body, config.max_tokens_cap)
 
         return (parse() if on_loop else await anyio.to_thread.run_sync(parse)), target
     except BaseException:

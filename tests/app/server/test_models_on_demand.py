@@ -200,3 +200,9 @@ def test_metrics_has_a_lane_per_loaded_model(both):
     text = urllib.request.urlopen(request, timeout=30).read().decode()
     assert f'chorus_generated_tokens_total{{model="{SMOL}"}}' in text
     assert f'chorus_generated_tokens_total{{model="{GEMMA}"}}' in text
+
+
+def test_an_unreadable_keep_alive_is_a_400_naming_it(both):
+    with pytest.raises(openai.BadRequestError) as caught:
+        say(both, SMOL, extra_body={"keep_alive": "forever"})
+    assert caught.value.body["param"] == "keep_alive" and "5m" in caught.value.body["message"]
