@@ -1,4 +1,5 @@
-"""`chorus serve`: the engine behind an OpenAI-compatible HTTP API, until Ctrl-C."""
+"""`chorus serve`: the engine behind an OpenAI-compatible HTTP API, until Ctrl-C; with
+--models, several installed models, each loaded when a request names it (serve_models.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
+from app.cli.serve_models import ServeModelsError, memory_size, one_model_options, served_set
+from app.engines.model_pool import DEFAULT_KEEP_ALIVE_S
 from app.paths import files_dir, kv_cache_dir
 from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
 from app.server.uvicorn_server import HttpServer
@@ -33,6 +36,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--cors-origin", action="append", type=_origin, default=[], metavar="ORIGIN",
                        help="let web pages from ORIGIN (scheme://host[:port], or * for any) call the API; "
                             "repeatable (default: none)")
+    serve.add_argument("--models", default=None, metavar="all|NAME,NAME",
+                       help="serve several installed models (names from `chorus models list`, or all), each loaded "
+                            "when a request names it; --model then names the default (default: --model alone)")
+    serve.add_argument("--models-memory", type=memory_size, default=None, metavar="SIZE",
+                       help="with --models: the memory the loaded models may use together, e.g. 4GiB; the least "
+                            "recently used idle model is unloaded to make room (default: 70%% of the available RAM)")
+    serve.add_argument("--keep-alive", type=_non_negative_float, default=DEFAULT_KEEP_ALIVE_S, metavar="SECONDS",
+                       help="with --models: unload a model idle this long; a request's keep_alive overrides it "
+                            f"(default {DEFAULT_KEEP_ALIVE_S:g})")
 
 
 def _positive(text: str) -> int:
@@ -46,6 +58,13 @@ def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 
@@ -89,6 +108,8 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
     except ValueError as exc:
         print(f"chorus: {exc}", file=sys.stderr)
         return 2
+    if args.models is not None:
+        return _serve_models(args, base, key)
     model = resolve_model(args, base)
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
@@ -113,4 +134,38 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
         server.serve_until_interrupted()
     finally:
         engine.shutdown()
+    return 0
+
+
+def _serve_models(args: argparse.Namespace, base: Path, key: str | None) -> int:
+    """--models: the pool of the models named, none loaded until a request names it."""
+    single = one_model_options(args)
+    if single:
+        print(f"chorus: {', '.join(single)} apply to one model: serve it alone (without --models)", file=sys.stderr)
+        return 2
+    from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
+
+    try:
+        served = served_set(args, base, lambda settings, progress: Engine.start(settings, on_progress=progress))
+    except ServeModelsError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    config = ServerConfig(args.host, args.port, key, served.models.default, max_concurrent=args.max_concurrent,
+                          max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
+                          responses_db=base / DEFAULT_FILENAME)
+    try:
+        try:
+            server = HttpServer(None, config, models=served.models)
+        except OSError as exc:
+            print(f"chorus: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        auth = "API key required" if key else "no API key"
+        names = ", ".join(served.pool.names)
+        print(f"serving {names} at {server.url}/v1 ({auth}); Ctrl-C stops", file=sys.stderr, flush=True)
+        for line in served.lines:
+            print(line, file=sys.stderr)
+        signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop: as Ctrl-C
+        server.serve_until_interrupted()
+    finally:
+        served.pool.shutdown()
     return 0

@@ -52,6 +52,14 @@ def plan(header: GgufHeader, ram_available: int, gpu_free: int | None, gpu_suppo
     return capacities
 
 
+def load_bytes(settings: LoadSettings, header: GgufHeader, gpu_supported: bool) -> int:
+    """The RAM loading a model with settings takes, by the estimate: its weights and its KV
+    cache for the settings' whole context (what stays off the GPU of both), and the margin
+    for llama.cpp's compute buffers. What a model pool counts against its budget."""
+    one = estimate_memory(header, settings.n_ctx, settings.n_gpu_layers, gpu_supported, settings.cache_type())
+    return (one.weights_bytes - one.weights_gpu_bytes) + (one.kv_bytes - one.kv_gpu_bytes) + COMPUTE_MARGIN
+
+
 def chats_that_fit(settings: LoadSettings, header: GgufHeader, ctx_per_chat: int, ram_available: int,
                    gpu_free: int | None, gpu_supported: bool) -> LoadSettings:
     """settings with n_seq_max and n_ctx for as many chats of ctx_per_chat as fit with its

@@ -5,8 +5,9 @@ middleware.
     anthropic/routes.py     /v1/messages, /v1/messages/count_tokens
     responses/routes.py     /v1/responses, stored ones read and deleted by id
     embeddings/routes.py    /v1/embeddings
-    here                    /health: 200 once the model is loaded, 503 while loading or down;
-                            /metrics: Prometheus text
+    here                    /health: 200 once the model is loaded (a server of several models:
+                            once it listens), 503 while loading or down;
+                            /metrics: Prometheus text, a lane per loaded model
     batches/routes.py       /v1/files, /v1/batches: OpenAI's Files and Batch API
 
 Middleware, outermost first: HTTP metrics, the header size limit, CORS (when origins are
@@ -53,7 +54,7 @@ FAMILIES: tuple[Callable[[ServerState], list[Route]], ...] = (
 
 def build_app(state: ServerState, batch_service: BatchService | None = None) -> ASGIApp:
     registry = CollectorRegistry()
-    registry.register(EngineCollector(lambda: state.engine.metrics()))
+    registry.register(EngineCollector(lanes=state.models.lanes))  # each model's engine, or the one
     http_metrics = HttpMetrics(registry)
 
     async def health(_request: Request) -> Response:

@@ -59,47 +59,67 @@ STEP_TIMES = (  # decode-only steps; absent until there was one (and from engine
 )
 
 
-class EngineCollector(Collector):
-    """Reads one snapshot per scrape; an engine still loading (or gone) yields nothing."""
+# One engine's metrics in a scrape: the model's name (None: the server's one model, whose
+# families carry no label, as always) and its snapshot.
+Lane = tuple[str | None, MetricsSnapshot]
 
-    def __init__(self, snapshot: Callable[[], MetricsSnapshot | None]) -> None:
-        self._snapshot = snapshot
+
+class EngineCollector(Collector):
+    """Reads each engine's snapshot per scrape: one engine's unlabelled, or, for a server of
+    several models (`chorus serve --models`), one sample per loaded model labelled
+    model="name" in the same families. An engine still loading (or gone) yields nothing."""
+
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot | None] | None = None,
+                 lanes: Callable[[], list[Lane]] | None = None) -> None:
+        if lanes is None:
+            assert snapshot is not None, "an engine's snapshot, or the lanes of several"
+
+            def one() -> list[Lane]:
+                m = snapshot()
+                return [] if m is None else [(None, m)]  # None: a server's engine, whose counters are the server's
+
+            lanes = one
+        self._lanes = lanes
 
     def collect(self) -> Iterator[Metric]:
         try:
-            m = self._snapshot()
+            lanes = self._lanes()
         except EngineError:
             return
-        if m is None:  # a server's engine: its counters are the server's
+        if not lanes:
             return
-        for name, doc, field in GAUGES:
-            yield GaugeMetricFamily(name, doc, value=float(getattr(m, field)))
-        for name, doc, field in COUNTERS:
-            yield CounterMetricFamily(name, doc, value=float(getattr(m, field)))
-        for name, doc, field in OPTIONAL_COUNTERS:
-            if (count := getattr(m, field, None)) is not None:
-                yield CounterMetricFamily(name, doc, value=float(count))
-        for name, doc, field in PERCENTILES:
-            value = getattr(m, field)
-            if value is not None:
-                yield GaugeMetricFamily(name, doc, value=value)
-        for name, doc, field in STEP_TIMES:
-            value = getattr(m, field, None)
-            if value is not None:
-                yield GaugeMetricFamily(name, doc, value=value)
-        yield from histograms(m)
+        labels = [] if all(name is None for name, _ in lanes) else ["model"]
+        samples = [([] if name is None else [name], m) for name, m in lanes]
+
+        def family(kind, name: str, doc: str, field: str) -> Iterator[Metric]:
+            metric = kind(name, doc, labels=labels)
+            for values, m in samples:
+                if (value := getattr(m, field, None)) is not None:
+                    metric.add_metric(values, float(value))
+            if metric.samples:  # a value no engine has yet (no request: no percentile) is left out
+                yield metric
+
+        for name, doc, field in GAUGES + PERCENTILES + STEP_TIMES:
+            yield from family(GaugeMetricFamily, name, doc, field)
+        for name, doc, field in COUNTERS + OPTIONAL_COUNTERS:
+            yield from family(CounterMetricFamily, name, doc, field)
+        yield from histograms(samples, labels)
 
 
-def histograms(m: MetricsSnapshot) -> Iterator[Metric]:
-    """Prometheus histograms from the snapshot's cumulative buckets (upper bound in
-    seconds, count), when the engine reports them."""
-    for name, doc, buckets, sum_s in (
-        ("chorus_ttft_seconds", "Time to first token since the engine started", m.ttft_buckets, m.ttft_sum_s),
-        ("chorus_itl_seconds", "Inter-token latency since the engine started", m.itl_buckets, m.itl_sum_s),
+def histograms(samples: list[tuple[list[str], MetricsSnapshot]], labels: list[str]) -> Iterator[Metric]:
+    """Prometheus histograms from the snapshots' cumulative buckets (upper bound in
+    seconds, count), when the engines report them."""
+    for name, doc, buckets_of, sum_of in (
+        ("chorus_ttft_seconds", "Time to first token since the engine started", "ttft_buckets", "ttft_sum_s"),
+        ("chorus_itl_seconds", "Inter-token latency since the engine started", "itl_buckets", "itl_sum_s"),
     ):
-        if buckets:  # an engine reporting none (a remote one) exports no histogram
-            yield HistogramMetricFamily(name, doc, buckets=[(_bound(le), count) for le, count in buckets],
-                                        sum_value=sum_s)
+        metric = HistogramMetricFamily(name, doc, labels=labels)
+        for values, m in samples:
+            buckets = getattr(m, buckets_of)
+            if buckets:  # an engine reporting none (a remote one) exports no histogram
+                metric.add_metric(values, [(_bound(le), count) for le, count in buckets], getattr(m, sum_of))
+        if metric.samples:
+            yield metric
 
 
 def _bound(le: float) -> str:

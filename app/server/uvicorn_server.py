@@ -18,6 +18,7 @@ import uvicorn
 
 from app.server.api import build_app
 from app.server.batches.service import BatchService
+from app.server.calls.served import ServedModels
 from app.server.calls.state import ServerState
 from app.server.config import ServerConfig
 from app.server.http.protocol import ChorusH11Protocol
@@ -44,6 +45,11 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def _always() -> bool:
+    """Models that load on demand: the server is ready once it listens."""
+    return True
+
+
 def _engine_answers(engine: EngineClient) -> Callable[[], bool]:
     """Ready when the engine reports its metrics: not while loading, not once it is down."""
 
@@ -58,13 +64,18 @@ def _engine_answers(engine: EngineClient) -> Callable[[], bool]:
 
 
 class HttpServer:
-    """One OpenAI-compatible server: HttpServer(engine, config).start() ... .stop()."""
+    """One OpenAI-compatible server: HttpServer(engine, config).start() ... .stop(); or, for
+    several models a call picks by name, HttpServer(None, config, models=PooledModels(...))."""
 
-    def __init__(self, engine: EngineClient, config: ServerConfig, ready: Callable[[], bool] | None = None) -> None:
-        self.state = ServerState(engine, config, ready or _engine_answers(engine))
+    def __init__(self, engine: EngineClient | None, config: ServerConfig, ready: Callable[[], bool] | None = None,
+                 models: ServedModels | None = None) -> None:
+        if ready is None:
+            ready = _engine_answers(engine) if engine is not None else _always
+        self.state = ServerState(engine, config, ready, models)
         # /v1/files and /v1/batches: a service of their own beside the state (a family may
-        # not import the state its calls run on).
-        self.batches = BatchService(engine, config, lambda: self.state.model_id)
+        # not import the state its calls run on). On one engine only: a batch runs on the
+        # server's model (several models: no Files and Batch API, its routes answer 404).
+        self.batches = BatchService(engine, config, lambda: self.state.model_id) if engine is not None else None
         self._sock = bind(config.host, config.port, config.backlog)
         self.host, self.port = self._sock.getsockname()[:2]
         try:
@@ -101,7 +112,8 @@ class HttpServer:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> HttpServer:
-        self.batches.start()  # takes up the batches a previous run left
+        if self.batches is not None:
+            self.batches.start()  # takes up the batches a previous run left
         self._thread = threading.Thread(target=self._serve, name="chorus-http", daemon=True)
         self._thread.start()
         self._started.wait(STOP_WAIT_S)
@@ -128,7 +140,8 @@ class HttpServer:
         """End open calls (their engine requests cancelled, streams ended with an error
         event), close every connection, stop listening. Any thread but the server's."""
         loop, thread = self._loop, self._thread
-        self.batches.close()  # the running batch's requests go back to pending
+        if self.batches is not None:
+            self.batches.close()  # the running batch's requests go back to pending
         if thread is None:
             self._sock.close()
             return

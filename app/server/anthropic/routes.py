@@ -40,8 +40,11 @@ async def messages(state: ServerState, request: Request) -> Response:
 async def count_tokens(state: ServerState, request: Request) -> Response:
     """The prompt's tokens as a message call would count them (templated the same way):
     tokenizing only, so no concurrency slot and no engine request."""
-    chat = await parsed(state, request, lambda body, _cap: chat_of(body))
-    tokens = (await prepared(state, Generation(chat))).prompt_tokens
+    chat, target = await parsed(state, request, lambda body, _cap: chat_of(body))
+    try:
+        tokens = (await prepared(target.engine, Generation(chat))).prompt_tokens
+    finally:
+        target.release()
     if tokens is None:  # the app's engine is remote, or still loading: nothing here can count
         raise ApiError(503, "the engine cannot count tokens here: no local model is loaded")
     return JSONResponse({"input_tokens": len(tokens)})

@@ -22,10 +22,11 @@ from starlette.responses import JSONResponse, Response
 from app.server.calls.engine_bridge import ChoiceDelta, Choices, ClientDisconnected, ServerStopping, unless_disconnected
 from app.server.calls.parsing import Generation
 from app.server.calls.reply import Call, ChoiceTally, Reply
+from app.server.calls.served import Target
 from app.server.calls.state import ServerState
 from app.server.http.errors import ApiError
 from app.server.http.streaming import SSEResponse
-from inference import ChatRequest, EngineError, FinishReason, RequestError
+from inference import ChatRequest, EngineClient, EngineError, FinishReason, RequestError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,35 +34,37 @@ T = TypeVar("T")
 CLIENT_GONE = 499  # nginx's status for "the client closed the request": counted, never sent
 
 
-async def prepared(state: ServerState, gen: Generation) -> ChatRequest:
+async def prepared(engine: EngineClient, gen: Generation) -> ChatRequest:
     """Templating and tokenizing in a worker thread: a huge prompt must not hold the loop
     (or the engine's steps). A raw text prompt (/v1/completions) is tokenized as text with
     its special tokens parsed: the caller wrote the whole prompt, markup included."""
     chat = gen.chat
     try:
         if gen.prompt_text is not None:
-            tokens = await anyio.to_thread.run_sync(state.engine.text_tokens, gen.prompt_text)
+            tokens = await anyio.to_thread.run_sync(engine.text_tokens, gen.prompt_text)
             chat = replace(chat, prompt_tokens=tuple(tokens))
-        return await anyio.to_thread.run_sync(state.engine.prepare, chat)
+        return await anyio.to_thread.run_sync(engine.prepare, chat)
     except RequestError as exc:
         raise ApiError(400, str(exc), param=gen.messages_param if chat.messages else "prompt") from None
     except EngineError as exc:
         raise ApiError(503, f"the engine is not available: {exc}") from None
 
 
-async def run(state: ServerState, request: Request, gen: Generation, reply: Reply,
+async def run(state: ServerState, target: Target, request: Request, gen: Generation, reply: Reply,
               release: Callable[[], None]) -> Response:
-    """release: gives back the call's concurrency slot, once, when the call ends."""
+    """target: the model the call runs on; release: gives back the call's concurrency slot
+    and its hold on the model, once, when the call ends."""
     choices: Choices | None = None
     streaming = False
     try:
-        gen = replace(gen, chat=await prepared(state, gen), prompt_text=None)
-        choices = submit(state, gen)
+        gen = replace(gen, chat=await prepared(target.engine, gen), prompt_text=None)
+        choices = submit(state, target, gen)
+        call = Call(choices.handles[0].request_id, target.model_id, gen, [ChoiceTally() for _ in range(gen.n)])
         if gen.stream:
-            response = await start_stream(state, request, gen, reply, choices, release)
+            response = await start_stream(state, request, call, reply, choices, release)
             streaming = isinstance(response, SSEResponse)  # else the client left before it began
             return response
-        return await answer(state, request, gen, reply, choices)
+        return await answer(request, call, reply, choices)
     finally:
         if not streaming:  # a stream cleans up when it ends
             if choices is not None:
@@ -69,20 +72,16 @@ async def run(state: ServerState, request: Request, gen: Generation, reply: Repl
             release()
 
 
-def submit(state: ServerState, gen: Generation) -> Choices:
+def submit(state: ServerState, target: Target, gen: Generation) -> Choices:
     if state.stopping:
         raise ApiError(503, "the server is stopping")
     choices = Choices(asyncio.get_running_loop())
     try:
-        choices.submit(state.engine, [gen.choice(i) for i in range(gen.n)])
+        choices.submit(target.engine, [gen.choice(i) for i in range(gen.n)])
     except EngineError as exc:
         raise ApiError(503, f"the engine is not available: {exc}") from None
     state.track(choices)
     return choices
-
-
-def _call(state: ServerState, gen: Generation, choices: Choices) -> Call:
-    return Call(choices.handles[0].request_id, state.model_id, gen, [ChoiceTally() for _ in range(gen.n)])
 
 
 def _refusal(tally: ChoiceTally) -> ApiError:
@@ -116,8 +115,7 @@ async def _while_connected(work: Awaitable[T], request: Request, choices: Choice
 # ----- one JSON answer -----------------------------------------------------------------------
 
 
-async def answer(state: ServerState, request: Request, gen: Generation, reply: Reply, choices: Choices) -> Response:
-    call = _call(state, gen, choices)
+async def answer(request: Request, call: Call, reply: Reply, choices: Choices) -> Response:
     try:
         await _while_connected(_collect(choices, call.tallies), request, choices)
     except ClientDisconnected:
@@ -141,11 +139,10 @@ async def _collect(choices: Choices, tallies: list[ChoiceTally]) -> None:
 # ----- a stream ------------------------------------------------------------------------------
 
 
-async def start_stream(state: ServerState, request: Request, gen: Generation, reply: Reply, choices: Choices,
+async def start_stream(state: ServerState, request: Request, call: Call, reply: Reply, choices: Choices,
                        release: Callable[[], None]) -> Response:
     """Waits for the first delta before answering: a request the engine refuses at once
     (a bad chat, a prompt too long) gets a 400 like a plain call, not a stream that fails."""
-    call = _call(state, gen, choices)
     try:
         first = await _while_connected(choices.next(), request, choices)
     except ClientDisconnected:

@@ -1,11 +1,13 @@
 """What every generation route does before its API's own part: refuse while stopping, take
-a concurrency slot (429 beyond it), read the body under the server's limits, parse it, then
-run the call (generation.py) with the API's Reply writing the answer."""
+a concurrency slot (429 beyond it), read the body under the server's limits, open the model
+it names (state.models: the one place a call finds its engine, for every API family), parse
+it, then run the call (generation.py) with the API's Reply writing the answer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import anyio
 from starlette.requests import Request
@@ -14,9 +16,11 @@ from starlette.responses import Response
 from app.server.calls import generation
 from app.server.calls.parsing import Generation
 from app.server.calls.reply import Reply
+from app.server.calls.served import Target
 from app.server.calls.state import ServerState
 from app.server.http.body import ClientGone, parse_json_object, read_body
 from app.server.http.errors import ApiError
+from inference import EngineClient
 
 T = TypeVar("T")
 LOOP_PARSE_BYTES = 64 * 1024
@@ -28,31 +32,63 @@ GRAMMAR_KEYS = (b"schema", b'"tools"', b"json_object")
 Build = Callable[[dict, "int | None"], T]
 
 
-async def generate(state: ServerState, request: Request, build: Build[Generation], reply: Reply) -> Response:
+@dataclass(frozen=True)
+class OnEngine(Generic[T]):
+    """A build that depends on the model's engine (chat completions: its chat template picks
+    the tool format): made, in a worker thread, once the call's model is open."""
+
+    make: Callable[[EngineClient], Build[T]]
+
+
+async def generate(state: ServerState, request: Request, build: Build[Generation] | OnEngine[Generation],
+                   reply: Reply) -> Response:
     if state.stopping:
         raise ApiError(503, "the server is stopping")
     release = state.admit()
     try:
-        gen = await parsed(state, request, build)
+        gen, target = await parsed(state, request, build)
     except BaseException:
         release()
         raise
-    return await generation.run(state, request, gen, reply, release)
+    return await generation.run(state, target, request, gen, reply, both(release, target.release))
 
 
-async def parsed(state: ServerState, request: Request, build: Build[T]) -> T:
-    """The body read under the server's limits, then build(body, max_tokens_cap)."""
+def both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    """One release for a call's two holds (its concurrency slot, its model); each is once-only."""
+
+    def release() -> None:
+        try:
+            first()
+        finally:
+            second()
+
+    return release
+
+
+async def parsed(state: ServerState, request: Request, build: Build[T] | OnEngine[T]) -> tuple[T, Target]:
+    """The body read under the server's limits, the model it names opened (loaded, if it
+    must be), then build(body, max_tokens_cap). The caller releases the target when the
+    call ends; here, if the build refuses the body."""
     config = state.config
     try:
         raw = await read_body(request, config.max_body_bytes, config.body_timeout_s)
     except ClientGone:
         raise ApiError(400, "the client closed the connection before sending its body") from None
-
-    def parse() -> T:
-        return build(parse_json_object(raw), config.max_tokens_cap)
-
     # A big body (thousands of messages), or one that may bring a schema to compile, is
     # parsed in a worker thread: tens of milliseconds on the loop would delay every open
     # stream's next chunk.
     on_loop = len(raw) < LOOP_PARSE_BYTES and not any(key in raw for key in GRAMMAR_KEYS)
-    return parse() if on_loop else await anyio.to_thread.run_sync(parse)
+    body = parse_json_object(raw) if len(raw) < LOOP_PARSE_BYTES else \
+        await anyio.to_thread.run_sync(parse_json_object, raw)
+    target = await state.models.open(body)
+    try:
+        make: Build[T] = await anyio.to_thread.run_sync(build.make, target.engine) if isinstance(build, OnEngine) \
+            else build
+
+        def parse() -> T:
+            return make(body, config.max_tokens_cap)
+
+        return (parse() if on_loop else await anyio.to_thread.run_sync(parse)), target
+    except BaseException:
+        target.release()
+        raise

@@ -8,6 +8,7 @@ has no name for is off. Each family's parsing.py reads its own body with these."
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -109,6 +110,35 @@ def shown(value: Any) -> str:
     text = repr(value) if isinstance(value, str) else "null" if value is None else str(value).lower() \
         if isinstance(value, bool) else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ----- which model, how long it stays loaded -------------------------------------------------
+
+
+# Ollama's keep_alive: seconds as a number, or a duration string ("10m", "1h", "30s", "-1").
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def keep_alive_of(body: dict) -> float | None:
+    """The body's keep_alive in seconds (None: absent); a 400 naming it when unreadable."""
+    value = body.get("keep_alive")
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise bad("keep_alive", f"must be seconds or a duration such as \"5m\", \"1h\" or -1, got {shown(value)}")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def model_of(body: dict) -> str | None:
+    """The model a body names (None: none, or an empty name)."""
+    value = body.get("model")
+    if value is not None and not isinstance(value, str):
+        raise bad("model", f"must be a string, got {shown(value)}")
+    return value or None
 
 
 # ----- messages ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What the routes of one server share: the engine, its settings, the calls in flight.
+"""What the routes of one server share: the models it serves, its settings, the calls in flight.
 
 Touched only on the server's event loop (one thread), so it needs no locks; the one
 exception, the model's name, is a plain attribute swap the app makes from its worker."""
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app.server.calls.engine_bridge import Choices
+from app.server.calls.served import OneModel, ServedModels
 from app.server.config import ServerConfig
 from app.server.http.errors import ApiError
 from app.server.responses_store import ResponseStore
@@ -16,8 +17,16 @@ from inference import EngineClient
 
 
 class ServerState:
-    def __init__(self, engine: EngineClient, config: ServerConfig, ready: Callable[[], bool]) -> None:
-        self.engine = engine
+    def __init__(self, engine: EngineClient | None, config: ServerConfig, ready: Callable[[], bool],
+                 models: ServedModels | None = None) -> None:
+        """engine: the one engine of a single-model server; models: instead, the models a
+        call picks from by name (a pool). One of the two."""
+        if models is None:
+            if engine is None:
+                raise ValueError("a server needs an engine or the models it serves")
+            models = OneModel(engine, lambda: self.config.model_id)
+        self.engine = engine  # None when serving a pool
+        self.models = models
         self.config = config
         self.ready = ready  # the model is loaded and the engine runs (/health)
         self.stopping = False

@@ -24,7 +24,7 @@ from app.server.calls.state import ServerState
 from app.server.embeddings.parsing import EmbeddingAsk, embedding_ask
 from app.server.http.errors import ApiError
 from app.server.http.routing import route
-from inference import EngineError, ModelLoadError, RequestError
+from inference import EngineClient, EngineError, ModelLoadError, RequestError
 
 
 def routes(state: ServerState) -> list[Route]:
@@ -39,22 +39,29 @@ async def create(state: ServerState, request: Request) -> Response:
         raise ApiError(503, "the server is stopping")
     release = state.admit()
     try:
-        ask = await parsed(state, request, embedding_ask)
-        if state.engine.info is None:
-            raise ApiError(503, "the model is not loaded yet: no embeddings until it is")
+        ask, target = await parsed(state, request, embedding_ask)
         try:
-            vectors, tokens = await asyncio.wrap_future(state.engine.embed(ask.inputs))
-        except RequestError as exc:
-            raise ApiError(400, str(exc), param="input") from None
-        except (ModelLoadError, EngineError) as exc:
-            raise ApiError(503, f"no embeddings from this model: {exc}") from None
+            vectors, tokens = await _embedded(target.engine, ask)
+        finally:
+            target.release()
     finally:
         release()
     _check_dimensions(ask, vectors.shape[1])
     data = [{"object": "embedding", "index": i, "embedding": _encoded(row, ask.base64)}
             for i, row in enumerate(vectors)]
-    return JSONResponse({"object": "list", "data": data, "model": state.model_id,
+    return JSONResponse({"object": "list", "data": data, "model": target.model_id,
                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
+async def _embedded(engine: EngineClient, ask: EmbeddingAsk) -> tuple[np.ndarray, int]:
+    if engine.info is None:
+        raise ApiError(503, "the model is not loaded yet: no embeddings until it is")
+    try:
+        return await asyncio.wrap_future(engine.embed(ask.inputs))
+    except RequestError as exc:
+        raise ApiError(400, str(exc), param="input") from None
+    except (ModelLoadError, EngineError) as exc:
+        raise ApiError(503, f"no embeddings from this model: {exc}") from None
 
 
 def _check_dimensions(ask: EmbeddingAsk, size: int) -> None:

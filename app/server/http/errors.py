@@ -59,27 +59,30 @@ def speaks_anthropic(path: str) -> bool:
 
 class ApiError(Exception):
     """A request the server refuses: its status, and a message a person can act on.
-    param names the request field at fault, when there is one."""
+    param names the request field at fault, when there is one; code, OpenAI's code where
+    the status alone does not say it (model_not_found)."""
 
     def __init__(self, status: int, message: str, param: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.headers = dict(headers or {})
+        self.code = code
 
     def payload(self, path: str = "") -> dict:
-        return error_payload(self.status, self.message, self.param, path)
+        return error_payload(self.status, self.message, self.param, path, self.code)
 
 
-def error_payload(status: int, message: str, param: str | None = None, path: str = "") -> dict:
+def error_payload(status: int, message: str, param: str | None = None, path: str = "",
+                  code: str | None = None) -> dict:
     """The error in the shape of the API that path belongs to."""
     if speaks_anthropic(path):
         kind = _ANTHROPIC_KINDS.get(status, "invalid_request_error" if status < 500 else "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
-    kind, code = _KINDS.get(status, ("invalid_request_error" if status < 500 else "server_error", str(status)))
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    kind, usual = _KINDS.get(status, ("invalid_request_error" if status < 500 else "server_error", str(status)))
+    return {"error": {"message": message, "type": kind, "param": param, "code": code or usual}}
 
 
 def error_bytes(status: int, message: str, param: str | None = None, path: str = "") -> bytes:
@@ -87,14 +90,14 @@ def error_bytes(status: int, message: str, param: str | None = None, path: str =
 
 
 def error_response(status: int, message: str, param: str | None = None,
-                   headers: Mapping[str, str] | None = None, path: str = "") -> Response:
-    return JSONResponse(error_payload(status, message, param, path), status_code=status,
+                   headers: Mapping[str, str] | None = None, path: str = "", code: str | None = None) -> Response:
+    return JSONResponse(error_payload(status, message, param, path, code), status_code=status,
                         headers=dict(headers or {}))
 
 
 async def api_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.message, exc.param, exc.headers, request.url.path)
+    return error_response(exc.status, exc.message, exc.param, exc.headers, request.url.path, exc.code)
 
 
 async def http_error_handler(request: Request, exc: Exception) -> Response:

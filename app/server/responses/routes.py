@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.server.calls import generation
-from app.server.calls.intake import parsed
+from app.server.calls.intake import both, parsed
 from app.server.calls.parsing import Generation
 from app.server.calls.state import ServerState
 from app.server.http.errors import ApiError
@@ -43,9 +43,14 @@ def routes(state: ServerState) -> list[Route]:
 async def create(state: ServerState, request: Request) -> Response:
     if state.stopping:
         raise ApiError(503, "the server is stopping")
-    release = state.admit()
+    slot = state.admit()
     try:
-        ask = await parsed(state, request, response_ask)
+        ask, target = await parsed(state, request, response_ask)
+    except BaseException:
+        slot()
+        raise
+    release = both(slot, target.release)
+    try:
         history = await _history(state, ask.previous_response_id)
     except BaseException:
         release()
@@ -55,7 +60,7 @@ async def create(state: ServerState, request: Request) -> Response:
     system = () if ask.instructions is None else ({"role": "system", "content": ask.instructions},)
     gen = Generation(ChatRequest(messages=system + conversation, sampling=ask.sampling), stream=ask.stream,
                      messages_param="input")
-    response = await generation.run(state, request, gen, reply, release)
+    response = await generation.run(state, target, request, gen, reply, release)
     if not (ask.store and state.responses.enabled):
         return response
     if isinstance(response, SSEResponse):
