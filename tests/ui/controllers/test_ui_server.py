@@ -97,7 +97,7 @@ class _StandInEngines(QObject):
     state_changed = Signal(object)
     is_local = True
     model_name = "SmolLM2-135M-Instruct.Q4_1.gguf"
-    main = None  # no request reaches it here
+    main = object()  # an engine to serve (a server needs one); no request reaches it here
 
 
 @pytest.fixture
