@@ -34,3 +34,10 @@ class Window:
         self.controllers.window_state.stop()  # a composer's pending save would find no storage thread
         self.ctx.storage.shutdown()
         self.db.close()
+
+
+def menu_action(window, text: str):
+    """The window's menu action with this text (a QAction; its menus are built by menus.py)."""
+    from PySide6.QtGui import QAction
+
+    return next(a for a in window.findChildren(QAction) if a.text() == text)

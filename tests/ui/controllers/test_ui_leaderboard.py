@@ -6,9 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-
-def _action(window, text):
-    return next(a for a in window.findChildren(type(window.menus.export_chat_action)) if a.text() == text)
+from tests.support.window import menu_action
 
 
 def test_a_blind_pick_counts_on_the_leaderboard_for_its_model_and_preset(desk, engine):
@@ -32,7 +30,7 @@ def test_a_blind_pick_counts_on_the_leaderboard_for_its_model_and_preset(desk, e
     QTest.mouseClick(poet.pick_button, Qt.MouseButton.LeftButton)
     QTest.mouseClick(view.blind_box, Qt.MouseButton.LeftButton)  # blind off: the pick goes, the vote stays
     desk.settled()
-    _action(desk.window, "Blind leaderboard…").trigger()
+    menu_action(desk.window, "Blind leaderboard…").trigger()
     dialog = desk.controllers.compare.review.leaderboard
     desk.qtbot.waitUntil(lambda: dialog is not None and dialog.rows() != [])
     assert dialog.rows() == [("1", f"{model} · Poet", "1", "1", "100%"), ("2", model, "0", "1", "0%")]

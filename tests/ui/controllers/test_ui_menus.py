@@ -15,6 +15,7 @@ from tests.support.databases import seed_data_dir
 from tests.support.gui_app import SCREENSHOTS
 from tests.support.menus_app import Shell
 from tests.support.pixels import bubble_colour
+from tests.support.window import menu_action
 from ui.theme import apply_theme, current_theme, dark_palette, light_palette
 from ui.widgets.chat.code_highlight import COLORS
 from ui.widgets.chat.message_delegate import bubble_color
@@ -38,10 +39,6 @@ def back_to_system_theme(qapp):
     apply_theme(qapp, "system")
 
 
-def _action(window, text: str) -> QAction:
-    return next(a for a in window.findChildren(QAction) if a.text() == text)
-
-
 def _code_background(tab) -> str:
     """The colour painted behind the reply's code line, as it is on screen."""
     view = tab.view
@@ -61,18 +58,18 @@ def test_switching_the_theme_live_repaints_the_window_and_code_and_is_kept(qtbot
     tab = window.open_tab(1, "code")
     tab.model.set_messages([MessageView(key="u", role="user", text="show code", status="complete"),
                             MessageView(key="a", role="assistant", text=REPLY, status="complete")])
-    _action(window, "Light").trigger()
+    menu_action(window, "Light").trigger()
     qtbot.waitUntil(lambda: window.palette().color(QPalette.ColorRole.Window) == light_palette().color(
         QPalette.ColorRole.Window))
     qtbot.waitUntil(lambda: _code_background(tab) == COLORS[False]["bg"])
-    _action(window, "Dark").trigger()  # live: the same window and tab, nothing reopened
+    menu_action(window, "Dark").trigger()  # live: the same window and tab, nothing reopened
     qtbot.waitUntil(lambda: window.palette().color(QPalette.ColorRole.Window) == dark_palette().color(
         QPalette.ColorRole.Window))
     assert tab.view.palette().color(QPalette.ColorRole.Base) == dark_palette().color(QPalette.ColorRole.Base)
     qtbot.waitUntil(lambda: _code_background(tab) == COLORS[True]["bg"])
     dark_bubble = bubble_color(dark_palette(), "assistant", "complete").name()
     qtbot.waitUntil(lambda: bubble_colour(tab.view.grab().toImage(), tab.view, tab.view, 1) == dark_bubble)
-    assert _action(window, "Dark").isChecked() and not _action(window, "Light").isChecked()
+    assert menu_action(window, "Dark").isChecked() and not menu_action(window, "Light").isChecked()
     first.settled()
     first.close()
     window.close()
@@ -84,7 +81,7 @@ def test_switching_the_theme_live_repaints_the_window_and_code_and_is_kept(qtbot
         # Qt posts the palette change to the widgets: it reaches the window an event later.
         qtbot.waitUntil(lambda: second.window.palette().color(QPalette.ColorRole.Window) == dark_palette().color(
             QPalette.ColorRole.Window))
-        assert _action(second.window, "Dark").isChecked()
+        assert menu_action(second.window, "Dark").isChecked()
     finally:
         second.close()
 
@@ -92,7 +89,7 @@ def test_switching_the_theme_live_repaints_the_window_and_code_and_is_kept(qtbot
 def test_the_command_line_theme_wins_over_the_saved_one(qtbot, tmp_path, qt_asyncio, qapp):
     data = tmp_path / "data"
     first = Shell(qtbot, data)
-    _action(first.window, "Dark").trigger()
+    menu_action(first.window, "Dark").trigger()
     first.settled()
     first.close()
     apply_theme(qapp, "light")  # what app_main does with --theme light
@@ -100,7 +97,7 @@ def test_the_command_line_theme_wins_over_the_saved_one(qtbot, tmp_path, qt_asyn
     try:
         second.settled()
         assert current_theme(qapp) == "light"
-        assert _action(second.window, "Light").isChecked()
+        assert menu_action(second.window, "Light").isChecked()
     finally:
         second.close()
 
@@ -118,9 +115,9 @@ def test_the_performance_panel_plots_follow_the_theme(shell, qtbot, qapp):
     panel.show()
     qtbot.waitUntil(panel.charts_ready)  # the charts are built when the panel first opens
     chart = panel.chart("throughput")
-    _action(shell.window, "Dark").trigger()
+    menu_action(shell.window, "Dark").trigger()
     assert chart.view.backgroundBrush().color() == dark_palette().color(QPalette.ColorRole.Base)
-    _action(shell.window, "Light").trigger()
+    menu_action(shell.window, "Light").trigger()
     assert chart.view.backgroundBrush().color() == light_palette().color(QPalette.ColorRole.Base)
 
 
@@ -148,7 +145,8 @@ def test_export_all_then_import_into_a_fresh_data_folder(qtbot, tmp_path, qt_asy
     _chat(source.repo, "Greeting", "Hello", "Hi there")
     target = tmp_path / "all.json"
     with qtbot.waitSignal(source.window.export_requested) as asked:
-        _save_via_dialog(source.window, qtbot, lambda: _action(source.window, "Export all chats…").trigger(), target)
+        export_all = menu_action(source.window, "Export all chats…")
+        _save_via_dialog(source.window, qtbot, export_all.trigger, target)
     assert asked.args == [str(target), "json", True]
     qtbot.waitUntil(lambda: "Exported 2 chats" in source.window.statusBar().currentMessage(), timeout=10_000)
     assert json.loads(target.read_text())["format"] == "chorus-chats"
@@ -300,7 +298,7 @@ def test_stop_all_asks_every_stream_to_stop(shell, qtbot):
 
     for i in (1, 2, 3):
         shell.ctx.streams.add(Stream(f"r{i}", i, 10 + i, recorder=None, engine=Engine()))
-    _action(shell.window, "Stop all").trigger()
+    menu_action(shell.window, "Stop all").trigger()
     assert sorted(cancelled) == ["r1", "r2", "r3"]
     assert "Stopped 3 replies" in shell.window.statusBar().currentMessage()
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-
-def _action(window, text):
-    return next(a for a in window.findChildren(type(window.menus.export_chat_action)) if a.text() == text)
+from tests.support.window import menu_action
 
 
 def test_a_prompt_written_in_the_library_is_saved_and_used_with_slash(desk, qtbot):
     desk.controllers.prompts.start()
     tab = desk.open_chat("first")
-    _action(desk.window, "Prompt library…").trigger()
+    menu_action(desk.window, "Prompt library…").trigger()
     dialog = desk.controllers.prompts.dialog
     qtbot.waitUntil(lambda: dialog is not None and dialog.isVisible())
     dialog.activateWindow()
