@@ -18,6 +18,13 @@ from tests.support import crash_log
 
 _ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# llama.cpp's CPU threads meet at an OpenMP barrier after every operation and by default spin
+# there; with more runnable threads than cores (a busy machine, or an engine process beside the
+# test's own engine) a spinning thread holds the core its partner needs and decode collapses
+# (64 tokens: 1.8 s with one thread, 13.8 s and past 60 s with two, beside two `yes` processes).
+# Waiting passively costs the tiny model ~1.5x decode time on a quiet machine and never collapses.
+# Set before any test loads libgomp; engine processes started by tests inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Fixtures that load a real model: a test using one (directly or through another fixture)
 # must be marked `model`, so that `pytest -m "not model"` stays the fast suite.
