@@ -21,11 +21,10 @@ chat: setup-terminal
 test: setup-tests
 	.venv/bin/python -m pytest || { status=$$?; .venv/bin/python -m tests.support.crash_log; exit $$status; }
 
-# The tests that need no model (~1,870): 3 to 4 min on the 2-core VM with little else
-# running, under 2 min with pytest-xdist's `-n 2` (an option, not installed by setup-tests;
-# docs/testing.md#how-long).
+# The tests that need no model (~1,940), spread over the cores by pytest-xdist (`-n auto`):
+# about 2 min on the 2-core VM with little else running (docs/testing.md#how-long).
 test-fast: setup-tests
-	.venv/bin/python -m pytest -m "not model"
+	.venv/bin/python -m pytest -m "not model" -n auto
 
 # Style and likely bugs (ruff), the dependency rule (import-linter's contracts in
 # pyproject.toml), types (mypy, on the packages listed there). All three always run.

@@ -17,6 +17,7 @@ import pytest
 from tests.support import crash_log
 
 _ROOT = Path(__file__).resolve().parent.parent
+_CRASH_FOLDER = crash_log.folder_of(_ROOT, os.environ.get("PYTEST_XDIST_WORKER", ""))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # llama.cpp's CPU threads meet at an OpenMP barrier after every operation and by default spin
 # there; with more runnable threads than cores (a busy machine, or an engine process beside the
@@ -192,12 +193,12 @@ def app(qtbot, data_dir, model_path, qt_asyncio):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin, which it replaces
 def pytest_configure(config: pytest.Config) -> None:
-    crash_log.start(_ROOT)
+    crash_log.start(_CRASH_FOLDER)
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    crash_log.test_started(_ROOT, nodeid)
+    crash_log.test_started(_CRASH_FOLDER, nodeid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    crash_log.finished(_ROOT)
+    crash_log.finished(_CRASH_FOLDER)

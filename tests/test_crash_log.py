@@ -35,7 +35,6 @@ def test_a_segfault_is_reported_with_its_test_and_the_crashing_stack_last(tmp_pa
 
 
 def test_a_run_that_ended_by_itself_reports_nothing(tmp_path):
-    (tmp_path / crash_log.FOLDER).mkdir(parents=True)
     crash_log.test_started(tmp_path, "tests/test_x.py::test_ok")
     assert crash_log.report(tmp_path) == "The test process died during: tests/test_x.py::test_ok"
     crash_log.finished(tmp_path)

@@ -17,9 +17,14 @@ FOLDER = Path(".pytest_cache") / "crash"
 _open: list[TextIO] = []
 
 
-def start(root: Path) -> None:
+def folder_of(root: Path, worker: str = "") -> Path:
+    """The crash folder of a suite run from root; pytest-xdist's workers (`make test-fast`)
+    each keep their own (xdist itself names a test whose worker died)."""
+    return root / FOLDER / worker
+
+
+def start(folder: Path) -> None:
     """Sends faulthandler's traceback to the crash folder, emptied for this run."""
-    folder = root / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test").write_text("")
     stream = open(folder / "traceback", "w")  # noqa: SIM115 - open until the process ends
@@ -27,19 +32,18 @@ def start(root: Path) -> None:
     faulthandler.enable(file=stream, all_threads=True)
 
 
-def test_started(root: Path, nodeid: str) -> None:
-    (root / FOLDER / "test").write_text(nodeid)
+def test_started(folder: Path, nodeid: str) -> None:
+    (folder / "test").write_text(nodeid)
 
 
-def finished(root: Path) -> None:
+def finished(folder: Path) -> None:
     """A run that ended by itself leaves no crash behind."""
     for name in ("test", "traceback"):  # (faulthandler wrote nothing into the one it holds)
-        (root / FOLDER / name).write_text("")
+        (folder / name).write_text("")
 
 
-def report(root: Path) -> str:
+def report(folder: Path) -> str:
     """The crash of the last run, or "" if it ended by itself."""
-    folder = root / FOLDER
     test = _read(folder / "test")
     traceback = _read(folder / "traceback")
     if not test and not traceback:
@@ -65,6 +69,6 @@ def _read(path: Path) -> str:
 
 
 if __name__ == "__main__":
-    found = report(Path.cwd())
+    found = report(folder_of(Path.cwd()))
     if found:
         print(found, file=sys.stderr)
