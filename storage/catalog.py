@@ -1,4 +1,4 @@
-"""Presets, model profiles, comparisons and app settings."""
+"""Presets, comparisons and app settings (the model library's profiles: storage/library.py)."""
 
 from __future__ import annotations
 
@@ -9,26 +9,13 @@ from sqlalchemy import select
 
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
-from storage.records import ComparisonRecord, ModelProfileRecord, PresetRecord
+from storage.records import ComparisonRecord, PresetRecord
 from storage.repository import _aware
-from storage.schema import Comparison, Conversation, ModelProfile, Preset, Setting
-
-PROFILE_KINDS = ("gguf", "remote")
-PROFILE_FIELDS = (
-    "path", "size_bytes", "sha256", "architecture", "context_length", "base_url", "remote_model",
-)
+from storage.schema import Comparison, Conversation, Preset, Setting
 
 
 def _preset(p: Preset) -> PresetRecord:
     return PresetRecord(p.id, p.name, p.system_prompt, json.loads(p.sampling_json), _aware(p.created_at))
-
-
-def _profile(p: ModelProfile) -> ModelProfileRecord:
-    return ModelProfileRecord(
-        p.id, p.name, p.kind, p.path, p.size_bytes, p.sha256, p.architecture,
-        p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), _aware(p.created_at),
-        p.source, p.hub_repo, _aware(p.last_used_at) if p.last_used_at is not None else None,
-    )
 
 
 class CatalogRepository:
@@ -73,42 +60,6 @@ class CatalogRepository:
         """Conversations that used it keep their messages; their preset becomes none."""
         with self.db.begin() as s:
             s.delete(self._get(s, Preset, preset_id))
-
-    # ----- model profiles --------------------------------------------------------------
-
-    def save_model_profile(
-        self, name: str, kind: str, load_settings: dict | None = None, **fields
-    ) -> ModelProfileRecord:
-        """Create or replace the profile called name."""
-        if kind not in PROFILE_KINDS:
-            raise StorageError(f"model profile kind must be one of {PROFILE_KINDS}")
-        unknown = set(fields) - set(PROFILE_FIELDS)
-        if unknown:
-            raise StorageError(f"unknown model profile field(s): {', '.join(sorted(unknown))}")
-        if kind == "gguf" and not fields.get("path"):
-            raise StorageError("a GGUF model profile needs a path")
-        if kind == "remote" and not fields.get("base_url"):
-            raise StorageError("a remote model profile needs a base URL")
-        with self.db.begin() as s:
-            profile = s.scalar(select(ModelProfile).where(ModelProfile.name == name))
-            if profile is None:
-                profile = ModelProfile(name=name)
-                s.add(profile)
-            profile.kind = kind
-            profile.source = (profile.source or "local") if kind == "gguf" else None  # a library entry
-            profile.load_settings_json = json.dumps(load_settings or {})
-            for f in PROFILE_FIELDS:
-                setattr(profile, f, fields.get(f))
-            s.flush()
-            return _profile(profile)
-
-    def list_model_profiles(self) -> list[ModelProfileRecord]:
-        with self.db.begin() as s:
-            return [_profile(p) for p in s.scalars(select(ModelProfile).order_by(ModelProfile.name))]
-
-    def delete_model_profile(self, profile_id: int) -> None:
-        with self.db.begin() as s:
-            s.delete(self._get(s, ModelProfile, profile_id))
 
     # ----- comparisons ---------------------------------------------------------------
 

@@ -13,13 +13,21 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.catalog import _profile
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
 from storage.records import ModelProfileRecord
+from storage.repository import _aware
 from storage.schema import ModelProfile, utcnow
 
 SOURCES = ("catalog", "hub", "local")
+
+
+def _record(p: ModelProfile) -> ModelProfileRecord:
+    return ModelProfileRecord(
+        p.id, p.name, p.kind, p.path, p.size_bytes, p.sha256, p.architecture,
+        p.context_length, p.base_url, p.remote_model, json.loads(p.load_settings_json), _aware(p.created_at),
+        p.source, p.hub_repo, _aware(p.last_used_at) if p.last_used_at is not None else None,
+    )
 
 
 class LibraryRepository:
@@ -30,17 +38,17 @@ class LibraryRepository:
         """Every GGUF profile, by name."""
         with self.db.begin() as s:
             rows = s.scalars(select(ModelProfile).where(ModelProfile.kind == "gguf").order_by(ModelProfile.name))
-            return [_profile(p) for p in rows]
+            return [_record(p) for p in rows]
 
     def by_name(self, name: str) -> ModelProfileRecord | None:
         with self.db.begin() as s:
             row = self._named(s, name)
-            return _profile(row) if row is not None else None
+            return _record(row) if row is not None else None
 
     def by_path(self, path: str) -> ModelProfileRecord | None:
         with self.db.begin() as s:
             row = self._at(s, path)
-            return _profile(row) if row is not None else None
+            return _record(row) if row is not None else None
 
     def record(self, name: str, path: str, source: str, *, hub_repo: str | None = None,
                sha256: str | None = None, size_bytes: int | None = None) -> ModelProfileRecord:
@@ -63,7 +71,7 @@ class LibraryRepository:
             row.sha256 = sha256 or row.sha256
             row.size_bytes = size_bytes if size_bytes is not None else row.size_bytes
             s.flush()
-            return _profile(row)
+            return _record(row)
 
     def touch(self, path: str, when: datetime | None = None) -> bool:
         """Mark the file at path used now; False when it has no record."""
@@ -81,7 +89,7 @@ class LibraryRepository:
                 raise NotFoundError(f"no model named {name!r} in the library")
             row.load_settings_json = json.dumps(settings)
             s.flush()
-            return _profile(row)
+            return _record(row)
 
     def delete(self, name: str) -> bool:
         """Forget the record; False when there was none."""

@@ -34,13 +34,6 @@ KNOWN = (
 )
 
 
-def markers_for_template(source: str | None) -> tuple[Markers, ...]:
-    """The reasoning markers a chat template writes or strips (its source names the closing
-    one), else <think>'s."""
-    found = tuple(m for m in KNOWN if source and m.close in source)
-    return found or (THINK,)
-
-
 @dataclass(frozen=True, slots=True)
 class Piece:
     """What one delta adds to each side."""

@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 import pytest
 
 from storage import Database, LibraryRepository, NotFoundError, StorageError, open_database
-from storage.catalog import CatalogRepository
 from storage.database import head_revision
+from storage.schema import ModelProfile
 
 T0 = "2024-03-01 09:00:00.000000"
 
@@ -42,12 +42,13 @@ def test_0004_database_upgrades_with_profiles_intact(tmp_path):
     try:
         assert db.current_revision() == head_revision()  # every migration since 0004 ran
         assert db.backup_path is not None and db.backup_path.name.startswith("chorus.db.bak-0004-")
-        profiles = {p.name: p for p in CatalogRepository(db).list_model_profiles()}
-        tiny, api = profiles["tiny"], profiles["api"]
+        tiny = LibraryRepository(db).by_name("tiny")
         # an old GGUF profile is a local file of the library, with its settings; a remote one has no source
         assert (tiny.source, tiny.hub_repo, tiny.last_used_at) == ("local", None, None)
         assert (tiny.path, tiny.size_bytes, tiny.load_settings) == ("/models/tiny.gguf", 1234, {"n_ctx": 1024})
-        assert (api.source, api.base_url) == (None, "http://h/v1")
+        with sqlite3.connect(path) as conn:
+            api = conn.execute("SELECT source, base_url FROM model_profiles WHERE name = 'api'").fetchall()
+        assert api == [(None, "http://h/v1")]
         assert [r.name for r in LibraryRepository(db).records()] == ["tiny"]
         assert LibraryRepository(db).by_path("/models/tiny.gguf").id == 1
         with sqlite3.connect(path) as conn:
@@ -88,7 +89,8 @@ def test_a_taken_name_or_bad_source_is_refused(library):
         library.record("q.gguf", "/b/q.gguf", "local")
     with pytest.raises(StorageError, match="source"):
         library.record("x", "/x.gguf", "ftp")
-    CatalogRepository(library.db).save_model_profile("api", "remote", base_url="http://h/v1")
+    with library.db.begin() as s:  # a remote profile, as databases before revision 0005 hold them
+        s.add(ModelProfile(name="api", kind="remote", base_url="http://h/v1", load_settings_json="{}"))
     with pytest.raises(StorageError, match="already in the library"):  # a remote profile's name too
         library.record("api", "/api.gguf", "local")
     assert [r.path for r in library.records()] == ["/a/q.gguf"]

@@ -78,59 +78,6 @@ def test_delete_preset_keeps_conversations(catalog, repo, db):
         catalog.delete_preset(p.id)
 
 
-# ----- model profiles ----------------------------------------------------------------------
-
-
-def test_gguf_profile_needs_path(catalog, db):
-    with pytest.raises(StorageError, match="path"):
-        catalog.save_model_profile("local", "gguf")
-    with pytest.raises(StorageError, match="path"):
-        catalog.save_model_profile("local", "gguf", path="")
-    prof = catalog.save_model_profile(
-        "local", "gguf", {"n_ctx": 4096}, path="/models/tiny.gguf", size_bytes=123,
-        architecture="llama", context_length=8192,
-    )
-    assert (prof.kind, prof.path, prof.size_bytes, prof.architecture, prof.context_length) == (
-        "gguf", "/models/tiny.gguf", 123, "llama", 8192)
-    assert prof.load_settings == {"n_ctx": 4096}
-    assert prof.base_url is None
-    assert count(db, "model_profiles") == 1
-
-
-def test_remote_profile_needs_base_url(catalog, db):
-    with pytest.raises(StorageError, match="base URL"):
-        catalog.save_model_profile("api", "remote", remote_model="gpt")
-    prof = catalog.save_model_profile("api", "remote", base_url="http://localhost:8080/v1", remote_model="gpt")
-    assert (prof.kind, prof.base_url, prof.remote_model, prof.path) == (
-        "remote", "http://localhost:8080/v1", "gpt", None)
-    assert count(db, "model_profiles") == 1
-
-
-def test_profile_kind_and_fields_are_checked(catalog, db):
-    with pytest.raises(StorageError, match="kind"):
-        catalog.save_model_profile("x", "onnx", path="/m")
-    with pytest.raises(StorageError, match="flavour"):
-        catalog.save_model_profile("x", "gguf", path="/m", flavour="sweet")
-    assert count(db, "model_profiles") == 0
-
-
-def test_save_replaces_profile_by_name(catalog):
-    first = catalog.save_model_profile("main", "gguf", {"n_ctx": 2048}, path="/a.gguf", sha256="ab" * 32)
-    other = catalog.save_model_profile("second", "gguf", path="/b.gguf")
-    again = catalog.save_model_profile("main", "remote", base_url="http://h/v1")
-    assert again.id == first.id
-    profiles = {p.name: p for p in catalog.list_model_profiles()}
-    assert list(profiles) == ["main", "second"]
-    main = profiles["main"]
-    assert (main.kind, main.base_url, main.path, main.sha256, main.load_settings) == (
-        "remote", "http://h/v1", None, None, {})
-    assert profiles["second"].id == other.id
-    catalog.delete_model_profile(other.id)
-    assert [p.name for p in catalog.list_model_profiles()] == ["main"]
-    with pytest.raises(NotFoundError):
-        catalog.delete_model_profile(other.id)
-
-
 # ----- comparisons -------------------------------------------------------------------------
 
 
@@ -224,10 +171,8 @@ def test_settings_json_values_and_defaults(catalog, tmp_path, db):
 def test_catalog_times_are_utc_aware_when_read_back(catalog):
     """Like every record of the package: the same value whether just made or read back."""
     p = catalog.create_preset("Brief", "x")
-    m = catalog.save_model_profile("local", "gguf", path="/m.gguf")
     c = catalog.create_comparison("A vs B", [])
     assert catalog.get_preset(p.id).created_at == p.created_at
-    assert catalog.list_model_profiles()[0].created_at == m.created_at
     assert catalog.get_comparison(c.id).created_at == c.created_at
-    for record in (catalog.get_preset(p.id), catalog.list_model_profiles()[0], catalog.get_comparison(c.id)):
+    for record in (catalog.get_preset(p.id), catalog.get_comparison(c.id)):
         assert record.created_at.utcoffset().total_seconds() == 0
