@@ -266,10 +266,8 @@ def _start_tools(servers: list, args: argparse.Namespace) -> TerminalTools:
 def _tool_reply(engine: EngineClient, conv: Conversation, sampling: SamplingParams, tools: TerminalTools) -> bool:
     """The reply with tools; False when a part could not be saved and the user gave up."""
     session = conv.saved
-    path = conv.repo.active_path(session.conversation_id)
-    prompt = conv.prompts(partial(_counter, engine)).prompt_after(path, sampling)
-    added = tools.reply(engine, conv.repo, session.conversation_id, conv.model_name, list(prompt.messages), sampling,
-                        _until_saved, _report)
+    prompt = conv.prompts(partial(_counter, engine)).prompt_after(session.active_path(), sampling)
+    added = tools.reply(engine, session, list(prompt.messages), sampling, _until_saved, _report)
     return added is not None
 
 

@@ -2,7 +2,8 @@
 servers start before the model loads; each reply then runs the tool loop (app/tools/agent.py,
 the blocking driver of the one in app/tools/machine.py), printing every call and its result
 as it happens, asking "run TOOL(args)? [y]es / [a]lways / [n]o" before each (--yes approves
-all), and storing the turn's calls and the results in the history."""
+all), and storing each turn and each result through the chat's ConversationSession (the rows
+the window's tool rounds write)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from app.engines.finish import message_status
+from app.conversations import ConversationSession
 from app.tools import McpManager, ServerConfig, ServerStatus, Toolbox, ToolLoop
 from app.tools.agent import (
     Approval,
@@ -25,12 +26,10 @@ from app.tools.agent import (
     result_content,
 )
 from app.tools.formats import format_of_engine
-from app.tools.history import call_records, result_record
 from app.tools.mcp_results import McpTool
 from app.tools.types import ToolCall
 from app.tools.web import WebSettings, WebTools
 from inference import Delta, EngineClient, FinishReason, SamplingParams
-from storage import ChatRepository, MessageRecord
 
 SHOWN_RESULT = 400  # characters of a result printed (the model gets it whole, up to the cap)
 # chat.py's _until_saved: the write, again on a full disk while the user asks; None if they give up.
@@ -66,10 +65,11 @@ class TerminalTools:
     def shutdown(self) -> None:
         self.manager.shutdown()
 
-    def reply(self, engine: EngineClient, repo: ChatRepository, conversation_id: int, model: str, messages: list[dict],
+    def reply(self, engine: EngineClient, session: ConversationSession, messages: list[dict],
               sampling: SamplingParams, save: Saver, report: Callable[[Delta], None]) -> list[dict] | None:
-        """The reply to the last message, tools and all, shown and stored: the messages it
-        added (OpenAI's shape), or None when one could not be stored and the user gave up."""
+        """The reply to the last message, tools and all, shown and stored by the chat's
+        session (each turn and each result at the end of its branch): the messages it added
+        (OpenAI's shape), or None when one could not be stored and the user gave up."""
         start = len(messages)
         loop = ToolLoop(engine, self.toolbox, messages, sampling, choice=self.choice, approve=self.approve,
                         max_rounds=self.max_rounds, tool_format=format_of_engine(engine))
@@ -86,17 +86,17 @@ class TerminalTools:
                     print(f"[tool] {_call_shown(event.call)}")
                 elif isinstance(event, CallFinished):
                     print(_result_shown(event))
-                    if save(partial(_store_result, repo, conversation_id, event), "a tool's result") is None:
+                    if save(partial(session.record_result, event), "a tool's result") is None:
                         return None
                 elif isinstance(event, TurnDone):
                     shown = ""
-                    if save(partial(_store_turn, repo, conversation_id, model, event), "the reply") is None:
+                    if save(partial(session.record_turn, event), "the reply") is None:
                         return None
                     if not event.calls:
                         report(event.last)
         except KeyboardInterrupt:
             stopped = Delta("", finish_reason=FinishReason.CANCELLED)
-            save(partial(_store_turn, repo, conversation_id, model, TurnDone(shown, (), stopped)), "the reply")
+            save(partial(session.record_turn, TurnDone(shown, (), stopped)), "the reply")
             messages.append({"role": "assistant", "content": shown})
             print("\n[stopped]", file=sys.stderr)
         return messages[start:]
@@ -127,24 +127,3 @@ def _result_shown(event: CallFinished) -> str:
     text = result_content(result)
     more = f"... ({len(text) - SHOWN_RESULT} more characters)" if len(text) > SHOWN_RESULT else ""
     return f"[{event.call.name}, {result.duration_s:.2f} s] {text[:SHOWN_RESULT]}{more}"
-
-
-def _store_turn(repo: ChatRepository, conversation_id: int, model: str, turn: TurnDone) -> MessageRecord:
-    status = message_status(turn.last.finish_reason or FinishReason.ERROR)
-    return repo.add_message(conversation_id, "assistant", turn.text, status=status, model=model,
-                     tool_calls=call_records(turn.calls), **_stats(turn.last))
-
-
-def _store_result(repo: ChatRepository, conversation_id: int, event: CallFinished) -> MessageRecord:
-    return repo.add_message(conversation_id, "tool", result_content(event.result),  # as the model read it
-                     tool_result=result_record(event.call, event.result, event.denied))
-
-
-def _stats(delta: Delta) -> dict[str, Any]:
-    s = delta.stats
-    fields: dict[str, Any] = {"error_text": delta.error}
-    if s is not None:
-        fields |= {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
-                   "ttft_s": s.ttft_s, "tokens_per_s": s.decode_tok_s}
-    return fields
-

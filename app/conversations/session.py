@@ -1,15 +1,32 @@
 """The rows a user's action on one conversation writes: send, regenerate, edit and resend,
-continue, branch out. Plain synchronous calls over a ChatRepository, so the window runs
-them on its storage thread and the terminal calls them directly."""
+continue, branch out, and a tool round's turns (the calls a reply made, each call's result,
+the calls a stop left without one). Plain synchronous calls over a ChatRepository, so the
+window runs them on its storage thread and the terminal calls them directly."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from app.chats.titles import stand_in_title
 from app.documents import DocumentPrompt
-from storage import ActivePath, ChatRepository, ConversationRecord, MessageRecord, MessageStatus, NewDocument
+from app.engines.finish import message_status
+from app.tools.history import call_records, not_run_record, result_record
+from app.tools.types import ToolCall
+from inference import Delta, FinishReason
+from storage import (
+    ActivePath,
+    ChatRepository,
+    ConversationRecord,
+    MessageRecord,
+    MessageStatus,
+    NewDocument,
+    ToolResultRecord,
+)
+
+if TYPE_CHECKING:  # the loop's events; the machine's module loads the MCP types
+    from app.tools.machine import CallFinished, Stopped, TurnDone
 
 
 @dataclass(frozen=True)
@@ -133,3 +150,57 @@ class ConversationSession:
     def _reply_to(self, parent_id: int | None, conv: ConversationRecord) -> ReplyStart:
         reply = self.repo.start_reply(self.conversation_id, parent_id=parent_id, model=self.model_label(conv))
         return ReplyStart(self.repo.active_path(self.conversation_id), reply)
+
+    def active_path(self) -> ActivePath:
+        """Its branch as it is stored now."""
+        return self.repo.active_path(self.conversation_id)
+
+    # ----- a tool round's rows (app/tools/machine.py's events, as storage keeps them) --------------
+
+    def record_calls(self, reply_id: int, calls: Sequence[ToolCall], written: str) -> MessageRecord:
+        """A streamed reply that ended as calls (the window reads them after it ended): its
+        calls kept, its text emptied; written: the calls as the model wrote them, kept by the
+        session this run for the next turn's prompt."""
+        self.call_texts[reply_id] = written
+        return self.repo.set_tool_calls(reply_id, call_records(calls))
+
+    def record_turn(self, turn: TurnDone) -> MessageRecord:
+        """A whole turn the terminal's loop streamed, at the end of the branch: its text or
+        its calls, its status and stats, under the model the chat's replies record."""
+        last = turn.last
+        model = self.model_label(self.repo.get_conversation(self.conversation_id))
+        return self.repo.add_message(self.conversation_id, "assistant", turn.text,
+                                     status=message_status(last.finish_reason or FinishReason.ERROR), model=model,
+                                     tool_calls=call_records(turn.calls), **_stats(last))
+
+    def record_result(self, finished: CallFinished, after: int | None = None) -> MessageRecord:
+        """A call's result (or its denial) as the "tool" row after message after (None: the
+        end of the branch), its text as the model read it."""
+        from app.tools.machine import result_content  # loaded with the loop that made finished
+
+        return self._add_tool_row(result_content(finished.result),
+                                  result_record(finished.call, finished.result, finished.denied), after)
+
+    def record_unanswered(self, stopped: Stopped, after: int) -> MessageRecord | None:
+        """The calls a stopped loop left without a result, each a "tool" row that says so, in
+        order after message after (the first may have run for stopped.ran_s); the last row,
+        None when there were none."""
+        last = None
+        for i, call in enumerate(stopped.calls):
+            text, record = not_run_record(call, stopped.ran_s if i == 0 else None)
+            last = self._add_tool_row(text, record, after if last is None else last.id)
+        return last
+
+    def _add_tool_row(self, text: str, record: ToolResultRecord, after: int | None) -> MessageRecord:
+        where: dict[str, Any] = {} if after is None else {"parent_id": after}  # none: the active leaf
+        return self.repo.add_message(self.conversation_id, "tool", text, tool_result=record, **where)
+
+
+def _stats(delta: Delta) -> dict[str, Any]:
+    """A turn's final delta as the stats its row keeps."""
+    s = delta.stats
+    fields: dict[str, Any] = {"error_text": delta.error}
+    if s is not None:
+        fields |= {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
+                   "ttft_s": s.ttft_s, "tokens_per_s": s.decode_tok_s}
+    return fields

@@ -4,7 +4,15 @@ not hold the loop), closed when the server stops. A server given no database kee
 store is then a no-op and previous_response_id a 400.
 
 Here, beside the assembly, and not in responses/: the server's state owns it (opened with
-the server, closed when it stops), and every family sits above the state."""
+the server, closed when it stops), and every family sits above the state.
+
+Not through app/conversations' ConversationSession, though a stored Response is a turn of a
+conversation: what is stored is one row of plain values in a table of its own (responses,
+revision 0006: its id, the whole input as chat messages, the output's text, usage), not a
+conversation's message tree, and no reply row streams into it (it is written once, after the
+reply ended, best effort). Its writes are a session's only once a Response is a branch (its
+input the messages, previous_response_id the reply it goes on from): a new revision and a
+migration of the rows kept, and GET rebuilding the input from the branch."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from app.conversations import round_in
-from app.tools import Approval, CallFinished, ToolLoopMachine, ToolResult, call_records, result_content, result_record
-from app.tools.history import call_turns, not_run_record, unanswered_calls
+from app.tools import Approval, CallFinished, ToolLoopMachine, ToolResult
+from app.tools.history import call_turns, unanswered_calls
 from app.tools.machine import AskApproval, Phase, RunCall, StartTurn, Stopped
 from app.tools.rounds import ToolRound
 from inference import Delta
@@ -83,16 +83,15 @@ class ToolRoundsController:
         loop = stream.loop
         if loop is None or loop.turn is None or loop.phase not in (Phase.ASKING, Phase.RUNNING):
             return  # an answer in text (a malformed call among it: text too), an error, a stop
-        calls = loop.turn.calls
+        turn = loop.turn
         conv_id, reply_id = stream.conversation_id, stream.message_id
-        self.ctx.session(conv_id).call_texts[reply_id] = loop.turn.written
+        session = self.ctx.session(conv_id)
         pending = self.pending[conv_id] = PendingCalls(conv_id, loop, reply_id)
-        self._wait(pending, f"calling {calls[0].name}")
-        repo = self.ctx.repo
+        self._wait(pending, f"calling {turn.calls[0].name}")
 
-        def store():
-            repo.set_tool_calls(reply_id, call_records(calls))
-            return repo.active_path(conv_id)
+        def store() -> ActivePath:
+            session.record_calls(reply_id, turn.calls, turn.written)
+            return session.active_path()
 
         self.ctx.storage.run(store, lambda path: self._stored(pending, path), lambda _exc: self._end(pending))
 
@@ -172,13 +171,11 @@ class ToolRoundsController:
         future.add_done_callback(lambda done: self.ctx.gui.post(lambda: ran(done)))
 
     def _store_result(self, pending: PendingCalls, finished: CallFinished) -> None:
-        repo, conv_id = self.ctx.repo, pending.conversation_id
-        call, result = finished.call, finished.result
+        session = self.ctx.session(pending.conversation_id)
 
-        def store():
-            message = repo.add_message(conv_id, "tool", result_content(result), parent_id=pending.parent,
-                                       tool_result=result_record(call, result, finished.denied))
-            return message.id, repo.active_path(conv_id)
+        def store() -> tuple[int, ActivePath]:
+            message = session.record_result(finished, after=pending.parent)
+            return message.id, session.active_path()
 
         def stored(result_) -> None:
             pending.parent, path = result_
@@ -240,14 +237,12 @@ class ToolRoundsController:
             view.set_state(state)
         if not stopped.calls:
             return
-        repo, conv_id = self.ctx.repo, pending.conversation_id
+        conv_id = pending.conversation_id
+        session = self.ctx.session(conv_id)
 
         def store() -> ActivePath:
-            parent = pending.parent
-            for i, call in enumerate(stopped.calls):
-                text, record = not_run_record(call, stopped.ran_s if i == 0 else None)
-                parent = repo.add_message(conv_id, "tool", text, parent_id=parent, tool_result=record).id
-            return repo.active_path(conv_id)
+            session.record_unanswered(stopped, after=pending.parent)
+            return session.active_path()
 
         def stored(path: ActivePath) -> None:
             view = self.ctx.window.view_for(conv_id)
