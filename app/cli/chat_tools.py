@@ -74,6 +74,7 @@ class TerminalTools:
         loop = ToolLoop(engine, self.toolbox, messages, sampling, choice=self.choice, approve=self.approve,
                         max_rounds=self.max_rounds, tool_format=format_of_engine(engine))
         shown = ""  # the text of the turn on screen
+        last_id: int | None = None  # the last row stored, which a stop's "not run" rows follow
         try:
             for event in loop.run():
                 if isinstance(event, TextDelta):
@@ -86,18 +87,26 @@ class TerminalTools:
                     print(f"[tool] {_call_shown(event.call)}")
                 elif isinstance(event, CallFinished):
                     print(_result_shown(event))
-                    if save(partial(session.record_result, event), "a tool's result") is None:
+                    if (row := save(partial(session.record_result, event), "a tool's result")) is None:
                         return None
+                    last_id = row.id
                 elif isinstance(event, TurnDone):
                     shown = ""
-                    if save(partial(session.record_turn, event), "the reply") is None:
+                    if (row := save(partial(session.record_turn, event), "the reply")) is None:
                         return None
+                    last_id = row.id
                     if not event.calls:
                         report(event.last)
         except KeyboardInterrupt:
-            stopped = Delta("", finish_reason=FinishReason.CANCELLED)
-            save(partial(session.record_turn, TurnDone(shown, (), stopped)), "the reply")
-            messages.append({"role": "assistant", "content": shown})
+            left = loop.machine.stop()
+            if left.calls and last_id is not None:
+                # Calls asked about or running when Ctrl-C came: each gets its "not run" row, as
+                # the window's Stop writes them, so no call of the history is left without one.
+                save(partial(session.record_unanswered, left, last_id), "the calls left")
+            else:
+                stopped = Delta("", finish_reason=FinishReason.CANCELLED)
+                save(partial(session.record_turn, TurnDone(shown, (), stopped)), "the reply")
+                messages.append({"role": "assistant", "content": shown})
             print("\n[stopped]", file=sys.stderr)
         return messages[start:]
 

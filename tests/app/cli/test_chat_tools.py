@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from app.tools import DENIED
+from app.tools.history import NOT_RUN
 from tests.support.cli import chorus
-from tests.support.terminal_chat import saved_chats
+from tests.support.terminal_chat import TerminalChat, saved_chats
 
 TIME_SERVER = shlex.join([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])
 TEST_SERVER = shlex.join([sys.executable, str(Path(__file__).parents[2] / "support" / "mcp_test_server.py"), "stdio"])
@@ -61,6 +62,27 @@ def test_a_call_asked_about_and_refused_goes_back_as_a_denial(data_dir):
     denial = next(m for m in messages if m.role == "tool")
     assert denial.content == DENIED and denial.tool_result.denied
     assert messages[-1].role == "assistant" and not messages[-1].tool_calls
+
+
+@pytest.mark.model
+def test_ctrl_c_at_a_calls_question_leaves_no_call_without_its_result(data_dir):
+    """As the window's Stop does: the call asked about when Ctrl-C came is stored as not run,
+    so the history holds no call without a result (it had one before)."""
+    chat = TerminalChat(data_dir, "--mcp", TEST_SERVER, "--tool-choice", "required", "--max-tokens", "60",
+                        "--temperature", "0")
+    chat.wait_for("you> ")
+    chat.type("Add 2 and 3.")
+    chat.wait_for("? [y]es / [a]lways / [n]o ")
+    chat.interrupt()
+    chat.wait_for("you> ", after=chat.out.index("? [y]es"))
+    assert chat.finish() == 0, chat.err
+    assert "[stopped]" in chat.err
+
+    [(_, messages)] = saved_chats(data_dir)
+    calls = [c for m in messages if m.role == "assistant" for c in m.tool_calls]
+    results = {m.tool_result.call_id: m for m in messages if m.role == "tool"}
+    assert calls and {c.id for c in calls} == set(results)
+    assert all(r.content == NOT_RUN and r.tool_result.cancelled for r in results.values())
 
 
 def test_a_malformed_mcp_config_is_one_line_before_the_model_loads(data_dir, tmp_path):
