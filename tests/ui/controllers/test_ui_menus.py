@@ -8,12 +8,14 @@ import json
 import sqlite3
 
 import pytest
+from PySide6.QtCore import QPointF
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from tests.support.databases import seed_data_dir
 from tests.support.gui_app import SCREENSHOTS
 from tests.support.menus_app import Shell
+from tests.support.message_rows import view_point
 from tests.support.pixels import bubble_colour
 from tests.support.window import menu_action
 from ui.theme import apply_theme, current_theme, dark_palette, light_palette
@@ -43,9 +45,10 @@ def _code_background(tab) -> str:
     """The colour painted behind the reply's code line, as it is on screen."""
     view = tab.view
     rect = view.visualRect(view.model().index(1, 0))
+    left = view_point(view, 1, QPointF(0, 0)).x()  # the reply's text starts here
     image = view.viewport().grab().toImage()
     doc_colors = {image.pixelColor(x, y).name() for y in range(rect.top(), rect.bottom())
-                  for x in range(rect.left() + 30, rect.left() + 40)}
+                  for x in range(left + 10, left + 20)}
     found = [bg for bg in (COLORS[False]["bg"], COLORS[True]["bg"]) if bg in doc_colors]
     assert len(found) == 1, f"one code background on screen, not {found}"
     return found[0]

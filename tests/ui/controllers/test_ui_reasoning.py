@@ -7,14 +7,13 @@ reply, delta by delta."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QStyleOptionViewItem
 
 from inference.outputs import Delta, FinishReason, RequestStats
 from tests.app.chats.test_reasoning import QWEN3
 from tests.support.gui_app import SCREENSHOTS
-from ui.widgets.chat.message_delegate import GAP, HEADER_H, PAD
+from tests.support.message_rows import row_document, view_point
 from ui.widgets.chat.reply_document import reasoning_header
 
 REASONING = "Okay, the user is asking what 2+2 is."
@@ -49,19 +48,12 @@ def _recording(engine):
 
 def _document(tab, row):
     """The document the delegate lays the row out with, as it paints it."""
-    view, index = tab.view, tab.model.index(row)
-    option = QStyleOptionViewItem()
-    view.initViewItemOption(option)
-    option.rect = view.visualRect(index)
-    color = option.palette.color(option.palette.ColorRole.Text)
-    return view.delegate._document(tab.model.view(row), view.delegate._text_width(option), option.font, color)
+    return row_document(tab.view, row)
 
 
 def _click_thought_line(tab, row) -> None:
     line = reasoning_header(_document(tab, row))
-    rect = tab.view.visualRect(tab.model.index(row))
-    at = QPoint(int(rect.left() + 2 * PAD + line.left() + 20),
-                int(rect.top() + GAP // 2 + PAD + HEADER_H + line.center().y()))
+    at = view_point(tab.view, row, QPointF(line.left() + 20, line.center().y()))
     tab.view.window().activateWindow()
     QTest.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
 

@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QStyleOptionViewItem
 
 from app.tools import DENIED, StdioServer
 from tests.support.desk import Desk
 from tests.support.gui_app import App
-from ui.widgets.chat.message_delegate import GAP, HEADER_H, PAD
+from tests.support.message_rows import row_document, view_point
 from ui.widgets.chat.reply_document import reasoning_header
 from ui.widgets.models.model_picker import READY, ModelStatus
 from ui.widgets.window.tab_activity import TabState
@@ -169,12 +168,7 @@ def test_a_chat_without_tools_on_is_offered_none(desk, engine, tools):
 
 
 def _document(tab, row):
-    view, index = tab.view, tab.model.index(row)
-    option = QStyleOptionViewItem()
-    view.initViewItemOption(option)
-    option.rect = view.visualRect(index)
-    color = option.palette.color(option.palette.ColorRole.Text)
-    return view.delegate._document(tab.model.view(row), view.delegate._text_width(option), option.font, color)
+    return row_document(tab.view, row)
 
 
 def _shown(tab, row) -> str:
@@ -183,9 +177,7 @@ def _shown(tab, row) -> str:
 
 def _click_header(tab, row) -> None:
     line = reasoning_header(_document(tab, row))
-    rect = tab.view.visualRect(tab.model.index(row))
-    at = QPoint(int(rect.left() + 2 * PAD + line.left() + 10),
-                int(rect.top() + GAP // 2 + PAD + HEADER_H + line.center().y()))
+    at = view_point(tab.view, row, QPointF(line.left() + 10, line.center().y()))
     QTest.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
 
 

@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QListView, QToolButton
 
-from ui.widgets.chat.message_delegate import GAP, PAD
+from ui.widgets.chat.message_delegate import PAD, bubble_rect
 from ui.widgets.chat.message_model import MessageView
 
 # name: (label, tooltip), in the bar's order
@@ -115,7 +115,8 @@ class MessageActions(QFrame):
         self.raise_()
 
     def _place(self, index: QModelIndex) -> None:
-        bubble = self.list_view.visualRect(index).adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        message: MessageView = self.list_view.model().view(index.row())
+        bubble = bubble_rect(self.list_view.visualRect(index), message.role)
         size = self.sizeHint()
         x = bubble.right() - size.width() - PAD
         y = bubble.bottom() - size.height() // 2  # across the bubble's bottom edge

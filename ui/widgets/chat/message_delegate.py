@@ -38,6 +38,13 @@ from ui.widgets.chat.reply_document import (
 PAD = 10
 GAP = 6
 HEADER_H = 18  # the role's line at the usual 9-10 pt font; see header_height
+# The reading column: bubbles at most this wide (about 740 px of text), centred in a wide
+# window, as a line of text much longer than ~90 characters is hard to follow.
+READING_WIDTH = 760
+# A user's message is set in from the column's left, so the two voices read apart; only
+# where the column is wide enough to spare it (not in a narrow compare pane).
+USER_INDENT = 64
+USER_INDENT_FROM = 480
 COPY_W = 64  # the Copy button's hit box, at the right of a code block's toolbar
 COPIED_MS = 2000  # how long a code block's button says "Copied ✓" before it is Copy again
 CACHE_SIZE = 512
@@ -94,6 +101,17 @@ def code_style_sheet(text: QColor, link: QColor) -> str:
     )
 
 
+
+
+def bubble_rect(row: QRect, role: str) -> QRect:
+    """Where a message's bubble is drawn in its row of the list: the reading column, centred
+    when the row is wider, a user's message set in from the left."""
+    rect = row.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+    if rect.width() > READING_WIDTH:
+        rect = QRect(rect.left() + (rect.width() - READING_WIDTH) // 2, rect.top(), READING_WIDTH, rect.height())
+    if role == "user" and rect.width() >= USER_INDENT_FROM:
+        rect.setLeft(rect.left() + USER_INDENT)
+    return rect
 
 
 def header_height(font: QFont) -> int:
@@ -157,12 +175,22 @@ class MessageDelegate(QStyledItemDelegate):
             self._docs.move_to_end(key)
         return doc
 
-    def _text_width(self, option: QStyleOptionViewItem) -> int:
-        return option.rect.width() - 4 * PAD
+    def _text_width(self, option: QStyleOptionViewItem, view: MessageView) -> int:
+        return bubble_rect(option.rect, view.role).width() - 2 * PAD
+
+    def row_document(self, option: QStyleOptionViewItem, view: MessageView) -> QTextDocument:
+        """The document a row is painted with (option: the row's, as the view gives it)."""
+        return self._document(view, self._text_width(option, view), option.font,
+                              option.palette.color(QPalette.ColorRole.Text))
+
+    def document_origin(self, option: QStyleOptionViewItem, view: MessageView) -> QPoint:
+        """Where the row's document starts, in the view's coordinates (below the header)."""
+        rect = bubble_rect(option.rect, view.role)
+        return QPoint(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
 
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         view: MessageView = index.data(ViewRole)
-        width = self._text_width(option)
+        width = self._text_width(option, view)
         key = self._content_key(view, width, option.font)
         height = self._heights.get(key)
         if height is None:
@@ -180,7 +208,7 @@ class MessageDelegate(QStyledItemDelegate):
         view: MessageView = index.data(ViewRole)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        rect = bubble_rect(option.rect, view.role)
         palette = option.palette
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(bubble_color(palette, view.role, view.status))
@@ -193,7 +221,7 @@ class MessageDelegate(QStyledItemDelegate):
         text_color = palette.color(QPalette.ColorRole.Text)
         self.link_color = palette.color(QPalette.ColorRole.Link)
         self.dim_color = palette.color(QPalette.ColorRole.PlaceholderText)
-        doc = self._document(view, self._text_width(option), option.font, text_color)
+        doc = self._document(view, self._text_width(option, view), option.font, text_color)
         painter.translate(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
         self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
@@ -201,7 +229,7 @@ class MessageDelegate(QStyledItemDelegate):
         chips = message_chips(view)
         if chips:
             painter.translate(0, doc.size().height() + CHIP_GAP)
-            paint_chips(painter, chips, self._text_width(option), option.font, palette, self.thumbnails)
+            paint_chips(painter, chips, self._text_width(option, view), option.font, palette, self.thumbnails)
         painter.restore()
 
     def chip_boxes(self, option: QStyleOptionViewItem, view: MessageView) -> list[tuple[MessageChip, QRect]]:
@@ -209,12 +237,9 @@ class MessageDelegate(QStyledItemDelegate):
         chips = message_chips(view)
         if not chips:
             return []
-        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
-        color = option.palette.color(QPalette.ColorRole.Text)
-        doc = self._document(view, self._text_width(option), option.font, color)
-        top = rect.top() + PAD + header_height(option.font) + int(doc.size().height()) + CHIP_GAP
-        origin = QPoint(rect.left() + PAD, top)
-        rects = chip_rects(chips, self._text_width(option), option.font)
+        doc = self.row_document(option, view)
+        origin = self.document_origin(option, view) + QPoint(0, int(doc.size().height()) + CHIP_GAP)
+        rects = chip_rects(chips, self._text_width(option, view), option.font)
         return [(chip, box.translated(origin)) for chip, box in zip(chips, rects, strict=True)]
 
     def chip_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> MessageChip | None:
@@ -267,18 +292,14 @@ class MessageDelegate(QStyledItemDelegate):
 
     def code_block_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> CodeBlock | None:
         """The code block whose Copy is under pos (in the view's coordinates), if any."""
-        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
-        color = option.palette.color(QPalette.ColorRole.Text)
-        doc = self._document(view, self._text_width(option), option.font, color)
-        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
+        doc = self.row_document(option, view)
+        local = QPointF(pos) - QPointF(self.document_origin(option, view))
         return next((block for block, _bar, copy in self.code_toolbars(doc) if copy.contains(local)), None)
 
     def reasoning_header_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> bool:
         """Whether pos (in the view's coordinates) is on a reply's "Thought for N s" line."""
-        rect = option.rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
-        color = option.palette.color(QPalette.ColorRole.Text)
-        header = reasoning_header(self._document(view, self._text_width(option), option.font, color))
-        local = QPointF(pos) - QPointF(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
+        header = reasoning_header(self.row_document(option, view))
+        local = QPointF(pos) - QPointF(self.document_origin(option, view))
         return header is not None and header.contains(local)
 
     def toggle_reasoning(self, view: MessageView, index) -> None:
@@ -323,7 +344,7 @@ class MessageDelegate(QStyledItemDelegate):
 
     def arrow_at(self, option_rect, view: MessageView, font: QFont, pos) -> int:
         """-1 or +1 when pos is on the ‹ or › of a branched message's header, else 0."""
-        rect = option_rect.adjusted(PAD, GAP // 2, -PAD, -GAP // 2)
+        rect = bubble_rect(option_rect, view.role)
         _h, _f, _d, arrows = self._header_parts(rect, view, font)
         if not arrows or view.message_id is None:
             return 0

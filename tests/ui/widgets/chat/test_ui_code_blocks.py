@@ -5,9 +5,10 @@ defect 6). Real widgets offscreen, real clicks, real pixels."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 
+from tests.support.message_rows import row_document, view_point
 from ui.theme import dark_palette, light_palette
 from ui.widgets.chat.code_highlight import COLORS
 from ui.widgets.chat.message_delegate import COPIED_MS
@@ -31,28 +32,15 @@ def shown(qtbot):
     return view
 
 
-def _option(view):
-    from PySide6.QtWidgets import QStyleOptionViewItem
-
-    option = QStyleOptionViewItem()
-    view.initViewItemOption(option)
-    option.rect = view.visualRect(view.model().index(0))
-    option.widget = view
-    return option
-
-
 def _doc(view):
-    option = _option(view)
-    d = view.delegate
-    return d._document(view.model().view(0), d._text_width(option), option.font,
-                       option.palette.color(QPalette.ColorRole.Text))
+    return row_document(view, 0)
 
 
 def test_long_code_lines_wrap_inside_the_bubble(shown):
     doc = _doc(shown)
     long_line = next(b for b in _blocks(doc) if b.text().strip().startswith("x = "))
     assert long_line.layout().lineCount() > 1  # wrapped, not clipped at the bubble's edge
-    assert doc.idealWidth() <= shown.delegate._text_width(_option(shown)) + 1
+    assert doc.idealWidth() <= doc.textWidth() + 1
 
 
 def _blocks(doc):
@@ -69,11 +57,8 @@ def test_each_code_block_has_its_language_and_copy_copies_it(shown, qtbot):
     assert firsts == [("python", "def f():"), ("bash", "ls -l")]
     assert bars[0][0].code == f"def f():\n    {LONG}"
     # Click the second block's Copy where it is painted on screen.
-    option = _option(shown)
-    bubble = option.rect.adjusted(10, 3, -10, -3)
-    origin = QPoint(bubble.left() + 10, bubble.top() + 10 + 18)
     copy_rect = bars[1][2]  # the bash block's Copy
-    click = origin + copy_rect.center().toPoint()
+    click = view_point(shown, 0, copy_rect.center())
     copied = []
     shown.delegate.code_copied.connect(copied.append)
     qtbot.mouseClick(shown.viewport(), Qt.MouseButton.LeftButton, pos=click)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QUrl
 from PySide6.QtGui import QGuiApplication, QPalette, QTextDocument
-from PySide6.QtWidgets import QMenu, QStyleOptionViewItem
+from PySide6.QtWidgets import QMenu
 
 from app.chats import latex
 from tests.support.gui_app import SCREENSHOTS
+from tests.support.message_rows import row_document
 from ui.widgets.chat.chat_tab import ChatTab
 from ui.widgets.chat.math_images import SCHEME, math_images
 from ui.widgets.chat.message_model import MessageView
@@ -40,13 +41,7 @@ def _tab(qtbot, width=760, height=560) -> ChatTab:
 
 
 def _doc(tab, row) -> QTextDocument:
-    view = tab.view
-    option = QStyleOptionViewItem()
-    view.initViewItemOption(option)
-    option.rect = view.visualRect(view.model().index(row))
-    d = view.delegate
-    return d._document(view.model().view(row), d._text_width(option), option.font,
-                       option.palette.color(QPalette.ColorRole.Text))
+    return row_document(tab.view, row)
 
 
 def _images(doc) -> list[str]:
