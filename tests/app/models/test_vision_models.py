@@ -4,6 +4,7 @@ vision entry."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,12 @@ def test_capacity_counts_the_projector(model_path: Path, tmp_path: Path) -> None
     projector.write_bytes(b"x" * 1234)
     assert capacity.projector_size(projector) == 1234 and capacity.projector_size(None) == 0
     assert capacity.projector_size(tmp_path / "gone.gguf") == 0
+    # What a model pool counts for a CPU load: the projector too.
+    from inference import LoadSettings
+
+    cpu = LoadSettings(model_path=model_path, n_ctx=2048, n_gpu_layers=0)
+    with_projector = capacity.load_bytes(replace(cpu, mmproj=projector), header, gpu_supported=False)
+    assert with_projector == capacity.load_bytes(cpu, header, gpu_supported=False) + 1234
 
 
 def test_the_catalog_s_vision_model_lives_with_its_projector(tmp_path: Path) -> None:
