@@ -50,14 +50,19 @@ def resolve_model(args: argparse.Namespace, base: Path) -> Path:
     """The chosen model; the default one is fetched on first use, no questions asked."""
     mdir = models_dir(base)
     if getattr(args, "draft_model", None):  # read by explicit_settings
-        args.draft_model_path = _installed(args.draft_model, mdir)
-    return _installed(args.model or model_catalog.DEFAULT_MODEL, mdir)
+        args.draft_model_path = _installed(args.draft_model, mdir, base)
+    return _installed(args.model or model_catalog.DEFAULT_MODEL, mdir, base)
 
 
-def _installed(name: str, mdir: Path) -> Path:
+def _installed(name: str, mdir: Path, base: Path) -> Path:
     spec = model_catalog.CATALOG.get(name)
     if spec is not None and not model_catalog.is_installed(spec, mdir):
         model_catalog.fetch(spec, mdir, say=lambda m: print(f"chorus: {m}", file=sys.stderr))
+        if spec.sees_images:  # its projector becomes its default before the defaults are read
+            from app.models.library import open_library
+
+            with open_library(base) as library:
+                library.record_fetched(name)
     return model_catalog.resolve(name, mdir)
 
 

@@ -130,8 +130,9 @@ def run_fetch(args: argparse.Namespace, base: Path) -> int:
     for name in names:
         path = model_catalog.fetch(model_catalog.CATALOG[name], models_dir(base), say=_say)
         with open_library(base) as library:
-            library.record_local(path)  # a catalog model's file: recorded as the catalog's
-        print(f"{name}: {path} (sha256 verified)")
+            entry = library.record_fetched(name)  # recorded as the catalog's, with its projector
+        vision = f", with vision projector {Path(entry.defaults.mmproj).name}" if entry.defaults.mmproj else ""
+        print(f"{name}: {path} (sha256 verified{vision})")
     return 0
 
 
@@ -176,20 +177,24 @@ def run_fit(args: argparse.Namespace, base: Path) -> int:
     try:
         path = _model_file(args.name or model_catalog.DEFAULT_MODEL, base)
         header = read_gguf_header(path)
+        with open_library(base) as library:
+            projector = library.defaults_for(path).mmproj  # a vision model's projector counts too
     except (LibraryError, GgufError, OSError, model_catalog.ModelFetchError) as exc:
         return _fail(exc)
+    projector_bytes = capacity.projector_size(projector)
     ram, gpu = machine_memory()
     from inference import backend  # llama.cpp loads for this command alone, not at the CLI's start
 
     rows = capacity.plan(header, ram, gpu, backend.gpu_offload_supported(), args.gpu_layers,
-                         contexts=tuple(args.ctx) if args.ctx else capacity.CONTEXTS)
+                         contexts=tuple(args.ctx) if args.ctx else capacity.CONTEXTS, projector_bytes=projector_bytes)
     if args.json:
         print(json.dumps({"model": path.name, "ram_available": ram, "gpu_free": gpu,
-                          "capacity": [asdict(r) for r in rows]}, indent=2))
+                          "projector_bytes": projector_bytes, "capacity": [asdict(r) for r in rows]}, indent=2))
         return 0
     contexts = sorted({r.ctx_per_chat for r in rows})
     limit = rows[0].limit if rows else "RAM"
-    print(f"{path.name}: chats that fit in {gb(ram) if limit == 'RAM' else gb(gpu or 0)} free {limit} "
+    vision = f", with its vision projector ({gb(projector_bytes)})" if projector_bytes else ""
+    print(f"{path.name}{vision}: chats that fit in {gb(ram) if limit == 'RAM' else gb(gpu or 0)} free {limit} "
           f"(at most {capacity.MAX_CHATS})")
     print(f"{'KV type':<10}" + "".join(f"{f'{c} tokens':>14}" for c in contexts))
     for kv in dict.fromkeys(r.kv_type for r in rows):

@@ -2,7 +2,9 @@
 from the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN / `hf auth login`, HF_HUB_OFFLINE apply).
 
 pull without a file or quant picks the largest file that fits this machine (fit.py), from
-each file's memory estimate for --ctx tokens, and says which and why. A progress bar on a
+each file's memory estimate for --ctx tokens, and says which and why. A vision model's
+projector (hub_files.choose_projector) is pulled with it, said, and recorded as the model's
+library default, so that it loads seeing images. A progress bar on a
 terminal (tqdm), nothing but the result when the output is not one.
 """
 
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli.command import add_command
-from app.models.fit import Fit, FitVerdict, assess, best_file, gb, machine_memory
+from app.models.fit import Fit, FitVerdict, assess_file, best_file, gb, machine_memory
+from app.models.hub_files import projector_reason
 from app.models.hub_types import DownloadProgress, HubError, HubFile
 from app.paths import models_dir
 
@@ -53,7 +56,8 @@ def run_search(args: argparse.Namespace, base: Path) -> int:
         return 0
     for r in repos:
         details = ", ".join(x for x in (r.architecture, f"ctx {r.context_length}" if r.context_length else None,
-                                        "gated" if r.gated else None) if x)
+                                        "gated" if r.gated else None, "sees images" if r.sees_images else None)
+                            if x)
         print(f"{r.repo_id:<50} {r.downloads:>9} downloads {r.likes:>6} likes  {details}")
     return 0
 
@@ -68,13 +72,19 @@ def run_pull(args: argparse.Namespace, base: Path) -> int:
         chosen = _pick(client, files, wanted, args.ctx)
         if chosen is None:
             return 1
+        if chosen.projector is not None:
+            print(f"with vision projector {Path(chosen.projector.name).name} ({projector_reason(chosen)}, "
+                  f"{gb(chosen.projector.size_bytes)}): the model sees images", file=sys.stderr)
         path = _download(client, chosen, models_dir(base))
     except HubError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
         _fail(f"interrupted; `chorus models pull {args.spec}` resumes the download")
         return 130
-    _record(base, path, chosen)
+    from app.models.hub_download import installed_path  # huggingface_hub: loaded by _client already
+
+    projector = installed_path(chosen.projector, models_dir(base)) if chosen.projector is not None else None
+    _record(base, path, chosen, projector)
     print(path)
     return 0
 
@@ -113,9 +123,7 @@ def _verdicts(client: HubClient, files: list[HubFile], n_ctx: int) -> dict[str, 
     ram, gpu_free = machine_memory()
     verdicts = {}
     for f in files:
-        estimate = client.estimate(f, n_ctx)
-        total, on_gpu = (estimate.total_bytes, estimate.gpu_bytes) if estimate else (f.size_bytes, 0)
-        verdicts[f.name] = assess(total, on_gpu, ram, gpu_free)
+        verdicts[f.name] = assess_file(f, client.estimate(f, n_ctx), ram, gpu_free)  # its projector counted
     return verdicts
 
 
@@ -132,7 +140,7 @@ def _progress_bar(file: HubFile) -> tuple[Callable[[DownloadProgress], None] | N
         return None, lambda: None
     from tqdm import tqdm
 
-    bar = tqdm(total=file.size_bytes, unit="B", unit_scale=True, unit_divisor=1024, desc=Path(file.name).name,
+    bar = tqdm(total=file.download_bytes, unit="B", unit_scale=True, unit_divisor=1024, desc=Path(file.name).name,
                file=sys.stderr)
 
     def show(p: DownloadProgress) -> None:
@@ -141,7 +149,7 @@ def _progress_bar(file: HubFile) -> tuple[Callable[[DownloadProgress], None] | N
     return show, bar.close
 
 
-def _record(base: Path, path: Path, file: HubFile) -> None:
+def _record(base: Path, path: Path, file: HubFile, projector: Path | None) -> None:
     """Into the model library (app/models/library.py), where this build has it."""
     try:
         from app.models.library import LibraryError, open_library
@@ -151,7 +159,7 @@ def _record(base: Path, path: Path, file: HubFile) -> None:
 
     try:
         with open_library(base) as library:
-            library.record_download(path, file.repo_id, file.parts[0].sha256)
+            library.record_download(path, file.repo_id, file.parts[0].sha256, projector)
     except (LibraryError, StorageError) as exc:
         print(f"chorus: {path.name} is installed, but the library did not record it: {exc}", file=sys.stderr)
 

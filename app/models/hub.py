@@ -25,7 +25,7 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 
 from app.models.hub_download import PartDownloader, installed_path
 from app.models.hub_errors import hub_errors, no_connection, translate
-from app.models.hub_files import group_gguf_files, model_stem, quant_of
+from app.models.hub_files import group_gguf_files, is_projector, model_stem, projector_files, quant_of
 from app.models.hub_types import (
     DownloadCancelled,
     DownloadProgress,
@@ -48,7 +48,8 @@ __all__ = [
 
 # What a search asks the Hub to return per repository (ExpandModelProperty_T in hf_api.py);
 # "gguf" is the Hub's summary of the repo's GGUF: architecture, context_length, chat_template.
-SEARCH_FIELDS = ["downloads", "likes", "gated", "lastModified", "gguf"]
+# "siblings" (the file names) tells a vision repository: one with mmproj files.
+SEARCH_FIELDS = ["downloads", "likes", "gated", "lastModified", "gguf", "siblings"]
 # Header reads start with this many bytes and double until the header parses; a header is
 # mostly the vocabulary (a few MB for 250k tokens), so this bounds a damaged file's cost.
 FIRST_RANGE = 1 << 20
@@ -133,14 +134,19 @@ class HubClient:
             return [_repo(m) for m in found]
 
     def files(self, repo_id: str) -> list[HubFile]:
-        """The repository's GGUF model files (split ones grouped), smallest first."""
+        """The repository's GGUF model files (split ones grouped), smallest first; each with
+        its vision projector where the repository has some (hub_files.choose_projector)."""
+        return self.repo_files(repo_id)[0]
+
+    def repo_files(self, repo_id: str) -> tuple[list[HubFile], list[HubFile]]:
+        """The repository's model files (as files()) and its vision projectors (mmproj)."""
         with hub_errors(self.endpoint, repo_id):
             info = self._api.model_info(repo_id, files_metadata=True, timeout=TIMEOUT_S)
         parts = [
             HubFilePart(s.rfilename, int(s.lfs.size if s.lfs else (s.size or 0)), s.lfs.sha256 if s.lfs else None)
             for s in info.siblings or []
         ]
-        return group_gguf_files(repo_id, parts, info.sha)
+        return group_gguf_files(repo_id, parts, info.sha), projector_files(repo_id, parts, info.sha)
 
     def estimate(self, file: HubFile, n_ctx: int, gpu_layers: int | None = None) -> MemoryEstimate | None:
         """Weights + KV cache for n_ctx, from the GGUF headers read by HTTP range requests;
@@ -241,8 +247,23 @@ class HubClient:
         cancel: threading.Event | None = None,
     ) -> Path:
         """Downloads (or resumes) every part, checks each sha256, installs them; returns the
-        first part's path under models_dir/<owner>/<repo>/. Blocking."""
-        return PartDownloader(self.endpoint, self.token, file, Path(models_dir), progress, cancel).run()
+        first part's path under models_dir/<owner>/<repo>/. A vision model's projector
+        (file.projector) comes after it, into the same folder (installed_path(file.projector,
+        models_dir)); progress counts both. Blocking."""
+        model = PartDownloader(self.endpoint, self.token, file, Path(models_dir),
+                               _counted(progress, 0, file.download_bytes), cancel).run()
+        if file.projector is not None:
+            PartDownloader(self.endpoint, self.token, file.projector, Path(models_dir),
+                           _counted(progress, file.size_bytes, file.download_bytes), cancel).run()
+        return model
+
+
+def _counted(progress: Callable[[DownloadProgress], None] | None, before: int,
+             total: int) -> Callable[[DownloadProgress], None] | None:
+    """progress for one file of a download of several: its bytes after those before it, of total."""
+    if progress is None:
+        return None
+    return lambda p: progress(DownloadProgress(before + p.done_bytes, total, p.filename))
 
 
 def _repo(m: ModelInfo) -> HubRepo:
@@ -256,6 +277,7 @@ def _repo(m: ModelInfo) -> HubRepo:
         last_modified=m.last_modified,
         architecture=gguf.get("architecture") or None,
         context_length=int(ctx) if isinstance(ctx, (int, float)) and ctx > 0 else None,
+        sees_images=any(is_projector(s.rfilename) for s in m.siblings or []),
     )
 
 

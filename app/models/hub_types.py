@@ -48,6 +48,7 @@ class HubRepo:
     last_modified: datetime | None
     architecture: str | None  # from the Hub's GGUF summary ("gguf" expand), when given
     context_length: int | None
+    sees_images: bool = False  # it has vision projectors (mmproj files): a vision model
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,18 @@ class HubFile:
     quant: str | None  # "Q4_K_M", "IQ4_XS", "F16"... parsed from the file name
     parts: tuple[HubFilePart, ...]
     revision: str | None = None  # the commit the listing came from: downloads pin it
+    # A vision model's projector (an mmproj GGUF of the same repository, chosen by
+    # hub_files.choose_projector): downloaded beside the model, which then sees images.
+    projector: HubFile | None = None
 
     @property
     def size_bytes(self) -> int:
         return sum(p.size_bytes for p in self.parts)
+
+    @property
+    def download_bytes(self) -> int:
+        """The model's parts and its projector: what a download fetches."""
+        return self.size_bytes + (self.projector.size_bytes if self.projector is not None else 0)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from app.models import catalog as model_catalog
 from app.models.gguf_files import all_present, is_later_part, parts_of, size_on_disk
+from app.models.hub_files import is_projector
 from app.paths import models_dir
 from inference import KV_TYPES, SPECULATIVE_MODES, LoadSettings, template_problem
 from storage import DEFAULT_FILENAME, Database, LibraryRepository, open_database
@@ -132,6 +133,11 @@ class LibraryEntry:
     defaults: ModelDefaults
     installed: bool  # every file of it is on disk
 
+    @property
+    def sees_images(self) -> bool:
+        """It loads with a vision projector (its default), so its chats show it their images."""
+        return self.defaults.mmproj is not None
+
 
 def _key(path: Path | str) -> Path:
     """One spelling per file: records and loaded paths are compared absolute and normalised.
@@ -202,16 +208,56 @@ class ModelLibrary:
         entry = self.listed(name)
         if entry is None or not self._owned(entry.path):
             return []
-        return [p for p in parts_of(entry.path) if p.exists()]
+        return [p for p in parts_of(entry.path) if p.exists()] + self._own_projector(entry)
+
+    def _own_projector(self, entry: LibraryEntry) -> list[Path]:
+        """The entry's projector when it came with it (a projector in the models folder) and
+        no other model of the library uses it."""
+        if entry.defaults.mmproj is None:
+            return []
+        projector = _key(entry.defaults.mmproj)
+        shared = any(e.path != entry.path and e.defaults.mmproj is not None and _key(e.defaults.mmproj) == projector
+                     for e in self.entries())
+        owned = self._owned(projector) and is_projector(projector.name) and projector.is_file()
+        return [projector] if owned and not shared else []
 
     # ----- recording ------------------------------------------------------------------------
 
-    def record_download(self, path: Path, repo_id: str, sha256: str | None) -> LibraryEntry:
-        """A model downloaded from the Hub (its first part when split) into the models folder."""
+    def record_download(self, path: Path, repo_id: str, sha256: str | None,
+                        projector: Path | None = None) -> LibraryEntry:
+        """A model downloaded from the Hub (its first part when split) into the models folder;
+        projector: its vision projector, downloaded beside it, made its default (mmproj)."""
         key = _key(path)
         name = key.name if not self._name_taken(key.name, key) else f"{repo_id}/{key.name}"
-        self.records.record(name, str(key), "hub", hub_repo=repo_id, sha256=sha256, size_bytes=size_on_disk(key))
+        record = self.records.record(name, str(key), "hub", hub_repo=repo_id, sha256=sha256,
+                                     size_bytes=size_on_disk(key))
+        if projector is not None:
+            self._set_projector(record.name, projector)
         return self._entry_at(key)
+
+    def record_fetched(self, key: str) -> LibraryEntry:
+        """A catalog model just fetched: recorded, with its projector as its default when
+        it has one (a vision model from the Hub)."""
+        spec = self.catalog[key]
+        path = model_catalog.model_path(spec, self.models_dir)
+        projector = model_catalog.projector_path(spec, self.models_dir)
+        return self.record_projector(path, projector) if projector is not None else self.record_local(path)
+
+    def record_projector(self, path: Path, projector: Path) -> LibraryEntry:
+        """The model at path sees images with projector (a catalog model's, fetched with it):
+        recorded as its default unless the user chose another."""
+        entry = self.record_local(path)
+        if entry.defaults.mmproj is None:
+            self._set_projector(entry.name, projector)
+        return self._entry_at(entry.path)
+
+    def _set_projector(self, name: str, projector: Path) -> None:
+        record = self.records.by_name(name)
+        stored = ModelDefaults.from_dict(record.load_settings) if record is not None else ModelDefaults()
+        chosen = replace(stored, mmproj=str(_key(projector)))
+        if chosen.speculative == "draft":  # a projector does not go with a draft model: the download wins
+            chosen = replace(chosen, speculative=None, draft_model=None)
+        self.records.set_load_settings(name, chosen.as_dict())
 
     def record_local(self, path: Path) -> LibraryEntry:
         """A GGUF file the user loaded. One the library knows keeps its record (and source)."""
@@ -242,7 +288,8 @@ class ModelLibrary:
     # ----- removing ---------------------------------------------------------------------------
 
     def remove(self, name: str, loaded: set[Path]) -> None:
-        """Delete the model's files (all parts; see files_to_delete) and forget it. Refused
+        """Delete the model's files (all parts and the projector it came with; see
+        files_to_delete) and forget it. Refused
         with ModelInUse while one of them is loaded; a file that cannot be deleted raises
         LibraryError and the record stays."""
         entry = self.listed(name)
@@ -302,4 +349,4 @@ class ModelLibrary:
             files = sorted(self.models_dir.glob("*.gguf"))
         except OSError:
             return []
-        return [_key(f) for f in files if not is_later_part(f)]
+        return [_key(f) for f in files if not is_later_part(f) and not is_projector(f.name)]

@@ -22,6 +22,9 @@ from tests.support.hub_repos import (
     SPLIT_DIR,
     SPLIT_PREFIX,
     TAMPERED_REPO,
+    VISION_FILES,
+    VISION_PROJECTORS,
+    VISION_REPO,
 )
 from tests.support.hub_standin import StandinFile, StandinHub, StandinRepo
 
@@ -32,8 +35,22 @@ def split_parts(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> l
     return split_gguf(model_path, tmp_path_factory.mktemp("split"), SPLIT_PREFIX, 2)
 
 
+@pytest.fixture(scope="session")
+def projector_sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Stand-ins for the vision repository's two projectors: small files of different bytes
+    (the Hub only serves them; nothing loads them here)."""
+    folder = tmp_path_factory.mktemp("projectors")
+    paths = []
+    for i, name in enumerate(VISION_PROJECTORS):
+        path = folder / name
+        path.write_bytes(b"GGUF" + bytes([i]) * (40_000 * (i + 1)))  # the f16 one is the larger
+        paths.append(path)
+    return paths
+
+
 @pytest.fixture(scope="module")
-def _standin(model_path: Path, gemma_path: Path, split_parts: list[Path]) -> Iterator[StandinHub]:
+def _standin(model_path: Path, gemma_path: Path, split_parts: list[Path],
+             projector_sources: list[Path]) -> Iterator[StandinHub]:
     smol = [StandinFile(SMOL_FILE, model_path)]
     smol += [StandinFile(f"{SPLIT_DIR}/{p.name}", p) for p in split_parts]
     hub = StandinHub([
@@ -42,6 +59,8 @@ def _standin(model_path: Path, gemma_path: Path, split_parts: list[Path]) -> Ite
         StandinRepo(GATED_REPO, [StandinFile(GEMMA_FILE, gemma_path)], downloads=300, likes=5, gated="manual"),
         StandinRepo(TAMPERED_REPO, [StandinFile(SMOL_FILE, model_path, corrupt=True)], downloads=1),
         StandinRepo(QUANTS_REPO, [StandinFile(name, gemma_path) for name in QUANT_FILES], downloads=2),
+        StandinRepo(VISION_REPO, [StandinFile(name, model_path) for name in VISION_FILES]
+                    + [StandinFile(p.name, p) for p in projector_sources], downloads=1),
     ]).start()
     yield hub
     hub.stop()

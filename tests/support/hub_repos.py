@@ -11,3 +11,7 @@ SPLIT_PREFIX = "SmolLM2-135M-Instruct-Q4_1"
 # The same Gemma bytes under two quant names: the second file's estimate comes from the first's header.
 QUANTS_REPO = "chorus-test/gemma-3-270m-quants-GGUF"
 QUANT_FILES = ("gemma-3-270m-it-Q4_K_M.gguf", "gemma-3-270m-it-Q5_K_M.gguf")
+# A vision model: two quants (the SmolLM2 bytes under SmolVLM names) and two projectors.
+VISION_REPO = "chorus-test/SmolVLM-test-GGUF"
+VISION_FILES = ("SmolVLM-test-Q4_1.gguf", "SmolVLM-test-Q8_0.gguf")
+VISION_PROJECTORS = ("mmproj-SmolVLM-test-Q8_0.gguf", "mmproj-SmolVLM-test-f16.gguf")

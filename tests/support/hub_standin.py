@@ -218,6 +218,7 @@ class StandinHub:
             "tags": ["gguf", "text-generation"],
             "library_name": "gguf",
             "gguf": self._gguf[repo.repo_id],
+            "siblings": [{"rfilename": f.filename} for f in repo.files],  # expand=siblings: names only
         }
         if not expand:  # the Hub's default list fields
             expand = ["downloads", "likes", "private", "tags", "library_name"]

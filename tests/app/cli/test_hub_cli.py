@@ -17,7 +17,15 @@ import pytest
 
 from app.models.hub_download import PARTIAL_DIR
 from tests.support.cli import chorus_in_process
-from tests.support.hub_repos import GEMMA_FILE, GEMMA_REPO, SMOL_FILE, SMOL_REPO
+from tests.support.hub_repos import (
+    GEMMA_FILE,
+    GEMMA_REPO,
+    SMOL_FILE,
+    SMOL_REPO,
+    VISION_FILES,
+    VISION_PROJECTORS,
+    VISION_REPO,
+)
 from tests.support.net import serving_on_a_thread
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_until
@@ -70,6 +78,43 @@ def test_a_pulled_model_is_in_the_library(endpoint, tmp_path, capsys):
     listed = chorus_in_process(capsys, tmp_path, "models", "list")
     row = next(line for line in listed.stdout.splitlines() if SMOL_FILE in line)
     assert SMOL_REPO in row
+
+
+def test_search_marks_a_vision_repository(endpoint, tmp_path, capsys):
+    out = chorus_in_process(capsys, tmp_path, "models", "search", "chorus-test")
+    lines = {line.split()[0]: line for line in out.stdout.splitlines()}
+    assert "sees images" in lines[VISION_REPO] and "sees images" not in lines[SMOL_REPO]
+
+
+def test_pull_of_a_vision_model_fetches_its_projector_and_makes_it_the_default(endpoint, tmp_path, capsys,
+                                                                                model_path):
+    from app.models.library import open_library
+
+    q8_projector, f16_projector = VISION_PROJECTORS
+    # Q4_1: no projector of that quant, so the F16 one.
+    out = chorus_in_process(capsys, tmp_path, "models", "pull", f"{VISION_REPO}:Q4_1")
+    assert out.returncode == 0, out.stderr
+    folder = tmp_path / "models" / VISION_REPO
+    assert out.stdout.strip() == str(folder / VISION_FILES[0])
+    assert f"with vision projector {f16_projector} (F16: none has the model's quant" in out.stderr
+    assert (folder / VISION_FILES[0]).stat().st_size == model_path.stat().st_size
+    assert (folder / f16_projector).is_file() and not (folder / q8_projector).exists()
+    # Q8_0: the projector of its own quant.
+    out = chorus_in_process(capsys, tmp_path, "models", "pull", f"{VISION_REPO}:Q8_0")
+    assert out.returncode == 0, out.stderr
+    assert f"with vision projector {q8_projector} (the model's own quant, Q8_0" in out.stderr
+    assert (folder / q8_projector).is_file()
+    with open_library(tmp_path) as library:
+        assert library.entry(VISION_FILES[0]).defaults.mmproj == str(folder / f16_projector)
+        assert library.entry(VISION_FILES[1]).defaults.mmproj == str(folder / q8_projector)
+        assert library.entry(VISION_FILES[1]).sees_images
+        assert library.files_to_delete(VISION_FILES[1]) == [folder / VISION_FILES[1], folder / q8_projector]
+    listed = chorus_in_process(capsys, tmp_path, "models", "list")
+    assert f"mmproj {q8_projector}" in listed.stdout
+    assert not any(line.startswith("mmproj") for line in listed.stdout.splitlines())  # no projector as a model
+    removed = chorus_in_process(capsys, tmp_path, "models", "rm", VISION_FILES[1], "--yes")
+    assert removed.returncode == 0, removed.stderr
+    assert not (folder / q8_projector).exists() and (folder / f16_projector).is_file()
 
 
 def test_pull_by_quant_and_an_unknown_quant(endpoint, tmp_path, capsys):

@@ -232,9 +232,19 @@ def test_catalog_entries_are_well_formed() -> None:
     assert mc.DEFAULT_MODEL in mc.CATALOG
     for key, spec in mc.CATALOG.items():
         assert spec.key == key
+        if spec.hub is not None:  # a Hub model: the Hub's listing gives the sha256, no wheels
+            assert "/" in spec.hub.repo_id and not spec.parts and spec.filename.endswith(".gguf")
+            assert spec.hub.mmproj is None or spec.hub.mmproj.startswith("mmproj")
+            continue
         assert len(spec.sha256) == 64 and int(spec.sha256, 16) >= 0
         assert spec.parts and all("==" in p.requirement for p in spec.parts)
         assert all(p.member.endswith(spec.filename) or ".part" in p.member for p in spec.parts)
+    assert mc.CATALOG[mc.DEFAULT_MODEL].hub is None  # the default model stays a PyPI wheel
+    vision = mc.CATALOG["smolvlm-256m"]
+    assert vision.sees_images and vision.hub is not None
+    assert vision.hub.repo_id == "ggml-org/SmolVLM-256M-Instruct-GGUF"
+    assert (vision.filename, vision.hub.mmproj) == ("SmolVLM-256M-Instruct-Q8_0.gguf",
+                                                    "mmproj-SmolVLM-256M-Instruct-Q8_0.gguf")
     gemma = mc.CATALOG["gemma3-270m"]
     assert [p.member[-6:] for p in gemma.parts] == ["part00", "part01", "part02", "part03"]
 

@@ -12,9 +12,22 @@ from PySide6.QtCore import Qt
 
 from tests.support.databases import seed_data_dir
 from tests.support.gui_app import SCREENSHOTS
-from tests.support.hub_repos import GATED_REPO, GEMMA_REPO, SMOL_FILE, SMOL_REPO, SPLIT_DIR, SPLIT_PREFIX, TAMPERED_REPO
+from tests.support.hub_repos import (
+    GATED_REPO,
+    GEMMA_REPO,
+    SMOL_FILE,
+    SMOL_REPO,
+    SPLIT_DIR,
+    SPLIT_PREFIX,
+    TAMPERED_REPO,
+    VISION_FILES,
+    VISION_PROJECTORS,
+    VISION_REPO,
+)
 from tests.support.models_ui_app import WAIT_MS, ModelsShell
 from ui.theme import apply_theme
+from ui.widgets.models.hub_files import VISION_MARK
+from ui.widgets.models.model_picker import SEES_IMAGES
 
 pytest_plugins = ["tests.support.hub_fixtures"]
 
@@ -137,6 +150,31 @@ def test_a_download_runs_on_with_the_window_closed_then_the_library_and_picker_l
     win.library.select(SMOL_FILE)
     grab_both(qtbot, qapp, win, "library")
     qtbot.waitUntil(lambda: str(path) in {c.path for c in shell.window.model_picker.installed}, timeout=WAIT_MS)
+
+
+def test_a_vision_model_downloads_with_its_projector_and_the_picker_marks_it(shell, qtbot):
+    win = shell.open()
+    qtbot.waitUntil(lambda: VISION_REPO in win.results.repo_ids(), timeout=WAIT_MS)
+    row = win.results.list.topLevelItem(win.results.repo_ids().index(VISION_REPO))
+    assert row.text(1).endswith("sees images")
+    win = open_repo(shell, VISION_REPO)
+    files = win.files
+    assert files.title.text().endswith(VISION_MARK)
+    files.select(VISION_FILES[1])  # Q8_0: the projector of its own quant
+    assert f"with vision projector {VISION_PROJECTORS[0]}" in files.fit_reason.text()
+    files.download_button.click()
+    qtbot.waitUntil(files.load_button.isVisible, timeout=WAIT_MS)
+    folder = shell.models_dir / VISION_REPO
+    assert files.progress_label.text() == f"Installed {VISION_FILES[1]} with vision projector {VISION_PROJECTORS[0]}"
+    assert installed_files(shell) == [f"{VISION_REPO}/{VISION_FILES[1]}", f"{VISION_REPO}/{VISION_PROJECTORS[0]}"]
+    win.show_library()
+    qtbot.waitUntil(lambda: VISION_FILES[1] in shell.library_names(), timeout=WAIT_MS)
+    assert win.library.entries[VISION_FILES[1]].defaults.mmproj == str(folder / VISION_PROJECTORS[0])
+    picker = shell.window.model_picker
+    path = str(folder / VISION_FILES[1])
+    qtbot.waitUntil(lambda: any(a.data() == path and a.text().endswith(SEES_IMAGES) for a in picker.entries()),
+                    timeout=WAIT_MS)
+    assert not any(VISION_PROJECTORS[0] in a.text() for a in picker.entries())  # no projector as a model
 
 
 def test_a_download_that_ends_with_the_window_closed_says_so_in_the_status_bar(shell, qtbot, hub):

@@ -65,7 +65,7 @@ def test_the_picker_lists_installed_catalog_and_recent_models_and_choosing_one_l
     ctx.engine_signals.recent_models_changed.emit([str(elsewhere), str(ctx.models_dir / "mine.gguf")])
     qtbot.waitUntil(lambda: any(a.text() == "elsewhere.gguf" for a in w.model_picker.entries()))
     texts = [a.text() for a in w.model_picker.menu.actions()]
-    installed, catalog, recent = texts.index("Installed"), texts.index("Catalog (downloads from PyPI)"), \
+    installed, catalog, recent = texts.index("Installed"), texts.index("Catalog (downloads)"), \
         texts.index("Recent")
     assert installed < catalog < recent
     assert "mine.gguf" in texts[installed:catalog]
@@ -321,7 +321,7 @@ def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio,
         w = shot.window
         w.resize(1100, 720)
         w.welcome.catalog_button.click()
-        qtbot.waitUntil(lambda: len(w.welcome.catalog_rows) == 2 and w.welcome.example_buttons[0].isEnabled())
+        qtbot.waitUntil(lambda: len(w.welcome.catalog_rows) == 3 and w.welcome.example_buttons[0].isEnabled())
         qtbot.waitUntil(lambda: w.model_picker.state_label.text() == "ready")
         qtbot.waitUntil(lambda: w.welcome.catalog_rows["smollm2-135m"][1].text() == "In use")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -87,10 +87,7 @@ class DiscoverController:
         from app.models import fit
 
         ram, gpu_free = memory.result()
-        estimate = self.client().estimate(file, n_ctx)
-        if estimate is None:  # the header could not be read: the weights alone, at least
-            return fit.assess(file.size_bytes, 0, ram, gpu_free)
-        return fit.assess(estimate.total_bytes, estimate.gpu_bytes, ram, gpu_free)
+        return fit.assess_file(file, self.client().estimate(file, n_ctx), ram, gpu_free)  # projector counted
 
     def _verdict(self, seq: int, name: str, verdict: FitVerdict | str) -> None:
         """A file's badge (a FitVerdict, or why there is none); the last one selects the best."""

@@ -112,8 +112,12 @@ class ModelsWindowController:
         return thread
 
     def _record_download(self, file: HubFile, path: Path) -> None:  # on the download's thread
+        from app.models.hub_download import installed_path  # the Hub's code: loaded by the download already
+
         sha256 = file.parts[0].sha256 if file.parts else None
-        self.ctx.storage.submit(lambda: self.library().record_download(path, file.repo_id, sha256)).result()
+        projector = installed_path(file.projector, self.downloads.models_dir) if file.projector is not None else None
+        self.ctx.storage.submit(lambda: self.library().record_download(path, file.repo_id, sha256,
+                                                                       projector)).result()
 
     def _download_started(self, file: HubFile) -> None:
         self.window.files.set_downloading(file.name, None, "starting…")
@@ -128,8 +132,9 @@ class ModelsWindowController:
 
     def _download_finished(self, file: HubFile, path: Path) -> None:
         self.ctx.window.download_status.clear()
-        self._tell_if_hidden(f"Downloaded {file.name}: load it from Models (Ctrl+Shift+M) or the model menu")
-        self.window.files.set_installed(str(path), file.name)
+        vision = f" with vision projector {file.projector.name}" if file.projector is not None else ""
+        self._tell_if_hidden(f"Downloaded {file.name}{vision}: load it from Models (Ctrl+Shift+M) or the model menu")
+        self.window.files.set_installed(str(path), file.name, vision)
         self.library_tab.refresh()
         self.ctx.events.models_changed.emit()  # the model picker lists it
 

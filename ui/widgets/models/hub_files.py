@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 COLUMNS = ("File", "Quant", "Size", "Fit")
 NAME, QUANT, SIZE, FIT = range(len(COLUMNS))
 ESTIMATING = "estimating…"
+VISION_MARK = " · sees images (vision projectors)"  # a repository with mmproj files
 
 
 class HubFiles(QWidget):
@@ -116,16 +117,22 @@ class HubFiles(QWidget):
         """A repository's files, each "estimating…" until its verdict comes."""
         self.repo_id = repo_id
         self.files = {f.name: f for f in files}
-        self.title.setText(f"{repo_id} · {len(files)} GGUF file{'s' if len(files) != 1 else ''}"
+        vision = VISION_MARK if any(f.projector is not None for f in files) else ""
+        self.title.setText(f"{repo_id} · {len(files)} GGUF file{'s' if len(files) != 1 else ''}{vision}"
                            if files else f"{repo_id} has no GGUF files")
         self.list.blockSignals(True)
         self.list.clear()
         for f in files:
             parts = f" ({len(f.parts)} parts)" if len(f.parts) > 1 else ""
-            item = QTreeWidgetItem([f.name + parts, f.quant or "", format_bytes(f.size_bytes), ESTIMATING])
+            projector = " + vision projector" if f.projector is not None else ""
+            item = QTreeWidgetItem([f.name + parts + projector, f.quant or "", format_bytes(f.download_bytes),
+                                    ESTIMATING])
             item.setData(NAME, Qt.ItemDataRole.UserRole, f.name)
             item.setTextAlignment(SIZE, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            item.setToolTip(NAME, "\n".join(p.filename for p in f.parts))
+            tip = [p.filename for p in f.parts]
+            if f.projector is not None:
+                tip.append(f"with vision projector {f.projector.name} ({format_bytes(f.projector.size_bytes)})")
+            item.setToolTip(NAME, "\n".join(tip))
             self.list.addTopLevelItem(item)
         self.list.blockSignals(False)
         self._selection_changed()
@@ -182,8 +189,12 @@ class HubFiles(QWidget):
     def _selection_changed(self) -> None:
         item = self.list.currentItem()
         reason = item.toolTip(FIT) if item is not None else ""
-        self.fit_reason.setText(f"{item.text(FIT).capitalize()}: {reason}" if item is not None and reason
-                                else item.text(FIT).capitalize() if item is not None else "")
+        text = (f"{item.text(FIT).capitalize()}: {reason}" if item is not None and reason
+                else item.text(FIT).capitalize() if item is not None else "")
+        chosen = self.selected_file()
+        if chosen is not None and chosen.projector is not None:  # said before the download starts
+            text += f" · with vision projector {chosen.projector.name}: the model sees images"
+        self.fit_reason.setText(text)
         # isHidden, not isVisible: with the window closed a running download still counts
         self.download_button.setEnabled(item is not None and self.cancel_button.isHidden())
 
@@ -214,10 +225,11 @@ class HubFiles(QWidget):
         self.progress_label.setText(f"{filename}: {detail}")
         self.download_button.setEnabled(False)
 
-    def set_installed(self, path: str, name: str) -> None:
-        """The download is in the library: Load offers it to the engine."""
+    def set_installed(self, path: str, name: str, vision: str = "") -> None:
+        """The download is in the library: Load offers it to the engine. vision: " with
+        vision projector NAME" when one came with it."""
         self.installed_path = path
-        self.set_idle(f"Installed {name}")
+        self.set_idle(f"Installed {name}{vision}")
         self.load_button.setText(f"Load {name}")
         self.load_button.show()
 

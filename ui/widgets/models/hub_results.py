@@ -84,13 +84,18 @@ class HubResults(QWidget):
 
 
 def _row(repo: HubRepo) -> QTreeWidgetItem:
-    item = QTreeWidgetItem([repo.repo_id, repo.architecture or "", count_text(repo.downloads),
+    arch = repo.architecture or ""
+    if repo.sees_images:  # mmproj files in the repository: its models come with a vision projector
+        arch = f"{arch} · sees images" if arch else "sees images"
+    item = QTreeWidgetItem([repo.repo_id, arch, count_text(repo.downloads),
                             count_text(repo.likes), "gated" if repo.gated else ""])
     for column in (DOWNLOADS, LIKES):
         item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     tip = [repo.repo_id, f"{repo.downloads:,} downloads, {repo.likes:,} likes"]
     if repo.context_length:
         tip.append(f"context length {repo.context_length:,} tokens")
+    if repo.sees_images:
+        tip.append("a vision model: it has vision projectors (mmproj), downloaded with the model")
     if repo.last_modified is not None:
         tip.append(f"updated {repo.last_modified:%Y-%m-%d}")
     if repo.gated:

