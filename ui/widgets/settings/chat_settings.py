@@ -1,13 +1,25 @@
 """Per-chat sampling settings: they override the preset's and the app's defaults.
 
 A spin box for each field a chat may set (the engine's CHAT_FIELDS: label, range, step and
-tooltip from its row), in this dialog (a compare pane's), a chat's side panel and Settings."""
+tooltip from its row), in this dialog (a compare pane's), a chat's side panel and Settings;
+the fractional ones (temperature, top-p, min-p, repeat penalty) with a slider beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QSpinBox
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QSpinBox,
+    QWidget,
+)
 
 from inference import CHAT_FIELDS, SamplingField
 from ui.widgets.settings.reply_length import ReplyLengthSpin
@@ -39,15 +51,54 @@ def setting_spin(field: SamplingField) -> QDoubleSpinBox | QSpinBox:
     return spin
 
 
+class SliderSpin(QWidget):
+    """A fractional setting as a slider beside its spin box: drag for a rough value, type an
+    exact one; each follows the other (a typed value between the slider's steps stays as typed)."""
+
+    def __init__(self, spin: QDoubleSpinBox, label: str) -> None:
+        super().__init__()
+        self.spin = spin
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, self._tick(spin.maximum()))
+        self.slider.setAccessibleName(f"{label} slider")
+        self.slider.setToolTip(spin.toolTip())
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(spin)
+        self.setFocusProxy(spin)  # the form's label names the spin box; Tab reaches both
+        self.slider.valueChanged.connect(self._slid)
+        spin.valueChanged.connect(self._typed)
+        self._typed(spin.value())
+
+    def _tick(self, value: float) -> int:
+        return round((value - self.spin.minimum()) / self.spin.singleStep())
+
+    def _slid(self, tick: int) -> None:
+        if tick != self._tick(self.spin.value()):
+            self.spin.setValue(self.spin.minimum() + tick * self.spin.singleStep())
+
+    def _typed(self, value: float) -> None:
+        with QSignalBlocker(self.slider):
+            self.slider.setValue(self._tick(value))
+
+
 class SettingSpins:
     """A spin box for each chat field, added to a form, and their values by field name."""
 
     def __init__(self, form: QFormLayout) -> None:
         self.spins: dict[str, QDoubleSpinBox | QSpinBox] = {}
+        self.sliders: dict[str, QSlider] = {}
         for field in CHAT_FIELDS:
             assert field.chat is not None
             self.spins[field.name] = spin = setting_spin(field)
-            form.addRow(field.chat.label, spin)
+            spin.setAccessibleName(field.chat.label)
+            if isinstance(spin, QDoubleSpinBox):
+                row = SliderSpin(spin, field.chat.label)
+                self.sliders[field.name] = row.slider
+                form.addRow(field.chat.label, row)
+            else:
+                form.addRow(field.chat.label, spin)
 
     @property
     def reply_length(self) -> ReplyLengthSpin:

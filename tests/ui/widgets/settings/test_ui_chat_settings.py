@@ -35,3 +35,27 @@ def test_a_compare_pane_s_dialog_shows_the_chat_s_own_values_and_sends_what_is_t
         qtbot.keyClicks(spin, typed)
     values = dialog.values()
     assert (values["top_k"], values["min_p"]) == (12, 0.25) and isinstance(values["top_k"], int)
+
+
+def test_temperature_and_top_p_have_sliders_that_follow_the_spin_boxes_and_lead_them(qtbot) -> None:
+    """Issue 39's look: sliders for the fractional settings, moved with the keys."""
+    from PySide6.QtCore import Qt
+
+    dialog = ChatSettingsDialog("a chat", {"temperature": 0.7, "top_p": 0.9}, BUILT_IN, None)
+    qtbot.addWidget(dialog)
+    assert set(dialog.settings.sliders) == {"temperature", "top_p", "min_p", "repeat_penalty"}
+    temperature = dialog.settings.sliders["temperature"]
+    assert temperature.accessibleName() == "Temperature slider"
+    assert temperature.value() == 14  # 0.7 in steps of 0.05 from 0
+    temperature.setFocus()
+    qtbot.keyClick(temperature, Qt.Key.Key_Right)
+    qtbot.keyClick(temperature, Qt.Key.Key_Right)
+    assert dialog.values()["temperature"] == 0.8
+    top_p = dialog.spins["top_p"]
+    top_p.selectAll()
+    qtbot.keyClicks(top_p, "0.5")
+    qtbot.keyClick(top_p, Qt.Key.Key_Tab)
+    assert dialog.settings.sliders["top_p"].value() == 9  # (0.5 - 0.05) / 0.05
+    assert dialog.values()["top_p"] == 0.5
+    qtbot.keyClick(temperature, Qt.Key.Key_End)
+    assert dialog.values()["temperature"] == 2.0
