@@ -48,7 +48,8 @@ class Preview:
             return self.problem
         parts = [f"{self.rows} row{'' if self.rows == 1 else 's'}; columns: {', '.join(self.columns) or '(none)'}"]
         for line in self.lines:
-            parts.append(f"— row {line.seq + 1} —\n" + (line.prompt if line.error is None else f"Error: {line.error}"))
+            said = f"Error: {line.error}" if line.error is not None else line.prompt or ""
+            parts.append(f"— row {line.seq + 1} —\n{said}")
         return "\n\n".join(parts)
 
 
