@@ -65,15 +65,19 @@ class JobRun:
     def ask(self, stop: str) -> None:
         with self.lock:
             self.stop = stop
-            runner = self.runner
-        if runner is not None:
-            runner.pause() if stop == PAUSED else runner.cancel()
+        self._tell()
 
     def attach(self, runner: JobRunner) -> None:
         with self.lock:
             self.runner = runner
-            stop = self.stop
-        if stop is not None:
+        self._tell()
+
+    def _tell(self) -> None:
+        """The stop asked for, to the runner once both exist (a runner is told it more than once
+        at worst, which changes nothing)."""
+        with self.lock:
+            runner, stop = self.runner, self.stop
+        if runner is not None and stop is not None:
             runner.pause() if stop == PAUSED else runner.cancel()
 
 
