@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
 from app.jobs import (
     CANCELLED,
@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 4  # a job's items in the engine at once (chorus batch run --window's default)
 STATUS_MESSAGE_MS = 10_000
 STOP_WAIT_S = 10.0  # at quit: how long a running job may take to hand back its requests
+LIST_EVERY_MS = 2000  # while the window is open, the list is read again (jobs run by the CLI or the server)
 
 
 class JobRun:
@@ -89,6 +90,7 @@ class JobsController:
         self.client: EngineClient = ctx.engines.main  # the window's engine, whichever model is loaded
         self.window: JobsWindow | None = None
         self.dialog: NewJobDialog | None = None
+        self.timer: QTimer | None = None  # the window's list read again while it is open
         self.runs: dict[str, JobRun] = {}
         self.records: dict[str, JobRecord] = {}  # the jobs last listed
         self._input: tuple[str, list[ItemInput]] | None = None  # the New job dialog's rows, read
@@ -108,6 +110,10 @@ class JobsController:
             window.retry_requested.connect(self.retry_failed)
             window.export_requested.connect(self.export)
             window.selected.connect(self._list_failed)
+            self.timer = QTimer(window)
+            self.timer.setInterval(LIST_EVERY_MS)
+            self.timer.timeout.connect(lambda: self.refresh() if window.isVisible() else None)
+            self.timer.start()
         self.window.show()
         self.window.raise_()
         self.window.activateWindow()
@@ -215,6 +221,8 @@ class JobsController:
     def shutdown(self) -> None:
         """At quit, before the engines stop: each running job pauses and hands its requests
         back (its unfinished items stay pending for the next start's Resume)."""
+        if self.timer is not None:
+            self.timer.stop()
         for run in list(self.runs.values()):
             run.ask(PAUSED)
         deadline = time.monotonic() + STOP_WAIT_S

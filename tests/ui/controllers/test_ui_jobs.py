@@ -63,12 +63,15 @@ def fill_new_job(qtbot, jobs, window, path, template: str, max_tokens: int = 16)
 
 
 def row_of(window, job_id: str) -> list[str]:
-    index = [v.id for v in window.views].index(job_id)
-    return [window.table.item(index, c).text() for c in range(window.table.columnCount())]
+    """The job's row as shown (empty cells until the list has it)."""
+    ids = [v.id for v in window.views]
+    if job_id not in ids:
+        return [""] * window.table.columnCount()
+    return [window.table.item(ids.index(job_id), c).text() for c in range(window.table.columnCount())]
 
 
 def state_of(window, job_id: str) -> str:
-    return row_of(window, job_id)[2] if job_id in [v.id for v in window.views] else ""
+    return row_of(window, job_id)[2]
 
 
 def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels(desk, jobs_engine, tmp_path):
@@ -185,6 +188,23 @@ def test_a_job_a_quit_left_running_shows_interrupted_and_resumes_only_what_is_pe
     qtbot.waitUntil(lambda: state_of(window, job.id) == "completed", timeout=10_000)
     assert [i.answer for i in stored.items(job.id)] == ["1", "ok", "ok"]
     stop_jobs(desk)
+
+
+def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_engine):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    stored = JobsRepository(desk.repo.db)
+    job = new_job(stored, csv_rows("n\n1\n2\n3\n4\n5\n"), JobSpec(template="Count to $n."), source="n.csv")
+    window = open_jobs(desk)
+    jobs.start(job.id)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    jobs_engine.write(jobs_engine.requests[0], "1")
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    jobs.shutdown()  # as Controllers.shutdown does, before the engines stop
+    assert stored.get(job.id).status == "paused"
+    assert stored.counts(job.id) == {"pending": 4, "done": 1, "failed": 0}
+    stop_jobs(desk)
+    qtbot.waitUntil(lambda: state_of(window, job.id) == "paused" and window.buttons["resume"].isEnabled())
 
 
 def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):

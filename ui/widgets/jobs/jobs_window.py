@@ -108,11 +108,14 @@ class JobsWindow(QDialog):
         for index, view in enumerate(self.views):
             self._fill(index, view)
         ids = [v.id for v in self.views]
-        self.table.blockSignals(False)
         if ids:
             self.table.selectRow(ids.index(chosen) if chosen in ids else 0)
+        self.table.blockSignals(False)
         self.empty_label.setVisible(not ids)
-        self._selection_changed()
+        if self.selected_id() != chosen or chosen is None:
+            self._selection_changed()  # another job: its failed items are asked for
+        else:
+            self._show_detail(self.selected_view())  # the same job: its failed items stay listed
 
     def update_job(self, view: JobView) -> None:
         """One job's row again (live progress), without touching the others or the selection."""

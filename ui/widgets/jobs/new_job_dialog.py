@@ -47,6 +47,7 @@ class NewJobDialog(QDialog):
         self.template_edit.setPlaceholderText("Write a one-line greeting for $name from $city.")
         self.template_edit.setAccessibleName("Prompt template")
         self.template_edit.setTabChangesFocus(True)
+        self.template_edit.setMaximumHeight(120)  # the preview below gets the room
         self.template_edit.textChanged.connect(self.form_changed.emit)
         self.system_edit = QLineEdit()
         self.system_edit.setPlaceholderText("None")
