@@ -262,3 +262,26 @@ def test_a_small_job_runs_on_the_real_model_and_is_exported(app, tmp_path):
     rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     assert [r["fields"]["name"] for r in rows] == ["Ada", "Alan", "Grace", "Edsger"]
     assert all(r["state"] == "done" and r["answer"] and 0 < r["completion_tokens"] <= 8 for r in rows)
+
+
+@pytest.mark.model
+def test_a_chat_sent_while_a_job_runs_goes_first(app, tmp_path):
+    """The job's items run at spare priority: a chat sent meanwhile is answered while the job
+    still has items to run."""
+    qtbot, jobs = app.qtbot, app.controllers.jobs
+    numbers = tmp_path / "numbers.jsonl"
+    numbers.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(16)), encoding="utf-8")
+    window = open_jobs(app)
+    dialog = fill_new_job(qtbot, jobs, window, numbers, "Count from $n upwards.", max_tokens=32)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running and window.views[0].finished >= 1,
+                    timeout=WAIT_MS)
+    tab = app.new_tab()
+    app.send(tab, "Name three colours.")
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete"
+    shown = window.views[0]
+    assert shown.finished < shown.total, "the chat waited for the job"
+    qtbot.waitUntil(lambda: window.views[0].state == "completed", timeout=WAIT_MS)
+    assert window.views[0].progress_text() == "16/16"
