@@ -1,11 +1,15 @@
 """Background jobs (issue 37): a prompt template applied to every row of a CSV/JSONL file,
 run on the engine's spare capacity and stored item by item (storage.JobsRepository). Qt-free."""
 
+from app.jobs.form import JobForm, Preview, PreviewLine, preview
 from app.jobs.inputs import InputError, read_rows
+from app.jobs.progress import JobRate, JobView, duration_text, job_view
 from app.jobs.records import export, new_job
 from app.jobs.runner import CANCELLED, COMPLETED, PAUSED, RUNNING, JobRunner
+from app.jobs.serial import SerialJobs
 from app.jobs.spec import ItemError, JobSpec
 from app.jobs.work import ItemRun, TemplateWork, Work, text_result
 
-__all__ = ["CANCELLED", "COMPLETED", "PAUSED", "RUNNING", "InputError", "ItemError", "ItemRun", "JobRunner", "JobSpec",
-           "TemplateWork", "Work", "export", "new_job", "read_rows", "text_result"]
+__all__ = ["CANCELLED", "COMPLETED", "PAUSED", "RUNNING", "InputError", "ItemError", "ItemRun", "JobForm", "JobRate",
+           "JobRunner", "JobSpec", "JobView", "Preview", "PreviewLine", "SerialJobs", "TemplateWork", "Work",
+           "duration_text", "export", "job_view", "new_job", "preview", "read_rows", "text_result"]

@@ -15,6 +15,7 @@ from ui.controllers.chat_files import TransferController
 from ui.controllers.compare import CompareController
 from ui.controllers.conversations import ConversationsController
 from ui.controllers.engine_status import EngineStatusController
+from ui.controllers.jobs import JobsController
 from ui.controllers.model_picker import ModelPickerController
 from ui.controllers.models_window.window import ModelsWindowController
 from ui.controllers.presets import PresetsController
@@ -64,6 +65,7 @@ class Controllers:
         self.model_picker = ModelPickerController(ctx)
         self.models = ModelsWindowController(ctx)  # the Hub and the library, made on first use
         self.welcome = WelcomeController(ctx)
+        self.jobs = JobsController(ctx)  # Chat → Jobs…: background jobs on the main engine
         self.monitor = PerfMonitor(
             ctx.engines.engines_metrics,
             lambda m, hw: ctx.gui.post(lambda: window.perf_panel.add_sample(m, hw)),
@@ -104,6 +106,7 @@ class Controllers:
         self.background.stop()
         self.monitor.stop()
         self.compare.shutdown()
+        self.jobs.shutdown()  # pauses the jobs running, while the engine can still take their cancels
         self.engines.shutdown()
         self.ctx.tools.shutdown()
         self.ctx.storage.shutdown()

@@ -3,7 +3,8 @@
 The actions are the window's own (its children, added to it with window-wide shortcuts), so
 Help → Keyboard shortcuts and the tests find them on the window by name, and a key works
 wherever the focus is. What an action does is the window's: it emits one of the window's
-requests or calls one of its moves (MenuHost says which); the menus only keep their own
+requests or calls one of its moves (MenuHost says which), or, for a window a controller
+owns (Chat → Jobs…), is kept here for that controller to connect to; the menus only keep their own
 state (the theme checked, the recent models, File → Serve over HTTP checked or not) and open
 the dialogs that belong to a menu item (export, import, serve, the shortcuts list)."""
 
@@ -213,6 +214,9 @@ class WindowMenus:
         library = QAction("Prompt library…", window)
         library.triggered.connect(_ignoring_result(host.prompt_library_requested.emit))
         chat_menu.addAction(library)
+        # Chat → Jobs…: background jobs over a file's rows (ui/controllers/jobs.py listens)
+        self.jobs_action = QAction("Jobs…", window)
+        chat_menu.addAction(self.jobs_action)
         theme_menu = view_menu.addMenu("Theme")
         self.theme_group = QActionGroup(window)
         self.theme_group.setExclusive(True)

@@ -1,0 +1,287 @@
+"""Chat → Jobs… (ui/controllers/jobs.py, ui/widgets/jobs/): a job made in the New job
+dialog from a CSV file (the preview first, a template naming a missing column refused),
+run on the window's engine at spare priority, paused, resumed, cancelled, its failed items
+retried, its results exported; a job a quit left running shows interrupted and resumes
+without redoing a finished item. On the desk (a scripted engine), and once on the real model.
+Screenshots: jobs-window-light.png and jobs-window-dark.png in the screenshots folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from app.jobs import JobSpec, new_job
+from app.jobs.inputs import csv_rows
+from inference import SPARE_PRIORITY
+from inference.outputs import FinishReason
+from storage import ItemResult, JobsRepository
+from tests.support.desk import ScriptedEngine
+from tests.support.gui_app import SCREENSHOTS, WAIT_MS
+from tests.support.window import menu_action
+
+PEOPLE = "name,city\nAda,London\nAlan,Wilmslow\nGrace,Arlington\nEdsger,Nuenen\nBarbara,Boston\nDonald,Milwaukee\n"
+
+
+@pytest.fixture
+def jobs_engine(desk):
+    """The jobs' engine (the window's main one), scripted; every job stopped before the desk closes."""
+    engine = ScriptedEngine(desk.streams)
+    desk.controllers.jobs.client = engine
+    yield engine
+    desk.controllers.jobs.shutdown()  # a test that failed half-way: its threads end all the same
+
+
+def stop_jobs(desk) -> None:
+    """As the window quits: the jobs running pause; their ends are told to the window (pytest-qt
+    closes the widgets before the fixtures' teardown, so each test ends its jobs itself)."""
+    desk.controllers.jobs.shutdown()
+    desk.qtbot.waitUntil(lambda: not desk.controllers.jobs.runs)
+    desk.settled()
+
+
+def open_jobs(desk):
+    menu_action(desk.window, "Jobs…").trigger()
+    jobs = desk.controllers.jobs
+    desk.qtbot.waitUntil(lambda: jobs.window is not None and jobs.window.isVisible())
+    return jobs.window
+
+
+def fill_new_job(qtbot, jobs, window, path, template: str, max_tokens: int = 16):
+    qtbot.mouseClick(window.buttons["new"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: jobs.dialog is not None and jobs.dialog.isVisible())
+    dialog = jobs.dialog
+    qtbot.keyClicks(dialog.path_edit, str(path))
+    qtbot.keyClick(dialog.path_edit, Qt.Key.Key_Return)
+    qtbot.keyClicks(dialog.template_edit, template)
+    dialog.max_tokens.lineEdit().selectAll()
+    qtbot.keyClicks(dialog.max_tokens, str(max_tokens))
+    return dialog
+
+
+def row_of(window, job_id: str) -> list[str]:
+    """The job's row as shown (empty cells until the list has it)."""
+    ids = [v.id for v in window.views]
+    if job_id not in ids:
+        return [""] * window.table.columnCount()
+    return [window.table.item(ids.index(job_id), c).text() for c in range(window.table.columnCount())]
+
+
+def state_of(window, job_id: str) -> str:
+    return row_of(window, job_id)[2]
+
+
+def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels(desk, jobs_engine, tmp_path):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    people = tmp_path / "people.csv"
+    people.write_text(PEOPLE, encoding="utf-8")
+    window = open_jobs(desk)
+    assert window.empty_label.isVisible() and not window.buttons["pause"].isEnabled()
+    dialog = fill_new_job(qtbot, jobs, window, people, "Greet $name from $country.")
+    qtbot.waitUntil(lambda: "Error: the template names a column this row lacks: country"
+                    in dialog.preview_box.toPlainText())
+    assert not dialog.start_button.isEnabled()
+    for _ in range(len("$country.")):
+        qtbot.keyClick(dialog.template_edit, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(dialog.template_edit, "$city.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    shown = dialog.preview_box.toPlainText()
+    assert shown.startswith("6 rows; columns: name, city")
+    assert "Greet Ada from London." in shown and "Greet Grace from Arlington." in shown
+    assert "Edsger" not in shown  # the first three rows only
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)  # IN_FLIGHT at once
+    assert all(chat.priority == SPARE_PRIORITY for chat in jobs_engine.chats)
+    assert jobs_engine.chats[0].messages[-1]["content"] == "Greet Ada from London."
+    assert jobs_engine.chats[0].sampling.max_tokens == 16
+    job_id = window.views[0].id
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "running")
+    assert window.buttons["pause"].isEnabled() and not window.buttons["resume"].isEnabled()
+    jobs_engine.write(jobs_engine.requests[0], "Hello, Ada!", tokens=3)
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: row_of(window, job_id)[3] == "1/6")
+
+    qtbot.mouseClick(window.buttons["pause"], Qt.MouseButton.LeftButton)  # its requests go back
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "paused", timeout=10_000)
+    qtbot.waitUntil(lambda: f"Job {job_id} paused: 1 done, 0 failed, 5 pending"
+                    in desk.window.statusBar().currentMessage())
+    stored = JobsRepository(desk.repo.db)
+    assert stored.counts(job_id) == {"pending": 5, "done": 1, "failed": 0}
+    assert window.buttons["resume"].isEnabled() and not window.buttons["pause"].isEnabled()
+
+    before = len(jobs_engine.requests)  # the first four and the one after Ada's
+    qtbot.mouseClick(window.buttons["resume"], Qt.MouseButton.LeftButton)  # only the pending ones
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == before + 4)
+    assert [c.messages[-1]["content"] for c in jobs_engine.chats[before:]] == [
+        "Greet Alan from Wilmslow.", "Greet Grace from Arlington.", "Greet Edsger from Nuenen.",
+        "Greet Barbara from Boston."]
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "running")
+    qtbot.mouseClick(window.buttons["cancel"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "cancelled", timeout=10_000)
+    assert stored.counts(job_id) == {"pending": 5, "done": 1, "failed": 0}
+    assert stored.get(job_id).status == "cancelled"
+    stop_jobs(desk)
+
+
+def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    people = tmp_path / "people.csv"
+    people.write_text("name\nAda\nAlan\nGrace\n", encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 3)
+    job_id = jobs_engine.requests[0].split("-")[1]
+    for request_id, answer in zip(jobs_engine.requests, ("Hi Ada", None, "Hi Grace")):
+        if answer is None:
+            jobs_engine.end(request_id, FinishReason.ERROR)
+        else:
+            jobs_engine.write(request_id, answer, tokens=2)
+            jobs_engine.end(request_id)
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "completed", timeout=10_000)
+    qtbot.waitUntil(lambda: f"Job {job_id} completed: 2 done, 1 failed" in desk.window.statusBar().currentMessage())
+    assert row_of(window, job_id)[:4] == [job_id, "people.csv", "completed", "3/3 · 1 failed"]
+    qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
+    assert [window.failed_table.item(0, c).text() for c in range(3)] == ["2", "name=Alan", "error"]
+
+    qtbot.mouseClick(window.buttons["retry"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    assert jobs_engine.chats[3].messages[-1]["content"] == "Say hi to Alan."
+    jobs_engine.write(jobs_engine.requests[3], "Hi Alan", tokens=2)
+    jobs_engine.end(jobs_engine.requests[3])
+    qtbot.waitUntil(lambda: row_of(window, job_id)[2:4] == ["completed", "3/3"], timeout=10_000)
+    qtbot.waitUntil(lambda: window.failed_table.rowCount() == 0)
+
+    target = tmp_path / "greetings.csv"  # .csv: the fields as columns
+    qtbot.mouseClick(window.buttons["export"], Qt.MouseButton.LeftButton)
+    file_dialog = next(d for d in window.findChildren(QFileDialog) if d.isVisible())
+    file_dialog.selectFile(str(target))
+    file_dialog.accept()
+    qtbot.waitUntil(lambda: "Exported 3 rows" in desk.window.statusBar().currentMessage())
+    with target.open(encoding="utf-8") as exported:
+        rows = list(csv.DictReader(exported))
+    assert [(r["name"], r["state"], r["answer"]) for r in rows] == [
+        ("Ada", "done", "Hi Ada"), ("Alan", "done", "Hi Alan"), ("Grace", "done", "Hi Grace")]
+    stop_jobs(desk)
+
+
+def test_a_job_a_quit_left_running_shows_interrupted_and_resumes_only_what_is_pending(desk, jobs_engine):
+    qtbot = desk.qtbot
+    stored = JobsRepository(desk.repo.db)
+    job = new_job(stored, csv_rows("n\n1\n2\n3\n"), JobSpec(template="Count to $n."), source="numbers.csv")
+    first = stored.pending(job.id)[0]
+    stored.finish(first.id, ItemResult(answer="1", finish_reason="stop"))
+    stored.set_status(job.id, "running")  # as a kill leaves it
+    window = open_jobs(desk)
+    qtbot.waitUntil(lambda: state_of(window, job.id) == "interrupted")
+    assert window.buttons["resume"].isEnabled()
+    qtbot.mouseClick(window.buttons["resume"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
+    assert [c.messages[-1]["content"] for c in jobs_engine.chats] == ["Count to 2.", "Count to 3."]
+    for request_id in list(jobs_engine.requests):
+        jobs_engine.write(request_id, "ok")
+        jobs_engine.end(request_id)
+    qtbot.waitUntil(lambda: state_of(window, job.id) == "completed", timeout=10_000)
+    assert [i.answer for i in stored.items(job.id)] == ["1", "ok", "ok"]
+    stop_jobs(desk)
+
+
+def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_engine):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    stored = JobsRepository(desk.repo.db)
+    job = new_job(stored, csv_rows("n\n1\n2\n3\n4\n5\n"), JobSpec(template="Count to $n."), source="n.csv")
+    window = open_jobs(desk)
+    jobs.start(job.id)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    jobs_engine.write(jobs_engine.requests[0], "1")
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    jobs.shutdown()  # as Controllers.shutdown does, before the engines stop
+    assert stored.get(job.id).status == "paused"
+    assert stored.counts(job.id) == {"pending": 4, "done": 1, "failed": 0}
+    stop_jobs(desk)
+    qtbot.waitUntil(lambda: state_of(window, job.id) == "paused" and window.buttons["resume"].isEnabled())
+
+
+def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):
+    qtbot = desk.qtbot
+    stored = JobsRepository(desk.repo.db)
+    spec = JobSpec(template="Write a one-line greeting for $name from $city.", sampling={"max_tokens": 64})
+    done = new_job(stored, csv_rows(PEOPLE), spec, source="people.csv")
+    for item in stored.pending(done.id):
+        stored.finish(item.id, ItemResult(answer="Hello!", finish_reason="stop"))
+    stored.set_status(done.id, "completed")
+    cut = new_job(stored, csv_rows("name,city\nAda,London\nAlan\nGrace,Arlington\n"), spec, source="guests.csv")
+    stored.set_status(cut.id, "running")  # a quit cut it
+    customers = PEOPLE + "".join(PEOPLE.split("\n", 1)[1] for _ in range(3))  # 24 rows
+    running = new_job(stored, csv_rows(customers), spec, source="customers.csv")
+    window = open_jobs(desk)
+    qtbot.waitUntil(lambda: len(window.views) == 3)
+    desk.controllers.jobs.start(running.id)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    for n in range(6):  # finishes, a little apart, so the rate and the time left show
+        request_id = jobs_engine.requests[n]
+        jobs_engine.write(request_id, "Hello!")
+        jobs_engine.end(request_id)
+        qtbot.waitUntil(lambda n=n: len(jobs_engine.requests) >= n + 5)
+        qtbot.wait(120)
+    qtbot.waitUntil(lambda: row_of(window, running.id)[4].endswith("items/min"), timeout=10_000)
+    window.table.selectRow([v.id for v in window.views].index(cut.id))
+    qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
+    window.table.selectRow(0)
+    qtbot.waitUntil(lambda: "left" in window.detail_label.text() and window.failed_label.text().endswith("none"),
+                    timeout=10_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert window.grab().save(str(SCREENSHOTS / f"jobs-window-{theme}.png"))
+    stop_jobs(desk)
+
+
+@pytest.mark.model
+def test_a_small_job_runs_on_the_real_model_and_is_exported(app, tmp_path):
+    qtbot, jobs = app.qtbot, app.controllers.jobs
+    people = tmp_path / "people.csv"
+    people.write_text("name,city\nAda,London\nAlan,Wilmslow\nGrace,Arlington\nEdsger,Nuenen\n", encoding="utf-8")
+    window = open_jobs(app)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Write a one-line greeting for $name from $city.",
+                          max_tokens=8)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.views) and window.views[0].state == "completed", timeout=WAIT_MS)
+    job_id = window.views[0].id
+    assert row_of(window, job_id)[3] == "4/4"
+    target = tmp_path / "greetings.jsonl"
+    qtbot.mouseClick(window.buttons["export"], Qt.MouseButton.LeftButton)
+    file_dialog = next(d for d in window.findChildren(QFileDialog) if d.isVisible())
+    file_dialog.selectFile(str(target))
+    file_dialog.accept()
+    qtbot.waitUntil(lambda: "Exported 4 rows" in app.window.statusBar().currentMessage())
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [r["fields"]["name"] for r in rows] == ["Ada", "Alan", "Grace", "Edsger"]
+    assert all(r["state"] == "done" and r["answer"] and 0 < r["completion_tokens"] <= 8 for r in rows)
+
+
+@pytest.mark.model
+def test_a_chat_sent_while_a_job_runs_goes_first(app, tmp_path):
+    """The job's items run at spare priority: a chat sent meanwhile is answered while the job
+    still has items to run."""
+    qtbot, jobs = app.qtbot, app.controllers.jobs
+    numbers = tmp_path / "numbers.jsonl"
+    numbers.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(16)), encoding="utf-8")
+    window = open_jobs(app)
+    dialog = fill_new_job(qtbot, jobs, window, numbers, "Count from $n upwards.", max_tokens=32)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running and window.views[0].finished >= 1,
+                    timeout=WAIT_MS)
+    tab = app.new_tab()
+    app.send(tab, "Name three colours.")
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete"
+    shown = window.views[0]
+    assert shown.finished < shown.total, "the chat waited for the job"
+    qtbot.waitUntil(lambda: window.views[0].state == "completed", timeout=WAIT_MS)
+    assert window.views[0].progress_text() == "16/16"

@@ -1,0 +1,286 @@
+"""Chat → Jobs…: the Jobs window (ui/widgets/jobs/) over the chat database's background
+jobs, and the jobs this window runs.
+
+A job runs on the window's main engine (the hub's MainEngine: the model the window has
+loaded) at the engine's spare priority, so every chat goes first. Each runner (app/jobs'
+JobRunner) has a thread of its own; its repository calls go through the storage thread
+(SerialJobs) and its progress comes back to the GUI thread through GuiCalls, a queued
+signal: nothing here waits on the engine or the disk on the GUI thread. The window's own
+reads (the list, the failed items) and writes (a new job, retry, cancel, export) run on the
+storage thread too. When a job ends, the status bar says so. Quitting pauses the jobs
+running (their unfinished items stay pending); one cut by a kill is shown interrupted, and
+Resume runs only what is pending (the runner never redoes a finished item)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+
+from app.jobs import (
+    CANCELLED,
+    PAUSED,
+    InputError,
+    JobForm,
+    JobRate,
+    JobRunner,
+    JobView,
+    SerialJobs,
+    export,
+    job_view,
+    new_job,
+    preview,
+    read_rows,
+)
+from inference import EngineClient
+from storage import ItemInput, JobRecord, JobsRepository
+from ui.services.context import ControllerContext
+from ui.widgets.jobs.jobs_window import JobsWindow
+from ui.widgets.jobs.new_job_dialog import NewJobDialog
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = 4  # a job's items in the engine at once (chorus batch run --window's default)
+STATUS_MESSAGE_MS = 10_000
+STOP_WAIT_S = 10.0  # at quit: how long a running job may take to hand back its requests
+LIST_EVERY_MS = 2000  # while the window is open, the list is read again (jobs run by the CLI or the server)
+
+
+class JobRun:
+    """One job running in this window: its runner (made on its thread: making it reads the
+    job), the rate of its finishes, and a stop asked for before the runner existed."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        self.rate = JobRate()
+        self.runner: JobRunner | None = None
+        self.stop: str | None = None
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def ask(self, stop: str) -> None:
+        with self.lock:
+            self.stop = stop
+        self._tell()
+
+    def attach(self, runner: JobRunner) -> None:
+        with self.lock:
+            self.runner = runner
+        self._tell()
+
+    def _tell(self) -> None:
+        """The stop asked for, to the runner once both exist (a runner is told it more than once
+        at worst, which changes nothing)."""
+        with self.lock:
+            runner, stop = self.runner, self.stop
+        if runner is not None and stop is not None:
+            runner.pause() if stop == PAUSED else runner.cancel()
+
+
+class JobsController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.jobs = JobsRepository(ctx.repo.db)  # read and written on the storage thread only
+        self.serial = SerialJobs(ctx.repo.db, ctx.storage.submit)  # the runners' (their threads')
+        self.client: EngineClient = ctx.engines.main  # the window's engine, whichever model is loaded
+        self.window: JobsWindow | None = None
+        self.dialog: NewJobDialog | None = None
+        self.timer: QTimer | None = None  # the window's list read again while it is open
+        self.runs: dict[str, JobRun] = {}
+        self.records: dict[str, JobRecord] = {}  # the jobs last listed
+        self._input: tuple[str, list[ItemInput]] | None = None  # the New job dialog's rows, read
+        ctx.window.menus.jobs_action.triggered.connect(lambda _checked=False: self.show())
+
+    # ----- the window ---------------------------------------------------------------------
+
+    def show(self) -> JobsWindow:
+        if self.window is None:
+            window = self.window = JobsWindow(self.ctx.window)
+            window.setWindowFlag(Qt.WindowType.Window)
+            window.destroyed.connect(lambda _obj=None: setattr(self, "window", None))
+            window.new_requested.connect(self.new_job)
+            window.pause_requested.connect(lambda job_id: self.stop(job_id, PAUSED))
+            window.cancel_requested.connect(lambda job_id: self.stop(job_id, CANCELLED))
+            window.resume_requested.connect(self.start)
+            window.retry_requested.connect(self.retry_failed)
+            window.export_requested.connect(self.export)
+            window.selected.connect(self._list_failed)
+            self.timer = QTimer(window)
+            self.timer.setInterval(LIST_EVERY_MS)
+            self.timer.timeout.connect(lambda: self.refresh() if window.isVisible() else None)
+            self.timer.start()
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+        self.refresh()
+        return self.window
+
+    def refresh(self) -> asyncio.Task:
+        jobs = self.jobs
+
+        def listed() -> list[tuple[JobRecord, dict[str, int]]]:
+            return [(job, jobs.counts(job.id)) for job in reversed(jobs.all())]  # newest first
+
+        return self.ctx.storage.run(listed, self._listed)
+
+    def _listed(self, listed: list[tuple[JobRecord, dict[str, int]]]) -> None:
+        self.records = {job.id: job for job, _counts in listed}
+        if self.window is not None:
+            self.window.set_jobs([self._view(job, counts) for job, counts in listed])
+
+    def _view(self, job: JobRecord, counts: dict[str, int]) -> JobView:
+        run = self.runs.get(job.id)
+        return job_view(job, counts, run is not None, run.rate if run is not None else None)
+
+    def _list_failed(self, job_id: str) -> asyncio.Task:
+        jobs = self.jobs
+
+        def failed() -> list:
+            return [item for item in jobs.items(job_id) if item.state == "failed"]
+
+        return self.ctx.storage.run(failed, lambda items: self.window.set_failed(job_id, items)
+                                    if self.window is not None else None)
+
+    # ----- running ------------------------------------------------------------------------
+
+    def start(self, job_id: str) -> JobRun:
+        """Runs (or resumes) the job on a thread of its own: only its pending items run."""
+        if job_id in self.runs:
+            return self.runs[job_id]
+        run = self.runs[job_id] = JobRun(job_id)
+        post, serial, client = self.ctx.gui.post, self.serial, self.client
+
+        def body() -> None:
+            try:
+                runner = JobRunner(serial, client, job_id, window=IN_FLIGHT)
+                run.attach(runner)
+                status = runner.run(on_progress=lambda counts: post(lambda: self._progress(job_id, counts)))
+            except Exception as exc:  # the job stays as it was; the window says why
+                log.exception("job %s failed to run", job_id)
+                status = f"stopped: {exc}"
+            post(lambda: self._ended(job_id, status))
+
+        run.thread = threading.Thread(target=body, name=f"chorus-job-{job_id}", daemon=True)
+        run.thread.start()
+        self.refresh()
+        return run
+
+    def _progress(self, job_id: str, counts: dict[str, int]) -> None:
+        run = self.runs.get(job_id)
+        if run is None:
+            return
+        # The first count is the run's base: what earlier runs finished is not its rate.
+        run.rate.add(time.monotonic(), counts.get("done", 0) + counts.get("failed", 0))
+        job = self.records.get(job_id)
+        if self.window is not None and job is not None:
+            self.window.update_job(self._view(job, counts))
+
+    def _ended(self, job_id: str, status: str) -> None:
+        self.runs.pop(job_id, None)
+        jobs = self.jobs
+
+        def said(counts: dict[str, int]) -> None:
+            self.ctx.window.statusBar().showMessage(
+                f"Job {job_id} {status}: {counts['done']} done, {counts['failed']} failed, "
+                f"{counts['pending']} pending", STATUS_MESSAGE_MS)
+
+        self.ctx.storage.run(lambda: jobs.counts(job_id), said)
+        self.refresh()
+        if self.window is not None and self.window.selected_id() == job_id:
+            self._list_failed(job_id)
+
+    def stop(self, job_id: str, stop: str) -> None:
+        """Pause or cancel: a running job hands back its requests (they stay pending); a job
+        not running here is only marked (a cancelled one can still be resumed)."""
+        run = self.runs.get(job_id)
+        if run is not None:
+            run.ask(stop)
+            return
+        jobs = self.jobs
+        self.ctx.storage.run(lambda: jobs.set_status(job_id, stop), lambda _none: self.refresh())
+
+    def retry_failed(self, job_id: str) -> asyncio.Task:
+        """The failed items back to pending, then the job runs them."""
+        jobs = self.jobs
+        return self.ctx.storage.run(lambda: jobs.retry_failed(job_id), lambda _n: self.start(job_id))
+
+    def export(self, job_id: str, path: str) -> asyncio.Task:
+        """chorus batch export's files: .csv (the fields as columns) or JSONL."""
+        jobs = self.jobs
+
+        def said(count: int) -> None:
+            self.ctx.window.statusBar().showMessage(f"Exported {count} rows of {job_id} to {path}", STATUS_MESSAGE_MS)
+
+        return self.ctx.storage.run(lambda: export(jobs, job_id, Path(path)), said)
+
+    def shutdown(self) -> None:
+        """At quit, before the engines stop: each running job pauses and hands its requests
+        back (its unfinished items stay pending for the next start's Resume)."""
+        if self.timer is not None:
+            self.timer.stop()
+        for run in list(self.runs.values()):
+            run.ask(PAUSED)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for run in list(self.runs.values()):
+            if run.thread is not None:
+                run.thread.join(max(0.0, deadline - time.monotonic()))
+
+    # ----- New job… -----------------------------------------------------------------------
+
+    def new_job(self) -> NewJobDialog:
+        if self.dialog is None:
+            parent = self.window if self.window is not None else self.ctx.window
+            dialog = self.dialog = NewJobDialog(parent)
+            dialog.file_chosen.connect(self._read_input)
+            dialog.form_changed.connect(self._preview)
+            dialog.start_requested.connect(self._create)
+            dialog.finished.connect(self._dialog_closed)
+        self.dialog.show()
+        self.dialog.raise_()
+        return self.dialog
+
+    def _dialog_closed(self, _result: int) -> None:
+        if self.dialog is not None:
+            self.dialog.deleteLater()
+        self.dialog, self._input = None, None
+
+    def _read_input(self, path: str) -> asyncio.Task | None:
+        if not path:
+            return None
+
+        def read() -> list[ItemInput] | str:
+            try:
+                return read_rows(Path(path))
+            except (InputError, OSError) as exc:
+                return str(exc)
+
+        return self.ctx.storage.run(read, lambda rows: self._input_read(path, rows))
+
+    def _input_read(self, path: str, rows: list[ItemInput] | str) -> None:
+        dialog = self.dialog
+        if dialog is None or dialog.path_edit.text().strip() != path:
+            return  # closed, or another file chosen since
+        if isinstance(rows, str):
+            self._input = None
+            dialog.show_problem(rows)
+            return
+        self._input = (path, rows)
+        self._preview()
+
+    def _preview(self) -> None:
+        if self.dialog is not None and self._input is not None:
+            self.dialog.show_preview(preview(self.dialog.form(), self._input[1]))
+
+    def _create(self, path: str, form: JobForm) -> asyncio.Task | None:
+        if self._input is None or self._input[0] != path:
+            return None
+        rows, jobs, spec = self._input[1], self.jobs, form.spec()
+        if self.dialog is not None:
+            self.dialog.accept()
+        then: Callable[[str], object] = self.start
+        return self.ctx.storage.run(lambda: new_job(jobs, rows, spec, source=Path(path).name).id, then)

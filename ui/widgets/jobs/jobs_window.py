@@ -1,0 +1,219 @@
+"""Chat → Jobs…: the chat database's background jobs (app/jobs), one row each (job, input,
+state, done/failed/total, items a minute and time left while one runs), and for the one
+selected a progress bar, its actions (Pause, Resume, Cancel, Retry failed, Export…) and its
+failed items with their errors. Not modal: it stays open beside the chats and follows the
+jobs live. It shows and asks; the controller (ui/controllers/jobs.py) does."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.jobs import JobView, duration_text
+from storage import ItemRecord
+from ui.widgets.common.file_dialogs import open_file_dialog
+
+COLUMNS = ("Job", "Input", "State", "Progress", "Rate", "Time left")
+EXPORT_FILTERS = "JSON Lines (*.jsonl);;CSV (*.csv)"  # chorus batch export's formats
+
+
+class JobsWindow(QDialog):
+    new_requested = Signal()
+    pause_requested = Signal(str)
+    resume_requested = Signal(str)
+    cancel_requested = Signal(str)
+    retry_requested = Signal(str)
+    export_requested = Signal(str, str)  # job id, path (.jsonl or .csv)
+    selected = Signal(str)  # a job was selected: list its failed items
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Jobs")
+        self.resize(860, 560)
+        self.views: list[JobView] = []
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setAccessibleName("Jobs")
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.empty_label = QLabel("No jobs yet. New job… runs a prompt template over every row of a CSV or "
+                                  "JSONL file, on the model's spare capacity: chats go first.")
+        self.empty_label.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setAccessibleName("Progress of the selected job")
+        self.progress.setFormat("%v/%m")
+        self.detail_label = QLabel()
+        self.buttons: dict[str, QPushButton] = {}
+        row = QHBoxLayout()
+        for key, text in (("new", "New job…"), ("pause", "Pause"), ("resume", "Resume"), ("cancel", "Cancel"),
+                          ("retry", "Retry failed"), ("export", "Export…")):
+            button = QPushButton(text)
+            button.setAutoDefault(False)
+            self.buttons[key] = button
+            row.addWidget(button)
+            if key == "new":
+                row.addStretch(1)
+        self.buttons["new"].clicked.connect(self.new_requested.emit)
+        for key, signal in (("pause", self.pause_requested), ("resume", self.resume_requested),
+                            ("cancel", self.cancel_requested), ("retry", self.retry_requested)):
+            self.buttons[key].clicked.connect(lambda _c=False, s=signal: self._emit_for_selected(s))
+        self.buttons["export"].clicked.connect(self.ask_export)
+        self.failed_label = QLabel("Failed items")
+        self.failed_table = QTableWidget(0, 3)
+        self.failed_table.setHorizontalHeaderLabels(("Row", "Input", "Error"))
+        self.failed_table.setAccessibleName("Failed items")
+        self.failed_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.failed_table.verticalHeader().setVisible(False)
+        failed_header = self.failed_table.horizontalHeader()
+        failed_header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        failed_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        failed_header.setStretchLastSection(True)
+        self.failed_table.setColumnWidth(1, 260)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.table, 3)
+        layout.addWidget(self.empty_label)
+        layout.addWidget(self.detail_label)
+        layout.addWidget(self.progress)
+        layout.addLayout(row)
+        layout.addWidget(self.failed_label)
+        layout.addWidget(self.failed_table, 2)
+        self._update_buttons()
+
+    # ----- what the controller shows ------------------------------------------------------
+
+    def set_jobs(self, views: list[JobView]) -> None:
+        """The whole list, newest first; the selection stays on its job (else the first)."""
+        chosen = self.selected_id()
+        self.views = list(views)
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(self.views))
+        for index, view in enumerate(self.views):
+            self._fill(index, view)
+        ids = [v.id for v in self.views]
+        if ids:
+            self.table.selectRow(ids.index(chosen) if chosen in ids else 0)
+        self.table.blockSignals(False)
+        self.empty_label.setVisible(not ids)
+        if self.selected_id() != chosen or chosen is None:
+            self._selection_changed()  # another job: its failed items are asked for
+        else:
+            self._show_detail(self.selected_view())  # the same job: its failed items stay listed
+
+    def update_job(self, view: JobView) -> None:
+        """One job's row again (live progress), without touching the others or the selection."""
+        for index, old in enumerate(self.views):
+            if old.id == view.id:
+                self.views[index] = view
+                self._fill(index, view)
+                if view.id == self.selected_id():
+                    self._show_detail(view)
+                return
+
+    def set_failed(self, job_id: str, items: list[ItemRecord]) -> None:
+        if job_id != self.selected_id():
+            return
+        self.failed_table.setRowCount(len(items))
+        for index, item in enumerate(items):
+            fields = ", ".join(f"{k}={v}" for k, v in item.fields.items())
+            for column, text in enumerate((str(item.seq + 1), fields, item.error or "")):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(text)
+                self.failed_table.setItem(index, column, cell)
+        self.failed_label.setText(f"Failed items ({len(items)})" if items else "Failed items: none")
+
+    def selected_id(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows or rows[0].row() >= len(self.views):
+            return None
+        return self.views[rows[0].row()].id
+
+    def selected_view(self) -> JobView | None:
+        chosen = self.selected_id()
+        return next((v for v in self.views if v.id == chosen), None)
+
+    def ask_export(self) -> None:
+        view = self.selected_view()
+        if view is None:
+            return
+        open_file_dialog(self, "Export the job's results", EXPORT_FILTERS,
+                         lambda path, chosen: self.export_requested.emit(view.id, _with_suffix(path, chosen)),
+                         directory=f"{view.id}.jsonl", save=True)
+
+    # ----- inside -------------------------------------------------------------------------
+
+    def _fill(self, index: int, view: JobView) -> None:
+        kind = "" if view.kind == "template" else f" ({view.kind})"
+        texts = (view.id + kind, view.source, view.state, view.progress_text(), view.rate_text(),
+                 duration_text(view.eta_s) if view.running else "")
+        for column, text in enumerate(texts):
+            cell = self.table.item(index, column)
+            if cell is None:
+                cell = QTableWidgetItem()
+                self.table.setItem(index, column, cell)
+            if cell.text() != text:
+                cell.setText(text)
+            if column == 3:
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+    def _selection_changed(self) -> None:
+        view = self.selected_view()
+        self._show_detail(view)
+        self.failed_table.setRowCount(0)
+        self.failed_label.setText("Failed items")
+        if view is not None:
+            self.selected.emit(view.id)
+
+    def _show_detail(self, view: JobView | None) -> None:
+        if view is None:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+            self.detail_label.setText("")
+        else:
+            self.progress.setRange(0, max(1, view.total))
+            self.progress.setValue(view.finished)
+            parts = [view.state, view.progress_text()]
+            if view.running:
+                parts += [view.rate_text() or "measuring…",
+                          f"{duration_text(view.eta_s)} left" if view.eta_s is not None else ""]
+            self.detail_label.setText(" · ".join(p for p in parts if p))
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        view = self.selected_view()
+        template = view is not None and view.kind == "template"
+        running = view is not None and view.running
+        resumable = view is not None and view.resumable
+        self.buttons["pause"].setEnabled(template and running)
+        self.buttons["resume"].setEnabled(resumable)
+        self.buttons["cancel"].setEnabled(template and (running or resumable))
+        self.buttons["retry"].setEnabled(template and not running and view is not None and view.failed > 0)
+        self.buttons["export"].setEnabled(view is not None)
+
+    def _emit_for_selected(self, signal) -> None:
+        chosen = self.selected_id()
+        if chosen is not None:
+            signal.emit(chosen)
+
+
+def _with_suffix(path: str, name_filter: str) -> str:
+    if path.lower().endswith((".csv", ".jsonl")):
+        return path
+    return path + (".csv" if "*.csv" in name_filter else ".jsonl")

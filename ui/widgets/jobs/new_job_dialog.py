@@ -1,0 +1,102 @@
+"""Jobs → New job…: an input file (CSV with a header row, or JSONL), a prompt template
+($column), a system prompt and the max tokens of each answer; the first three rows' prompts
+are previewed (or their errors) before Start is offered. The controller reads the file and
+renders the preview (app/jobs/form.py); the dialog only shows them."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.jobs import JobForm, Preview
+from ui.widgets.common.file_dialogs import open_file_dialog
+
+INPUT_FILTERS = "Rows (*.csv *.jsonl *.ndjson);;CSV (*.csv);;JSON Lines (*.jsonl *.ndjson)"
+
+
+class NewJobDialog(QDialog):
+    file_chosen = Signal(str)  # the input's path: read it (off the GUI thread), then preview
+    form_changed = Signal()  # the template or settings changed: preview again
+    start_requested = Signal(str, object)  # the input's path, the JobForm
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New job")
+        self.resize(640, 560)
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("A CSV file (its first row names the columns) or a JSONL file")
+        self.path_edit.setAccessibleName("Input file")
+        self.path_edit.editingFinished.connect(lambda: self.file_chosen.emit(self.path_edit.text().strip()))
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.clicked.connect(self.browse)
+        path_row = QHBoxLayout()
+        path_row.addWidget(self.path_edit, 1)
+        path_row.addWidget(self.browse_button)
+        self.template_edit = QPlainTextEdit()
+        self.template_edit.setPlaceholderText("Write a one-line greeting for $name from $city.")
+        self.template_edit.setAccessibleName("Prompt template")
+        self.template_edit.setTabChangesFocus(True)
+        self.template_edit.setMaximumHeight(120)  # the preview below gets the room
+        self.template_edit.textChanged.connect(self.form_changed.emit)
+        self.system_edit = QLineEdit()
+        self.system_edit.setPlaceholderText("None")
+        self.system_edit.setAccessibleName("System prompt")
+        self.system_edit.textChanged.connect(lambda _t: self.form_changed.emit())
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(1, 32768)
+        self.max_tokens.setValue(256)
+        self.max_tokens.setAccessibleName("Max tokens")
+        self.max_tokens.valueChanged.connect(lambda _v: self.form_changed.emit())
+        self.preview_box = QPlainTextEdit()
+        self.preview_box.setReadOnly(True)
+        self.preview_box.setAccessibleName("Preview")
+        self.preview_box.setPlaceholderText("Choose an input file: its first three prompts show here.")
+        form = QFormLayout()
+        form.addRow("Input", path_row)
+        form.addRow("Prompt template", self.template_edit)
+        form.addRow("System prompt", self.system_edit)
+        form.addRow("Max tokens", self.max_tokens)
+        form.addRow("Preview", self.preview_box)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.start_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.start_button.setText("Start")
+        self.start_button.setEnabled(False)
+        self.buttons.accepted.connect(self._start)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.buttons)
+
+    def browse(self) -> None:
+        open_file_dialog(self, "Choose the job's input", INPUT_FILTERS, lambda path, _f: self.choose(path))
+
+    def choose(self, path: str) -> None:
+        self.path_edit.setText(path)
+        self.file_chosen.emit(path)
+
+    def form(self) -> JobForm:
+        return JobForm(self.template_edit.toPlainText(), self.max_tokens.value(), self.system_edit.text().strip())
+
+    def show_preview(self, shown: Preview) -> None:
+        self.preview_box.setPlainText(shown.text())
+        self.start_button.setEnabled(shown.ok)
+
+    def show_problem(self, text: str) -> None:
+        """The input cannot be read (missing, too big, not CSV/JSONL): said, and no Start."""
+        self.preview_box.setPlainText(text)
+        self.start_button.setEnabled(False)
+
+    def _start(self) -> None:
+        if self.start_button.isEnabled():
+            self.start_requested.emit(self.path_edit.text().strip(), self.form())
