@@ -86,7 +86,7 @@ class ModelPickerController:
         hub = self.ctx.engines
         self.engine_state = state
         if state.status is EngineStatus.READY:
-            self._show(ModelStatus(hub.model_name, READY))
+            self._show(ModelStatus(hub.model_name, READY, settings=_settings_of(hub.engine)))
             self.refresh()  # the current model's check mark moves
             self.show_tab_model()  # the tab in front may now run on the main model
         elif state.status is EngineStatus.FAILED:
@@ -101,7 +101,7 @@ class ModelPickerController:
         main engine as it was, ready: that stays the state, with the reason beside it."""
         hub = self.ctx.engines
         if self.engine_state.status is EngineStatus.READY:
-            self._show(ModelStatus(hub.model_name, READY, f"ready · {why}"))
+            self._show(ModelStatus(hub.model_name, READY, f"ready · {why}", settings=_settings_of(hub.engine)))
         else:
             self._show(ModelStatus(hub.model_name, FAILED, why))
 
@@ -263,3 +263,14 @@ class ModelPickerController:
         self._engine_state(self.engine_state)
         if self.status.state == READY:
             self._show(ModelStatus(self.status.name, READY, f"ready · downloading {title} failed: {error}"))
+
+
+def _settings_of(engine) -> str:
+    """What a loaded model runs with, as its picker shows it beside the name."""
+    info = getattr(engine, "info", None)
+    if info is None:  # a remote server's: its own business
+        return ""
+    parts = [f"{info.n_ctx:,}-token context"]
+    if info.n_gpu_layers:
+        parts.append("GPU")
+    return " · ".join(parts)

@@ -92,7 +92,7 @@ def test_load_progress_shows_in_the_picker_and_on_the_welcome_page(unstarted, qt
     told.load_progress.emit(None)
     told.state_changed.emit(EngineState(EngineStatus.READY))
     assert not w.model_picker.progress.isVisible() and not w.welcome.progress.isVisible()
-    assert w.model_picker.button.text().startswith("other.gguf") and w.model_picker.state_label.text() == "ready"
+    assert w.model_picker.button.text().startswith("other ") and w.model_picker.state_label.text() == "ready"
     assert all(b.isEnabled() for b in w.welcome.example_buttons)  # the examples wait for a ready model
     told.state_changed.emit(EngineState(EngineStatus.FAILED, error="not a GGUF file"))
     assert w.welcome.model_state.text() == "Failed: not a GGUF file"
@@ -198,7 +198,7 @@ def test_a_failed_download_says_why_and_keeps_the_model(unstarted, qtbot):
     qtbot.waitUntil(lambda: "gemma3-270m" in w.welcome.catalog_rows)
     ctrl.fetch("gemma3-270m").join(10)
     qtbot.waitUntil(lambda: "offline" in w.model_picker.state_label.toolTip())
-    assert w.model_picker.status.state == "ready" and w.model_picker.button.text().startswith("main.gguf")
+    assert w.model_picker.status.state == "ready" and w.model_picker.button.text().startswith("main ")
     assert "offline" in w.welcome.catalog_rows["gemma3-270m"][0].text()
     assert w.welcome.catalog_rows["gemma3-270m"][1].isEnabled() and unstarted.loads == []
 
@@ -296,7 +296,9 @@ def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data
         picker, hub = app.window.model_picker, app.controllers.engines
         qtbot.waitUntil(lambda: any(a.text() == "another-smollm.gguf" for a in picker.entries()))
         qtbot.waitUntil(lambda: picker.state_label.text() == "ready")  # the engine's state comes by a queued call
-        assert picker.button.text().startswith(model_path.name)
+        assert picker.button.text().startswith("SmolLM2 135M Instruct")
+        assert picker.settings_label.text().startswith(f"Q4_1 · {hub.engine.info.n_ctx:,}-token context")
+        assert model_path.name in picker.button.toolTip()
         seen: list[tuple[bool, str]] = []
         app.ctx.engine_signals.load_progress.connect(
             lambda _f: seen.append((picker.progress.isVisible(), picker.state_label.text())))
@@ -304,7 +306,7 @@ def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data
         qtbot.waitUntil(lambda: picker.state_label.text().startswith("loading another-smollm.gguf"), timeout=5_000)
         qtbot.waitUntil(lambda: hub.model_name == "another-smollm.gguf" and picker.state_label.text() == "ready",
                         timeout=WAIT_MS)
-        assert picker.button.text().startswith("another-smollm.gguf") and not picker.progress.isVisible()
+        assert picker.button.text().startswith("another smollm") and not picker.progress.isVisible()
         # While it loaded, the bar was there with the percentage.
         assert any(visible and text.endswith("%") for visible, text in seen), seen
     finally:

@@ -12,6 +12,8 @@ from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
+from app.models.names import ModelTitle, model_title
+
 LOADING, READY, FAILED, DOWNLOADING = "loading", "ready", "failed", "downloading"
 # Accents only (the rest follows the palette): the same in light and dark, readable on both.
 STATE_COLOURS = {READY: "#2da44e", LOADING: "#d29922", DOWNLOADING: "#d29922", FAILED: "#e5534b"}
@@ -29,6 +31,8 @@ class ModelStatus:
     state: str = LOADING  # LOADING, READY, FAILED or DOWNLOADING
     detail: str = ""  # what is loading, or why it failed
     progress: float | None = None  # 0..1 while loading or downloading; None: unknown or done
+    # What it runs with, beside its name once loaded: "8,192-token context", "GPU"
+    settings: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,8 @@ class ModelPicker(QWidget):
         # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
         self.button.clicked.connect(self._show_menu)
         self.dot = QLabel(STATE_DOT)
+        self.settings_label = QLabel()  # the quantisation and what the model runs with
+        self.settings_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.state_label = QLabel()
         self.state_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.progress = QProgressBar()
@@ -96,6 +102,8 @@ class ModelPicker(QWidget):
         inside.addStretch(1)  # name and state together at the box's centre
         inside.addWidget(self.dot)
         inside.addWidget(self.button)
+        inside.addWidget(self.settings_label)
+        inside.addSpacing(8)  # the state apart from the settings
         inside.addWidget(self.state_label)
         inside.addWidget(self.progress)
         inside.addStretch(1)
@@ -140,10 +148,15 @@ class ModelPicker(QWidget):
 
     def set_status(self, status: ModelStatus) -> None:
         self.status = status
-        name = status.name or "No model"
+        file = status.name or "No model"
+        title = model_title(file) if status.name else ModelTitle(file)
+        name = title.name
         self.button.setText(f"{name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + '…'}  ▾")
-        self.button.setToolTip(f"{name}: choose another model, download one, or connect to a server")
+        self.button.setToolTip(f"{file}: choose another model, download one, or connect to a server")
         self.button.setAccessibleName(f"Model: {name}")  # whole, without the ▾ of its text
+        settings = " · ".join(part for part in (title.quant, status.settings) if part)
+        self.settings_label.setText(settings)
+        self.settings_label.setVisible(bool(settings))
         self.dot.setStyleSheet(f"color: {STATE_COLOURS.get(status.state, STATE_COLOURS[LOADING])};")
         text = state_text(status)
         # A long error would push the bar wide: elided here, whole in the tooltip.

@@ -62,7 +62,7 @@ def test_the_model_loader_is_wide_at_the_top_centre_with_the_model_and_its_state
     picker.set_status(ModelStatus("Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", LOADING, progress=0.4))
     assert picker.state_label.text() == "loading 40%" and picker.progress.isVisible()
     picker.set_status(ModelStatus("Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", READY))
-    assert picker.button.text().startswith("Qwen2.5-0.5B-Instruct-Q4_K_M.gguf")
+    assert picker.button.text().startswith("Qwen2.5 0.5B Instruct") and picker.settings_label.text() == "Q4_K_M"
     assert picker.state_label.text() == "ready" and not picker.progress.isVisible()
     loader = picker.loader
     assert loader.width() >= LOADER_MIN_W
