@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QIcon, QImageReader
 
 ICON_DIR = Path(__file__).resolve().parent / "icons"
 ICON_PNG = ICON_DIR / "chorus.png"
@@ -19,3 +19,12 @@ def app_icon() -> QIcon:
     icon = QIcon(str(ICON_PNG))
     icon.addFile(str(ICON_SVG))
     return icon
+
+
+def action_icon(name: str) -> QIcon | None:
+    """A message action's icon (ui/icons/action-NAME.svg, a mid grey that reads on both
+    themes), or None where Qt cannot read SVG: the action then shows its word."""
+    path = ICON_DIR / f"action-{name}.svg"
+    if not path.is_file() or b"svg" not in {bytes(f.data()) for f in QImageReader.supportedImageFormats()}:
+        return None
+    return QIcon(str(path))

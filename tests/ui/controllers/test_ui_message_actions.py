@@ -59,10 +59,15 @@ def test_hovering_a_message_shows_its_actions_and_copy_copies_its_text(desk, eng
     bubble = tab.view.visualRect(tab.model.index(1))
     bar = tab.actions.geometry()
     assert bar.right() < bubble.right() and bubble.bottom() - bar.height() <= bar.top()  # on its bottom edge
+    for name, button in tab.actions.buttons.items():  # a row of small icons, the word in the tooltip
+        assert not button.icon().isNull() and button.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonIconOnly
+        assert button.toolTip().startswith(button.text() + ": ") and button.accessibleName() == button.text()
+    assert bar.width() < 6 * 40  # icons, not words
     QApplication.clipboard().clear()
     _click(qtbot, tab, "copy")
     assert QApplication.clipboard().text() == "A table of **buckets** indexed by a hash."
     assert tab.actions.buttons["copy"].text() == "Copied ✓"
+    assert tab.actions.buttons["copy"].toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonTextBesideIcon
     _hover(qtbot, tab, 0)  # a question: nothing to regenerate; the label is Copy again
     assert _shown(tab) == ["copy", "edit", "delete", "branch"]
     assert tab.actions.buttons["copy"].text() == "Copy"

@@ -1,5 +1,6 @@
 """The action bar on the message under the mouse: Copy, Edit, Delete, Regenerate, Branch
-into a new chat, and Continue on a reply cut at the token limit.
+into a new chat, and Continue on a reply cut at the token limit, as a row of small icons
+whose tooltips say what each does (words where Qt cannot read SVG).
 
 Real buttons in a small frame laid over the list's viewport rather than buttons painted by
 the delegate and hit-tested in editorEvent: hover, press and disabled states, tooltips,
@@ -16,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QListView, QToolButton
 
+from ui.icon import action_icon
 from ui.widgets.chat.message_delegate import PAD, bubble_rect
 from ui.widgets.chat.message_model import MessageView
 
@@ -64,6 +66,12 @@ class MessageActions(QFrame):
     def _button(self, name: str, label: str, tip: str) -> QToolButton:
         button = QToolButton(self)
         button.setText(label)
+        icon = action_icon(name)
+        if icon is not None:  # a row of small icons; the word is its accessible name and tooltip
+            button.setIcon(icon)
+            button.setIconSize(QSize(16, 16))
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            tip = f"{label}: {tip[0].lower()}{tip[1:]}"
         button.setToolTip(tip)
         button.setAccessibleName(label)
         button.setAutoRaise(True)
@@ -107,7 +115,10 @@ class MessageActions(QFrame):
         names = set(self.available(message))
         for name, button in self.buttons.items():
             button.setVisible(name in names)
-        self.buttons["copy"].setText(ACTIONS["copy"][0])
+        copy = self.buttons["copy"]
+        copy.setText(ACTIONS["copy"][0])
+        if not copy.icon().isNull():
+            copy.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self.row = index.row()
         self.adjustSize()
         self._place(index)
@@ -144,7 +155,9 @@ class MessageActions(QFrame):
         if message is None:
             return
         if name == "copy":
-            self.buttons["copy"].setText(COPIED)  # until the bar shows on a message again
+            copy = self.buttons["copy"]
+            copy.setText(COPIED)  # until the bar shows on a message again
+            copy.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             self.adjustSize()
             self._place(self.list_view.model().index(self.row, 0))
         self.triggered.emit(name, message)
