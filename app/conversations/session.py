@@ -28,6 +28,9 @@ from storage import (
 if TYPE_CHECKING:  # the loop's events; the machine's module loads the MCP types
     from app.tools.machine import CallFinished, Stopped, TurnDone
 
+# A reply that ended in one of these, with text, can be continued.
+CONTINUABLE = (MessageStatus.COMPLETE, MessageStatus.STOPPED, MessageStatus.INTERRUPTED)
+
 
 @dataclass(frozen=True)
 class ReplyStart:
@@ -129,10 +132,11 @@ class ConversationSession:
 
     def continue_reply(self) -> ReplyStart | None:
         """The last reply back to streaming, to grow from its text; None unless the branch
-        ends in a complete reply."""
+        ends in a reply that ended with text: complete (cut at the token limit), stopped by the
+        user, or interrupted (a crash)."""
         path = self.repo.active_path(self.conversation_id)
         last = path.messages[-1] if path.messages else None
-        if last is None or last.role != "assistant" or last.status is not MessageStatus.COMPLETE:
+        if last is None or last.role != "assistant" or last.status not in CONTINUABLE or not last.content:
             return None
         resumed = self.repo.resume_reply(last.id)
         return ReplyStart(self.repo.active_path(self.conversation_id), resumed)

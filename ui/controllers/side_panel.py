@@ -158,6 +158,8 @@ class SidePanelController:
             numbers = self._numbers.get(reply.id) or numbers_from_record(reply)
             if reply.status is MessageStatus.STREAMING:
                 numbers = numbers_from_record(reply)
+            if reply.status in (MessageStatus.STOPPED, MessageStatus.INTERRUPTED) and reply.content:
+                numbers = replace(numbers, can_continue=True)  # as one cut at the token limit
         panel.set_numbers(numbers)
         # Continue on the reply's own bubble too (its hover actions), not only in the panel.
         tab.set_continuable(reply.id if reply is not None and numbers is not None and numbers.can_continue else None)

@@ -102,14 +102,29 @@ def test_continue_reply_resumes_the_last_complete_reply(repo):
     assert len(resumed.path.messages) == 2
 
 
-@pytest.mark.parametrize("ending", ["nothing", "question", "streaming"])
-def test_continue_reply_needs_a_complete_reply_at_the_end(repo, ending):
+@pytest.mark.parametrize("ending", ["nothing", "question", "streaming", "stopped empty", "error"])
+def test_continue_reply_needs_a_reply_that_ended_with_text_at_the_end(repo, ending):
     s = session(repo)
     if ending == "question":
         repo.add_message(s.conversation_id, "user", "Hi")
     elif ending == "streaming":
         s.send("Hi")
+    elif ending == "stopped empty":
+        repo.finish_reply(s.send("Hi").reply.id, "", status=MessageStatus.STOPPED)
+    elif ending == "error":
+        repo.finish_reply(s.send("Hi").reply.id, "half", status=MessageStatus.ERROR)
     assert s.continue_reply() is None
+
+
+@pytest.mark.parametrize("status", [MessageStatus.STOPPED, MessageStatus.INTERRUPTED])
+def test_a_reply_the_user_stopped_or_a_crash_cut_can_be_continued(repo, status):
+    """Issue 39's look: a stopped reply offers Continue, as one cut at the token limit does."""
+    s = session(repo)
+    reply = s.send("Count to ten").reply
+    repo.finish_reply(reply.id, "1 2 3", status=status)
+    resumed = s.continue_reply()
+    assert resumed is not None and resumed.reply.id == reply.id
+    assert (resumed.reply.status, resumed.reply.content) == (MessageStatus.STREAMING, "1 2 3")
 
 
 def test_branch_copies_the_chat_down_to_a_message(repo):

@@ -188,6 +188,26 @@ def test_a_reply_cut_at_the_token_limit_offers_continue_on_its_bubble(desk, engi
     assert engine.chats[1].messages[-1] == {"role": "assistant", "content": "Once upon a time"}
 
 
+def test_a_reply_the_user_stopped_offers_continue_on_its_bubble(desk, engine, qtbot):
+    """Issue 39's look: a stopped reply offers Continue (it had nothing but Copy and Branch)."""
+    tab = _open(desk, "q1", "a1")
+    qtbot.keyClicks(tab.composer, "Tell me a long story.")
+    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(engine.chats) == 1)
+    engine.write(engine.requests[0], "Once upon a time")
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 4 and "Once" in tab.model.view(3).text)
+    qtbot.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: tab.model.view(3).status == "stopped")
+    qtbot.waitUntil(lambda: tab.continuable == tab.model.view(3).message_id)
+    assert tab.panel.continue_button.isVisibleTo(tab.panel)
+    _hover(qtbot, tab, 3)
+    assert _shown(tab)[-1] == "continue"
+    _click(qtbot, tab, "continue")
+    qtbot.waitUntil(lambda: len(engine.chats) == 2)
+    assert engine.chats[1].continue_final
+    assert engine.chats[1].messages[-1] == {"role": "assistant", "content": "Once upon a time"}
+
+
 def test_screenshot_of_the_hover_actions(desk, engine, qtbot, theme):
     desk.window.resize(900, 600)
     tab = _open(desk, "How do I reverse a list in Python?",
