@@ -1,17 +1,18 @@
-"""The main window: conversations on the left, one tab per open conversation, the engine's
-state in the status bar. Widgets only: the controller feeds it and listens to it."""
+"""The main window: the sidebar of conversations on the left; on the right the model picker's
+bar over the chats' area (tab_area: one tab per open chat or comparison, the split view, the
+welcome page while nothing is open); the status bar (status_bar), the menus and their keys
+(menus), the live panel docked below. Widgets only: the controllers feed it and listen to
+it. The moves on tabs are the area's, delegated here under the names the controllers call."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QToolButton,
@@ -21,19 +22,18 @@ from PySide6.QtWidgets import (
 
 from ui.widgets.chat.chat_tab import ChatTab
 from ui.widgets.compare.compare_view import ComparePane, CompareView
-from ui.widgets.models.download_status import DownloadStatus
 from ui.widgets.models.model_dialog import ModelDialog
 from ui.widgets.models.model_picker import ModelPicker
 from ui.widgets.models.remote_dialog import ask_remote_endpoint
 from ui.widgets.perf.panel import PerfPanel
 from ui.widgets.window.conversation_list import ConversationItem, ConversationList
 from ui.widgets.window.menus import WindowMenus
+from ui.widgets.window.status_bar import WindowStatusBar
 from ui.widgets.window.tab_area import TabArea
 from ui.widgets.window.tray import TrayNotifier
 from ui.widgets.window.welcome import WelcomePage
 from ui.widgets.window.window_style import style_window
 
-UNDO_MS = 10_000
 PANEL_MIN_H = 140  # a row of charts under the engine's line
 
 
@@ -100,19 +100,10 @@ class MainWindow(QMainWindow):
         # Its parts by the names the controllers, the menus and the tests know them by
         self.tabs, self.split_pane, self.chat_split = self.area.tabs, self.area.split_pane, self.area.chat_split
         self.chat_stack = self.area.chat_stack
-        self.engine_label = QLabel("engine: starting…")
-        self.load_progress = QProgressBar()
-        self.load_progress.setRange(0, 100)
-        self.load_progress.setMaximumWidth(160)
-        self.load_progress.hide()
-        self.statusBar().addPermanentWidget(self.load_progress)
-        self.download_status = DownloadStatus()  # a Hub download going on; a click shows it
-        self.statusBar().addPermanentWidget(self.download_status)
-        self.statusBar().addPermanentWidget(self.engine_label)
-        self.server_label = QLabel("")
-        self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
-        self.server_label.hide()
-        self.statusBar().addPermanentWidget(self.server_label)
+        self.status = WindowStatusBar(self)  # the engine, a load, a download, the server, Undo
+        self.setStatusBar(self.status)
+        self.status.undo_delete_requested.connect(self.undo_delete_requested)
+        self.status.undo_comparison_delete_requested.connect(self.undo_comparison_delete_requested)
         self.perf_panel = PerfPanel(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
         self.perf_panel.hide()
@@ -133,15 +124,6 @@ class MainWindow(QMainWindow):
                      "delete_requested", "open_comparison_requested", "rename_comparison_requested",
                      "delete_comparison_requested"):
             getattr(self.conversation_list, name).connect(getattr(self, name))
-        # A label, not showMessage(): a temporary message hides the status bar's widgets,
-        # and so covered its own Undo button.
-        self.undo_label = QLabel("")
-        self.undo_button = QPushButton("Undo")
-        for widget in (self.undo_label, self.undo_button):
-            widget.hide()
-            self.statusBar().addWidget(widget)
-        self.undo_button.clicked.connect(self._undo_clicked)
-        self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
         style_window(self)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
@@ -224,25 +206,7 @@ class MainWindow(QMainWindow):
 
     def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
-        self._undo = (comparison, conv_id)
-        self.undo_label.setText(f"Deleted “{title or 'New chat'}”")
-        self.undo_label.show()
-        self.undo_button.show()
-        QTimer.singleShot(UNDO_MS, lambda: self._hide_undo(conv_id))
-
-    def _undo_clicked(self) -> None:
-        if self._undo is not None:
-            comparison, ident = self._undo
-            (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
-        self._hide_undo()
-
-    def _hide_undo(self, only: int | None = None) -> None:
-        """Hide the offer; with `only`, just if it is still the offer for that deletion."""
-        if only is not None and (self._undo is None or self._undo[1] != only):
-            return
-        self._undo = None
-        self.undo_label.hide()
-        self.undo_button.hide()
+        self.status.offer_undo_delete(conv_id, title, comparison)
 
     def set_presets(self, presets: list[tuple[int, str]]) -> None:
         """(id, name) pairs; the first entry is always 'No preset'."""
@@ -336,15 +300,11 @@ class MainWindow(QMainWindow):
     # ----- status ---------------------------------------------------------------------
 
     def set_engine_status(self, text: str) -> None:
-        self.engine_label.setText(text)
+        self.status.set_engine_status(text)
 
     def set_load_progress(self, fraction: float | None) -> None:
         """Model loading progress; None hides the bar."""
-        if fraction is None or fraction >= 1.0:
-            self.load_progress.hide()
-        else:
-            self.load_progress.show()
-            self.load_progress.setValue(int(fraction * 100))
+        self.status.set_load_progress(fraction)
 
     def _panel_shown(self, visible: bool) -> None:
         """The panel takes a quarter of the window's height from the chat, not more window:
@@ -365,8 +325,7 @@ class MainWindow(QMainWindow):
     def set_server_url(self, url: str | None) -> None:
         """The server's address in the status bar, or nothing when it is off."""
         self.menus.show_serving(url is not None)
-        self.server_label.setText(f"API: {url}" if url else "")
-        self.server_label.setVisible(url is not None)
+        self.status.set_server_url(url)
 
     def show_error(self, title: str, message: str) -> QMessageBox:
         """A window-modal warning opened with open(): the static QMessageBox.warning ran a
