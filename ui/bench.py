@@ -100,7 +100,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
                 timed("panel_open", panel.show, lambda: panel.isVisible() and panel.charts_ready())
             if args.serve:
                 timed("server_start", lambda: window.server_start_requested.emit("127.0.0.1", 0, ""),
-                      lambda: window.server_label.text().startswith("API: "))
+                      lambda: window.status.server_label.text().startswith("API: "))
                 timed("server_stop", window.server_stop_requested.emit,
                       lambda: not controllers.server.server.running)
         done = lambda: all(  # noqa: E731

@@ -193,9 +193,9 @@ def test_sidebar_rename_pin_delete_and_undo(app):
     app.controllers.conversations.set_pinned(first.conversation_id, True)
     app.qtbot.waitUntil(lambda: titles()[0] == "⚑ First chat")
     app.controllers.conversations.delete(first.conversation_id)
-    app.qtbot.waitUntil(lambda: titles() == ["Renamed chat"] and app.window.undo_button.isVisibleTo(app.window))
+    app.qtbot.waitUntil(lambda: titles() == ["Renamed chat"] and app.window.status.undo_button.isVisibleTo(app.window))
     assert app.window.tab_for(first.conversation_id) is None
-    app.window.undo_button.click()
+    app.window.status.undo_button.click()
     app.qtbot.waitUntil(lambda: titles() == ["⚑ First chat", "Renamed chat"])
     app.qtbot.waitUntil(lambda: app.window.tab_for(first.conversation_id) is not None)  # its tab is back
     assert not app.repo.get_conversation(first.conversation_id).deleted
@@ -466,6 +466,6 @@ def test_the_window_at_900_by_600_keeps_every_part_usable(app):
         assert part.isVisible() and part.width() > 0
     assert first.view.width() >= 400 and first.view.height() >= 200  # room to read a reply
     assert first.composer.geometry().bottom() <= first.height()  # nothing cut off below
-    app.qtbot.waitUntil(lambda: window.engine_label.text().endswith("· idle"))  # not the last busy rate
+    app.qtbot.waitUntil(lambda: window.status.engine_label.text().endswith("· idle"))  # not the last busy rate
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert window.grab().save(str(SCREENSHOTS / "window-900x600.png"))

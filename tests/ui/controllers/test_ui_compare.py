@@ -116,7 +116,7 @@ def test_panes_on_two_models_complete_in_their_own_engines(app, model_path, gemm
     app.qtbot.wait(100)
     assert app.window.grab().save(str(SCREENSHOTS / "compare-two-models.png"))
     # Closing the comparison stops the engine no pane needs any more.
-    app.window._close_tab(app.window.tabs.indexOf(view))
+    app.window.area.close_tab(app.window.tabs.indexOf(view))
     app.qtbot.waitUntil(lambda: pooled.engine.state.status == "stopped", timeout=30_000)
     assert app.controllers.engines.router.pool.engines() == []
     assert app.controllers.engines.engine.settings.n_threads == app.controllers.engines.router.cpu_threads
@@ -164,7 +164,7 @@ def test_blind_mode_hides_models_until_a_pick_and_reopens_as_it_was(app):
     order = [p.conversation_id for p in view.panes()]
     app.qtbot.waitUntil(lambda: app.ctx.catalog.get_comparison(comparison_id).settings.get("favourite")
                         == chosen.conversation_id, timeout=5_000)
-    app.window._close_tab(app.window.tabs.indexOf(view))
+    app.window.area.close_tab(app.window.tabs.indexOf(view))
     app.controllers.compare.open_comparison(comparison_id)
     app.qtbot.waitUntil(lambda: app.window.compare_for(comparison_id) is not None
                         and len(app.window.compare_for(comparison_id).panes()) == 3, timeout=10_000)

@@ -63,7 +63,7 @@ def test_one_token_is_one_token(desk, engine, qtbot):
 
 def test_the_status_bar_counts_the_replies_being_written(desk, engine, qtbot):
     tab = _open_chat(desk)
-    line = desk.window.engine_label.text
+    line = desk.window.status.engine_label.text
     (request,) = _send(desk, engine, tab.composer, "Hello?")
     engine.write(request)
     qtbot.waitUntil(lambda: "1 writing" in line())

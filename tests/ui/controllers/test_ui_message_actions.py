@@ -82,9 +82,9 @@ def test_editing_a_question_shows_a_banner_cancel_keeps_the_draft_and_sending_br
     qtbot.keyClicks(tab.composer, "half typed")
     _hover(qtbot, tab, 0)
     _click(qtbot, tab, "edit")
-    assert tab.edit_banner.isVisible() and tab.edit_label.text().startswith("Editing a message")
+    assert tab.edit_banner.isVisible() and tab.edit_banner.label.text().startswith("Editing a message")
     assert tab.composer.toPlainText() == "Name a colour."
-    qtbot.mouseClick(tab.cancel_edit_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(tab.edit_banner.cancel_button, Qt.MouseButton.LeftButton)
     assert not tab.edit_banner.isVisible() and tab.composer.toPlainText() == "half typed"
     _hover(qtbot, tab, 0)
     _click(qtbot, tab, "edit")
@@ -105,7 +105,7 @@ def test_editing_a_reply_saves_it_as_a_new_branch_and_generates_nothing(desk, en
     tab = _open(desk, "Name a colour.", "Bleu.")
     _hover(qtbot, tab, 1)
     _click(qtbot, tab, "edit")
-    assert tab.edit_banner.isVisible() and tab.edit_label.text().startswith("Editing a reply")
+    assert tab.edit_banner.isVisible() and tab.edit_banner.label.text().startswith("Editing a reply")
     qtbot.keyClick(tab.composer, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)  # select all, typed over
     qtbot.keyClicks(tab.composer, "Blue.")
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)

@@ -119,7 +119,7 @@ def test_a_repository_s_files_get_fit_badges_and_the_best_is_selected(shell, qtb
 
 def test_a_download_runs_on_with_the_window_closed_then_the_library_and_picker_list_it(shell, qtbot, hub, qapp):
     win = open_repo(shell, SMOL_REPO)
-    files, status = win.files, shell.window.download_status
+    files, status = win.files, shell.window.status.download_status
     files.select(SMOL_FILE)
     hub.hold_at = HOLD_BYTES
     files.download_button.click()
@@ -188,7 +188,7 @@ def test_a_download_that_ends_with_the_window_closed_says_so_in_the_status_bar(s
     hub.release.set()
     bar = shell.window.statusBar()
     qtbot.waitUntil(lambda: bar.currentMessage().startswith(f"Downloaded {SMOL_FILE}"), timeout=WAIT_MS)
-    assert not shell.window.download_status.isVisible() and not win.isVisible()
+    assert not shell.window.status.download_status.isVisible() and not win.isVisible()
 
 
 def test_cancel_leaves_nothing_installed(shell, qtbot, hub):
@@ -202,7 +202,7 @@ def test_cancel_leaves_nothing_installed(shell, qtbot, hub):
     hub.release.set()  # the stream goes on; the client stops at its next chunk
     qtbot.waitUntil(lambda: files.progress_label.text().startswith("Cancelled"), timeout=WAIT_MS)
     assert not files.cancel_button.isVisible() and not files.load_button.isVisible()
-    assert not shell.window.download_status.isVisible()
+    assert not shell.window.status.download_status.isVisible()
     assert installed_files(shell) == []
     win.show_library()
     shell.models.library_tab.refresh()

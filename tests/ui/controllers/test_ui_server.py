@@ -23,7 +23,7 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     app.qtbot.waitUntil(started.done, timeout=10_000)
     url = started.result()
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-    app.qtbot.waitUntil(lambda: app.window.server_label.text() == f"API: {url}")
+    app.qtbot.waitUntil(lambda: app.window.status.server_label.text() == f"API: {url}")
     assert app.window.menus.serve_action.isChecked()
     tab = app.new_tab()
     app.send(tab, "Describe a river in detail.")
@@ -57,7 +57,7 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
     stopped = app.controllers.server.stop_server()
-    assert not app.window.menus.serve_action.isChecked() and not app.window.server_label.isVisible()
+    assert not app.window.menus.serve_action.isChecked() and not app.window.status.server_label.isVisible()
     app.qtbot.waitUntil(stopped.done, timeout=10_000)
     with pytest.raises(openai.APIConnectionError):
         client.models.list()
@@ -132,12 +132,13 @@ def switch(qtbot, monkeypatch, tmp_path):
 def test_the_server_starts_and_stops_off_the_gui_thread(switch, qtbot):
     window = switch.ctx.window
     window.server_start_requested.emit("127.0.0.1", 0, "")  # what the dialog's OK does
-    qtbot.waitUntil(lambda: not window.server_label.isHidden(), timeout=10_000)
-    assert window.server_label.text().startswith("API: http://127.0.0.1:") and window.menus.serve_action.isChecked()
+    qtbot.waitUntil(lambda: not window.status.server_label.isHidden(), timeout=10_000)
+    assert window.status.server_label.text().startswith("API: http://127.0.0.1:")
+    assert window.menus.serve_action.isChecked()
     assert switch.threads["start"] and threading.get_ident() not in switch.threads["start"]
     stopped = switch.stop_server()
     qtbot.waitUntil(stopped.done, timeout=10_000)
-    assert not switch.server.running and window.server_label.isHidden()
+    assert not switch.server.running and window.status.server_label.isHidden()
     assert switch.threads["stop"] and threading.get_ident() not in switch.threads["stop"]
 
 
@@ -165,5 +166,5 @@ def test_switching_off_during_a_start_ends_off(switch, qtbot):
     stopped = switch.stop_server()  # before the start has posted its address
     qtbot.waitUntil(stopped.done, timeout=10_000)
     qtbot.wait(50)  # the posted outcomes of both
-    assert window.server_label.isHidden() and not window.menus.serve_action.isChecked()
+    assert window.status.server_label.isHidden() and not window.menus.serve_action.isChecked()
     assert not switch.server.running

@@ -202,7 +202,7 @@ def test_screenshot_of_the_side_panel(qtbot, data_dir, model_path, theme, qt_asy
         shot.send(tab, "What is a hash map?")
         shot.wait_done(tab)
         qtbot.waitUntil(lambda: tab.panel.numbers["finish"].text() == "cut at the token limit")
-        qtbot.waitUntil(lambda: shot.window.engine_label.text().endswith("· idle"))  # the engine's next figures
+        qtbot.waitUntil(lambda: shot.window.status.engine_label.text().endswith("· idle"))  # the engine's next figures
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         image = shot.window.grab().toImage()
         assert image.save(str(SCREENSHOTS / f"side-panel-{theme}.png"))

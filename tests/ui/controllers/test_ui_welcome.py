@@ -50,7 +50,7 @@ def test_the_welcome_page_shows_with_no_tab_and_comes_back_after_the_last_closes
     window.open_compare(2, "")
     window.close_tab_of(1)
     assert window.chat_stack.currentWidget() is window.tabs  # a comparison is still open
-    window._close_tab(window.tabs.currentIndex())
+    window.area.close_tab(window.tabs.currentIndex())
     qtbot.waitUntil(lambda: window.welcome.isVisible())
     assert window.tabs.count() == 0 and first is not None
     window.welcome.new_chat_button.click()  # a real new chat, through the controllers

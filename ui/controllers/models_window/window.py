@@ -40,7 +40,7 @@ class ModelsWindowController:
         self.searched = False  # the first showing lists the Hub's most downloaded GGUF repositories
         w = ctx.window
         w.models_requested.connect(self.show)
-        w.download_status.clicked.connect(self.show)
+        w.status.download_status.clicked.connect(self.show)
         d = self.downloads
         d.started.connect(self._download_started)
         d.progressed.connect(self._download_progress)
@@ -121,17 +121,17 @@ class ModelsWindowController:
 
     def _download_started(self, file: HubFile) -> None:
         self.window.files.set_downloading(file.name, None, "starting…")
-        self.ctx.window.download_status.set_progress(file.name, None)
+        self.ctx.window.status.download_status.set_progress(file.name, None)
 
     def _download_progress(self, u: DownloadUpdate) -> None:
         if not self.downloads.running:
             return  # a late report after the end
         text = progress_text(u.done_bytes, u.total_bytes, u.speed)
         self.window.files.set_downloading(u.file.name, u.fraction, text)
-        self.ctx.window.download_status.set_progress(u.file.name, u.fraction, text)
+        self.ctx.window.status.download_status.set_progress(u.file.name, u.fraction, text)
 
     def _download_finished(self, file: HubFile, path: Path) -> None:
-        self.ctx.window.download_status.clear()
+        self.ctx.window.status.download_status.clear()
         vision = f" with vision projector {file.projector.name}" if file.projector is not None else ""
         self._tell_if_hidden(f"Downloaded {file.name}{vision}: load it from Models (Ctrl+Shift+M) or the model menu")
         self.window.files.set_installed(str(path), file.name, vision)
@@ -139,13 +139,13 @@ class ModelsWindowController:
         self.ctx.events.models_changed.emit()  # the model picker lists it
 
     def _download_failed(self, file: HubFile, message: str) -> None:
-        self.ctx.window.download_status.clear()
+        self.ctx.window.status.download_status.clear()
         self._tell_if_hidden(f"Downloading {file.name} failed: {message}")
         self.window.files.set_idle(f"Downloading {file.name} failed (the reason is above).")
         self.window.set_discover_message(message)
 
     def _download_cancelled(self, file: HubFile) -> None:
-        self.ctx.window.download_status.clear()
+        self.ctx.window.status.download_status.clear()
         self.window.files.set_idle(f"Cancelled {file.name}; downloading it again resumes where it stopped.")
 
     def _tell_if_hidden(self, text: str) -> None:

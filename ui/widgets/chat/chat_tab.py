@@ -29,6 +29,7 @@ from ui.widgets.chat.file_drops import accept_file_drops
 from ui.widgets.chat.message_actions import MessageActions
 from ui.widgets.chat.message_list import MessageList
 from ui.widgets.chat.message_model import MessageListModel, MessageView
+from ui.widgets.common.banner import Banner
 from ui.widgets.common.focus import focus_kept_in
 from ui.widgets.tools.tool_approval import ToolApprovalBar
 
@@ -99,6 +100,9 @@ class ChatTab(QWidget):
         self.panel_button.setText("Details")
         self.panel_button.setCheckable(True)
         self.panel_button.setToolTip("This chat's model, system prompt, sampling and last reply (Ctrl+Shift+D)")
+        # "Editing a message · Cancel" above the composer while an edit is in it
+        self.edit_banner = Banner("", "Stop editing; the message stays as it was", "editBanner")
+        self.edit_banner.cancelled.connect(self.cancel_editing)
         self._layout()
         self.composer.submitted.connect(self._submit)
         self.send_button.clicked.connect(self.composer.submit)  # as Enter does
@@ -130,7 +134,7 @@ class ChatTab(QWidget):
         chat = QVBoxLayout()
         chat.addLayout(top)
         chat.addWidget(self.view, 1)
-        chat.addWidget(self._edit_banner())
+        chat.addWidget(self.edit_banner)
         chat.addWidget(self.approval)
         chat.addWidget(self.composer_box)
         layout = QHBoxLayout(self)
@@ -191,24 +195,6 @@ class ChatTab(QWidget):
         else:
             self.edit_requested.emit(message_id, text)
 
-    def _edit_banner(self) -> QWidget:
-        """ "Editing a message · Cancel" above the composer while an edit is in it."""
-        self.edit_banner = QWidget()
-        self.edit_label = QLabel()
-        self.edit_label.setObjectName("editBanner")
-        self.cancel_edit_button = QToolButton()
-        self.cancel_edit_button.setText("Cancel")
-        self.cancel_edit_button.setAutoRaise(True)
-        self.cancel_edit_button.setToolTip("Stop editing; the message stays as it was")
-        self.cancel_edit_button.clicked.connect(self.cancel_editing)
-        row = QHBoxLayout(self.edit_banner)
-        row.setContentsMargins(4, 0, 0, 0)
-        row.addWidget(self.edit_label)
-        row.addWidget(self.cancel_edit_button)
-        row.addStretch(1)
-        self.edit_banner.hide()
-        return self.edit_banner
-
     def start_editing(self, message_id: int, text: str, role: str = "user") -> None:
         """Put a message back in the composer. Sending a question makes a new branch from it
         with a new reply; sending an edited reply saves it beside the reply, nothing generated."""
@@ -217,7 +203,7 @@ class ChatTab(QWidget):
         self.editing, self.editing_role = message_id, role
         self.composer.setPlainText(text)
         reply = role == "assistant"
-        self.edit_label.setText("Editing a reply · saved as a new branch" if reply else "Editing a message ·")
+        self.edit_banner.set_text("Editing a reply · saved as a new branch" if reply else "Editing a message ·")
         self.composer.setPlaceholderText("Enter saves the reply as a new branch" if reply
                                          else "Editing a message: Enter resends it as a new branch")
         self.edit_banner.show()

@@ -31,6 +31,7 @@ from app.documents import SUPPORTED_SUFFIXES
 from storage import NewDocument
 from ui.widgets.chat.attachment_chips import AttachmentTray, file_paths_of
 from ui.widgets.chat.file_drops import accept_file_drops
+from ui.widgets.common.banner import Banner
 from ui.widgets.common.file_dialogs import open_files_dialog
 from ui.widgets.common.glyphs import glyph_icon, icon_size
 
@@ -153,7 +154,9 @@ class ComposerBox(QFrame):
         self.notice.setObjectName("composerNotice")
         self.notice.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # one line, elided
         self.notice.hide()
-        self.queue_bar = self._queue_bar()  # "Queued: sent when the reply ends · Cancel"
+        self.queue_bar = Banner("Queued: sent when the reply ends", "Keep the message here without sending it",
+                                "queueLabel")
+        self.queue_bar.cancelled.connect(lambda: self.set_queued(False))
         self.queued = False
         self.saved_prompts: list[SavedPrompt] = []  # the prompt library (ui/controllers/prompts.py)
         self.prompt_list = QListWidget()  # "/" and a name's first letters: the saved prompts that match
@@ -332,26 +335,10 @@ class ComposerBox(QFrame):
 
     # ----- a message queued while a reply is written -------------------------------------
 
-    def _queue_bar(self) -> QWidget:
+    def set_queued(self, queued: bool) -> None:
         """Enter while a reply is written queues the message: it stays in the box (still
         editable, kept as the draft over a restart) and is sent when the reply ends. Cancel,
         or Stop, leaves it there unsent."""
-        bar = QWidget()
-        self.queue_label = QLabel("Queued: sent when the reply ends")
-        self.queue_label.setObjectName("queueLabel")
-        self.cancel_queue_button = QToolButton()
-        self.cancel_queue_button.setText("Cancel")
-        self.cancel_queue_button.setAutoRaise(True)
-        self.cancel_queue_button.setToolTip("Keep the message here without sending it")
-        self.cancel_queue_button.clicked.connect(lambda: self.set_queued(False))
-        row = QHBoxLayout(bar)
-        row.setContentsMargins(2, 0, 0, 0)
-        row.addWidget(self.queue_label, 1)
-        row.addWidget(self.cancel_queue_button)
-        bar.hide()
-        return bar
-
-    def set_queued(self, queued: bool) -> None:
         self.queued = queued
         self.queue_bar.setVisible(queued)
 

@@ -1,23 +1,20 @@
-"""The main window: conversations on the left, one tab per open conversation, the engine's
-state in the status bar. Widgets only: the controller feeds it and listens to it."""
+"""The main window: the sidebar of conversations on the left; on the right the model picker's
+bar over the chats' area (tab_area: one tab per open chat or comparison, the split view, the
+welcome page while nothing is open); the status bar (status_bar), the menus and their keys
+(menus), the live panel docked below. Widgets only: the controllers feed it and listen to
+it. The moves on tabs are the area's, delegated here under the names the controllers call."""
 
 from __future__ import annotations
 
-from typing import cast
-
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QSplitter,
-    QStackedWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -25,27 +22,19 @@ from PySide6.QtWidgets import (
 
 from ui.widgets.chat.chat_tab import ChatTab
 from ui.widgets.compare.compare_view import ComparePane, CompareView
-from ui.widgets.models.download_status import DownloadStatus
 from ui.widgets.models.model_dialog import ModelDialog
 from ui.widgets.models.model_picker import ModelPicker
 from ui.widgets.models.remote_dialog import ask_remote_endpoint
 from ui.widgets.perf.panel import PerfPanel
-from ui.widgets.window.chat_tabs import ChatTabs
-from ui.widgets.window.conversation_list import COMPARE_MARK, ConversationItem, ConversationList
+from ui.widgets.window.conversation_list import ConversationItem, ConversationList
 from ui.widgets.window.menus import WindowMenus
-from ui.widgets.window.split_view import RatioSplitter, SplitPane, give_back
+from ui.widgets.window.status_bar import WindowStatusBar
+from ui.widgets.window.tab_area import TabArea
 from ui.widgets.window.tray import TrayNotifier
 from ui.widgets.window.welcome import WelcomePage
 from ui.widgets.window.window_style import style_window
 
-UNDO_MS = 10_000
 PANEL_MIN_H = 140  # a row of charts under the engine's line
-TAB_TITLE_CHARS = 28
-
-
-def tab_title(title: str) -> str:
-    title = title or "New chat"
-    return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
 
 
 class MainWindow(QMainWindow):
@@ -105,28 +94,16 @@ class MainWindow(QMainWindow):
         self.preset_box.setAccessibleName("Preset for new chats")
         self.preset_box.setToolTip("Preset for new chats: chats with the same preset share its prompt's KV cache")
         self.presets_button = QPushButton("Presets…")
-        self.tabs = ChatTabs()  # marks on background tabs, readable with many tabs open
-        self.tabs.splittable = lambda w: isinstance(w, ChatTab) and self.tabs.count() > 1
-        self.tabs.split_requested.connect(self.open_in_split)
-        self.split_pane = SplitPane()  # a second chat beside the tabs' (View → Split right)
-        self.split_pane.close_requested.connect(self.close_split)
-        self._split_active = False  # the keys go to the split's chat, not the tab bar's
-        self._split_next = False  # the next new tab opens in the split (Split right with one tab)
         self.model_picker = ModelPicker()
         self.welcome = WelcomePage()
-        self.engine_label = QLabel("engine: starting…")
-        self.load_progress = QProgressBar()
-        self.load_progress.setRange(0, 100)
-        self.load_progress.setMaximumWidth(160)
-        self.load_progress.hide()
-        self.statusBar().addPermanentWidget(self.load_progress)
-        self.download_status = DownloadStatus()  # a Hub download going on; a click shows it
-        self.statusBar().addPermanentWidget(self.download_status)
-        self.statusBar().addPermanentWidget(self.engine_label)
-        self.server_label = QLabel("")
-        self.server_label.setToolTip("The OpenAI-compatible server (File → Serve over HTTP)")
-        self.server_label.hide()
-        self.statusBar().addPermanentWidget(self.server_label)
+        self.area = TabArea(self.welcome)  # the tabs, the split view, the welcome page without tabs
+        # Its parts by the names the controllers, the menus and the tests know them by
+        self.tabs, self.split_pane, self.chat_split = self.area.tabs, self.area.split_pane, self.area.chat_split
+        self.chat_stack = self.area.chat_stack
+        self.status = WindowStatusBar(self)  # the engine, a load, a download, the server, Undo
+        self.setStatusBar(self.status)
+        self.status.undo_delete_requested.connect(self.undo_delete_requested)
+        self.status.undo_comparison_delete_requested.connect(self.undo_comparison_delete_requested)
         self.perf_panel = PerfPanel(self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.perf_panel)
         self.perf_panel.hide()
@@ -134,6 +111,9 @@ class MainWindow(QMainWindow):
         self._layout()
         self.notifier = TrayNotifier(self)  # a tray message when a reply finishes out of sight
         self.menus = WindowMenus(self)  # the menu bar and the window's actions with their keys
+        for name in ("tab_closed", "comparison_closed", "split_changed", "active_view_changed"):
+            getattr(self.area, name).connect(getattr(self, name))
+        self.area.new_chat_needed.connect(self.new_chat_requested)
         self._wire_model_widgets()
         self.new_button.clicked.connect(self.new_chat_requested)
         self.compare_button.clicked.connect(self.new_comparison_requested)
@@ -144,19 +124,6 @@ class MainWindow(QMainWindow):
                      "delete_requested", "open_comparison_requested", "rename_comparison_requested",
                      "delete_comparison_requested"):
             getattr(self.conversation_list, name).connect(getattr(self, name))
-        # A label, not showMessage(): a temporary message hides the status bar's widgets,
-        # and so covered its own Undo button.
-        self.undo_label = QLabel("")
-        self.undo_button = QPushButton("Undo")
-        for widget in (self.undo_label, self.undo_button):
-            widget.hide()
-            self.statusBar().addWidget(widget)
-        self.undo_button.clicked.connect(self._undo_clicked)
-        self._undo: tuple[bool, int] | None = None  # (is a comparison, id)
-        self.tabs.tabCloseRequested.connect(self._close_tab)
-        app = QApplication.instance()
-        if isinstance(app, QApplication):
-            app.focusChanged.connect(self._focus_moved)
         style_window(self)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
@@ -190,13 +157,6 @@ class MainWindow(QMainWindow):
 
     def _chat_area(self) -> QWidget:
         """The model picker's bar over the tabs, or over the welcome page when no tab is open."""
-        self.chat_stack = QStackedWidget()
-        self.chat_stack.addWidget(self.welcome)
-        self.chat_stack.addWidget(self.tabs)
-        self.chat_split = RatioSplitter()
-        self.chat_split.setChildrenCollapsible(False)
-        self.chat_split.addWidget(self.chat_stack)
-        self.chat_split.addWidget(self.split_pane)
         self.sidebar_button = QToolButton()
         self.sidebar_button.setObjectName("sidebarButton")
         self.sidebar_button.setText("☰")
@@ -212,12 +172,10 @@ class MainWindow(QMainWindow):
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(0)
         box.addLayout(top)
-        box.addWidget(self.chat_split, 1)
+        box.addWidget(self.area, 1)
         return area
 
     def _wire_model_widgets(self) -> None:
-        # The first tab added and the last one removed both change the current index.
-        self.tabs.currentChanged.connect(self._show_welcome_or_tabs)
         self.tabs.currentChanged.connect(self._sidebar_follows_front)
         self.active_view_changed.connect(self._sidebar_follows_front)
         for source in (self.model_picker, self.welcome):
@@ -229,11 +187,6 @@ class MainWindow(QMainWindow):
         self.welcome.example_chosen.connect(self.example_requested)
         self.welcome.new_chat_requested.connect(self.new_chat_requested)
         self.welcome.compare_requested.connect(self.new_comparison_requested)
-
-    def _show_welcome_or_tabs(self) -> None:
-        if not self.tabs.count() and self.split_pane.tab is not None:
-            self.close_split()  # the split's chat alone beside the welcome page: a tab again
-        self.chat_stack.setCurrentWidget(self.tabs if self.tabs.count() else self.welcome)
 
     # ----- conversations ---------------------------------------------------------------
 
@@ -253,32 +206,7 @@ class MainWindow(QMainWindow):
 
     def offer_undo_delete(self, conv_id: int, title: str, comparison: bool = False) -> None:
         """'Deleted' in the status bar with an Undo button, for a while."""
-        self._undo = (comparison, conv_id)
-        self.undo_label.setText(f"Deleted “{title or 'New chat'}”")
-        self.undo_label.show()
-        self.undo_button.show()
-        QTimer.singleShot(UNDO_MS, lambda: self._hide_undo(conv_id))
-
-    def _undo_clicked(self) -> None:
-        if self._undo is not None:
-            comparison, ident = self._undo
-            (self.undo_comparison_delete_requested if comparison else self.undo_delete_requested).emit(ident)
-        self._hide_undo()
-
-    def _hide_undo(self, only: int | None = None) -> None:
-        """Hide the offer; with `only`, just if it is still the offer for that deletion."""
-        if only is not None and (self._undo is None or self._undo[1] != only):
-            return
-        self._undo = None
-        self.undo_label.hide()
-        self.undo_button.hide()
-
-    def close_tab_of(self, conversation_id: int) -> None:
-        tab = self.tab_for(conversation_id)
-        if tab is not None and tab is self.split_pane.tab:
-            self._close_split_chat()
-        elif tab is not None:
-            self._close_tab(self.tabs.indexOf(tab))
+        self.status.offer_undo_delete(conv_id, title, comparison)
 
     def set_presets(self, presets: list[tuple[int, str]]) -> None:
         """(id, name) pairs; the first entry is always 'No preset'."""
@@ -293,175 +221,65 @@ class MainWindow(QMainWindow):
     def selected_preset(self) -> int | None:
         return self.preset_box.currentData()
 
-    # ----- tabs ---------------------------------------------------------------------
-
-    def tab_for(self, conversation_id: int) -> ChatTab | None:
-        return next((t for t in self.open_tabs() if t.conversation_id == conversation_id), None)
-
-    def view_for(self, conversation_id: int) -> ChatTab | ComparePane | None:
-        """Where a conversation is on screen: its tab, or its pane in a compare view."""
-        tab = self.tab_for(conversation_id)
-        if tab is not None:
-            return tab
-        for compare in self.open_comparisons():
-            pane = compare.pane_for(conversation_id)
-            if pane is not None:
-                return pane
-        return None
-
-    def compare_for(self, comparison_id: int) -> CompareView | None:
-        return next((c for c in self.open_comparisons() if c.comparison_id == comparison_id), None)
-
-    def open_compare(self, comparison_id: int, title: str) -> tuple[CompareView, bool]:
-        """The comparison's view, and whether it was just made (then it has no panes yet)."""
-        view = self.compare_for(comparison_id)
-        made = view is None
-        if view is None:
-            view = CompareView(comparison_id, title)
-            self.tabs.add(view, _label(view))
-        self.tabs.setCurrentWidget(view)
-        view.composer.setFocus()  # as a chat's tab: the next keys are the message to every pane
-        return view, made
-
-    # ----- the split view: a second chat beside the tab bar's ------------------------------
-
-    def split_tab(self) -> ChatTab | None:
-        return self.split_pane.tab
-
-    def open_in_split(self, tab: ChatTab, ratio: float = 0.5) -> None:
-        """tab beside the tab bar's chat, for typing into; the chat the split held goes back
-        to the bar. ratio: the tab bar's share of the width."""
-        index = self.tabs.indexOf(tab)
-        if index >= 0:
-            self.tabs.removeTab(index)
-        previous = self.split_pane.hold(tab, self.tabs.tabBar().height() if self.tabs.isVisible() else 0)
-        if previous is not None:
-            give_back(self.tabs, previous, _label(previous))
-        self.chat_split.set_ratio(ratio)
-        tab.composer.setFocus()
-        self._split_shown(active=True)
-
-    def close_split(self) -> None:
-        """One chat again: the split's goes back to the tab bar, in front."""
-        tab = self.split_pane.release()
-        if tab is not None:
-            give_back(self.tabs, tab, _label(tab))
-            tab.composer.setFocus()
-        self._split_shown(active=False)
-
-    def split_right(self, on: bool) -> None:
-        """The tab after the one in front (or before it) goes into the split; with one tab
-        open, a new chat does."""
-        if not on:
-            self.close_split()
-            return
-        self.menus.split_action.setChecked(False)  # until a chat is there
-        current, count = self.tabs.currentIndex(), self.tabs.count()
-        order = [(current + step) % count for step in range(1, count)] if count else []
-        chat = next((w for w in map(self.tabs.widget, order) if isinstance(w, ChatTab)), None)
-        if chat is not None:
-            self.open_in_split(chat)
-            return
-        self._split_next = count > 0  # with no tab at all, the new chat is simply a tab
-        self.new_chat_requested.emit()
-
-    def _split_shown(self, active: bool) -> None:
-        self.menus.split_action.setChecked(self.split_pane.tab is not None)
-        self._set_split_active(active and self.split_pane.tab is not None)
-        self.split_changed.emit()
-
-    def _focus_moved(self, _old: QWidget | None, new: QWidget | None) -> None:
-        """The half the user clicks or tabs into is the one the window's keys act on."""
-        if new is None or self.split_pane.tab is None:
-            return
-        if self.split_pane.isAncestorOf(new):
-            self._set_split_active(True)
-        elif self.chat_stack.isAncestorOf(new):
-            self._set_split_active(False)
-
-    def _set_split_active(self, active: bool) -> None:
-        self.split_pane.set_active(active)
-        if active != self._split_active:
-            self._split_active = active
-            self.active_view_changed.emit()
-
-    def _close_split_chat(self) -> None:
-        tab = self.split_pane.release()
-        if tab is not None:
-            self._split_shown(active=False)
-            self.tab_closed.emit(tab.conversation_id)
-            tab.deleteLater()
-            self.focus_composer()
-
-    def open_comparisons(self) -> list[CompareView]:
-        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
-        return [w for w in widgets if isinstance(w, CompareView)]
-
-    def is_showing(self, view: ChatTab | ComparePane) -> bool:
-        return self.tabs.currentWidget() is _top(view) or view is self.split_pane.tab
+    # ----- the chats (TabArea): the moves the controllers, the menus and the tests call -----
 
     def open_tab(self, conversation_id: int, title: str) -> ChatTab:
-        tab = self.tab_for(conversation_id)
-        if tab is None:
-            tab = ChatTab(conversation_id, title)
-            if self._split_next:
-                self._split_next = False
-                self.open_in_split(tab)
-                return tab
-            self.tabs.add(tab, tab_title(title))
-        if tab is not self.split_pane.tab:
-            self.tabs.setCurrentWidget(tab)
-        tab.composer.setFocus()  # a new or reopened chat is for typing into
-        return tab
+        return self.area.open_tab(conversation_id, title)
+
+    def open_compare(self, comparison_id: int, title: str) -> tuple[CompareView, bool]:
+        return self.area.open_compare(comparison_id, title)
 
     def open_tabs(self) -> list[ChatTab]:
-        """Every chat tab, in the tab bar's order, then the split's."""
-        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
-        split = [self.split_pane.tab] if self.split_pane.tab is not None else []
-        return [w for w in widgets if isinstance(w, ChatTab)] + split
+        return self.area.open_tabs()
 
-    def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
-        tab.title = title
-        self.tabs.set_label(tab, _label(tab))
-        if tab is self.split_pane.tab:
-            self.split_pane.set_title(title)
+    def open_comparisons(self) -> list[CompareView]:
+        return self.area.open_comparisons()
 
-    def _close_tab(self, index: int) -> None:
-        tab = self.tabs.widget(index)
-        if tab is None:
-            return
-        self.tabs.removeTab(index)
-        if isinstance(tab, CompareView):
-            self.comparison_closed.emit(tab.comparison_id)
-        else:
-            self.tab_closed.emit(cast(ChatTab, tab).conversation_id)
-        tab.deleteLater()
-        self.focus_composer()  # else Qt hands the focus to the next widget: the sidebar's search
+    def tab_for(self, conversation_id: int) -> ChatTab | None:
+        return self.area.tab_for(conversation_id)
 
-    def step_tab(self, step: int) -> None:
-        if self.tabs.count():
-            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+    def compare_for(self, comparison_id: int) -> CompareView | None:
+        return self.area.compare_for(comparison_id)
 
-    def close_current(self) -> None:
-        if self._split_active and self.split_pane.tab is not None:
-            self._close_split_chat()
-        else:
-            self._close_tab(self.tabs.currentIndex())
+    def view_for(self, conversation_id: int) -> ChatTab | ComparePane | None:
+        return self.area.view_for(conversation_id)
+
+    def is_showing(self, view: ChatTab | ComparePane) -> bool:
+        return self.area.is_showing(view)
 
     def current_tab(self) -> ChatTab | CompareView | None:
-        """The chat the window's keys act on: the split's when the user is in it."""
-        if self._split_active and self.split_pane.tab is not None:
-            return self.split_pane.tab
-        return cast("ChatTab | CompareView | None", self.tabs.currentWidget())  # the tab bar holds only these
+        return self.area.current_tab()
+
+    def set_tab_title(self, tab: ChatTab | CompareView, title: str) -> None:
+        self.area.set_tab_title(tab, title)
+
+    def close_tab_of(self, conversation_id: int) -> None:
+        self.area.close_tab_of(conversation_id)
+
+    def close_current(self) -> None:
+        self.area.close_current()
+
+    def step_tab(self, step: int) -> None:
+        self.area.step_tab(step)
+
+    def focus_composer(self) -> None:
+        self.area.focus_composer()
+
+    def split_tab(self) -> ChatTab | None:
+        return self.area.split_tab()
+
+    def open_in_split(self, tab: ChatTab, ratio: float = 0.5) -> None:
+        self.area.open_in_split(tab, ratio)
+
+    def close_split(self) -> None:
+        self.area.close_split()
+
+    def split_right(self, on: bool) -> None:
+        self.area.split_right(on)
 
     def focus_search(self) -> None:
         self.menus.sidebar_action.setChecked(True)  # a hidden sidebar comes back to be searched
         self.search_box.setFocus()
-
-    def focus_composer(self) -> None:
-        tab = self.current_tab()
-        if tab is not None:
-            tab.composer.setFocus()
 
     def toggle_details(self) -> None:
         """The window's action, not a shortcut on each tab's button: the button's setText()
@@ -482,15 +300,11 @@ class MainWindow(QMainWindow):
     # ----- status ---------------------------------------------------------------------
 
     def set_engine_status(self, text: str) -> None:
-        self.engine_label.setText(text)
+        self.status.set_engine_status(text)
 
     def set_load_progress(self, fraction: float | None) -> None:
         """Model loading progress; None hides the bar."""
-        if fraction is None or fraction >= 1.0:
-            self.load_progress.hide()
-        else:
-            self.load_progress.show()
-            self.load_progress.setValue(int(fraction * 100))
+        self.status.set_load_progress(fraction)
 
     def _panel_shown(self, visible: bool) -> None:
         """The panel takes a quarter of the window's height from the chat, not more window:
@@ -511,8 +325,7 @@ class MainWindow(QMainWindow):
     def set_server_url(self, url: str | None) -> None:
         """The server's address in the status bar, or nothing when it is off."""
         self.menus.show_serving(url is not None)
-        self.server_label.setText(f"API: {url}" if url else "")
-        self.server_label.setVisible(url is not None)
+        self.status.set_server_url(url)
 
     def show_error(self, title: str, message: str) -> QMessageBox:
         """A window-modal warning opened with open(): the static QMessageBox.warning ran a
@@ -526,13 +339,3 @@ class MainWindow(QMainWindow):
     def show_model_error(self, message: str) -> QMessageBox:
         return self.show_error("Could not load the model", message)
 
-
-def _top(view: ChatTab | ComparePane) -> QWidget:
-    """The widget in the tab bar that holds view."""
-    return cast(CompareView, view.compare) if isinstance(view, ComparePane) else view  # a pane on screen is in a view
-
-
-def _label(tab: ChatTab | CompareView) -> str:
-    if isinstance(tab, CompareView):
-        return COMPARE_MARK + tab_title(tab.title or "New comparison")
-    return tab_title(tab.title)

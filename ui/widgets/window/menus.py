@@ -53,6 +53,7 @@ class MenuHost(Protocol):
     server_start_requested: SignalInstance
     server_stop_requested: SignalInstance
     model_requested: SignalInstance
+    split_changed: SignalInstance
     perf_panel: PerfPanel
     notifier: TrayNotifier
     sidebar: QWidget
@@ -72,6 +73,7 @@ class MenuHost(Protocol):
     def stop_current(self) -> None: ...
     def choose_model(self) -> object: ...
     def ask_remote(self) -> None: ...
+    def split_tab(self) -> ChatTab | None: ...
     def split_right(self, on: bool) -> None: ...
     def set_server_url(self, url: str | None) -> None: ...
 
@@ -179,11 +181,16 @@ class WindowMenus:
         self.split_action = QAction("Split right", window)
         self.split_action.setCheckable(True)
         self.split_action.setShortcut(QKeySequence("Ctrl+\\"))
-        self.split_action.triggered.connect(host.split_right)
+        self.split_action.triggered.connect(self._split_right)
+        host.split_changed.connect(lambda: self.split_action.setChecked(host.split_tab() is not None))
         for action in (self.sidebar_action, self.split_action):
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             host.addAction(action)
             view_menu.addAction(action)
+
+    def _split_right(self, on: bool) -> None:
+        self.split_action.setChecked(False)  # until a chat is there: split_changed checks it
+        self.host.split_right(on)
 
     # ----- theme, stop all, export and import ---------------------------------------------
 

@@ -124,7 +124,7 @@ def test_enter_while_a_reply_is_written_queues_the_message_until_it_ends(qtbot):
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     bar = tab.composer_box.queue_bar
     assert sent == [] and bar.isVisible() and tab.composer.toPlainText() == "And the budget?"
-    assert tab.composer_box.queue_label.text() == "Queued: sent when the reply ends"
+    assert tab.composer_box.queue_bar.label.text() == "Queued: sent when the reply ends"
     tab.set_busy(False)
     qtbot.waitUntil(lambda: sent == [("And the budget?", (DOC,))])
     assert not bar.isVisible() and tab.composer.toPlainText() == ""
@@ -132,7 +132,7 @@ def test_enter_while_a_reply_is_written_queues_the_message_until_it_ends(qtbot):
     tab.set_busy(True)
     qtbot.keyClicks(tab.composer, "Never mind")
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
-    qtbot.mouseClick(tab.composer_box.cancel_queue_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(tab.composer_box.queue_bar.cancel_button, Qt.MouseButton.LeftButton)
     assert not bar.isVisible()
     tab.set_busy(False)
     qtbot.wait(50)  # (nothing is to happen: the queue timer would fire at once)

@@ -77,13 +77,13 @@ def test_the_pin_mark_is_drawn_by_the_ui_font(window):
 def test_undo_shows_beside_its_message_and_a_later_timeout_keeps_a_newer_offer(window):
     window.offer_undo_delete(1, "first")
     window.offer_undo_delete(2, "second")
-    assert window.undo_button.isVisible() and window.undo_label.text() == "Deleted “second”"
-    window._hide_undo(1)  # the first offer's timer: the newer offer stays
-    assert window.undo_button.isVisible()
+    assert window.status.undo_button.isVisible() and window.status.undo_label.text() == "Deleted “second”"
+    window.status.hide_undo(1)  # the first offer's timer: the newer offer stays
+    assert window.status.undo_button.isVisible()
     emitted = []
     window.undo_delete_requested.connect(emitted.append)
-    window.undo_button.click()
-    assert emitted == [2] and not window.undo_button.isVisible() and not window.undo_label.isVisible()
+    window.status.undo_button.click()
+    assert emitted == [2] and not window.status.undo_button.isVisible() and not window.status.undo_label.isVisible()
 
 
 def test_regenerate_needs_a_question(window):
