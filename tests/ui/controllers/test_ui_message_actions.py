@@ -59,7 +59,7 @@ def test_hovering_a_message_shows_its_actions_and_copy_copies_its_text(desk, eng
     bubble = tab.view.visualRect(tab.model.index(1))
     bar = tab.actions.geometry()
     assert bar.right() < bubble.right() and bubble.bottom() - bar.height() <= bar.top()  # on its bottom edge
-    for name, button in tab.actions.buttons.items():  # a row of small icons, the word in the tooltip
+    for button in tab.actions.buttons.values():  # a row of small icons, the word in the tooltip
         assert not button.icon().isNull() and button.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonIconOnly
         assert button.toolTip().startswith(button.text() + ": ") and button.accessibleName() == button.text()
     assert bar.width() < 6 * 40  # icons, not words
