@@ -21,8 +21,9 @@ chat: setup-terminal
 test: setup-tests
 	.venv/bin/python -m pytest || { status=$$?; .venv/bin/python -m tests.support.crash_log; exit $$status; }
 
-# The tests that need no model (~1,940), spread over the cores by pytest-xdist (`-n auto`):
-# about 2 min on the 2-core VM with little else running (docs/testing.md#how-long).
+# The tests that need no model (~1,990), spread over the cores by pytest-xdist (`-n auto`):
+# 3.8 min on the 2-core VM with nothing else running, 6.5 min one after another
+# (docs/testing.md#how-long).
 test-fast: setup-tests
 	.venv/bin/python -m pytest -m "not model" -n auto
 
