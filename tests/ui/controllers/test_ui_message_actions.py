@@ -167,13 +167,27 @@ def test_branch_into_a_new_chat_opens_the_path_up_to_that_message_in_a_new_tab(d
     assert [m for _r, m in _stored(desk, tab)] == ["q1", "a1", "q2", "a2"]  # the source is untouched
 
 
-def test_a_reply_cut_at_the_token_limit_offers_continue_on_its_bubble(desk, engine, qtbot):
+def _writing_a_story(desk, engine, qtbot):
+    """A chat whose third message is being answered: "Once upon a time" so far (row 3)."""
     tab = _open(desk, "q1", "a1")
     qtbot.keyClicks(tab.composer, "Tell me a long story.")
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: len(engine.chats) == 1)
     engine.write(engine.requests[0], "Once upon a time")
     qtbot.waitUntil(lambda: tab.model.rowCount() == 4 and "Once" in tab.model.view(3).text)
+    return tab
+
+
+def _continue_the_story(qtbot, tab, engine) -> None:
+    """Continue on the story's bubble asks the engine to go on from its text."""
+    _click(qtbot, tab, "continue")
+    qtbot.waitUntil(lambda: len(engine.chats) == 2)
+    assert engine.chats[1].continue_final
+    assert engine.chats[1].messages[-1] == {"role": "assistant", "content": "Once upon a time"}
+
+
+def test_a_reply_cut_at_the_token_limit_offers_continue_on_its_bubble(desk, engine, qtbot):
+    tab = _writing_a_story(desk, engine, qtbot)
     _hover(qtbot, tab, 1)
     assert _shown(tab) == ["copy"]  # while a reply is written the branch on screen is changing
     engine.end(engine.requests[0], FinishReason.LENGTH)
@@ -182,30 +196,19 @@ def test_a_reply_cut_at_the_token_limit_offers_continue_on_its_bubble(desk, engi
     assert "continue" not in _shown(tab)  # only the reply that was cut
     _hover(qtbot, tab, 3)
     assert _shown(tab)[-1] == "continue"
-    _click(qtbot, tab, "continue")
-    qtbot.waitUntil(lambda: len(engine.chats) == 2)
-    assert engine.chats[1].continue_final
-    assert engine.chats[1].messages[-1] == {"role": "assistant", "content": "Once upon a time"}
+    _continue_the_story(qtbot, tab, engine)
 
 
 def test_a_reply_the_user_stopped_offers_continue_on_its_bubble(desk, engine, qtbot):
     """Issue 39's look: a stopped reply offers Continue (it had nothing but Copy and Branch)."""
-    tab = _open(desk, "q1", "a1")
-    qtbot.keyClicks(tab.composer, "Tell me a long story.")
-    qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: len(engine.chats) == 1)
-    engine.write(engine.requests[0], "Once upon a time")
-    qtbot.waitUntil(lambda: tab.model.rowCount() == 4 and "Once" in tab.model.view(3).text)
+    tab = _writing_a_story(desk, engine, qtbot)
     qtbot.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: tab.model.view(3).status == "stopped")
     qtbot.waitUntil(lambda: tab.continuable == tab.model.view(3).message_id)
     assert tab.panel.continue_button.isVisibleTo(tab.panel)
     _hover(qtbot, tab, 3)
     assert _shown(tab)[-1] == "continue"
-    _click(qtbot, tab, "continue")
-    qtbot.waitUntil(lambda: len(engine.chats) == 2)
-    assert engine.chats[1].continue_final
-    assert engine.chats[1].messages[-1] == {"role": "assistant", "content": "Once upon a time"}
+    _continue_the_story(qtbot, tab, engine)
 
 
 def test_screenshot_of_the_hover_actions(desk, engine, qtbot, theme):
