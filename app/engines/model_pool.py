@@ -43,10 +43,13 @@ def size_text(n: int) -> str:
 
 
 class LoadedEngine(EngineClient, Protocol):
-    """What the pool needs of an engine beyond requests: to share the cores (and shutdown,
-    which EngineClient has)."""
+    """What the pool needs of an engine beyond requests: to share the cores, and whether it
+    still runs (shutdown is EngineClient's)."""
 
     def set_threads(self, n_threads: int) -> None: ...
+
+    @property
+    def running(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,8 @@ class ModelPool:
             slot.in_flight += 1
             slot.last_used = self._clock()
             slot.keep_alive_s = self.keep_alive_s if keep_alive_s is None else keep_alive_s
+            if slot.state is ModelState.LOADED and not self._alive(slot):
+                self._forget_dead(slot)
             if slot.state is ModelState.NOT_LOADED:
                 self._begin_load(slot)
             # UNLOADING: ready is the next load's future; the unload starts it (_unloaded)
@@ -349,6 +354,32 @@ class ModelPool:
         """Lock held."""
         idle = [s for s in self._slots.values() if s.state is ModelState.LOADED and s.in_flight == 0]
         return min(idle, key=lambda s: s.last_used, default=None)
+
+    @staticmethod
+    def _alive(slot: _Slot) -> bool:
+        try:
+            return slot.engine is not None and bool(slot.engine.running)
+        except Exception:  # noqa: BLE001 - an engine that cannot say is not serving
+            return False
+
+    def _forget_dead(self, slot: _Slot) -> None:
+        """Lock held: a loaded model whose engine stopped by itself (its thread died): let go,
+        so the request that found it loads it again instead of failing on a dead engine."""
+        log.warning("the engine of %s stopped by itself: loading it again", slot.model.name)
+        engine, slot.engine = slot.engine, None
+        slot.state, slot.reserved = ModelState.NOT_LOADED, False
+        if slot.ready.done():
+            slot.ready = _outcome()
+        if engine is not None:  # whatever it still holds (a stopped engine's shutdown returns at once)
+            threading.Thread(target=self._stop_quietly, args=(slot.model.name, engine),
+                             name="model-pool-dead", daemon=True).start()
+
+    @staticmethod
+    def _stop_quietly(name: str, engine: LoadedEngine) -> None:
+        try:
+            engine.shutdown()
+        except Exception:  # noqa: BLE001 - it is gone either way
+            log.info("stopping the dead engine of %s: it had stopped already", name)
 
     def _begin_unload(self, slot: _Slot) -> LoadedEngine:
         """Lock held: the slot is UNLOADING (its memory still counted until the engine is

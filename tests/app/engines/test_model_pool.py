@@ -18,6 +18,7 @@ from app.engines.model_pool import (
     PoolModel,
     UnknownModel,
 )
+from tests.support.waiting import wait_until
 
 MB = 1 << 20  # sizes in MiB, as the pool writes them
 WAIT = 10.0
@@ -29,6 +30,7 @@ class StandIn:
     def __init__(self, name: str, threads: int) -> None:
         self.name, self.threads, self.stopped = name, threads, False
         self.info = None
+        self.running = True  # False: its thread died (a real engine's running says so)
 
     def set_threads(self, n: int) -> None:
         self.threads = n
@@ -36,6 +38,7 @@ class StandIn:
     def shutdown(self) -> None:
         assert not self.stopped
         self.stopped = True
+        self.running = False
 
 
 class Factory:
@@ -265,3 +268,18 @@ def test_shutdown_during_a_load_waits_for_it_and_stops_its_engine():
     assert [e.stopped for e in factory.made] == [True]
     with pytest.raises(PoolError, match="shut down"):
         lease.engine(WAIT)
+
+
+def test_a_loaded_model_whose_engine_died_is_loaded_again_by_the_next_request():
+    """Issue 40's leftover: the pool handed out a dead engine for ever (requests failed with
+    'the engine is not running' until the model was evicted)."""
+    factory = Factory()
+    pool = make_pool(factory)
+    first = use(pool, "a")
+    first.running = False  # its thread died (a llama.cpp error it could not survive)
+    second = use(pool, "a")
+    assert second is not first and second.running and len(factory.made) == 2
+    assert states(pool)["a"] == "loaded"
+    assert pool.used_bytes() == 100 * MB  # counted once, for the live engine
+    wait_until(lambda: first.stopped, "the dead engine let go")
+    pool.shutdown()
