@@ -46,6 +46,10 @@ ATTACH_FILTERS = (f"Documents and images ({' '.join('*' + s for s in _SUFFIXES)}
 PROMPT_ROWS = 6  # saved prompts listed at once under "/"
 
 
+COMPOSER_MIN_H = 46  # two lines of the usual font: room to start typing
+COMPOSER_MAX_LINES = 10  # past this the text scrolls, and the chat keeps its room
+
+
 class Composer(QPlainTextEdit):
     """Enter sends, Shift+Enter starts a new line. While a reply is being written Enter
     keeps the text (the next message can be typed, and is sent once the reply ends). A
@@ -148,7 +152,7 @@ class ComposerBox(QFrame):
         self.composer.setTabChangesFocus(True)  # Tab leaves the box for its buttons, as in any form
         self.composer.setPlaceholderText(placeholder)
         self.composer.setFrameShape(QFrame.Shape.NoFrame)
-        self.composer.setFixedHeight(46)
+        self.composer.setFixedHeight(COMPOSER_MIN_H)
         self.tray = AttachmentTray()
         self.notice = QLabel()  # why Enter did not send, while it cannot
         self.notice.setObjectName("composerNotice")
@@ -172,7 +176,6 @@ class ComposerBox(QFrame):
         self.tools_button = QToolButton()
         self.tools_button.setObjectName("toolsButton")
         self.tools_button.setText("Tools")
-        self.tools_button.setAutoRaise(True)
         self.tools_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.tools_button.setToolTip("The MCP servers whose tools this chat's model may call")
         # clicked + popup(), not setMenu(): a tool button's own menu runs a nested event loop
@@ -192,12 +195,25 @@ class ComposerBox(QFrame):
         self.composer.focus_changed.connect(self._show_typing)
         self.composer.refused.connect(self._say_why)
         self.composer.textChanged.connect(self._show_matching_prompts)
+        # The box grows with what is typed (wrapped lines too), then scrolls.
+        self.composer.document().documentLayout().documentSizeChanged.connect(lambda _size: self._fit_height())
         self.composer.key_filter = self._prompt_keys
         self.prompt_list.itemClicked.connect(lambda item: self._use_prompt(self.prompt_list.row(item)))
         self.stop_button.clicked.connect(lambda: self.set_queued(False))  # Stop: the text stays to rethink
         self.tray.changed.connect(self._update_send)
         self.drops = accept_file_drops(self, self.attach)
         self.set_busy(False)
+
+    def _fit_height(self) -> None:
+        """As tall as its lines, from COMPOSER_MIN_H up to COMPOSER_MAX_LINES lines."""
+        c = self.composer
+        lines = max(1, round(c.document().documentLayout().documentSize().height()))  # a plain layout counts lines
+        margins = c.contentsMargins()
+        chrome = round(2 * c.document().documentMargin()) + margins.top() + margins.bottom()
+        first = c.document().firstBlock()
+        line = c.blockBoundingRect(first).height() / max(1, first.layout().lineCount())  # a laid-out line's
+        height = round(min(lines, COMPOSER_MAX_LINES) * line) + chrome
+        c.setFixedHeight(max(COMPOSER_MIN_H, height))
 
     def _layout(self) -> None:
         buttons = QHBoxLayout()

@@ -186,3 +186,24 @@ def test_slash_and_a_name_puts_a_saved_prompt_in_the_box_with_its_blank_selected
     assert not listed.isVisible()
     qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     assert sent[-1] == "/etc/hosts is missing"
+
+
+def test_the_box_grows_with_its_lines_then_scrolls_and_shrinks_when_sent(qtbot):
+    """Issue 39's look: it was 46 px whatever was typed (a long question scrolled in two lines)."""
+    from ui.widgets.chat.composer import COMPOSER_MAX_LINES, COMPOSER_MIN_H
+
+    tab = _tab(qtbot)
+    box = tab.composer
+    assert box.height() == COMPOSER_MIN_H
+    qtbot.keyClicks(box, "first line")
+    for i in range(4):
+        qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClicks(box, f"line {i}")
+    qtbot.waitUntil(lambda: box.height() > COMPOSER_MIN_H)
+    five = box.height()
+    assert box.verticalScrollBar().maximum() == 0  # all five lines in sight
+    qtbot.keyClicks(box, " word" * 300)  # wrapped lines count too
+    qtbot.waitUntil(lambda: box.verticalScrollBar().maximum() > 0)
+    assert five < box.height() <= COMPOSER_MAX_LINES * box.fontMetrics().lineSpacing() * 1.5 + 20
+    qtbot.keyClick(box, Qt.Key.Key_Return)  # sent: the box is empty and small again
+    qtbot.waitUntil(lambda: box.height() == COMPOSER_MIN_H)
