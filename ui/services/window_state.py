@@ -13,6 +13,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QByteArray, QTimer
 
+from app.chats.draft_images import DRAFTS_FOLDER, keep_pasted
 from storage import discard_unused
 from ui.services.context import ControllerContext
 from ui.widgets.chat.chat_tab import ChatTab
@@ -123,6 +124,8 @@ class WindowState:
         tabs = [window.tabs.widget(i) for i in range(window.tabs.count())] + ([split] if split else [])
         current = window.tabs.currentWidget()
         marks = self.marks.marks() if self.marks is not None else {}
+        chats = [t for t in tabs if isinstance(t, ChatTab)]
+        pasted = {t.conversation_id: t.unsent_pasted_images() for t in chats}  # no file of their own
         state = {
             "geometry": bytes(window.saveGeometry().toBase64()).decode(),
             "open": [_tab_key(t) for t in tabs],  # in the tab bar's order
@@ -132,11 +135,20 @@ class WindowState:
             "split_ratio": window.chat_split.ratio,  # where the user left the divider
             "sidebar": window.menus.sidebar_action.isChecked(),
             # JSON keys are strings: lists keep the conversation ids ints.
-            "drafts": [[t.conversation_id, t.unsent_text(), [str(p) for p in t.unsent_files()]] for t in tabs
-                       if isinstance(t, ChatTab) and (t.unsent_text() or t.unsent_files())],
+            "drafts": [[t.conversation_id, t.unsent_text(), [str(p) for p in t.unsent_files()]] for t in chats
+                       if t.unsent_text() or t.unsent_files() or pasted[t.conversation_id]],
             "marks": [[ident, name] for ident, name in marks.items()],
         }
-        return self.ctx.storage.submit(self.ctx.catalog.set_setting, WINDOW_SETTING, state)
+        folder = Path(self.ctx.repo.db.path).parent / DRAFTS_FOLDER
+
+        def write() -> None:  # on the storage thread: the images' files, then the setting naming them
+            referenced = [Path(p) for draft in state["drafts"] for p in draft[2]]
+            kept = keep_pasted(folder, pasted, referenced)
+            for draft in state["drafts"]:
+                draft[2] += [str(p) for p in kept.get(draft[0], [])]
+            self.ctx.catalog.set_setting(WINDOW_SETTING, state)
+
+        return self.ctx.storage.submit(write)
 
 
 def _tab_key(tab) -> tuple[str, int]:

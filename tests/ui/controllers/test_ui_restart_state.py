@@ -117,3 +117,43 @@ def test_a_draft_s_files_come_back_with_its_text_and_one_gone_says_so(desk, qtbo
         assert [a.name for a in stored.attachments[stored.messages[0].id]] == ["notes.md"]
     finally:
         again.close()
+
+
+def test_a_pasted_image_in_a_draft_comes_back_after_a_restart(desk, qtbot, tmp_path):
+    """Issue 36's leftover: a screenshot pasted with Ctrl+V (no file of its own) was lost with
+    the draft's restart while its text came back. It is kept as a private PNG file under the
+    data folder's drafts/, read again like any file, and removed once nothing refers to it."""
+    from PySide6.QtGui import QColor, QImage
+
+    desk.window.activateWindow()
+    qtbot.waitUntil(desk.window.isActiveWindow)
+    tab = desk.open_chat("Screenshot")
+    image = QImage(64, 40, QImage.Format.Format_RGB32)
+    image.fill(QColor("#2060c0"))
+    QApplication.clipboard().setImage(image)
+    tab.composer.setFocus()
+    qtbot.keyClick(tab.composer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    (pasted,) = _read(qtbot, tab, 1)
+    qtbot.keyClicks(tab.composer, "What is on it?")
+    desk.controllers.window_state.save().result(10)  # as the app's shutdown does
+    desk.settled()
+    kept = tmp_path / "drafts" / str(tab.conversation_id) / "pasted image 1.png"
+    assert kept.read_bytes() == pasted.document.data and kept.stat().st_mode & 0o077 == 0
+
+    again = Desk(qtbot, tmp_path)
+    try:
+        again.window.activateWindow()
+        again.controllers.window_state.restore()
+        qtbot.waitUntil(lambda: again.window.tab_for(tab.conversation_id) is not None)
+        back = again.window.tab_for(tab.conversation_id)
+        (chip,) = _read(qtbot, back, 1)
+        assert back.composer.toPlainText() == "What is on it?"
+        assert (chip.name_label.text(), chip.state) == ("pasted image 1.png", ChipState.READY)
+        assert QImage.fromData(chip.document.data).pixelColor(5, 5).name() == "#2060c0"
+        again.controllers.window_state.save().result(10)  # the restored chip is a file now: kept
+        assert kept.is_file()
+        qtbot.mouseClick(chip.close_button, Qt.MouseButton.LeftButton)
+        again.controllers.window_state.save().result(10)  # no draft refers to it: removed
+        assert not kept.exists() and not kept.parent.exists()
+    finally:
+        again.close()

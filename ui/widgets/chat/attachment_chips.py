@@ -341,6 +341,13 @@ class AttachmentTray(QWidget):
         chip known by its name alone has no file to read again."""
         return [c.path for c in self._chips if c.path.is_absolute()]
 
+    def pasted_images(self) -> list[tuple[str, bytes]]:
+        """The pasted images read so far, by their chips' names, as PNG bytes: the draft keeps
+        them as files of its own (app/chats/draft_images.py)."""
+        return [(c.path.name, c.document.data) for c in self._chips
+                if c.pasted is not None and c.state is ChipState.READY and c.document is not None
+                and c.document.data is not None]
+
     def ready_documents(self) -> tuple[NewDocument, ...]:
         """What goes with the message: the files read; a failed one never does."""
         ready = [c for c in self._chips if c.state is ChipState.READY and c.document is not None]

@@ -175,6 +175,10 @@ class ChatTab(QWidget):
         """The files attached and not sent (their chips)."""
         return self.composer_box.tray.paths()
 
+    def unsent_pasted_images(self) -> list[tuple[str, bytes]]:
+        """The images pasted and not sent (no file of their own): name and PNG bytes."""
+        return self.composer_box.tray.pasted_images()
+
     def restore_draft(self, text: str, files: Sequence[Path]) -> None:
         """A draft kept over a restart: its text (unless something was typed since) and its
         files, read again (a chip says so if one cannot be read any more)."""
