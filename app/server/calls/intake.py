@@ -42,15 +42,24 @@ class OnEngine(Generic[T]):
 
 async def generate(state: ServerState, request: Request, build: Build[Generation] | OnEngine[Generation],
                    reply: Reply) -> Response:
+    gen, target, release = await admitted(state, request, build)
+    return await generation.run(state, target, request, gen, reply, release)
+
+
+async def admitted(state: ServerState, request: Request,
+                   build: Build[T] | OnEngine[T]) -> tuple[T, Target, Callable[[], None]]:
+    """Refused while stopping, a concurrency slot taken, the body parsed with its model open;
+    and the one release of both holds, for the caller to call when the call ends (here, if
+    the body is refused)."""
     if state.stopping:
         raise ApiError(503, "the server is stopping")
-    release = state.admit()
+    slot = state.admit()
     try:
-        gen, target = await parsed(state, request, build)
+        value, target = await parsed(state, request, build)
     except BaseException:
-        release()
+        slot()
         raise
-    return await generation.run(state, target, request, gen, reply, both(release, target.release))
+    return value, target, both(slot, target.release)
 
 
 def both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:

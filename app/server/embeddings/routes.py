@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.server.calls.intake import parsed
+from app.server.calls.intake import admitted
 from app.server.calls.state import ServerState
 from app.server.embeddings.parsing import EmbeddingAsk, embedding_ask
 from app.server.http.errors import ApiError
@@ -35,15 +35,9 @@ def routes(state: ServerState) -> list[Route]:
 
 
 async def create(state: ServerState, request: Request) -> Response:
-    if state.stopping:
-        raise ApiError(503, "the server is stopping")
-    release = state.admit()
+    ask, target, release = await admitted(state, request, embedding_ask)
     try:
-        ask, target = await parsed(state, request, embedding_ask)
-        try:
-            vectors, tokens = await _embedded(target.engine, ask)
-        finally:
-            target.release()
+        vectors, tokens = await _embedded(target.engine, ask)
     finally:
         release()
     _check_dimensions(ask, vectors.shape[1])

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.server.calls import generation
-from app.server.calls.intake import both, parsed
+from app.server.calls.intake import admitted
 from app.server.calls.parsing import Generation
 from app.server.calls.state import ServerState
 from app.server.http.errors import ApiError
@@ -41,15 +41,7 @@ def routes(state: ServerState) -> list[Route]:
 
 
 async def create(state: ServerState, request: Request) -> Response:
-    if state.stopping:
-        raise ApiError(503, "the server is stopping")
-    slot = state.admit()
-    try:
-        ask, target = await parsed(state, request, response_ask)
-    except BaseException:
-        slot()
-        raise
-    release = both(slot, target.release)
+    ask, target, release = await admitted(state, request, response_ask)
     try:
         history = await _history(state, ask.previous_response_id)
     except BaseException:
