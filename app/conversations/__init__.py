@@ -2,7 +2,7 @@
 
 from app.conversations.open import OpenConversations
 from app.conversations.prompt import PromptBuilder, chat_sampling, prompt_content, reply_request, round_in
-from app.conversations.session import ConversationSession, ReplyStart
+from app.conversations.session import ConversationSession, ReplyStart, cut_short
 
 __all__ = ["ConversationSession", "OpenConversations", "PromptBuilder", "ReplyStart", "chat_sampling",
-           "prompt_content", "reply_request", "round_in"]
+           "cut_short", "prompt_content", "reply_request", "round_in"]

@@ -28,8 +28,11 @@ from storage import (
 if TYPE_CHECKING:  # the loop's events; the machine's module loads the MCP types
     from app.tools.machine import CallFinished, Stopped, TurnDone
 
-# A reply that ended in one of these, with text, can be continued.
-CONTINUABLE = (MessageStatus.COMPLETE, MessageStatus.STOPPED, MessageStatus.INTERRUPTED)
+
+def cut_short(reply: MessageRecord) -> bool:
+    """A reply stopped (by the user, or a crash) after some text: it can be continued, as one
+    cut at the token limit can."""
+    return reply.status in (MessageStatus.STOPPED, MessageStatus.INTERRUPTED) and bool(reply.content)
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ class ConversationSession:
         user, or interrupted (a crash)."""
         path = self.repo.active_path(self.conversation_id)
         last = path.messages[-1] if path.messages else None
-        if last is None or last.role != "assistant" or last.status not in CONTINUABLE or not last.content:
+        if last is None or last.role != "assistant" or not (
+                (last.status is MessageStatus.COMPLETE and last.content) or cut_short(last)):
             return None
         resumed = self.repo.resume_reply(last.id)
         return ReplyStart(self.repo.active_path(self.conversation_id), resumed)

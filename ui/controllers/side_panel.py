@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app.chats.overflow import chat_overflow
+from app.conversations import cut_short
 from app.documents import DocumentPrompt
 from app.engines.finish import finish_label
 from app.engines.protocol import EngineState, EngineStatus
@@ -158,7 +159,7 @@ class SidePanelController:
             numbers = self._numbers.get(reply.id) or numbers_from_record(reply)
             if reply.status is MessageStatus.STREAMING:
                 numbers = numbers_from_record(reply)
-            if reply.status in (MessageStatus.STOPPED, MessageStatus.INTERRUPTED) and reply.content:
+            if cut_short(reply):
                 numbers = replace(numbers, can_continue=True)  # as one cut at the token limit
         panel.set_numbers(numbers)
         # Continue on the reply's own bubble too (its hover actions), not only in the panel.
