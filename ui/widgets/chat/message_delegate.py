@@ -218,11 +218,10 @@ class MessageDelegate(QStyledItemDelegate):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(QRectF(rect), 8, 8)
         self._paint_header(painter, rect, view, palette, option.font)
-        text_color = palette.color(QPalette.ColorRole.Text)
         self.link_color = palette.color(QPalette.ColorRole.Link)
         self.dim_color = palette.color(QPalette.ColorRole.PlaceholderText)
-        doc = self._document(view, self._text_width(option, view), option.font, text_color)
-        painter.translate(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
+        doc = self.row_document(option, view)  # the one hit-testing reads, at the same place
+        painter.translate(self.document_origin(option, view))
         self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
         self._paint_code_toolbars(painter, doc, view, palette, option.font)
