@@ -162,10 +162,13 @@ def test_restart_stop_and_shutdown_end_the_child_processes(test_server):
 
 
 def _children():
+    """The test server's stdio children of this process (not the HTTP one the window's tool
+    tests share: tests/support/mcp_http.py)."""
     import psutil
 
     return [p for p in psutil.Process().children(recursive=True)
-            if p.status() != psutil.STATUS_ZOMBIE and "mcp_test_server" in " ".join(p.cmdline())]
+            if p.status() != psutil.STATUS_ZOMBIE and p.cmdline()[-2:-1] != ["http"]
+            and "mcp_test_server" in " ".join(p.cmdline())]
 
 
 def test_shutdown_while_a_call_hangs_and_a_server_starts_ends_both_at_once(test_server):

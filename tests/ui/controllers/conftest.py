@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.databases import seed_data_dir
 from tests.support.desk import Desk, ScriptedEngine, scripted_engine
+from tests.support.mcp_http import serving_the_test_server_over_http
 
 
 @pytest.fixture(autouse=True)
@@ -29,3 +30,11 @@ def desk(qtbot, tmp_path):
 def engine(desk) -> ScriptedEngine:
     """Every chat of the desk replies through it: tokens and ends when the test says."""
     return scripted_engine(desk)
+
+
+@pytest.fixture(scope="session")
+def shared_mcp_url():
+    """One SDK-made test MCP server over HTTP for the window's tool tests of this test process
+    (tests/support/mcp_http.py: a stdio child per test cost ~1.4 s of CPU each)."""
+    with serving_the_test_server_over_http() as url:
+        yield url

@@ -7,19 +7,17 @@ the model is a ScriptedEngine (what it writes is the test's)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.tools import StdioServer
+from app.tools import HttpServer
 from app.tools.history import NOT_RUN
 from tests.support.desk import Desk, open_tools_settings, scripted_engine
 from ui.widgets.tools.tools_settings import NO_ALWAYS
 
-TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
 ADD_CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
 CTRL = Qt.KeyboardModifier.ControlModifier
 
@@ -29,8 +27,8 @@ def _tools_ready(desk: Desk) -> None:
 
 
 @pytest.fixture
-def tools(desk, engine):
-    desk.ctx.tools.add(StdioServer("test", sys.executable, (str(TEST_SERVER), "stdio")))
+def tools(desk, engine, shared_mcp_url):
+    desk.ctx.tools.add(HttpServer("test", shared_mcp_url))  # tests/support/mcp_http.py
     _tools_ready(desk)
     yield desk.ctx.tools
     desk.ctx.tools.shutdown()

@@ -9,14 +9,13 @@ call is at the end."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 
-from app.tools import DENIED, StdioServer
+from app.tools import DENIED, HttpServer
 from tests.support.desk import Desk
 from tests.support.gui_app import App
 from tests.support.message_rows import row_document, view_point
@@ -24,18 +23,18 @@ from ui.widgets.chat.reply_document import reasoning_header
 from ui.widgets.models.model_picker import READY, ModelStatus
 from ui.widgets.window.tab_activity import TabState
 
-TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
 ADD_CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
 
 
-def _with_test_server(ctx, qtbot) -> None:
-    ctx.tools.add(StdioServer("test", sys.executable, (str(TEST_SERVER), "stdio")))
+def _with_test_server(ctx, qtbot, url: str) -> None:
+    """The shared test MCP server (tests/support/mcp_http.py), named "test" for this window."""
+    ctx.tools.add(HttpServer("test", url))
     qtbot.waitUntil(lambda: any(t.name == "add" for t in ctx.tools.tools()), timeout=60_000)
 
 
 @pytest.fixture
-def tools(desk, engine):
-    _with_test_server(desk.ctx, desk.qtbot)
+def tools(desk, engine, shared_mcp_url):
+    _with_test_server(desk.ctx, desk.qtbot, shared_mcp_url)
     yield desk.ctx.tools
     desk.ctx.tools.shutdown()
 
@@ -185,10 +184,11 @@ def _click_header(tab, row) -> None:
 
 
 @pytest.mark.model
-def test_the_real_model_made_to_call_writes_a_call_that_validates_and_then_answers(qtbot, tmp_path, model_path):
+def test_the_real_model_made_to_call_writes_a_call_that_validates_and_then_answers(qtbot, tmp_path, model_path,
+                                                                                   shared_mcp_url):
     app = App(qtbot, tmp_path, model_path, max_tokens=40)
     try:
-        _with_test_server(app.ctx, qtbot)
+        _with_test_server(app.ctx, qtbot, shared_mcp_url)
         tab = app.new_tab()
         app.ctx.tools.set_chat_servers(tab.conversation_id, ["test"])
         app.ctx.tools.set_chat_required(tab.conversation_id, True)
