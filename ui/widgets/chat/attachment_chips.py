@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from storage import NewDocument
 from ui.widgets.chat.document_labels import document_details, image_details
+from ui.widgets.common.words import elided_at_a_word
 
 CHIP_WIDTH = 260  # "2 pages · 1 KB · 61 characters" whole
 THUMB_SIDE = 40  # an image chip's thumbnail in the composer
@@ -76,22 +77,10 @@ class ElidedLines(QLabel):
 
     def _elide(self) -> None:
         metrics, room = self.fontMetrics(), max(20, self.contentsRect().width())
-        shown = "\n".join(_at_a_word(line, metrics.elidedText(line, Qt.TextElideMode.ElideRight, room))
-                          for line in self.whole.splitlines())
+        shown = "\n".join(elided_at_a_word(metrics, line, room) for line in self.whole.splitlines())
         if shown != self.text():
             self.setText(shown)
         self.setToolTip(self.whole if shown != self.whole else "")
-
-
-def _at_a_word(line: str, elided: str) -> str:
-    """An elided line cut back to the end of its last whole word ("61 charact…" reads as a
-    typo; "61 …" does not), unless that leaves no word at all."""
-    if elided == line or not elided.endswith("…"):
-        return elided
-    kept = elided[:-1]
-    if len(kept) < len(line) and not line[len(kept)].isspace() and " " in kept.strip():
-        kept = kept[: kept.rstrip().rfind(" ")]
-    return kept.rstrip(" ·,:;(") + "…"
 
 
 class AttachmentChip(QFrame):

@@ -1,6 +1,10 @@
 """The tab bar of open chats and comparisons: readable with many tabs open (a minimum width
-per tab, elided titles, scroll buttons, and a corner button listing every tab), and a mark
-on background tabs saying what they do (see tab_activity).
+per tab, scroll buttons rather than squeezed tabs, and a corner button listing every tab),
+and a mark on background tabs saying what they do (see tab_activity).
+
+A title longer than a tab is cut at the end of a word ("List three tips for…", never
+"List three tips for learnin…"): the bar does the cutting, not Qt, whose elision cuts
+mid-word, so Qt is told to elide nothing and to scroll instead of squeezing.
 
 Each tab keeps its plain label and its activity in the tab bar's data, so they move with
 the tab when it is dragged; the text is rebuilt only when the mark changes, since a new
@@ -14,21 +18,21 @@ from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QTabBar, QTabWidget, QToolButton, QWidget
 
+from ui.widgets.common.words import elided_at_a_word
 from ui.widgets.window.tab_activity import MARKS, READY, Activity, tooltip
 
 MIN_TAB_W = 140  # a title's first words (10 characters or more) stay readable however many tabs are open
-MAX_TAB_W = 240
+TITLE_ROOM = 200  # pixels of a tab's text: a title cut to it keeps a tab under about 250
 
 
 class ChatTabBar(QTabBar):
     def tabSizeHint(self, index: int) -> QSize:  # noqa: N802 (Qt's name)
         hint = super().tabSizeHint(index)
-        return QSize(min(max(hint.width(), MIN_TAB_W), MAX_TAB_W), hint.height())
+        return QSize(max(hint.width(), MIN_TAB_W), hint.height())
 
     def minimumTabSizeHint(self, index: int) -> QSize:  # noqa: N802 (Qt's name)
-        # Qt squeezes tabs down to this before it shows the scroll buttons.
-        hint = super().minimumTabSizeHint(index)
-        return QSize(min(max(hint.width(), MIN_TAB_W), self.tabSizeHint(index).width()), hint.height())
+        # Qt squeezes tabs down to this before it shows the scroll buttons: not at all.
+        return self.tabSizeHint(index)
 
 
 class ChatTabs(QTabWidget):
@@ -41,7 +45,7 @@ class ChatTabs(QTabWidget):
         self.setTabsClosable(True)
         self.setMovable(True)
         self.setDocumentMode(True)
-        self.setElideMode(Qt.TextElideMode.ElideRight)
+        self.setElideMode(Qt.TextElideMode.ElideNone)  # the bar cuts titles itself, at a word
         self.setUsesScrollButtons(True)
         self.list_button = QToolButton(self)
         self.list_button.setText("▾")
@@ -85,8 +89,9 @@ class ChatTabs(QTabWidget):
     def _render(self, index: int) -> None:
         label, activity = self.tabBar().tabData(index) or ("", READY)
         mark = "" if index == self.currentIndex() else MARKS[activity.state]  # the tab in front shows it all
-        if self.tabText(index) != mark + label:
-            self.setTabText(index, mark + label)
+        text = elided_at_a_word(self.tabBar().fontMetrics(), mark + label, TITLE_ROOM)
+        if self.tabText(index) != text:
+            self.setTabText(index, text)
         title = getattr(self.widget(index), "title", "") or label
         self.setTabToolTip(index, tooltip(title, activity))
         close = self.tabBar().tabButton(index, QTabBar.ButtonPosition.RightSide)

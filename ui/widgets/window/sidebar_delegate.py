@@ -11,6 +11,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QRectF, QS
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from ui.widgets.common.words import elided_at_a_word
 from ui.widgets.window.tab_activity import READY, TabState, row_text
 
 Index = QModelIndex | QPersistentModelIndex
@@ -92,7 +93,7 @@ class SidebarDelegate(QStyledItemDelegate):
         painter.setFont(opt.font)
         painter.setPen(text)
         painter.drawText(line, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                         fm.elidedText(title, Qt.TextElideMode.ElideRight, line.width()))
+                         elided_at_a_word(fm, title, line.width()))
         runs = index.data(SNIPPET_ROLE)
         if runs:
             self._paint_snippet(painter, opt, runs, rect.adjusted(0, fm.height() + 2, 0, 0), muted, accent)

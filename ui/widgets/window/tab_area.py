@@ -19,12 +19,8 @@ from ui.widgets.window.chat_tabs import ChatTabs
 from ui.widgets.window.conversation_list import COMPARE_MARK
 from ui.widgets.window.split_view import RatioSplitter, SplitPane, give_back
 
-TAB_TITLE_CHARS = 28
-
-
 def tab_title(title: str) -> str:
-    title = title or "New chat"
-    return title if len(title) <= TAB_TITLE_CHARS else title[: TAB_TITLE_CHARS - 1] + "…"
+    return title or "New chat"  # cut to the tab's width, at a word, by the bar (chat_tabs)
 
 
 class TabArea(QWidget):
