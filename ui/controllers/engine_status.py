@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.engines.finish import rate_text
 from app.engines.protocol import EngineState, EngineStatus
 from app.engines.remote import RemoteEndpoint
+from app.models.names import model_title
 from app.models.probe import ModelProbe
 from inference import MetricsSnapshot, Phase
 from ui.services.context import ControllerContext
@@ -29,7 +30,7 @@ class EngineStatusController:
         self._counted = False  # the line shows the replies being written (not the engine's state)
 
     def show_state(self, state: EngineState) -> None:
-        name, w = self.ctx.engines.model_name, self.ctx.window
+        name, w = model_title(self.ctx.engines.model_name).name, self.ctx.window
         if state.status is EngineStatus.READY:
             w.set_engine_status(f"{name} ready")
         elif state.status is EngineStatus.CRASHED:
@@ -61,7 +62,9 @@ def status_line(model: str, m: MetricsSnapshot | None, writing: int, waiting: in
     """The status bar's engine line: the app's replies being written and waiting (queued or
     reading their prompt), then the engine's rate for all of them ("in all": a chat's own
     status line gives that chat's, a fraction of it; unlabelled, 3.8 here and 0.7 there read
-    as a disagreement) and batch; idle says so instead of the last busy rate."""
+    as a disagreement) and batch; idle says so instead of the last busy rate. The model is
+    named as the picker names it ("SmolLM2 135M Instruct", not its file)."""
+    model = model_title(model).name
     if writing == 0 and waiting == 0:
         return f"{model} · idle"
     parts = [model, f"{writing} writing", f"{waiting} waiting"]

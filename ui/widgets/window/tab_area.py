@@ -19,6 +19,7 @@ from ui.widgets.window.chat_tabs import ChatTabs
 from ui.widgets.window.conversation_list import COMPARE_MARK
 from ui.widgets.window.split_view import RatioSplitter, SplitPane, give_back
 
+
 def tab_title(title: str) -> str:
     return title or "New chat"  # cut to the tab's width, at a word, by the bar (chat_tabs)
 

@@ -106,9 +106,10 @@ def test_the_status_line_says_idle_and_keeps_slow_rates():
 
     fields = {name: 0 for name in MetricsSnapshot.__dataclass_fields__}
     idle = MetricsSnapshot(**{**fields, "decode_tok_s": 5.0})
-    assert status_line("m.gguf", idle, 0, 0) == "m.gguf · idle"
+    assert status_line("m.gguf", idle, 0, 0) == "m · idle"
+    assert status_line("SmolLM2-135M-Instruct.Q4_1.gguf", idle, 0, 0) == "SmolLM2 135M Instruct · idle"  # as the picker
     busy = MetricsSnapshot(**{**fields, "running": 2, "decode_tok_s": 0.4, "last_step_seqs": 2})
-    assert status_line("m.gguf", busy, 2, 1) == "m.gguf · 2 writing · 1 waiting · 0.4 tok/s in all · batch 2"
+    assert status_line("m.gguf", busy, 2, 1) == "m · 2 writing · 1 waiting · 0.4 tok/s in all · batch 2"
     assert rate(123.4) == "123 tok/s"
 
 
