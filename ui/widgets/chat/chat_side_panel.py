@@ -143,7 +143,7 @@ class ChatSidePanel(QFrame):
             spin.setKeyboardTracking(False)  # typing "0.35" saves once, not at "0." and "0.3"
             spin.valueChanged.connect(self._sampling_edited)
         self.overflow_box.currentIndexChanged.connect(self._sampling_edited)
-        form.addRow("Past the context", self.overflow_box)
+        form.addRow("When full", self.overflow_box)  # of the context; the tooltip says it whole
         layout.addLayout(form)
         layout.addSpacing(6)
         layout.addWidget(_heading("Last reply"))

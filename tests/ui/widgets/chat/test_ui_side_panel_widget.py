@@ -86,3 +86,18 @@ def test_the_last_prompts_image_tokens_show_only_where_it_had_images(qtbot):
             stats, cached_tokens=cached, image_tokens_cached=image_cached))
         panel.set_numbers(numbers_from_delta(delta))
         assert row.isVisible() and row.text() == shown
+
+
+def test_no_label_of_the_panel_is_cut(qtbot):
+    """At the panel's fixed width every form label shows whole ("Past the contex" was cut at
+    the sampling form's widest label)."""
+    from PySide6.QtWidgets import QLabel
+
+    panel = ChatSidePanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    labels = [w for w in panel.findChildren(QLabel) if w.isVisible() and w.text() and not w.wordWrap()]
+    assert len(labels) > 10
+    cut = [w.text() for w in labels if w.width() < w.fontMetrics().horizontalAdvance(w.text())]
+    assert not cut, cut
