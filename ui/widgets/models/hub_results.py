@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from app.models.hub import HubRepo
 
 DEBOUNCE_MS = 400  # typing pauses this long before the search goes out (Enter: at once)
-COLUMNS = ("Repository", "Architecture", "Downloads", "Likes", "")
+# Downloads and likes by their signs, as the Hub's own pages show them (the words in the
+# header's tooltips): in a window on a small screen the words took the repository's room.
+COLUMNS = ("Repository", "Architecture", "↓", "♥", "")
 REPO, ARCH, DOWNLOADS, LIKES, ACCESS = range(len(COLUMNS))
 
 
@@ -32,6 +34,8 @@ class HubResults(QWidget):
         self.search_box.setClearButtonEnabled(True)
         self.list = QTreeWidget()
         self.list.setHeaderLabels(COLUMNS)
+        self.list.headerItem().setToolTip(DOWNLOADS, "Downloads")
+        self.list.headerItem().setToolTip(LIKES, "Likes")
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
