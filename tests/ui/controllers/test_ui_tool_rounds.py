@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.tools import DENIED, StdioServer
 from tests.support.desk import Desk
@@ -124,6 +125,27 @@ def test_deny_tells_the_model_and_runs_nothing(desk, engine, tools):
     assert chip_shown(tab.view, *call_row(tab.view, "add")).startswith("▸ add · not run · denied")
 
 
+def test_the_chips_buttons_are_reached_with_tab_and_deny_by_space_stores_not_run(desk, engine, tools):
+    """The keyboard alone: the waiting chip's Allow has the focus, Tab goes on to Always and
+    Deny (each named for a screen reader), Space on Deny stores the call as not run."""
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    approval = tab.approval
+    desk.qtbot.waitUntil(lambda: QApplication.focusWidget() is approval.allow_button)
+    names = [approval.allow_button.accessibleName()]
+    for button in (approval.always_button, approval.deny_button):
+        desk.qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        desk.qtbot.waitUntil(lambda b=button: QApplication.focusWidget() is b)
+        names.append(button.accessibleName())
+    assert names == ["Allow once", "Always for this tool", "Deny"]
+    desk.qtbot.keyClick(approval.deny_button, Qt.Key.Key_Space)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=10_000)
+    assert _stored(desk, tab)[2].tool_result.denied
+    desk.qtbot.waitUntil(lambda: [(c.state, c.note) for c in calls_shown(tab.view)] == [(NOT_RUN, "denied")])
+
+
 def test_always_for_this_tool_runs_its_next_call_without_asking(desk, engine, tools):
     tab = _chat_with_tools(desk, tools)
     _ask(desk, tab, "Add twice.")
@@ -146,7 +168,7 @@ def test_the_chip_opens_on_a_click_and_on_enter_to_show_the_arguments_and_the_re
     row, i = call_row(tab.view, "add")
     collapsed = chip_rect(tab.view, row, i)
     assert chip_shown(tab.view, row, i).startswith("▸ add · done · ") and '"a": 2' not in chip_shown(tab.view, row, i)
-    _click_chip(tab, row, i)
+    _click_chip(desk, tab, row, i)
     desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ add"))
     shown = chip_shown(tab.view, row, i)
     assert '"a": 2' in shown and shown.split("\n")[-2:] == ["Result", "5"], "the result as plain text"
@@ -190,9 +212,9 @@ def test_a_chat_without_tools_on_is_offered_none(desk, engine, tools):
     assert tab.model.views()[-1].text == ADD_CALL, "no tools offered: the text is an answer"
 
 
-def _click_chip(tab, row, i) -> None:
+def _click_chip(desk, tab, row, i) -> None:
     at = chip_rect(tab.view, row, i, "header").center()
-    QTest.qWaitFor(lambda: tab.view.indexAt(at).row() == row)  # the list laid out, as the user sees it
+    desk.qtbot.waitUntil(lambda: tab.view.indexAt(at).row() == row)  # the list laid out, as the user sees it
     QTest.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
 
 
@@ -263,7 +285,7 @@ def test_screenshot_of_a_chat_with_tool_chips(desk, engine, tools, theme):
         if n < 3:
             QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
     row, i = call_row(tab.view, "add")
-    _click_chip(tab, row, i)
+    _click_chip(desk, tab, row, i)
     desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ add"))
     tab.view.clearSelection()  # the click selected the reply: drawn as the user left it, focus on Allow
     tab.approval.allow_button.setFocus()
@@ -336,7 +358,7 @@ def test_a_failing_tool_and_a_cut_output_are_said_on_their_chips(desk, engine, t
     assert chips[0].took.endswith(" s") and "this tool always fails" in chips[0].result
     assert chips[1].note == "4,900 characters cut"
     row, i = call_row(tab.view, "fail")
-    _click_chip(tab, row, i)  # opened: the error said as one, in plain text
+    _click_chip(desk, tab, row, i)  # opened: the error said as one, in plain text
     desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ fail · failed · "))
     assert "\nError\n" in chip_shown(tab.view, row, i) and "Result" not in chip_shown(tab.view, row, i)
     assert "[output cut: 4900 of 5000 characters left out]" in engine.chats[2].messages[-1]["content"]
