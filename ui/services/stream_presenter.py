@@ -127,19 +127,19 @@ def path_views(path: ActivePath) -> list[MessageView]:
         r = m.tool_result
         if r is not None and r.call_id in holder:
             i = holder[r.call_id]
-            views[i] = replace(views[i], calls=tuple(answered(c, r, m.content) if c.call_id == r.call_id else c
+            views[i] = replace(views[i], calls=tuple(answered(c, r, m) if c.call_id == r.call_id else c
                                                      for c in views[i].calls))
             continue
         pos = path.branches.get(m.id)
         view = message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ()))
         if r is not None:
-            view = replace(view, text="", calls=(answered(ToolCallView(r.call_id, r.name, ""), r, m.content),))
+            view = replace(view, text="", calls=(answered(ToolCallView(r.call_id, r.name, ""), r, m),))
         holder.update({c.call_id: len(views) for c in view.calls})
         views.append(view)
     return views
 
 
-def answered(call: ToolCallView, r: ToolResultRecord, text: str) -> ToolCallView:
+def answered(call: ToolCallView, r: ToolResultRecord, m: MessageRecord) -> ToolCallView:
     """A call's chip once its result is stored: how it went, how long it ran, the result."""
     took = f"{r.duration_s:.2f} s" if r.duration_s is not None else ""
     note = ""
@@ -151,7 +151,7 @@ def answered(call: ToolCallView, r: ToolResultRecord, text: str) -> ToolCallView
         state = FAILED if r.is_error else DONE
     if r.cut_chars:
         note = f"{r.cut_chars:,} characters cut"
-    return replace(call, state=state, took=took, note=note, result=text, since=None)
+    return replace(call, state=state, took=took, note=note, result=m.content, since=None, result_id=m.id)
 
 
 def _meta(ttft: float | None, rate: float | None, tokens: int | None, reasoning: int = 0) -> str:

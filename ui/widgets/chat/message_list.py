@@ -106,6 +106,14 @@ class MessageList(QListView):
         origin = self.delegate.tools_origin(option, view)
         return [(box, box.rect.translated(origin)) for box in self.delegate.tool_boxes(option, view)]
 
+    def open_calls(self, call_ids: list[str]) -> None:
+        """Those calls' chips opened (the rows holding them laid out again)."""
+        for call_id in call_ids:
+            self.delegate.tools.opened[call_id] = True
+        for row, view in enumerate(self.messages.views()):
+            if any(c.call_id in call_ids for c in view.calls):
+                self.delegate.sizeHintChanged.emit(self.messages.index(row, 0))
+
     def _place_soon(self, *_args) -> None:
         if self.approval.isVisibleTo(self):
             self._placing.start()

@@ -36,6 +36,7 @@ class ToolCallView:
     note: str = ""  # "denied", "4,900 characters cut"
     result: str | None = None  # the result's text, once stored
     since: float | None = None  # a running call: when it started (time.monotonic)
+    result_id: int | None = None  # the stored "tool" message of its result (a search hit on it)
 
 
 @dataclass(frozen=True, slots=True)
