@@ -136,8 +136,8 @@ class ToolRoundsController:
             self._run(pending, step)
         elif isinstance(step, AskApproval) and isinstance(view, ChatTab):
             self._wait(pending, f"{step.call.name} waits for your approval")
-            view.model.set_call_state(step.call.id, APPROVAL)  # its chip opens, with room for the buttons
             view.approval.ask(step.call.id, step.call.name, step.tool.server if step.tool is not None else "")
+            view.model.set_call_state(step.call.id, APPROVAL)  # its chip opens, with room for the buttons asked
         elif isinstance(step, StartTurn):
             self._next_turn(pending)
         else:

@@ -8,7 +8,7 @@ real pixels, in both themes."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QTextCursor
 
 from tests.support.message_rows import chip_box, chip_rect, chip_shown, row_option
@@ -144,3 +144,32 @@ def test_a_running_call_counts_its_seconds(qtbot):
     view.model().set_call_state("c3", None)  # it ended: back to what storage says (queued, no result here)
     assert view.model().view(1).calls[0].state == "queued"
     qtbot.waitUntil(lambda: not view._ticking.isActive(), timeout=3000)  # nothing runs: no more repaints
+
+
+@pytest.mark.parametrize("width", [340, 700])
+def test_the_approval_sits_inside_the_waiting_chip_side_by_side_or_stacked(qtbot, width):
+    """The buttons lie inside the chip of the call asked about, under its arguments: side by
+    side where the chip is wide enough, one above the other in a narrow column (a half of the
+    split view); never wider than the chip."""
+    call = ToolCallView("c9", "get_current_time", '{"timezone": "Europe/Amsterdam"}')
+    view = _shown(qtbot, [OK, call])
+    view.resize(width, 600)
+    approval = view.approval
+    approval.ask("c9", "get_current_time", "clock")
+    view.model().set_call_state("c9", APPROVAL)  # as the tool loop says it, once asked
+    assert chip_shown(view, 1, 1).startswith("▾ get_current_time · waiting for approval")
+    qtbot.waitUntil(lambda: chip_rect(view, 1, 1).contains(approval.geometry()) and approval.width() > 0)
+    arguments = chip_box(view, 1, 1).parts[0][1].translated(view.delegate.tools_origin(row_option(view, 1),
+                                                                                       view.model().view(1)))
+    assert approval.geometry().top() > arguments.bottom(), "under the arguments"
+    tops = [b.mapTo(view.viewport(), b.rect().topLeft()).y() for b in
+            (approval.allow_button, approval.always_button, approval.deny_button)]
+    if width < 400:
+        assert tops[0] < tops[1] < tops[2], "stacked in a narrow column"
+    else:
+        assert tops[0] == tops[1] == tops[2], "side by side"
+    for button in (approval.allow_button, approval.always_button, approval.deny_button):
+        box = QRect(button.mapTo(view.viewport(), button.rect().topLeft()), button.size())
+        assert chip_rect(view, 1, 1).contains(box)
+    approval.deny_button.click()
+    assert approval.isHidden()
