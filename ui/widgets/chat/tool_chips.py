@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import (
@@ -27,6 +28,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPen,
+    QPixmap,
     QTextDocument,
 )
 
@@ -57,6 +59,12 @@ class ChipBox:
     opened: bool
     parts: list[tuple[str, QRect, QTextDocument, QPointF]] = field(default_factory=list)
     approval: QRect | None = None
+
+
+@lru_cache(maxsize=8)
+def _tool_icon(rgba: int) -> QPixmap:
+    """The wrench, drawn once a colour (each chip's paint would render the SVG again)."""
+    return glyph_pixmap("tool", QColor.fromRgba(rgba), ICON)
 
 
 def is_dark(palette: QPalette) -> bool:
@@ -266,7 +274,7 @@ def _paint_header(painter: QPainter, box: ChipBox, font: QFont, text: QColor, di
     name, state, rest = header_parts(box.call, box.opened, now)
     area = box.header.adjusted(PAD, 0, -PAD, 0)
     middle = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-    painter.drawPixmap(area.left(), area.top() + (area.height() - ICON) // 2, glyph_pixmap("tool", dim, ICON))
+    painter.drawPixmap(area.left(), area.top() + (area.height() - ICON) // 2, _tool_icon(dim.rgba()))
     area.setLeft(area.left() + ICON + 6)
     bold, small = _bold(font), _small(font)
     painter.setFont(bold)
