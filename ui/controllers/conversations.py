@@ -185,7 +185,10 @@ class ConversationsController:
             path, matches = found
             tab = self._show(path)
             if tab is not None:
-                tab.view.show_first(lambda view: view.message_id in matches)
+                # A hit on a tool's result: the reply whose chip holds it, that chip opened.
+                tab.view.open_calls([c.call_id for v in tab.model.views() for c in v.calls if c.result_id in matches])
+                tab.view.show_first(lambda view: view.message_id in matches
+                                    or any(c.result_id in matches for c in view.calls))
 
         return self.ctx.storage.run(work, show)
 

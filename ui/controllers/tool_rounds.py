@@ -1,15 +1,16 @@
 """A chat's tool rounds (issue 24), in the window: the tool loop (app/tools/machine.py) fed
-from the engine's stream and the approval bar on the GUI thread, never blocking. A reply
-offered tools that ends as calls is stored as those calls; each call waits for the user's
-approval (Allow once, Always for this tool, Deny) on the tab, runs on its MCP server off the
-GUI thread with the timeout of Settings -> Tools, and its result is stored as a "tool"
-message (shown as a card); then the next turn starts, under the same prompt, so it computes
-only the results' tokens (the rest is the reply before it, in the cache). Meanwhile the chat
-holds no place in the engine's batch, and its tab and sidebar row say what it waits on. Stop
-ends the round where it is: the calls not run are stored as such (their cards say
-"cancelled — not run", and the model reads that they never ran). "Always for this tool"
-holds for that server's tool in every chat, across restarts (AppTools is the loop's
-approval memory; Settings -> Tools revokes it).
+from the engine's stream and the user's answers on the GUI thread, never blocking. A reply
+offered tools that ends as calls is stored as those calls, each shown as a chip in the
+reply's bubble; each call waits for the user's approval (Allow once, Always for this tool,
+Deny, inside its chip), runs on its MCP server off the GUI thread with the timeout of
+Settings -> Tools (its chip says "running" and counts the seconds), and its result is
+stored as a "tool" message (shown on the call's chip); then the next turn starts, under the
+same prompt, so it computes only the results' tokens (the rest is the reply before it, in
+the cache). Meanwhile the chat holds no place in the engine's batch, and its tab and
+sidebar row say what it waits on. Stop ends the round where it is: the calls not run are
+stored as such (their chips say "not run", and the model reads that they never ran).
+"Always for this tool" holds for that server's tool in every chat, across restarts
+(AppTools is the loop's approval memory; Settings -> Tools revokes it).
 
 What the loop decides (which call is next, asked or run, the next round, what a denial or
 an error gives the model, which calls a stop leaves) is the machine's; here is what the
@@ -22,6 +23,7 @@ The toolbar's Tools button is here too: which servers a chat has on."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -40,6 +42,7 @@ from ui.services.conversation_actions import ConversationActions
 from ui.services.mcp_tools import WEB
 from ui.services.stream_presenter import Stream
 from ui.widgets.chat.chat_tab import ChatTab
+from ui.widgets.chat.message_model import APPROVAL, RUNNING
 
 
 @dataclass(eq=False)
@@ -133,7 +136,8 @@ class ToolRoundsController:
             self._run(pending, step)
         elif isinstance(step, AskApproval) and isinstance(view, ChatTab):
             self._wait(pending, f"{step.call.name} waits for your approval")
-            view.approval.ask(step.call.name, step.tool.server if step.tool is not None else "", step.call.arguments)
+            view.approval.ask(step.call.id, step.call.name, step.tool.server if step.tool is not None else "")
+            view.model.set_call_state(step.call.id, APPROVAL)  # its chip opens, with room for the buttons asked
         elif isinstance(step, StartTurn):
             self._next_turn(pending)
         else:
@@ -141,7 +145,7 @@ class ToolRoundsController:
             self._end(pending)  # its tab was closed: asked when the chat opens again
 
     def answer(self, conversation_id: int, answer: str) -> None:
-        """The user's answer to the call on the approval bar: once, always or deny."""
+        """The user's answer to the call in its chip: once, always or deny."""
         pending = self.pending.get(conversation_id)
         if pending is None or pending.running is not None or not isinstance(pending.loop.step, AskApproval):
             return
@@ -156,6 +160,9 @@ class ToolRoundsController:
 
     def _run(self, pending: PendingCalls, step: RunCall) -> None:
         self._wait(pending, f"running {step.call.name}")
+        view = self.ctx.window.view_for(pending.conversation_id)
+        if isinstance(view, ChatTab):
+            view.model.set_call_state(step.call.id, RUNNING, time.monotonic())  # its chip counts the seconds
         future = pending.running = self.ctx.tools.submit_call(step.tool, step.arguments)
 
         def ran(done: Future[ToolResult]) -> None:
@@ -214,7 +221,7 @@ class ToolRoundsController:
     def stop(self, conversation_id: int) -> None:
         """Stop on a chat between turns: a running call is given up (its server stays), the
         approval goes, nothing more is asked of the model; the turn's calls without a result
-        are stored as not run (or stopped while running), each a card that says so."""
+        are stored as not run (or stopped while running), each a chip that says so."""
         pending = self.pending.get(conversation_id)
         if pending is not None:
             self._give_up(pending, pending.loop.stop(), "stopped before the tool's result")
@@ -267,6 +274,7 @@ class ToolRoundsController:
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab):
             view.approval.dismiss()
+            view.model.clear_call_states()  # the calls' results (or "not run") are stored
             if not keep_busy:
                 view.set_busy(False)
 

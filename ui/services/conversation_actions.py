@@ -21,7 +21,7 @@ from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, FinishReason, n
 from storage import ActivePath, ConversationRecord, DocumentRepository, MessageRecord, NewDocument
 from ui.services.chat_view import ChatView
 from ui.services.context import ControllerContext
-from ui.services.stream_presenter import Stream, message_view
+from ui.services.stream_presenter import Stream, path_views
 
 
 class ConversationActions:
@@ -33,14 +33,7 @@ class ConversationActions:
 
     def show_path(self, view: ChatView, path) -> None:
         """The conversation's active branch in a tab or pane, with branch arrows."""
-        views = []
-        arguments = {c.id: c.arguments for m in path.messages for c in m.tool_calls}  # a tool card shows its call's
-        for m in path.messages:
-            pos = path.branches.get(m.id)
-            called = arguments.get(m.tool_result.call_id, "") if m.tool_result is not None else ""
-            views.append(message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ()),
-                                      called))
-        view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, views))
+        view.model.set_messages(self.ctx.streams.live_views(view.conversation_id, path_views(path)))
         writing = self.is_writing(view.conversation_id)
         view.set_busy(writing)
         if not writing:

@@ -17,15 +17,14 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.chats.markdown_export import tool_outcome
 from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
-from storage import AttachmentRecord, MessageRecord
+from storage import ActivePath, AttachmentRecord, MessageRecord, ToolResultRecord
 from ui.widgets.chat.chat_tab import ChatTab
-from ui.widgets.chat.message_model import MessageView, ToolCard
+from ui.widgets.chat.message_model import DONE, FAILED, NOT_RUN, STOPPED, MessageView, ToolCallView
 from ui.widgets.window.main_window import MainWindow
 
 if TYPE_CHECKING:
@@ -107,28 +106,52 @@ class _Pending:
 
 
 def message_view(m: MessageRecord, branch: tuple[int, int] | None = None,
-                 attachments: tuple[AttachmentRecord, ...] = (), arguments: str = "") -> MessageView:
-    """arguments: for a tool message, those of the call it answers (on the message before)."""
+                 attachments: tuple[AttachmentRecord, ...] = ()) -> MessageView:
     return MessageView(
         key=f"m{m.id}", role=m.role, text=m.content, status=m.status.value,
         meta=_meta(m.ttft_s, m.tokens_per_s, m.completion_tokens), branch=branch, message_id=m.id,
         # Not stored: a saved reply's thinking time is its share of the decoding time.
         thought_s=estimated_thought_s(m.content, m.completion_tokens, m.tokens_per_s),
         attachments=attachments, sources=m.sources,
-        calls=tuple((c.name, c.arguments) for c in m.tool_calls),
-        tool=tool_card(m, arguments) if m.tool_result is not None else None,
+        calls=tuple(ToolCallView(c.id, c.name, c.arguments) for c in m.tool_calls),
     )
 
 
-def tool_card(m: MessageRecord, arguments: str) -> ToolCard:
-    r = m.tool_result
-    assert r is not None
+def path_views(path: ActivePath) -> list[MessageView]:
+    """A branch's rows as the view shows them: a "tool" message is no row of its own but
+    the result on its call's chip, in the bubble of the turn that made the call (one whose
+    call is not on the branch, as in an imported chat, keeps a bubble with its chip)."""
+    views: list[MessageView] = []
+    holder: dict[str, int] = {}  # call id -> the index of the view of the turn that made it
+    for m in path.messages:
+        r = m.tool_result
+        if r is not None and r.call_id in holder:
+            i = holder[r.call_id]
+            views[i] = replace(views[i], calls=tuple(answered(c, r, m) if c.call_id == r.call_id else c
+                                                     for c in views[i].calls))
+            continue
+        pos = path.branches.get(m.id)
+        view = message_view(m, (pos.index, pos.count) if pos else None, path.attachments.get(m.id, ()))
+        if r is not None:
+            view = replace(view, text="", calls=(answered(ToolCallView(r.call_id, r.name, ""), r, m),))
+        holder.update({c.call_id: len(views) for c in view.calls})
+        views.append(view)
+    return views
+
+
+def answered(call: ToolCallView, r: ToolResultRecord, m: MessageRecord) -> ToolCallView:
+    """A call's chip once its result is stored: how it went, how long it ran, the result."""
     took = f"{r.duration_s:.2f} s" if r.duration_s is not None else ""
-    how = tool_outcome(r)
-    state = "denied" if r.denied else " · ".join(p for p in (how, took) if p)
+    note = ""
+    if r.cancelled:
+        state, note = (NOT_RUN, "cancelled") if r.duration_s is None else (STOPPED, "")
+    elif r.denied:
+        state, note, took = NOT_RUN, "denied", ""
+    else:
+        state = FAILED if r.is_error else DONE
     if r.cut_chars:
-        state += f" · {r.cut_chars:,} characters cut"
-    return ToolCard(r.name, arguments, m.content, state)
+        note = f"{r.cut_chars:,} characters cut"
+    return replace(call, state=state, took=took, note=note, result=m.content, since=None, result_id=m.id)
 
 
 def _meta(ttft: float | None, rate: float | None, tokens: int | None, reasoning: int = 0) -> str:

@@ -87,3 +87,30 @@ def test_down_then_enter_in_the_search_box_opens_the_highlighted_hit(desk, qtbot
     qtbot.waitUntil(lambda: w.tab_for(hits[0]) is not None and w.tabs.currentWidget() is w.tab_for(hits[0]))
     assert w.tab_for(hits[1]) is None
     assert {first.id, second.id} == set(hits)
+
+
+def test_a_search_hit_on_a_tools_result_opens_the_replys_chip_that_holds_it(desk, qtbot):
+    """A tool's result is no row of its own (it is on its call's chip, in the reply that
+    made the call): a hit on it selects that reply and opens the chip, the result in sight."""
+    from storage import ToolCallRecord, ToolResultRecord
+    from tests.support.message_rows import call_row, chip_shown
+
+    repo = desk.repo
+    conv = repo.create_conversation(title="Tides")
+    repo.add_message(conv.id, "user", "When is high tide?")
+    repo.add_message(conv.id, "assistant", "", tool_calls=[ToolCallRecord("c1", "tides", '{"port": "Brest"}')])
+    repo.add_message(conv.id, "tool", "High tide at 17:42, coefficient 95 (a springtide).",
+                     tool_result=ToolResultRecord("c1", "tides", duration_s=0.2))
+    repo.add_message(conv.id, "assistant", "At 17:42.")
+    repo.create_conversation(title="Another chat")
+    desk.controllers.conversations.refresh()
+    w, lst = desk.window, desk.window.conversation_list
+    qtbot.waitUntil(lambda: len(lst.titles()) == 2)
+    qtbot.keyClicks(w.search_box, "springtide")
+    qtbot.waitUntil(lambda: lst.titles() == ["Tides"] and lst.row_for(conv.id) is not None)
+    qtbot.mouseClick(lst.viewport(), Qt.MouseButton.LeftButton, pos=lst.visualItemRect(lst.row_for(conv.id)).center())
+    qtbot.waitUntil(lambda: w.tab_for(conv.id) is not None and w.tab_for(conv.id).model.rowCount() == 3)
+    view = w.tab_for(conv.id).view
+    row, i = call_row(view, "tides")
+    qtbot.waitUntil(lambda: view.currentIndex().row() == row)  # the reply with the chip, selected
+    assert chip_shown(view, row, i).startswith("▾ tides · done · 0.20 s") and "springtide" in chip_shown(view, row, i)

@@ -1,6 +1,6 @@
 """Tool calls and approvals outlive a closed tab and a restart (issue 39, defects 2 and 3): a
 call that waits for approval when its tab closes or the app quits is asked again when the
-chat opens; Stop stores the calls not run as cards that say so, and the model reads that
+chat opens; Stop stores the calls not run, their chips say so, and the model reads that
 they never ran; "Always for this tool" holds across a restart, listed in Settings -> Tools,
 where Ask again revokes it. A real MCP server (the SDK-made test server, a child process);
 the model is a ScriptedEngine (what it writes is the test's)."""
@@ -16,6 +16,8 @@ from PySide6.QtTest import QTest
 from app.tools import HttpServer
 from app.tools.history import NOT_RUN
 from tests.support.desk import Desk, open_tools_settings, scripted_engine
+from tests.support.message_rows import call_row, calls_shown, chip_rect, chip_shown
+from ui.widgets.chat.message_model import APPROVAL
 from ui.widgets.tools.tools_settings import NO_ALWAYS
 
 ADD_CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
@@ -116,6 +118,8 @@ def test_a_call_waiting_when_its_tab_closes_is_asked_again_when_the_chat_opens(d
     again = _open_from_sidebar(desk, conv_id)
     qtbot.waitUntil(lambda: again.approval.isVisible())
     assert "Run add (test)" in again.approval.question.text()
+    assert [(c.name, c.state) for c in calls_shown(again.view)] == [("add", APPROVAL)]
+    qtbot.waitUntil(lambda: chip_rect(again.view, *call_row(again.view, "add")).contains(again.approval.geometry()))
     assert again.busy and again.state_label.text() == "add waits for your approval"
     QTest.mouseClick(again.approval.allow_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(engine.replies()) == 2, timeout=30_000)
@@ -147,9 +151,10 @@ def test_a_call_waiting_when_the_app_quits_is_asked_again_after_the_restart(desk
 def test_stop_while_a_call_waits_stores_it_as_not_run_and_the_next_turn_knows(desk, engine, tools, qtbot):
     tab = _waiting_call(desk, engine, tools)
     qtbot.keyClick(desk.window, Qt.Key.Key_Escape)  # Stop
-    qtbot.waitUntil(lambda: not tab.busy and any(v.tool is not None for v in tab.model.views()))
-    card = next(v.tool for v in tab.model.views() if v.tool is not None)
-    assert (card.name, card.state, card.result) == ("add", "cancelled — not run", NOT_RUN)
+    qtbot.waitUntil(lambda: not tab.busy and any(c.result is not None for c in calls_shown(tab.view)))
+    [chip] = calls_shown(tab.view)
+    assert (chip.name, chip.state, chip.note, chip.result) == ("add", "not run", "cancelled", NOT_RUN)
+    assert chip_shown(tab.view, *call_row(tab.view, "add")).startswith("▸ add · not run · cancelled")
     assert not tab.approval.isVisible() and tab.state_label.text() == "stopped before the tool's result"
     result = _stored(desk, tab)[-1].tool_result
     assert (result.name, result.cancelled) == ("add", True)
@@ -206,7 +211,7 @@ def test_screenshot_of_a_call_stopped_before_it_ran(desk, engine, tools, qtbot, 
 
     tab = _waiting_call(desk, engine, tools, "A stopped call")
     qtbot.keyClick(desk.window, Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: any(v.tool is not None for v in tab.model.views()))
+    qtbot.waitUntil(lambda: any(c.result is not None for c in calls_shown(tab.view)))
     w = desk.window  # no engine runs on the desk: the loader drawn as it is once the model is ready
     w.model_picker.set_status(ModelStatus(w.model_picker.status.name, READY))
     qtbot.wait(50)  # the last frame's repaint before the grab

@@ -1,10 +1,11 @@
 """A chat's tool rounds in the window (issue 24): a reply offered the chat's MCP tools that
-ends as a call waits for the user's approval on the tab; Allow runs it on a real MCP server
-(the SDK-made test server, a child process), Deny tells the model so, Always stops asking
-for that tool; the result is stored as a tool message shown as a card that opens on a
-click, and the next turn goes to the engine under the same prompt with the result added.
-The model is a ScriptedEngine here (what it writes is the test's); the real model's forced
-call is at the end."""
+ends as a call waits for the user's approval inside its chip in the reply (issue 39); Allow
+runs it on a real MCP server (the SDK-made test server, a child process), Deny tells the
+model so, Always stops asking for that tool; the result is stored as a tool message, shown
+on the call's chip (name, state, time) that opens on a click or Enter, and the next turn
+goes to the engine under the same prompt with the result added. The model is a
+ScriptedEngine here (what it writes is the test's); the real model's forced call is at the
+end."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from app.tools import DENIED, HttpServer
 from tests.support.desk import Desk
 from tests.support.gui_app import App
-from tests.support.message_rows import row_document, view_point
-from ui.widgets.chat.reply_document import reasoning_header
+from tests.support.message_rows import call_row, calls_shown, chip_rect, chip_shown
+from ui.widgets.chat.message_model import APPROVAL, DONE, FAILED, NOT_RUN, RUNNING
 from ui.widgets.models.model_picker import READY, ModelStatus
 from ui.widgets.window.tab_activity import TabState
 
@@ -74,6 +76,13 @@ def test_a_call_waits_for_approval_runs_on_the_server_and_the_next_turn_reads_it
     desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
     assert "Run add (test)" in tab.approval.question.text()
     assert tab.busy and tab.state_label.text() == "add waits for your approval"
+    # The call is a chip in the reply that made it, its buttons inside the chip.
+    row, i = call_row(tab.view, "add")
+    assert tab.model.view(row).role == "assistant" and [(c.name, c.state) for c in calls_shown(tab.view)] \
+        == [("add", APPROVAL)]
+    assert chip_shown(tab.view, row, i).startswith("▾ add · waiting for approval") and '"a": 2' in \
+        chip_shown(tab.view, row, i)
+    desk.qtbot.waitUntil(lambda: chip_rect(tab.view, row, i).contains(tab.approval.geometry()))
     desk.qtbot.waitUntil(lambda: desk.controllers.background.state_of(tab.conversation_id)
                          .state is TabState.TOOL)  # the sidebar row and the tab's mark too
     assert all('"name"' not in v.text for v in tab.model.views()), "the call's JSON is not shown as text"
@@ -83,18 +92,21 @@ def test_a_call_waits_for_approval_runs_on_the_server_and_the_next_turn_reads_it
 
     QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    assert tab.approval.isHidden()
     second = engine.chats[1]
     assert second.messages[: len(first.messages)] == first.messages, "the next turn extends the same prompt"
     assert "The result of add" in second.messages[-1]["content"] and "5" in second.messages[-1]["content"]
     tool = _stored(desk, tab)[2]
     assert (tool.role, tool.content, tool.tool_result.name, tool.tool_result.denied) == ("tool", "5", "add", False)
-    cards = [v for v in tab.model.views() if v.tool is not None]
-    assert [(c.tool.name, c.tool.result) for c in cards] == [("add", "5")]
-    assert cards[0].tool.state.endswith(" s")
+    chips = calls_shown(tab.view)
+    assert [(c.name, c.state, c.result) for c in chips] == [("add", DONE, "5")]
+    assert chips[0].took.endswith(" s")
+    assert chip_shown(tab.view, *call_row(tab.view, "add")).startswith(f"▸ add · done · {chips[0].took}")
 
     _answer(desk, engine, "2 + 3 is 5.", 2)
     desk.qtbot.waitUntil(lambda: not tab.busy and tab.model.views()[-1].text == "2 + 3 is 5.")
     assert [m.role for m in _stored(desk, tab)] == ["user", "assistant", "tool", "assistant"]
+    assert [v.role for v in tab.model.views()] == ["user", "assistant", "assistant"], "the result is on the chip"
     assert tab.conversation_id not in desk.ctx.waiting_on_tools()
 
 
@@ -108,7 +120,29 @@ def test_deny_tells_the_model_and_runs_nothing(desk, engine, tools):
     assert DENIED in engine.chats[1].messages[-1]["content"]
     tool = _stored(desk, tab)[2]
     assert (tool.content, tool.tool_result.denied) == (DENIED, True)
-    assert [v.tool.state for v in tab.model.views() if v.tool is not None] == ["denied"]
+    assert [(c.state, c.note) for c in calls_shown(tab.view)] == [(NOT_RUN, "denied")]
+    assert chip_shown(tab.view, *call_row(tab.view, "add")).startswith("▸ add · not run · denied")
+
+
+def test_the_chips_buttons_are_reached_with_tab_and_deny_by_space_stores_not_run(desk, engine, tools):
+    """The keyboard alone: the waiting chip's Allow has the focus, Tab goes on to Always and
+    Deny (each named for a screen reader), Space on Deny stores the call as not run."""
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "What is 2 + 3?")
+    _answer(desk, engine, ADD_CALL, 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    approval = tab.approval
+    desk.qtbot.waitUntil(lambda: QApplication.focusWidget() is approval.allow_button)
+    names = [approval.allow_button.accessibleName()]
+    for button in (approval.always_button, approval.deny_button):
+        desk.qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        desk.qtbot.waitUntil(lambda b=button: QApplication.focusWidget() is b)
+        names.append(button.accessibleName())
+    assert names == ["Allow once", "Always for this tool", "Deny"]
+    desk.qtbot.keyClick(approval.deny_button, Qt.Key.Key_Space)
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=10_000)
+    assert _stored(desk, tab)[2].tool_result.denied
+    desk.qtbot.waitUntil(lambda: [(c.state, c.note) for c in calls_shown(tab.view)] == [(NOT_RUN, "denied")])
 
 
 def test_always_for_this_tool_runs_its_next_call_without_asking(desk, engine, tools):
@@ -123,19 +157,28 @@ def test_always_for_this_tool_runs_its_next_call_without_asking(desk, engine, to
     assert [m.content for m in _stored(desk, tab) if m.role == "tool"] == ["5", "10"]
 
 
-def test_the_card_opens_on_a_click_to_show_the_arguments_and_the_result(desk, engine, tools):
+def test_the_chip_opens_on_a_click_and_on_enter_to_show_the_arguments_and_the_result(desk, engine, tools):
     tab = _chat_with_tools(desk, tools)
     _ask(desk, tab, "What is 2 + 3?")
     _answer(desk, engine, ADD_CALL, 1)
     desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
     QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
-    desk.qtbot.waitUntil(lambda: any(v.tool is not None for v in tab.model.views()), timeout=30_000)
-    row = next(i for i, v in enumerate(tab.model.views()) if v.tool is not None)
-    assert _shown(tab, row).startswith("▸ add · ") and '"a": 2' not in _shown(tab, row)
-    _click_header(tab, row)
-    desk.qtbot.waitUntil(lambda: _shown(tab, row).startswith("▾ add"))
-    shown = _shown(tab, row)
-    assert '"a": 2' in shown and "Result" in shown and "5" in shown.split("Result", 1)[1]
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [DONE], timeout=30_000)
+    row, i = call_row(tab.view, "add")
+    collapsed = chip_rect(tab.view, row, i)
+    assert chip_shown(tab.view, row, i).startswith("▸ add · done · ") and '"a": 2' not in chip_shown(tab.view, row, i)
+    _click_chip(desk, tab, row, i)
+    desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ add"))
+    shown = chip_shown(tab.view, row, i)
+    assert '"a": 2' in shown and shown.split("\n")[-2:] == ["Result", "5"], "the result as plain text"
+    desk.qtbot.waitUntil(lambda: chip_rect(tab.view, row, i).height() > collapsed.height())
+    # The keyboard: the list focused on the reply's row, Enter closes the chip and Space opens it.
+    tab.view.setFocus()
+    tab.view.setCurrentIndex(tab.model.index(row, 0))
+    desk.qtbot.keyClick(tab.view, Qt.Key.Key_Return)
+    desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▸ add"))
+    desk.qtbot.keyClick(tab.view, Qt.Key.Key_Space)
+    desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ add"))
 
 
 def test_stop_gives_up_a_call_that_hangs_and_the_chat_is_free_again(desk, engine, tools):
@@ -145,6 +188,8 @@ def test_stop_gives_up_a_call_that_hangs_and_the_chat_is_free_again(desk, engine
     desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
     QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
     desk.qtbot.waitUntil(lambda: tab.state_label.text() == "running slow…")
+    assert [c.state for c in calls_shown(tab.view)] == [RUNNING] and tab.approval.isHidden()
+    desk.qtbot.waitUntil(lambda: " · 1 s" in chip_shown(tab.view, *call_row(tab.view, "slow")), timeout=5_000)
     desk.qtbot.waitUntil(lambda: desk.window.conversation_list is not None
                          and desk.controllers.background.state_of(tab.conversation_id).detail == "running slow")
     QTest.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
@@ -166,17 +211,9 @@ def test_a_chat_without_tools_on_is_offered_none(desk, engine, tools):
     assert tab.model.views()[-1].text == ADD_CALL, "no tools offered: the text is an answer"
 
 
-def _document(tab, row):
-    return row_document(tab.view, row)
-
-
-def _shown(tab, row) -> str:
-    return _document(tab, row).toPlainText()
-
-
-def _click_header(tab, row) -> None:
-    line = reasoning_header(_document(tab, row))
-    at = view_point(tab.view, row, QPointF(line.left() + 10, line.center().y()))
+def _click_chip(desk, tab, row, i) -> None:
+    at = chip_rect(tab.view, row, i, "header").center()
+    desk.qtbot.waitUntil(lambda: tab.view.indexAt(at).row() == row)  # the list laid out, as the user sees it
     QTest.mouseClick(tab.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
 
 
@@ -234,25 +271,31 @@ def test_two_agent_tabs_run_their_tools_at_once(desk, engine, tools):
     assert "slept 3" in engine.chats[3].messages[-1]["content"]
 
 
-def test_screenshot_of_a_chat_with_tool_cards(desk, engine, tools, theme):
+def test_screenshot_of_a_chat_with_tool_chips(desk, engine, tools, theme):
+    """Three calls in three turns: the first chip opened (its arguments and result), the
+    second closed, the third waiting for approval with its buttons inside it."""
     from tests.support.gui_app import SCREENSHOTS
 
     tab = _chat_with_tools(desk, tools, "Sums with a tool")
     desk.controllers.conversations.refresh()
-    _ask(desk, tab, "What is 2 + 3, and then 5 + 5?")
-    _answer(desk, engine, ADD_CALL, 1)
-    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
-    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
-    _answer(desk, engine, '{"name": "add", "arguments": {"a": 5, "b": 5}}', 2)
-    desk.qtbot.waitUntil(lambda: tab.approval.isVisible() and len(_stored(desk, tab)) == 4, timeout=30_000)
-    row = next(i for i, v in enumerate(tab.model.views()) if v.tool is not None)
-    _click_header(tab, row)  # the first card open, the approval of the second call on the bar
-    desk.qtbot.waitUntil(lambda: _shown(tab, row).startswith("▾ add"))
+    _ask(desk, tab, "What is 2 + 3, then 5 + 5, then 1 + 1?")
+    for n, (a, b) in enumerate(((2, 3), (5, 5), (1, 1)), 1):
+        _answer(desk, engine, json.dumps({"name": "add", "arguments": {"a": a, "b": b}}), n)
+        desk.qtbot.waitUntil(lambda: tab.approval.isVisible(), timeout=30_000)
+        if n < 3:
+            QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    row, i = call_row(tab.view, "add")
+    _click_chip(desk, tab, row, i)
+    desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ add"))
+    tab.view.clearSelection()  # the click selected the reply: drawn as the user left it, focus on Allow
+    tab.approval.allow_button.setFocus()
     w = desk.window  # no engine runs on the desk: the loader drawn as it is once the model is ready
     w.model_picker.set_status(ModelStatus(w.model_picker.status.name, READY))
+    last = call_row(tab.view, "add", 2)
+    desk.qtbot.waitUntil(lambda: chip_rect(tab.view, *last).contains(tab.approval.geometry()))
     desk.qtbot.wait(50)  # the last frame's repaint before the grab
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    assert desk.window.grab().save(str(SCREENSHOTS / f"tool-cards-{theme}.png"))
+    assert desk.window.grab().save(str(SCREENSHOTS / f"tool-chip-{theme}.png"))
 
 
 def test_the_tools_button_turns_a_server_on_for_this_chat_only(desk, engine, tools):
@@ -295,7 +338,7 @@ def test_regenerate_after_a_tool_round_answers_from_the_result_again_without_for
     assert tab.approval.isHidden()
 
 
-def test_a_failing_tool_and_a_cut_output_are_said_on_their_cards(desk, engine, tools):
+def test_a_failing_tool_and_a_cut_output_are_said_on_their_chips(desk, engine, tools):
     from ui.services.mcp_tools import ToolSettings
 
     tools.set_settings(ToolSettings(output_cap=100, timeout_s=20, max_rounds=5))
@@ -310,10 +353,14 @@ def test_a_failing_tool_and_a_cut_output_are_said_on_their_cards(desk, engine, t
     desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
     QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 3, timeout=30_000)
-    cards = [v.tool for v in tab.model.views() if v.tool is not None]
-    assert [c.name for c in cards] == ["fail", "big"]
-    assert cards[0].state.startswith("error · ") and "this tool always fails" in cards[0].result
-    assert cards[1].state.endswith(" · 4,900 characters cut")
+    chips = calls_shown(tab.view)
+    assert [(c.name, c.state) for c in chips] == [("fail", FAILED), ("big", DONE)]
+    assert chips[0].took.endswith(" s") and "this tool always fails" in chips[0].result
+    assert chips[1].note == "4,900 characters cut"
+    row, i = call_row(tab.view, "fail")
+    _click_chip(desk, tab, row, i)  # opened: the error said as one, in plain text
+    desk.qtbot.waitUntil(lambda: chip_shown(tab.view, row, i).startswith("▾ fail · failed · "))
+    assert "\nError\n" in chip_shown(tab.view, row, i) and "Result" not in chip_shown(tab.view, row, i)
     assert "[output cut: 4900 of 5000 characters left out]" in engine.chats[2].messages[-1]["content"]
     assert tab.busy and not tab.approval.isVisible()  # the third turn is being written: the chat goes on
 

@@ -31,7 +31,6 @@ from ui.widgets.chat.message_list import MessageList
 from ui.widgets.chat.message_model import MessageListModel, MessageView
 from ui.widgets.common.banner import Banner
 from ui.widgets.common.focus import focus_kept_in
-from ui.widgets.tools.tool_approval import ToolApprovalBar
 
 PLACEHOLDER = "Message (Enter sends, Shift+Enter for a new line)"
 
@@ -92,7 +91,7 @@ class ChatTab(QWidget):
         self.panel_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.panel_area.setFixedWidth(PANEL_WIDTH + self.panel_area.verticalScrollBar().sizeHint().width())
         self.context_meter = ContextMeter()
-        self.approval = ToolApprovalBar()  # a tool call waiting for the user
+        self.approval = self.view.approval  # a tool call waiting for the user: in its chip
         self.tools_button = self.composer_box.tools_button
         self.tools_menu = self.composer_box.tools_menu
         self.tools_button.show()
@@ -135,7 +134,6 @@ class ChatTab(QWidget):
         chat.addLayout(top)
         chat.addWidget(self.view, 1)
         chat.addWidget(self.edit_banner)
-        chat.addWidget(self.approval)
         chat.addWidget(self.composer_box)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)

@@ -134,3 +134,15 @@ def _format(color: str, italic: bool = False, bold: bool = False) -> QTextCharFo
     if bold:
         fmt.setFontWeight(QFont.Weight.Bold)
     return fmt
+
+
+def code_style_sheet(text: QColor, link: QColor) -> str:
+    """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
+    dark ones, so code gets an opaque background a step away from the bubble's."""
+    dark = text.lightness() > 128
+    code_bg = COLORS[dark]["bg"]
+    return (
+        f"body {{ color: {text.name()}; }} "
+        f"a {{ color: {link.name()}; }} "
+        f"pre, code {{ font-family: monospace; background-color: {code_bg}; }}"
+    )

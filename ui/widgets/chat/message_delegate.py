@@ -13,7 +13,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from storage import SourceRecord
-from ui.widgets.chat.code_highlight import COLORS, TOOLBAR_H, CodeBlock, code_blocks_of
+from ui.widgets.chat.code_highlight import TOOLBAR_H, CodeBlock, code_blocks_of, code_style_sheet
 from ui.widgets.chat.math_images import math_images
 from ui.widgets.chat.message_chips import (
     CHIP_GAP,
@@ -29,11 +29,12 @@ from ui.widgets.chat.message_model import MessageView, ViewRole
 from ui.widgets.chat.reply_document import (
     DocumentStyle,
     build_document,
-    calls_markdown,
     default_expanded,
+    markdown_of,
     reasoning_header,
     reasoning_span,
 )
+from ui.widgets.chat.tool_chips import ChipBox, ToolChips, paint_tool_chips
 
 PAD = 10
 GAP = 6
@@ -72,37 +73,6 @@ def bubble_color(palette: QPalette, role: str, status: str) -> QColor:
     return palette.color(QPalette.ColorRole.AlternateBase)
 
 
-def markdown_of(view: MessageView) -> str:
-    """The Markdown a bubble renders. A user's line breaks (Shift+Enter) are hard breaks:
-    Markdown joins single lines into one paragraph. Lines inside code fences stay as typed."""
-    text = view.text or " "
-    if view.calls:
-        return "\n\n".join(p for p in (view.text, calls_markdown(view.calls)) if p)
-    if view.role != "user":
-        return text
-    lines, in_code = text.split("\n"), False
-    for i, line in enumerate(lines[:-1]):
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-        elif not in_code and line.strip() and lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("```"):
-            lines[i] = line + "\\"  # a backslash at the end: CommonMark's hard line break
-    return "\n".join(lines)
-
-
-def code_style_sheet(text: QColor, link: QColor) -> str:
-    """Code needs a box that shows on both themes' bubbles: a translucent grey vanished on
-    dark ones, so code gets an opaque background a step away from the bubble's."""
-    dark = text.lightness() > 128
-    code_bg = COLORS[dark]["bg"]
-    return (
-        f"body {{ color: {text.name()}; }} "
-        f"a {{ color: {link.name()}; }} "
-        f"pre, code {{ font-family: monospace; background-color: {code_bg}; }}"
-    )
-
-
-
-
 def bubble_rect(row: QRect, role: str) -> QRect:
     """Where a message's bubble is drawn in its row of the list: the reading column, centred
     when the row is wider, a user's message set in from the left."""
@@ -139,6 +109,7 @@ class MessageDelegate(QStyledItemDelegate):
         self.toggled: dict[str, bool] = {}  # row key -> its reasoning opened or closed by a click
         # Sent images' thumbnails by sha256 (ui/services/thumbnails.py sets its own).
         self.thumbnails: Thumbnails = no_thumbnails
+        self.tools = ToolChips()  # a reply's tool calls, a chip each under its text
         math_images().ready.connect(self._math_ready)
 
     def _math_ready(self) -> None:
@@ -158,7 +129,7 @@ class MessageDelegate(QStyledItemDelegate):
         """What a row's document depends on besides the palette (the font too: the system's
         size may change while the app runs)."""
         return (view.key, view.text, width, font.key(), self.reasoning_expanded(view), view.thought_s, view.status,
-                view.attachments, view.sources, view.calls, view.tool)
+                view.attachments, view.sources, self.tools.key(view))
 
     def _document(self, view: MessageView, width: int, font: QFont, color: QColor) -> QTextDocument:
         key = (*self._content_key(view, width, font), color.rgb())
@@ -188,6 +159,31 @@ class MessageDelegate(QStyledItemDelegate):
         rect = bubble_rect(option.rect, view.role)
         return QPoint(rect.left() + PAD, rect.top() + PAD + header_height(option.font))
 
+    @staticmethod
+    def _text_height(doc: QTextDocument, view: MessageView) -> int:
+        """The room the text takes: none in a turn that only called tools (its chips say it)."""
+        return 0 if view.calls and not view.text.strip() else int(doc.size().height())
+
+    def _below(self, doc: QTextDocument, view: MessageView, width: int, font: QFont) -> tuple[int, int]:
+        """Where the row's tool chips and its other chips start, below the document's origin."""
+        text = self._text_height(doc, view)
+        tools = text + (CHIP_GAP if text else 0)
+        return tools, (tools + self.tools.height(view, width, font) if view.calls else text) + CHIP_GAP
+
+    def tools_origin(self, option: QStyleOptionViewItem, view: MessageView) -> QPoint:
+        """Where the row's tool chips start, in the view's coordinates."""
+        tools, _chips = self._below(self.row_document(option, view), view, self._text_width(option, view), option.font)
+        return self.document_origin(option, view) + QPoint(0, tools)
+
+    def tool_boxes(self, option: QStyleOptionViewItem, view: MessageView) -> list[ChipBox]:
+        """The row's tool chips laid out, in the coordinates of tools_origin."""
+        return self.tools.boxes(view, self._text_width(option, view), option.font) if view.calls else []
+
+    def tool_chip_at(self, option: QStyleOptionViewItem, view: MessageView, pos) -> ChipBox | None:
+        """The tool chip whose first line is under pos (the view's coordinates), if any."""
+        local = pos - self.tools_origin(option, view)
+        return next((box for box in self.tool_boxes(option, view) if box.header.contains(local)), None)
+
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
         view: MessageView = index.data(ViewRole)
         width = self._text_width(option, view)
@@ -197,8 +193,8 @@ class MessageDelegate(QStyledItemDelegate):
             color = option.palette.color(QPalette.ColorRole.Text)
             self.link_color = option.palette.color(QPalette.ColorRole.Link)
             self.dim_color = option.palette.color(QPalette.ColorRole.PlaceholderText)
-            height = int(self._document(view, width, option.font, color).size().height())
-            height += chips_height(message_chips(view), width, option.font)
+            _tools, chips = self._below(self._document(view, width, option.font, color), view, width, option.font)
+            height = chips - (0 if view.calls else CHIP_GAP) + chips_height(message_chips(view), width, option.font)
             if len(self._heights) > HEIGHT_CACHE_SIZE:
                 self._heights.clear()
             self._heights[key] = height
@@ -225,9 +221,15 @@ class MessageDelegate(QStyledItemDelegate):
         self._paint_reasoning_rule(painter, doc)
         doc.drawContents(painter)
         self._paint_code_toolbars(painter, doc, view, palette, option.font)
+        tools, below = self._below(doc, view, self._text_width(option, view), option.font)
+        if view.calls:
+            painter.translate(0, tools)
+            focus = self.tools.focused(view) if option.state & QStyle.StateFlag.State_HasFocus else None
+            paint_tool_chips(painter, self.tool_boxes(option, view), option.font, palette, focus)
+            painter.translate(0, -tools)
         chips = message_chips(view)
         if chips:
-            painter.translate(0, doc.size().height() + CHIP_GAP)
+            painter.translate(0, below)
             paint_chips(painter, chips, self._text_width(option, view), option.font, palette, self.thumbnails)
         painter.restore()
 
@@ -237,7 +239,8 @@ class MessageDelegate(QStyledItemDelegate):
         if not chips:
             return []
         doc = self.row_document(option, view)
-        origin = self.document_origin(option, view) + QPoint(0, int(doc.size().height()) + CHIP_GAP)
+        _tools, below = self._below(doc, view, self._text_width(option, view), option.font)
+        origin = self.document_origin(option, view) + QPoint(0, below)
         rects = chip_rects(chips, self._text_width(option, view), option.font)
         return [(chip, box.translated(origin)) for chip, box in zip(chips, rects, strict=True)]
 
@@ -368,6 +371,12 @@ class MessageDelegate(QStyledItemDelegate):
                 return True
             if self.reasoning_header_at(option, view, event.position().toPoint()):
                 self.toggle_reasoning(view, index)
+                return True
+            box = self.tool_chip_at(option, view, event.position().toPoint())
+            if box is not None:
+                self.tools.focus[view.key] = view.calls.index(box.call)
+                self.tools.toggle(box.call)
+                self.sizeHintChanged.emit(index)
                 return True
             chip = self.chip_at(option, view, event.position().toPoint())
             if chip is not None:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QPersistentModelIndex, QPoint, QRect, Qt
+from PySide6.QtCore import QEvent, QPersistentModelIndex, QPoint, QRect, Qt, QTimer
 from PySide6.QtGui import QHelpEvent, QKeyEvent, QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QToolButton, QToolTip
 
 from ui.widgets.chat.message_chips import MessageChip
 from ui.widgets.chat.message_delegate import MessageDelegate
-from ui.widgets.chat.message_model import MessageListModel, MessageView
+from ui.widgets.chat.message_model import RUNNING, MessageListModel, MessageView
+from ui.widgets.chat.tool_chips import ChipBox
+from ui.widgets.tools.tool_approval import ToolApproval
 
 AT_END_PX = 24  # this close to the end counts as at the end: reading the last lines still follows
 JUMP_MARGIN = 12
@@ -51,6 +53,21 @@ class MessageList(QListView):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._range_changed)
         bar.actionTriggered.connect(self._user_scrolled)  # the wheel, the bar's arrows and drags
+        # A tool call waiting for the user: its buttons, laid over the room its chip leaves.
+        self.approval = ToolApproval(self.viewport())
+        self.delegate.tools.approval_height = self.approval.height_for
+        self._placing = QTimer(self, singleShot=True, interval=0)
+        self._placing.timeout.connect(self.place_approval)
+        self.approval.asked.connect(self._place_soon)
+        for signal in (model.modelReset, model.rowsInserted, model.dataChanged, model.layoutChanged,
+                       self.delegate.sizeHintChanged, bar.valueChanged, bar.rangeChanged):
+            signal.connect(self._place_soon)
+        # A running call's time, on its chip, once a second (a repaint: no layout).
+        self._ticking = QTimer(self, interval=1000)
+        self._ticking.timeout.connect(self._tick)
+        model.modelReset.connect(self._watch_running)
+        model.dataChanged.connect(lambda first, last, *_: self._watch_running(first.row(), last.row()))
+        self._watch_running()
 
     def show_first(self, matches: Callable[[MessageView], bool]) -> None:
         """Scroll to the first row that matches and select it (its bubble is outlined); the
@@ -68,11 +85,7 @@ class MessageList(QListView):
 
     def chip_boxes(self, row: int) -> list[tuple[MessageChip, QRect]]:
         """A row's document and citation chips with their boxes in the viewport's coordinates."""
-        index = self.messages.index(row, 0)
-        option = QStyleOptionViewItem()
-        self.initViewItemOption(option)
-        option.rect = self.visualRect(index)
-        return self.delegate.chip_boxes(option, self.messages.view(row))
+        return self.delegate.chip_boxes(self._option(row), self.messages.view(row))
 
     def chip_under(self, pos: QPoint) -> MessageChip | None:
         """The chip at pos (viewport coordinates), if any."""
@@ -81,16 +94,76 @@ class MessageList(QListView):
             return None
         return next((chip for chip, box in self.chip_boxes(index.row()) if box.contains(pos)), None)
 
+    def _option(self, row: int) -> QStyleOptionViewItem:
+        option = QStyleOptionViewItem()
+        self.initViewItemOption(option)
+        option.rect = self.visualRect(self.messages.index(row, 0))
+        return option
+
+    def tool_chips(self, row: int) -> list[tuple[ChipBox, QRect]]:
+        """A row's tool chips with their boxes in the viewport's coordinates."""
+        option, view = self._option(row), self.messages.view(row)
+        origin = self.delegate.tools_origin(option, view)
+        return [(box, box.rect.translated(origin)) for box in self.delegate.tool_boxes(option, view)]
+
+    def open_calls(self, call_ids: list[str]) -> None:
+        """Those calls' chips opened (the rows holding them laid out again)."""
+        for call_id in call_ids:
+            self.delegate.tools.opened[call_id] = True
+        for row, view in enumerate(self.messages.views()):
+            if any(c.call_id in call_ids for c in view.calls):
+                self.delegate.sizeHintChanged.emit(self.messages.index(row, 0))
+
+    def _place_soon(self, *_args) -> None:
+        if self.approval.isVisibleTo(self):
+            self._placing.start()
+
+    def place_approval(self) -> None:
+        """The approval's buttons over the room its call's chip leaves for them (while it is
+        asked nothing streams in this chat: moving it costs no frame)."""
+        approval = self.approval
+        if not approval.isVisibleTo(self):
+            return
+        for row in range(self.messages.rowCount() - 1, -1, -1):
+            view = self.messages.view(row)
+            if any(c.call_id == approval.call_id for c in view.calls):
+                option = self._option(row)
+                origin = self.delegate.tools_origin(option, view)
+                box = next(b for b in self.delegate.tool_boxes(option, view) if b.call.call_id == approval.call_id)
+                if box.approval is not None:
+                    approval.arrange(box.approval.width())
+                    approval.setGeometry(box.approval.translated(origin))
+                    return
+        approval.setGeometry(QRect(0, 0, 0, 0))  # its chip not shown yet (the branch is loading)
+
+    def _running(self, rows: range) -> bool:
+        return any(c.state == RUNNING for row in rows for c in self.messages.view(row).calls)
+
+    def _watch_running(self, first: int = 0, last: int | None = None) -> None:
+        """Rows changed (only those are read: a streaming reply changes one a frame)."""
+        last = self.messages.rowCount() - 1 if last is None else last
+        if not self._ticking.isActive() and self._running(range(first, last + 1)):
+            self._ticking.start()
+
+    def _tick(self) -> None:
+        if self._running(range(self.messages.rowCount())):
+            self.viewport().update()
+        else:
+            self._ticking.stop()
+
     def viewportEvent(self, event: QEvent) -> bool:
         """Over a chip the pointer is a hand and the tooltip says what a click opens."""
         if event.type() == QEvent.Type.MouseMove and isinstance(event, QMouseEvent):
-            chip = self.chip_under(event.position().toPoint())
-            if chip is not None:
+            at = event.position().toPoint()
+            if self.chip_under(at) is not None or self._tool_chip_under(at) is not None:
                 self.viewport().setCursor(Qt.CursorShape.PointingHandCursor)
             else:
                 self.viewport().unsetCursor()
         elif event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             chip = self.chip_under(event.pos())
+            if chip is None and self._tool_chip_under(event.pos()) is not None:
+                QToolTip.showText(event.globalPos(), "Show or hide the call's arguments and result", self.viewport())
+                return True
             if chip is not None:
                 tip = ("Show the image" if chip.is_image else "Show the document's text" if chip.is_document
                        else "Show the excerpt the reply was given")
@@ -121,8 +194,34 @@ class MessageList(QListView):
             self.verticalScrollBar().setValue(high)
         self._show_jump()
 
+    def _tool_chip_under(self, pos: QPoint) -> ChipBox | None:
+        index = self.indexAt(pos)
+        if not index.isValid() or not self.messages.view(index.row()).calls:
+            return None
+        return self.delegate.tool_chip_at(self._option(index.row()), self.messages.view(index.row()), pos)
+
+    def _chip_key(self, event: QKeyEvent) -> bool:
+        """Enter or Space opens or closes the current row's focused tool chip; Left and Right
+        move among its chips (a ring shows which)."""
+        index = self.currentIndex()
+        view = self.messages.view(index.row()) if index.isValid() else None
+        if view is None or not view.calls or event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            return False
+        tools = self.delegate.tools
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            tools.toggle(view.calls[tools.focused(view)])
+            self.delegate.sizeHintChanged.emit(index)
+            return True
+        if event.key() in (Qt.Key.Key_Left, Qt.Key.Key_Right) and \
+                tools.move_focus(view, -1 if event.key() == Qt.Key.Key_Left else 1):
+            self.viewport().update()
+            return True
+        return False
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Page Up, arrows, Home and End scroll as the user asks, as the wheel does."""
+        if self._chip_key(event):
+            return
         super().keyPressEvent(event)
         self._anchor = QPersistentModelIndex()
         self.following = self._at_end()
@@ -131,6 +230,7 @@ class MessageList(QListView):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._place_jump()
+        self._place_soon()
 
     def _show_jump(self) -> None:
         # Touched only when it changes: moving or showing a child of the view asks the view

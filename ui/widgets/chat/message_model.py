@@ -11,15 +11,32 @@ from storage import AttachmentRecord, SourceRecord
 ViewRole = Qt.ItemDataRole.UserRole + 1
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCard:
-    """A tool message's card: the call it answers and what came back. state: the card's
-    header after the tool's name ("0.25 s", "error · 0.25 s", "denied")."""
+# A tool call's state, as its chip says it (the words are the chip's).
+QUEUED = "queued"  # behind another call of the same turn
+APPROVAL = "waiting for approval"
+RUNNING = "running"
+DONE = "done"
+FAILED = "failed"
+NOT_RUN = "not run"  # denied, or stopped before it ran
+STOPPED = "stopped"  # given up while it ran
+LIVE_STATES = (APPROVAL, RUNNING)  # said by the tool loop, not by storage
 
+
+@dataclass(frozen=True, slots=True)
+class ToolCallView:
+    """One call of an assistant turn: a chip in that reply's bubble. Its state comes from
+    the call's stored result (the "tool" row that answers it) or, while the loop is at it,
+    from the model's live states (waiting for approval, running)."""
+
+    call_id: str
     name: str
     arguments: str  # the call's JSON arguments
-    result: str
-    state: str = ""
+    state: str = QUEUED
+    took: str = ""  # "0.25 s": how long it ran
+    note: str = ""  # "denied", "4,900 characters cut"
+    result: str | None = None  # the result's text, once stored
+    since: float | None = None  # a running call: when it started (time.monotonic)
+    result_id: int | None = None  # the stored "tool" message of its result (a search hit on it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +53,7 @@ class MessageView:
     thought_s: float | None = None  # how long a reasoning reply thought (app/chats/reasoning.py)
     attachments: tuple[AttachmentRecord, ...] = ()  # a user message's documents: a chip each
     sources: tuple[SourceRecord, ...] = ()  # the excerpts a reply was shown: its citation chips
-    calls: tuple[tuple[str, str], ...] = ()  # an assistant turn that called tools: (name, arguments)
-    tool: ToolCard | None = None  # a tool message: its collapsible card
+    calls: tuple[ToolCallView, ...] = ()  # an assistant turn that called tools: a chip each
 
 
 class MessageListModel(QAbstractListModel):
@@ -45,6 +61,9 @@ class MessageListModel(QAbstractListModel):
         super().__init__(parent)
         self._rows: list[MessageView] = []
         self._index: dict[str, int] = {}
+        # Calls the tool loop is at (call id -> state, since): kept over set_messages, as
+        # storage does not know them (a redrawn branch still shows the call waiting).
+        self._live: dict[str, tuple[str, float | None]] = {}
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
@@ -57,6 +76,9 @@ class MessageListModel(QAbstractListModel):
             return view.text
         if role == ViewRole:
             return view
+        if role == Qt.ItemDataRole.AccessibleTextRole and view.calls:  # what a screen reader says of the row
+            return "\n".join([view.text, *(", ".join(p for p in (f"tool call {c.name}", c.state, c.took, c.note) if p)
+                                            for c in view.calls)]).strip()
         return None
 
     def view(self, row: int) -> MessageView:
@@ -67,14 +89,14 @@ class MessageListModel(QAbstractListModel):
 
     def set_messages(self, views: list[MessageView]) -> None:
         self.beginResetModel()
-        self._rows = list(views)
+        self._rows = [self._with_live(v) for v in views]
         self._reindex()
         self.endResetModel()
 
     def append(self, view: MessageView) -> int:
         row = len(self._rows)
         self.beginInsertRows(QModelIndex(), row, row)
-        self._rows.append(view)
+        self._rows.append(self._with_live(view))
         self._index[view.key] = row
         self.endInsertRows()
         return row
@@ -94,6 +116,37 @@ class MessageListModel(QAbstractListModel):
         row = self._index.get(key)
         if row is not None:
             self.update(key, text=self._rows[row].text + text, **changes)
+
+    def set_call_state(self, call_id: str, state: str | None, since: float | None = None) -> None:
+        """A call the loop is at (LIVE_STATES), or None once it is not; the row holding it
+        shows it at once."""
+        if state is None:
+            self._live.pop(call_id, None)
+        else:
+            self._live[call_id] = (state, since)
+        for view in self._rows:
+            if any(c.call_id == call_id for c in view.calls):
+                self.update(view.key, calls=self._live_calls(view.calls, call_id, state, since))
+                return
+
+    def clear_call_states(self) -> None:
+        for call_id in list(self._live):
+            self.set_call_state(call_id, None)
+
+    def _with_live(self, view: MessageView) -> MessageView:
+        if not self._live or not view.calls:
+            return view
+        calls = view.calls
+        for call_id, (state, since) in self._live.items():
+            calls = self._live_calls(calls, call_id, state, since)
+        return replace(view, calls=calls)
+
+    @staticmethod
+    def _live_calls(calls: tuple[ToolCallView, ...], call_id: str, state: str | None,
+                    since: float | None) -> tuple[ToolCallView, ...]:
+        """calls with call_id's state live (or back to queued), unless its result is stored."""
+        return tuple(replace(c, state=state or QUEUED, since=since if state else None)
+                     if c.call_id == call_id and c.result is None else c for c in calls)
 
     def _reindex(self) -> None:
         self._index = {v.key: i for i, v in enumerate(self._rows)}

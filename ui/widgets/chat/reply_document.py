@@ -9,7 +9,6 @@ reasoning markers included."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF
@@ -27,7 +26,7 @@ from PySide6.QtGui import (
 from app.chats.reasoning import Split, split_reasoning
 from ui.widgets.chat.code_highlight import highlight_code_blocks
 from ui.widgets.chat.math_images import math_images
-from ui.widgets.chat.message_model import MessageView, ToolCard
+from ui.widgets.chat.message_model import MessageView
 
 REASONING_INDENT = 14  # the reasoning's left margin, under its header's arrow
 HAS_REASONING = "chorus_reasoning"  # the document property that says its first block is the header
@@ -39,6 +38,21 @@ class DocumentStyle:
     text: QColor
     link: QColor
     dim: QColor  # the reasoning's text
+
+
+def markdown_of(view: MessageView) -> str:
+    """The Markdown a bubble renders. A user's line breaks (Shift+Enter) are hard breaks:
+    Markdown joins single lines into one paragraph. Lines inside code fences stay as typed."""
+    text = view.text or " "
+    if view.role != "user":
+        return text
+    lines, in_code = text.split("\n"), False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.strip() and lines[i + 1].strip() and not lines[i + 1].lstrip().startswith("```"):
+            lines[i] = line + "\\"  # a backslash at the end: CommonMark's hard line break
+    return "\n".join(lines)
 
 
 def reply_split(view: MessageView) -> Split | None:
@@ -68,8 +82,6 @@ def build_document(view: MessageView, markdown: str, width: int, style: Document
     doc = QTextDocument()
     doc.setDefaultFont(style.font)
     doc.setDefaultStyleSheet(style_sheet)
-    if view.tool is not None:
-        return _tool_document(doc, view.tool, width, style, expanded)
     split = reply_split(view)
     math = math_images()
     formulas: dict[str, tuple[QImage, bool]] = {}
@@ -90,53 +102,6 @@ def build_document(view: MessageView, markdown: str, width: int, style: Document
     highlight_code_blocks(doc, dark=style.text.lightness() > 128)
     doc.setTextWidth(max(50, width))
     return doc
-
-
-def tool_header(card: ToolCard, expanded: bool) -> str:
-    arrow = "▾" if expanded else "▸"
-    return " · ".join(p for p in (f"{arrow} {card.name}", card.state) if p)
-
-
-def _tool_document(doc: QTextDocument, card: ToolCard, width: int, style: DocumentStyle,
-                   expanded: bool) -> QTextDocument:
-    """A tool's card: its name and how the call went on the first line (a click opens it),
-    then the call's arguments and the result as the model read it."""
-    parts = [_escaped(tool_header(card, expanded))]
-    if expanded:
-        failed = card.state.startswith("error")  # labelled as what it is, never "code"
-        parts += ["**Arguments**", _fenced(_pretty_json(card.arguments), "json"), "**Result**",
-                  _fenced(card.result or "(empty)", "error" if failed else "result")]
-    doc.setMarkdown("\n\n".join(parts))
-    doc.setProperty(HAS_REASONING, True)  # the first line opens and closes it, as a reasoning block's
-    header = QTextCharFormat()
-    header.setForeground(style.link)
-    _whole_block(doc.begin()).mergeCharFormat(header)
-    highlight_code_blocks(doc, dark=style.text.lightness() > 128)
-    doc.setTextWidth(max(50, width))
-    return doc
-
-
-def calls_markdown(calls: tuple[tuple[str, str], ...]) -> str:
-    """An assistant turn's tool calls, each on a line of its own."""
-    return "\n\n".join(f"Calls **{_escaped(name)}** `{arguments}`" for name, arguments in calls)
-
-
-def _pretty_json(text: str) -> str:
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
-        return text
-
-
-def _fenced(text: str, language: str) -> str:
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}{language}\n{text}\n{fence}"
-
-
-def _escaped(text: str) -> str:
-    return "".join("\\" + c if c in "\\`*_[]<>#" else c for c in text)
 
 
 def _quoted(text: str) -> str:

@@ -107,32 +107,3 @@ def test_a_reply_that_opens_with_code_keeps_its_toolbar_below_the_header(qtbot):
     assert bar.top() >= 0 and copy.top() >= 0  # inside the document, not up in the header
     code_top = _doc(view).documentLayout().blockBoundingRect(_doc(view).begin()).top()
     assert bar.bottom() <= code_top  # and above the code, not over it
-
-
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_a_tool_cards_result_is_labelled_result_and_an_error_is_not_a_string_literal(qtbot, dark):
-    """Issue 39, defect 13: the card labelled its result "code" and coloured an error's
-    quoted words as a string literal."""
-    from PySide6.QtGui import QColor, QFont, QTextCursor
-
-    from ui.widgets.chat.code_highlight import ERROR_COLORS, code_blocks_of
-    from ui.widgets.chat.message_model import ToolCard
-    from ui.widgets.chat.reply_document import DocumentStyle, build_document
-
-    style = DocumentStyle(QFont(), QColor("#eeeeee" if dark else "#111111"), QColor("#3366cc"), QColor("#888888"))
-    ok = ToolCard("get_time", '{"zone": "UTC"}', 'It is "noon" // now', "0.25 s")
-    failed = ToolCard("get_time", '{"zone": "Mars"}', 'Error: unknown time zone "Mars"', "error · 0.01 s")
-    for card, label in ((ok, "result"), (failed, "error")):
-        view = MessageView(key="t", role="tool", text=card.result, status="complete", tool=card)
-        doc = build_document(view, "", 400, style, expanded=True)
-        blocks = code_blocks_of(doc)
-        assert [b.language for b in blocks] == ["json", label]
-        result = doc.findBlockByNumber(blocks[1].first_block)
-        colours = set()
-        for offset in range(1, result.length()):  # each character's format, read as the cursor does
-            cursor = QTextCursor(doc)
-            cursor.setPosition(result.position() + offset)
-            colours.add(cursor.charFormat().foreground().color().name())
-        assert COLORS[dark]["string"] not in colours and COLORS[dark]["comment"] not in colours
-        if card is failed:
-            assert colours == {ERROR_COLORS[dark]}
