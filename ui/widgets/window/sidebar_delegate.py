@@ -88,7 +88,7 @@ class SidebarDelegate(QStyledItemDelegate):
             painter.setPen(accent)
             room = min(QFontMetrics(small).horizontalAdvance(state) + 4, rect.width() // 2)  # + rounding
             painter.drawText(line, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                             QFontMetrics(small).elidedText(state, Qt.TextElideMode.ElideRight, room))
+                             elided_at_a_word(QFontMetrics(small), state, room))
             line.setWidth(rect.width() - room - PAD_X)
         painter.setFont(opt.font)
         painter.setPen(text)
