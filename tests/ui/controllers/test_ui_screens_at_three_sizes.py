@@ -131,3 +131,25 @@ def test_every_screen_shows_its_labels_whole(desk, engine, theme, size):
     _save(desk.window, f"compare-{tag}")
 
     assert not {k: v for k, v in problems.items() if v}, problems
+
+
+def test_the_composer_sits_under_the_reading_column_and_fills_a_narrow_pane(desk, engine):
+    from ui.widgets.chat.message_delegate import READING_WIDTH
+
+    _a_chat_with_a_reply(desk)
+    tab = desk.window.current_tab()
+
+    def box_and_view():
+        box, view = tab.composer_box, tab.view
+        left = box.mapTo(desk.window, box.rect().topLeft()).x()
+        view_left = view.mapTo(desk.window, view.rect().topLeft()).x()
+        return box.width(), left + box.width() / 2, view.width(), view_left + view.width() / 2
+
+    desk.window.resize(1920, 1080)
+    desk.qtbot.waitUntil(lambda: box_and_view()[0] == READING_WIDTH)
+    _, box_centre, _, view_centre = box_and_view()
+    assert abs(box_centre - view_centre) < 12  # under the column (the view's scroll bar aside)
+    desk.window.resize(900, 600)
+    desk.qtbot.waitUntil(lambda: box_and_view()[0] < READING_WIDTH)
+    width, _, view_width, _ = box_and_view()
+    assert abs(width - view_width) <= 4, (width, view_width)  # as wide as the pane

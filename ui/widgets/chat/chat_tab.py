@@ -27,6 +27,7 @@ from ui.widgets.chat.composer import Composer, ComposerBox
 from ui.widgets.chat.context_meter import ContextMeter
 from ui.widgets.chat.file_drops import accept_file_drops
 from ui.widgets.chat.message_actions import MessageActions
+from ui.widgets.chat.message_delegate import READING_WIDTH
 from ui.widgets.chat.message_list import MessageList
 from ui.widgets.chat.message_model import MessageListModel, MessageView
 from ui.widgets.common.banner import Banner
@@ -134,7 +135,14 @@ class ChatTab(QWidget):
         chat.addLayout(top)
         chat.addWidget(self.view, 1)
         chat.addWidget(self.edit_banner)
-        chat.addWidget(self.composer_box)
+        # Under the reading column on a wide window (its width and place), as wide as the pane
+        # in a narrow one: the eye goes from the reply to the box straight down.
+        self.composer_box.setMaximumWidth(READING_WIDTH)
+        under_the_column = QHBoxLayout()
+        under_the_column.addStretch(1)  # the room past its widest goes to both sides alike
+        under_the_column.addWidget(self.composer_box, 1000)
+        under_the_column.addStretch(1)
+        chat.addLayout(under_the_column)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(chat, 1)
