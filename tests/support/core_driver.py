@@ -42,11 +42,11 @@ class Driver:
 
     def add(
         self, name: str, tokens: list[int], max_tokens: int = 4, priority: int = 0, pin: bool = False,
-        images: tuple[ImageEmbedding, ...] = (), owner: Owner = Owner(),
+        images: tuple[ImageEmbedding, ...] = (), owner: Owner | None = None,
     ) -> Request:
         sampling = SamplingParams.greedy(max_tokens=max_tokens)
         chat = ChatRequest(prompt_tokens=tuple(tokens), sampling=sampling, priority=priority, request_id=name, pin=pin,
-                           images=images, owner=owner)
+                           images=images, owner=owner or Owner())
         self.deltas += self.core.add_request(chat)
         found = [r for r in self.sched.waiting if r.request_id == name]
         assert found, f"{name} was not queued: {self.deltas[-1]}"
