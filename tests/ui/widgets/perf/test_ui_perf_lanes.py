@@ -11,10 +11,9 @@ from app.perf.hardware import HardwareSample
 from inference import Lane
 from tests.support.gui_app import SCREENSHOTS
 from tests.support.metrics import metrics_snapshot
-from tests.support.shown import shown
+from tests.support.perf_panel import open_panel
 from ui.theme import dark_palette, light_palette
 from ui.widgets.perf.lanes import IDLE_TEXT, LINGER_S
-from ui.widgets.window.main_window import MainWindow
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 NO_GPU = HardwareSample(60.0, 900.0, (), "No NVIDIA GPU")
@@ -31,22 +30,6 @@ def job(rows: int = 6, queued: int = 120, tok_s: float = 91.5) -> Lane:
 def snapshot(*lanes: Lane):
     return metrics_snapshot(kv_cells_total=8192, kv_cells_used=2500, running=7, last_step_seqs=7,
                             decode_tok_s=130.0, lanes=lanes)
-
-
-@pytest.fixture
-def window(qtbot, qapp):
-    old = qapp.palette()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(light_palette())
-    yield shown(qtbot, MainWindow(), 1280, 800)
-    qapp.setPalette(old)
-
-
-def open_panel(window, qtbot):
-    panel = window.perf_panel
-    panel.show()
-    qtbot.waitUntil(lambda: panel.isVisible() and panel.charts_ready())
-    return panel
 
 
 def feed(panel, snapshots, start: float, period: float = 0.25) -> float:
