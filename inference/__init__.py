@@ -24,6 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from inference.client import DeltaSink, EngineClient
+from inference.core.lanes import Lane
 from inference.core.metrics import MetricsSnapshot, percentile
 from inference.errors import EngineError, ModelLoadError, RequestError, SchemaError
 from inference.outputs import (
@@ -36,6 +37,7 @@ from inference.outputs import (
     TokenLogprob,
     TopLogprob,
 )
+from inference.owner import TITLE_OWNER, Owner, api_owner, chat_owner, job_owner
 from inference.params import (
     CHAT_FIELDS,
     KV_TYPES,
@@ -125,6 +127,7 @@ __all__ = [
     "SAMPLING_FIELDS",
     "SPARE_PRIORITY",
     "SPECULATIVE_MODES",
+    "TITLE_OWNER",
     "UNLIMITED",
     "ApiKey",
     "BackendInfo",
@@ -141,10 +144,12 @@ __all__ = [
     "EngineError",
     "FinishReason",
     "InputProcessor",
+    "Lane",
     "LoadSettings",
     "MetricsSnapshot",
     "ModelInfo",
     "ModelLoadError",
+    "Owner",
     "Phase",
     "RequestError",
     "RequestHandle",
@@ -154,7 +159,9 @@ __all__ = [
     "SchemaError",
     "TokenLogprob",
     "TopLogprob",
+    "api_owner",
     "backend",
+    "chat_owner",
     "decode_image",
     "schema_grammar",
     "lark_grammar",
@@ -162,6 +169,7 @@ __all__ = [
     "lark_json",
     "lark_literal",
     "is_spare",
+    "job_owner",
     "load_input_processor",
     "new_request_id",
     "percentile",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from inference.errors import RequestError
+from inference.owner import Owner
 from inference.sampling_fields import (
     ALL_APIS,
     ANTHROPIC,
@@ -231,6 +232,8 @@ class ChatRequest:
     # "text", "text": ...} and {"type": "image_url", "image_url": {"url": "data:image/...;
     # base64,..."}}: the one way an image enters a request.
     images: tuple[ImageEmbedding, ...] = ()
+    # Who it works for (a tab, an API client, a job): the engine's lanes (core/lanes.py).
+    owner: Owner = Owner()
 
 
 # An image's positions in a prompt are negative token ids, outside every vocabulary:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from inference.owner import Owner
 from inference.params import ImageEmbedding, SamplingParams
 
 
@@ -46,6 +47,7 @@ class Request:
     preemptions: int = 0
     # The images whose placeholder ids are in tokens, by slot (the worker decodes their rows).
     images: dict[int, ImageEmbedding] = field(default_factory=dict)
+    owner: Owner = Owner()  # its lane in the metrics (ChatRequest.owner)
 
     def __post_init__(self) -> None:
         self.num_prompt = len(self.tokens)

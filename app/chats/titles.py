@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from inference import SPARE_PRIORITY, ChatRequest, SamplingParams
+from inference import SPARE_PRIORITY, TITLE_OWNER, ChatRequest, SamplingParams
 
 TITLE_CHARS = 48
 MAX_WORDS = 8  # a longer "title" is an answer or a sentence
@@ -52,7 +52,7 @@ def title_request(first_message: str, request_id: str) -> ChatRequest:
     It stops at the end of the line: a base model (no end of turn) goes on inventing chats."""
     sampling = SamplingParams.greedy(max_tokens=MAX_TOKENS, stop=("\n",))
     return ChatRequest(messages=title_messages(first_message), sampling=sampling, priority=SPARE_PRIORITY,
-                       request_id=request_id, overflow="drop_oldest")
+                       request_id=request_id, overflow="drop_oldest", owner=TITLE_OWNER)
 
 
 def title_messages(first_message: str) -> tuple[dict, ...]:

@@ -21,7 +21,7 @@ from app.documents import DocumentPrompt, TokenCounter, chat_prompt
 from app.tools import chat_message, plain_turns
 from app.tools.history import answer_every_call, call_turns
 from app.tools.rounds import ToolRound
-from inference import ChatRequest, SamplingParams
+from inference import ChatRequest, Owner, SamplingParams
 from storage import ActivePath, DocumentRecord, DocumentRepository, MessageRecord, MessageStatus
 
 # The engine's token counter and context size, asked for only when a chat has documents (a
@@ -99,14 +99,16 @@ class PromptBuilder:
 
 
 def reply_request(prompt: DocumentPrompt, sampling: SamplingParams, *, priority: int, request_id: str | None = None,
-                  continued: bool = False, tools: ToolRound | None = None, overflow: str = "stop") -> ChatRequest:
+                  continued: bool = False, tools: ToolRound | None = None, overflow: str = "stop",
+                  owner: Owner | None = None) -> ChatRequest:
     """The engine's request for a prompt: the sampling (a required call's first turn forced
-    to validate), the tools as the template declares them, what an overflowing chat keeps."""
+    to validate), the tools as the template declares them, what an overflowing chat keeps,
+    whose lane it runs in (a tab's chat)."""
     if tools is not None:
         sampling = tools.sampling(sampling)
     return ChatRequest(messages=prompt.messages, sampling=sampling, priority=priority, request_id=request_id,
                        continue_final=continued, tools=tools.template_tools() if tools is not None else None,
-                       overflow=overflow)
+                       overflow=overflow, owner=owner or Owner())
 
 
 def chat_sampling(defaults: SamplingParams, overrides: dict) -> SamplingParams:

@@ -12,11 +12,11 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.jobs.spec import JobSpec
 from app.jobs.work import ItemRun, TemplateWork, Work
-from inference import Delta, EngineClient, EngineError, FinishReason
+from inference import Delta, EngineClient, EngineError, FinishReason, job_owner
 from storage import ItemRecord, ItemResult, JobsRepository
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,8 @@ class JobRunner:
             self.jobs.finish(item.id, run)
             return
         running = _Running(item, run, time.monotonic())
-        chats = list(run.requests)
+        owner = job_owner(self.job_id)  # the job's lane in the engine's metrics
+        chats = [replace(chat, owner=owner) for chat in run.requests]
         with self._lock:
             for index, chat in enumerate(chats):
                 assert chat.request_id, "each request of a job's item has its own id"

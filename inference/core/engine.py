@@ -93,6 +93,7 @@ class Engine:
         self._runner: LlamaRunner | None = None  # what the core runs on, for llama-only calls
         self._snapshot: MetricsSnapshot | None = None
         self._published_s = 0.0
+        self._busy = False  # work in the engine at the last turn of the loop
         self.info: ModelInfo | None = None
         self._embeddings: EmbeddingWorker | None = None  # /v1/embeddings' context, made at its first call
         self._embedding_lock = threading.Lock()
@@ -341,7 +342,11 @@ class Engine:
                 # wait to start: copying a chat's KV out (tens of MB) must not hold a new
                 # round's first tokens. A sequence reused meanwhile is saved when it ends again.
                 core.save_pending(limit=1)
-            self._publish_metrics(core)
+            busy = core.has_work()
+            # The turn that ends the work publishes at once: the loop then waits on its
+            # commands, and the snapshot before would show the last rows running for good.
+            self._publish_metrics(core, force=self._busy and not busy)
+            self._busy = busy
 
     def _safe_step(self, core: EngineCore) -> list:
         try:
@@ -392,9 +397,9 @@ class Engine:
         for delta in deltas:
             route(delta)
 
-    def _publish_metrics(self, core: EngineCore) -> None:
+    def _publish_metrics(self, core: EngineCore, force: bool = False) -> None:
         now = time.perf_counter()
-        if now - self._published_s < METRICS_PERIOD_S:
+        if now - self._published_s < METRICS_PERIOD_S and not force:
             return
         self._published_s = now
         self._snapshot = core.snapshot()

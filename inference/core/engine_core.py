@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from inference.core.lanes import LaneMeter
 from inference.core.metrics import EngineMetrics, MetricsSnapshot
 from inference.core.output_processor import RequestOutput
 from inference.errors import RequestError
@@ -67,6 +68,7 @@ class EngineCore:
             planner = DraftPlanner(settings.draft_max, self.cost, model=runner.draft_model)
             self.proposer = Proposer(planner, self.kv.n_cells, clock=clock)
         self.metrics = EngineMetrics()
+        self.lanes = LaneMeter()  # the metrics' per-owner figures, taken per snapshot
         # The one input processor of this model: the engine thread's requests and the other
         # threads' (Engine.prepare) are rendered, tokenized and checked by the same object.
         # The vision projector, when the runner loaded one (LlamaRunner.images): images in
@@ -94,7 +96,7 @@ class EngineCore:
             if chat.pin and self.kv.pinned_seq_for(tokens) is not None:
                 return [Delta.finished_with(request_id, FinishReason.STOP)]
             req = Request(request_id, tokens, chat.sampling, priority=chat.priority, pin=chat.pin,
-                          images={image.slot: image for image in prepared.images})
+                          images={image.slot: image for image in prepared.images}, owner=chat.owner)
             if req.wants_output:
                 self.runner.start_sampling(request_id, chat.sampling, tokens)  # a bad grammar raises
         except RequestError as exc:
@@ -389,6 +391,7 @@ class EngineCore:
             self.disk.on_finished(seq, pinned=req.pin)
         self._outputs.pop(req.request_id, None)
         self.runner.stop_sampling(req.request_id)
+        self.lanes.finished(req.owner, req.num_output)
         if reason is FinishReason.ERROR:
             self.metrics.requests_failed += 1
         else:
@@ -418,6 +421,7 @@ class EngineCore:
             queued=len(self.scheduler.waiting),
             running=len(self.scheduler.running),
             kv=self.kv.stats(),
+            lanes=self.lanes.lanes(self.clock(), self.scheduler.running, self.scheduler.waiting, self.kv.seq_len),
         )
         if self.images is not None:
             snap = replace(snap, images_encoded=self.images.images_encoded, image_encode_s=self.images.encode_s,

@@ -12,6 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from inference.core.lanes import Lane
+
 WINDOW_S = 10.0
 LATENCY_SAMPLES = 4096
 # Upper bounds (seconds) of the TTFT and inter-token latency histograms, as Prometheus
@@ -103,6 +105,9 @@ class MetricsSnapshot:
     # Speculative decoding (since the engine started): draft tokens verified, and kept.
     draft_tokens: int = 0
     draft_tokens_accepted: int = 0
+    # Who uses the engine: one lane per owner with work in it or tokens in its window
+    # (core/lanes.py), the tabs' first.
+    lanes: tuple[Lane, ...] = ()
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -227,7 +232,7 @@ class EngineMetrics:
     def record_kv(self, cells_used: int) -> None:
         self.kv_cells_peak = max(self.kv_cells_peak, cells_used)
 
-    def snapshot(self, queued: int, running: int, kv) -> MetricsSnapshot:
+    def snapshot(self, queued: int, running: int, kv, lanes: tuple[Lane, ...] = ()) -> MetricsSnapshot:
         now = self._clock()
         steps = [s for s in self._steps if s.end_s >= now - WINDOW_S]
         span = max(1e-9, min(WINDOW_S, now - steps[0].end_s + steps[0].duration_s)) if steps else 1.0
@@ -282,4 +287,5 @@ class EngineMetrics:
             itl_count=self.itl_histogram.count,
             draft_tokens=self.draft_tokens,
             draft_tokens_accepted=self.draft_tokens_accepted,
+            lanes=lanes,
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from inference.core.engine_core import EngineCore
 from inference.kv.cache_manager import KvCacheManager
 from inference.outputs import Delta
+from inference.owner import Owner
 from inference.params import ChatRequest, ImageEmbedding, LoadSettings, SamplingParams
 from inference.request import Request
 from inference.sched.plan import ScheduledChunk, StepPlan
@@ -41,11 +42,11 @@ class Driver:
 
     def add(
         self, name: str, tokens: list[int], max_tokens: int = 4, priority: int = 0, pin: bool = False,
-        images: tuple[ImageEmbedding, ...] = (),
+        images: tuple[ImageEmbedding, ...] = (), owner: Owner | None = None,
     ) -> Request:
         sampling = SamplingParams.greedy(max_tokens=max_tokens)
         chat = ChatRequest(prompt_tokens=tuple(tokens), sampling=sampling, priority=priority, request_id=name, pin=pin,
-                           images=images)
+                           images=images, owner=owner or Owner())
         self.deltas += self.core.add_request(chat)
         found = [r for r in self.sched.waiting if r.request_id == name]
         assert found, f"{name} was not queued: {self.deltas[-1]}"

@@ -12,8 +12,9 @@ from inference.core.metrics import MetricsSnapshot
 
 
 def metrics_snapshot(**fields) -> MetricsSnapshot:
-    """Every figure 0 but those given."""
+    """Every figure 0 (no lanes) but those given."""
     values: dict = {f.name: 0 for f in dataclasses.fields(MetricsSnapshot)}
+    values["lanes"] = ()
     values.update(fields)
     return MetricsSnapshot(**values)
 

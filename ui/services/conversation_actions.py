@@ -17,7 +17,7 @@ from app.documents import DocumentPrompt
 from app.tools import ToolLoopMachine
 from app.tools.formats import format_for_template
 from app.tools.rounds import ToolRound
-from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, FinishReason, new_request_id
+from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, FinishReason, chat_owner, new_request_id
 from storage import ActivePath, ConversationRecord, DocumentRepository, MessageRecord, NewDocument
 from ui.services.chat_view import ChatView
 from ui.services.context import ControllerContext
@@ -211,7 +211,8 @@ class ConversationActions:
         self.ctx.session(view.conversation_id).last_prompt = prompt
         chat = reply_request(prompt, sampling, priority=priority, request_id=request_id, continued=continued,
                              tools=tools, overflow=chat_overflow(path.conversation.sampling,
-                                                                self.ctx.chat_defaults.overflow))
+                                                                self.ctx.chat_defaults.overflow),
+                             owner=chat_owner(path.conversation.title, view.conversation_id))
         view.set_busy(True)
         view.set_state("queued")
         if loop is not None:

@@ -26,7 +26,7 @@ from app.server.calls.served import Target
 from app.server.calls.state import ServerState
 from app.server.http.errors import ApiError
 from app.server.http.streaming import SSEResponse
-from inference import ChatRequest, EngineClient, EngineError, FinishReason, RequestError
+from inference import ChatRequest, EngineClient, EngineError, FinishReason, Owner, RequestError, api_owner
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,7 +57,8 @@ async def run(state: ServerState, target: Target, request: Request, gen: Generat
     choices: Choices | None = None
     streaming = False
     try:
-        gen = replace(gen, chat=await prepared(target.engine, gen), prompt_text=None)
+        chat = replace(await prepared(target.engine, gen), owner=client_owner(request))
+        gen = replace(gen, chat=chat, prompt_text=None)
         choices = submit(state, target, gen)
         call = Call(choices.handles[0].request_id, target.model_id, gen, [ChoiceTally() for _ in range(gen.n)])
         if gen.stream:
@@ -70,6 +71,13 @@ async def run(state: ServerState, target: Target, request: Request, gen: Generat
             if choices is not None:
                 state.forget(choices)
             release()
+
+
+def client_owner(request: Request) -> Owner:
+    """The call's lane in the engine's metrics: its client's user agent ("OpenAI/Python
+    1.54.0", "curl/8.5.0"; the server has one API key, so no key names one), else its address."""
+    agent = request.headers.get("user-agent", "").strip()
+    return api_owner(agent or (request.client.host if request.client else "unknown"))
 
 
 def submit(state: ServerState, target: Target, gen: Generation) -> Choices:

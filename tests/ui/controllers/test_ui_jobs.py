@@ -264,17 +264,23 @@ def test_a_small_job_runs_on_the_real_model_and_is_exported(app, tmp_path):
     assert all(r["state"] == "done" and r["answer"] and 0 < r["completion_tokens"] <= 8 for r in rows)
 
 
+def start_counting_job(app, tmp_path, items: int):
+    """A job of `items` lines of 32 tokens each, started from the New job dialog; its window."""
+    numbers = tmp_path / "numbers.jsonl"
+    numbers.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(items)), encoding="utf-8")
+    window = open_jobs(app)
+    dialog = fill_new_job(app.qtbot, app.controllers.jobs, window, numbers, "Count from $n upwards.", max_tokens=32)
+    app.qtbot.waitUntil(dialog.start_button.isEnabled)
+    app.qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    return window
+
+
 @pytest.mark.model
 def test_a_chat_sent_while_a_job_runs_goes_first(app, tmp_path):
     """The job's items run at spare priority: a chat sent meanwhile is answered while the job
     still has items to run."""
-    qtbot, jobs = app.qtbot, app.controllers.jobs
-    numbers = tmp_path / "numbers.jsonl"
-    numbers.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(16)), encoding="utf-8")
-    window = open_jobs(app)
-    dialog = fill_new_job(qtbot, jobs, window, numbers, "Count from $n upwards.", max_tokens=32)
-    qtbot.waitUntil(dialog.start_button.isEnabled)
-    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot = app.qtbot
+    window = start_counting_job(app, tmp_path, 16)
     qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running and window.views[0].finished >= 1,
                     timeout=WAIT_MS)
     tab = app.new_tab()
@@ -285,3 +291,26 @@ def test_a_chat_sent_while_a_job_runs_goes_first(app, tmp_path):
     assert shown.finished < shown.total, "the chat waited for the job"
     qtbot.waitUntil(lambda: window.views[0].state == "completed", timeout=WAIT_MS)
     assert window.views[0].progress_text() == "16/16"
+
+
+@pytest.mark.model
+def test_the_performance_panel_shows_the_chat_and_the_job_as_lanes(app, tmp_path):
+    """Who uses the engine: a job started from its dialog and a chat sent in a tab meanwhile
+    are a lane each in the performance panel (the engine's own snapshots, through its process)."""
+    qtbot = app.qtbot
+    panel = app.window.perf_panel
+    panel.show()
+    window = start_counting_job(app, tmp_path, 24)
+    qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running, timeout=WAIT_MS)
+    job_id = window.views[0].id
+    qtbot.waitUntil(lambda: any(row[:2] == ("job", job_id) and row[3] != "0" for row in panel.lanes.rows()),
+                    timeout=WAIT_MS)
+    tab = app.new_tab()
+    app.send(tab, "Name three colours.")
+    qtbot.waitUntil(lambda: {row[0] for row in panel.lanes.rows()} >= {"chat", "job"}, timeout=WAIT_MS)
+    chat, job = panel.lanes.rows()[:2]  # the tabs' lanes first
+    # named by the chat's title (the stand-in from its first message) or, untitled, its id
+    assert chat[0] == "chat" and ("Name three" in chat[1] or chat[1] == str(tab.conversation_id)), chat
+    assert job[:2] == ("job", job_id)
+    app.wait_done(tab)
+    stop_jobs(app)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from ui.widgets.chat.context_meter import ElidedLabel
 from ui.widgets.perf.chart import CHART_H, CHART_MIN_H, MIN_CHART_W, ChartSpec, PerfChart
+from ui.widgets.perf.lanes import LanesTable
 from ui.widgets.perf.tiles import Tiles
 
 WINDOW_S = 300.0  # samples kept: the last five minutes
@@ -81,6 +82,8 @@ class PerfPanel(QDockWidget):
         self.summary.setText("waiting for the engine…")
         body = QWidget()
         self._tiles = Tiles(MIN_CHART_W, CHART_H)
+        # Who uses the engine, in the first tile: a table, cheap to build with the panel.
+        self.lanes = LanesTable(self._tiles)
         # Everything scrolls inside the dock, the engine line and the summary too: the dock
         # asks for little more than its title, so opening the panel takes room from the chat
         # and never grows the window (over a comparison, the tallest view, a dock that asked
@@ -144,7 +147,7 @@ class PerfPanel(QDockWidget):
     def _place_charts(self) -> None:
         """Every wanted chart's slot is kept from the start: a chart arriving never moves or
         resizes the ones already drawn."""
-        self._tiles.set_slots([self._charts.get(c.key) for c in self.wanted_charts()], self._columns)
+        self._tiles.set_slots([self.lanes, *(self._charts.get(c.key) for c in self.wanted_charts())], self._columns)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -194,6 +197,7 @@ class PerfPanel(QDockWidget):
                 self._place_charts()
                 self._build_timer.start()
         self._redraw(now)
+        self.lanes.show_lanes(self._latest.get(self.engine()), now)
         self._set_line(self.summary, _summary(self._latest.get(self.engine()), engines, self._latest))
         self._set_line(self.gpu_label, _gpu_text(hardware))
 

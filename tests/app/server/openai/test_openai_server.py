@@ -53,6 +53,16 @@ def test_stream_options_include_usage_ends_with_a_usage_chunk(server):
     assert chunks[-2].choices[0].finish_reason == "length"
 
 
+def test_a_call_is_its_client_s_lane_in_the_engine_s_metrics(server, shared_engine):
+    """The performance panel's lanes: an API call is named by its client's user agent."""
+    stream = client(server).chat.completions.create(**ask("Count to fifty.", max_tokens=200, ignore_eos=True),
+                                                    stream=True)
+    next(iter(stream))  # under way
+    lanes = [lane for lane in shared_engine.metrics(fresh=True).lanes if lane.kind == "api"]
+    stream.close()
+    assert len(lanes) == 1 and lanes[0].name.startswith("OpenAI/Python") and lanes[0].rows == 1, lanes
+
+
 @pytest.fixture
 def fresh(make_engine):
     """A server on a new engine, for tests that compare two greedy answers: on the shared

@@ -15,6 +15,7 @@ from app.perf.hardware import GpuSample, HardwareSample
 from inference.core.metrics import MetricsSnapshot
 from tests.support.gui_app import SCREENSHOTS
 from tests.support.metrics import metrics_snapshot
+from tests.support.perf_panel import open_panel
 from tests.support.shown import shown
 from ui.theme import dark_palette, light_palette
 from ui.widgets.perf.chart import DARK_COLOURS, LIGHT_COLOURS
@@ -46,22 +47,6 @@ def feed(panel, count: int, gpu: bool) -> None:
     for i in range(count):
         engines = {"SmolLM2-135M-Instruct.Q4_1.gguf": snapshot(i)}
         panel.add_sample(engines, hardware(i, gpu), now=now - (count - i) * 0.25)
-
-
-@pytest.fixture
-def window(qtbot, qapp):
-    old = qapp.palette()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(light_palette())
-    yield shown(qtbot, MainWindow(), 1280, 800)
-    qapp.setPalette(old)
-
-
-def open_panel(window, qtbot):
-    panel = window.perf_panel
-    panel.show()
-    qtbot.waitUntil(lambda: panel.isVisible() and panel.charts_ready())
-    return panel
 
 
 def test_the_charts_are_built_when_the_panel_opens_one_at_a_time(window, qtbot):
