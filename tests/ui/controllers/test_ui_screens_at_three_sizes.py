@@ -1,5 +1,5 @@
 """Every screen at 900x600, 1440x900 and 1920x1080, in both themes (issue 39): the main
-window with a chat and its details, Settings, Models, Jobs, a comparison and the keyboard
+window with a chat, its details and the performance panel, Settings, Models, Jobs, a comparison and the keyboard
 shortcuts; no label or button there shows its text cut (a label cut on purpose sets the cut
 text itself, with "…", so it fits), and each screen is saved for a person to look at
 (artifacts/screenshots/sizes/)."""
@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractButton, QApplication, QHeaderView, QLabel, QWidget
 
 from tests.support.gui_app import SCREENSHOTS
+from ui.widgets.window.main_window import PANEL_MIN_H
 
 SIZES = ((900, 600), (1440, 900), (1920, 1080))
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -105,6 +106,19 @@ def test_every_screen_shows_its_labels_whole(desk, engine, theme, size):
     desk.qtbot.waitUntil(lambda: tab.panel.isVisible())
     problems["window with details"] = settled_cut_texts(desk.qtbot, desk.window)
     _save(desk.window, f"window-details-{tag}")
+
+    _press(desk, Qt.Key.Key_D, CTRL | SHIFT)  # details closed again
+    desk.qtbot.waitUntil(lambda: not tab.panel.isVisible())
+    _press(desk, Qt.Key.Key_P, CTRL | SHIFT)  # the performance panel
+    desk.qtbot.waitUntil(lambda: desk.window.perf_panel.isVisible()
+                         and desk.window.perf_panel.height() >= min(PANEL_MIN_H, height // 4))
+    problems["performance panel"] = settled_cut_texts(desk.qtbot, desk.window)
+    _save(desk.window, f"window-performance-{tag}")
+    # The chat keeps several messages' room beside it (it once kept one message, shorter than
+    # the composer, at 900x600).
+    assert tab.view.height() >= 2 * tab.composer_box.height(), (tab.view.height(), tab.composer_box.height())
+    _press(desk, Qt.Key.Key_P, CTRL | SHIFT)
+    desk.qtbot.waitUntil(lambda: not desk.window.perf_panel.isVisible())
 
     for name, key, modifiers in (("settings", Qt.Key.Key_Comma, CTRL), ("models", Qt.Key.Key_M, CTRL | SHIFT),
                                  ("shortcuts", Qt.Key.Key_Slash, CTRL)):

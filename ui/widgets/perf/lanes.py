@@ -32,7 +32,7 @@ COLUMNS = (("kind", "what it is: a tab's chat, an API client, a job, the chats' 
            ("KV", "its share of the KV cache (a prefix shared with others counts for each)"),
            ("queue", "its requests waiting for a sequence"))
 NUMBERS = range(2, len(COLUMNS))
-IDLE_TEXT = "Lanes: no tab, API client or job is using the engine"
+IDLE_TEXT = "No tab, API client or job is using it"  # under "Lanes · who uses the engine"
 
 
 @dataclass

@@ -23,6 +23,7 @@ from ui.widgets.perf.panel import CHARTS
 from ui.widgets.window.main_window import MainWindow
 
 NO_GPU = "No NVIDIA GPU or driver (LibraryNotFound)"  # what HardwareSampler says without pynvml
+WAIT_MS = 30_000  # the charts are built one by one on a timer after showing: on a loaded machine, seconds
 
 
 def snapshot(i: int) -> MetricsSnapshot:
@@ -107,14 +108,14 @@ def test_gpu_charts_only_when_the_machine_reports_a_gpu(window, qtbot):
     assert panel.chart("gpu_load") is None and panel.chart("gpu_memory") is None
     assert panel.gpu_label.text() == NO_GPU
     feed(panel, 20, gpu=True)  # a stand-in for HardwareSampler on an NVIDIA machine
-    qtbot.waitUntil(lambda: panel.charts_ready() and panel.chart("gpu_memory") is not None)
+    qtbot.waitUntil(lambda: panel.charts_ready() and panel.chart("gpu_memory") is not None, timeout=WAIT_MS)
     load = panel.chart("gpu_load")
-    qtbot.waitUntil(lambda: load.isVisible() and panel.chart("gpu_memory").isVisible())
+    qtbot.waitUntil(lambda: load.isVisible() and panel.chart("gpu_memory").isVisible(), timeout=WAIT_MS)
     def drawn() -> int:  # the points on the GPU load curve (the first 20 samples had none)
         ys = load.curves["GPU util %"].getData()[1]
         return 0 if ys is None else int((ys == ys).sum())
 
-    qtbot.waitUntil(lambda: drawn() >= 20)
+    qtbot.waitUntil(lambda: drawn() >= 20, timeout=WAIT_MS)
     assert max(v for v in panel.series("GPU util %") if v == v) > 40
     assert panel.series("GPU total GiB")[-1] == pytest.approx(143_771 / 1024)
     assert "NVIDIA H200" in panel.gpu_label.text()
@@ -171,7 +172,7 @@ def test_screenshot_of_the_panel_with_a_gpu(window, qtbot, qapp, theme):
     qapp.setPalette(light_palette() if theme == "light" else dark_palette())
     panel = open_panel(window, qtbot)
     feed(panel, 200, gpu=True)
-    qtbot.waitUntil(lambda: panel.charts_ready() and panel.chart("gpu_load") is not None)
+    qtbot.waitUntil(lambda: panel.charts_ready() and panel.chart("gpu_load") is not None, timeout=WAIT_MS)
     qtbot.wait(300)  # the staggered redraws of every chart
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     assert window.grab().save(str(SCREENSHOTS / f"performance-panel-gpu-{theme}.png"))
@@ -187,7 +188,7 @@ def test_the_panel_fits_a_900x600_window_without_growing_it(qtbot):
         view.add_pane(conversation_id, "")
     panel = open_panel(small, qtbot)
     feed(panel, 40, gpu=False)
-    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()))
+    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()), timeout=WAIT_MS)
     qtbot.wait(50)  # the layouts settle over a couple of events
     assert (small.width(), small.height()) == (900, 600)
     assert panel.height() >= 150 and small.centralWidget().height() > 0
@@ -199,7 +200,7 @@ def small_panel(qtbot):
     small = shown(qtbot, MainWindow(), 900, 600)
     panel = open_panel(small, qtbot)
     feed(panel, 40, gpu=False)
-    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()))
+    qtbot.waitUntil(lambda: all(panel.chart(s.key).isVisible() for s in panel.wanted_charts()), timeout=WAIT_MS)
     qtbot.wait(50)  # the layouts settle over a couple of events
     return panel
 
