@@ -165,7 +165,7 @@ def _image_problem(args: argparse.Namespace) -> str | None:
     """Why the --attach images cannot be shown (before any model is looked for); None: they can."""
     images = split_files(args.attach)[1]
     if images and args.server is not None:
-        return f"{images[0]} is an image: images go to a local model (--mmproj FILE), not to --server yet"
+        return None  # sent as image_url parts: the server says whether its model sees them
     if images and not args.mmproj:
         return NO_PROJECTOR.format(name=images[0])
     return None
@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace, data_dir: Path, label: str, model_ref: str,
             conv.start(args.system)
         document_paths, image_paths = split_files(args.attach)
         conv.attach([*(extract_document(Path(p)) for p in document_paths), *read_images(image_paths)])
-        conv.sees_images = args.server is None and bool(args.mmproj)
+        conv.sees_images = args.server is not None or bool(args.mmproj)
         servers = configured_servers(args)
     except (NotFoundError, DocumentError, ImageError, McpConfigError) as exc:
         print(f"chorus: {exc}", file=sys.stderr)
