@@ -178,7 +178,11 @@ class EngineHub:
 
     def sees_images(self, engine: ManagedEngine) -> bool:
         """The engine's model was loaded with a vision projector (its ModelInfo says so once
-        it is ready): its chats show it their images; otherwise only their names (any thread)."""
+        it is ready): its chats show it their images; otherwise only their names (any thread).
+        A remote server's model is given the images (OpenAI image_url parts): its server
+        knows whether it sees them, and says so in its error if not."""
+        if not engine.is_local:
+            return True
         info = engine.info
         return info is not None and info.sees_images
 

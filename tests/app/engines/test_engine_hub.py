@@ -476,3 +476,16 @@ def test_the_hub_says_whether_an_engine_sees_images(parts, make_hub):
     assert not hub.sees_images(engine)
     engine.state = EngineState(EngineStatus.READY, info=replace(info, mmproj=Path("/p/mmproj.gguf")))
     assert hub.sees_images(engine)
+
+
+def test_a_remote_servers_model_is_given_the_images(parts, make_hub):
+    """Its server knows whether the model sees them (OpenAI image_url parts), and says so
+    in its error if not; the hub cannot see its model file (chorus chat --server sends them
+    too: tests/app/cli/test_chat_remote_images.py)."""
+    from app.engines.remote import RemoteEngine
+
+    _db, library, _owner, _storage = parts
+    hub, _told = make_hub(LoadSettings(model_path=library.models_dir / "a.gguf"))
+    remote = RemoteEngine(RemoteEndpoint("http://127.0.0.1:1/v1", "m"))
+    assert remote.info is None and hub.sees_images(remote)
+    assert not hub.sees_images(hub.made[0])  # a local model not loaded with a projector: no
