@@ -1,7 +1,8 @@
 """/metrics through prometheus_client: a registry per server holding the HTTP counters it
 counts itself, and a collector that reads the engine's MetricsSnapshot at scrape time
 (engine gauges and counters, latency percentiles, host and sampling time per decode step,
-and TTFT / inter-token histograms once the snapshot carries their buckets)."""
+TTFT / inter-token histograms once the snapshot carries their buckets, and who uses the
+engine by kind of owner)."""
 
 from __future__ import annotations
 
@@ -104,6 +105,32 @@ class EngineCollector(Collector):
         for name, doc, field in COUNTERS + OPTIONAL_COUNTERS:
             yield from family(CounterMetricFamily, name, doc, field)
         yield from histograms(samples, labels)
+        yield from owner_kinds(samples, labels)
+
+
+# Who uses the engine (its lanes, inference/core/lanes.py), summed by kind of owner: chat
+# (the desktop's tabs), api, job, title, other. By kind only: a lane's name is a chat's title
+# or a client's user agent, which an API key holder has no business reading, and a label per
+# title would grow the series without bound.
+OWNER_GAUGES = (  # name, help, Lane field
+    ("chorus_owner_tokens_per_second", "Tokens generated per second (5 s window), by kind of owner", "tok_s"),
+    ("chorus_owner_sequences", "Sequences in the batch, by kind of owner", "rows"),
+    ("chorus_owner_requests_queued", "Requests waiting for a sequence, by kind of owner", "queued"),
+    ("chorus_owner_kv_cells", "KV cells held (a shared prefix counts for each), by kind of owner", "kv_cells"),
+)
+
+
+def owner_kinds(samples: list[tuple[list[str], MetricsSnapshot]], labels: list[str]) -> Iterator[Metric]:
+    for name, doc, field in OWNER_GAUGES:
+        metric = GaugeMetricFamily(name, doc, labels=[*labels, "kind"])
+        for values, m in samples:
+            totals: dict[str, float] = {}
+            for lane in getattr(m, "lanes", ()) or ():
+                totals[lane.kind] = totals.get(lane.kind, 0.0) + float(getattr(lane, field))
+            for kind, value in totals.items():
+                metric.add_metric([*values, kind], value)
+        if metric.samples:
+            yield metric
 
 
 def histograms(samples: list[tuple[list[str], MetricsSnapshot]], labels: list[str]) -> Iterator[Metric]:

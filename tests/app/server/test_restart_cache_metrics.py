@@ -55,3 +55,16 @@ def test_metrics_and_the_panel_show_the_draft_tokens_verified_and_kept(qtbot):
     assert "drafts" not in panel.summary.text()  # speculation off: no clutter
     panel.add_sample({"model.gguf": snapshot(draft_tokens=120, draft_tokens_accepted=90, tokens_per_step=2.5)}, no_gpu)
     assert "drafts 90/120 kept, 2.5 tokens a step" in panel.summary.text()
+
+
+def test_who_uses_the_engine_is_exported_by_kind_of_owner_never_by_name():
+    from inference.core.lanes import Lane
+
+    lanes = (Lane("chat", "My private chat title", 20.0, 2, 0, 300), Lane("chat", "Another", 10.0, 1, 1, 100),
+             Lane("api", "OpenAI/Python 1.54.0", 5.0, 1, 0, 50), Lane("job", "3f9c0a1b", 2.5, 4, 12, 400))
+    text = prometheus_text(snapshot(lanes=lanes))
+    assert 'chorus_owner_tokens_per_second{kind="chat"} 30.0' in text
+    assert 'chorus_owner_sequences{kind="job"} 4.0' in text and 'chorus_owner_requests_queued{kind="job"} 12.0' in text
+    assert 'chorus_owner_kv_cells{kind="api"} 50.0' in text
+    assert "private" not in text and "OpenAI/Python" not in text and "3f9c0a1b" not in text
+    assert "chorus_owner_" not in prometheus_text(snapshot())  # an idle engine: no such series
