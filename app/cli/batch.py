@@ -1,5 +1,5 @@
 """`chorus batch`: a prompt template over every row of a CSV/JSONL file, on the engine's
-spare capacity, each result stored as it finishes (app/jobs); list, status, cancel, export."""
+spare capacity, each result stored as it finishes (app/jobs); list, status, cancel, delete, export."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for verb, handler, text in (("status", batch_status, "a job's item counts"),
                                 ("cancel", cancel_batch, "cancel a job (its finished items stay)")):
         add_command(verbs, verb, handler, help=text).add_argument("job")
+    delete = add_command(verbs, "delete", delete_batch,
+                         help="delete a job, its items and results (a server batch: once ended, with its output files)")
+    delete.add_argument("job")
+    delete.add_argument("--force", action="store_true",
+                        help="delete a job stored running that no process runs any more (a kill left it so)")
     export = add_command(verbs, "export", export_batch, help="write a job's results (.csv or .jsonl)")
     export.add_argument("job")
     export.add_argument("out")
@@ -128,6 +133,23 @@ def cancel_batch(args: argparse.Namespace, data_dir: Path) -> int:
         jobs.set_status(args.job, "cancelled")
     finally:
         jobs.db.close()
+    return 0
+
+
+def delete_batch(args: argparse.Namespace, data_dir: Path) -> int:
+    from app.jobs import DeleteRefused, delete_job, owned_files
+    from app.paths import files_dir
+    from app.server.batches.files import delete_file
+
+    jobs = _jobs(data_dir)
+    try:
+        gone = delete_job(jobs, args.job, force=args.force)
+    except DeleteRefused as refused:
+        return _fail(str(refused))
+    finally:
+        jobs.db.close()
+    removed = [fid for fid in owned_files(gone) if delete_file(files_dir(data_dir), fid)]
+    print(f"deleted {gone.id}" + (f" and its files {', '.join(removed)}" if removed else ""))
     return 0
 
 
