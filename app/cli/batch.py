@@ -56,6 +56,7 @@ def _fail(message: str) -> int:
 
 def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
     from app.jobs import InputError, JobRunner, JobSpec, export, new_job, read_rows
+    from app.output_schema import SchemaRefused
     from inference import Engine, ModelLoadError
 
     jobs = _jobs(data_dir)
@@ -74,11 +75,12 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             schema = json.loads(Path(args.schema).read_text(encoding="utf-8")) if args.schema else None
             spec = JobSpec(template=template, system_prompt=args.system, sampling={"max_tokens": args.max_tokens},
                            json_schema=schema)
+            spec.grammar()  # a schema the engine cannot enforce is refused now, as the server refuses it
             job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
         model = resolve_model(args, data_dir)
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
-    except (InputError, ModelLoadError, OSError, json.JSONDecodeError) as exc:
+    except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused) as exc:
         jobs.db.close()
         return _fail(str(exc))
     print(f"job {job_id}", file=sys.stderr)
