@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
 from app.jobs.spec import ItemError, JobSpec
 from inference import ChatRequest, Delta, FinishReason

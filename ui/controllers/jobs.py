@@ -274,6 +274,7 @@ class JobsController:
             dialog = self.dialog = NewJobDialog(parent)
             dialog.file_chosen.connect(self._read_input)
             dialog.form_changed.connect(self._preview)
+            dialog.schema_file_chosen.connect(self._read_schema)
             dialog.start_requested.connect(self._create)
             dialog.finished.connect(self._dialog_closed)
         self.dialog.show()
@@ -297,6 +298,29 @@ class JobsController:
 
         return self.ctx.storage.run(read, lambda rows: self._input_read(path, rows))
 
+    def _read_schema(self, path: str) -> asyncio.Task | None:
+        """A JSON Schema file into the dialog's box (read on the storage thread); the preview
+        then checks it as any typed schema."""
+        if not path:
+            return None
+
+        def read() -> tuple[str | None, str | None]:
+            try:
+                return Path(path).read_text(encoding="utf-8"), None
+            except (OSError, UnicodeDecodeError) as exc:
+                return None, f"The JSON Schema file cannot be read: {exc}"
+
+        def loaded(read: tuple[str | None, str | None]) -> None:
+            text, problem = read
+            if self.dialog is None:
+                return
+            if text is not None:
+                self.dialog.set_schema_text(text)
+            else:
+                self.dialog.show_problem(problem or "")
+
+        return self.ctx.storage.run(read, loaded)
+
     def _input_read(self, path: str, rows: list[ItemInput] | str) -> None:
         dialog = self.dialog
         if dialog is None or dialog.path_edit.text().strip() != path:
@@ -315,7 +339,12 @@ class JobsController:
     def _create(self, path: str, form: JobForm) -> asyncio.Task | None:
         if self._input is None or self._input[0] != path:
             return None
-        rows, jobs, spec = self._input[1], self.jobs, form.spec()
+        try:
+            spec = form.spec()  # the schema was checked by the preview that offered Start
+        except ValueError as bad:
+            self.dialog.show_problem(str(bad)) if self.dialog is not None else None
+            return None
+        rows, jobs = self._input[1], self.jobs
         if self.dialog is not None:
             self.dialog.accept()
         then: Callable[[str], object] = self.start

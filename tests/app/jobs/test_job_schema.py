@@ -26,7 +26,8 @@ UNENFORCEABLE = {"type": "object", "properties": {"age": {"not": {"type": "strin
 def server_says(schema: dict) -> str:
     """What the server answers a chat completion whose response_format carries this schema."""
     with pytest.raises(ApiError) as refused:
-        response_grammar_of({"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}})
+        response_grammar_of({"response_format": {"type": "json_schema",
+                                                  "json_schema": {"name": "s", "schema": schema}}})
     return str(refused.value)
 
 

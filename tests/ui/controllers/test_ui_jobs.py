@@ -207,6 +207,52 @@ def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_e
     qtbot.waitUntil(lambda: state_of(window, job.id) == "paused" and window.buttons["resume"].isEnabled())
 
 
+def test_a_json_schema_in_the_new_job_form_is_checked_stored_applied_and_each_answer_validated(
+        desk, jobs_engine, tmp_path):
+    qtbot, jobs, stored = desk.qtbot, desk.controllers.jobs, JobsRepository(desk.repo.db)
+    people = tmp_path / "people.csv"
+    people.write_text("name\nAda\nAlan\n", encoding="utf-8")
+    person = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name", "age"]}
+    schema_file = tmp_path / "person.schema.json"
+    schema_file.write_text(json.dumps(person), encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Describe $name as JSON.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.keyClicks(dialog.schema_edit, '{"type": "object", "properties": {"age": {"not": {"type": "string"}}}}')
+    qtbot.waitUntil(lambda: dialog.preview_box.toPlainText() == (
+        "The JSON Schema cannot be enforced: json_schema.properties.age uses 'not', which is not supported: "
+        "no grammar can enforce it"))  # the server's words for response_format's json_schema
+    assert not dialog.start_button.isEnabled()
+
+    qtbot.mouseClick(dialog.schema_button, Qt.MouseButton.LeftButton)  # Load…: the file replaces the text
+    file_dialog = next(d for d in dialog.findChildren(QFileDialog) if d.isVisible())
+    file_dialog.selectFile(str(schema_file))
+    file_dialog.accept()
+    qtbot.waitUntil(lambda: json.loads(dialog.schema_edit.toPlainText() or "null") == person)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    shown = dialog.preview_box.toPlainText()
+    assert "Answers follow this JSON Schema (each one checked against it):" in shown
+    assert '"required": ["name", "age"]' in shown and "Describe Ada as JSON." in shown
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
+    job_id = jobs_engine.requests[0].split("-")[1]
+    assert stored.get(job_id).spec["json_schema"] == person
+    grammars = {chat.sampling.grammar for chat in jobs_engine.chats}
+    assert len(grammars) == 1 and None not in grammars  # every item's request follows the schema
+    jobs_engine.write(jobs_engine.requests[0], '{"name": "Ada", "age": 36}', tokens=8)
+    jobs_engine.end(jobs_engine.requests[0])
+    jobs_engine.write(jobs_engine.requests[1], '{"name": "Alan", "a', tokens=16)
+    jobs_engine.end(jobs_engine.requests[1], FinishReason.LENGTH)  # cut by max tokens: not whole JSON
+    qtbot.waitUntil(lambda: row_of(window, job_id)[2:4] == ["completed", "2/2 · 1 failed"], timeout=10_000)
+    qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
+    assert window.failed_table.item(0, 0).text() == "2"
+    assert window.failed_table.item(0, 2).text().startswith("the answer is not JSON (")
+    assert [(i.state, i.answer) for i in stored.items(job_id)] == [
+        ("done", '{"name": "Ada", "age": 36}'), ("failed", '{"name": "Alan", "a')]
+    stop_jobs(desk)
+
+
 def answer_delete_box(qtbot, window, button: QMessageBox.StandardButton) -> None:
     qtbot.waitUntil(lambda: window.delete_box is not None and window.delete_box.isVisible())
     qtbot.mouseClick(window.delete_box.button(button), Qt.MouseButton.LeftButton)
