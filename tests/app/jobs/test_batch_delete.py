@@ -71,3 +71,10 @@ def test_a_server_batch_goes_once_ended_with_its_output_files_and_not_its_input(
     assert store.get(output.id) is None and store.get(errors.id) is None
     assert not (files_dir(tmp_path) / "file-out1.data").exists()
     assert store.get(upload.id) is not None  # the user's upload stays
+
+
+def test_the_ended_statuses_deletion_knows_are_the_servers():
+    from app.jobs.deletion import BATCH_ENDED
+    from app.server.batches.objects import TERMINAL
+
+    assert set(TERMINAL) == set(BATCH_ENDED)
