@@ -94,6 +94,8 @@ def job_view(job: JobRecord, counts: dict[str, int], running_here: bool, rate: J
     """running_here: this window runs it now. A template job stored as running that is not
     is one a quit or a kill cut: interrupted (its unfinished items are pending; resume runs them)."""
     state = job.status
+    if job.kind != "template" and isinstance(job.spec.get("status"), str):
+        state = job.spec["status"]  # a server batch: OpenAI's status (in_progress, expired...), not its runner's
     if job.kind == "template" and state == "running" and not running_here:
         state = "interrupted"
     total = sum(counts.values())
