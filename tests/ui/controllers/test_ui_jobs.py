@@ -234,6 +234,8 @@ def test_a_json_schema_in_the_new_job_form_is_checked_stored_applied_and_each_an
     shown = dialog.preview_box.toPlainText()
     assert "Answers follow this JSON Schema (each one checked against it):" in shown
     assert '"required": ["name", "age"]' in shown and "Describe Ada as JSON." in shown
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert dialog.grab().save(str(SCREENSHOTS / "new-job-schema.png"))
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
     job_id = jobs_engine.requests[0].split("-")[1]

@@ -37,7 +37,7 @@ class NewJobDialog(QDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("New job")
-        self.resize(640, 560)
+        self.resize(640, 640)
         self.path_edit = QLineEdit()
         self.path_edit.setPlaceholderText("A CSV file (its first row names the columns) or a JSONL file")
         self.path_edit.setAccessibleName("Input file")
