@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from storage.database import Database
@@ -144,13 +144,17 @@ class JobsRepository:
             rows = s.execute(query)
             return {PENDING: 0, DONE: 0, FAILED: 0} | {state: n for state, n in rows}
 
-    def delete(self, job_id: str) -> bool:
+    def delete(self, job_id: str) -> JobRecord | None:
+        """The job, its items and their results, in one transaction (the items explicitly,
+        not left to the foreign key's cascade); the job as it was, or None when there is none."""
         with self.db.begin() as s:
             row = s.get(Job, job_id)
             if row is None:
-                return False
+                return None
+            gone = _job(row)
+            s.execute(delete(JobItem).where(JobItem.job_id == job_id))
             s.delete(row)
-            return True
+            return gone
 
 
 def _add_items(s: Session, job_id: str, items: Sequence[ItemInput], first_seq: int) -> None:

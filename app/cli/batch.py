@@ -1,5 +1,5 @@
 """`chorus batch`: a prompt template over every row of a CSV/JSONL file, on the engine's
-spare capacity, each result stored as it finishes (app/jobs); list, status, cancel, export."""
+spare capacity, each result stored as it finishes (app/jobs); list, status, cancel, delete, export."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for verb, handler, text in (("status", batch_status, "a job's item counts"),
                                 ("cancel", cancel_batch, "cancel a job (its finished items stay)")):
         add_command(verbs, verb, handler, help=text).add_argument("job")
+    delete = add_command(verbs, "delete", delete_batch,
+                         help="delete a job, its items and results (a server batch: once ended, with its output files)")
+    delete.add_argument("job")
+    delete.add_argument("--force", action="store_true",
+                        help="delete a job stored running that no process runs any more (a kill left it so)")
     export = add_command(verbs, "export", export_batch, help="write a job's results (.csv or .jsonl)")
     export.add_argument("job")
     export.add_argument("out")
@@ -51,6 +56,7 @@ def _fail(message: str) -> int:
 
 def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
     from app.jobs import InputError, JobRunner, JobSpec, export, new_job, read_rows
+    from app.output_schema import SchemaRefused
     from inference import Engine, ModelLoadError
 
     jobs = _jobs(data_dir)
@@ -69,11 +75,12 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             schema = json.loads(Path(args.schema).read_text(encoding="utf-8")) if args.schema else None
             spec = JobSpec(template=template, system_prompt=args.system, sampling={"max_tokens": args.max_tokens},
                            json_schema=schema)
+            spec.grammar()  # a schema the engine cannot enforce is refused now, as the server refuses it
             job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
         model = resolve_model(args, data_dir)
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
-    except (InputError, ModelLoadError, OSError, json.JSONDecodeError) as exc:
+    except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused) as exc:
         jobs.db.close()
         return _fail(str(exc))
     print(f"job {job_id}", file=sys.stderr)
@@ -128,6 +135,23 @@ def cancel_batch(args: argparse.Namespace, data_dir: Path) -> int:
         jobs.set_status(args.job, "cancelled")
     finally:
         jobs.db.close()
+    return 0
+
+
+def delete_batch(args: argparse.Namespace, data_dir: Path) -> int:
+    from app.jobs import DeleteRefused, delete_job, owned_files
+    from app.paths import files_dir
+    from app.server.batches.files import delete_file
+
+    jobs = _jobs(data_dir)
+    try:
+        gone = delete_job(jobs, args.job, force=args.force)
+    except DeleteRefused as refused:
+        return _fail(str(refused))
+    finally:
+        jobs.db.close()
+    removed = [fid for fid in owned_files(gone) if delete_file(files_dir(data_dir), fid)]
+    print(f"deleted {gone.id}" + (f" and its files {', '.join(removed)}" if removed else ""))
     return 0
 
 

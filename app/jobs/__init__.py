@@ -1,6 +1,7 @@
 """Background jobs (issue 37): a prompt template applied to every row of a CSV/JSONL file,
 run on the engine's spare capacity and stored item by item (storage.JobsRepository). Qt-free."""
 
+from app.jobs.deletion import DeleteRefused, delete_job, owned_files
 from app.jobs.form import JobForm, Preview, PreviewLine, preview
 from app.jobs.inputs import InputError, read_rows
 from app.jobs.progress import JobRate, JobView, duration_text, job_view
@@ -10,6 +11,7 @@ from app.jobs.serial import SerialJobs
 from app.jobs.spec import ItemError, JobSpec
 from app.jobs.work import ItemRun, TemplateWork, Work, text_result
 
-__all__ = ["CANCELLED", "COMPLETED", "PAUSED", "RUNNING", "InputError", "ItemError", "ItemRun", "JobForm", "JobRate",
-           "JobRunner", "JobSpec", "JobView", "Preview", "PreviewLine", "SerialJobs", "TemplateWork", "Work",
-           "duration_text", "export", "job_view", "new_job", "preview", "read_rows", "text_result"]
+__all__ = ["CANCELLED", "COMPLETED", "PAUSED", "RUNNING", "DeleteRefused", "InputError", "ItemError", "ItemRun",
+           "JobForm", "JobRate", "JobRunner", "JobSpec", "JobView", "Preview", "PreviewLine", "SerialJobs",
+           "TemplateWork", "Work", "delete_job", "duration_text", "export", "job_view", "new_job", "owned_files",
+           "preview", "read_rows", "text_result"]

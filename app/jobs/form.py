@@ -1,12 +1,17 @@
 """The desktop's "New job" form, Qt-free: what the user typed becomes a JobSpec, and the
 first rows of the input are rendered with it before anything starts (a template naming a
-column the rows lack shows its error there, not after the job has run)."""
+column the rows lack shows its error there, not after the job has run). An optional JSON
+Schema is checked as the server checks response_format's (app/output_schema.py): one that
+cannot be enforced is refused here, in the server's words, and Start is not offered."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
 
-from app.jobs.spec import ItemError, JobSpec
+from app.jobs.spec import SCHEMA_WHERE, ItemError, JobSpec
+from app.output_schema import SchemaRefused, enforced_grammar
 from storage import ItemInput
 
 PREVIEW_ROWS = 3
@@ -17,10 +22,38 @@ class JobForm:
     template: str
     max_tokens: int = 256
     system_prompt: str = ""
+    schema_text: str = ""  # a JSON Schema every answer must follow; blank: free text
+
+    def schema(self) -> dict | None:
+        """The schema typed (or loaded), or None; SchemaProblem when it is not one to enforce."""
+        if not self.schema_text.strip():
+            return None
+        problem = schema_problem(self.schema_text)
+        if problem is not None:
+            raise SchemaProblem(problem)
+        return json.loads(self.schema_text)
 
     def spec(self) -> JobSpec:
         return JobSpec(template=self.template, system_prompt=self.system_prompt,
-                       sampling={"max_tokens": self.max_tokens})
+                       sampling={"max_tokens": self.max_tokens}, json_schema=self.schema())
+
+
+class SchemaProblem(ValueError):
+    pass
+
+
+@lru_cache(maxsize=16)  # the form previews again at every keystroke: compile a schema once
+def schema_problem(text: str) -> str | None:
+    """Why this text is not a JSON Schema the engine can enforce (None: it is one)."""
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        return f"The JSON Schema is not JSON: {exc}"
+    try:
+        enforced_grammar(schema, SCHEMA_WHERE)
+    except SchemaRefused as refused:
+        return f"The JSON Schema cannot be enforced: {refused}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +68,8 @@ class Preview:
     lines: tuple[PreviewLine, ...]
     columns: tuple[str, ...]  # the input's columns (its first rows')
     rows: int  # how many items the job would have
-    problem: str | None = None  # why the job cannot start (no rows, no template)
+    problem: str | None = None  # why the job cannot start (no rows, no template, a bad schema)
+    schema: dict | None = None  # the JSON Schema every answer will follow
 
     @property
     def ok(self) -> bool:
@@ -47,6 +81,9 @@ class Preview:
         if self.problem is not None:
             return self.problem
         parts = [f"{self.rows} row{'' if self.rows == 1 else 's'}; columns: {', '.join(self.columns) or '(none)'}"]
+        if self.schema is not None:
+            parts.append("Answers follow this JSON Schema (each one checked against it):\n"
+                         + json.dumps(self.schema, ensure_ascii=False))
         for line in self.lines:
             said = f"Error: {line.error}" if line.error is not None else line.prompt or ""
             parts.append(f"— row {line.seq + 1} —\n{said}")
@@ -60,7 +97,10 @@ def preview(form: JobForm, rows: list[ItemInput], count: int = PREVIEW_ROWS) -> 
         return Preview((), columns, 0, "The input has no rows.")
     if not form.template.strip():
         return Preview((), columns, len(rows), "Write a prompt template: $column or ${column} stands for a column.")
-    spec = form.spec()
+    try:
+        spec = form.spec()
+    except SchemaProblem as bad:
+        return Preview((), columns, len(rows), str(bad))
     lines = []
     for seq, row in enumerate(rows[:count]):
         if row.error is not None:
@@ -70,4 +110,4 @@ def preview(form: JobForm, rows: list[ItemInput], count: int = PREVIEW_ROWS) -> 
             lines.append(PreviewLine(seq, spec.prompt(row.fields)))
         except ItemError as bad:
             lines.append(PreviewLine(seq, None, str(bad)))
-    return Preview(tuple(lines), columns, len(rows))
+    return Preview(tuple(lines), columns, len(rows), schema=spec.json_schema)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from app.jobs.deletion import refusal
 from storage import JobRecord
 
 RATE_WINDOW_S = 120.0  # the rate is of the finishes in the last two minutes
@@ -64,6 +65,9 @@ class JobView:
     total: int
     rate: float | None = None  # items a minute (while running here)
     eta_s: float | None = None
+    # The window may delete it: every template job (one it runs is cancelled first, one a
+    # kill left running is deleted after the confirmation says so), a server batch once ended.
+    deletable: bool = True
 
     @property
     def finished(self) -> int:
@@ -90,12 +94,16 @@ def job_view(job: JobRecord, counts: dict[str, int], running_here: bool, rate: J
     """running_here: this window runs it now. A template job stored as running that is not
     is one a quit or a kill cut: interrupted (its unfinished items are pending; resume runs them)."""
     state = job.status
+    if job.kind != "template" and isinstance(job.spec.get("status"), str):
+        state = job.spec["status"]  # a server batch: OpenAI's status (in_progress, expired...), not its runner's
     if job.kind == "template" and state == "running" and not running_here:
         state = "interrupted"
     total = sum(counts.values())
-    view = JobView(job.id, job.kind, job.source, state, counts.get("done", 0), counts.get("failed", 0), total)
+    deletable = job.kind == "template" or refusal(job) is None
+    view = JobView(job.id, job.kind, job.source, state, counts.get("done", 0), counts.get("failed", 0), total,
+                   deletable=deletable)
     if running_here and rate is not None:
         remaining = total - view.finished
         return JobView(view.id, view.kind, view.source, "running", view.done, view.failed, total,
-                       rate.per_minute(), rate.eta_s(remaining))
+                       rate.per_minute(), rate.eta_s(remaining), deletable)
     return view

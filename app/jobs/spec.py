@@ -4,9 +4,12 @@ sampling and an optional JSON Schema; the chat request one item becomes."""
 from __future__ import annotations
 
 import string
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+from app.output_schema import enforced_grammar
 from inference import SPARE_PRIORITY, ChatRequest, SamplingParams
+
+SCHEMA_WHERE = "json_schema"  # how a refused schema's path starts: "json_schema.properties.age uses 'not'..."
 
 
 class ItemError(ValueError):
@@ -35,16 +38,18 @@ class JobSpec:
         except ValueError as bad:
             raise ItemError(f"the template is malformed: {bad}") from None
 
-    def request(self, row: dict, request_id: str) -> ChatRequest:
-        """The item as a chat request, at the engine's spare-capacity priority: any chat goes first."""
+    def grammar(self) -> str | None:
+        """The json_schema's grammar (None without one); SchemaRefused when it cannot be
+        enforced, in the words the server uses for response_format (app/output_schema.py)."""
+        return None if self.json_schema is None else enforced_grammar(self.json_schema, SCHEMA_WHERE)
+
+    def request(self, row: dict, request_id: str, grammar: str | None = None) -> ChatRequest:
+        """The item as a chat request, at the engine's spare-capacity priority: any chat goes
+        first. grammar: self.grammar(), compiled once by the caller for every item."""
         messages: list[dict] = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": self.prompt(row)})
         sampling = SamplingParams(**self.sampling)
         if self.json_schema is not None:
-            from dataclasses import replace
-
-            from inference import schema_grammar
-
-            sampling = replace(sampling, grammar=schema_grammar(self.json_schema))
+            sampling = replace(sampling, grammar=grammar if grammar is not None else self.grammar())
         return ChatRequest(messages=tuple(messages), sampling=sampling, priority=SPARE_PRIORITY,
                            request_id=request_id)

@@ -5,8 +5,12 @@ over a row); the server's OpenAI batches bring their own (app/server/batches/wor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
 from app.jobs.spec import ItemError, JobSpec
 from inference import ChatRequest, Delta, FinishReason
@@ -36,19 +40,43 @@ class Work(Protocol):
 class TemplateWork:
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
+        self._grammar: str | None = None  # the json_schema's, compiled once for every item
+        self._check: AnswerCheck | None = AnswerCheck(spec.json_schema) if spec.json_schema is not None else None
 
     def start(self, item: ItemRecord, request_id: str) -> ItemRun | ItemResult:
         try:
-            return TextRun(self.spec.request(item.fields, request_id))
-        except (ItemError, ValueError) as bad:
+            if self.spec.json_schema is not None and self._grammar is None:
+                self._grammar = self.spec.grammar()
+            return TextRun(self.spec.request(item.fields, request_id, self._grammar), self._check)
+        except (ItemError, ValueError) as bad:  # SchemaRefused too: every item says why
             return ItemResult(answer=None, finish_reason=None, error=str(bad))
 
 
-class TextRun:
-    """One request; the answer is its text."""
+class AnswerCheck:
+    """An answer against the job's JSON Schema (jsonschema, the reference validator): the
+    grammar makes a valid answer, but one cut by max_tokens is not whole JSON."""
 
-    def __init__(self, chat: ChatRequest) -> None:
+    def __init__(self, schema: dict) -> None:
+        self.validator = jsonschema.validators.validator_for(schema)(schema)
+
+    def problem(self, answer: str) -> str | None:
+        try:
+            value = json.loads(answer)
+        except ValueError as exc:
+            return f"the answer is not JSON ({exc}); raise max tokens if it was cut"
+        error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        if error is None:
+            return None
+        where = "".join(f"[{p!r}]" for p in error.absolute_path) or "the top"
+        return f"the answer does not follow the JSON Schema: at {where}, {error.message}"
+
+
+class TextRun:
+    """One request; the answer is its text (checked against the job's schema, if it has one)."""
+
+    def __init__(self, chat: ChatRequest, check: AnswerCheck | None = None) -> None:
         self.requests: Sequence[ChatRequest] = (chat,)
+        self._check = check
         self._parts: list[str] = []
         self._last: Delta | None = None
 
@@ -59,7 +87,12 @@ class TextRun:
 
     def result(self, seconds: float) -> ItemResult:
         assert self._last is not None
-        return text_result(self._last, "".join(self._parts), seconds)
+        result = text_result(self._last, "".join(self._parts), seconds)
+        if self._check is not None and result.error is None and result.answer is not None:
+            problem = self._check.problem(result.answer)
+            if problem is not None:  # failed, its answer kept to be read (and retried)
+                return replace(result, error=problem)
+        return result
 
 
 def text_result(delta: Delta, text: str, seconds: float) -> ItemResult:

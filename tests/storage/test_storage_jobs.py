@@ -94,8 +94,17 @@ def test_deleting_a_job_deletes_its_items(jobs):
     make_job(jobs, n=2)
     jobs.set_status("job_1", "cancelled")
     assert jobs.get("job_1").status == "cancelled"
-    assert jobs.delete("job_1") is True and jobs.delete("job_1") is False
+    other = jobs.create(JobRecord(id="job_2", kind="template", status="queued", spec={}),
+                        [ItemInput(fields={"n": 1})])
+    first = jobs.pending("job_1")[0]
+    jobs.finish(first.id, ItemResult(answer="kept?", finish_reason="stop"))
+    gone = jobs.delete("job_1")
+    assert gone is not None and gone.id == "job_1" and gone.status == "cancelled"
+    assert jobs.delete("job_1") is None and jobs.get("job_1") is None
     assert jobs.items("job_1") == []
+    with jobs.db.begin() as s:  # no orphan row left, results included
+        assert s.query(JobItem).filter(JobItem.job_id == "job_1").count() == 0
+    assert [i.fields for i in jobs.items(other.id)] == [{"n": 1}]  # another job's items stay
 
 
 def test_update_adds_items_after_the_last_and_changes_status_and_spec_together(jobs):

@@ -25,18 +25,23 @@ from PySide6.QtCore import Qt, QTimer
 from app.jobs import (
     CANCELLED,
     PAUSED,
+    DeleteRefused,
     InputError,
     JobForm,
     JobRate,
     JobRunner,
     JobView,
     SerialJobs,
+    delete_job,
     export,
     job_view,
     new_job,
+    owned_files,
     preview,
     read_rows,
 )
+from app.paths import files_dir
+from app.server.batches.files import delete_file
 from inference import EngineClient
 from storage import ItemInput, JobRecord, JobsRepository
 from ui.services.context import ControllerContext
@@ -92,6 +97,7 @@ class JobsController:
         self.dialog: NewJobDialog | None = None
         self.timer: QTimer | None = None  # the window's list read again while it is open
         self.runs: dict[str, JobRun] = {}
+        self.deleting: set[str] = set()  # running jobs cancelled to be deleted once their runner stops
         self.records: dict[str, JobRecord] = {}  # the jobs last listed
         self._input: tuple[str, list[ItemInput]] | None = None  # the New job dialog's rows, read
         ctx.window.menus.jobs_action.triggered.connect(lambda _checked=False: self.show())
@@ -109,6 +115,7 @@ class JobsController:
             window.resume_requested.connect(self.start)
             window.retry_requested.connect(self.retry_failed)
             window.export_requested.connect(self.export)
+            window.delete_requested.connect(self.delete)
             window.selected.connect(self._list_failed)
             self.timer = QTimer(window)
             self.timer.setInterval(LIST_EVERY_MS)
@@ -182,6 +189,10 @@ class JobsController:
 
     def _ended(self, job_id: str, status: str) -> None:
         self.runs.pop(job_id, None)
+        if job_id in self.deleting:  # its runner has stopped writing: now it can go
+            self.deleting.discard(job_id)
+            self.delete(job_id)
+            return
         jobs = self.jobs
 
         def said(counts: dict[str, int]) -> None:
@@ -218,6 +229,31 @@ class JobsController:
 
         return self.ctx.storage.run(lambda: export(jobs, job_id, Path(path)), said)
 
+    def delete(self, job_id: str) -> asyncio.Task | None:
+        """Deletes the job with its items (one transaction, app/jobs/deletion.py). One running
+        here is cancelled first and deleted when its runner has stopped (no result of it lands
+        after); a server batch's output and error files go with it."""
+        run = self.runs.get(job_id)
+        if run is not None:
+            self.deleting.add(job_id)
+            run.ask(CANCELLED)
+            return None
+        jobs, folder = self.jobs, files_dir(self.ctx.repo.db.path.parent)
+
+        def gone() -> str:
+            try:  # forced: the window's confirmation said a job a kill left running goes too
+                job = delete_job(jobs, job_id, force=True)
+            except DeleteRefused as refused:
+                return f"Not deleted: {refused}"
+            removed = [fid for fid in owned_files(job) if delete_file(folder, fid)]
+            return f"Deleted job {job_id}" + (f" and its files {', '.join(removed)}" if removed else "")
+
+        def said(text: str) -> None:
+            self.ctx.window.statusBar().showMessage(text, STATUS_MESSAGE_MS)
+            self.refresh()
+
+        return self.ctx.storage.run(gone, said)
+
     def shutdown(self) -> None:
         """At quit, before the engines stop: each running job pauses and hands its requests
         back (its unfinished items stay pending for the next start's Resume)."""
@@ -238,6 +274,7 @@ class JobsController:
             dialog = self.dialog = NewJobDialog(parent)
             dialog.file_chosen.connect(self._read_input)
             dialog.form_changed.connect(self._preview)
+            dialog.schema_file_chosen.connect(self._read_schema)
             dialog.start_requested.connect(self._create)
             dialog.finished.connect(self._dialog_closed)
         self.dialog.show()
@@ -261,6 +298,29 @@ class JobsController:
 
         return self.ctx.storage.run(read, lambda rows: self._input_read(path, rows))
 
+    def _read_schema(self, path: str) -> asyncio.Task | None:
+        """A JSON Schema file into the dialog's box (read on the storage thread); the preview
+        then checks it as any typed schema."""
+        if not path:
+            return None
+
+        def read() -> tuple[str | None, str | None]:
+            try:
+                return Path(path).read_text(encoding="utf-8"), None
+            except (OSError, UnicodeDecodeError) as exc:
+                return None, f"The JSON Schema file cannot be read: {exc}"
+
+        def loaded(read: tuple[str | None, str | None]) -> None:
+            text, problem = read
+            if self.dialog is None:
+                return
+            if text is not None:
+                self.dialog.set_schema_text(text)
+            else:
+                self.dialog.show_problem(problem or "")
+
+        return self.ctx.storage.run(read, loaded)
+
     def _input_read(self, path: str, rows: list[ItemInput] | str) -> None:
         dialog = self.dialog
         if dialog is None or dialog.path_edit.text().strip() != path:
@@ -279,7 +339,12 @@ class JobsController:
     def _create(self, path: str, form: JobForm) -> asyncio.Task | None:
         if self._input is None or self._input[0] != path:
             return None
-        rows, jobs, spec = self._input[1], self.jobs, form.spec()
+        try:
+            spec = form.spec()  # the schema was checked by the preview that offered Start
+        except ValueError as bad:
+            self.dialog.show_problem(str(bad)) if self.dialog is not None else None
+            return None
+        rows, jobs = self._input[1], self.jobs
         if self.dialog is not None:
             self.dialog.accept()
         then: Callable[[str], object] = self.start

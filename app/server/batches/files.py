@@ -50,6 +50,17 @@ def new_file_id() -> str:
     return ID_PREFIX + uuid.uuid4().hex[:24]
 
 
+def delete_file(folder: Path, file_id: str) -> bool:
+    """Removes one whole file; False when there is none. Needs no FileStore: opening one
+    removes the partial files, which a server running beside `chorus batch delete` may be
+    writing."""
+    if not _ID.fullmatch(file_id) or not (folder / f"{file_id}.json").exists():
+        return False
+    (folder / f"{file_id}.json").unlink(missing_ok=True)  # first: from here on it is gone
+    (folder / f"{file_id}.data").unlink(missing_ok=True)
+    return True
+
+
 class FileStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -95,11 +106,7 @@ class FileStore:
         return self._publish(file_id, partial, filename, purpose)
 
     def delete(self, file_id: str) -> bool:
-        if self.get(file_id) is None:
-            return False
-        self._meta(file_id).unlink(missing_ok=True)  # first: from here on it is gone
-        self._data(file_id).unlink(missing_ok=True)
-        return True
+        return delete_file(self.folder, file_id)
 
     def _publish(self, file_id: str, partial: Path, filename: str, purpose: str) -> StoredFile:
         stored = StoredFile(id=file_id, filename=filename, bytes=partial.stat().st_size, created_at=int(time.time()),

@@ -11,19 +11,33 @@ KIND = "openai"
 ID_PREFIX = "batch_"
 
 VALIDATING, FAILED, IN_PROGRESS, FINALIZING = "validating", "failed", "in_progress", "finalizing"
-COMPLETED, CANCELLING, CANCELLED = "completed", "cancelling", "cancelled"
-TERMINAL = (FAILED, COMPLETED, CANCELLED)
+COMPLETED, CANCELLING, CANCELLED, EXPIRED = "completed", "cancelling", "cancelled", "expired"
+TERMINAL = (FAILED, COMPLETED, CANCELLED, EXPIRED)
+# completion_window: how long a batch has to finish from its creation. One not finished by
+# then ends expired (its finished requests kept in the output file, the rest in the error
+# file as batch_expired); spec["expiring"] marks one finalizing because its window passed.
+WINDOW_S = {"24h": 24 * 3600}
 # The time each status is entered at (a field of the object).
 ENTERED_AT = {IN_PROGRESS: "in_progress_at", FINALIZING: "finalizing_at", COMPLETED: "completed_at",
-              FAILED: "failed_at", CANCELLING: "cancelling_at", CANCELLED: "cancelled_at"}
+              FAILED: "failed_at", CANCELLING: "cancelling_at", CANCELLED: "cancelled_at", EXPIRED: "expired_at"}
 TIMES = ("in_progress_at", "expires_at", "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at",
          "cancelled_at")
 
 
 def new_spec(endpoint: str, input_file_id: str, completion_window: str, metadata: dict | None, model: str) -> dict:
+    created = int(time.time())
     return {"endpoint": endpoint, "input_file_id": input_file_id, "completion_window": completion_window,
-            "metadata": metadata, "model": model, "status": VALIDATING, "created_at": int(time.time()),
+            "metadata": metadata, "model": model, "status": VALIDATING, "created_at": created,
+            "expires_at": created + WINDOW_S.get(completion_window, WINDOW_S["24h"]),
             "errors": None, "output_file_id": None, "error_file_id": None}
+
+
+def expires_at(spec: dict) -> int:
+    """When the batch's window ends (a batch stored before expiry was built: from its creation)."""
+    stored = spec.get("expires_at")
+    if isinstance(stored, int):
+        return stored
+    return int(spec["created_at"]) + WINDOW_S.get(spec.get("completion_window", "24h"), WINDOW_S["24h"])
 
 
 def moved(spec: dict, status: str, **fields: object) -> dict:
@@ -41,6 +55,7 @@ def batch_object(job_id: str, spec: dict, counts: dict[str, int]) -> dict:
            "output_file_id": spec.get("output_file_id"), "error_file_id": spec.get("error_file_id"),
            "created_at": spec["created_at"]}
     obj.update({name: spec.get(name) for name in TIMES})
+    obj["expires_at"] = expires_at(spec)
     done, failed = counts.get("done", 0), counts.get("failed", 0)
     obj["request_counts"] = {"total": done + failed + counts.get("pending", 0), "completed": done, "failed": failed}
     obj["metadata"] = spec.get("metadata")

@@ -5,7 +5,8 @@ in the input's order, {"id": "batch_req_...", "custom_id", "response": {"status_
 The output file holds the requests answered (status 200, the body the live route would have
 sent); the error file those refused (status 400 with the route's error body, as OpenAI
 writes a request it refused), those that failed with no HTTP answer ("error": {code,
-message}), and, for a cancelled batch, those that never ran (code "batch_cancelled")."""
+message}), and, for a cancelled batch, those that never ran (code "batch_cancelled"); for an
+expired one, "batch_expired", as OpenAI writes them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from storage import ItemRecord
 
 CANCELLED = {"code": "batch_cancelled", "message": "the batch was cancelled before this request ran"}
+EXPIRED = {"code": "batch_expired", "message": "the batch's completion window ended before this request ran"}
 
 
 def line_id(job_id: str, seq: int) -> str:
@@ -23,14 +25,14 @@ def line_id(job_id: str, seq: int) -> str:
     return "batch_req_" + hashlib.sha256(f"{job_id}/{seq}".encode()).hexdigest()[:24]
 
 
-def result_line(item: ItemRecord, cancelled: bool = False) -> tuple[bool, dict] | None:
+def result_line(item: ItemRecord, cancelled: bool = False, expired: bool = False) -> tuple[bool, dict] | None:
     """(whether it goes to the output file, its line); None for an item still pending in a
-    batch that was not cancelled (it has no line yet)."""
+    batch that was neither cancelled nor expired (it has no line yet)."""
     line: dict = {"id": line_id(item.job_id, item.seq), "custom_id": item.custom_id, "response": None, "error": None}
     if item.state == "pending":
-        if not cancelled:
+        if not (cancelled or expired):
             return None
-        line["error"] = dict(CANCELLED)
+        line["error"] = dict(EXPIRED if expired else CANCELLED)
         return False, line
     response = _response(item.answer)
     if response is not None:
@@ -40,12 +42,13 @@ def result_line(item: ItemRecord, cancelled: bool = False) -> tuple[bool, dict] 
     return False, line
 
 
-def split_lines(items: Iterable[ItemRecord], cancelled: bool = False) -> tuple[list[dict], list[dict]]:
+def split_lines(items: Iterable[ItemRecord], cancelled: bool = False,
+                expired: bool = False) -> tuple[list[dict], list[dict]]:
     """(the output file's lines, the error file's lines)."""
     output: list[dict] = []
     errors: list[dict] = []
     for item in items:
-        placed = result_line(item, cancelled)
+        placed = result_line(item, cancelled, expired)
         if placed is not None:
             (output if placed[0] else errors).append(placed[1])
     return output, errors

@@ -36,7 +36,7 @@ from app.server.http.errors import ApiError
 
 T = TypeVar("T")
 UPLOAD_TIMEOUT_S = 600.0  # a whole upload, however large, within this long
-WINDOWS = ("24h",)  # OpenAI's only completion_window; a batch here has no deadline
+WINDOWS = ("24h",)  # OpenAI's only completion_window: a batch not finished by then expires
 MAX_METADATA = 16
 
 

@@ -2,10 +2,12 @@
 kind "openai" in the chat database) and the thread that runs them.
 
 A batch goes validating -> in_progress -> finalizing -> completed (or failed at validation,
-or cancelling -> cancelled). Validation runs in a thread of its own as soon as the batch is
-created; one worker thread then runs the batches in_progress, oldest first, one at a time,
-through app/jobs' runner at the engine's spare priority (a chat or an API call always goes
-first), and writes each one's output and error files. Every step is stored as it happens,
+or cancelling -> cancelled, or, when its completion_window ends first, finalizing ->
+expired: what finished is kept, the rest listed as batch_expired). Validation runs in a
+thread of its own as soon as the batch is created; one worker thread then runs the batches
+in_progress, oldest first, one at a time, through app/jobs' runner at the engine's spare
+priority (a chat or an API call always goes first), and writes each one's output and error
+files. Every step is stored as it happens,
 so a server stopped (or killed) at any point takes each batch up where it was when it starts
 again: validation again, the requests still pending, the files written again (same ids).
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 DEFAULT_WINDOW = 4  # requests in flight when the engine does not say its width
 RETRY_S = 5.0  # a batch paused by an engine that refused waits this long before going on
 JOIN_S = 10.0
+WATCH_S = 1.0  # how often a running batch's window is looked at
 
 
 class BatchError(Exception):
@@ -65,6 +69,7 @@ class BatchService:
         self._runner: tuple[str, JobRunner] | None = None  # the batch running now
         self._closing = False
         self._threads: list[threading.Thread] = []
+        self.clock: Callable[[], float] = time.time  # the windows' clock (a test moves it on)
 
     @property
     def enabled(self) -> bool:
@@ -222,9 +227,11 @@ class BatchService:
                     self._lock.wait(RETRY_S)
 
     def _next(self) -> JobRecord | None:
-        """The oldest batch with work to do: its files to write first, then one to run."""
+        """The oldest batch with work to do: its files to write first, then one to run. A
+        batch in progress whose window has ended (one waiting for its model, or one whose
+        window ended while no server ran) is moved to finalizing as expiring first."""
         assert self.jobs is not None
-        batches = self._batches()
+        batches = [self._expire_if_due(job) for job in self._batches()]
         for job in batches:
             if job.spec["status"] == ob.IN_PROGRESS and job.status == RUNNER_CANCELLED:
                 # cancelled by `chorus batch cancel` while no server ran it
@@ -248,11 +255,17 @@ class BatchService:
             if self._closing:
                 return
             self._runner = (job.id, runner)
+        ran = threading.Event()
+        watch = threading.Thread(target=self._watch, args=(job.id, ob.expires_at(job.spec), ran),
+                                 name="chorus-batch-window", daemon=True)
+        watch.start()
         try:
             ended = runner.run()
         finally:
+            ran.set()
             with self._lock:
                 self._runner = None
+            watch.join(JOIN_S)
         with self._lock:
             current = self.jobs.get(job.id)
             assert current is not None
@@ -261,15 +274,38 @@ class BatchService:
             elif current.spec["status"] == ob.IN_PROGRESS and not self._closing:
                 self._lock.wait(RETRY_S)  # the engine refused: paused, tried again in a while
                 return
-        if ended == RUNNER_COMPLETED or current.spec["status"] == ob.CANCELLING:
+        if ended == RUNNER_COMPLETED or current.spec["status"] in (ob.CANCELLING, ob.FINALIZING):
             self._finalize(job.id)
+
+    def _watch(self, batch_id: str, deadline: int, ran: threading.Event) -> None:
+        """While the batch runs: once its window ends, it expires (its runner cancelled: the
+        requests in flight are handed back, pending, and listed as batch_expired)."""
+        while not ran.wait(min(WATCH_S, max(0.0, deadline - self.clock()))):
+            if self.clock() >= deadline:
+                with self._lock:
+                    job = self.jobs.get(batch_id) if self.jobs is not None else None
+                    if job is not None and job.spec["status"] == ob.IN_PROGRESS:
+                        self._expire_if_due(job)
+                        if self._runner is not None and self._runner[0] == batch_id:
+                            self._runner[1].cancel()
+                return
+
+    def _expire_if_due(self, job: JobRecord) -> JobRecord:
+        """An in-progress batch past its window, moved to finalizing as expiring (under the lock)."""
+        assert self.jobs is not None
+        if job.spec["status"] != ob.IN_PROGRESS or self.clock() < ob.expires_at(job.spec):
+            return job
+        log.info("batch %s: its completion window ended: it expires", job.id)
+        self.jobs.update(job.id, spec=ob.moved(job.spec, ob.FINALIZING, expiring=True))
+        return self.jobs.get(job.id) or job
 
     def _finalize(self, batch_id: str) -> None:
         files, jobs = self.repository()
         job = jobs.get(batch_id)
         assert job is not None
         cancelled = job.spec["status"] == ob.CANCELLING
-        output, errors = split_lines(jobs.items(batch_id), cancelled=cancelled)
+        expired = bool(job.spec.get("expiring"))
+        output, errors = split_lines(jobs.items(batch_id), cancelled=cancelled, expired=expired)
         hexid = batch_id.removeprefix(ob.ID_PREFIX)
         # Ids of the batch's own: written again after a crash, the same files replaced.
         output_id = files.write(f"file-{hexid}-output", f"{batch_id}_output.jsonl", "batch_output",
@@ -279,7 +315,8 @@ class BatchService:
         with self._lock:
             current = jobs.get(batch_id)
             assert current is not None
-            status = ob.CANCELLED if current.spec["status"] == ob.CANCELLING else ob.COMPLETED
+            status = (ob.CANCELLED if current.spec["status"] == ob.CANCELLING
+                      else ob.EXPIRED if current.spec.get("expiring") else ob.COMPLETED)
             jobs.update(batch_id, spec=ob.moved(current.spec, status, output_file_id=output_id, error_file_id=error_id))
         log.info("batch %s %s: %d answered, %d in the error file", batch_id, status, len(output), len(errors))
 

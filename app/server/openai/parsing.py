@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.output_schema import SchemaRefused, enforced_grammar
 from app.server.calls.images import data_url_part, is_image, within_limit
 from app.server.calls.parsing import (
     ROLES,
@@ -24,7 +25,7 @@ from app.server.calls.parsing import (
     stop_strings,
     valid_text,
 )
-from inference import JSON_OBJECT, OPENAI, UNLIMITED, ChatRequest, SamplingParams, SchemaError, schema_grammar
+from inference import JSON_OBJECT, OPENAI, UNLIMITED, ChatRequest, SamplingParams
 
 MAX_CHOICES = 4
 MAX_STOP = 4
@@ -165,10 +166,11 @@ def schema_format_grammar(spec: Any, where: str) -> str:
 
 
 def grammar_of_schema(schema: dict, where: str) -> str:
+    """The check the Jobs window and `chorus batch run --schema` make too (app/output_schema.py)."""
     try:
-        return schema_grammar(schema)
-    except SchemaError as exc:
-        raise bad(where + exc.path, f"uses {exc.keyword!r}, which {exc.reason}") from None
+        return enforced_grammar(schema, where)
+    except SchemaRefused as exc:
+        raise bad(exc.param, exc.reason) from None
 
 
 def _common(body: dict) -> tuple[int, bool, bool]:

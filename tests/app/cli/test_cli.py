@@ -54,7 +54,7 @@ def test_every_command_is_there_with_a_handler() -> None:
     assert set(paths) == {
         ("chat",), ("ask",), ("app",), ("serve",), ("export",), ("import",), ("list",), ("backup",),
         ("batch",), ("batch", "run"), ("batch", "list"), ("batch", "status"), ("batch", "cancel"),
-        ("batch", "export"),
+        ("batch", "export"), ("batch", "delete"),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
         ("bench-grammar",), ("bench-schemas",), ("bench-documents",), ("bench-agents",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
@@ -63,7 +63,7 @@ def test_every_command_is_there_with_a_handler() -> None:
     required = {"ask": ["f.txt", "-q", "x"], "bench-schemas": ["--data", "sets"], "export": ["out.md"],
                 "import": ["in.json"], "backup": ["copy.db"], "rm": ["x"], "defaults": ["x"], "search": ["gemma"],
                 "pull": ["owner/repo"], "status": ["job_1"],
-                "cancel": ["job_1"], "batch export": ["job_1", "out.csv"]}
+                "cancel": ["job_1"], "delete": ["job_1"], "batch export": ["job_1", "out.csv"]}
     for path in paths:
         args = parser.parse_args([*path, *required.get(" ".join(path), required.get(path[-1], []))])
         assert callable(args.handler), path

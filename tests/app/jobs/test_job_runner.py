@@ -67,3 +67,20 @@ def test_a_stopped_job_is_finished_by_a_new_runner_exactly_once(jobs, shared_eng
     assert [i.state for i in items] == ["done"] * 8
     assert {i.seq: i.answer for i in items if i.seq in done_before} == done_before  # not redone
     assert len(finished) == 8 - len(done_before) == len(set(finished))
+
+
+def test_a_job_with_a_json_schema_answers_json_that_follows_it(jobs, shared_engine):
+    """The schema's grammar is applied to every item: the real model's answers parse and
+    validate (max_tokens leaves room for the whole object)."""
+    import json
+
+    person = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+              "required": ["name", "age"], "additionalProperties": False}
+    spec = JobSpec(template="Describe person number $n as JSON.", json_schema=person,
+                   sampling={"max_tokens": 48, "temperature": 0.0})
+    job = new_job(jobs, rows(3), spec)
+    assert JobRunner(jobs, shared_engine, job.id, window=3).run() == COMPLETED
+    items = jobs.items(job.id)
+    assert [i.state for i in items] == ["done"] * 3, [i.error for i in items]
+    assert all(set(json.loads(i.answer)) == {"name", "age"} for i in items)

@@ -77,6 +77,12 @@ def test_a_template_job_left_running_is_shown_interrupted_and_resumable():
     assert live.eta_s == pytest.approx(45.0)
     batch = JobRecord(id="batch_1", kind="openai", status="in_progress", spec={})
     assert not job_view(batch, counts, running_here=False).resumable  # the server runs its batches
+    expired = job_view(JobRecord(id="batch_2", kind="openai", status="cancelled", spec={"status": "expired"}),
+                       counts, running_here=False)
+    assert expired.state == "expired" and expired.deletable  # OpenAI's status, not the runner's
+    going = job_view(JobRecord(id="batch_3", kind="openai", status="running", spec={"status": "in_progress"}),
+                     counts, running_here=False)
+    assert going.state == "in_progress" and not going.deletable
     done = job_view(JobRecord(id="job_2", kind="template", status="completed", spec={}), {"done": 2}, False)
     assert not done.resumable and done.progress_text() == "2/2"
 

@@ -12,13 +12,13 @@ import json
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.jobs import JobSpec, new_job
 from app.jobs.inputs import csv_rows
 from inference import SPARE_PRIORITY
 from inference.outputs import FinishReason
-from storage import ItemResult, JobsRepository
+from storage import ItemResult, JobRecord, JobsRepository
 from tests.support.desk import ScriptedEngine
 from tests.support.gui_app import SCREENSHOTS, WAIT_MS
 from tests.support.window import menu_action
@@ -205,6 +205,124 @@ def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_e
     assert stored.counts(job.id) == {"pending": 4, "done": 1, "failed": 0}
     stop_jobs(desk)
     qtbot.waitUntil(lambda: state_of(window, job.id) == "paused" and window.buttons["resume"].isEnabled())
+
+
+def test_a_json_schema_in_the_new_job_form_is_checked_stored_applied_and_each_answer_validated(
+        desk, jobs_engine, tmp_path):
+    qtbot, jobs, stored = desk.qtbot, desk.controllers.jobs, JobsRepository(desk.repo.db)
+    people = tmp_path / "people.csv"
+    people.write_text("name\nAda\nAlan\n", encoding="utf-8")
+    person = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name", "age"]}
+    schema_file = tmp_path / "person.schema.json"
+    schema_file.write_text(json.dumps(person), encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Describe $name as JSON.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.keyClicks(dialog.schema_edit, '{"type": "object", "properties": {"age": {"not": {"type": "string"}}}}')
+    qtbot.waitUntil(lambda: dialog.preview_box.toPlainText() == (
+        "The JSON Schema cannot be enforced: json_schema.properties.age uses 'not', which is not supported: "
+        "no grammar can enforce it"))  # the server's words for response_format's json_schema
+    assert not dialog.start_button.isEnabled()
+
+    qtbot.mouseClick(dialog.schema_button, Qt.MouseButton.LeftButton)  # Load…: the file replaces the text
+    file_dialog = next(d for d in dialog.findChildren(QFileDialog) if d.isVisible())
+    file_dialog.selectFile(str(schema_file))
+    file_dialog.accept()
+    qtbot.waitUntil(lambda: json.loads(dialog.schema_edit.toPlainText() or "null") == person)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    shown = dialog.preview_box.toPlainText()
+    assert "Answers follow this JSON Schema (each one checked against it):" in shown
+    assert '"required": ["name", "age"]' in shown and "Describe Ada as JSON." in shown
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert dialog.grab().save(str(SCREENSHOTS / "new-job-schema.png"))
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
+    job_id = jobs_engine.requests[0].split("-")[1]
+    assert stored.get(job_id).spec["json_schema"] == person
+    grammars = {chat.sampling.grammar for chat in jobs_engine.chats}
+    assert len(grammars) == 1 and None not in grammars  # every item's request follows the schema
+    jobs_engine.write(jobs_engine.requests[0], '{"name": "Ada", "age": 36}', tokens=8)
+    jobs_engine.end(jobs_engine.requests[0])
+    jobs_engine.write(jobs_engine.requests[1], '{"name": "Alan", "a', tokens=16)
+    jobs_engine.end(jobs_engine.requests[1], FinishReason.LENGTH)  # cut by max tokens: not whole JSON
+    qtbot.waitUntil(lambda: row_of(window, job_id)[2:4] == ["completed", "2/2 · 1 failed"], timeout=10_000)
+    qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
+    assert window.failed_table.item(0, 0).text() == "2"
+    assert window.failed_table.item(0, 2).text().startswith("the answer is not JSON (")
+    assert [(i.state, i.answer) for i in stored.items(job_id)] == [
+        ("done", '{"name": "Ada", "age": 36}'), ("failed", '{"name": "Alan", "a')]
+    stop_jobs(desk)
+
+
+def answer_delete_box(qtbot, window, button: QMessageBox.StandardButton) -> None:
+    qtbot.waitUntil(lambda: window.delete_box is not None and window.delete_box.isVisible())
+    qtbot.mouseClick(window.delete_box.button(button), Qt.MouseButton.LeftButton)
+
+
+def test_the_delete_key_deletes_the_selected_job_after_asking(desk, jobs_engine):
+    qtbot, stored = desk.qtbot, JobsRepository(desk.repo.db)
+    spec = JobSpec(template="Count to $n.")
+    kept = new_job(stored, csv_rows("n\n1\n"), spec, source="kept.csv")
+    done = new_job(stored, csv_rows("n\n1\n2\n"), spec, source="done.csv")
+    for item in stored.pending(done.id):
+        stored.finish(item.id, ItemResult(answer="ok", finish_reason="stop"))
+    stored.set_status(done.id, "completed")
+    window = open_jobs(desk)
+    qtbot.waitUntil(lambda: [v.id for v in window.views] == [done.id, kept.id])  # newest first, selected
+    assert window.buttons["delete"].isEnabled()
+    window.table.setFocus()
+    qtbot.keyClick(window.table, Qt.Key.Key_Delete)
+    assert f"Delete job {done.id} (done.csv) with its 2 items" in window.delete_box.text()
+    answer_delete_box(qtbot, window, QMessageBox.StandardButton.No)  # asked, and kept
+    qtbot.waitUntil(lambda: window.delete_box is None)
+    desk.settled()
+    assert stored.get(done.id) is not None and len(window.views) == 2
+
+    first = window.table.visualItemRect(window.table.item(0, 0)).center()
+    qtbot.mouseClick(window.table.viewport(), Qt.MouseButton.LeftButton, pos=first)  # back to the list
+    qtbot.keyClick(window.table, Qt.Key.Key_Delete)
+    answer_delete_box(qtbot, window, QMessageBox.StandardButton.Yes)
+    qtbot.waitUntil(lambda: [v.id for v in window.views] == [kept.id])
+    assert stored.get(done.id) is None and stored.items(done.id) == []
+    assert f"Deleted job {done.id}" in desk.window.statusBar().currentMessage()
+    assert len(stored.items(kept.id)) == 1
+    stop_jobs(desk)
+
+
+def test_deleting_a_running_job_cancels_it_first_and_no_result_lands_after(desk, jobs_engine):
+    qtbot, jobs, stored = desk.qtbot, desk.controllers.jobs, JobsRepository(desk.repo.db)
+    job = new_job(stored, csv_rows("n\n1\n2\n3\n4\n5\n"), JobSpec(template="Count to $n."), source="n.csv")
+    window = open_jobs(desk)
+    jobs.start(job.id)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    jobs_engine.write(jobs_engine.requests[0], "1")
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    qtbot.mouseClick(window.buttons["delete"], Qt.MouseButton.LeftButton)
+    assert "It is running: it is cancelled first, then deleted." in window.delete_box.text()
+    answer_delete_box(qtbot, window, QMessageBox.StandardButton.Yes)
+    qtbot.waitUntil(lambda: not window.views and not jobs.runs, timeout=10_000)
+    assert window.empty_label.isVisible()
+    assert stored.get(job.id) is None and stored.items(job.id) == []
+    qtbot.waitUntil(lambda: f"Deleted job {job.id}" in desk.window.statusBar().currentMessage())
+    asked = len(jobs_engine.requests)  # the runner stopped: nothing more was asked of the engine
+    desk.settled()
+    assert len(jobs_engine.requests) == asked
+    stop_jobs(desk)
+
+
+def test_a_server_batch_still_running_cannot_be_deleted_from_the_window(desk, jobs_engine):
+    qtbot, stored = desk.qtbot, JobsRepository(desk.repo.db)
+    stored.create(JobRecord(id="batch_1", kind="openai", status="running",
+                            spec={"status": "in_progress", "input_file_id": "file-x"}, source="in.jsonl"), [])
+    window = open_jobs(desk)
+    qtbot.waitUntil(lambda: [v.id for v in window.views] == ["batch_1"])
+    assert not window.buttons["delete"].isEnabled()
+    window.table.setFocus()
+    qtbot.keyClick(window.table, Qt.Key.Key_Delete)
+    assert window.delete_box is None and stored.get("batch_1") is not None
+    stop_jobs(desk)
 
 
 def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):

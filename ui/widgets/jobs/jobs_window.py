@@ -1,18 +1,21 @@
 """Chat → Jobs…: the chat database's background jobs (app/jobs), one row each (job, input,
 state, done/failed/total, items a minute and time left while one runs), and for the one
-selected a progress bar, its actions (Pause, Resume, Cancel, Retry failed, Export…) and its
-failed items with their errors. Not modal: it stays open beside the chats and follows the
-jobs live. It shows and asks; the controller (ui/controllers/jobs.py) does."""
+selected a progress bar, its actions (Pause, Resume, Cancel, Retry failed, Export…, Delete…,
+also the Delete key, after a confirmation) and its failed items with their errors. Not
+modal: it stays open beside the chats and follows the jobs live. It shows and asks; the
+controller (ui/controllers/jobs.py) does."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QTableWidget,
@@ -37,12 +40,14 @@ class JobsWindow(QDialog):
     retry_requested = Signal(str)
     export_requested = Signal(str, str)  # job id, path (.jsonl or .csv)
     selected = Signal(str)  # a job was selected: list its failed items
+    delete_requested = Signal(str)  # confirmed: delete the job (a running one is cancelled first)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Jobs")
         self.resize(860, 560)
         self.views: list[JobView] = []
+        self.delete_box: QMessageBox | None = None
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setAccessibleName("Jobs")
@@ -64,7 +69,7 @@ class JobsWindow(QDialog):
         self.buttons: dict[str, QPushButton] = {}
         row = QHBoxLayout()
         for key, text in (("new", "New job…"), ("pause", "Pause"), ("resume", "Resume"), ("cancel", "Cancel"),
-                          ("retry", "Retry failed"), ("export", "Export…")):
+                          ("retry", "Retry failed"), ("export", "Export…"), ("delete", "Delete…")):
             button = QPushButton(text)
             button.setAutoDefault(False)
             self.buttons[key] = button
@@ -76,6 +81,8 @@ class JobsWindow(QDialog):
                             ("cancel", self.cancel_requested), ("retry", self.retry_requested)):
             self.buttons[key].clicked.connect(lambda _c=False, s=signal: self._emit_for_selected(s))
         self.buttons["export"].clicked.connect(self.ask_export)
+        self.buttons["delete"].clicked.connect(self.ask_delete)
+        self.table.installEventFilter(self)  # the Delete key on the list asks to delete its job
         self.failed_label = QLabel("Failed items")
         self.failed_table = QTableWidget(0, 3)
         self.failed_table.setHorizontalHeaderLabels(("Row", "Input", "Error"))
@@ -157,6 +164,47 @@ class JobsWindow(QDialog):
                          lambda path, chosen: self.export_requested.emit(view.id, _with_suffix(path, chosen)),
                          directory=f"{view.id}.jsonl", save=True)
 
+    def ask_delete(self) -> QMessageBox | None:
+        """Asks first, in a window-modal box opened with open() (no nested event loop)."""
+        view = self.selected_view()
+        if view is None or not view.deletable:
+            return None
+        what = f"Delete job {view.id} ({view.source or 'no input'}) with its {view.total} items and their results?"
+        if view.running:
+            what += "\nIt is running: it is cancelled first, then deleted."
+        elif view.state == "interrupted":
+            what += ("\nA quit or a kill left it running; if `chorus batch` still runs it, "
+                     "its next results are lost.")
+        if view.kind != "template":
+            what += "\nThe batch's output and error files go too; its input file stays."
+        box = QMessageBox(QMessageBox.Icon.Question, "Delete job", what,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        job_id = view.id
+
+        def answered(button) -> None:
+            if box.standardButton(button) == QMessageBox.StandardButton.Yes:
+                self.delete_requested.emit(job_id)
+
+        box.buttonClicked.connect(answered)
+        box.finished.connect(lambda _result: self._delete_box_closed(box))
+        self.delete_box = box
+        box.open()
+        return box
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        """The platform's Delete key on the list of jobs."""
+        if (watched is self.table and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
+                and event.matches(QKeySequence.StandardKey.Delete)):
+            self.ask_delete()
+            return True
+        return super().eventFilter(watched, event)
+
+    def _delete_box_closed(self, box: QMessageBox) -> None:
+        if self.delete_box is box:
+            self.delete_box = None
+        box.deleteLater()
+
     # ----- inside -------------------------------------------------------------------------
 
     def _fill(self, index: int, view: JobView) -> None:
@@ -206,6 +254,7 @@ class JobsWindow(QDialog):
         self.buttons["cancel"].setEnabled(template and (running or resumable))
         self.buttons["retry"].setEnabled(template and not running and view is not None and view.failed > 0)
         self.buttons["export"].setEnabled(view is not None)
+        self.buttons["delete"].setEnabled(view is not None and view.deletable)
 
     def _emit_for_selected(self, signal) -> None:
         chosen = self.selected_id()

@@ -1,7 +1,9 @@
 """Jobs → New job…: an input file (CSV with a header row, or JSONL), a prompt template
-($column), a system prompt and the max tokens of each answer; the first three rows' prompts
-are previewed (or their errors) before Start is offered. The controller reads the file and
-renders the preview (app/jobs/form.py); the dialog only shows them."""
+($column), a system prompt, the max tokens of each answer and an optional JSON Schema every
+answer must follow (typed, or loaded from a file); the first three rows' prompts are
+previewed (or their errors, or why the schema cannot be enforced) before Start is offered.
+The controller reads the files and renders the preview (app/jobs/form.py); the dialog only
+shows them."""
 
 from __future__ import annotations
 
@@ -23,17 +25,19 @@ from app.jobs import JobForm, Preview
 from ui.widgets.common.file_dialogs import open_file_dialog
 
 INPUT_FILTERS = "Rows (*.csv *.jsonl *.ndjson);;CSV (*.csv);;JSON Lines (*.jsonl *.ndjson)"
+SCHEMA_FILTERS = "JSON Schema (*.json);;All files (*)"
 
 
 class NewJobDialog(QDialog):
     file_chosen = Signal(str)  # the input's path: read it (off the GUI thread), then preview
     form_changed = Signal()  # the template or settings changed: preview again
     start_requested = Signal(str, object)  # the input's path, the JobForm
+    schema_file_chosen = Signal(str)  # a JSON Schema file: read it (off the GUI thread) into the box
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("New job")
-        self.resize(640, 560)
+        self.resize(640, 640)
         self.path_edit = QLineEdit()
         self.path_edit.setPlaceholderText("A CSV file (its first row names the columns) or a JSONL file")
         self.path_edit.setAccessibleName("Input file")
@@ -58,6 +62,18 @@ class NewJobDialog(QDialog):
         self.max_tokens.setValue(256)
         self.max_tokens.setAccessibleName("Max tokens")
         self.max_tokens.valueChanged.connect(lambda _v: self.form_changed.emit())
+        self.schema_edit = QPlainTextEdit()
+        self.schema_edit.setPlaceholderText('Optional. {"type": "object", "properties": {"name": {"type": "string"}}}')
+        self.schema_edit.setAccessibleName("JSON Schema")
+        self.schema_edit.setTabChangesFocus(True)
+        self.schema_edit.setMaximumHeight(90)
+        self.schema_edit.textChanged.connect(self.form_changed.emit)
+        self.schema_button = QPushButton("Load…")
+        self.schema_button.setAccessibleName("Load a JSON Schema file")
+        self.schema_button.clicked.connect(self.browse_schema)
+        schema_row = QHBoxLayout()
+        schema_row.addWidget(self.schema_edit, 1)
+        schema_row.addWidget(self.schema_button)
         self.preview_box = QPlainTextEdit()
         self.preview_box.setReadOnly(True)
         self.preview_box.setAccessibleName("Preview")
@@ -67,6 +83,7 @@ class NewJobDialog(QDialog):
         form.addRow("Prompt template", self.template_edit)
         form.addRow("System prompt", self.system_edit)
         form.addRow("Max tokens", self.max_tokens)
+        form.addRow("JSON Schema", schema_row)
         form.addRow("Preview", self.preview_box)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.start_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -81,12 +98,21 @@ class NewJobDialog(QDialog):
     def browse(self) -> None:
         open_file_dialog(self, "Choose the job's input", INPUT_FILTERS, lambda path, _f: self.choose(path))
 
+    def browse_schema(self) -> None:
+        open_file_dialog(self, "Choose a JSON Schema", SCHEMA_FILTERS,
+                         lambda path, _f: self.schema_file_chosen.emit(path))
+
+    def set_schema_text(self, text: str) -> None:
+        """A schema file's text, read by the controller: it replaces what the box held."""
+        self.schema_edit.setPlainText(text)
+
     def choose(self, path: str) -> None:
         self.path_edit.setText(path)
         self.file_chosen.emit(path)
 
     def form(self) -> JobForm:
-        return JobForm(self.template_edit.toPlainText(), self.max_tokens.value(), self.system_edit.text().strip())
+        return JobForm(self.template_edit.toPlainText(), self.max_tokens.value(), self.system_edit.text().strip(),
+                       self.schema_edit.toPlainText())
 
     def show_preview(self, shown: Preview) -> None:
         self.preview_box.setPlainText(shown.text())

@@ -186,6 +186,27 @@ def test_cancel_keeps_what_finished_and_lists_the_rest_as_cancelled(shared_engin
         assert all(e["error"]["code"] == "batch_cancelled" for e in rest)
 
 
+def test_a_running_batch_whose_window_ends_expires_keeping_what_finished(shared_engine, tmp_path):
+    import time
+
+    with batch_server(shared_engine, tmp_path) as server:
+        c = client(server)
+        lines = [request_line(f"e{i}", LONG, max_tokens=32, ignore_eos=True) for i in range(24)]
+        batch = c.batches.create(input_file_id=upload(c, lines).id, endpoint="/v1/chat/completions",
+                                 completion_window="24h")
+        assert batch.expires_at == batch.created_at + 24 * 3600
+        wait_until(lambda: c.batches.retrieve(batch.id).request_counts.completed >= 2, "two answered", 240)
+        server.batches.clock = lambda: time.time() + 24 * 3600  # its window ends while it runs
+        done = until_status(c, batch.id, "expired")
+        counts = done.request_counts
+        assert done.expired_at and counts.total == 24 and 2 <= counts.completed < 24 and counts.failed == 0
+        output = jsonl_of(c, done.output_file_id)
+        assert len(output) == counts.completed and all(o["response"]["status_code"] == 200 for o in output)
+        rest = jsonl_of(c, done.error_file_id)
+        assert {o["custom_id"] for o in output} | {e["custom_id"] for e in rest} == {f"e{i}" for i in range(24)}
+        assert all(e["error"]["code"] == "batch_expired" for e in rest)
+
+
 def test_a_server_stopped_mid_batch_is_taken_up_by_the_next_exactly_once(shared_engine, tmp_path):
     lines = [request_line(f"r{i}", f"Count from {i} upwards.", max_tokens=24, ignore_eos=True) for i in range(12)]
     with batch_server(shared_engine, tmp_path) as first:
