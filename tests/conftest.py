@@ -27,6 +27,30 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Set before any test loads libgomp; engine processes started by tests inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
+
+def _patient(wait):
+    """pytest-qt's wait, whose default timeout is 20 s instead of 5: the suite waits on a state,
+    and a 2-core machine with other work on it (or a CI runner) can take seconds to reach one
+    (the performance panel's charts, built on a timer, took over 5 s at load 11). A wait meant to
+    end sooner says its own timeout."""
+
+    def waited(self, *args, timeout: int = PATIENT_MS, **kwargs):
+        return wait(self, *args, timeout=timeout, **kwargs)
+
+    waited.__doc__ = wait.__doc__
+    return waited
+
+
+PATIENT_MS = 20_000
+try:
+    from pytestqt.qtbot import QtBot
+except ImportError:  # the terminal-only install has no Qt
+    pass
+else:
+    QtBot.waitUntil = _patient(QtBot.waitUntil)  # type: ignore[method-assign]
+    QtBot.waitSignal = _patient(QtBot.waitSignal)  # type: ignore[method-assign]
+
 # Fixtures that load a real model: a test using one (directly or through another fixture)
 # must be marked `model`, so that `pytest -m "not model"` stays the fast suite.
 MODEL_FIXTURES = frozenset({"model_path", "gemma_path", "shared_engine", "make_engine"})
