@@ -267,7 +267,8 @@ def _engine_figures(engine: Engine) -> dict[str, Any]:
     return {"prompt_tokens_computed": m.prompt_tokens_computed, "prompt_tokens_saved": m.prompt_tokens_saved,
             "generated_tokens_engine": m.generated_tokens, "max_batch_seqs": m.max_step_seqs,
             "tokens_per_step": m.generated_tokens / m.steps if m.steps else 0.0,
-            "decode_only_tok_s": m.decode_only_tok_s, "preemptions": m.preemptions}
+            "decode_only_tok_s": m.decode_only_tok_s, "preemptions": m.preemptions,
+            "decode_step_ms_mean": None if m.step_s_mean is None else m.step_s_mean * 1000.0}
 
 
 def _prefix_computations(computed: int, prompts: list[list[int]], shared: int) -> float:
