@@ -182,7 +182,7 @@ def _job_phase(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpe
     status = runner.run()
     wall = time.perf_counter() - t0
     return {"job": job_id, "window": runner.window, "status": status, "wall_s": wall,
-            "items_per_s": options.items / wall,
+            "items_per_s": options.items / wall, "job_tok_s": options.items * options.max_tokens / wall,
             **_job_items(jobs, job_id, options), **_engine_figures(engine)}
 
 
@@ -210,10 +210,13 @@ def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: Jo
         if time.monotonic() > deadline:
             raise RuntimeError("the job wrote no results in 10 minutes")
         time.sleep(0.05)
-    chat_from = time.perf_counter()
+    chat_from, generated_from = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
     turns = _chat_turns(engine, options, spaced=True)
-    chat_to = time.perf_counter()
+    chat_to, generated_to = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
     during_chat = sum(1 for t in jobs.times[started:] if chat_from <= t <= chat_to)
+    # The job's tokens meanwhile (all the engine generated but the chat's): items finish in
+    # waves of the window, too coarse to count over a few periods of typing.
+    job_tokens = generated_to - generated_from - turns["generated_tokens"]
     job_ran_past_chat = thread.is_alive()
     thread.join()
     wall = time.perf_counter() - t0
@@ -222,7 +225,7 @@ def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: Jo
     return {"job": job_id, "window": runner.window, "status": outcome["status"], "wall_s": wall,
             "items_per_s": options.items / wall,
             "chat": turns, "chat_window_s": chat_to - chat_from, "items_during_chat": during_chat,
-            "items_per_s_during_chat": during_chat / (chat_to - chat_from),
+            "job_tokens_during_chat": job_tokens, "job_tok_s_during_chat": job_tokens / (chat_to - chat_from),
             "job_outlasted_chat": job_ran_past_chat, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
 
 
@@ -247,7 +250,8 @@ def _chat_turns(engine: Engine, options: JobsBenchOptions, spaced: bool) -> dict
             time.sleep(max(0.0, options.chat_every_s - (time.perf_counter() - began)))
     ttfts = [s.ttft_s for s in stats if s.ttft_s is not None]
     decodes = [s.decode_tok_s for s in stats if s.decode_tok_s is not None]
-    return {"turns": len(stats), "ttft_s": ttfts, "decode_tok_s": decodes,
+    return {"turns": len(stats), "generated_tokens": sum(s.generated_tokens for s in stats), "ttft_s": ttfts,
+            "decode_tok_s": decodes,
             "ttft_median_s": statistics.median(ttfts) if ttfts else float("nan"),
             "decode_median_tok_s": statistics.median(decodes) if decodes else float("nan")}
 
@@ -271,29 +275,41 @@ def _engine_figures(engine: Engine) -> dict[str, Any]:
             "decode_step_ms_mean": None if m.step_s_mean is None else m.step_s_mean * 1000.0}
 
 
-def _prefix_computations(computed: int, prompts: list[list[int]], shared: int) -> float:
-    """How many times a phase computed the shared prefix: what it computed beyond each
-    prompt's own part, in shared prefixes (1.0: once)."""
-    own = sum(len(p) - shared for p in prompts)
-    return (computed - own) / shared if shared else float("nan")
+def distinct_prefix_tokens(prompts: list[list[int]]) -> int:
+    """The prompt tokens a perfect prefix cache computes: each distinct prefix once (the
+    nodes of the prompts' token trie). The questions share more than the template (the
+    numbers' first digits, the topics), so this is less than shared + each one's own part."""
+    ordered = sorted(prompts)
+    total = 0
+    for before, prompt in zip([[], *ordered], ordered):
+        total += len(prompt) - next((i for i, (a, b) in enumerate(zip(before, prompt)) if a != b),
+                                    min(len(before), len(prompt)))
+    return total
+
+
+def _prefix_computations(computed: int, ideal: int, shared: int) -> float:
+    """How many times a phase computed the shared prefix: once, plus what it computed beyond
+    the ideal in shared prefixes (1.0: once; what it recomputed of anything counts)."""
+    return 1.0 + (computed - ideal) / shared if shared else float("nan")
 
 
 def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prompts: list[list[int]],
             batched: dict[str, Any], alone: dict[str, Any], chat_alone: dict[str, Any],
             beside: dict[str, Any]) -> dict[str, Any]:
     shared = common_prefix(prompts)
+    ideal = distinct_prefix_tokens(prompts)
     for phase in (batched, alone, beside):
-        phase["prefix_computations"] = _prefix_computations(phase["prompt_tokens_computed"], prompts, shared)
+        phase["prefix_computations"] = _prefix_computations(phase["prompt_tokens_computed"], ideal, shared)
     ratio = {
         "job_vs_engine": _ratio(alone["items_per_s"], batched["items_per_s"]),
         "chat_ttft_beside_job_vs_alone": _ratio(beside["chat"]["ttft_median_s"], chat_alone["ttft_median_s"]),
         "chat_decode_beside_job_vs_alone": _ratio(beside["chat"]["decode_median_tok_s"],
                                                   chat_alone["decode_median_tok_s"]),
-        "job_during_chat_vs_alone": _ratio(beside["items_per_s_during_chat"], alone["items_per_s"]),
+        "job_during_chat_vs_alone": _ratio(beside["job_tok_s_during_chat"], alone["job_tok_s"]),
     }
     goals = {
         "job_at_least_0.9x_engine": ratio["job_vs_engine"] >= 0.9,
-        "prefix_computed_once": round(alone["prefix_computations"], 2) <= 1.0,
+        "prefix_computed_once": alone["prefix_computations"] < 1.5,  # a second time would be 2.0
         "chat_ttft_at_most_1.2x": ratio["chat_ttft_beside_job_vs_alone"] <= 1.2,
         "chat_decode_at_least_0.95x": ratio["chat_decode_beside_job_vs_alone"] >= 0.95,
         "job_keeps_0.5x_during_chat": ratio["job_during_chat_vs_alone"] >= 0.5,
@@ -304,6 +320,7 @@ def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prom
         "config": {"model": settings.model_path.name, "items": options.items, "width": options.width,
                    "max_tokens": options.max_tokens, "window": options.window, "threads": settings.threads(),
                    "n_ctx": settings.n_ctx, "system_words": len(system.split()), "shared_prefix_tokens": shared,
+                   "prompt_tokens_ideal": ideal,
                    "prompt_tokens_mean": statistics.mean(len(p) for p in prompts), "chat_turns": options.chat_turns,
                    "chat_every_s": options.chat_every_s, "chat_max_tokens": options.chat_max_tokens},
         "engine": batched, "job": alone, "chat_alone": chat_alone, "job_with_chat": beside,
@@ -333,8 +350,9 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['before']['turns']} turns before the "
         f"job and after it, averaged)",
         f"  chat beside the job:   TTFT {beside['ttft_median_s'] * 1000:.0f} ms, "
-        f"decode {beside['decode_median_tok_s']:.1f} tok/s; the job meanwhile {w['items_per_s_during_chat']:.2f} "
-        f"items/s over {w['chat_window_s']:.1f} s ({w['done']}/{w['items']} done in {w['wall_s']:.1f} s)",
+        f"decode {beside['decode_median_tok_s']:.1f} tok/s; the job meanwhile {w['job_tok_s_during_chat']:.1f} tok/s "
+        f"against {j['job_tok_s']:.1f} alone, over {w['chat_window_s']:.1f} s "
+        f"({w['done']}/{w['items']} done in {w['wall_s']:.1f} s)",
         f"  job / engine {r['job_vs_engine']:.3f}; chat TTFT beside / alone {r['chat_ttft_beside_job_vs_alone']:.3f}; "
         f"chat decode beside / alone {r['chat_decode_beside_job_vs_alone']:.3f}; "
         f"job during chat / alone {r['job_during_chat_vs_alone']:.3f}",

@@ -9,14 +9,16 @@ import math
 import pytest
 
 from app.bench import jobs
-from app.bench.jobs import _prefix_computations
+from app.bench.jobs import _prefix_computations, distinct_prefix_tokens
 from inference import LoadSettings
 
 
-def test_the_shared_prefix_is_counted_in_prefixes_beyond_each_prompts_own_part():
-    prompts = [[1, 2, 3, 4, 10], [1, 2, 3, 4, 11, 12]]  # 4 shared, 1 and 2 of their own
-    assert _prefix_computations(4 + 3, prompts, 4) == 1.0
-    assert _prefix_computations(2 * 4 + 3, prompts, 4) == 2.0
+def test_the_shared_prefix_is_counted_against_what_a_perfect_cache_computes():
+    prompts = [[1, 2, 3, 4, 10, 7], [1, 2, 3, 4, 11, 12], [1, 2, 3, 4, 10, 8]]  # 4 shared by all
+    ideal = distinct_prefix_tokens(prompts)
+    assert ideal == 4 + 1 + 1 + 1 + 2  # the shared 4, then 10 once, 7, 8, and 11 12
+    assert _prefix_computations(ideal, ideal, 4) == 1.0
+    assert _prefix_computations(ideal + 4, ideal, 4) == 2.0  # the shared prefix a second time
 
 
 @pytest.mark.model
@@ -32,7 +34,7 @@ def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
         assert phase["failed"] == phase["written_twice_or_more"] == 0
     assert (job["window"], beside["window"]) == (2 * 4, 4 - 1)  # chorus batch run's, the desktop's
     assert job["max_batch_seqs"] <= 4 and engine["max_batch_seqs"] <= 4
-    assert job["prefix_computations"] <= 1.0  # the system prompt and instructions once
+    assert job["prefix_computations"] < 1.5  # the system prompt and instructions once (twice: 2.0)
     assert report["config"]["shared_prefix_tokens"] > 40
     alone = report["chat_alone"]
     assert alone["before"]["turns"] == alone["after"]["turns"] == beside["chat"]["turns"] == 2
