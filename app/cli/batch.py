@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--schema", help="JSON Schema file every answer must follow")
     run.add_argument("--max-tokens", type=int, default=256)
-    run.add_argument("--window", type=int, default=4, help="items in flight at once (default 4)")
+    run.add_argument("--window", type=int, default=None,
+                     help="items in flight at once (default: twice the engine's sequences)")
     run.add_argument("--out", help="export the results here when done (.csv or .jsonl)")
     run.add_argument("--json", action="store_true", help="print the job's counts as JSON")
     run.add_argument("--job", help="resume this job instead of creating one")
@@ -55,7 +56,7 @@ def _fail(message: str) -> int:
 
 
 def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
-    from app.jobs import InputError, JobRunner, JobSpec, export, new_job, read_rows
+    from app.jobs import InputError, JobRunner, JobSpec, default_window, export, new_job, read_rows
     from app.output_schema import SchemaRefused
     from inference import Engine, ModelLoadError
 
@@ -85,7 +86,8 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
         return _fail(str(exc))
     print(f"job {job_id}", file=sys.stderr)
     try:
-        status = JobRunner(jobs, engine, job_id, window=args.window).run(on_progress=_progress)
+        window = args.window or default_window(engine, own_engine=True)  # no chat shares this engine
+        status = JobRunner(jobs, engine, job_id, window=window).run(on_progress=_progress)
         counts = jobs.counts(job_id)
         print("", file=sys.stderr)
         if args.out:

@@ -1,4 +1,4 @@
-"""`chorus bench`, `bench-agents`, `bench-documents`, `bench-engines`, `bench-grammar`,
+"""`chorus bench`, `bench-agents`, `bench-documents`, `bench-jobs`, `bench-engines`, `bench-grammar`,
 `bench-schemas`, `bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_restart(sub)
     _register_documents(sub)
     _register_agents(sub)
+    _register_jobs(sub)
 
 
 def _register_ui(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -272,4 +273,31 @@ def _agents(args: argparse.Namespace, base: Path) -> int:
                                        max_tokens=args.max_tokens)
     report = agents.run_agents_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(agents.render(report, args.json))
+    return 0
+
+
+def _register_jobs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    jbench = add_command(sub, "bench-jobs", _jobs,
+                         help="a background job against the engine's own batched rate, and beside a focused chat")
+    add_model_args(jbench)
+    jbench.add_argument("--items", type=int, default=1000, help="rows of the job (short questions)")
+    jbench.add_argument("--width", type=int, default=8, help="engine sequences (the batch's width)")
+    jbench.add_argument("--max-tokens", type=int, default=16, help="of each item")
+    jbench.add_argument("--system-words", type=int, default=120, help="the job's system prompt, about this many words")
+    jbench.add_argument("--window", type=int, default=None,
+                        help="the runner's items in flight (default: chorus batch run's alone, "
+                             "the desktop's beside the chat)")
+    jbench.add_argument("--chat-turns", type=int, default=4, help="turns of the chat typed while the job runs")
+    jbench.add_argument("--chat-every", type=float, default=5.0, help="seconds between the chat's turns")
+    jbench.add_argument("--chat-max-tokens", type=int, default=32, help="of each chat turn")
+    jbench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _jobs(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import jobs
+    options = jobs.JobsBenchOptions(items=args.items, width=args.width, max_tokens=args.max_tokens,
+                                    system_words=args.system_words, window=args.window, chat_turns=args.chat_turns,
+                                    chat_every_s=args.chat_every, chat_max_tokens=args.chat_max_tokens)
+    report = jobs.run_jobs_bench(options, settings_from_args(args, resolve_model(args, base)))
+    print(jobs.render(report, args.json))
     return 0

@@ -1,5 +1,7 @@
 """Runs a job's pending items through an engine client on spare capacity: at most `window`
-items in flight at the engine's lowest priority (so a chat preempts them), each result
+items in flight at the engine's lowest priority (so a chat preempts them), by default as
+many as the engine has sequences but one (default_window: more where the job has the
+engine to itself), each result
 written once as it finishes (storage.JobsRepository.finish). Stopped at any moment (pause,
 cancel, a kill), a new runner goes on with what is still pending and redoes nothing.
 
@@ -16,12 +18,28 @@ from dataclasses import dataclass, field, replace
 
 from app.jobs.spec import JobSpec
 from app.jobs.work import ItemRun, TemplateWork, Work
-from inference import Delta, EngineClient, EngineError, FinishReason, job_owner
+from inference import Delta, EngineClient, EngineError, FinishReason, RequestError, job_owner
 from storage import ItemRecord, ItemResult, JobsRepository
 
 log = logging.getLogger(__name__)
 
 RUNNING, PAUSED, CANCELLED, COMPLETED = "running", "paused", "cancelled", "completed"
+
+
+DEFAULT_WINDOW = 4  # an engine whose width this process cannot see (a server's)
+
+
+def default_window(client: EngineClient, own_engine: bool = False) -> int:
+    """Items in flight. On an engine the job has to itself (`chorus batch run`'s): twice its
+    sequences, so that items wait in the engine to take a sequence the step one frees. On an
+    engine shared with chats (the desktop's): its sequences but one. Fewer leave rows of each
+    step empty (issue 37: 4 on a 16-sequence engine); all of them would take the last idle
+    sequence, where the chat the user types in keeps its KV between turns, and make its next
+    turn compute its whole conversation again."""
+    info = client.info
+    if info is None or info.n_seq_max <= 0:
+        return DEFAULT_WINDOW
+    return 2 * info.n_seq_max if own_engine else max(1, info.n_seq_max - 1)
 
 
 @dataclass(eq=False)
@@ -34,14 +52,15 @@ class _Running:
 
 
 class JobRunner:
-    def __init__(self, jobs: JobsRepository, client: EngineClient, job_id: str, window: int = 4,
+    def __init__(self, jobs: JobsRepository, client: EngineClient, job_id: str, window: int | None = None,
                  work: Work | None = None) -> None:
         job = jobs.get(job_id)
         if job is None:
             raise KeyError(f"no job {job_id}")
         if work is None and job.kind != "template":
             raise ValueError(f"job {job_id} is an {job.kind} job: the server that took it runs it")
-        self.jobs, self.client, self.job_id, self.window = jobs, client, job_id, max(1, window)
+        self.jobs, self.client, self.job_id = jobs, client, job_id
+        self.window = max(1, window if window is not None else default_window(client))
         self.work: Work = work or TemplateWork(JobSpec.from_json(job.spec))
         self._lock = threading.Condition()
         self._requests: dict[str, tuple[_Running, int]] = {}  # request id -> its item, its index
@@ -97,9 +116,17 @@ class JobRunner:
         if isinstance(run, ItemResult):
             self.jobs.finish(item.id, run)
             return
+        try:  # rendered and tokenized here, not on the engine's thread between its steps
+            chats = [chat if chat.prompt_tokens is not None else self.client.prepare(chat) for chat in run.requests]
+        except RequestError as bad:  # the engine would refuse it (a prompt longer than the context)
+            self.jobs.finish(item.id, ItemResult(answer=None, finish_reason=None, error=str(bad)))
+            return
+        except EngineError as exc:
+            self._engine_down(item, exc)
+            return
         running = _Running(item, run, time.monotonic())
         owner = job_owner(self.job_id)  # the job's lane in the engine's metrics
-        chats = [replace(chat, owner=owner) for chat in run.requests]
+        chats = [replace(chat, owner=owner) for chat in chats]
         with self._lock:
             for index, chat in enumerate(chats):
                 assert chat.request_id, "each request of a job's item has its own id"

@@ -5,9 +5,12 @@ admitted requests, then new admissions, all within the step's token budget. Orde
 priority first (the tab the user looks at), aged by waiting time so nothing starves,
 then arrival.
 
-A negative priority is work on spare capacity (a chat's generated title): it comes after
-every other request whatever its age, and gives its sequence back as soon as another
-request waits and finds no room, so it never delays a tab.
+A negative priority is work on spare capacity (a chat's generated title, a background
+job's items): it comes after every other request whatever its age, and gives its sequence
+back as soon as another request waits and finds no room, so it never delays a tab. While a
+request of the tab the user looks at (PRIORITY_VISIBLE_TAB and above) waits or runs, spare
+work steps aside altogether (its KV kept cached) and resumes when that request ends: rows of
+spare work beside it would slow each of its steps (issue 37: a chat typed while a job runs).
 
 Draft tokens are the propose stage's (inference/speculative/): a plan with decoding requests
 says how many more tokens the step could carry (draft_room), and place_drafts puts the drafts
@@ -109,11 +112,13 @@ class Scheduler:
         # waits takes the step's budget (and, if needed, a lower prefill's sequence) first.
         queue = sorted(prefilling + self.waiting, key=order)
         blocked = False  # a waiting request found no room: those behind it do not jump ahead
+        focused = self._focused()
         for i, req in enumerate(queue):
             if left <= 0:
                 break
             if req.status is RequestStatus.WAITING:
-                if blocked or req in plan.preempted or self._waits_for_inflight(req):
+                if blocked or req in plan.preempted or (focused and is_spare(req.priority)) \
+                        or self._waits_for_inflight(req):
                     continue
                 admitted, outstanding = self._admit_or_preempt(req, now, outstanding, queue[i + 1 :], plan)
                 if not admitted:
@@ -289,12 +294,17 @@ class Scheduler:
         return False
 
     def _yield_spare_work(self) -> list[Request]:
-        """Spare-capacity requests give their sequences back when another request waits and
-        would find no sequence or no room. Their KV stays cached (idle, evictable), so they
-        resume cheaply once the others leave room."""
+        """Spare-capacity requests give their sequences back when a request of the visible
+        tab waits or runs, or when another request waits and would find no sequence or room.
+        Their KV stays cached (idle, evictable), so they resume cheaply once the others leave
+        room."""
         spare = [r for r in self.running if is_spare(r.priority)]
         if not spare:
             return []
+        if self._focused():
+            for req in spare:
+                self._requeue(req, keep_cache=True)
+            return spare
         wanting = sorted((r for r in self.waiting if not is_spare(r.priority) and not self._waits_for_inflight(r)),
                          key=self._order_key(self.clock()))
         if not wanting:
@@ -309,6 +319,12 @@ class Scheduler:
         for req in spare:
             self._requeue(req, keep_cache=True)
         return spare
+
+    def _focused(self) -> bool:
+        """A request of the tab the user looks at waits or runs (raw priority: aging never
+        makes another request one)."""
+        return any(r.priority >= PRIORITY_VISIBLE_TAB for r in self.running) or \
+            any(r.priority >= PRIORITY_VISIBLE_TAB for r in self.waiting)
 
     def set_priority(self, request: Request, priority: int) -> None:
         """A request's priority changes while it waits or runs (the user switched tabs): the

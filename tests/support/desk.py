@@ -95,6 +95,9 @@ class ScriptedEngine:
     def set_priority(self, request_id: str, priority: int) -> None:
         pass
 
+    def prepare(self, chat):
+        return chat  # no tokenizer: as a server's engine, the chat goes as it is
+
     def write(self, request_id: str, text: str = "word ", tokens: int = 1) -> None:
         self._sink(request_id)(Delta(request_id, text=text, token_ids=(1,) * tokens, phase=Phase.DECODING))
 

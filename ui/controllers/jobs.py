@@ -50,7 +50,6 @@ from ui.widgets.jobs.new_job_dialog import NewJobDialog
 
 log = logging.getLogger(__name__)
 
-IN_FLIGHT = 4  # a job's items in the engine at once (chorus batch run --window's default)
 STATUS_MESSAGE_MS = 10_000
 STOP_WAIT_S = 10.0  # at quit: how long a running job may take to hand back its requests
 LIST_EVERY_MS = 2000  # while the window is open, the list is read again (jobs run by the CLI or the server)
@@ -164,7 +163,7 @@ class JobsController:
 
         def body() -> None:
             try:
-                runner = JobRunner(serial, client, job_id, window=IN_FLIGHT)
+                runner = JobRunner(serial, client, job_id)  # the engine's width but one in flight
                 run.attach(runner)
                 status = runner.run(on_progress=lambda counts: post(lambda: self._progress(job_id, counts)))
             except Exception as exc:  # the job stays as it was; the window says why

@@ -7,7 +7,7 @@ fake time, so a request's time to first token is counted in steps.
 from __future__ import annotations
 
 from inference.outputs import Phase
-from inference.params import SPARE_PRIORITY
+from inference.params import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, SPARE_PRIORITY
 from inference.request import Request, RequestStatus
 from tests.support.core_driver import SAMPLED, Driver, make_sim, prompt
 
@@ -98,3 +98,40 @@ def test_a_tab_queued_after_a_waiting_title_is_told_it_is_first() -> None:
     assert sim.of("title")[0].progress == (1, 5)  # first then; behind the tab now
     sim.run(lambda: any(d.token_ids for d in sim.of("tab")))
     assert not any(d.token_ids for d in sim.of("title"))
+
+
+def test_a_job_steps_aside_while_the_visible_tab_writes_though_sequences_are_free() -> None:
+    """Issue 37: a job's items decoded beside the focused tab's reply, each step carrying
+    their rows (what slowed the chat typed while a job ran). They go back to the queue when
+    the tab's request arrives, with their KV kept, wait while it writes, then resume."""
+    sim = make_sim(n_seqs=8)
+    items = [sim.add(f"item{i}", prompt(10 + i, 12), max_tokens=20, priority=SPARE_PRIORITY) for i in range(3)]
+    sim.run(lambda: all(r.is_decoding for r in items))
+    tab = sim.add("tab", prompt(3, 8), max_tokens=6, priority=PRIORITY_VISIBLE_TAB)
+    plan = sim.step()
+    assert plan.admitted == [tab] and set(plan.preempted) == set(items)
+    assert [c.request for c in plan.chunks] == [tab]
+    while not tab.status.finished:
+        plan = sim.step()
+        assert [c.request for c in plan.chunks] == [tab]  # the tab decodes alone
+    sim.run(lambda: all(r.status.finished for r in items), max_steps=300)
+    assert all(r.status is RequestStatus.FINISHED_LENGTH and r.output_tokens == [SAMPLED] * 20 for r in items)
+
+
+def test_a_job_item_waiting_is_not_admitted_while_the_visible_tab_writes() -> None:
+    sim = make_sim(n_seqs=4)
+    tab = sim.add("tab", prompt(3, 8), max_tokens=5, priority=PRIORITY_VISIBLE_TAB)
+    item = sim.add("item", prompt(4, 8), max_tokens=5, priority=SPARE_PRIORITY)
+    sim.run(lambda: tab.status.finished)
+    assert item.status is RequestStatus.WAITING and not any(r is item for p in sim.plans for r in p.admitted)
+    sim.run(lambda: item.status.finished)
+    assert item.status is RequestStatus.FINISHED_LENGTH
+
+
+def test_other_tabs_and_api_requests_still_share_the_batch_with_spare_work() -> None:
+    sim = make_sim(n_seqs=4)
+    item = sim.add("item", prompt(4, 8), max_tokens=8, priority=SPARE_PRIORITY)
+    sim.run(lambda: item.is_decoding)
+    other = sim.add("other", prompt(3, 8), max_tokens=5, priority=PRIORITY_TAB)
+    plan = sim.step()
+    assert not plan.preempted and {c.request for c in plan.chunks} == {item, other}

@@ -93,7 +93,7 @@ def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels
     assert "Greet Ada from London." in shown and "Greet Grace from Arlington." in shown
     assert "Edsger" not in shown  # the first three rows only
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)  # IN_FLIGHT at once
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)  # DEFAULT_WINDOW: the engine says no width
     assert all(chat.priority == SPARE_PRIORITY for chat in jobs_engine.chats)
     assert jobs_engine.chats[0].messages[-1]["content"] == "Greet Ada from London."
     assert jobs_engine.chats[0].sampling.max_tokens == 16

@@ -1,0 +1,360 @@
+"""`chorus bench-jobs`: a background job (issue 37) on one engine, against the engine's own
+batched rate on the same prompts, and beside a chat being typed in the focused tab.
+
+In one run on one engine of `width` sequences, each phase on an empty KV cache:
+- engine: the job's N prompts submitted to the engine at once (as `chorus bench` does), the
+  same sampling: the engine's own batched rate, items/s;
+- job: the same N rows as a CSV, run by the real job runner (app/jobs, what `chorus batch
+  run` uses) into a real SQLite file: items/s, every item written exactly once, and how many
+  times the shared prefix (system prompt, template header, instructions) was computed;
+- chat alone: a few turns of one conversation at the focused tab's priority, one after
+  another on the idle engine, before the other phases and after them: each turn's TTFT and
+  decode rate;
+- job + chat: the same job again, with the same turns sent every few seconds while it runs:
+  the turns' TTFT and decode rate against the chat alone, and the job's items/s over the time
+  the turns ran against its rate alone.
+
+Every request is greedy with exactly max_tokens (end-of-generation ignored), so each side
+does the same work. run_jobs_bench() returns the report; render() is its text or JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from app.bench.workload import SENTENCES, TOPICS, common_prefix
+from app.jobs import JobRunner, JobSpec, default_window, new_job, read_rows
+from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Engine, LoadSettings, RequestStats, SamplingParams
+from storage import ItemResult, JobsRepository, open_database
+
+INSTRUCTIONS = ("Read the question below and answer it in one short sentence, plainly, "
+                "without a preamble. If it cannot be answered, say so.")
+TEMPLATE = INSTRUCTIONS + "\n\nQuestion: $question"
+CHAT_QUESTIONS = ("What is a good name for a cat?", "And for a dog?", "Which of the two is older as a pet?",
+                  "Say that again in French.", "Now in one word.", "Thanks. What should I cook tonight?")
+# What the chat's history holds for each earlier answer: fixed text, so the conversation's
+# prompts are the same whether its turns ran alone or beside the job.
+CHAT_ANSWER = "Here is a short answer to that, in a few words."
+
+
+@dataclass(frozen=True)
+class JobsBenchOptions:
+    items: int = 1000
+    width: int = 8  # engine sequences: the batch's width, for the engine and the job alike
+    max_tokens: int = 16  # of each item
+    system_words: int = 120  # the job's system prompt, about this many words
+    # The runner's items in flight; None: its defaults, as `chorus batch run` alone (the engine
+    # is the job's) and as the desktop beside the chat (the engine is shared)
+    window: int | None = None
+    chat_turns: int = 4
+    chat_every_s: float = 5.0
+    chat_max_tokens: int = 32
+
+
+class _CountingJobs(JobsRepository):
+    """The job's store, counting each item's written results and when each was written."""
+
+    def __init__(self, db) -> None:
+        super().__init__(db)
+        self.writes: dict[int, int] = {}
+        self.times: list[float] = []
+        self._lock = threading.Lock()
+
+    def finish(self, item_id: int, result: ItemResult) -> bool:
+        wrote = super().finish(item_id, result)
+        with self._lock:
+            if wrote:
+                self.writes[item_id] = self.writes.get(item_id, 0) + 1
+                self.times.append(time.perf_counter())
+        return wrote
+
+
+def run_jobs_bench(options: JobsBenchOptions, settings: LoadSettings) -> dict[str, Any]:
+    settings = sized_settings(options, settings)
+    engine = Engine.start(settings)
+    try:
+        with tempfile.TemporaryDirectory(prefix="chorus-bench-jobs-") as folder:
+            return _run(engine, options, settings, Path(folder))
+    finally:
+        engine.shutdown()
+
+
+def sized_settings(options: JobsBenchOptions, settings: LoadSettings) -> LoadSettings:
+    """Room for the shared prefix once and every sequence's own tokens, with the reserve."""
+    need = 4 * options.system_words + (options.width + 1) * (96 + 64 + max(options.max_tokens, options.chat_max_tokens))
+    need += 64 * options.chat_turns + 512
+    n_ctx = max(4096, 256 * ((need + 255) // 256))
+    return replace(settings, n_ctx=n_ctx, n_seq_max=options.width, n_batch=max(512, options.width))
+
+
+def _run(engine: Engine, options: JobsBenchOptions, settings: LoadSettings, folder: Path) -> dict[str, Any]:
+    system = _system_prompt(options.system_words)
+    rows = [{"question": f"Question {i + 1}: what is {TOPICS[i % len(TOPICS)]}?"} for i in range(options.items)]
+    csv_path = folder / "questions.csv"
+    with csv_path.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=["question"])
+        writer.writeheader()
+        writer.writerows(rows)
+    spec = JobSpec(template=TEMPLATE, system_prompt=system,
+                   sampling={"max_tokens": options.max_tokens, "temperature": 0.0, "repeat_penalty": 1.0,
+                             "ignore_eos": True})
+    prompts = [engine.inputs.chat_tokens([{"role": "system", "content": system},
+                                          {"role": "user", "content": spec.prompt(row)}]) for row in rows]
+    db = open_database(folder / "chorus.db")
+    try:
+        jobs = _CountingJobs(db)
+        _warm_up(engine, options)
+        chat_alone = _chat_turns(engine, options, spaced=False)
+        _clear(engine)
+        batched = _engine_phase(engine, prompts, SamplingParams(**spec.sampling))
+        _clear(engine)
+        alone = _job_phase(engine, jobs, csv_path, spec, options, prompts)
+        _clear(engine)
+        beside = _job_with_chat(engine, jobs, csv_path, spec, options, prompts)
+        _clear(engine)
+        chat_after = _chat_turns(engine, options, spaced=False)  # a machine whose speed drifts shows
+    finally:
+        db.close()
+    return _report(options, settings, system, prompts, batched, alone, _both(chat_alone, chat_after), beside)
+
+
+def _both(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The chat alone, before the job phases and after them: each turn's figures, and the
+    means of the two runs' medians (what the chat beside the job is set against)."""
+    return {"turns": before["turns"] + after["turns"], "before": before, "after": after,
+            "ttft_median_s": (before["ttft_median_s"] + after["ttft_median_s"]) / 2,
+            "decode_median_tok_s": (before["decode_median_tok_s"] + after["decode_median_tok_s"]) / 2}
+
+
+def _system_prompt(words: int) -> str:
+    parts: list[str] = []
+    i = 0
+    while sum(len(p.split()) for p in parts) < words:
+        parts.append(f"Rule {i + 1}: {SENTENCES[i % len(SENTENCES)]}")
+        i += 1
+    return " ".join(parts)
+
+
+def _clear(engine: Engine) -> None:
+    """An empty KV cache: each phase computes the shared prefix itself."""
+    engine.call(lambda core: core.kv.clear())
+
+
+def _warm_up(engine: Engine, options: JobsBenchOptions) -> None:
+    """Untimed: the first batch after loading runs slow. Other text, then an empty cache."""
+    sampling = SamplingParams.greedy(options.max_tokens, ignore_eos=True)
+    handles = [engine.submit(ChatRequest(messages=({"role": "user", "content": f"Count to {i + 3}."},),
+                                         sampling=sampling)) for i in range(options.width)]
+    for handle in handles:
+        handle.result(timeout=600)
+    _clear(engine)
+
+
+def _engine_phase(engine: Engine, prompts: list[list[int]], sampling: SamplingParams) -> dict[str, Any]:
+    """The N prompts at once, straight to the engine (`chorus bench`'s way)."""
+    engine.reset_metrics()
+    t0 = time.perf_counter()
+    handles = [engine.submit(ChatRequest(prompt_tokens=tuple(p), sampling=sampling)) for p in prompts]
+    results = [h.result(timeout=7200) for h in handles]
+    wall = time.perf_counter() - t0
+    failed = [r.error for r in results if r.error]
+    if failed:
+        raise RuntimeError(f"{len(failed)} engine requests failed: {failed[:3]}")
+    generated = sum(r.stats.generated_tokens for r in results if r.stats is not None)
+    return {"wall_s": wall, "items_per_s": len(prompts) / wall, "generated_tokens": generated,
+            **_engine_figures(engine)}
+
+
+def _job_phase(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpec, options: JobsBenchOptions,
+               prompts: list[list[int]]) -> dict[str, Any]:
+    job_id = new_job(jobs, read_rows(csv_path), spec, source=csv_path.name).id
+    engine.reset_metrics()
+    t0 = time.perf_counter()
+    runner = JobRunner(jobs, engine, job_id, window=options.window or default_window(engine, own_engine=True))
+    status = runner.run()
+    wall = time.perf_counter() - t0
+    return {"job": job_id, "window": runner.window, "status": status, "wall_s": wall,
+            "items_per_s": options.items / wall, "job_tok_s": options.items * options.max_tokens / wall,
+            **_job_items(jobs, job_id, options), **_engine_figures(engine)}
+
+
+def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpec, options: JobsBenchOptions,
+                   prompts: list[list[int]]) -> dict[str, Any]:
+    """The job on a thread; once it has written a few items, the chat's turns every
+    chat_every_s from this thread; then the job runs to its end."""
+    job_id = new_job(jobs, read_rows(csv_path), spec, source=csv_path.name).id
+    engine.reset_metrics()
+    outcome: dict[str, Any] = {}
+    runner = JobRunner(jobs, engine, job_id, window=options.window or default_window(engine))
+    started = len(jobs.times)
+
+    def run() -> None:
+        try:
+            outcome["status"] = runner.run()
+        except Exception as exc:  # reported after the chat, not lost in a thread
+            outcome["error"] = repr(exc)
+
+    t0 = time.perf_counter()
+    thread = threading.Thread(target=run, name="bench-job")
+    thread.start()
+    deadline = time.monotonic() + 600
+    while len(jobs.times) - started < min(options.width, options.items) and thread.is_alive():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the job wrote no results in 10 minutes")
+        time.sleep(0.05)
+    chat_from, generated_from = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
+    turns = _chat_turns(engine, options, spaced=True)
+    chat_to, generated_to = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
+    during_chat = sum(1 for t in jobs.times[started:] if chat_from <= t <= chat_to)
+    # The job's tokens meanwhile (all the engine generated but the chat's): items finish in
+    # waves of the window, too coarse to count over a few periods of typing.
+    job_tokens = generated_to - generated_from - turns["generated_tokens"]
+    job_ran_past_chat = thread.is_alive()
+    thread.join()
+    wall = time.perf_counter() - t0
+    if "error" in outcome:
+        raise RuntimeError(f"the job failed: {outcome['error']}")
+    return {"job": job_id, "window": runner.window, "status": outcome["status"], "wall_s": wall,
+            "items_per_s": options.items / wall,
+            "chat": turns, "chat_window_s": chat_to - chat_from, "items_during_chat": during_chat,
+            "job_tokens_during_chat": job_tokens, "job_tok_s_during_chat": job_tokens / (chat_to - chat_from),
+            "job_outlasted_chat": job_ran_past_chat, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
+
+
+def _chat_turns(engine: Engine, options: JobsBenchOptions, spaced: bool) -> dict[str, Any]:
+    """One conversation at the focused tab's priority, a turn at a time (its history holds a
+    fixed answer for each earlier turn); spaced: a turn starts chat_every_s after the last one
+    started, as a user types the next message while the job runs, and the last one's period
+    is waited out too."""
+    sampling = SamplingParams.greedy(options.chat_max_tokens, ignore_eos=True)
+    messages: list[dict] = []
+    stats: list[RequestStats] = []
+    for turn in range(options.chat_turns):
+        began = time.perf_counter()
+        messages.append({"role": "user", "content": CHAT_QUESTIONS[turn % len(CHAT_QUESTIONS)]})
+        result = engine.submit(ChatRequest(messages=tuple(messages), sampling=sampling,
+                                           priority=PRIORITY_VISIBLE_TAB)).result(timeout=600)
+        if result.error or result.stats is None:
+            raise RuntimeError(f"a chat turn failed: {result.error}")
+        stats.append(result.stats)
+        messages.append({"role": "assistant", "content": CHAT_ANSWER})
+        if spaced:  # the last turn too: the chat's time is whole periods of typing
+            time.sleep(max(0.0, options.chat_every_s - (time.perf_counter() - began)))
+    ttfts = [s.ttft_s for s in stats if s.ttft_s is not None]
+    decodes = [s.decode_tok_s for s in stats if s.decode_tok_s is not None]
+    return {"turns": len(stats), "generated_tokens": sum(s.generated_tokens for s in stats), "ttft_s": ttfts,
+            "decode_tok_s": decodes,
+            "ttft_median_s": statistics.median(ttfts) if ttfts else float("nan"),
+            "decode_median_tok_s": statistics.median(decodes) if decodes else float("nan")}
+
+
+def _job_items(jobs: _CountingJobs, job_id: str, options: JobsBenchOptions) -> dict[str, Any]:
+    """The job's rows as stored: each item's state, its tokens, how often it was written."""
+    items = jobs.items(job_id)
+    writes = [jobs.writes.get(item.id, 0) for item in items]
+    return {"items": len(items), "done": sum(item.state == "done" for item in items),
+            "failed": sum(item.state == "failed" for item in items),
+            "written_once": sum(w == 1 for w in writes), "written_twice_or_more": sum(w > 1 for w in writes),
+            "items_with_max_tokens": sum(item.completion_tokens == options.max_tokens for item in items)}
+
+
+def _engine_figures(engine: Engine) -> dict[str, Any]:
+    m = engine.metrics(fresh=True)
+    return {"prompt_tokens_computed": m.prompt_tokens_computed, "prompt_tokens_saved": m.prompt_tokens_saved,
+            "generated_tokens_engine": m.generated_tokens, "max_batch_seqs": m.max_step_seqs,
+            "tokens_per_step": m.generated_tokens / m.steps if m.steps else 0.0,
+            "decode_only_tok_s": m.decode_only_tok_s, "preemptions": m.preemptions,
+            "decode_step_ms_mean": None if m.step_s_mean is None else m.step_s_mean * 1000.0}
+
+
+def distinct_prefix_tokens(prompts: list[list[int]]) -> int:
+    """The prompt tokens a perfect prefix cache computes: each distinct prefix once (the
+    nodes of the prompts' token trie). The questions share more than the template (the
+    numbers' first digits, the topics), so this is less than shared + each one's own part."""
+    ordered = sorted(prompts)
+    total = 0
+    for before, prompt in zip([[], *ordered], ordered):
+        total += len(prompt) - next((i for i, (a, b) in enumerate(zip(before, prompt)) if a != b),
+                                    min(len(before), len(prompt)))
+    return total
+
+
+def _prefix_computations(computed: int, ideal: int, shared: int) -> float:
+    """How many times a phase computed the shared prefix: once, plus what it computed beyond
+    the ideal in shared prefixes (1.0: once; what it recomputed of anything counts)."""
+    return 1.0 + (computed - ideal) / shared if shared else float("nan")
+
+
+def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prompts: list[list[int]],
+            batched: dict[str, Any], alone: dict[str, Any], chat_alone: dict[str, Any],
+            beside: dict[str, Any]) -> dict[str, Any]:
+    shared = common_prefix(prompts)
+    ideal = distinct_prefix_tokens(prompts)
+    for phase in (batched, alone, beside):
+        phase["prefix_computations"] = _prefix_computations(phase["prompt_tokens_computed"], ideal, shared)
+    ratio = {
+        "job_vs_engine": _ratio(alone["items_per_s"], batched["items_per_s"]),
+        "chat_ttft_beside_job_vs_alone": _ratio(beside["chat"]["ttft_median_s"], chat_alone["ttft_median_s"]),
+        "chat_decode_beside_job_vs_alone": _ratio(beside["chat"]["decode_median_tok_s"],
+                                                  chat_alone["decode_median_tok_s"]),
+        "job_during_chat_vs_alone": _ratio(beside["job_tok_s_during_chat"], alone["job_tok_s"]),
+    }
+    goals = {
+        "job_at_least_0.9x_engine": ratio["job_vs_engine"] >= 0.9,
+        "prefix_computed_once": alone["prefix_computations"] < 1.5,  # a second time would be 2.0
+        "chat_ttft_at_most_1.2x": ratio["chat_ttft_beside_job_vs_alone"] <= 1.2,
+        "chat_decode_at_least_0.95x": ratio["chat_decode_beside_job_vs_alone"] >= 0.95,
+        "job_keeps_0.5x_during_chat": ratio["job_during_chat_vs_alone"] >= 0.5,
+        "every_item_exactly_once": all(p["done"] == p["items"] == p["written_once"] == options.items
+                                       for p in (alone, beside)),
+    }
+    return {
+        "config": {"model": settings.model_path.name, "items": options.items, "width": options.width,
+                   "max_tokens": options.max_tokens, "window": options.window, "threads": settings.threads(),
+                   "n_ctx": settings.n_ctx, "system_words": len(system.split()), "shared_prefix_tokens": shared,
+                   "prompt_tokens_ideal": ideal,
+                   "prompt_tokens_mean": statistics.mean(len(p) for p in prompts), "chat_turns": options.chat_turns,
+                   "chat_every_s": options.chat_every_s, "chat_max_tokens": options.chat_max_tokens},
+        "engine": batched, "job": alone, "chat_alone": chat_alone, "job_with_chat": beside,
+        "ratio": ratio, "goals": goals,
+    }
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def render(report: dict[str, Any], as_json: bool) -> str:
+    if as_json:
+        return json.dumps(report, indent=2)
+    c, e, j, w = report["config"], report["engine"], report["job"], report["job_with_chat"]
+    alone, beside, r = report["chat_alone"], w["chat"], report["ratio"]
+    return "\n".join([
+        f"{c['items']} items ({c['prompt_tokens_mean']:.0f} prompt tokens each, {c['shared_prefix_tokens']} shared), "
+        f"{c['max_tokens']} tokens each, width {c['width']}, {c['threads']} threads, model {c['model']}; "
+        f"the runner's window {j['window']} alone, {w['window']} beside the chat",
+        f"  engine, all at once:   {e['items_per_s']:.2f} items/s ({e['wall_s']:.1f} s), "
+        f"shared prefix computed {e['prefix_computations']:.2f}x",
+        f"  job (chorus batch):    {j['items_per_s']:.2f} items/s ({j['wall_s']:.1f} s), "
+        f"shared prefix computed {j['prefix_computations']:.2f}x; {j['done']}/{j['items']} done, "
+        f"{j['written_once']} written once, {j['written_twice_or_more']} more than once",
+        f"  chat alone:            TTFT {alone['ttft_median_s'] * 1000:.0f} ms, "
+        f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['before']['turns']} turns before the "
+        f"job and after it, averaged)",
+        f"  chat beside the job:   TTFT {beside['ttft_median_s'] * 1000:.0f} ms, "
+        f"decode {beside['decode_median_tok_s']:.1f} tok/s; the job meanwhile {w['job_tok_s_during_chat']:.1f} tok/s "
+        f"against {j['job_tok_s']:.1f} alone, over {w['chat_window_s']:.1f} s "
+        f"({w['done']}/{w['items']} done in {w['wall_s']:.1f} s)",
+        f"  job / engine {r['job_vs_engine']:.3f}; chat TTFT beside / alone {r['chat_ttft_beside_job_vs_alone']:.3f}; "
+        f"chat decode beside / alone {r['chat_decode_beside_job_vs_alone']:.3f}; "
+        f"job during chat / alone {r['job_during_chat_vs_alone']:.3f}",
+        "  goals: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in report["goals"].items()),
+    ])

@@ -1,0 +1,48 @@
+"""`chorus bench-jobs` (app/bench/jobs.py): the prefix arithmetic, and one tiny run on the
+real model: every phase ran all its items, each job item written exactly once, and the
+report's figures and goals are there (the rates themselves are the benchmark's, not a test's)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.bench import jobs
+from app.bench.jobs import _prefix_computations, distinct_prefix_tokens
+from inference import LoadSettings
+
+
+def test_the_shared_prefix_is_counted_against_what_a_perfect_cache_computes():
+    prompts = [[1, 2, 3, 4, 10, 7], [1, 2, 3, 4, 11, 12], [1, 2, 3, 4, 10, 8]]  # 4 shared by all
+    ideal = distinct_prefix_tokens(prompts)
+    assert ideal == 4 + 1 + 1 + 1 + 2  # the shared 4, then 10 once, 7, 8, and 11 12
+    assert _prefix_computations(ideal, ideal, 4) == 1.0
+    assert _prefix_computations(ideal + 4, ideal, 4) == 2.0  # the shared prefix a second time
+
+
+@pytest.mark.model
+def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
+    options = jobs.JobsBenchOptions(items=8, width=4, max_tokens=4, system_words=40, chat_turns=2,
+                                    chat_every_s=0.5, chat_max_tokens=4)
+    report = jobs.run_jobs_bench(options, LoadSettings(model_path=model_path))
+    engine, job, beside = report["engine"], report["job"], report["job_with_chat"]
+    assert engine["generated_tokens"] == 8 * 4 and engine["items_per_s"] > 0
+    for phase in (job, beside):
+        assert phase["status"] == "completed"
+        assert phase["items"] == phase["done"] == phase["written_once"] == phase["items_with_max_tokens"] == 8
+        assert phase["failed"] == phase["written_twice_or_more"] == 0
+    assert (job["window"], beside["window"]) == (2 * 4, 4 - 1)  # chorus batch run's, the desktop's
+    assert job["max_batch_seqs"] <= 4 and engine["max_batch_seqs"] <= 4
+    assert job["prefix_computations"] < 1.5  # the system prompt and instructions once (twice: 2.0)
+    assert report["config"]["shared_prefix_tokens"] > 40
+    alone = report["chat_alone"]
+    assert alone["before"]["turns"] == alone["after"]["turns"] == beside["chat"]["turns"] == 2
+    assert all(t > 0 for t in beside["chat"]["ttft_s"] + alone["before"]["ttft_s"])
+    assert set(report["goals"]) == {"job_at_least_0.9x_engine", "prefix_computed_once", "chat_ttft_at_most_1.2x",
+                                    "chat_decode_at_least_0.95x", "job_keeps_0.5x_during_chat",
+                                    "every_item_exactly_once"}
+    assert report["goals"]["every_item_exactly_once"] and report["goals"]["prefix_computed_once"]
+    assert all(not math.isnan(v) for k, v in report["ratio"].items() if k != "job_during_chat_vs_alone")
+    text = jobs.render(report, as_json=False)
+    assert "8/8 done, 8 written once" in text and "goals:" in text
