@@ -30,6 +30,8 @@ def test_the_image_bench_encodes_once_against_once_a_chat(model_path, tmp_path):
     assert (alone["images_encoded"], beside["images_encoded"], distinct["images_encoded"]) == (0, 1, 3)
     assert alone["tokens"] > 0 and beside["tokens"] > 0 and distinct["tokens"] > 0
     assert report["decode_ratio"] == pytest.approx(beside["tok_s"] / alone["tok_s"])
+    assert report["decode_beside_text"]["images_encoded"] == 0
+    assert report["decode_ratio_text"] == pytest.approx(report["decode_beside_text"]["tok_s"] / alone["tok_s"])
     assert report["decode_ratio_distinct"] == pytest.approx(distinct["tok_s"] / alone["tok_s"])
     restart = report["restart"]
     assert (restart["first_seen"]["images_encoded"], restart["first_seen"]["images_loaded"]) == (1, 0)
