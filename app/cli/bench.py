@@ -1,4 +1,4 @@
-"""`chorus bench`, `bench-agents`, `bench-documents`, `bench-jobs`, `bench-engines`, `bench-grammar`,
+"""`chorus bench`, `bench-agents`, `bench-documents`, `bench-images`, `bench-jobs`, `bench-engines`, `bench-grammar`,
 `bench-schemas`, `bench-serve`, `bench-storage`, `bench-restart` and `bench-ui`: the benchmarks.
 
 The measuring code is in app/bench/ (bench-ui's in ui/bench.py, run through app/cli/gui.py):
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_serve(sub)
     _register_restart(sub)
     _register_documents(sub)
+    _register_images(sub)
     _register_agents(sub)
     _register_jobs(sub)
 
@@ -152,6 +153,33 @@ def _documents(args: argparse.Namespace, base: Path) -> int:
                                              generated_tokens=args.document_tokens, uncached=args.uncached)
     report = documents.run_documents_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(documents.render(report, args.json))
+    return 0
+
+
+def _register_images(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ibench = add_command(sub, "bench-images", _images,
+                         help="one image asked about by N chats at once vs each encoding it, the decoding chats' "
+                              "stall beside images, and after a restart (needs --mmproj)")
+    add_model_args(ibench)
+    ibench.add_argument("--image", type=Path, default=None, help="the image asked about (default: a generated "
+                                                                  "512x512 PNG)")
+    ibench.add_argument("--chats", type=int, default=8)
+    ibench.add_argument("--max-tokens", type=int, default=32)
+    ibench.add_argument("--text-chats", type=int, default=8, help="text chats decoding in the stall runs")
+    ibench.add_argument("--text-tokens", type=int, default=96, help="each text chat's reply in the stall runs")
+    ibench.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _images(args: argparse.Namespace, base: Path) -> int:
+    from app.bench import images
+    options = images.ImageBenchOptions(image=args.image, chats=args.chats, max_tokens=args.max_tokens,
+                                       text_chats=args.text_chats, text_tokens=args.text_tokens)
+    try:
+        report = images.run_images_bench(options, settings_from_args(args, resolve_model(args, base)))
+    except ValueError as exc:
+        print(f"chorus: {exc}", file=sys.stderr)
+        return 2
+    print(images.render(report, args.json))
     return 0
 
 

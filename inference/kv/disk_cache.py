@@ -1,12 +1,13 @@
 """The engine's side of the disk prompt cache (kv_store.py): what to save, when to restore.
 
-Saving: a finished conversation's sequence (at least MIN_SAVE_TOKENS) and a pinned system
-prompt are remembered when they end; after the step's deltas went out, the engine thread
-copies their KV out of llama.cpp (llama_state_seq_get_data, a memcpy) and a writer thread
-writes the file. Restoring: a new request whose prompt has a longer prefix on disk than in
-the live cache (by MIN_RESTORE_GAIN) waits while a reader thread reads and checks the file;
-then the engine thread loads it into a free sequence, registers its tokens as an idle
-cached sequence, and lets the request in: normal allocation reuses it like any other.
+Saving: a finished conversation's sequence (at least MIN_SAVE_TOKENS, or MIN_SAVE_PINNED when
+it shows an image) and a pinned system prompt are remembered when they end; after the step's
+deltas went out, the engine thread copies their KV out of llama.cpp (llama_state_seq_get_data,
+a memcpy) and a writer thread writes the file. Restoring: a new request whose prompt has a
+longer prefix on disk than in the live cache (by MIN_RESTORE_GAIN) waits while a reader thread
+reads and checks the file; then the engine thread loads it into a free sequence, registers its
+tokens as an idle cached sequence, and lets the request in: normal allocation reuses it like
+any other.
 
 Only the engine thread calls into llama.cpp (the SeqStateBackend); the threads here only
 touch files.
@@ -82,12 +83,20 @@ class DiskPromptCache:
     def on_finished(self, seq: int, pinned: bool) -> None:
         """A request left seq cached (idle or pinned): save it after the step."""
         n = self.kv.seq_len(seq)
-        if n >= (MIN_SAVE_PINNED if pinned else MIN_SAVE_TOKENS):
-            tokens = self.kv.seq_tokens(seq)
-            # An image's ids name it by its slot: unless the projector keeps its slots across
-            # restarts, another run gives them to other images, so such a prefix is not saved.
-            if self.keep_images or min(tokens, default=0) >= 0:
-                self._to_save.append((seq, tokens))
+        if n < MIN_SAVE_PINNED:
+            return
+        tokens = self.kv.seq_tokens(seq)
+        shows_image = min(tokens, default=0) < 0
+        # An image's ids name it by its slot: unless the projector keeps its slots across
+        # restarts, another run gives them to other images, so such a prefix is not saved.
+        if shows_image and not self.keep_images:
+            return
+        # A chat about an image is saved however short: the next question about the image
+        # (after a restart too) starts from its cells, as the chats beside it do while the
+        # engine runs, instead of computing them again (bench-images: with the tests' tiny
+        # projector a chat about an image is about 130 tokens, and was never saved).
+        if pinned or shows_image or n >= MIN_SAVE_TOKENS:
+            self._to_save.append((seq, tokens))
 
     @property
     def saves_pending(self) -> bool:

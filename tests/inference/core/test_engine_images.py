@@ -143,6 +143,32 @@ def test_after_a_restart_the_image_and_its_prompt_come_from_disk(model_path, pro
     assert again.token_ids == first.token_ids
 
 
+def test_a_short_chat_about_an_image_is_saved_for_the_next_question_after_a_restart(model_path, projector,
+                                                                                     tmp_path):
+    """A chat about an image is saved however short (a text chat this short is not): a new
+    question about the image after a restart starts from the saved cells of the template's
+    head and the image, and computes only its own words."""
+    from inference.core.engine import Engine
+    from inference.kv.disk_cache import MIN_SAVE_TOKENS
+    from inference.params import LoadSettings
+
+    settings = LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4, kv_cache_dir=tmp_path, mmproj=projector)
+
+    def image_first(text: str) -> ChatRequest:
+        parts = [{"type": "image_url", "image_url": {"url": data_url(RED)}}, {"type": "text", "text": text}]
+        return ChatRequest(messages=({"role": "user", "content": parts},), sampling=SamplingParams.greedy(8))
+
+    with Engine.start(settings) as engine:
+        first = engine.submit(image_first("What is in this picture?")).result(120)
+    assert first.error is None and first.stats.prompt_tokens + 8 < MIN_SAVE_TOKENS
+    assert list(tmp_path.rglob("*.kvs"))
+    with Engine.start(settings) as engine:
+        other = engine.submit(image_first("Which colours does it use?")).result(120)
+        m = engine.metrics(fresh=True)
+    assert other.error is None and (m.images_encoded, m.kv_restores) == (0, 1)
+    assert other.stats.cached_tokens >= IMAGE_TOKENS
+
+
 def test_a_cache_folder_keeps_each_image_on_one_slot(model_path, projector, tmp_path):
     """Two engines on one folder (the window's and chorus serve's) number images from the
     same registry: an image keeps its slot, a new one gets the next."""
