@@ -78,10 +78,25 @@ def lark_json(schema: Any) -> str:
 
 
 def closed(schema: Any) -> Any:
-    """schema with every object that lists its properties and says nothing of others closed
-    to them (additionalProperties false), as llama.cpp's converter reads such a schema and
-    OpenAI's strict mode requires it written: output then holds the fields the schema names,
-    and a small model cannot wander off into fields of its own until max_tokens. A copy."""
+    """schema as llguidance is given it, a copy with the same instances (or, where said, fewer,
+    all of them valid):
+
+    * every object that lists its properties and says nothing of others closed to them
+      (additionalProperties false), as llama.cpp's converter reads such a schema and OpenAI's
+      strict mode requires it written: output then holds the fields the schema names, and a
+      small model cannot wander off into fields of its own until max_tokens;
+    * `format`: one llguidance knows is kept; a standard one it does not know becomes one it
+      does whose strings all have the format (`idn-email` as `email`, `uri-reference` and
+      the IRIs as `uri`: fewer instances, all valid) or a pattern (`json-pointer`,
+      `relative-json-pointer`, OpenAPI's `byte` as base64); any other is an annotation, as
+      JSON Schema reads a format a validator does not know, and constrains nothing;
+    * `oneOf` whose branches all constrain one kind of value and say nothing of its type
+      (`{"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}`) gets that type in each branch:
+      any other value validates against every branch, so oneOf rejects it anyway, and
+      llguidance can then see the branches exclude each other;
+    * `dependencies` (draft 4-7) and `dependentRequired` given as lists, and a `not` of
+      `required` alone, become the same condition written with `anyOf`.
+    """
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
@@ -97,6 +112,10 @@ def closed(schema: Any) -> Any:
         required = out.get("required")
         if not isinstance(required, list) or set(required) <= set(fields):  # else it could not be met
             out["additionalProperties"] = False
+    _format(out)
+    _typed_branches(out)
+    _dependencies_as_any_of(out)
+    _not_required_as_any_of(out)
     return out
 
 
@@ -105,6 +124,112 @@ _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems", "items")
 _SCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
             "additionalItems", "unevaluatedItems", "unevaluatedProperties")
 _OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+# The formats llguidance enforces ("unknown": any string).
+_FORMATS = frozenset(("date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
+                      "unknown"))
+# Standard formats llguidance does not know, as one it does whose every string has them.
+_FORMAT_AS = {"idn-email": "email", "idn-hostname": "hostname", "uri-reference": "uri", "iri": "uri",
+              "iri-reference": "uri"}
+# ... or as a pattern (whole strings).
+_FORMAT_PATTERNS = {
+    "json-pointer": r"^(/([^~/]|~[01])*)*$",
+    "relative-json-pointer": r"^(0|[1-9][0-9]*)(#|(/([^~/]|~[01])*)*)$",
+    "byte": r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",  # OpenAPI's base64
+}
+# Formats a validator checks that no rewrite above stands for: left to llguidance, which
+# refuses them by name.
+_CHECKED_FORMATS = frozenset(("regex", "uri-template"))
+
+
+def _format(node: dict) -> None:
+    fmt = node.get("format")
+    if not isinstance(fmt, str) or fmt in _FORMATS or fmt in _CHECKED_FORMATS:
+        return
+    if fmt in _FORMAT_AS:
+        node["format"] = _FORMAT_AS[fmt]
+        return
+    del node["format"]
+    pattern = _FORMAT_PATTERNS.get(fmt)
+    if pattern is not None:
+        _also(node, {"pattern": pattern})
+
+
+def _also(node: dict, condition: dict) -> None:
+    """node required to meet condition too (allOf)."""
+    existing = node.get("allOf")
+    node["allOf"] = [*(existing if isinstance(existing, list) else []), condition]
+
+
+# The kind of value each keyword constrains (every other value passes it).
+_KINDS = {
+    **dict.fromkeys(("properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                     "maxProperties", "propertyNames", "dependencies", "dependentRequired",
+                     "dependentSchemas", "unevaluatedProperties"), "object"),
+    **dict.fromkeys(("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+                     "contains", "minContains", "maxContains", "unevaluatedItems"), "array"),
+    **dict.fromkeys(("pattern", "format", "minLength", "maxLength"), "string"),
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"), "number"),
+}
+_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly", "$id", "id"))
+
+
+def _typed_branches(node: dict) -> None:
+    branches = node.get("oneOf")
+    if not isinstance(branches, list) or len(branches) < 2:
+        return
+    kinds = {_only_kind(branch) for branch in branches}
+    if len(kinds) == 1 and None not in kinds:
+        kind = kinds.pop()
+        node["oneOf"] = [{**branch, "type": kind} for branch in branches]
+
+
+def _only_kind(branch: Any) -> str | None:
+    """The one kind of value branch constrains, when it says nothing of the type (and does
+    nothing else, so every value of another kind validates against it); else None."""
+    if not isinstance(branch, dict):
+        return None
+    kinds = set()
+    for key in branch:
+        if key in _KINDS:
+            kinds.add(_KINDS[key])
+        elif key not in _ANNOTATIONS and not key.startswith("x-"):
+            return None  # type, enum, const, $ref, a combinator...: not only one kind's
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+# More conditions than this in one object (each doubles the alternatives) stay refused.
+MAX_DEPENDENCIES = 4
+
+
+def _dependencies_as_any_of(node: dict) -> None:
+    """{"a": ["b"]}: when a is there, b is: either a is absent, or a and b both there."""
+    for keyword in ("dependencies", "dependentRequired"):
+        conditions = node.get(keyword)
+        if not isinstance(conditions, dict) or not all(
+                isinstance(names, list) and all(isinstance(n, str) for n in names) for names in conditions.values()):
+            continue  # a schema among them (dependentSchemas' kind): left to llguidance, which refuses it
+        required = set(node.get("required") or ()) if isinstance(node.get("required"), list) else set()
+        wanted = {name: names for name, names in conditions.items() if not set(names) <= required}
+        if len(wanted) > MAX_DEPENDENCIES:
+            continue
+        del node[keyword]
+        for name, names in wanted.items():
+            _also(node, {"anyOf": [{"properties": {name: False}},
+                                   {"required": [name, *(n for n in names if n != name)]}]})
+
+
+def _not_required_as_any_of(node: dict) -> None:
+    """{"not": {"required": ["a", "b"]}}: an object without a, or without b."""
+    negated = node.get("not")
+    if not isinstance(negated, dict) or set(negated) - _ANNOTATIONS != {"required"}:
+        return
+    names = negated["required"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        return
+    del node["not"]
+    _also(node, {"anyOf": [{"type": "object", "properties": {name: False}} for name in dict.fromkeys(names)]})
 
 
 def lark_literal(text: str) -> str:
@@ -134,6 +259,7 @@ _UNKNOWN_FORMAT = re.compile(r"Unknown format: (\S+)")
 _TOO_BIG = re.compile(r"too big \(limit for this grammar: (\d+)\)")
 _INVALID_TYPE = re.compile(r"Invalid type: (\S+)")
 _REMOTE_REF = re.compile(r"Resource '([^']+)' is not present")
+_ONE_OF = "oneOf constraints are not supported"  # llguidance: it could not prove the branches disjoint
 
 
 def _culprit(error: str, schema: Any) -> tuple[str, str]:
@@ -142,6 +268,8 @@ def _culprit(error: str, schema: Any) -> tuple[str, str]:
     if unimplemented:
         keyword = unimplemented.group(1)
         return keyword, _first_path(schema, lambda node: keyword in node) or ""
+    if _ONE_OF in error:
+        return "oneOf", _first_path(schema, lambda node: "oneOf" in node) or ""
     unknown = _UNKNOWN_FORMAT.search(error)
     if unknown:
         fmt = unknown.group(1)
@@ -166,6 +294,10 @@ def _reason(error: str) -> str:
     first = error.strip().splitlines()[0] if error.strip() else error
     if "Unimplemented keys" in first:
         return "is not supported: no grammar can enforce it"
+    if _ONE_OF in first:
+        return ("has branches one value might match more than one of: a oneOf is enforced where its "
+                "branches exclude each other (different types, or a required property's different const "
+                "or enum values); anyOf is enforced whatever the branches")
     if _REMOTE_REF.search(first):
         return "must point inside the schema (#/...): nothing is fetched"
     too_big = _TOO_BIG.search(first)
