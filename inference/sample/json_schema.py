@@ -125,14 +125,24 @@ _SCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "conta
             "additionalItems", "unevaluatedItems", "unevaluatedProperties")
 _OPEN_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
 
-# The formats llguidance enforces ("unknown": any string).
-_FORMATS = frozenset(("date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
-                      "unknown"))
+# The formats llguidance enforces ("unknown": any string); its date and date-time (which take
+# 2023-02-29 for a date) are replaced by _DATE below.
+_FORMATS = frozenset(("time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri", "unknown"))
+# A calendar date, years 0001-9999 (no 29 February outside leap years, no 31 April): what
+# Python's date.fromisoformat takes, checked against it for every year, month and day.
+_YEAR = r"([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = r"([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+_DATE = (rf"({_YEAR}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+         rf"|02-(0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
+# RFC 3339's time of day with its offset, without the leap second 60 (Python's datetime has none).
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 # Standard formats llguidance does not know, as one it does whose every string has them.
 _FORMAT_AS = {"idn-email": "email", "idn-hostname": "hostname", "uri-reference": "uri", "iri": "uri",
               "iri-reference": "uri"}
 # ... or as a pattern (whole strings).
 _FORMAT_PATTERNS = {
+    "date": rf"^{_DATE}$",
+    "date-time": rf"^{_DATE}[Tt]{_TIME}$",
     "json-pointer": r"^(/([^~/]|~[01])*)*$",
     "relative-json-pointer": r"^(0|[1-9][0-9]*)(#|(/([^~/]|~[01])*)*)$",
     "byte": r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",  # OpenAPI's base64

@@ -156,6 +156,10 @@ def test_keywords_written_another_way_are_enforced(schema, allowed, refused):
     ("json-pointer", ['""', '"/a/b~1c"'], ['"a"', '"/a~2"']),
     ("relative-json-pointer", ['"0"', '"1/a"', '"2#"'], ['"/a"', '"01"']),
     ("byte", ['""', '"aGk="', '"aGVsbG8="'], ['"aGk"', '"a=b="']),  # OpenAPI's base64
+    ("date", ['"2024-02-29"', '"2000-02-29"', '"2023-04-30"'],  # llguidance's own took 2023-02-29
+     ['"2023-02-29"', '"1900-02-29"', '"2023-04-31"', '"0000-01-01"', '"2023-1-01"']),
+    ("date-time", ['"2024-02-29T10:00:00Z"', '"2023-01-31t23:59:59.5+02:00"'],
+     ['"2023-02-29T10:00:00Z"', '"2024-02-29T24:00:00Z"', '"2024-02-29T10:00:00"']),
     ("color", ['"red"', '"anything"'], []),  # not a format JSON Schema defines: an annotation
     ("int64", ['"12"'], []),
 ])
