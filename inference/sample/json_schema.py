@@ -97,26 +97,60 @@ def closed(schema: Any) -> Any:
     * `dependencies` (draft 4-7) and `dependentRequired` given as lists, and a `not` of
       `required` alone, become the same condition written with `anyOf`.
     """
+    kept_open = _kept_open(schema)
+    return _rewritten(schema, kept_open is not None, kept_open or frozenset(), True)
+
+
+def _rewritten(schema: Any, close: bool, kept_open: frozenset[str], top: bool) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     for key, value in schema.items():
+        # Closing a oneOf branch (or a `not`) is no narrowing: a value the closed branch
+        # takes may match another branch too, which oneOf then rejects.
+        inner = close and key not in ("oneOf", "not")
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: closed(sub) for name, sub in value.items()}
+            out[key] = {name: _rewritten(sub, inner and not (top and f"#/{key}/{name}" in kept_open), kept_open, False)
+                        for name, sub in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [closed(sub) for sub in value]
+            out[key] = [_rewritten(sub, inner, kept_open, False) for sub in value]
         elif key in _SCHEMAS:
-            out[key] = closed(value)
+            out[key] = _rewritten(value, inner, kept_open, False)
     fields = out.get("properties")
-    if isinstance(fields, dict) and not any(k in out for k in _OPEN_KEYWORDS):
+    if close and isinstance(fields, dict) and not any(k in out for k in _OPEN_KEYWORDS):
         required = out.get("required")
         if not isinstance(required, list) or set(required) <= set(fields):  # else it could not be met
             out["additionalProperties"] = False
     _format(out)
     _typed_branches(out)
+    _exclusive_branches(out)
     _dependencies_as_any_of(out)
     _not_required_as_any_of(out)
     return out
+
+
+def _kept_open(schema: dict) -> frozenset[str] | None:
+    """The definitions (`#/$defs/x`, `#/definitions/x`) a oneOf branch or a `not` reaches by
+    $ref, directly or through others: left open like the branch. None where such a $ref
+    points anywhere else (the whole schema is then left open)."""
+    refs: set[str] = set()
+    pending = [sub for _, node in _nodes(schema, "") for key in ("oneOf", "not") if key in node
+               for sub in _listed(node[key])]
+    while pending:
+        for _, node in _nodes(pending.pop(), ""):
+            ref = node.get("$ref")
+            if not isinstance(ref, str) or ref in refs:
+                continue
+            parts = ref.split("/")
+            if not ref.startswith("#"):
+                continue  # outside the schema: llguidance refuses it
+            if len(parts) != 3 or parts[1] not in ("$defs", "definitions"):
+                return None
+            refs.add(ref)
+            target = schema.get(parts[1])
+            if isinstance(target, dict) and parts[2] in target:
+                pending.append(target[parts[2]])
+    return frozenset(refs)
 
 
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
@@ -195,6 +229,96 @@ def _typed_branches(node: dict) -> None:
         node["oneOf"] = [{**branch, "type": kind} for branch in branches]
 
 
+# At most this many alternatives for one oneOf branch made exclusive (a product of choices).
+MAX_EXCLUSIVE_ALTERNATIVES = 64
+
+
+def _exclusive_branches(node: dict) -> None:
+    """A oneOf of objects told apart by the properties each requires ({"oneOf": [{"type":
+    "object", "required": ["radius"]}, {"type": "object", "required": ["length", "width"]}]})
+    as an anyOf whose branch i also lacks one of the properties each other object branch
+    requires: a value it takes matches branch i and no other, so oneOf holds (fewer values:
+    an object with radius, length and width, which oneOf rejects anyway, and those that
+    would fail the other branch for another reason). Branches of types apart from each other
+    need nothing. Left to llguidance (which refuses what it cannot see is exclusive) when a
+    branch has no type, or an object branch that another could match requires nothing."""
+    branches = node.get("oneOf")
+    if not isinstance(branches, list) or len(branches) < 2 or not all(isinstance(b, dict) for b in branches):
+        return
+    maybe_types = [_types(branch) for branch in branches]
+    types = [t for t in maybe_types if t is not None]
+    if len(types) != len(branches):
+        return
+    out = []
+    for i, branch in enumerate(branches):
+        lacking: list[list[str]] = []  # for each other object branch, the names one of which is absent
+        for j, other in enumerate(branches):
+            if i == j or not _overlap(types[i], types[j]) or _told_apart(branch, other):
+                continue
+            required = other.get("required")
+            if types[i] != {"object"} or not isinstance(required, list) or not required:
+                return  # branch i might take a value of branch j: no simple exclusion
+            mine = set(branch.get("required") or ()) if isinstance(branch.get("required"), list) else set()
+            lacking.append([name for name in dict.fromkeys(required) if isinstance(name, str) and name not in mine])
+        if any(not names for names in lacking):
+            continue  # every value of branch i has all a branch j requires: left out
+        if _product(len(names) for names in lacking) > MAX_EXCLUSIVE_ALTERNATIVES:
+            return
+        exclusive = dict(branch)
+        for names in lacking:
+            _also(exclusive, {"anyOf": [{"properties": {name: False}} for name in names]})
+        out.append(exclusive)
+    if not out:
+        return  # no branch can hold alone: llguidance names the oneOf
+    del node["oneOf"]
+    _also(node, {"anyOf": out})
+
+
+_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+
+
+def _types(branch: dict) -> set[str] | None:
+    kind = branch.get("type")
+    kinds = set(_listed(kind)) if kind is not None else None
+    if kinds is None or not kinds <= set(_TYPES):
+        return None
+    return kinds
+
+
+def _overlap(a: set[str], b: set[str]) -> bool:
+    widen = {"number": {"number", "integer"}, "integer": {"integer", "number"}}
+    return any(widen.get(kind, {kind}) & b for kind in a)
+
+
+def _told_apart(a: dict, b: dict) -> bool:
+    """Whether a property both require has a const or enum in each with no value in common."""
+    def values(branch: dict, name: str) -> set[str] | None:
+        fields = branch.get("properties")
+        sub = fields.get(name) if isinstance(fields, dict) else None
+        if not isinstance(sub, dict):
+            return None
+        if "const" in sub:
+            return {json.dumps(sub["const"], sort_keys=True)}
+        enum = sub.get("enum")
+        return {json.dumps(v, sort_keys=True) for v in enum} if isinstance(enum, list) else None
+
+    both = set(_listed(a.get("required") or [])) & set(_listed(b.get("required") or []))
+    for name in both:
+        if not isinstance(name, str):
+            continue
+        mine, theirs = values(a, name), values(b, name)
+        if mine is not None and theirs is not None and not mine & theirs:
+            return True
+    return False
+
+
+def _product(values: Any) -> int:
+    total = 1
+    for value in values:
+        total *= value
+    return total
+
+
 def _only_kind(branch: Any) -> str | None:
     """The one kind of value branch constrains, when it says nothing of the type (and does
     nothing else, so every value of another kind validates against it); else None."""
@@ -222,10 +346,19 @@ def _dependencies_as_any_of(node: dict) -> None:
             continue  # a schema among them (dependentSchemas' kind): left to llguidance, which refuses it
         required = set(node.get("required") or ()) if isinstance(node.get("required"), list) else set()
         wanted = {name: names for name, names in conditions.items() if not set(names) <= required}
-        if len(wanted) > MAX_DEPENDENCIES:
+        listed = node.get("properties")
+        fields = set(listed) if isinstance(listed, dict) else set()
+        # In a closed object a dependent it does not list cannot be there: then neither can name.
+        absent = {name for name, names in wanted.items()
+                  if node.get("additionalProperties") is False and not set(names) <= fields}
+        if len(wanted) - len(absent) > MAX_DEPENDENCIES:
             continue
         del node[keyword]
+        if absent:
+            _also(node, {"properties": dict.fromkeys(sorted(absent), False)})
         for name, names in wanted.items():
+            if name in absent:
+                continue
             _also(node, {"anyOf": [{"properties": {name: False}},
                                    {"required": [name, *(n for n in names if n != name)]}]})
 

@@ -38,8 +38,8 @@ def test_what_strict_mode_documents_is_enforced(schema):
     ({"type": "object", "properties": {"a": {"dependentSchemas": {"b": {}}}}}, "dependentSchemas", ".properties.a"),
     ({"type": "array", "uniqueItems": True}, "uniqueItems", ""),
     ({"type": "object", "properties": {"a": {"type": "string", "format": "regex"}}}, "format", ".properties.a"),
-    ({"type": "object", "properties": {"a": {"oneOf": [{"required": ["b"]}, {"required": ["c"]}]}}},
-     "oneOf", ".properties.a"),  # {"b": 1, "c": 2} is both
+    ({"type": "object", "properties": {"a": {"oneOf": [{"required": ["b"]}, {"properties": {"c": {}}}]}}},
+     "oneOf", ".properties.a"),  # {"b": 1} is both
     ({"type": "object", "dependencies": {"a": {"required": ["b"]}}}, "dependencies", ""),  # a schema's kind
     ({"type": "string", "pattern": "(?<=a)b"}, "pattern", ""),
     ({"$ref": "https://example.com/s.json"}, "$ref", ""),
@@ -141,6 +141,22 @@ AREA = {"type": "object", "properties": {"base": {"type": "number"}, "height": {
         {"properties": {"kind": {"enum": ["a"]}, "x": {"type": "integer"}}, "required": ["kind", "x"]},
         {"properties": {"kind": {"enum": ["b"]}}, "required": ["kind"]}]}},  # Snowplow's errors
      ['[{"kind": "a", "x": 1}, {"kind": "b"}]'], ['["a"]', "[1]", '[{"kind": "a"}]']),
+    # a oneOf of objects told apart by what each requires (GlaiveAI's shapes, Snowplow's credentials):
+    # each branch also lacks one of what each other requires
+    ({"type": "object", "properties": {k: {"type": "number"} for k in ("radius", "length", "width", "base", "height")},
+      "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}, {"required": ["base", "height"]}]},
+     ['{"radius": 1}', '{"length": 1, "width": 2}', '{"radius": 1, "length": 2}',
+      '{"width": 3, "base": 1, "height": 2}'],
+     ["{}", '{"radius": 1, "length": 1, "width": 2}', '{"length": 1}', '"x"']),
+    ({"oneOf": [{"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+                {"type": "object", "properties": {"key": {"type": "string"}, "role": {"type": "string"}},
+                 "required": ["role"]},
+                {"type": "null"}]},
+     ['{"key": "k"}', '{"role": "r"}', "null"], ['{"key": "k", "role": "r"}', "{}"]),
+    # dependencies on properties a closed object does not list: the property is absent
+    ({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}},
+      "dependencies": {"base": ["triangle"], "radius": ["circle"]}},
+     ["{}"], ['{"base": 1}', '{"radius": 1}']),
 ])
 def test_keywords_written_another_way_are_enforced(schema, allowed, refused):
     """Each was a 400 before (llguidance has no `dependencies`, `dependentRequired` or `not`,
@@ -187,3 +203,27 @@ def test_a_dependency_already_met_costs_nothing():
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
               "required": ["b"], "dependencies": {"a": ["b"]}}
     assert accepts(schema, '{"a": "x", "b": "y"}') and accepts(schema, '{"b": "y"}')
+
+
+@pytest.mark.parametrize("schema", [
+    # {"a": 1} matches both branches. Closing the first branch to its listed properties made
+    # llguidance see them apart and take {"a": 1}: oneOf branches (and what they $ref) stay open.
+    {"type": "object", "oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                 {"properties": {"b": {"type": "integer"}}}]},
+    {"type": "object", "oneOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}],
+     "definitions": {"A": {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                     "B": {"properties": {"b": {"type": "integer"}}}}},
+])
+def test_a_oneOf_whose_branches_overlap_is_refused_not_closed_apart(schema):
+    with pytest.raises(SchemaError) as caught:
+        schema_grammar(schema)
+    assert caught.value.keyword == "oneOf"
+
+
+def test_a_oneOf_no_value_can_meet_is_refused():
+    """Every key required above: each value matches both branches (GlaiveAI has such schemas)."""
+    schema = {"type": "object", "properties": {k: {"type": "number"} for k in ("length", "width", "radius")},
+              "required": ["length", "width", "radius"], "oneOf": [{"required": ["length", "width"]},
+                                                                  {"required": ["radius"]}]}
+    with pytest.raises(SchemaError, match="nsatisfiable"):
+        schema_grammar(schema)
