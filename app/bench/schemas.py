@@ -39,6 +39,12 @@ SYSTEM = "You answer with one JSON value and nothing else."
 OUTCOMES = ("covered", "refused", "out_of_tokens", "invalid", "error")
 MAX_SCHEMA_CHARS = 16_000  # longer ones would not fit a prompt beside the answer
 
+# An outcome, and for any but covered what explains it: the refusal, or the answer and why
+# it failed validation (the first error), so every miss can be looked at from --json.
+Outcome = tuple[str, str | None]
+# A validator: None for a value that validates against the schema, else the first error.
+Validator = Callable[[Any, dict], str | None]
+
 
 @dataclass(frozen=True)
 class SchemaBenchOptions:
@@ -49,6 +55,9 @@ class SchemaBenchOptions:
     concurrency: int = 8
     seed: int = 0
     peer: str | None = None  # a llama-server's base URL (http://127.0.0.1:8080)
+    # Schemas of each set also asked without a grammar (for the decode rates; None: all).
+    # Unconstrained, the small model mostly runs to max_tokens: the costliest part of a run.
+    plain_per_set: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,110 +103,127 @@ def run_schema_bench(options: SchemaBenchOptions, settings: LoadSettings) -> dic
                        n_ctx=max(settings.n_ctx, (MAX_SCHEMA_CHARS // 3 + options.max_tokens) * options.concurrency))
     engine = Engine.start(settings)
     try:
-        chorus, compile_ms, rates = _run_chorus(engine, cases, options, validator)
-        plain_rates = _plain_rates(engine, cases, options)
+        runs = _run_chorus(engine, cases, options, validator)
+        plain = _plain_rates(engine, cases, options)
     finally:
         engine.shutdown()
+    chorus = [outcome for outcome, _, _ in runs]
+    compile_ms = [ms for _, ms, _ in runs if ms is not None]
+    # The decode rates of the schemas asked both ways, so the ratio compares the same prompts.
+    paired = [(rate, plain_rate) for (_, _, rate), plain_rate in zip(runs, plain) if rate and plain_rate]
+    rates = [rate for rate, _ in paired]
+    plain_rates = [plain_rate for _, plain_rate in paired]
     report: dict[str, Any] = {
         "config": {"model": settings.model_path.name, "sets": list(options.sets), "per_set": options.per_set,
                    "max_tokens": options.max_tokens, "concurrency": options.concurrency, "seed": options.seed,
-                   "schemas": len(cases), "data": str(options.data)},
+                   "schemas": len(cases), "data": str(options.data), "plain_per_set": options.plain_per_set},
         "chorus": _by_set(cases, chorus),
         "compile_ms": {"p50": _percentile(compile_ms, 50), "p95": _percentile(compile_ms, 95),
                        "max": max(compile_ms, default=0.0)},
-        "decode_tok_s": {"grammar": _median(rates), "plain": _median(plain_rates)},
-        "cases": [{"set": c.set_name, "name": c.name, "chorus": o} for c, o in zip(cases, chorus)],
+        "decode_tok_s": {"grammar": _median(rates), "plain": _median(plain_rates), "schemas": len(paired)},
+        "cases": [{"set": c.set_name, "name": c.name, **_result("chorus", outcome), "compile_ms": ms,
+                   "tok_s": rate, "plain_tok_s": plain_rate}
+                  for c, (outcome, ms, rate), plain_rate in zip(cases, runs, plain)],
     }
     report["decode_tok_s"]["ratio"] = report["decode_tok_s"]["grammar"] / (report["decode_tok_s"]["plain"] or 1)
     if options.peer is not None:
         peer = _run_peer(options.peer, cases, options, validator)
         report["peer"] = _by_set(cases, peer)
         for row, outcome in zip(report["cases"], peer):
-            row["peer"] = outcome
+            row.update(_result("peer", outcome))
     return report
 
 
+def _result(side: str, outcome: Outcome) -> dict[str, str]:
+    kind, detail = outcome
+    return {side: kind} | ({f"{side}_detail": detail} if detail else {})
+
+
 def _run_chorus(engine: Engine, cases: list[Case], options: SchemaBenchOptions,
-                validator: Callable[[Any, dict], bool]) -> tuple[list[str], list[float], list[float]]:
-    compile_ms: list[float] = []
-    rates: list[float] = []
+                validator: Validator) -> list[tuple[Outcome, float | None, float | None]]:
+    """Each case's outcome, grammar check and compile time (ms) and decode rate (tok/s)."""
     engine.compile_grammar(schema_grammar({"type": "object"}))  # llguidance's tokenizer is built once, untimed
 
-    def one(case: Case) -> str:
+    def one(case: Case) -> tuple[Outcome, float | None, float | None]:
         started = time.perf_counter()
         try:
             grammar = schema_grammar(case.schema)
             engine.compile_grammar(grammar)
-        except RequestError:
-            return "refused"
-        compile_ms.append(1000 * (time.perf_counter() - started))
+        except RequestError as exc:
+            return ("refused", str(exc)), None, None
+        compile_ms = 1000 * (time.perf_counter() - started)
         result = _ask(engine, case, SamplingParams.greedy(options.max_tokens, grammar=grammar))
-        if result.stats is not None and result.stats.decode_tok_s:
-            rates.append(result.stats.decode_tok_s)
-        return _outcome(result, case.schema, validator)
+        rate = result.stats.decode_tok_s if result.stats is not None else None
+        return _outcome(result, case.schema, validator), compile_ms, rate
 
     with ThreadPoolExecutor(options.concurrency) as pool:
-        outcomes = list(pool.map(one, cases))
-    return outcomes, compile_ms, rates
+        return list(pool.map(one, cases))
 
 
-def _plain_rates(engine: Engine, cases: list[Case], options: SchemaBenchOptions) -> list[float]:
-    """The same prompts without a grammar: each request's decode rate."""
-    def one(case: Case) -> float:
+def _plain_rates(engine: Engine, cases: list[Case], options: SchemaBenchOptions) -> list[float | None]:
+    """The same prompts without a grammar: each request's decode rate (None for the schemas
+    past plain_per_set in their set)."""
+    asked = {id(case) for set_name in options.sets
+             for case in [c for c in cases if c.set_name == set_name][:options.plain_per_set]}
+
+    def one(case: Case) -> float | None:
+        if id(case) not in asked:
+            return None
         result = _ask(engine, case, SamplingParams.greedy(options.max_tokens))
-        return result.stats.decode_tok_s if result.stats is not None and result.stats.decode_tok_s else 0.0
+        return result.stats.decode_tok_s if result.stats is not None else None
 
     with ThreadPoolExecutor(options.concurrency) as pool:
-        return [rate for rate in pool.map(one, cases) if rate]
+        return list(pool.map(one, cases))
 
 
 def _ask(engine: Engine, case: Case, sampling: SamplingParams) -> Completion:
     return engine.submit(ChatRequest(messages=case.messages(), sampling=sampling)).result(1800)
 
 
-def _outcome(result: Completion, schema: dict, validator: Callable[[Any, dict], bool]) -> str:
+def _outcome(result: Completion, schema: dict, validator: Validator) -> Outcome:
     if result.finish_reason is FinishReason.LENGTH:
-        return "out_of_tokens"
+        return "out_of_tokens", result.text[-200:]
     if result.error is not None:
-        return "error"
+        return "error", str(result.error)
     return _judged(result.text, schema, validator)
 
 
-def _judged(text: str, schema: dict, validator: Callable[[Any, dict], bool]) -> str:
+def _judged(text: str, schema: dict, validator: Validator) -> Outcome:
     try:
         value = json.loads(text)
-    except ValueError:
-        return "invalid"
-    return "covered" if validator(value, schema) else "invalid"
+    except ValueError as exc:
+        return "invalid", f"not JSON ({exc}): {text[:2000]}"
+    error = validator(value, schema)
+    return ("covered", None) if error is None else ("invalid", f"{error}: {text[:2000]}")
 
 
 def _run_peer(base: str, cases: list[Case], options: SchemaBenchOptions,
-              validator: Callable[[Any, dict], bool]) -> list[str]:
+              validator: Validator) -> list[Outcome]:
     client = httpx.Client(base_url=base.rstrip("/"), timeout=1800)
 
-    def one(case: Case) -> str:
+    def one(case: Case) -> Outcome:
         body = {"messages": list(case.messages()), "temperature": 0, "max_tokens": options.max_tokens,
                 "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": case.schema}}}
         try:
             reply = client.post("/v1/chat/completions", json=body)
-        except httpx.HTTPError:
-            return "error"
+        except httpx.HTTPError as exc:
+            return "error", str(exc)
         if reply.status_code in (400, 422):
-            return "refused"
+            return "refused", reply.text[:500]
         if reply.status_code != 200:
-            return "error"
+            return "error", f"{reply.status_code}: {reply.text[:500]}"
         choice = reply.json()["choices"][0]
         if choice.get("finish_reason") == "length":
-            return "out_of_tokens"
+            return "out_of_tokens", (choice["message"].get("content") or "")[-200:]
         return _judged(choice["message"].get("content") or "", case.schema, validator)
 
     with client, ThreadPoolExecutor(options.concurrency) as pool:
         return list(pool.map(one, cases))
 
 
-def _by_set(cases: list[Case], outcomes: list[str]) -> dict[str, dict[str, Any]]:
+def _by_set(cases: list[Case], outcomes: list[Outcome]) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
-    for case, outcome in zip(cases, outcomes):
+    for case, (outcome, _) in zip(cases, outcomes):
         row = table.setdefault(case.set_name, {k: 0 for k in OUTCOMES} | {"schemas": 0})
         row[outcome] += 1
         row["schemas"] += 1
@@ -208,23 +234,23 @@ def _by_set(cases: list[Case], outcomes: list[str]) -> dict[str, dict[str, Any]]
     return table
 
 
-def _validator() -> Callable[[Any, dict], bool]:
+def _validator() -> Validator:
     try:
         import jsonschema  # type: ignore[import-untyped]  # a test extra; no stubs installed
     except ImportError:
         raise ValueError("bench-schemas validates answers with jsonschema: pip install jsonschema") from None
 
-    def valid(value: Any, schema: dict) -> bool:
+    def first_error(value: Any, schema: dict) -> str | None:
         try:
             cls = jsonschema.validators.validator_for(schema)
             cls(schema, format_checker=cls.FORMAT_CHECKER).validate(value)
-        except jsonschema.exceptions.ValidationError:
-            return False
-        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, RecursionError):
-            return False  # a schema jsonschema itself cannot use: no answer counts
-        return True
+        except jsonschema.exceptions.ValidationError as exc:
+            return f"{exc.message[:300]} at {exc.json_path}"
+        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, RecursionError) as exc:
+            return f"jsonschema cannot use the schema: {type(exc).__name__}"  # no answer counts
+        return None
 
-    return valid
+    return first_error
 
 
 def _percentile(values: list[float], p: float) -> float:
@@ -252,7 +278,7 @@ def render(report: dict[str, Any], as_json: bool) -> str:
     ms, rate = report["compile_ms"], report["decode_tok_s"]
     lines.append(f"  grammar check + compile: p50 {ms['p50']:.1f} ms, p95 {ms['p95']:.1f} ms, max {ms['max']:.1f} ms")
     lines.append(f"  decode tok/s with a grammar {rate['grammar']:.1f}, without {rate['plain']:.1f} "
-                 f"({rate['ratio']:.2f}x)")
+                 f"({rate['ratio']:.2f}x; the {rate['schemas']} schemas asked both ways)")
     return "\n".join(lines)
 
 

@@ -223,6 +223,8 @@ def _register_schemas(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sbench.add_argument("--concurrency", type=int, default=8, help="requests at once (each side)")
     sbench.add_argument("--seed", type=int, default=0, help="which schemas are sampled")
     sbench.add_argument("--peer", help="a llama-server's base URL: the same requests there, in the same run")
+    sbench.add_argument("--plain-per-set", type=int, default=None,
+                        help="schemas of each set also asked without a grammar, for the decode rates (default: all)")
     sbench.add_argument("--json", action="store_true", help="print one JSON object, every schema's outcome too")
 
 
@@ -230,7 +232,8 @@ def _schemas(args: argparse.Namespace, base: Path) -> int:
     from app.bench import schemas
     options = schemas.SchemaBenchOptions(data=args.data, sets=tuple(s for s in args.sets.split(",") if s),
                                          per_set=args.per_set, max_tokens=args.max_tokens,
-                                         concurrency=args.concurrency, seed=args.seed, peer=args.peer)
+                                         concurrency=args.concurrency, seed=args.seed, peer=args.peer,
+                                         plain_per_set=args.plain_per_set)
     try:
         report = schemas.run_schema_bench(options, settings_from_args(args, resolve_model(args, base)))
     except ValueError as exc:

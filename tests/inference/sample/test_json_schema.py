@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import llguidance as lg
 import pytest
 
 from inference import SchemaError, lark_grammar, lark_json, schema_grammar
@@ -36,7 +37,10 @@ def test_what_strict_mode_documents_is_enforced(schema):
     ({"type": "array", "items": {"not": {}}}, "not", ".items"),
     ({"type": "object", "properties": {"a": {"dependentSchemas": {"b": {}}}}}, "dependentSchemas", ".properties.a"),
     ({"type": "array", "uniqueItems": True}, "uniqueItems", ""),
-    ({"type": "object", "properties": {"a": {"type": "string", "format": "color"}}}, "format", ".properties.a"),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "regex"}}}, "format", ".properties.a"),
+    ({"type": "object", "properties": {"a": {"oneOf": [{"required": ["b"]}, {"properties": {"c": {}}}]}}},
+     "oneOf", ".properties.a"),  # {"b": 1} is both
+    ({"type": "object", "dependencies": {"a": {"required": ["b"]}}}, "dependencies", ""),  # a schema's kind
     ({"type": "string", "pattern": "(?<=a)b"}, "pattern", ""),
     ({"$ref": "https://example.com/s.json"}, "$ref", ""),
     ({"anyOf": [{"type": "string"}, {"type": "decimal"}]}, "type", ".anyOf[1]"),
@@ -91,3 +95,135 @@ def test_the_conversion_leaves_llama_cpp_unloaded():
             "print(any(m == 'llama_cpp' or m.startswith('llama_cpp.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _Bytes:
+    """A tokenizer of one token a byte (and an end token), for matching text against a grammar."""
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"\xff<end>"]
+    special_token_ids = [256]
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        return list(text.encode() if isinstance(text, str) else text)
+
+
+_BYTES = lg.LLTokenizer(lg.TokenizerWrapper(_Bytes()))
+
+
+def accepts(schema: dict, text: str) -> bool:
+    """Whether the schema's grammar lets a reply be exactly text."""
+    matcher = lg.LLMatcher(_BYTES, schema_grammar(schema), log_level=0)
+    return matcher.consume_tokens(list(text.encode())) and matcher.is_accepting()
+
+
+AREA = {"type": "object", "properties": {"base": {"type": "number"}, "height": {"type": "number"},
+                                         "length": {"type": "number"}, "width": {"type": "number"}}}
+
+
+@pytest.mark.parametrize(("schema", "allowed", "refused"), [
+    # `dependencies` (draft 4-7) and `dependentRequired` as lists: b whenever a (JSONSchemaBench's Github sets)
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      "dependencies": {"a": ["b"]}},
+     ['{"a": 1, "b": 2}', '{"b": 2}', "{}"], ['{"a": 1}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+      "dependentRequired": {"a": ["b", "c"], "b": ["a"]}},
+     ['{"a": 1, "b": 2, "c": 3}', '{"c": 3}'], ['{"a": 1, "b": 2}', '{"b": 2, "c": 3}']),
+    # `not` of `required` alone: not both (GlaiveAI's shapes)
+    ({**AREA, "not": {"required": ["base", "height"]}}, ['{"base": 1}', '{"height": 2, "width": 3}'],
+     ['{"base": 1, "height": 2}', '"x"']),
+    # a oneOf of `required`s (no type in its branches: any string is valid against both, so none passes oneOf)
+    ({**AREA, "oneOf": [{"required": ["length", "width"], "not": {"required": ["base", "height"]}},
+                        {"required": ["base", "height"], "not": {"required": ["length", "width"]}}]},
+     ['{"length": 1, "width": 2}', '{"base": 1, "height": 2, "width": 3}'],
+     ['{"length": 1}', '{"base": 1, "height": 2, "length": 3, "width": 4}']),
+    ({"type": "array", "items": {"oneOf": [
+        {"properties": {"kind": {"enum": ["a"]}, "x": {"type": "integer"}}, "required": ["kind", "x"]},
+        {"properties": {"kind": {"enum": ["b"]}}, "required": ["kind"]}]}},  # Snowplow's errors
+     ['[{"kind": "a", "x": 1}, {"kind": "b"}]'], ['["a"]', "[1]", '[{"kind": "a"}]']),
+    # a oneOf of objects told apart by what each requires (GlaiveAI's shapes, Snowplow's credentials):
+    # each branch also lacks one of what each other requires
+    ({"type": "object", "properties": {k: {"type": "number"} for k in ("radius", "length", "width", "base", "height")},
+      "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}, {"required": ["base", "height"]}]},
+     ['{"radius": 1}', '{"length": 1, "width": 2}', '{"radius": 1, "length": 2}',
+      '{"width": 3, "base": 1, "height": 2}'],
+     ["{}", '{"radius": 1, "length": 1, "width": 2}', '{"length": 1}', '"x"']),
+    ({"oneOf": [{"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+                {"type": "object", "properties": {"key": {"type": "string"}, "role": {"type": "string"}},
+                 "required": ["role"]},
+                {"type": "null"}]},
+     ['{"key": "k"}', '{"role": "r"}', "null"], ['{"key": "k", "role": "r"}', "{}"]),
+    # dependencies on properties a closed object does not list: the property is absent
+    ({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}},
+      "dependencies": {"base": ["triangle"], "radius": ["circle"]}},
+     ["{}"], ['{"base": 1}', '{"radius": 1}']),
+])
+def test_keywords_written_another_way_are_enforced(schema, allowed, refused):
+    """Each was a 400 before (llguidance has no `dependencies`, `dependentRequired` or `not`,
+    and could not see that such oneOf branches exclude each other); now the same condition."""
+    assert [text for text in allowed if not accepts(schema, text)] == []
+    assert [text for text in refused if accepts(schema, text)] == []
+
+
+@pytest.mark.parametrize(("fmt", "allowed", "refused"), [
+    ("idn-email", ['"a@example.com"'], ['"a"']),  # as email: fewer strings, all of them valid
+    ("uri-reference", ['"https://example.com/a"'], ['"not a uri"']),
+    ("iri", ['"https://example.com/a"'], ['"not a uri"']),
+    ("json-pointer", ['""', '"/a/b~1c"'], ['"a"', '"/a~2"']),
+    ("relative-json-pointer", ['"0"', '"1/a"', '"2#"'], ['"/a"', '"01"']),
+    ("byte", ['""', '"aGk="', '"aGVsbG8="'], ['"aGk"', '"a=b="']),  # OpenAPI's base64
+    ("date", ['"2024-02-29"', '"2000-02-29"', '"2023-04-30"'],  # llguidance's own took 2023-02-29
+     ['"2023-02-29"', '"1900-02-29"', '"2023-04-31"', '"0000-01-01"', '"2023-1-01"']),
+    ("date-time", ['"2024-02-29T10:00:00Z"', '"2023-01-31t23:59:59.5+02:00"'],
+     ['"2023-02-29T10:00:00Z"', '"2024-02-29T24:00:00Z"', '"2024-02-29T10:00:00"']),
+    ("color", ['"red"', '"anything"'], []),  # not a format JSON Schema defines: an annotation
+    ("int64", ['"12"'], []),
+])
+def test_formats_llguidance_lacks_are_enforced_or_read_as_annotations(fmt, allowed, refused):
+    schema = {"type": "string", "format": fmt}
+    assert [text for text in allowed if not accepts(schema, text)] == []
+    assert [text for text in refused if accepts(schema, text)] == []
+
+
+def test_a_format_beside_a_pattern_keeps_both():
+    schema = {"type": "string", "format": "byte", "pattern": "^a"}
+    assert accepts(schema, '"aGk="') and not accepts(schema, '"bGk="') and not accepts(schema, '"aGk"')
+
+
+def test_too_many_dependencies_stay_refused_by_name():
+    names = [f"p{i}" for i in range(6)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names},
+              "dependencies": {n: ["p5"] for n in names[:5]}}
+    with pytest.raises(SchemaError) as caught:
+        schema_grammar(schema)
+    assert caught.value.keyword == "dependencies"
+
+
+def test_a_dependency_already_met_costs_nothing():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+              "required": ["b"], "dependencies": {"a": ["b"]}}
+    assert accepts(schema, '{"a": "x", "b": "y"}') and accepts(schema, '{"b": "y"}')
+
+
+@pytest.mark.parametrize("schema", [
+    # {"a": 1} matches both branches. Closing the first branch to its listed properties made
+    # llguidance see them apart and take {"a": 1}: oneOf branches (and what they $ref) stay open.
+    {"type": "object", "oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                 {"properties": {"b": {"type": "integer"}}}]},
+    {"type": "object", "oneOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}],
+     "definitions": {"A": {"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                     "B": {"properties": {"b": {"type": "integer"}}}}},
+])
+def test_a_oneOf_whose_branches_overlap_is_refused_not_closed_apart(schema):
+    with pytest.raises(SchemaError) as caught:
+        schema_grammar(schema)
+    assert caught.value.keyword == "oneOf"
+
+
+def test_a_oneOf_no_value_can_meet_is_refused():
+    """Every key required above: each value matches both branches (GlaiveAI has such schemas)."""
+    schema = {"type": "object", "properties": {k: {"type": "number"} for k in ("length", "width", "radius")},
+              "required": ["length", "width", "radius"], "oneOf": [{"required": ["length", "width"]},
+                                                                  {"required": ["radius"]}]}
+    with pytest.raises(SchemaError, match="nsatisfiable"):
+        schema_grammar(schema)
