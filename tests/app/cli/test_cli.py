@@ -57,6 +57,7 @@ def test_every_command_is_there_with_a_handler() -> None:
         ("batch", "export"), ("batch", "delete"),
         ("bench",), ("bench-ui",), ("bench-storage",), ("bench-engines",), ("bench-serve",), ("bench-restart",),
         ("bench-grammar",), ("bench-schemas",), ("bench-documents",), ("bench-agents",), ("bench-jobs",),
+        ("bench-images",),
         ("models",), ("models", "list"), ("models", "fetch"), ("models", "path"), ("models", "rm"),
         ("models", "defaults"), ("models", "search"), ("models", "pull"), ("models", "fit"),
     }
