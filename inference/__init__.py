@@ -21,7 +21,19 @@ settings around (the desktop window) never loads it.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+# llama.cpp's CPU threads are an OpenMP team that meets at a barrier after every graph
+# operation; libgomp spins 300,000 times there before sleeping. With more runnable threads
+# than cores (another program busy, two engines) a spinning thread holds the core its partner
+# needs: 64 tokens beside two `yes` took 3.4-8.2 s (median 4.5) against 1.1 s quiet. Spinning
+# 3,000 times keeps the quiet speed (median 1.02 s against 1.07) and halves that (1.9-2.4 s,
+# 5 of 5; passive waiting, no spin: 1.5-3.6 s and 1.3 s quiet). docs/engine.md has the table.
+# Read by libgomp when llama.cpp loads, which this package's modules do: set before any of
+# them; engine processes inherit it. A user's own OpenMP setting wins.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "3000"
 
 from inference.client import DeltaSink, EngineClient
 from inference.core.lanes import Lane
