@@ -190,16 +190,22 @@ def test_a_job_a_quit_left_running_shows_interrupted_and_resumes_only_what_is_pe
     stop_jobs(desk)
 
 
-def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_engine):
-    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+def _running_with_one_done(desk, jobs_engine):
+    """A 5-item job started in the window, 4 items in flight, the first one answered."""
     stored = JobsRepository(desk.repo.db)
     job = new_job(stored, csv_rows("n\n1\n2\n3\n4\n5\n"), JobSpec(template="Count to $n."), source="n.csv")
     window = open_jobs(desk)
-    jobs.start(job.id)
-    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    desk.controllers.jobs.start(job.id)
+    desk.qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
     jobs_engine.write(jobs_engine.requests[0], "1")
     jobs_engine.end(jobs_engine.requests[0])
-    qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    desk.qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    return job, window, stored
+
+
+def test_quitting_pauses_a_running_job_and_keeps_its_finished_items(desk, jobs_engine):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    job, window, stored = _running_with_one_done(desk, jobs_engine)
     jobs.shutdown()  # as Controllers.shutdown does, before the engines stop
     assert stored.get(job.id).status == "paused"
     assert stored.counts(job.id) == {"pending": 4, "done": 1, "failed": 0}
@@ -291,14 +297,8 @@ def test_the_delete_key_deletes_the_selected_job_after_asking(desk, jobs_engine)
 
 
 def test_deleting_a_running_job_cancels_it_first_and_no_result_lands_after(desk, jobs_engine):
-    qtbot, jobs, stored = desk.qtbot, desk.controllers.jobs, JobsRepository(desk.repo.db)
-    job = new_job(stored, csv_rows("n\n1\n2\n3\n4\n5\n"), JobSpec(template="Count to $n."), source="n.csv")
-    window = open_jobs(desk)
-    jobs.start(job.id)
-    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
-    jobs_engine.write(jobs_engine.requests[0], "1")
-    jobs_engine.end(jobs_engine.requests[0])
-    qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    job, window, stored = _running_with_one_done(desk, jobs_engine)
     qtbot.mouseClick(window.buttons["delete"], Qt.MouseButton.LeftButton)
     assert "It is running: it is cancelled first, then deleted." in window.delete_box.text()
     answer_delete_box(qtbot, window, QMessageBox.StandardButton.Yes)
