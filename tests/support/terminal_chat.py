@@ -11,7 +11,14 @@ import threading
 import time
 from pathlib import Path
 
-from storage import DEFAULT_FILENAME, ChatRepository, ConversationRecord, MessageRecord, open_database
+from storage import (
+    DEFAULT_FILENAME,
+    ActivePath,
+    ChatRepository,
+    ConversationRecord,
+    MessageRecord,
+    open_database,
+)
 
 
 class TerminalChat:
@@ -67,12 +74,18 @@ def _drain(stream, sink: list[bytes]) -> None:
         sink.append(chunk)
 
 
-def saved_chats(data_dir: Path) -> list[tuple[ConversationRecord, list[MessageRecord]]]:
-    """As saved: read without the recovery the app runs at start (a reply left `streaming`
-    by a crash would be shown `interrupted` by it)."""
+def saved_paths(data_dir: Path) -> list[ActivePath]:
+    """Each conversation's branch as saved (its messages and their attachments), read without
+    the recovery the app runs at start (a reply left `streaming` by a crash would be shown
+    `interrupted` by it)."""
     db = open_database(data_dir / DEFAULT_FILENAME)
     repo = ChatRepository(db)
     try:
-        return [(c, list(repo.active_path(c.id).messages)) for c in repo.list_conversations()]
+        return [repo.active_path(c.id) for c in repo.list_conversations()]
     finally:
         db.close()
+
+
+def saved_chats(data_dir: Path) -> list[tuple[ConversationRecord, list[MessageRecord]]]:
+    """saved_paths, each as its conversation and messages."""
+    return [(path.conversation, list(path.messages)) for path in saved_paths(data_dir)]

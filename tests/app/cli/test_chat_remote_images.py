@@ -7,25 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from storage import DEFAULT_FILENAME, ChatRepository, MessageStatus, open_database
+from storage import MessageStatus
 from tests.inference.core.test_engine_images import RED
 from tests.support.served import KEY, serving
-from tests.support.terminal_chat import TerminalChat
+from tests.support.terminal_chat import TerminalChat, saved_paths
 from tests.support.tiny_projector import IMAGE_TOKENS, write_tiny_projector
 
 pytestmark = pytest.mark.model
 
 
 def _saved(data_dir):
-    """The one conversation's path as stored, and the names attached to each message."""
-    db = open_database(data_dir / DEFAULT_FILENAME)
-    try:
-        repo = ChatRepository(db)
-        (conv,) = repo.list_conversations()
-        path = repo.active_path(conv.id)
-        return path.messages, {m: [a.name for a in docs] for m, docs in path.attachments.items()}
-    finally:
-        db.close()
+    """The one conversation's messages as stored, and the names attached to each."""
+    (path,) = saved_paths(data_dir)
+    return path.messages, {m: [a.name for a in docs] for m, docs in path.attachments.items()}
 
 
 def _chat(tmp_path, server, *files: str):
