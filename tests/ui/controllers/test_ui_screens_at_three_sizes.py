@@ -26,8 +26,7 @@ def cut_texts(root: QWidget) -> list[str]:
         if (not label.isVisible() or not text or label.wordWrap() or "<" in text or label.pixmap() is not None
                 and not label.pixmap().isNull()):
             continue
-        room = label.contentsRect().width() - 2 * label.margin() - 2 * label.indent() if label.indent() > 0 \
-            else label.contentsRect().width() - 2 * label.margin()
+        room = label.contentsRect().width() - 2 * label.margin() - 2 * max(0, label.indent())  # -1: no indent
         widest = max(label.fontMetrics().horizontalAdvance(line) for line in text.splitlines())
         if widest > room + 1:
             cut.append(f"label {text!r}: {widest} px in {room}")
