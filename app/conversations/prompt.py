@@ -3,9 +3,10 @@ its compare panes, "ask each line", its tool rounds and the terminal's `chorus c
 
 From the branch before the reply (its active path): the turns as the model reads them (a
 reply's reasoning left out, an errored reply skipped, tool calls and results in the shape
-the chat's tool format reads), the documents attached along the branch (whole in the system
-message, or the excerpts retrieved for the question: app/documents/prompt.py), the tools
-offered described after them, and the request with the chat's sampling and overflow policy.
+the chat's tool format reads), the tools offered described after the system prompt, the
+documents attached along the branch (whole in the system message after the tools, or the
+excerpts retrieved for the question: app/documents/prompt.py), and the request with the
+chat's sampling and overflow policy.
 Qt-free; it reads storage (documents, their chunks), so the window builds it on its storage
 thread.
 """
@@ -47,10 +48,10 @@ class PromptBuilder:
     def prompt(self, path: ActivePath, reply: MessageRecord, sampling: SamplingParams, continued: bool = False,
                tools: ToolRound | None = None) -> DocumentPrompt:
         """The prompt of reply, the last message of path: the branch before it (or, continued,
-        up to and with it), its documents sized by the reply's room (sampling.max_tokens),
-        and the tools offered described after them (the same words every round, so a
-        follow-up turn computes only what the last one added). The excerpts used are
-        stored as the reply's sources."""
+        up to and with it), the tools offered described after the system prompt (the same
+        words every round, so a follow-up turn computes only what the last one added), its
+        documents after them sized by the reply's room (sampling.max_tokens). The excerpts
+        used are stored as the reply's sources."""
         before = path.messages if continued else path.messages[:-1]
         prompt = self._prompt(path, before, reply.id if continued else None, sampling, tools)
         if prompt.sources:
@@ -71,6 +72,12 @@ class PromptBuilder:
         # without tools on that the terminal's --mcp wrote) or OpenAI's shape (a native format);
         # a call left without a result reads as not run.
         turns = tuple(shape(answer_every_call([self._message(m, kept, path) for m in used])))
+        if tools is not None:
+            # The tool list right after the system prompt, before the chat's own documents: a
+            # stable place, so every tab and API client with the same system prompt and servers
+            # shares its KV (a 40-tool list is some 5,000 tokens), and the documents' room is
+            # counted with it.
+            turns = tuple(tools.with_tools(list(turns)))
         if path.attachments:
             counter, n_ctx = self.tokens()
             prompt = chat_prompt(turns, path, used, self.documents, counter, n_ctx, sampling.max_tokens)
@@ -78,7 +85,7 @@ class PromptBuilder:
             prompt = DocumentPrompt(messages=turns)
         if self.show_images is not None:
             prompt = replace(prompt, messages=with_images(prompt.messages, self._images(path), self.show_images))
-        return prompt if tools is None else replace(prompt, messages=tuple(tools.with_tools(list(prompt.messages))))
+        return prompt
 
     def _images(self, path: ActivePath) -> list[DocumentRecord]:
         shas = {a.sha256 for attached in path.attachments.values() for a in attached if a.is_image}

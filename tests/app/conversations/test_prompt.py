@@ -1,7 +1,8 @@
 """The prompt a chat's reply is sent with (app/conversations/prompt.py), built from a real
 SQLite file's branch without a model: the system prompt and the documents in one system
 message, a reply's reasoning and an errored reply left out, a tool round's calls and results
-and the tools described after the documents, the request's fields; and the documents' room
+and the tools described after the system prompt, before the documents (one place, so that
+chats with different documents share the tool list's KV), the request's fields; and the documents' room
 is the engine's own reply_room, so a prompt sized here is never cut by the engine for the
 reply's sake. Tokens are counted as words, a stand-in for the vocabulary."""
 
@@ -90,7 +91,7 @@ def test_reasoning_and_errored_replies_stay_out_and_a_continued_reply_keeps_all_
     assert continued.messages[-1] == {"role": "assistant", "content": "<think>hm</think>6"}
 
 
-def test_a_tool_rounds_next_turn_carries_the_call_and_its_result_and_the_tools_after_the_documents(repo):
+def test_a_tool_rounds_next_turn_carries_the_call_and_its_result_and_the_tools_before_the_documents(repo):
     session, started = ConversationSession.start(repo, "Add 2 and 3 from the sheet", [document("sheet.txt", 50)],
                                                  system="Be exact.", model="m")
     call = ToolCall("call_1", "add", '{"a": 2, "b": 3}')
@@ -106,7 +107,7 @@ def test_a_tool_rounds_next_turn_carries_the_call_and_its_result_and_the_tools_a
 
     prompt = builder(repo).prompt(next_turn.path, next_turn.reply, SamplingParams(), tools=tools)
     system = prompt.messages[0]["content"]
-    assert system.startswith("Be exact.") and system.index("<document") < system.index("add")
+    assert system.startswith("Be exact.") and system.index('"add"') < system.index("<document")
     text = "\n".join(str(m["content"]) for m in prompt.messages[1:])
     assert '"a": 2' in text and "5" in text  # the call as written and its result, as plain turns
     assert prompt.messages[1] == {"role": "user", "content": "Add 2 and 3 from the sheet"}
@@ -115,6 +116,36 @@ def test_a_tool_rounds_next_turn_carries_the_call_and_its_result_and_the_tools_a
                             tools=tools, overflow="drop_oldest")
     assert request.messages == prompt.messages and request.request_id == "r1" and request.overflow == "drop_oldest"
     assert request.sampling.temperature == 0.5 and not request.continue_final
+
+
+def test_chats_with_different_documents_begin_with_the_same_system_prompt_and_tool_list(repo):
+    """The tool list at one stable place: what two chats on the same servers share ends after
+    it, so the engine computes a long tool list once for every tab (before, the documents
+    came first and each chat's tool list was computed again)."""
+    prompts = []
+    for name in ("a.txt", "b.txt"):
+        session, started = ConversationSession.start(repo, "What is in it?", [document(name, 40)],
+                                                     system="Be exact.", model="m")
+        prompts.append(builder(repo).prompt(started.path, started.reply, SamplingParams(), tools=tool_round()))
+    first, second = (p.messages[0]["content"] for p in prompts)
+    shared = first[:first.index("<document")]
+    assert second.startswith(shared) and '"add"' in shared and shared.startswith("Be exact.")
+
+
+def test_the_documents_room_counts_the_tool_list(repo):
+    """A document is sized to the context less the reply's room and the turns, the tools'
+    description among them: a document that fills the room of a chat without tools goes to
+    excerpts when the tools take part of it (before, it went in whole and the prompt, tools
+    added after the sizing, passed the context)."""
+    n_ctx, max_tokens = 2000, 100
+    room = reply_room(n_ctx, max_tokens)
+    words = n_ctx - room - (WordTokens().count("Sum it") + TOKENS_PER_TURN) - TOKENS_PER_TURN - 3
+    assert whole_fits(repo, words, n_ctx, max_tokens)  # without tools it fits exactly
+    session, started = ConversationSession.start(repo, "Sum it", [document("sheet.txt", words)], model="m")
+    prompt = builder(repo, n_ctx=n_ctx).prompt(started.path, started.reply, SamplingParams(max_tokens=max_tokens),
+                                               tools=tool_round())
+    used = sum(WordTokens().count(str(m["content"])) + TOKENS_PER_TURN for m in prompt.messages)
+    assert prompt.retrieval and used <= n_ctx - room
 
 
 def test_a_required_calls_first_turn_is_forced_by_its_grammar_in_the_request(repo):
