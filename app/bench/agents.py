@@ -30,11 +30,17 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.bench.first_turns import first_turns_at_once
 from app.tools import McpManager, ServerStatus, StdioServer, Toolbox, ToolLoop, TurnDone
 from inference import ChatRequest, Engine, LoadSettings, RequestStats, SamplingParams
 
 CITIES = ("Oslo", "Lima", "Cairo", "Hanoi", "Quito", "Perth", "Dakar", "Riga", "Porto", "Seoul", "Tunis", "Bern",
           "Accra", "Kyiv", "Doha", "Rome")
+
+
+# The KV a tool of the bench's server takes in the prompt (SmolLM2's vocabulary: 40 tools,
+# some 5,300 tokens), with room to spare for another vocabulary.
+TOKENS_PER_TOOL = 200
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class AgentBenchOptions:
     rounds: int = 3  # questions per agent, each a call and an answer
     tool_seconds: float = 0.5
     max_tokens: int = 48  # of each model turn
+    tools: int = 1  # the tool server offers the weather tool and tools - 1 others (a long tool list)
 
 
 @dataclass(frozen=True)
@@ -53,18 +60,22 @@ class Turn:
 
 
 def run_agents_bench(options: AgentBenchOptions, settings: LoadSettings) -> dict[str, Any]:
-    n_ctx = max(4096, options.agents * (512 + options.rounds * 2 * (options.max_tokens + 96)))
+    # Each chat's turns, and the tool list once: the chats share its KV cells.
+    n_ctx = max(4096, options.agents * (512 + options.rounds * 2 * (options.max_tokens + 96))
+                + options.tools * TOKENS_PER_TOOL)
     settings = replace(settings, n_ctx=n_ctx, n_seq_max=options.agents + 2, n_batch=max(512, options.agents + 2))
     manager = McpManager()
     engine: Engine | None = None
     try:
         state, = manager.start_all([StdioServer("bench", sys.executable,
-                                                ("-m", "app.bench.agent_tool", str(options.tool_seconds)))])
+                                                ("-m", "app.bench.agent_tool", str(options.tool_seconds),
+                                                 str(options.tools)))])
         if state.status is not ServerStatus.READY:
             raise RuntimeError(f"the bench's tool server did not start: {state.summary()}\n{state.stderr_tail}")
         toolbox = Toolbox(manager, timeout_s=options.tool_seconds + 30)
         engine = Engine.start(settings)
         first_prompts = [_first_prompt(engine, toolbox, i, options) for i in range(options.agents)]
+        first_turns = first_turns_at_once(engine, first_prompts)  # cold: the tool list computed how often
         _plain(engine, first_prompts, options.max_tokens)  # untimed: the first batch after loading runs slow
         before = _plain(engine, first_prompts, options.max_tokens)
         agents = _agents(engine, toolbox, options)
@@ -76,7 +87,7 @@ def run_agents_bench(options: AgentBenchOptions, settings: LoadSettings) -> dict
         if engine is not None:
             engine.shutdown()
         manager.shutdown()
-    return _report(options, settings, before, agents, after, same, paced)
+    return {**_report(options, settings, before, agents, after, same, paced), "first_turns": first_turns}
 
 
 def _question(agent: int, round_: int) -> str:
@@ -232,7 +243,7 @@ def _report(options: AgentBenchOptions, settings: LoadSettings, before: dict[str
     plain_rate = statistics.mean([before["decode_tok_s"], after["decode_tok_s"]])
     return {
         "config": {"model": settings.model_path.name, "agents": options.agents, "rounds": options.rounds,
-                   "tool_seconds": options.tool_seconds, "max_tokens": options.max_tokens,
+                   "tool_seconds": options.tool_seconds, "max_tokens": options.max_tokens, "tools": options.tools,
                    "threads": settings.threads(), "n_ctx": settings.n_ctx},
         "plain_before": before, "agents": agents, "plain_after": after, "plain_same_batch": same,
         "plain_paced": paced,
@@ -240,6 +251,13 @@ def _report(options: AgentBenchOptions, settings: LoadSettings, before: dict[str
                   "decode_agents_vs_plain_same_batch": _ratio(agents["decode_tok_s"], same["decode_tok_s"]),
                   "decode_agents_vs_plain_paced": _ratio(agents["decode_tok_s"], paced["decode_tok_s"])},
     }
+
+
+def _first_turns_line(first: dict[str, Any]) -> str:
+    return (f"  first turns at once, cold: {first['chats']} prompts sharing {first['shared_tokens']} tokens "
+            f"(the system prompt and tools): computed {first['computed_tokens']} prompt tokens, "
+            f"{first['computed_if_shared_once']} if the shared part is computed once "
+            f"(computed {first['shared_computed_times']:.2f} times)")
 
 
 def _ratio(a: float, b: float) -> float:
@@ -253,7 +271,8 @@ def render(report: dict[str, Any], as_json: bool) -> str:
     before, after = report["plain_before"], report["plain_after"]
     return "\n".join([
         f"{c['agents']} agents, {c['rounds']} rounds each (a forced call, a {c['tool_seconds']} s tool, an answer), "
-        f"{c['max_tokens']} tokens a turn at most; wall {a['wall_s']:.1f} s",
+        f"{c['max_tokens']} tokens a turn at most, {c['tools']} tools offered; wall {a['wall_s']:.1f} s",
+        _first_turns_line(report["first_turns"]),
         f"  follow-up turns: {a['follow_up_turns']}, each computed {a['follow_up_computed_mean']:.1f} prompt tokens "
         f"for {a['follow_up_new_tokens_mean']:.1f} new ({a['follow_up_computed_vs_new']:.2f}x)",
         f"  prompt tokens {a['prompt_tokens']}, found cached {a['cached_tokens']}",

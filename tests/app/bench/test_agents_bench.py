@@ -31,8 +31,12 @@ def test_a_follow_up_is_measured_against_what_its_chat_grew_by():
 
 @pytest.mark.model
 def test_the_agents_bench_runs_every_round_on_the_real_model(model_path):
-    options = agents.AgentBenchOptions(agents=2, rounds=2, tool_seconds=0.1, max_tokens=24)
+    options = agents.AgentBenchOptions(agents=2, rounds=2, tool_seconds=0.1, max_tokens=24, tools=3)
     report = agents.run_agents_bench(options, LoadSettings(model_path=model_path))
+    first = report["first_turns"]  # cold, at once: the three tools' list computed once
+    assert first["chats"] == 2 and first["shared_tokens"] > 200
+    assert first["computed_tokens"] <= first["computed_if_shared_once"]
+    assert "first turns at once, cold: 2 prompts" in agents.render(report, as_json=False)
     run = report["agents"]
     assert run["turns"] == 2 * 2 * 2 and run["follow_up_turns"] == 2 * 2
     assert run["cached_tokens"] > run["prompt_tokens"] / 2  # each turn found its chat's earlier turns
