@@ -1,14 +1,17 @@
 """A Hermes-style reply (Qwen's) with prose before its <tool_call>: the loop's machine
 (app/tools/machine.py) shows the prose as it comes and never any of the call, fed one
 character at a time; the turn ends with both the prose and the calls. A malformed block
-makes the whole reply text, shown whole. And the blocking driver (agent.ToolLoop) on a
-scripted engine. No model."""
+makes the whole reply text, shown whole. And the blocking driver (agent.ToolLoop) and the
+terminal's reply (chat_tools) on a scripted engine. No model."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 from app.tools.agent import ToolLoop
 from app.tools.formats import HermesFormat
-from app.tools.machine import CallStarted, StartTurn, TextDelta, ToolLoopMachine, TurnDone
+from app.tools.machine import CallStarted, StartTurn, TextDelta, ToolLoopMachine, TurnDone, always_allow
 from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.rounds import ToolRound
 from app.tools.types import Tool
@@ -97,3 +100,33 @@ def test_the_driver_yields_the_prose_then_the_call_and_the_next_prompt_has_both(
     assert events[first].text == PROSE and isinstance(events[first + 1], CallStarted)
     call = engine.sent[1].messages[-2]  # the template's messages: the prose and the call, OpenAI's shape
     assert call["content"] == PROSE and call["tool_calls"][0]["function"]["name"] == "get_time"
+
+
+QWEN = (Path(__file__).parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+
+
+class QwenScripted(Scripted):
+    info = SimpleNamespace(chat_template=QWEN)  # format_of_engine: Hermes
+
+
+def test_the_terminal_prints_the_prose_then_the_call_and_stores_both(repo, capsys):
+    """`chorus chat --mcp`'s reply (chat_tools.TerminalTools): the prose, the call's line under
+    it, the answer; the turn stored as the prose with its call."""
+    from app.cli.chat_tools import TerminalTools
+    from app.conversations import ConversationSession
+
+    tools = TerminalTools.__new__(TerminalTools)  # its servers stood in for by the Clock toolbox
+    tools.toolbox, tools.choice, tools.max_rounds, tools.approve = Clock(), "auto", 5, always_allow
+    conv = repo.create_conversation(title="Time")
+    session = ConversationSession(repo, conv.id, lambda c: "qwen")
+    repo.add_message(conv.id, "user", "Time?")
+    messages = [{"role": "user", "content": "Time?"}]
+    added = tools.reply(QwenScripted(f"{PROSE} {BLOCK}", "It is noon."), session, messages,
+                        SamplingParams.greedy(16), lambda write, _what: write(), lambda _last: None)
+    assert added is not None
+    out = capsys.readouterr().out
+    assert out.startswith(f"bot> {PROSE} \n[tool] get_time({{}})\n[get_time, "), out
+    assert "<tool" not in out and out.endswith("bot> It is noon.")
+    stored = session.active_path().messages
+    assert [(m.role, m.content) for m in stored[1:3]] == [("assistant", PROSE), ("tool", "12:00")]
+    assert [c.name for c in stored[1].tool_calls] == ["get_time"]
