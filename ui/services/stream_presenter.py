@@ -68,7 +68,8 @@ class Stream:
     reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
     # The tool loop of a reply offered tools, fed the reply's text on the GUI thread, a
     # frame's deltas at a time (ui/controllers/tool_rounds.py takes its calls at the end);
-    # while its text may still be a call, the view shows none of it.
+    # the view shows only what the loop showed (none of what may still be a call; the
+    # prose a Hermes model writes before its call, as it comes).
     loop: ToolLoopMachine | None = None
     fed: int = 0  # how much of reply the loop has been fed (all of it for a continued reply)
 
