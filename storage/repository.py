@@ -428,9 +428,10 @@ class ChatRepository:
                 setattr(msg, name, value)
             return message_record(msg)
 
-    def set_tool_calls(self, message_id: int, calls: Sequence[ToolCallRecord]) -> MessageRecord:
+    def set_tool_calls(self, message_id: int, calls: Sequence[ToolCallRecord], content: str = "") -> MessageRecord:
         """A finished reply that turned out to be tool calls (the desktop reads them after the
-        reply ended): its calls kept, its text (the calls as the model wrote them) emptied, as
+        reply ended): its calls kept, its text (the calls as the model wrote them) replaced by
+        content, the prose it wrote before them (empty when it only called), as
         add_message(tool_calls=) stores such a turn."""
         if not calls:
             raise StorageError("set_tool_calls needs at least one call")
@@ -440,7 +441,7 @@ class ChatRepository:
                 raise NotFoundError(f"message {message_id} does not exist")
             if msg.role != "assistant" or msg.status == MessageStatus.STREAMING.value:
                 raise StorageError(f"message {message_id} is not a finished reply")
-            msg.content = ""
+            msg.content = content
             msg.tool_json = tool_to_json(calls, None)
             msg.updated_at = utcnow()
             return message_record(msg)

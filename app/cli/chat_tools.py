@@ -91,6 +91,8 @@ class TerminalTools:
                         return None
                     last_id = row.id
                 elif isinstance(event, TurnDone):
+                    if event.calls and shown and not shown.endswith("\n"):
+                        print()  # the prose before the calls (Hermes), then their lines
                     shown = ""
                     if (row := save(partial(session.record_turn, event), "the reply")) is None:
                         return None

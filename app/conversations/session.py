@@ -165,12 +165,13 @@ class ConversationSession:
 
     # ----- a tool round's rows (app/tools/machine.py's events, as storage keeps them) --------------
 
-    def record_calls(self, reply_id: int, calls: Sequence[ToolCall], written: str) -> MessageRecord:
+    def record_calls(self, reply_id: int, calls: Sequence[ToolCall], written: str, prose: str = "") -> MessageRecord:
         """A streamed reply that ended as calls (the window reads them after it ended): its
-        calls kept, its text emptied; written: the calls as the model wrote them, kept by the
-        session this run for the next turn's prompt."""
+        calls kept, its text the prose it wrote before them (empty when it only called);
+        written: its whole text as the model wrote it, kept by the session this run for the
+        next turn's prompt."""
         self.call_texts[reply_id] = written
-        return self.repo.set_tool_calls(reply_id, call_records(calls))
+        return self.repo.set_tool_calls(reply_id, call_records(calls), prose)
 
     def record_turn(self, turn: TurnDone) -> MessageRecord:
         """A whole turn the terminal's loop streamed, at the end of the branch: its text or

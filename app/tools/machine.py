@@ -75,13 +75,14 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class TurnDone:
-    """A model turn ended: text is what it wrote (empty when it called tools), calls what it
-    called; last is its final delta (stats, finish reason, error)."""
+    """A model turn ended: text is what it wrote (when it called tools, the prose before its
+    calls, empty when it only called), calls what it called; last is its final delta (stats,
+    finish reason, error)."""
 
     text: str
     calls: tuple[ToolCall, ...]
     last: Delta
-    written: str = ""  # the calls as the model wrote them (its whole text), when it called
+    written: str = ""  # its whole text (prose and calls) as the model wrote it, when it called
 
 
 @dataclass(frozen=True)
@@ -222,8 +223,17 @@ class ToolLoopMachine:
 
     @property
     def holding(self) -> bool:
-        """Whether the turn's text so far may still be a call: shown as nothing yet."""
-        return self.round is not None and self.calling and self.round.format.might_be_call(self.text)
+        """Whether the turn's text so far may still end in a call: from where it may begin
+        (all of it, for a format whose calls come first), shown as nothing yet."""
+        return self._call_start() is not None
+
+    @property
+    def shown(self) -> int:
+        """How much of the turn's text went out as TextDelta (what a view may draw of it)."""
+        return self._shown
+
+    def _call_start(self) -> int | None:
+        return self.round.format.call_start(self.text) if self.round is not None and self.calling else None
 
     def current(self) -> ToolCall | None:
         return self.calls[self.answered] if self.answered < len(self.calls) else None
@@ -263,21 +273,24 @@ class ToolLoopMachine:
             return []  # stopped meanwhile: a late delta
         self.text += delta.text
         out: list[AgentEvent] = []
-        if not self.holding and len(self.text) > self._shown:
-            out.append(TextDelta(self.text[self._shown:]))
-            self._shown = len(self.text)
+        start = self._call_start()  # the text before it is prose, shown as it comes
+        end = len(self.text) if start is None else start
+        if end > self._shown:
+            out.append(TextDelta(self.text[self._shown:end]))
+            self._shown = end
         if delta.finished:
             out += self._turn_ended(delta)
         return out
 
     def _turn_ended(self, last: Delta) -> list[AgentEvent]:
         parse = self.calling and self.round is not None and last.finish_reason is FinishReason.STOP
-        calls = self.round.format.parse(self.text, self.round.use) if parse and self.round is not None else None
+        found = self.round.format.split(self.text, self.round.use) if parse and self.round is not None else None
+        prose, calls = found if found is not None else ("", ())
         out: list[AgentEvent] = []
-        if not calls and len(self.text) > self._shown:
+        if not calls and len(self.text) > self._shown:  # what was held is text after all
             out.append(TextDelta(self.text[self._shown:]))
             self._shown = len(self.text)
-        self.turn = TurnDone("" if calls else self.text, calls or (), last, self.text if calls else "")
+        self.turn = TurnDone(prose if calls else self.text, calls, last, self.text if calls else "")
         out.append(self.turn)
         if not calls:
             self.messages.append({"role": "assistant", "content": self.text})
@@ -286,7 +299,7 @@ class ToolLoopMachine:
         # "written": the next prompt shows the calls as the model wrote them, so the tokens it
         # generated are found in its KV (written again by json.dumps, the spacing differs and
         # some 20 tokens a call were computed again)
-        self.messages.append({"role": "assistant", "content": "", "written": self.text,
+        self.messages.append({"role": "assistant", "content": prose, "written": self.text,
                               "tool_calls": [c.openai() for c in calls]})
         return out + self._take_calls(calls)
 

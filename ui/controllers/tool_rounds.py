@@ -93,7 +93,7 @@ class ToolRoundsController:
         self._wait(pending, f"calling {turn.calls[0].name}")
 
         def store() -> ActivePath:
-            session.record_calls(reply_id, turn.calls, turn.written)
+            session.record_calls(reply_id, turn.calls, turn.written, turn.text)  # the prose stays above the chips
             return session.active_path()
 
         self.ctx.storage.run(store, lambda path: self._stored(pending, path), lambda _exc: self._end(pending))

@@ -21,6 +21,7 @@ from app.chats.reasoning import ReasoningSplitter, estimated_thought_s
 from app.chats.recorder import ReplyRecorder
 from app.chats.reply_text import ReplyText
 from app.engines.finish import done_text, rate_text, tokens_text, ui_status
+from app.tools.machine import Phase as LoopPhase
 from inference import PRIORITY_TAB, PRIORITY_VISIBLE_TAB, Delta, Phase, RequestStats
 from storage import ActivePath, AttachmentRecord, MessageRecord, ToolResultRecord
 from ui.widgets.chat.chat_tab import ChatTab
@@ -67,7 +68,8 @@ class Stream:
     reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
     # The tool loop of a reply offered tools, fed the reply's text on the GUI thread, a
     # frame's deltas at a time (ui/controllers/tool_rounds.py takes its calls at the end);
-    # while its text may still be a call, the view shows none of it.
+    # the view shows only what the loop showed (none of what may still be a call; the
+    # prose a Hermes model writes before its call, as it comes).
     loop: ToolLoopMachine | None = None
     fed: int = 0  # how much of reply the loop has been fed (all of it for a continued reply)
 
@@ -152,6 +154,17 @@ def answered(call: ToolCallView, r: ToolResultRecord, m: MessageRecord) -> ToolC
     if r.cut_chars:
         note = f"{r.cut_chars:,} characters cut"
     return replace(call, state=state, took=took, note=note, result=m.content, since=None, result_id=m.id)
+
+
+def _visible_end(stream: Stream, end: int | None = None) -> int:
+    """How much of the reply a view may draw: what its tool loop showed of the turn while it
+    holds back what may be a call (the loop is fed the reply from its start, so positions are
+    the same); all of it (end) otherwise, a turn stopped or ended as text included."""
+    loop = stream.loop
+    whole = stream.reply.end if end is None else end
+    if loop is None or loop.phase is LoopPhase.DONE:
+        return whole
+    return loop.shown
 
 
 def _meta(ttft: float | None, rate: float | None, tokens: int | None, reasoning: int = 0) -> str:
@@ -262,6 +275,8 @@ class StreamPresenter(QObject):
             return
         on_screen = self.window.is_showing(tab)
         if stream.loop is not None and stream.loop.holding:
+            if on_screen and _visible_end(stream) > stream.drawn:  # the prose before it (Hermes)
+                self._draw(tab, stream, status=_live_status(delta), meta=stream.live_meta())
             tab.set_state("calling a tool…" if stream.first_token_s is not None else _live_text(delta, None))
             return  # a call is shown as its card once the reply ends, not as the JSON the model writes
         if on_screen:
@@ -270,7 +285,9 @@ class StreamPresenter(QObject):
         tab.set_state(_live_text(delta, stream if on_screen else None))
 
     def _draw(self, tab: ChatTab, stream: Stream, **changes) -> None:
-        text, stream.drawn = stream.reply.since(stream.drawn)
+        text, end = stream.reply.since(stream.drawn)
+        visible = _visible_end(stream, end)
+        text, stream.drawn = text[:max(0, visible - stream.drawn)], max(stream.drawn, min(end, visible))
         tab.model.append_text(f"m{stream.message_id}", text, thought_s=stream.reasoning.seconds(), **changes)
 
     def live_views(self, conversation_id: int, views: list[MessageView]) -> list[MessageView]:
@@ -280,7 +297,9 @@ class StreamPresenter(QObject):
         if stream is None:
             return views
         key = f"m{stream.message_id}"
-        live, stream.drawn = stream.reply.upto()  # later frames append only what follows
+        live, end = stream.reply.upto()  # later frames append only what follows
+        stream.drawn = min(end, _visible_end(stream, end))
+        live = live[:stream.drawn]
         return [replace(v, text=live, status="streaming", meta=stream.live_meta(), thought_s=stream.reasoning.seconds())
                 if v.key == key else v for v in views]
 

@@ -36,6 +36,10 @@ class ChoiceTally:
     # the last delta added to each (the chat API sends them as reasoning_content and content).
     reasoning: ReasoningSplitter = field(default_factory=ReasoningSplitter)
     piece: Piece = field(default_factory=Piece)
+    # The answer so far (the reasoning left out), and how much of it went out as content: a
+    # reply offered tools holds back what may be a call (openai/tool_reply.py).
+    answer: str = ""
+    sent: int = 0
 
     def add(self, delta: Delta) -> None:
         if delta.text:
@@ -44,6 +48,7 @@ class ChoiceTally:
         if delta.finished:  # what was held back as a possible marker is text after all
             tail = self.reasoning.finish()
             self.piece = Piece(self.piece.reasoning + tail.reasoning, self.piece.answer + tail.answer)
+        self.answer += self.piece.answer
         self.logprobs.extend(delta.logprobs)
         self.tokens += len(delta.token_ids)
         if delta.finished:

@@ -1,13 +1,15 @@
 """The chat answer of a call that offered tools: OpenAI's chat Reply (reply.py), with
-a reply that is a call (in the request's tool format, app/tools/formats) sent as message.tool_calls, finish_reason
-"tool_calls".
+a reply that calls (in the request's tool format, app/tools/formats) sent as message.tool_calls, finish_reason
+"tool_calls", and the prose it wrote before its calls (a Hermes model's "Let me look that
+up.") as its content: OpenAI allows both.
 
-Streaming: a reply that begins as a call might (a brace, a bracket, a tag, a fence) is held
-back until it ends; then its reasoning (<think>...) goes out as reasoning_content and the
-rest either as delta.tool_calls in OpenAI's shape (per call a chunk with its index, id,
-type and name and empty arguments, then the arguments in fragments) or, when it was no call
-after all, as one content chunk. A reply that begins as
-prose streams as it comes. A call without tools is the plain Reply's, unchanged."""
+Streaming: the reasoning (<think>...) goes out as reasoning_content as it comes; the answer
+as content up to where a call may begin (the format's call_start: for most formats the
+reply's start, so a reply that begins as a call might, with a brace, a bracket, a tag or a
+fence, is held whole; for Hermes the first <tool_call>). What is held goes out when the
+reply ends, either as delta.tool_calls in OpenAI's shape (per call a chunk with its index,
+id, type and name and empty arguments, then the arguments in fragments) or, when it was no
+call after all, as one content chunk. A call without tools is the plain Reply's, unchanged."""
 
 from __future__ import annotations
 
@@ -35,10 +37,11 @@ class ToolReply:
         if call.gen.tools is None:
             return payload
         for choice, tally in zip(payload["choices"], call.tallies):
-            calls = call.gen.tool_format.parse(tally.text, call.gen.tools)
-            if calls:
+            found = call.gen.tool_format.split(tally.text, call.gen.tools)
+            if found:
+                prose, calls = found
                 reasoning = choice["message"].get("reasoning_content")
-                choice["message"] = {"role": "assistant", "content": None,
+                choice["message"] = {"role": "assistant", "content": split_reasoning(prose).answer or None,
                                      "tool_calls": [c.openai() for c in calls]}
                 if reasoning is not None:  # what the model thought before calling
                     choice["message"]["reasoning_content"] = reasoning
@@ -49,33 +52,31 @@ class ToolReply:
         return self.plain.opening(call)
 
     def text(self, call: Call, item: ChoiceDelta) -> Iterator[bytes]:
+        tally = call.tallies[item.index]
         if call.gen.tools is None:
             yield from self.plain.text(call, item)
             return
-        text = call.tallies[item.index].text
-        if call.gen.tool_format.might_be_call(text):
-            return  # held back: sent by finish()
-        before = text[: len(text) - len(item.delta.text)]
-        if before.strip():
+        start = call.gen.tool_format.call_start(tally.answer)
+        end = len(tally.answer) if start is None else max(start, tally.sent)
+        content, tally.sent = tally.answer[tally.sent:end], end
+        if content == tally.piece.answer:  # nothing held, nor let go: as without tools
             yield from self.plain.text(call, item)
-        else:  # the first visible text: what was held (whitespace) goes with it
-            yield self._content(call, item.index, text)
+        elif content or tally.piece.reasoning:
+            yield self._chunk(call, item.index, text=content, reasoning=tally.piece.reasoning)
 
     def finish(self, call: Call, item: ChoiceDelta) -> Iterator[bytes]:
         tally = call.tallies[item.index]
-        if call.gen.tools is None or not call.gen.tool_format.might_be_call(tally.text):
+        if call.gen.tools is None:
             yield from self.plain.finish(call, item)
             return
-        split = split_reasoning(tally.text)
-        if split.reasoning:
-            yield self._chunk(call, item.index, reasoning=split.reasoning)
-        calls = call.gen.tool_format.parse(tally.text, call.gen.tools)
-        if calls:
-            yield from self._calls(call, item.index, calls)
+        found = call.gen.tool_format.split(tally.text, call.gen.tools)
+        if found:  # its prose went out as it came
+            yield from self._calls(call, item.index, found[1])
             yield self._chunk(call, item.index, finish="tool_calls")
             return
-        if split.answer:
-            yield self._content(call, item.index, split.answer)
+        if tally.sent < len(tally.answer):  # what was held is text after all
+            yield self._content(call, item.index, tally.answer[tally.sent:])
+            tally.sent = len(tally.answer)
         yield from self.plain.finish(call, item)
 
     def closing(self, call: Call) -> Iterator[bytes]:

@@ -39,6 +39,20 @@ class ToolFormat(ABC):
     def grammar(self, use: ToolUse) -> str:
         """GBNF that forces a call of use.callable (tool_choice "required" or named)."""
 
+    def call_start(self, text: str) -> int | None:
+        """Where a call may begin in a reply so far: a stream shows the text before it and
+        holds back the rest; None: nowhere (all of it is text). Most families call only at
+        the start of a reply (as llama.cpp's parsers read them): 0 while the whole of it may
+        still be a call."""
+        return 0 if self.might_be_call(text) else None
+
+    def split(self, text: str, use: ToolUse) -> tuple[str, tuple[ToolCall, ...]] | None:
+        """A whole reply as (prose, calls): the text it wrote before its calls (its trailing
+        white space left out; empty when it only called) and the calls; None when it is text.
+        prose is the reply's own text, reasoning and all, as a reply in text is kept."""
+        calls = self.parse(text, use)
+        return ("", calls) if calls else None
+
     def template_tools(self, use: ToolUse) -> tuple[dict, ...]:
         return tuple({"type": "function", "function": {"name": t.name, "description": t.description,
                                                        "parameters": t.parameters}} for t in use.tools)

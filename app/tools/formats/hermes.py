@@ -1,12 +1,14 @@
 """Hermes' format, also Qwen 2.5's and Qwen 3's: each call a JSON object {"name",
 "arguments"} between <tool_call> and </tool_call> lines; results in <tool_response>.
-Recorded outputs: llama.cpp's tests/test-chat.cpp (COMMON_CHAT_FORMAT_HERMES_2_PRO)."""
+Prose may come before the first block ("Let me look that up.", as llama.cpp's parser reads
+it): shown as the reply's text, the calls after it. Recorded outputs: llama.cpp's
+tests/test-chat.cpp (COMMON_CHAT_FORMAT_HERMES_2_PRO)."""
 
 from __future__ import annotations
 
 import re
 
-from app.chats.reasoning import split_reasoning
+from app.chats.reasoning import KNOWN
 from app.tools.formats.base import ToolFormat, all_calls, call_schema, checked_call, json_values, wrapped_grammar
 from app.tools.types import ToolCall, ToolUse
 
@@ -21,12 +23,35 @@ class HermesFormat(ToolFormat):
         return OPEN in source
 
     def parse(self, text: str, use: ToolUse) -> tuple[ToolCall, ...] | None:
-        """Only blocks and whitespace (prose around them is text: a stream could not take back
-        what it already sent). A block that is no valid call makes the whole reply text."""
-        answer = split_reasoning(text).answer
-        if not answer.lstrip().startswith(OPEN) or BLOCK.sub("", answer).strip():
+        found = self.split(text, use)
+        return found[1] if found is not None else None
+
+    def split(self, text: str, use: ToolUse) -> tuple[str, tuple[ToolCall, ...]] | None:
+        """Prose, then only blocks and white space (prose after them is no call: the reply is
+        text). A block that is no valid call makes the whole reply text."""
+        start = self.call_start(text)
+        if start is None:
             return None
-        return all_calls([_call(block, use) for block in BLOCK.findall(answer)], use)
+        blocks = text[start:]
+        if not blocks.startswith(OPEN) or BLOCK.sub("", blocks).strip():
+            return None
+        calls = all_calls([_call(block, use) for block in BLOCK.findall(blocks)], use)
+        return (text[:start].rstrip(), calls) if calls else None
+
+    def call_start(self, text: str) -> int | None:
+        """The first <tool_call> of the answer (its reasoning is no call), or an opening of one
+        cut at the end of the text so far ("<tool_"), or the answer's start while it is
+        white space yet."""
+        begin = _answer_at(text)
+        if begin is None:
+            return None
+        if not text[begin:].strip():
+            return begin
+        at = text.find(OPEN, begin)
+        if at >= 0:
+            return at
+        return next((i for i in range(max(begin, len(text) - len(OPEN) + 1), len(text))
+                     if OPEN.startswith(text[i:])), None)
 
     def might_be_call(self, text: str) -> bool:
         start = text.lstrip()
@@ -40,3 +65,20 @@ def _call(block: str, use: ToolUse) -> ToolCall | None:
     values = json_values(block)
     item = values[0] if values is not None and len(values) == 1 else None
     return checked_call(item.get("name"), item.get("arguments", {}), use) if isinstance(item, dict) else None
+
+
+def _answer_at(text: str) -> int | None:
+    """Where a reply's answer begins: after its reasoning block (None while the block is
+    open), as app/chats/reasoning.split_reasoning reads it (a block at the start only; a
+    closing marker with no opening one: the template's prompt opened it)."""
+    start = text.lstrip()
+    lead = len(text) - len(start)
+    for marker in KNOWN:
+        if start.startswith(marker.open):
+            close = text.find(marker.close, lead + len(marker.open))
+            return None if close < 0 else close + len(marker.close)
+    for marker in KNOWN:
+        close = text.find(marker.close)
+        if close >= 0 and marker.open not in text[:close]:
+            return close + len(marker.close)
+    return 0

@@ -67,13 +67,44 @@ def test_hermes_reads_its_calls():
 
 @pytest.mark.parametrize("text", [
     "Hello, world!\nWhat's up?",
-    'Sure.\n<tool_call>\n{"name": "special_function", "arguments": {"arg1": 1}}\n</tool_call>',  # prose first
+    '<tool_call>\n{"name": "special_function", "arguments": {"arg1": 1}}\n</tool_call>\nDone.',  # prose after
+    'Use <tool_call> tags.\n<tool_call>\n{"name": "special_function", "arguments": {}}\n</tool_call>',
     '<tool_call>\n{"name": "special_function", "arguments": {"arg1": 1}}',  # cut short
     '<tool_call>\n{"name": "nope", "arguments": {}}\n</tool_call>',
     '<tool_call>\n{"name": "special_function", "arguments": [1]}\n</tool_call>',
 ])
 def test_hermes_anything_else_is_text(text):
     assert HERMES.parse(text, USE) is None
+
+
+PROSE_FIRST = 'Let me look that up.\n<tool_call>\n{"name": "special_function", "arguments": {"arg1": 1}}\n</tool_call>'
+
+
+def test_hermes_reads_prose_before_the_calls_as_the_replys_text():
+    """As llama.cpp's Hermes 2 Pro parser does (its content before the first <tool_call>)."""
+    prose, found = HERMES.split(PROSE_FIRST, USE)
+    assert prose == "Let me look that up." and [c.name for c in found] == ["special_function"]
+    two = PROSE_FIRST + '\n<tool_call>\n{"name": "python", "arguments": {"code": "1"}}\n</tool_call>'
+    assert [c.name for c in HERMES.split(two, USE)[1]] == ["special_function", "python"]
+    assert HERMES.split(PROSE_FIRST.removeprefix("Let me look that up.\n"), USE)[0] == "", "calls alone: no prose"
+    # A <tool_call> in the reasoning is no call; the reasoning stays the reply's text
+    thought = "<think>I need <tool_call> here.</think>\n\n" + PROSE_FIRST
+    prose, found = HERMES.split(thought, USE)
+    assert prose == "<think>I need <tool_call> here.</think>\n\nLet me look that up." and len(found) == 1
+    assert LLAMA3.split('Sure. {"name": "special_function", "parameters": {"arg1": 1}}', USE) is None
+
+
+def test_hermes_calls_start_at_the_first_tag_or_where_one_may_be_opening():
+    assert HERMES.call_start("Let me look.\n<tool_call>\n{") == 13
+    assert HERMES.call_start("Let me look.\n<tool_") == 13, "a tag cut at the end is held"
+    assert HERMES.call_start("Let me look.\n<") == 13
+    assert HERMES.call_start("Let me look.\n<tool_x") is None and HERMES.call_start("Let me look.") is None
+    assert HERMES.call_start("") == 0 and HERMES.call_start("  ") == 0 and HERMES.call_start("<th") is None
+    assert HERMES.call_start("<think>a <tool_call>") is None, "thinking: no call yet"
+    assert HERMES.call_start("<think>a</think>\n<tool_call>") == 17
+    # The other families call at the start of a reply only, as llama.cpp's parsers read them
+    assert LLAMA3.call_start('{"na') == 0 and LLAMA3.call_start('Sure. {"na') is None
+    assert MISTRAL.call_start("[TOOL_CALLS]") == 0 and GENERIC.call_start("Hi {") is None
 
 
 def test_llama3_reads_json_and_python_tag_calls():

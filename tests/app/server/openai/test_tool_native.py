@@ -92,3 +92,44 @@ def test_a_streamed_reply_is_read_in_the_models_format():
     assert calls[0]["function"]["name"] == "get_weather"
     assert json.loads("".join(t["function"]["arguments"] for t in calls)) == {"city": "Lyon"}
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+PROSE = "Let me check the weather."
+PROSE_CALL = f'{PROSE}\n<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "Lyon"}}}}\n</tool_call>'
+
+
+def _answered(texts: list[str], stream: bool) -> tuple[Call, list[ChoiceDelta]]:
+    from tests.app.server.openai.test_reasoning_content import deltas
+
+    gen = tool_chat_generation({**BODY, "stream": stream}, None, template=QWEN)
+    return Call("r1", "m", gen, [ChoiceTally()]), [ChoiceDelta(0, d) for d in deltas(texts)]
+
+
+def test_prose_before_a_call_is_the_content_beside_the_tool_calls():
+    """Issue 38: a Qwen reply that says what it does, then calls: content and tool_calls
+    together (OpenAI allows both), streamed too: the prose as content deltas as it comes,
+    no piece of the tag ever, then the call."""
+    call, items = _answered([PROSE_CALL], stream=False)
+    for item in items:
+        call.tallies[0].add(item.delta)
+    [choice] = CHAT.answer(call)["choices"]
+    assert choice["message"]["content"] == PROSE and choice["finish_reason"] == "tool_calls"
+    assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"city": "Lyon"}
+
+    from tests.app.server.openai.test_reasoning_content import Recorded
+
+    call, items = _answered(list(PROSE_CALL), stream=True)  # a character a delta
+    first = items.pop(0)
+    call.tallies[0].add(first.delta)
+
+    async def run() -> list[bytes]:
+        return [event async for event in _events(CHAT, call, Recorded(items), first)]
+
+    chunks = [json.loads(e[len(b"data: "):]) for e in asyncio.run(run())[:-1]]
+    sent = [c["choices"][0]["delta"] for c in chunks]
+    contents = [d["content"] for d in sent if d.get("content")]
+    assert "".join(contents) == PROSE + "\n" and not any("<" in c for c in contents)
+    calls = [t for d in sent for t in d.get("tool_calls", [])]
+    assert calls[0]["function"]["name"] == "get_weather" and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert sent.index(next(d for d in sent if d.get("tool_calls"))) > max(i for i, d in enumerate(sent)
+                                                                          if d.get("content"))
