@@ -295,13 +295,16 @@ def _register_agents(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     abench.add_argument("--rounds", type=int, default=3, help="questions per agent, each a call and an answer")
     abench.add_argument("--tool-seconds", type=float, default=0.5, help="how long the tool takes to answer")
     abench.add_argument("--max-tokens", type=int, default=48, help="of each model turn")
+    abench.add_argument("--tools", type=int, default=1,
+                        help="tools the local server offers (the weather tool and look-ups never called): a long "
+                             "tool list, computed once for all the agents' first turns (at most 49)")
     abench.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _agents(args: argparse.Namespace, base: Path) -> int:
     from app.bench import agents
     options = agents.AgentBenchOptions(agents=args.agents, rounds=args.rounds, tool_seconds=args.tool_seconds,
-                                       max_tokens=args.max_tokens)
+                                       max_tokens=args.max_tokens, tools=args.tools)
     report = agents.run_agents_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(agents.render(report, args.json))
     return 0
