@@ -152,7 +152,7 @@ def _serve_models(args: argparse.Namespace, base: Path, key: str | None) -> int:
         return 2
     config = ServerConfig(args.host, args.port, key, served.models.default, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
-                          responses_db=base / DEFAULT_FILENAME)
+                          responses_db=base / DEFAULT_FILENAME, files_dir=files_dir(base))
     try:
         try:
             server = HttpServer(None, config, models=served.models)

@@ -10,7 +10,8 @@ The policy, in one place:
 - Loading needs the model's memory (its estimate: weights + KV cache for its context) to fit
   beside the models loaded and loading. If it does not, the least recently used idle model
   is unloaded, then the next, until it fits; when every other model is busy, the load waits
-  for one to go idle. A model larger than the whole budget is refused at acquire, naming it.
+  for one to go idle (waiting_for_room names it: a batch holding a model for its whole run
+  lets go when it sees one). A model larger than the whole budget is refused at acquire.
 - A model's keep-alive starts when its last request ends: the latest request's keep_alive
   (Ollama's meaning: 0 unloads at once, a negative value keeps it loaded), else the pool's.
 - Local engines running at once split the CPU cores (llama.cpp's threads spin while they
@@ -130,6 +131,7 @@ class _Slot:
         self.expires_at: float | None = None  # when idle and past it, unloaded; None: never
         self.error: str | None = None
         self.progress = 0.0  # of the load under way (written by the loading thread alone)
+        self.waiting = False  # its load waits for room: every model loaded is busy
 
 
 class Lease:
@@ -241,6 +243,12 @@ class ModelPool:
             return {s.model.name: s.engine for s in self._slots.values()
                     if s.state is ModelState.LOADED and s.engine is not None}
 
+    def waiting_for_room(self) -> list[str]:
+        """The models whose load waits for a busy model to go idle (a holder that can let
+        go, as a batch between its requests, looks here)."""
+        with self._lock:
+            return [s.model.name for s in self._slots.values() if s.waiting]
+
     def used_bytes(self) -> int:
         with self._lock:
             return self._reserved_bytes()
@@ -340,7 +348,11 @@ class ModelPool:
                     return True
                 victim = self._least_recently_used_idle()
                 if victim is None:  # all busy: wait for one to go idle (or unload)
-                    self._lock.wait()
+                    slot.waiting = True
+                    try:
+                        self._lock.wait()
+                    finally:
+                        slot.waiting = False
                     continue
                 engine = self._begin_unload(victim)
                 self._lock.release()

@@ -52,6 +52,11 @@ class PooledModels:
         self._cards = cards or {}
         self._aliases = aliases or {}
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Other name -> the served model it means (a batch's lines may use them too)."""
+        return dict(self._aliases)
+
     async def open(self, body: dict) -> Target:
         name = model_of(body) or self.default
         name = self._aliases.get(name, name)

@@ -17,11 +17,13 @@ from collections.abc import Callable
 import uvicorn
 
 from app.server.api import build_app
+from app.server.batches.models import PoolEngines
 from app.server.batches.service import BatchService
 from app.server.calls.served import ServedModels
 from app.server.calls.state import ServerState
 from app.server.config import ServerConfig
 from app.server.http.protocol import ChorusH11Protocol
+from app.server.pooled_models import PooledModels
 from inference import EngineClient, EngineError
 
 log = logging.getLogger(__name__)
@@ -73,9 +75,14 @@ class HttpServer:
             ready = _engine_answers(engine) if engine is not None else _always
         self.state = ServerState(engine, config, ready, models)
         # /v1/files and /v1/batches: a service of their own beside the state (a family may
-        # not import the state its calls run on). On one engine only: a batch runs on the
-        # server's model (several models: no Files and Batch API, its routes answer 404).
-        self.batches = BatchService(engine, config, lambda: self.state.model_id) if engine is not None else None
+        # not import the state its calls run on). On one engine a batch runs on the server's
+        # model; on several (the model pool's), each on the model its lines name.
+        self.batches: BatchService | None = None
+        if engine is not None:
+            self.batches = BatchService(engine, config, lambda: self.state.model_id)
+        elif isinstance(models, PooledModels):
+            self.batches = BatchService(None, config, lambda: models.default,
+                                        PoolEngines(models.pool, models.default, models.aliases))
         self._sock = bind(config.host, config.port, config.backlog)
         self.host, self.port = self._sock.getsockname()[:2]
         try:

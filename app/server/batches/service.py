@@ -11,9 +11,32 @@ files. Every step is stored as it happens,
 so a server stopped (or killed) at any point takes each batch up where it was when it starts
 again: validation again, the requests still pending, the files written again (same ids).
 
-A batch waits while the server serves another model than the one it was made for: its
-answers come from one model. Blocking calls throughout: the routes call them in worker
-threads. Batch rows change only under the service's lock (one writer)."""
+One batch runs on one model, as on OpenAI: the model its lines name (a line naming none: the
+server's default), checked at validation and shown as the batch's `model`. On one engine a
+batch waits while the server serves another model than its own: its answers come from one
+model. On a server of several models (`chorus serve --models`, models.py's PoolEngines) each
+batch runs on its own model's engine from the model pool, taken up again after a restart on
+that model too.
+
+How long a batch holds its model there (the pool never evicts a model held by a lease): for
+the whole run, but it lets go as soon as a call for another model waits for room (the pool's
+waiting_for_room: every model loaded is busy and the budget fits no other). Holding it all
+along keeps the model loaded between the batch's requests (a lease released between windows
+would let the pool's keep-alive and LRU choices turn on a batch that is about to ask again,
+and would reload the model for nothing when no one else wants the room); letting go when
+someone waits means a batch never keeps a model loaded against the user's calls. Letting go
+pauses the runner (its requests in flight go back to pending, redone later: at most one
+window of work lost), releases the lease so that the pool unloads the batch's model and loads
+the one the call wants, and the batch asks for its model again once no load waits for room
+(its load then waits for the call's model to go idle: calls first, the batch between them).
+
+A model whose load fails fails its batch (the load's error does not mend by waiting: a
+broken file, a model too large for the budget): it goes finalizing, what had finished is kept
+in the output file, the requests that never ran are in the error file as model_load_failed
+with the load's error, and the batch ends failed with that error in its `errors`.
+
+Blocking calls throughout: the routes call them in worker threads. Batch rows change only
+under the service's lock (one writer)."""
 
 from __future__ import annotations
 
@@ -30,8 +53,9 @@ from app.jobs import JobRunner, Work
 from app.server.batches import objects as ob
 from app.server.batches.embedding_work import EmbeddingWork
 from app.server.batches.files import FileStore
-from app.server.batches.lines import check_lines
-from app.server.batches.output import jsonl, split_lines
+from app.server.batches.lines import batch_error, check_lines
+from app.server.batches.models import BatchModels, ModelAway, ModelUnavailable, OneEngine
+from app.server.batches.output import jsonl, load_failed, split_lines
 from app.server.batches.work import EMBEDDINGS, BatchWork
 from app.server.config import ServerConfig
 from inference import EngineClient
@@ -54,8 +78,12 @@ class BatchError(Exception):
 
 
 class BatchService:
-    def __init__(self, engine: EngineClient, config: ServerConfig, model_id: Callable[[], str]) -> None:
+    def __init__(self, engine: EngineClient | None, config: ServerConfig, model_id: Callable[[], str],
+                 models: BatchModels | None = None) -> None:
+        """engine and model_id: one engine's server; models: a server of several (then
+        engine is None and model_id the default's name)."""
         self.engine = engine
+        self.models = models if models is not None else OneEngine(engine, model_id)
         self.files_dir: Path | None = config.files_dir
         self.db_path: Path | None = config.responses_db
         self.cap = config.max_tokens_cap
@@ -132,7 +160,7 @@ class BatchService:
             raise BatchError(400, f"file {input_file_id!r} has purpose {stored.purpose!r}, not 'batch'",
                              "input_file_id")
         job = JobRecord(id=ob.ID_PREFIX + uuid.uuid4().hex[:24], kind=ob.KIND, status="queued",
-                        spec=ob.new_spec(endpoint, input_file_id, completion_window, metadata, self.model_id()),
+                        spec=ob.new_spec(endpoint, input_file_id, completion_window, metadata, self.models.default()),
                         source=stored.filename)
         with self._lock:
             if self._closing:
@@ -191,7 +219,7 @@ class BatchService:
         if data is None:
             checked = None
         else:
-            checked = check_lines(data, job.spec["endpoint"], job.spec["model"])
+            checked = check_lines(data, job.spec["endpoint"], self.models.lines(job.spec["model"]))
         with self._lock:
             job = jobs.get(batch_id)
             if self._closing or job is None or job.spec["status"] != ob.VALIDATING:
@@ -204,7 +232,8 @@ class BatchService:
                 jobs.update(batch_id, status="failed",
                             spec=ob.moved(job.spec, ob.FAILED, errors=_listed(checked.errors)))
             else:
-                jobs.update(batch_id, spec=ob.moved(job.spec, ob.IN_PROGRESS), items=checked.items)
+                jobs.update(batch_id, spec=ob.moved(job.spec, ob.IN_PROGRESS, model=checked.model or job.spec["model"]),
+                            items=checked.items)
             self._lock.notify_all()
 
     def _work(self) -> None:
@@ -239,33 +268,34 @@ class BatchService:
                 return self.jobs.get(job.id)
             if job.spec["status"] in (ob.FINALIZING, ob.CANCELLING):
                 return job
-        model = self.model_id()
-        return next((job for job in batches if job.spec["status"] == ob.IN_PROGRESS and job.spec["model"] == model),
-                    None)
+        return next((job for job in batches
+                     if job.spec["status"] == ob.IN_PROGRESS and self.models.runnable(job.spec["model"])), None)
 
     def _run(self, job: JobRecord) -> None:
         assert self.jobs is not None
-        info = self.engine.info
-        window = info.n_seq_max if info is not None and info.n_seq_max > 0 else DEFAULT_WINDOW
-        endpoint, model = job.spec["endpoint"], job.spec["model"]
-        work: Work = (EmbeddingWork(self.engine, model) if endpoint == EMBEDDINGS
-                      else BatchWork(self.engine, endpoint, model, self.cap))
-        runner = JobRunner(self.jobs, self.engine, job.id, window=window, work=work)
-        with self._lock:
-            if self._closing:
-                return
-            self._runner = (job.id, runner)
-        ran = threading.Event()
-        watch = threading.Thread(target=self._watch, args=(job.id, ob.expires_at(job.spec), ran),
-                                 name="chorus-batch-window", daemon=True)
-        watch.start()
+        name = job.spec["model"]
         try:
-            ended = runner.run()
-        finally:
-            ran.set()
+            hold = self.models.hold(name)  # may wait for the model to load
+        except ModelUnavailable as exc:
+            log.error("batch %s fails: %s", job.id, exc)
+            self._fail(job.id, str(exc))
+            return
+        except ModelAway as exc:
+            log.info("batch %s waits: %s", job.id, exc)
             with self._lock:
-                self._runner = None
-            watch.join(JOIN_S)
+                self._lock.wait(RETRY_S)
+            return
+        try:
+            ended, yielded = self._run_on(job, hold.engine, self.models.resolve(name) or name)
+        finally:
+            hold.release()
+        if yielded:
+            with self._lock:  # its model again once the call that wanted the room has it
+                while not self._closing and self.models.wanted_elsewhere(name):
+                    self._lock.wait(WATCH_S)
+            return
+        if ended is None:
+            return
         with self._lock:
             current = self.jobs.get(job.id)
             assert current is not None
@@ -277,9 +307,46 @@ class BatchService:
         if ended == RUNNER_COMPLETED or current.spec["status"] in (ob.CANCELLING, ob.FINALIZING):
             self._finalize(job.id)
 
-    def _watch(self, batch_id: str, deadline: int, ran: threading.Event) -> None:
+    def _run_on(self, job: JobRecord, engine: EngineClient, model: str) -> tuple[str | None, bool]:
+        """The batch's runner on its model's engine until it ends, is paused or lets its
+        model go; (the runner's end, None if it did not start; whether it let go)."""
+        assert self.jobs is not None
+        if self.models.wanted_elsewhere(model):
+            return None, True  # loaded meanwhile, wanted elsewhere already: let go before starting
+        info = engine.info
+        window = info.n_seq_max if info is not None and info.n_seq_max > 0 else DEFAULT_WINDOW
+        endpoint = job.spec["endpoint"]
+        work: Work = (EmbeddingWork(engine, model) if endpoint == EMBEDDINGS
+                      else BatchWork(engine, endpoint, model, self.cap))
+        runner = JobRunner(self.jobs, engine, job.id, window=window, work=work)
+        with self._lock:
+            current = self.jobs.get(job.id)
+            if self._closing or current is None or current.spec["status"] != ob.IN_PROGRESS:
+                return None, False  # stopping, or cancelled while its model loaded: finalized next
+            self._runner = (job.id, runner)
+        ran, yielded = threading.Event(), threading.Event()
+        watch = threading.Thread(target=self._watch, args=(job.id, ob.expires_at(job.spec), model, ran, yielded),
+                                 name="chorus-batch-window", daemon=True)
+        watch.start()
+        try:
+            ended = runner.run()
+        finally:
+            ran.set()
+            with self._lock:
+                self._runner = None
+            watch.join(JOIN_S)
+        with self._lock:
+            current = self.jobs.get(job.id)
+            let_go = yielded.is_set() and current is not None and current.spec["status"] == ob.IN_PROGRESS
+        if let_go:
+            log.info("batch %s lets %s go: a call for another model waits for its room", job.id, model)
+        return ended, let_go
+
+    def _watch(self, batch_id: str, deadline: int, model: str, ran: threading.Event,
+               yielded: threading.Event) -> None:
         """While the batch runs: once its window ends, it expires (its runner cancelled: the
-        requests in flight are handed back, pending, and listed as batch_expired)."""
+        requests in flight are handed back, pending, and listed as batch_expired); once a
+        call for another model waits for the room its model takes, it is paused (yielded)."""
         while not ran.wait(min(WATCH_S, max(0.0, deadline - self.clock()))):
             if self.clock() >= deadline:
                 with self._lock:
@@ -289,6 +356,22 @@ class BatchService:
                         if self._runner is not None and self._runner[0] == batch_id:
                             self._runner[1].cancel()
                 return
+            if self.models.wanted_elsewhere(model):
+                with self._lock:
+                    if self._runner is not None and self._runner[0] == batch_id:
+                        yielded.set()
+                        self._runner[1].pause()
+                return
+
+    def _fail(self, batch_id: str, message: str) -> None:
+        """Its model cannot be loaded: finalized as failed (what finished kept)."""
+        assert self.jobs is not None
+        with self._lock:
+            job = self.jobs.get(batch_id)
+            if job is None or job.spec["status"] != ob.IN_PROGRESS:
+                return
+            self.jobs.update(batch_id, spec=ob.moved(job.spec, ob.FINALIZING, load_error=message))
+        self._finalize(batch_id)
 
     def _expire_if_due(self, job: JobRecord) -> JobRecord:
         """An in-progress batch past its window, moved to finalizing as expiring (under the lock)."""
@@ -305,7 +388,9 @@ class BatchService:
         assert job is not None
         cancelled = job.spec["status"] == ob.CANCELLING
         expired = bool(job.spec.get("expiring"))
-        output, errors = split_lines(jobs.items(batch_id), cancelled=cancelled, expired=expired)
+        load_error = job.spec.get("load_error")
+        output, errors = split_lines(jobs.items(batch_id), cancelled=cancelled, expired=expired,
+                                     unrun=load_failed(load_error) if load_error and not cancelled else None)
         hexid = batch_id.removeprefix(ob.ID_PREFIX)
         # Ids of the batch's own: written again after a crash, the same files replaced.
         output_id = files.write(f"file-{hexid}-output", f"{batch_id}_output.jsonl", "batch_output",
@@ -316,8 +401,14 @@ class BatchService:
             current = jobs.get(batch_id)
             assert current is not None
             status = (ob.CANCELLED if current.spec["status"] == ob.CANCELLING
-                      else ob.EXPIRED if current.spec.get("expiring") else ob.COMPLETED)
-            jobs.update(batch_id, spec=ob.moved(current.spec, status, output_file_id=output_id, error_file_id=error_id))
+                      else ob.EXPIRED if current.spec.get("expiring")
+                      else ob.FAILED if current.spec.get("load_error") else ob.COMPLETED)
+            fields: dict = {"output_file_id": output_id, "error_file_id": error_id}
+            if status == ob.FAILED:
+                fields["errors"] = _listed([batch_error("model_load_failed", current.spec["load_error"],
+                                                        param="model")])
+            jobs.update(batch_id, status="failed" if status == ob.FAILED else None,
+                        spec=ob.moved(current.spec, status, **fields))
         log.info("batch %s %s: %d answered, %d in the error file", batch_id, status, len(output), len(errors))
 
 

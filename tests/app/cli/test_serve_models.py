@@ -16,6 +16,7 @@ import pytest
 
 from app.cli.serve_models import memory_size
 from tests.support.net import unused_port
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -58,6 +59,18 @@ def test_serve_models_all_loads_each_model_when_a_request_names_it(data_dir):
         assert answer["model"] == "gemma3-270m" and answer["choices"][0]["message"]["content"]
         states = {m["id"]: m["state"] for m in get(f"{base}/models")["data"]}
         assert states == {"gemma3-270m": "loaded", "smollm2-135m": "not loaded"}
+        # The Files and Batch API too, its files in the data folder (issue 40)
+        import openai
+
+        c = openai.OpenAI(base_url=base, api_key="none", max_retries=0, timeout=60)
+        request = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+                   "body": {"model": "gemma3-270m", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}}
+        uploaded = c.files.create(file=("in.jsonl", json.dumps(request).encode()), purpose="batch")
+        batch = c.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+        done = wait_until(lambda: (b := c.batches.retrieve(batch.id)).status in ("completed", "failed") and b,
+                          "the batch done", 180)
+        assert done.status == "completed" and done.model == "gemma3-270m"
+        assert (data_dir / "files").is_dir()
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0

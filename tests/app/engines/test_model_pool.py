@@ -118,12 +118,15 @@ def test_a_busy_model_is_never_evicted_the_load_waits_for_it_to_go_idle():
     use(pool, "b", clock)  # b: idle, the older
     busy = pool.acquire("a")  # a: in flight, the newer... evicts b
     a = busy.engine(WAIT)
+    assert pool.waiting_for_room() == []
     waiting = pool.acquire("c")
     assert not waiting.ready.done()  # a is busy: c waits rather than evicting it
     assert states(pool)["c"] == "loading" and not a.stopped
+    # said, for a holder that can let go (a batch between its requests)
+    wait_until(lambda: pool.waiting_for_room() == ["c"], "c waits for room", WAIT)
     busy.release()
     c = waiting.engine(WAIT)
-    assert a.stopped and not c.stopped
+    assert a.stopped and not c.stopped and pool.waiting_for_room() == []
     waiting.release()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from app.server.batches.lines import MAX_ERRORS, check_lines
+from app.server.batches.lines import MAX_ERRORS, Served, check_lines
 from app.server.batches.output import jsonl, line_id, split_lines
 from storage import ItemRecord
 
@@ -22,6 +22,31 @@ def test_good_lines_become_items_with_their_custom_ids_blank_lines_skipped():
     checked = check_lines(data, CHAT, "m")
     assert checked.errors == []
     assert [(i.custom_id, i.fields["messages"][0]["content"]) for i in checked.items] == [("a", "Hi"), ("b", "Hi")]
+
+
+def pool_names() -> Served:
+    """A server of two models (`chorus serve --models`), "smol" the default, "gem" an alias."""
+    names = ("smol", "gemma")
+    return Served("smol", lambda n: {"gem": "gemma"}.get(n, n) if {"gem": "gemma"}.get(n, n) in names else None,
+                  names)
+
+
+def test_on_several_models_a_batch_takes_the_model_its_lines_name_aliases_included():
+    checked = check_lines("\n".join([line("a", model="gem"), line("b", model="gemma")]).encode(), CHAT, pool_names())
+    assert checked.errors == [] and checked.model == "gemma" and len(checked.items) == 2
+    unnamed = check_lines(line("a").encode(), CHAT, pool_names())
+    assert unnamed.errors == [] and unnamed.model == "smol"  # the server's default
+
+
+def test_lines_naming_two_models_fail_the_batch_naming_both_and_the_models_served():
+    lines = [line("a", model="smol"), line("b", model="gemma"), line("c"), line("d", model="llama")]
+    checked = check_lines("\n".join(lines).encode(), CHAT, pool_names())
+    assert checked.items == []
+    assert [(e["line"], e["code"], e["param"]) for e in checked.errors] == [
+        (2, "mismatched_model", "body.model"), (4, "model_not_found", "body.model")]
+    mixed, unknown = (e["message"] for e in checked.errors)
+    assert "'gemma'" in mixed and "'smol'" in mixed and "served: smol, gemma" in mixed
+    assert "'llama' is not served here; served: 'smol', 'gemma'" in unknown
 
 
 def test_every_bad_line_is_listed_with_its_number_code_and_field_and_nothing_runs():
