@@ -358,17 +358,17 @@ def test_the_driver_runs_a_turns_calls_at_once_and_gives_their_results_in_the_ca
     results come back, printed and given to the model, in the calls' order."""
     manager.start(test_server).result(30)
     toolbox = Toolbox(manager, [t for t in manager.tools() if t.name == "slow"], timeout_s=20)
-    turn = [{"name": "slow", "arguments": {"seconds": s, "clock": True}} for s in (0.6, 0.2, 0.4)]
+    turn = [{"name": "slow", "arguments": {"seconds": s, "clock": True}} for s in (0.8, 0.4, 0.6)]
     engine = Scripted(json.dumps(turn), "Slept.")
     events = list(ToolLoop(engine, toolbox, [{"role": "user", "content": "Sleep."}], SamplingParams.greedy(16)).run())
 
     finished = [e for e in events if isinstance(e, CallFinished)]
-    assert [json.loads(e.call.arguments)["seconds"] for e in finished] == [0.6, 0.2, 0.4]
+    assert [json.loads(e.call.arguments)["seconds"] for e in finished] == [0.8, 0.4, 0.6]
     spans = [tuple(float(t) for t in e.result.text.split(" from ")[1].split(" to ")) for e in finished]
     assert max(began for began, _ in spans) < min(ended for _, ended in spans), f"one after another: {spans}"
     results = [m["content"] for m in engine.sent[1].messages if "slept" in str(m.get("content"))]
-    assert len(results) == 1 and results[0].index("slept 0.6") < results[0].index("slept 0.2") \
-        < results[0].index("slept 0.4"), "the model reads them in the calls' order"
+    assert len(results) == 1 and results[0].index("slept 0.8") < results[0].index("slept 0.4") \
+        < results[0].index("slept 0.6"), "the model reads them in the calls' order"
 
 
 def test_the_driver_closed_mid_turn_cancels_the_request():
