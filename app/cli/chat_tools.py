@@ -2,8 +2,9 @@
 servers start before the model loads; each reply then runs the tool loop (app/tools/agent.py,
 the blocking driver of the one in app/tools/machine.py), printing every call and its result
 as it happens, asking "run TOOL(args)? [y]es / [a]lways / [n]o" before each (--yes approves
-all), and storing each turn and each result through the chat's ConversationSession (the rows
-the window's tool rounds write)."""
+all; a turn's calls approved run at once, the next asked meanwhile, their results printed
+in the calls' order), and storing each turn and each result through the chat's
+ConversationSession (the rows the window's tool rounds write)."""
 
 from __future__ import annotations
 

@@ -191,12 +191,15 @@ class ConversationSession:
                                   result_record(finished.call, finished.result, finished.denied), after)
 
     def record_unanswered(self, stopped: Stopped, after: int) -> MessageRecord | None:
-        """The calls a stopped loop left without a result, each a "tool" row that says so, in
-        order after message after (the first may have run for stopped.ran_s); the last row,
-        None when there were none."""
+        """The calls a stopped loop left, each a "tool" row in order after message after: its
+        result where one came (held behind an earlier call's), else what says it was stopped
+        while it ran or never ran; the last row, None when there were none."""
         last = None
-        for i, call in enumerate(stopped.calls):
-            text, record = not_run_record(call, stopped.ran_s if i == 0 else None)
+        for call, ran_s, finished in stopped.left():
+            if finished is not None:
+                last = self.record_result(finished, after if last is None else last.id)
+                continue
+            text, record = not_run_record(call, ran_s)
             last = self._add_tool_row(text, record, after if last is None else last.id)
         return last
 

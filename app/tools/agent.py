@@ -1,15 +1,19 @@
 """The tool loop driven blocking, for the terminal (`chorus chat --tools`, app/cli/chat_tools.py)
 and the benchmarks: a thin driver over the one state machine (machine.py) on the caller's
-thread. It streams each turn through the engine client, asks the approver, runs each call
-on the toolbox, and yields the machine's events for the caller to show and store."""
+thread. It streams each turn through the engine client, asks the approver, runs the calls of
+a turn on the toolbox at once (a few threads: the approver is asked about the next call while
+those approved run), and yields the machine's events for the caller to show and store, the
+calls' results in the calls' order."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from app.tools.formats import GENERIC, ToolFormat
 from app.tools.machine import (
     DENIED,
+    MAX_PARALLEL_CALLS,
     AgentEvent,
     Approval,
     ApprovedTools,
@@ -26,7 +30,7 @@ from app.tools.machine import (
     always_allow,
     result_content,
 )
-from app.tools.mcp_results import McpTool
+from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.prompt import plain_turns
 from app.tools.rounds import DEFAULT_MAX_ROUNDS, ToolRound, forced_grammar, plain_request
 from app.tools.toolbox import Toolbox
@@ -67,22 +71,39 @@ class ToolLoop:
 
     def run(self) -> Iterator[AgentEvent]:
         machine = self.machine
-        while True:
-            step = machine.step
-            if isinstance(step, StartTurn):
-                yield from self._turn(step.round)
-            elif isinstance(step, AskApproval):
-                assert step.tool is not None  # a parsed call names a tool offered
-                yield from machine.answer(self.approve(step.call, step.tool))
-            elif isinstance(step, RunCall):
-                try:
-                    result = self.toolbox.call(step.call.name, step.arguments)
-                except Exception as exc:  # a tool's failure is the model's to read, not the chat's end
-                    yield from machine.failed(exc)
+        running: dict[str, Future[ToolResult]] = {}  # by call id
+        # Threads, as the toolbox's calls block; the machine hands out no more than this at once.
+        pool = ThreadPoolExecutor(MAX_PARALLEL_CALLS, thread_name_prefix="tool-call")
+        try:
+            while True:
+                yield from self._results(running, block=False)  # room for the calls waiting to run
+                steps = machine.steps()
+                for step in steps:
+                    if isinstance(step, RunCall):
+                        running[step.call.id] = pool.submit(self.toolbox.call, step.call.name, step.arguments)
+                step = steps[-1] if steps else None
+                if isinstance(step, StartTurn):
+                    yield from self._turn(step.round)
+                elif isinstance(step, AskApproval):
+                    assert step.tool is not None  # a parsed call names a tool offered
+                    yield from machine.answer(self.approve(step.call, step.tool))
+                elif running:
+                    yield from self._results(running, block=True)
                 else:
-                    yield from machine.ran(result)
-            else:
-                return
+                    return
+        finally:  # a stopped loop's calls end on their own (the toolbox's timeout); nothing waits on them
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _results(self, running: dict[str, Future[ToolResult]], block: bool) -> Iterator[AgentEvent]:
+        """The results of the calls that ended (block: of at least one) given to the machine."""
+        done = wait(running.values(), return_when=FIRST_COMPLETED)[0] if block and running else ()
+        for call_id, future in list(running.items()):
+            if future in done or future.done():
+                del running[call_id]
+                exc = future.exception()
+                # a tool's failure is the model's to read, not the chat's end
+                yield from self.machine.failed(exc, call_id) if exc is not None \
+                    else self.machine.ran(future.result(), call_id)
 
     def _turn(self, round: ToolRound | None) -> Iterator[AgentEvent]:
         request = round.request(self.messages, self.sampling, self.priority) if round is not None \

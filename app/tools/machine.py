@@ -1,15 +1,21 @@
 """The tool loop as a state machine, Qt-free and never blocking: a model's turn, the calls in
 it approved and run, their results given back, the model again, until it answers in text or
 the rounds run out. It does no I/O of its own: its driver feeds it what happened (the turn's
-deltas, the user's answer, a call's result) and does what `step` says next (start the next
-turn's request, ask the user, run a call). The window drives it from the engine's stream and
-the approval bar, on the GUI thread (ui/controllers/tool_rounds.py); the terminal drives it
+deltas, the user's answer, a call's result) and does what `steps()` say next (start the
+next turn's request, ask the user, run calls). The window drives it from the engine's stream
+and the approval bar, on the GUI thread (ui/controllers/tool_rounds.py); the terminal drives it
 blocking (agent.ToolLoop).
 
-    TURN_DUE --begin_turn--> WRITING --feed(finished)--> ASKING --answer--> RUNNING --ran--> ...
-                                  \\-> DONE (text, error,        \\-deny-> (next call)      |
-                                       or the last round)                                 v
-    (all calls answered) TURN_DUE of round + 1              ASKING / RUNNING of the next call
+    TURN_DUE --begin_turn--> WRITING --feed(finished)--> ASKING --answer--> ASKING of the next call,
+                                  \\-> DONE (text, error,                  or RUNNING (none left to ask)
+                                       or the last round)
+    (every call's result in: ran, failed or denied) TURN_DUE of round + 1
+
+The calls of one turn run at once, at most MAX_PARALLEL_CALLS of them: they are asked about
+one at a time, in order, and a call approved starts while the next is asked (steps() hands
+out each RunCall once; ran(result, call_id) gives its result back, in any order). Their
+results go to the model in the calls' order: one that comes before an earlier call's is
+held until that one's is in.
 
 Each input returns the events it made, for the driver to show and store: TextDelta (text
 to show; a reply that may still be a call is held back), TurnDone, CallStarted,
@@ -31,6 +37,12 @@ from app.tools.types import ToolCall
 from inference import Delta, FinishReason
 
 DENIED = "denied by the user"
+# At most this many calls of one turn run at once: a model that reads twelve files in one
+# turn gets its results in the time of three rounds of four, not twelve one after another,
+# without opening twelve requests at once on one MCP server (a child process the user
+# started, each call maybe a process or a fetch of its own); the rest wait, in order, for a
+# call to end.
+MAX_PARALLEL_CALLS = 4
 
 
 class Approval(enum.Enum):
@@ -143,25 +155,33 @@ class Finished:
     """Nothing more to do: an answer came, an error, or the loop was stopped."""
 
 
-Step = StartTurn | AskApproval | RunCall | Finished | None  # None: a turn is being written
+# None: a turn is being written, or the calls handed out to run are waited on
+Step = StartTurn | AskApproval | RunCall | Finished | None
 
 
 @dataclass(frozen=True)
 class Stopped:
-    """What stop() or close() left: calls without a result, the first one stopped while it
-    ran for ran_s (None: it never started); writing: a turn was being written (its driver
-    cancels the request)."""
+    """What stop() or close() left of the turn's calls not given back to the model, in their
+    order: calls, each one's ran_s (how long it ran before it was stopped; None: it never
+    started) and its result if one came, held behind an earlier call's (results; None where
+    none came); writing: a turn was being written (its driver cancels the request)."""
 
     calls: tuple[ToolCall, ...] = ()
-    ran_s: float | None = None
+    ran_s: tuple[float | None, ...] = ()
+    results: tuple[CallFinished | None, ...] = ()
     writing: bool = False
+
+    def left(self) -> list[tuple[ToolCall, float | None, CallFinished | None]]:
+        """Each call with its time and result (None where the tuples stop short)."""
+        return [(call, self.ran_s[i] if i < len(self.ran_s) else None,
+                 self.results[i] if i < len(self.results) else None) for i, call in enumerate(self.calls)]
 
 
 class Phase(enum.Enum):
     TURN_DUE = "turn due"  # the next turn's request is to be sent
     WRITING = "writing"  # the model writes: feed() its deltas
-    ASKING = "asking"  # a call waits for the user: answer()
-    RUNNING = "running"  # a call runs: ran() or failed()
+    ASKING = "asking"  # a call waits for the user: answer() (calls approved before it may run)
+    RUNNING = "running"  # none left to ask: the calls run, or wait for room to, ran() or failed()
     DONE = "done"
 
 
@@ -196,8 +216,11 @@ class ToolLoopMachine:
         self._shown = 0  # how much of it went out as TextDelta
         self.turn: TurnDone | None = None  # the last turn's end
         self.calls: tuple[ToolCall, ...] = ()  # the last turn's calls
-        self.answered = 0  # how many of them have a result
-        self.started_s = 0.0  # when the running call began
+        self.answered = 0  # how many of them, in order, have their result in messages
+        self.asked = 0  # the one the user is asked about (or is next to be): those before are answered
+        self._queued: dict[int, McpTool] = {}  # approved, waiting for room to run (by index, in order)
+        self._running: dict[int, tuple[McpTool, float]] = {}  # handed out by steps(), since when
+        self._held: dict[int, CallFinished] = {}  # results that came before an earlier call's
         self._noticed = False
 
     @classmethod
@@ -236,24 +259,59 @@ class ToolLoopMachine:
         return self.round.format.call_start(self.text) if self.round is not None and self.calling else None
 
     def current(self) -> ToolCall | None:
-        return self.calls[self.answered] if self.answered < len(self.calls) else None
+        """The call the user is asked about."""
+        return self.calls[self.asked] if self.phase is Phase.ASKING else None
 
     def tool_of(self, call: ToolCall) -> McpTool | None:
         """The tool a call runs: among those offered (a format's parse keeps only those)."""
         return self.round.tools.get(call.name) if self.round is not None else None
 
     @property
+    def running(self) -> tuple[ToolCall, ...]:
+        """The calls handed out to run that have no result yet, in order."""
+        return tuple(self.calls[i] for i in sorted(self._running))
+
+    @property
     def step(self) -> Step:
-        call = self.current()
+        """The first of what steps() says, without handing out a call to run: for a driver
+        that runs one call at a time (and gives back its result with ran(result))."""
+        if self.phase in (Phase.ASKING, Phase.RUNNING):
+            due = self._due()
+            return self._run_step(due[0]) if due else self._ask_step()
+        return self._turn_step()
+
+    def steps(self) -> list[Step]:
+        """What the driver does now: the calls to start (RunCall, each handed out once: it
+        runs from now, until ran() or failed()), then the call to ask the user about
+        (AskApproval, said again until answered); or StartTurn, or Finished; none while a
+        turn is written, or while only running calls are waited on."""
+        if self.phase not in (Phase.ASKING, Phase.RUNNING):
+            step = self._turn_step()
+            return [step] if step is not None else []
+        out: list[Step] = []
+        for i in self._due():
+            out.append(self._run_step(i))
+            self._running[i] = (self._queued.pop(i), self.clock())
+        ask = self._ask_step()
+        return out + [ask] if ask is not None else out
+
+    def _turn_step(self) -> Step:
         if self.phase is Phase.TURN_DUE:
             return StartTurn(self.round)
-        if self.phase is Phase.ASKING and call is not None:
-            return AskApproval(call, self.tool_of(call))
-        if self.phase is Phase.RUNNING and call is not None:
-            tool = self.tool_of(call)
-            assert tool is not None  # RUNNING is entered with a tool only
-            return RunCall(call, tool, json.loads(call.arguments))
         return None if self.phase is Phase.WRITING else Finished()
+
+    def _due(self) -> list[int]:
+        """The approved calls there is room for now, in order."""
+        return sorted(self._queued)[:max(0, MAX_PARALLEL_CALLS - len(self._running))]
+
+    def _run_step(self, i: int) -> RunCall:
+        call = self.calls[i]
+        tool = self._queued[i] if i in self._queued else self._running[i][0]
+        return RunCall(call, tool, json.loads(call.arguments))
+
+    def _ask_step(self) -> AskApproval | None:
+        call = self.current()
+        return AskApproval(call, self.tool_of(call)) if call is not None else None
 
     # ----- the turn -------------------------------------------------------------------------
 
@@ -306,75 +364,115 @@ class ToolLoopMachine:
     # ----- the calls ------------------------------------------------------------------------
 
     def _take_calls(self, calls: tuple[ToolCall, ...]) -> list[AgentEvent]:
-        self.calls, self.answered = calls, 0
+        self.calls, self.answered, self.asked = calls, 0, 0
+        self._queued, self._running, self._held = {}, {}, {}
         return self._enter_call()
 
     def _enter_call(self) -> list[AgentEvent]:
-        """The next call is asked about (or run, when its tool is always allowed); after the
-        last one, the next round's turn is due."""
-        call = self.current()
-        if call is None:
-            self.round = self.round.next() if self.round is not None else None
-            self.phase = Phase.TURN_DUE
-            return []
-        tool = self.tool_of(call)
-        if tool is not None and self.approvals.always_allowed(tool):
-            self._run()
-        else:
-            self.phase = Phase.ASKING
-        return [CallStarted(call, tool)]
-
-    def _run(self) -> None:
-        self.phase, self.started_s = Phase.RUNNING, self.clock()
+        """The calls from the one asked on, in order: each said (CallStarted), those of a tool
+        always allowed queued to run at once, up to the first the user is asked about."""
+        out: list[AgentEvent] = []
+        while self.asked < len(self.calls):
+            call = self.calls[self.asked]
+            tool = self.tool_of(call)
+            out.append(CallStarted(call, tool))
+            if tool is None or not self.approvals.always_allowed(tool):
+                self.phase = Phase.ASKING
+                return out
+            self._queued[self.asked] = tool
+            self.asked += 1
+        if self.answered < len(self.calls):  # else the next turn is due already (_finish_call)
+            self.phase = Phase.RUNNING
+        return out
 
     def answer(self, approval: Approval) -> list[AgentEvent]:
         """The user's answer to the call asked about: run it (once, or always for its tool)
-        or tell the model it was denied. A tool gone meanwhile is an error result."""
+        or tell the model it was denied; then the next call is asked about. A tool gone
+        meanwhile is an error result."""
         call = self.current()
-        if self.phase is not Phase.ASKING or call is None:
+        if call is None:
             return []
-        tool = self.tool_of(call)
+        i, tool = self.asked, self.tool_of(call)
+        out: list[AgentEvent] = []
         if approval is Approval.DENY:
-            return self._finish_call(ToolResult(DENIED, is_error=True), denied=True)
-        if tool is None:
-            return self._finish_call(unavailable(call))
-        if approval is Approval.ALWAYS:
-            self.approvals.allow_always(tool)
-        self._run()
-        return []
+            out = self._finish_call(i, ToolResult(DENIED, is_error=True), denied=True)
+        elif tool is None:
+            out = self._finish_call(i, unavailable(call))
+        else:
+            if approval is Approval.ALWAYS:
+                self.approvals.allow_always(tool)
+            self._queued[i] = tool
+        self.asked += 1
+        return out + self._enter_call()
 
-    def ran(self, result: ToolResult) -> list[AgentEvent]:
-        """The running call's result (an error result is given to the model as such)."""
-        if self.phase is not Phase.RUNNING:
-            return []  # stopped meanwhile: the result is not wanted
-        return self._finish_call(result)
+    def ran(self, result: ToolResult, call_id: str | None = None) -> list[AgentEvent]:
+        """A call's result (an error result is given to the model as such), by its id; None:
+        the first call approved that has none (a driver that runs one at a time)."""
+        i = self._approved(call_id)
+        if i is None:
+            return []  # stopped meanwhile, or already answered: the result is not wanted
+        self._queued.pop(i, None)
+        self._running.pop(i, None)
+        return self._finish_call(i, result)
 
-    def failed(self, exc: BaseException) -> list[AgentEvent]:
-        """The running call raised: the model reads why, as the call's error result."""
-        return self.ran(error_result(f"the call failed: {exc}", self.clock() - self.started_s))
+    def failed(self, exc: BaseException, call_id: str | None = None) -> list[AgentEvent]:
+        """The call raised: the model reads why, as the call's error result."""
+        i = self._approved(call_id)
+        since = self._running[i][1] if i is not None and i in self._running else self.clock()
+        return self.ran(error_result(f"the call failed: {exc}", self.clock() - since), call_id)
 
-    def _finish_call(self, result: ToolResult, denied: bool = False) -> list[AgentEvent]:
-        call = self.current()
-        assert call is not None
-        self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result_content(result)})
-        self.answered += 1
-        return [CallFinished(call, self.tool_of(call), result, denied), *self._enter_call()]
+    def held(self, call_id: str) -> CallFinished | None:
+        """A call's result that came before an earlier call's, held until that one's is in."""
+        return next((f for f in self._held.values() if f.call.id == call_id), None)
+
+    def _approved(self, call_id: str | None) -> int | None:
+        """The index of a call approved and without a result (running, or waiting for room)."""
+        if self.phase not in (Phase.ASKING, Phase.RUNNING):
+            return None
+        waiting = sorted([*self._running, *self._queued])
+        if call_id is None:
+            return waiting[0] if waiting else None
+        return next((i for i in waiting if self.calls[i].id == call_id), None)
+
+    def _finish_call(self, i: int, result: ToolResult, denied: bool = False) -> list[AgentEvent]:
+        """Call i's result: held until every call before it has its result, then given to the
+        model (messages) with theirs, in the calls' order; after the last, the next turn is due."""
+        call = self.calls[i]
+        self._held[i] = CallFinished(call, self.tool_of(call), result, denied)
+        out: list[AgentEvent] = []
+        while self.answered in self._held:
+            finished = self._held.pop(self.answered)
+            self.messages.append({"role": "tool", "tool_call_id": finished.call.id,
+                                  "content": result_content(finished.result)})
+            out.append(finished)
+            self.answered += 1
+        if self.answered == len(self.calls):
+            self.round = self.round.next() if self.round is not None else None
+            self.phase = Phase.TURN_DUE
+        return out
 
     # ----- the end --------------------------------------------------------------------------
 
     def stop(self) -> Stopped:
-        """The user stopped the loop: a turn being written is to be cancelled, the calls
-        without a result are left as not run (the one running, as stopped)."""
-        return self._end(self.calls[self.answered:])
+        """The user stopped the loop: a turn being written is to be cancelled; every call not
+        given back to the model is left: those running as stopped, the rest as not run (a
+        result that came, held behind an earlier call's, with it)."""
+        return self._end(range(self.answered, len(self.calls)))
 
     def close(self) -> Stopped:
-        """Its chat closed: a running call is given up as stop() does; the calls still to be
-        asked about stay without a result, to be asked again (resume) when it opens."""
-        return self._end(self.calls[self.answered:self.answered + 1] if self.phase is Phase.RUNNING else ())
+        """Its chat closed: the calls up to the last one started or denied are left as stop()
+        leaves them; those after it (asked about, or waiting for room to run) stay without a
+        result, to be asked again (resume) when it opens, so their results still follow the
+        others' in the calls' order."""
+        started = [i for i in range(self.answered, len(self.calls)) if i in self._running or i in self._held]
+        return self._end(range(self.answered, max(started) + 1) if started else range(0))
 
-    def _end(self, left: tuple[ToolCall, ...]) -> Stopped:
+    def _end(self, left: range) -> Stopped:
         phase, self.phase = self.phase, Phase.DONE
         if phase not in (Phase.ASKING, Phase.RUNNING):
             return Stopped(writing=phase is Phase.WRITING)
-        ran_s = self.clock() - self.started_s if phase is Phase.RUNNING else None
-        return Stopped(left, ran_s)
+        now = self.clock()
+        ran_s = tuple(now - self._running[i][1] if i in self._running else None for i in left)
+        stopped = Stopped(tuple(self.calls[i] for i in left), ran_s, tuple(self._held.get(i) for i in left))
+        self._queued, self._running, self._held = {}, {}, {}
+        return stopped

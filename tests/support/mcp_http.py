@@ -33,7 +33,11 @@ def serving_the_test_server_over_http() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:  # its shutdown waits on a call a test stopped while it ran
+            proc.kill()
+            proc.wait(10)
 
 
 def _accepts(port: int) -> bool:

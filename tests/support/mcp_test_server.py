@@ -1,8 +1,8 @@
 """A small MCP server made with the SDK's MCPServer (FastMCP in mcp 1.x), run by the tools
 tests as a child process: `python tests/support/mcp_test_server.py stdio` or `... http PORT`
 (streamable HTTP on 127.0.0.1:PORT/mcp). Its tools: add, slow (sleeps: a server that
-hangs on a call), big (a long output), wait (a bound the grammar cannot hold), fail (a tool error),
-picture (an image)."""
+hangs on a call; with clock, when it ran: calls that run at once), big (a long output),
+wait (a bound the grammar cannot hold), fail (a tool error), picture (an image)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
-def slow(seconds: float) -> str:
-    """Sleeps, then says so."""
+def slow(seconds: float, clock: bool = False) -> str:
+    """Sleeps, then says so (clock: and when it began and ended, on the wall clock)."""
+    began = time.time()
     time.sleep(seconds)
-    return f"slept {seconds} s"
+    return f"slept {seconds} s" + (f" from {began:.6f} to {time.time():.6f}" if clock else "")
 
 
 @server.tool()

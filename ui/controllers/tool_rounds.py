@@ -4,9 +4,12 @@ offered tools that ends as calls is stored as those calls, each shown as a chip 
 reply's bubble; each call waits for the user's approval (Allow once, Always for this tool,
 Deny, inside its chip), runs on its MCP server off the GUI thread with the timeout of
 Settings -> Tools (its chip says "running" and counts the seconds), and its result is
-stored as a "tool" message (shown on the call's chip); then the next turn starts, under the
-same prompt, so it computes only the results' tokens (the rest is the reply before it, in
-the cache). Meanwhile the chat holds no place in the engine's batch, and its tab and
+stored as a "tool" message (shown on the call's chip). A turn's calls run at once (a few:
+the machine's MAX_PARALLEL_CALLS): one approved starts while the next is asked about; each
+chip says how its call stands, and the results are stored in the calls' order (a result
+that comes first waits, its chip already "done", for the earlier calls'). Then the next
+turn starts, under the same prompt, so it computes only the results' tokens (the rest is
+the reply before it, in the cache). Meanwhile the chat holds no place in the engine's batch, and its tab and
 sidebar row say what it waits on. Stop ends the round where it is: the calls not run are
 stored as such (their chips say "not run", and the model reads that they never ran).
 "Always for this tool" holds for that server's tool in every chat, across restarts
@@ -32,28 +35,40 @@ from PySide6.QtWidgets import QMenu
 
 from app.conversations import round_in
 from app.tools import Approval, CallFinished, ToolLoopMachine, ToolResult
-from app.tools.history import call_turns, unanswered_calls
-from app.tools.machine import AskApproval, Phase, RunCall, StartTurn, Stopped
+from app.tools.history import call_turns, result_record, unanswered_calls
+from app.tools.machine import AgentEvent, AskApproval, Phase, RunCall, StartTurn, Stopped
 from app.tools.rounds import ToolRound
 from inference import Delta
 from storage import ActivePath
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.services.mcp_tools import WEB
-from ui.services.stream_presenter import Stream
+from ui.services.stream_presenter import Stream, ended
 from ui.widgets.chat.chat_tab import ChatTab
 from ui.widgets.chat.message_model import APPROVAL, RUNNING
+
+
+def running_text(names: list[str]) -> str:
+    """What a chat whose calls run waits on: "running add", "running add and slow", "running 3 calls"."""
+    if len(names) > 2:
+        return f"running {len(names)} calls"
+    return "running " + " and ".join(names)
 
 
 @dataclass(eq=False)
 class PendingCalls:
     """A chat between a reply's turns: its loop, and what the window keeps beside it (the
-    message the next row goes under, the future of the call running)."""
+    message the next row goes under, the futures of the calls running, the call asked about,
+    how many writes of results are under way)."""
 
     conversation_id: int
     loop: ToolLoopMachine
+    # Read and written by the storage thread's jobs only, which run one after another: each
+    # write of results puts its rows under the last one's, in the order the jobs were given.
     parent: int
-    running: Future[ToolResult] | None = field(default=None, repr=False)
+    running: dict[str, Future[ToolResult]] = field(default_factory=dict, repr=False)  # by call id
+    asked: str | None = None  # the call whose approval is shown
+    storing: int = 0  # writes of results under way: the next turn starts after them
     # A loop found waiting after a restart: the turns of calls along its branch. Its tools are
     # the chat's as they are when asked (its servers may be starting when it is found).
     resumed_at: int | None = None
@@ -99,6 +114,8 @@ class ToolRoundsController:
         self.ctx.storage.run(store, lambda path: self._stored(pending, path), lambda _exc: self._end(pending))
 
     def _stored(self, pending: PendingCalls, path) -> None:
+        if self.pending.get(pending.conversation_id) is not pending:
+            return  # stopped meanwhile: the stop shows the branch once its own rows follow these
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab):
             self.actions.show_path(view, path)
@@ -127,65 +144,92 @@ class ToolRoundsController:
         return first.at(turns - 1) if first is not None else None
 
     def _next_step(self, pending: PendingCalls) -> None:
-        """What the loop waits on now: the user, a call to run, or the model again."""
-        if self.pending.get(pending.conversation_id) is not pending or pending.running is not None:
-            return  # stopped meanwhile, or a call runs
-        step = pending.loop.step
+        """What the loop waits on now: calls to start, the user, the calls running, or the
+        model again (once every result is stored)."""
+        if self.pending.get(pending.conversation_id) is not pending:
+            return  # stopped meanwhile
+        loop = pending.loop
+        if loop.phase is Phase.TURN_DUE and pending.storing:
+            return  # the results' rows first: the next turn's reply goes under them
         view = self.ctx.window.view_for(pending.conversation_id)
-        if isinstance(step, RunCall):
-            self._run(pending, step)
-        elif isinstance(step, AskApproval) and isinstance(view, ChatTab):
-            self._wait(pending, f"{step.call.name} waits for your approval")
-            view.approval.ask(step.call.id, step.call.name, step.tool.server if step.tool is not None else "")
-            view.model.set_call_state(step.call.id, APPROVAL)  # its chip opens, with room for the buttons asked
-        elif isinstance(step, StartTurn):
+        steps = loop.steps()
+        for step in steps:
+            if isinstance(step, RunCall):
+                self._run(pending, step)
+        last = steps[-1] if steps else None
+        if isinstance(last, AskApproval) and isinstance(view, ChatTab):
+            self._wait(pending, f"{last.call.name} waits for your approval")
+            if pending.asked != last.call.id:  # asked once, while the calls before it run
+                pending.asked = last.call.id
+                view.approval.ask(last.call.id, last.call.name, last.tool.server if last.tool is not None else "")
+                view.model.set_call_state(last.call.id, APPROVAL)  # its chip opens, with room for the buttons
+        elif isinstance(last, StartTurn):
             self._next_turn(pending)
-        else:
-            pending.loop.close()
-            self._end(pending)  # its tab was closed: asked when the chat opens again
+        elif loop.running:
+            self._wait(pending, running_text([c.name for c in loop.running]))
+        else:  # its tab was closed: the calls not run are asked when the chat opens again
+            self._give_up(pending, loop.close())
 
     def answer(self, conversation_id: int, answer: str) -> None:
         """The user's answer to the call in its chip: once, always or deny."""
         pending = self.pending.get(conversation_id)
-        if pending is None or pending.running is not None or not isinstance(pending.loop.step, AskApproval):
+        if pending is None or pending.loop.current() is None:
             return
         if pending.resumed_at is not None:
             pending.loop.reoffer(self._offered_now(conversation_id, pending.resumed_at))
-        events = pending.loop.answer(Approval(answer))  # "always" goes to AppTools, the loop's memory
-        finished = next((e for e in events if isinstance(e, CallFinished)), None)
-        if finished is not None:  # denied, or its tool is gone
-            self._store_result(pending, finished)
-        else:
-            self._next_step(pending)
+        loop = pending.loop
+        call = loop.current()
+        assert call is not None
+        events = loop.answer(Approval(answer))  # "always" goes to AppTools, the loop's memory
+        pending.asked = None
+        self._ended(pending, call.id, events)
+        self._next_step(pending)
 
     def _run(self, pending: PendingCalls, step: RunCall) -> None:
-        self._wait(pending, f"running {step.call.name}")
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab):
             view.model.set_call_state(step.call.id, RUNNING, time.monotonic())  # its chip counts the seconds
-        future = pending.running = self.ctx.tools.submit_call(step.tool, step.arguments)
+        call_id = step.call.id
+        future = pending.running[call_id] = self.ctx.tools.submit_call(step.tool, step.arguments)
 
         def ran(done: Future[ToolResult]) -> None:
             if done.cancelled() or self.pending.get(pending.conversation_id) is not pending:
                 return  # stopped: the result is not wanted
-            pending.running = None
+            del pending.running[call_id]
             exc = done.exception()
-            events = pending.loop.failed(exc) if exc is not None else pending.loop.ran(done.result())
-            finished = next((e for e in events if isinstance(e, CallFinished)), None)
-            if finished is not None:
-                self._store_result(pending, finished)
+            events = pending.loop.failed(exc, call_id) if exc is not None else pending.loop.ran(done.result(), call_id)
+            self._ended(pending, call_id, events)
+            self._next_step(pending)  # room for a call waiting to run; what the tab says
 
         future.add_done_callback(lambda done: self.ctx.gui.post(lambda: ran(done)))
 
-    def _store_result(self, pending: PendingCalls, finished: CallFinished) -> None:
+    def _ended(self, pending: PendingCalls, call_id: str, events: list[AgentEvent]) -> None:
+        """A call has its result (or its denial), or is approved: the results the loop gave
+        back, in the calls' order, are stored; one held behind an earlier call's is said on its
+        chip meanwhile (its result shows once stored)."""
+        finished = [e for e in events if isinstance(e, CallFinished)]
+        held = pending.loop.held(call_id)
+        view = self.ctx.window.view_for(pending.conversation_id)
+        if isinstance(view, ChatTab):
+            if held is not None:
+                state, took, note = ended(result_record(held.call, held.result, held.denied))
+                view.model.set_call_state(call_id, state, took=took, note=note)
+            elif not any(e.call.id == call_id for e in finished):  # approved: queued until it runs
+                view.model.set_call_state(call_id, None)
+        if finished:
+            self._store_results(pending, finished)
+
+    def _store_results(self, pending: PendingCalls, finished: list[CallFinished]) -> None:
         session = self.ctx.session(pending.conversation_id)
+        pending.storing += 1
 
-        def store() -> tuple[int, ActivePath]:
-            message = session.record_result(finished, after=pending.parent)
-            return message.id, session.active_path()
+        def store() -> ActivePath:
+            for result in finished:  # on the storage thread, after the writes given before
+                pending.parent = session.record_result(result, after=pending.parent).id
+            return session.active_path()
 
-        def stored(result_) -> None:
-            pending.parent, path = result_
+        def stored(path: ActivePath) -> None:
+            pending.storing -= 1
             self._stored(pending, path)
 
         self.ctx.storage.run(store, stored, lambda _exc: self._end(pending))
@@ -234,16 +278,14 @@ class ToolRoundsController:
             self._give_up(pending, pending.loop.close())
 
     def _give_up(self, pending: PendingCalls, stopped: Stopped, state: str = "") -> None:
-        """The round ends here; the calls the loop left are stored as the user stopped them.
-        state: what the tab says then."""
-        if pending.running is not None:
-            pending.running.cancel()
+        """The round ends here; the calls the loop left are stored as the user stopped them
+        (after the results being stored), and the branch shown. state: what the tab says then."""
+        for future in pending.running.values():
+            future.cancel()
         self._end(pending)
         view = self.ctx.window.view_for(pending.conversation_id)
         if isinstance(view, ChatTab) and state:
             view.set_state(state)
-        if not stopped.calls:
-            return
         conv_id = pending.conversation_id
         session = self.ctx.session(conv_id)
 

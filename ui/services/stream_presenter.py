@@ -143,6 +143,12 @@ def path_views(path: ActivePath) -> list[MessageView]:
 
 def answered(call: ToolCallView, r: ToolResultRecord, m: MessageRecord) -> ToolCallView:
     """A call's chip once its result is stored: how it went, how long it ran, the result."""
+    state, took, note = ended(r)
+    return replace(call, state=state, took=took, note=note, result=m.content, since=None, result_id=m.id)
+
+
+def ended(r: ToolResultRecord) -> tuple[str, str, str]:
+    """How a call went, as its chip says it: its state, how long it ran, a note."""
     took = f"{r.duration_s:.2f} s" if r.duration_s is not None else ""
     note = ""
     if r.cancelled:
@@ -153,7 +159,7 @@ def answered(call: ToolCallView, r: ToolResultRecord, m: MessageRecord) -> ToolC
         state = FAILED if r.is_error else DONE
     if r.cut_chars:
         note = f"{r.cut_chars:,} characters cut"
-    return replace(call, state=state, took=took, note=note, result=m.content, since=None, result_id=m.id)
+    return state, took, note
 
 
 def _visible_end(stream: Stream, end: int | None = None) -> int:

@@ -13,6 +13,7 @@ from storage import MessageStatus, ToolCallRecord, ToolResultRecord
 
 ADD = ToolCall("call_1", "add", '{"a": 2, "b": 3}')
 MUL = ToolCall("call_2", "mul", '{"a": 2, "b": 3}')
+ADD3 = ToolCall("call_3", "add", '{"a": 5, "b": 6}')
 
 
 def session(repo) -> ConversationSession:
@@ -81,7 +82,7 @@ def test_record_unanswered_stores_each_call_a_stop_left_in_order(repo):
     s = session(repo)
     reply_id = replied_with_calls(repo, s, ADD, MUL)
 
-    last = s.record_unanswered(Stopped((ADD, MUL), ran_s=1.23456), after=reply_id)
+    last = s.record_unanswered(Stopped((ADD, MUL), ran_s=(1.23456, None)), after=reply_id)
 
     running, never = s.active_path().messages[-2:]
     assert last is not None and last.id == never.id
@@ -90,6 +91,21 @@ def test_record_unanswered_stores_each_call_a_stop_left_in_order(repo):
     assert (never.parent_id, never.content) == (running.id, NOT_RUN)
     assert never.tool_result == ToolResultRecord("call_2", "mul", cancelled=True)
     assert unanswered_calls(s.active_path().messages) == ()
+
+
+def test_record_unanswered_stores_a_result_held_behind_a_stopped_call_in_its_place(repo):
+    """Calls run at once: the second's result came while the first ran, and Stop came
+    before the first's; the second's row is its result, after the first's stopped one."""
+    s = session(repo)
+    reply_id = replied_with_calls(repo, s, ADD, MUL, ADD3)
+
+    held = CallFinished(MUL, None, ToolResult("6", duration_s=0.5))
+    s.record_unanswered(Stopped((ADD, MUL, ADD3), ran_s=(2.0, None, 1.0), results=(None, held, None)), after=reply_id)
+
+    rows = s.active_path().messages[-3:]
+    assert [(m.content, m.tool_result.call_id, m.tool_result.cancelled) for m in rows] == \
+        [(STOPPED, "call_1", True), ("6", "call_2", False), (STOPPED, "call_3", True)]
+    assert rows[1].tool_result.duration_s == 0.5 and rows[1].parent_id == rows[0].id
 
 
 def test_record_unanswered_with_no_calls_writes_nothing(repo):

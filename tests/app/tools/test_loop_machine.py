@@ -1,8 +1,10 @@
 """The tool loop's state machine (app/tools/machine.py) step by step, fed by hand as the
 window feeds it (deltas, the user's answers, a call's result), without a model or a server:
 a call approved and run, a denial, a tool's error, the rounds running out, a stop mid-turn
-and mid-call, "always" remembered, calls asked again after a restart. And its blocking
-driver (agent.ToolLoop) over a scripted engine: a tool that raises, a loop closed mid-turn."""
+and mid-call, "always" remembered, calls asked again after a restart; a turn's calls at
+once, their results in order. And its blocking driver (agent.ToolLoop) over a scripted
+engine: a tool that raises, a loop closed mid-turn, three calls run at once on the test MCP
+server."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.tools import Toolbox
 from app.tools.agent import ToolLoop
 from app.tools.machine import (
     DENIED,
+    MAX_PARALLEL_CALLS,
     Approval,
     ApprovedTools,
     AskApproval,
@@ -102,9 +106,10 @@ def test_a_denied_call_goes_back_as_its_result_and_nothing_runs():
 def test_a_tools_error_and_a_raising_call_are_results_the_model_reads():
     machine = ToolLoopMachine(_round(), clock=Clock())
     _write(machine, f"[{ADD_CALL}, {ADD_CALL}]")  # two calls in one turn
-    machine.answer(Approval.ONCE)
-    first = machine.ran(ToolResult("no such number", is_error=True))
-    assert isinstance(first[0], CallFinished) and isinstance(first[1], CallStarted), "the second call is next"
+    [asked] = machine.answer(Approval.ONCE)
+    assert isinstance(asked, CallStarted), "the second call is asked about while the first runs"
+    [first] = machine.ran(ToolResult("no such number", is_error=True))
+    assert isinstance(first, CallFinished)
     assert machine.messages[-1]["content"] == "Error: no such number"
     machine.answer(Approval.ONCE)
     [second] = machine.failed(RuntimeError("the server went away"))
@@ -148,10 +153,11 @@ def test_stop_while_a_call_runs_leaves_it_and_the_rest_without_results():
     machine = ToolLoopMachine(_round(), clock=clock)
     _write(machine, f"[{ADD_CALL}, {ADD_CALL}]")
     machine.answer(Approval.ONCE)
+    [run, _ask] = machine.steps()
     clock.now += 2.5
     stopped = machine.stop()
-    assert len(stopped.calls) == 2 and stopped.ran_s == 2.5 and not stopped.writing
-    assert machine.ran(ToolResult("5")) == [], "a result after the stop is not wanted"
+    assert len(stopped.calls) == 2 and stopped.ran_s == (2.5, None) and not stopped.writing
+    assert machine.ran(ToolResult("5"), run.call.id) == [], "a result after the stop is not wanted"
     assert isinstance(machine.step, Finished)
 
 
@@ -162,8 +168,9 @@ def test_close_gives_up_the_running_call_only_and_keeps_the_asked_ones_for_later
     running = ToolLoopMachine(_round(), clock=Clock())
     _write(running, f"[{ADD_CALL}, {ADD_CALL}]")
     running.answer(Approval.ONCE)
+    running.steps()
     closed = running.close()
-    assert len(closed.calls) == 1 and closed.ran_s == 0.0
+    assert len(closed.calls) == 1 and closed.ran_s == (0.0,)
 
 
 def test_always_runs_the_tools_next_calls_without_asking():
@@ -198,6 +205,104 @@ def test_calls_asked_again_after_a_restart_resume_where_they_were():
     [finished] = gone.answer(Approval.ONCE)
     assert isinstance(finished, CallFinished) and "is not available" in finished.result.text
     assert gone.step == StartTurn(None), "the reply goes on, offered no tools"
+
+
+# ----- the calls of one turn, at once -----------------------------------------------------------
+
+
+def _turn_of(machine: ToolLoopMachine, n: int) -> tuple[ToolCall, ...]:
+    """A turn of n calls to add (a = 1..n) written and ended: its calls."""
+    events = _write(machine, "[" + ", ".join(json.dumps({"name": "add", "arguments": {"a": a, "b": 0}})
+                                             for a in range(1, n + 1)) + "]")
+    [turn] = [e for e in events if isinstance(e, TurnDone)]
+    assert len(turn.calls) == n
+    return turn.calls
+
+
+def _always() -> ApprovedTools:
+    memory = ApprovedTools()
+    memory.allow_always(ADD)
+    return memory
+
+
+def test_three_calls_run_at_once_and_their_results_go_to_the_model_in_the_calls_order():
+    machine = ToolLoopMachine(_round(), _always())
+    calls = _turn_of(machine, 3)
+    runs = machine.steps()
+    assert [s.call for s in runs if isinstance(s, RunCall)] == list(calls), "all three handed out at once"
+    assert machine.steps() == [], "each handed out once; the loop waits on their results"
+    assert machine.running == calls
+
+    assert machine.ran(ToolResult("3"), calls[2].id) == [], "held: the first two have no result yet"
+    [first] = machine.ran(ToolResult("1"), calls[0].id)
+    assert first.call == calls[0] and machine.running == calls[1:2]
+    assert machine.steps() == [], "the next turn waits for every result"
+    events = machine.ran(ToolResult("2"), calls[1].id)
+    assert [(e.call, e.result.text) for e in events] == [(calls[1], "2"), (calls[2], "3")]
+    assert [(m["tool_call_id"], m["content"]) for m in machine.messages[1:]] == \
+        [(calls[0].id, "1"), (calls[1].id, "2"), (calls[2].id, "3")]
+    assert machine.steps() == [StartTurn(machine.round)] and machine.round.round == 1
+    assert machine.ran(ToolResult("again"), calls[1].id) == [], "a call answered once is answered"
+
+
+def test_no_more_than_max_parallel_calls_run_at_once_the_rest_start_in_order_as_calls_end():
+    machine = ToolLoopMachine(_round(), _always())
+    calls = _turn_of(machine, MAX_PARALLEL_CALLS + 2)
+    assert [s.call for s in machine.steps()] == list(calls[:MAX_PARALLEL_CALLS])
+    machine.ran(ToolResult("2"), calls[1].id)
+    assert [s.call for s in machine.steps()] == [calls[MAX_PARALLEL_CALLS]], "one ended: room for one"
+    assert machine.steps() == []
+    machine.failed(RuntimeError("gone"), calls[3].id)
+    assert [s.call for s in machine.steps()] == [calls[MAX_PARALLEL_CALLS + 1]]
+    assert len(machine.running) == MAX_PARALLEL_CALLS
+
+
+def test_an_approved_call_runs_while_the_next_is_asked_and_a_denial_between_keeps_the_order():
+    machine = ToolLoopMachine(_round(), clock=Clock())
+    calls = _turn_of(machine, 3)
+    assert machine.steps() == [AskApproval(calls[0], ADD)]
+    assert machine.answer(Approval.ONCE) == [CallStarted(calls[1], ADD)]
+    assert machine.steps() == [RunCall(calls[0], ADD, {"a": 1, "b": 0}), AskApproval(calls[1], ADD)]
+    assert machine.answer(Approval.DENY) == [CallStarted(calls[2], ADD)], "denied: held behind the first"
+    machine.answer(Approval.ONCE)
+    assert machine.phase is Phase.RUNNING and machine.steps() == [RunCall(calls[2], ADD, {"a": 3, "b": 0})]
+    assert machine.ran(ToolResult("3"), calls[2].id) == []
+    events = machine.ran(ToolResult("1"), calls[0].id)
+    assert [(e.call, e.denied) for e in events] == [(calls[0], False), (calls[1], True), (calls[2], False)]
+    assert [m["content"] for m in machine.messages[1:]] == ["1", DENIED, "3"]
+    assert isinstance(machine.step, StartTurn)
+
+
+def test_stop_while_two_calls_run_says_each_ones_time_a_held_result_and_the_calls_never_run():
+    clock = Clock()
+    machine = ToolLoopMachine(_round(), clock=clock)
+    calls = _turn_of(machine, 4)
+    machine.answer(Approval.ONCE)
+    machine.steps()  # the first runs from 100 s
+    clock.now += 1.0
+    machine.answer(Approval.ONCE)
+    machine.steps()  # the second from 101 s
+    machine.answer(Approval.ONCE)
+    machine.steps()  # the third from 101 s: asking about the fourth
+    machine.ran(ToolResult("3", duration_s=0.2), calls[2].id)  # held behind the two running
+    clock.now += 2.0
+    stopped = machine.stop()
+    assert stopped.calls == calls and stopped.ran_s == (3.0, 2.0, None, None)
+    assert [r.result.text if r else None for r in stopped.results] == [None, None, "3", None]
+    assert machine.messages[-1]["role"] == "assistant", "nothing of theirs went to the model"
+    assert machine.ran(ToolResult("1"), calls[0].id) == [] and isinstance(machine.step, Finished)
+
+
+def test_close_leaves_the_calls_up_to_the_last_started_and_keeps_the_rest_to_be_asked_again():
+    machine = ToolLoopMachine(_round(), clock=Clock())
+    calls = _turn_of(machine, 4)
+    machine.answer(Approval.ONCE)
+    machine.answer(Approval.ONCE)
+    machine.steps()  # the first two run; the third is asked about
+    machine.ran(ToolResult("1"), calls[0].id)
+    closed = machine.close()
+    assert closed.calls == calls[1:2] and closed.ran_s == (0.0,)
+    assert [m.get("tool_call_id") for m in machine.messages[1:]] == [calls[0].id]
 
 
 # ----- the blocking driver --------------------------------------------------------------------
@@ -245,6 +350,25 @@ def test_the_driver_gives_a_raising_tool_back_to_the_model_as_an_error():
     assert finished.result.is_error and "the server hung up" in finished.result.text
     assert "the server hung up" in engine.sent[1].messages[-1]["content"]
     assert messages[-1] == {"role": "assistant", "content": "It failed."}
+
+
+def test_the_driver_runs_a_turns_calls_at_once_and_gives_their_results_in_the_calls_order(manager, test_server):
+    """Three calls of one turn to the test server's slow tool, the first the longest: they
+    run at once (each one's span, on the server's clock, overlaps the others'), and their
+    results come back, printed and given to the model, in the calls' order."""
+    manager.start(test_server).result(30)
+    toolbox = Toolbox(manager, [t for t in manager.tools() if t.name == "slow"], timeout_s=20)
+    turn = [{"name": "slow", "arguments": {"seconds": s, "clock": True}} for s in (0.8, 0.4, 0.6)]
+    engine = Scripted(json.dumps(turn), "Slept.")
+    events = list(ToolLoop(engine, toolbox, [{"role": "user", "content": "Sleep."}], SamplingParams.greedy(16)).run())
+
+    finished = [e for e in events if isinstance(e, CallFinished)]
+    assert [json.loads(e.call.arguments)["seconds"] for e in finished] == [0.8, 0.4, 0.6]
+    spans = [tuple(float(t) for t in e.result.text.split(" from ")[1].split(" to ")) for e in finished]
+    assert max(began for began, _ in spans) < min(ended for _, ended in spans), f"one after another: {spans}"
+    results = [m["content"] for m in engine.sent[1].messages if "slept" in str(m.get("content"))]
+    assert len(results) == 1 and results[0].index("slept 0.8") < results[0].index("slept 0.4") \
+        < results[0].index("slept 0.6"), "the model reads them in the calls' order"
 
 
 def test_the_driver_closed_mid_turn_cancels_the_request():

@@ -10,6 +10,7 @@ end."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,12 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.tools import DENIED, HttpServer
+from app.tools.history import STOPPED
 from tests.support.desk import Desk
 from tests.support.gui_app import App
 from tests.support.message_rows import call_row, calls_shown, chip_rect, chip_shown
 from ui.widgets.chat.message_model import APPROVAL, DONE, FAILED, NOT_RUN, RUNNING
+from ui.widgets.chat.message_model import STOPPED as STOPPED_STATE
 from ui.widgets.models.model_picker import READY, ModelStatus
 from ui.widgets.window.tab_activity import TabState
 
@@ -269,6 +272,54 @@ def test_two_agent_tabs_run_their_tools_at_once(desk, engine, tools):
     assert desk.ctx.waiting_on_tools().get(slow_tab.conversation_id) == "running slow"
     desk.qtbot.waitUntil(lambda: len(engine.requests) == 4, timeout=30_000)
     assert "slept 3" in engine.chats[3].messages[-1]["content"]
+
+
+def test_a_turns_calls_run_at_once_each_chip_saying_its_own_state_and_the_results_stored_in_order(
+        desk, engine, tools):
+    """Two calls in one turn, the first the longer: the second is asked about while the first
+    runs, both chips say "running" at once, the second's says "done" first, and the results
+    are stored (and read by the model) in the calls' order."""
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "Sleep twice.")
+    _answer(desk, engine, json.dumps([{"name": "slow", "arguments": {"seconds": 4}},
+                                      {"name": "slow", "arguments": {"seconds": 1}}]), 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    first, second = (c.id for c in _stored(desk, tab)[-1].tool_calls)
+    assert tab.approval.call_id == first
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [RUNNING, APPROVAL])
+    assert tab.approval.isVisible() and tab.approval.call_id == second, "asked while the first runs"
+    QTest.mouseClick(tab.approval.allow_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [RUNNING, RUNNING])
+    assert desk.ctx.waiting_on_tools().get(tab.conversation_id) == "running slow and slow"
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [RUNNING, DONE], timeout=10_000)
+    assert re.match(r"▸ slow · done · \d+\.\d\d s", chip_shown(tab.view, *call_row(tab.view, "slow", 1)))
+    assert [m.role for m in _stored(desk, tab)] == ["user", "assistant"], "held until the first's is stored"
+
+    desk.qtbot.waitUntil(lambda: len(engine.requests) == 2, timeout=30_000)
+    rows = [m for m in _stored(desk, tab) if m.role == "tool"]
+    assert [(m.tool_result.call_id, m.content) for m in rows] == [(first, "slept 4.0 s"), (second, "slept 1.0 s")]
+    told = engine.chats[1].messages[-1]["content"]
+    assert told.index("slept 4.0 s") < told.index("slept 1.0 s"), "the model reads them in the calls' order"
+    assert [(c.state, c.result) for c in calls_shown(tab.view)] == [(DONE, "slept 4.0 s"), (DONE, "slept 1.0 s")]
+
+
+def test_stop_while_two_calls_run_stores_each_as_stopped_and_a_result_held_between_them(desk, engine, tools):
+    tab = _chat_with_tools(desk, tools)
+    _ask(desk, tab, "Sleep three times.")
+    _answer(desk, engine, json.dumps([{"name": "slow", "arguments": {"seconds": s}} for s in (6, 0.5, 6)]), 1)
+    desk.qtbot.waitUntil(lambda: tab.approval.isVisible())
+    QTest.mouseClick(tab.approval.always_button, Qt.MouseButton.LeftButton)  # the other two run unasked
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [RUNNING, DONE, RUNNING],
+                         timeout=10_000)
+    assert desk.ctx.waiting_on_tools().get(tab.conversation_id) == "running slow and slow"
+    QTest.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
+    desk.qtbot.waitUntil(lambda: not tab.busy and len(_stored(desk, tab)) == 5)
+    rows = _stored(desk, tab)[2:]
+    assert [(m.content, m.tool_result.cancelled) for m in rows] == \
+        [(STOPPED, True), ("slept 0.5 s", False), (STOPPED, True)]
+    desk.qtbot.waitUntil(lambda: [c.state for c in calls_shown(tab.view)] == [STOPPED_STATE, DONE, STOPPED_STATE])
+    assert len(engine.requests) == 1 and tab.state_label.text() == "stopped before the tool's result"
 
 
 def test_screenshot_of_a_chat_with_tool_chips(desk, engine, tools, theme):

@@ -20,6 +20,8 @@ FAILED = "failed"
 NOT_RUN = "not run"  # denied, or stopped before it ran
 STOPPED = "stopped"  # given up while it ran
 LIVE_STATES = (APPROVAL, RUNNING)  # said by the tool loop, not by storage
+# A call of a turn whose calls run at once may end before an earlier one: its chip says so
+# (DONE, FAILED, NOT_RUN with "denied") while its stored row waits for the earlier one's.
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +63,10 @@ class MessageListModel(QAbstractListModel):
         super().__init__(parent)
         self._rows: list[MessageView] = []
         self._index: dict[str, int] = {}
-        # Calls the tool loop is at (call id -> state, since): kept over set_messages, as
-        # storage does not know them (a redrawn branch still shows the call waiting).
-        self._live: dict[str, tuple[str, float | None]] = {}
+        # Calls the tool loop is at (call id -> state, since, took, note): kept over
+        # set_messages, as storage does not know them (a redrawn branch still shows the call
+        # waiting).
+        self._live: dict[str, tuple[str, float | None, str, str]] = {}
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
@@ -117,16 +120,19 @@ class MessageListModel(QAbstractListModel):
         if row is not None:
             self.update(key, text=self._rows[row].text + text, **changes)
 
-    def set_call_state(self, call_id: str, state: str | None, since: float | None = None) -> None:
-        """A call the loop is at (LIVE_STATES), or None once it is not; the row holding it
-        shows it at once."""
-        if state is None:
+    def set_call_state(self, call_id: str, state: str | None, since: float | None = None, took: str = "",
+                       note: str = "") -> None:
+        """A call the loop is at (LIVE_STATES), or how it ended before its result is stored
+        (took, note: as a stored one's), or None once the loop is done with it; the row
+        holding it shows it at once."""
+        live = (state, since, took, note) if state is not None else None
+        if live is None:
             self._live.pop(call_id, None)
         else:
-            self._live[call_id] = (state, since)
+            self._live[call_id] = live
         for view in self._rows:
             if any(c.call_id == call_id for c in view.calls):
-                self.update(view.key, calls=self._live_calls(view.calls, call_id, state, since))
+                self.update(view.key, calls=self._live_calls(view.calls, call_id, live))
                 return
 
     def clear_call_states(self) -> None:
@@ -137,15 +143,16 @@ class MessageListModel(QAbstractListModel):
         if not self._live or not view.calls:
             return view
         calls = view.calls
-        for call_id, (state, since) in self._live.items():
-            calls = self._live_calls(calls, call_id, state, since)
+        for call_id, live in self._live.items():
+            calls = self._live_calls(calls, call_id, live)
         return replace(view, calls=calls)
 
     @staticmethod
-    def _live_calls(calls: tuple[ToolCallView, ...], call_id: str, state: str | None,
-                    since: float | None) -> tuple[ToolCallView, ...]:
-        """calls with call_id's state live (or back to queued), unless its result is stored."""
-        return tuple(replace(c, state=state or QUEUED, since=since if state else None)
+    def _live_calls(calls: tuple[ToolCallView, ...], call_id: str,
+                    live: tuple[str, float | None, str, str] | None) -> tuple[ToolCallView, ...]:
+        """calls with call_id's state live (None: back to queued), unless its result is stored."""
+        state, since, took, note = live if live is not None else (QUEUED, None, "", "")
+        return tuple(replace(c, state=state, since=since, took=took, note=note)
                      if c.call_id == call_id and c.result is None else c for c in calls)
 
     def _reindex(self) -> None:
