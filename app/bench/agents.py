@@ -134,7 +134,8 @@ def _agents(engine: Engine, toolbox: Toolbox, options: AgentBenchOptions) -> dic
                             turns.append(Turn(i, follow_up=not event.calls, stats=event.last.stats))
             calls = sum(1 for m in messages if m.get("role") == "tool")
             if calls != options.rounds:
-                raise RuntimeError(f"agent {i} made {calls} tool calls in {options.rounds} rounds")
+                raise RuntimeError(f"agent {i} made {calls} tool calls in {options.rounds} rounds (a forced call "
+                                   f"longer than --max-tokens {options.max_tokens} is cut, and no call)")
         except Exception as exc:  # reported after the others end, not lost in a thread
             with lock:
                 errors.append(f"agent {i}: {exc}")
