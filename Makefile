@@ -21,9 +21,10 @@ chat: setup-terminal
 test: setup-tests
 	.venv/bin/python -m pytest || { status=$$?; .venv/bin/python -m tests.support.crash_log; exit $$status; }
 
-# The tests that need no model (~1,990), spread over the cores by pytest-xdist (`-n auto`):
-# 3.8 min on the 2-core VM with nothing else running, 6.5 min one after another
-# (docs/testing.md#how-long).
+# The tests that need no model (~2,090), spread over the cores by pytest-xdist (`-n auto`,
+# its default `--dist load`: worksteal and loadfile measured no better): 4.6-5.6 min on the
+# 2-core VM beside other helpers' work (load 5-9), 2026-12-06 17:13-17:28; 3.2 min with
+# nothing else running earlier that day (docs/testing.md#how-long).
 test-fast: setup-tests
 	.venv/bin/python -m pytest -m "not model" -n auto
 

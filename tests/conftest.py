@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import crash_log
+
+# Python's bytecode cache, on even where PYTHONDONTWRITEBYTECODE is set (as on the project's
+# VM): without it every run, and every pytest-xdist worker, parsed and assert-rewrote all ~300
+# test modules again and compiled the app's modules from source, and so did each `chorus` or
+# MCP server process a test starts (collection alone: 23 s of CPU instead of 11, per worker;
+# docs/testing.md#how-long). The caches are `__pycache__/` folders, ignored by git; pytest
+# checks a cached test module against its source.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _ROOT = Path(__file__).resolve().parent.parent
 _CRASH_FOLDER = crash_log.folder_of(_ROOT, os.environ.get("PYTEST_XDIST_WORKER", ""))
