@@ -24,7 +24,7 @@ from huggingface_hub.hf_api import ModelInfo
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from app.models.hub_download import PartDownloader, installed_path
-from app.models.hub_errors import hub_errors, no_connection, translate
+from app.models.hub_errors import hub_errors, no_connection, offline
 from app.models.hub_files import group_gguf_files, is_projector, model_stem, projector_files, quant_of
 from app.models.hub_types import (
     DownloadCancelled,
@@ -100,6 +100,10 @@ class HubClient:
         """Raises HubUnreachable ("No connection to the Hugging Face Hub ...") within about
         PROBE_TIMEOUT_S when the Hub's host cannot be reached at all; any HTTP answer passes.
         On huggingface_hub's session, so its proxies and certificates apply."""
+        if hf_constants.is_offline_mode():
+            # Said at once: the probe would fail the same way, but on a busy machine its
+            # bounded wait could end first and name a missing connection instead.
+            raise offline()
         if self._reached_at is not None and time.monotonic() - self._reached_at < PROBE_FRESH_S:
             return
         outcome: list[BaseException | None] = []
@@ -119,9 +123,6 @@ class HubClient:
             self._reached_at = time.monotonic()
             return
         error = outcome[0] if outcome else None
-        offline = translate(error, self.endpoint, None, None) if error is not None else None
-        if isinstance(offline, HubOffline):
-            raise offline  # HF_HUB_OFFLINE set: said as such
         raise no_connection(self.endpoint, error)
 
     def search(self, query: str, limit: int = 30) -> list[HubRepo]:

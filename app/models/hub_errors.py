@@ -62,10 +62,14 @@ def hub_errors(endpoint: str, repo_id: str | None = None, filename: str | None =
         raise mapped from exc
 
 
+def offline() -> HubOffline:
+    return HubOffline("the Hugging Face Hub is off: HF_HUB_OFFLINE is set (unset it to search or download)")
+
+
 def translate(exc: BaseException, endpoint: str, repo_id: str | None, filename: str | None) -> HubError | None:
     what = repo_id or "the repository"
     if isinstance(exc, hf_errors.OfflineModeIsEnabled):
-        return HubOffline("the Hugging Face Hub is off: HF_HUB_OFFLINE is set (unset it to search or download)")
+        return offline()
     if isinstance(exc, hf_errors.HFValidationError):
         return RepoNotFound(f"{what!r} is not a repository name of the form owner/name")
     if isinstance(exc, hf_errors.GatedRepoError):

@@ -80,6 +80,21 @@ def test_a_hub_that_never_answers_times_out_in_one_line(monkeypatch, tmp_path):
     assert str(raised.value) == f"{endpoint} did not answer in time"
 
 
+def test_offline_mode_is_said_before_any_wait_on_the_network(monkeypatch, closed_port):
+    """HF_HUB_OFFLINE set: the search says the Hub is off before the connectivity probe. The
+    probe's bounded wait used to end first on a busy machine (its thread not yet run), naming
+    a missing connection instead (test_offline_mode_in_the_cli failed so under load); a wait
+    of 0 here is that machine."""
+    from huggingface_hub import constants
+
+    import app.models.hub as hub_module
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_module, "PROBE_TIMEOUT_S", 0.0)
+    with pytest.raises(HubOffline, match="HF_HUB_OFFLINE is set"):
+        HubClient(closed_port).search("gemma")
+
+
 @pytest.mark.parametrize("name", ["../escape.gguf", "/etc/escape.gguf", "sub/../../escape.gguf"])
 def test_a_file_name_that_would_leave_the_models_folder_is_refused(closed_port, tmp_path, name):
     from app.models.hub import HubError, HubFile, HubFilePart
