@@ -73,19 +73,9 @@ def test_a_native_history_is_checked_as_the_generic_one():
 
 
 def test_a_streamed_reply_is_read_in_the_models_format():
-    from tests.app.server.openai.test_reasoning_content import Recorded, deltas
-
-    gen = tool_chat_generation({**BODY, "stream": True}, None, template=QWEN)
-    call = Call("r1", "m", gen, [ChoiceTally()])
-    items = [ChoiceDelta(0, d) for d in deltas(["<tool_call>", '\n{"name": "get_weather", ',
-                                                 '"arguments": {"city": "Lyon"}}\n', "</tool_call>"])]
-    first = items.pop(0)
-    call.tallies[0].add(first.delta)
-
-    async def run() -> list[bytes]:
-        return [event async for event in _events(CHAT, call, Recorded(items), first)]
-
-    chunks = [json.loads(e[len(b"data: "):]) for e in asyncio.run(run())[:-1]]
+    call, items = _answered(["<tool_call>", '\n{"name": "get_weather", ', '"arguments": {"city": "Lyon"}}\n',
+                             "</tool_call>"], stream=True)
+    chunks = _streamed(call, items)
     sent = [c["choices"][0]["delta"] for c in chunks]
     assert not any(d.get("content") for d in sent)
     calls = [t for d in sent for t in d.get("tool_calls", [])]
@@ -105,6 +95,19 @@ def _answered(texts: list[str], stream: bool) -> tuple[Call, list[ChoiceDelta]]:
     return Call("r1", "m", gen, [ChoiceTally()]), [ChoiceDelta(0, d) for d in deltas(texts)]
 
 
+def _streamed(call: Call, items: list[ChoiceDelta]) -> list[dict]:
+    """The stream's chunks (the final [DONE] left out) for the deltas, as the route sends them."""
+    from tests.app.server.openai.test_reasoning_content import Recorded
+
+    first = items.pop(0)
+    call.tallies[0].add(first.delta)
+
+    async def run() -> list[bytes]:
+        return [event async for event in _events(CHAT, call, Recorded(items), first)]
+
+    return [json.loads(e[len(b"data: "):]) for e in asyncio.run(run())[:-1]]
+
+
 def test_prose_before_a_call_is_the_content_beside_the_tool_calls():
     """Issue 38: a Qwen reply that says what it does, then calls: content and tool_calls
     together (OpenAI allows both), streamed too: the prose as content deltas as it comes,
@@ -116,16 +119,8 @@ def test_prose_before_a_call_is_the_content_beside_the_tool_calls():
     assert choice["message"]["content"] == PROSE and choice["finish_reason"] == "tool_calls"
     assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"city": "Lyon"}
 
-    from tests.app.server.openai.test_reasoning_content import Recorded
-
     call, items = _answered(list(PROSE_CALL), stream=True)  # a character a delta
-    first = items.pop(0)
-    call.tallies[0].add(first.delta)
-
-    async def run() -> list[bytes]:
-        return [event async for event in _events(CHAT, call, Recorded(items), first)]
-
-    chunks = [json.loads(e[len(b"data: "):]) for e in asyncio.run(run())[:-1]]
+    chunks = _streamed(call, items)
     sent = [c["choices"][0]["delta"] for c in chunks]
     contents = [d["content"] for d in sent if d.get("content")]
     assert "".join(contents) == PROSE + "\n" and not any("<" in c for c in contents)
