@@ -176,11 +176,34 @@ def split_reasoning(text: str, markers: tuple[Markers, ...] = KNOWN) -> Split:
     if splitter.had_reasoning:
         return Split((first.reasoning + last.reasoning).strip(), (first.answer + last.answer).strip(),
                      open=splitter.thinking)
+    closed = _closed_unopened(text, markers)
+    if closed is not None:
+        at, end = closed
+        return Split(text[:at].strip(), text[end:].strip())
+    return Split(None, text)
+
+
+def answer_start(text: str, markers: tuple[Markers, ...] = KNOWN) -> int | None:
+    """Where a whole reply's answer begins in text, by split_reasoning's rules: after its
+    reasoning block (None while the block is open), 0 when it has none."""
+    start = text.lstrip()
+    lead = len(text) - len(start)
+    for marker in markers:
+        if start.startswith(marker.open):
+            close = text.find(marker.close, lead + len(marker.open))
+            return None if close < 0 else close + len(marker.close)
+    closed = _closed_unopened(text, markers)
+    return closed[1] if closed is not None else 0
+
+
+def _closed_unopened(text: str, markers: tuple[Markers, ...]) -> tuple[int, int] | None:
+    """A closing marker with no opening one before it (the template's generation prompt
+    opened the block): where it begins and ends."""
     for marker in markers:
         at = text.find(marker.close)
         if at >= 0 and marker.open not in text[:at]:
-            return Split(text[:at].strip(), text[at + len(marker.close):].strip())
-    return Split(None, text)
+            return at, at + len(marker.close)
+    return None
 
 
 def strip_reasoning(text: str, markers: tuple[Markers, ...] = KNOWN) -> str:

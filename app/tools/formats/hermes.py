@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from app.chats.reasoning import KNOWN
+from app.chats.reasoning import answer_start
 from app.tools.formats.base import ToolFormat, all_calls, call_schema, checked_call, json_values, wrapped_grammar
 from app.tools.types import ToolCall, ToolUse
 
@@ -42,7 +42,7 @@ class HermesFormat(ToolFormat):
         """The first <tool_call> of the answer (its reasoning is no call), or an opening of one
         cut at the end of the text so far ("<tool_"), or the answer's start while it is
         white space yet."""
-        begin = _answer_at(text)
+        begin = answer_start(text)
         if begin is None:
             return None
         if not text[begin:].strip():
@@ -66,19 +66,3 @@ def _call(block: str, use: ToolUse) -> ToolCall | None:
     item = values[0] if values is not None and len(values) == 1 else None
     return checked_call(item.get("name"), item.get("arguments", {}), use) if isinstance(item, dict) else None
 
-
-def _answer_at(text: str) -> int | None:
-    """Where a reply's answer begins: after its reasoning block (None while the block is
-    open), as app/chats/reasoning.split_reasoning reads it (a block at the start only; a
-    closing marker with no opening one: the template's prompt opened it)."""
-    start = text.lstrip()
-    lead = len(text) - len(start)
-    for marker in KNOWN:
-        if start.startswith(marker.open):
-            close = text.find(marker.close, lead + len(marker.open))
-            return None if close < 0 else close + len(marker.close)
-    for marker in KNOWN:
-        close = text.find(marker.close)
-        if close >= 0 and marker.open not in text[:close]:
-            return close + len(marker.close)
-    return 0
