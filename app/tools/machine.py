@@ -29,6 +29,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Protocol
 
 from app.tools.mcp_results import McpTool, ToolResult, error_result
@@ -173,8 +174,7 @@ class Stopped:
 
     def left(self) -> list[tuple[ToolCall, float | None, CallFinished | None]]:
         """Each call with its time and result (None where the tuples stop short)."""
-        return [(call, self.ran_s[i] if i < len(self.ran_s) else None,
-                 self.results[i] if i < len(self.results) else None) for i, call in enumerate(self.calls)]
+        return list(zip_longest(self.calls, self.ran_s, self.results))[:len(self.calls)]
 
 
 class Phase(enum.Enum):
