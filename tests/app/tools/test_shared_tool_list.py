@@ -14,6 +14,7 @@ from app.bench.agents import CITIES
 from app.bench.first_turns import first_turns_at_once, shared_prefix_length
 from app.tools import McpManager, ServerStatus, StdioServer, Toolbox, ToolLoop
 from inference import SamplingParams
+from inference.sched.scheduler import MIN_SHARED_WAIT
 
 pytestmark = pytest.mark.model
 
@@ -45,6 +46,9 @@ def test_chats_asking_at_once_compute_their_shared_tool_list_once(shared_engine,
     counted = first_turns_at_once(shared_engine, prompts)
 
     # once: the shared part (at most: an earlier test may have left its first tokens cached)
-    # and each chat's own question
-    assert counted["computed_tokens"] <= counted["computed_if_shared_once"]
-    assert counted["shared_computed_times"] <= 1.0
+    # and each chat's own question. A chat admitted when fewer than MIN_SHARED_WAIT of the
+    # shared tokens are left to compute computes those itself rather than wait a step (the
+    # step budget adapts to timing, so where the first prompt's chunks end varies by run).
+    slack = (CHATS - 1) * (MIN_SHARED_WAIT - 1)
+    assert counted["computed_tokens"] <= counted["computed_if_shared_once"] + slack
+    assert counted["shared_computed_times"] <= 1.0 + slack / counted["shared_tokens"]
