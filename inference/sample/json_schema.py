@@ -95,7 +95,12 @@ def closed(schema: Any) -> Any:
       any other value validates against every branch, so oneOf rejects it anyway, and
       llguidance can then see the branches exclude each other;
     * `dependencies` (draft 4-7) and `dependentRequired` given as lists, and a `not` of
-      `required` alone, become the same condition written with `anyOf`.
+      `required` alone, become the same condition written with `anyOf`;
+    * a number or integer has at most MAX_DIGITS digits before its point and a number at
+      most MAX_FRACTION_DIGITS after it (no exponent), as llama.cpp's converter writes them:
+      unbounded, a small model writes `0.000000...` or `123456789012...` until max_tokens.
+
+    What narrows (closing, the number bounds) is left out of a oneOf branch and a `not`.
     """
     kept_open = _kept_open(schema)
     return _rewritten(schema, kept_open is not None, kept_open or frozenset(), True)
@@ -122,6 +127,8 @@ def _rewritten(schema: Any, close: bool, kept_open: frozenset[str], top: bool) -
         if not isinstance(required, list) or set(required) <= set(fields):  # else it could not be met
             out["additionalProperties"] = False
     _format(out)
+    if close:
+        _bounded_numbers(out)
     _typed_branches(out)
     _exclusive_branches(out)
     _dependencies_as_any_of(out)
@@ -184,6 +191,34 @@ _FORMAT_PATTERNS = {
 # Formats a validator checks that no rewrite above stands for: left to llguidance, which
 # refuses them by name.
 _CHECKED_FORMATS = frozenset(("regex", "uri-template"))
+
+
+# The digits a number may have before its point, and after it (the multipleOf below).
+MAX_DIGITS = 16
+MAX_FRACTION_DIGITS = 10
+_LARGEST = 10**MAX_DIGITS - 1
+
+
+def _bounded_numbers(node: dict) -> None:
+    """Bound a number's or integer's digits where the schema leaves them open (see closed()).
+    A side the schema bounds already keeps its own bound; one past ours is left alone."""
+    kinds = set(_listed(node.get("type")))
+    if not kinds & {"number", "integer"}:
+        return
+    low = node.get("minimum", node.get("exclusiveMinimum"))
+    high = node.get("maximum", node.get("exclusiveMaximum"))
+    if not all(bound is None or _is_number(bound) for bound in (low, high)):
+        return
+    if low is None and (high is None or high > -_LARGEST):
+        node["minimum"] = -_LARGEST
+    if high is None and (low is None or low < _LARGEST):
+        node["maximum"] = _LARGEST
+    if "number" in kinds and "multipleOf" not in node:
+        node["multipleOf"] = 10.0**-MAX_FRACTION_DIGITS
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _format(node: dict) -> None:

@@ -185,6 +185,24 @@ def test_formats_llguidance_lacks_are_enforced_or_read_as_annotations(fmt, allow
     assert [text for text in refused if accepts(schema, text)] == []
 
 
+@pytest.mark.parametrize(("schema", "allowed", "refused"), [
+    ({"type": "number"}, ["1.5", "0." + "1" * 10, "-" + "9" * 16, "0", "70.99"], ["0." + "0" * 11, "1" * 17, "1e5"]),
+    ({"type": "integer"}, ["0", "-" + "9" * 16, "42"], ["1" * 17]),
+    ({"type": ["integer", "null"]}, ["null", "5"], ["1" * 17]),
+    ({"type": "number", "minimum": 0}, ["0.5", "3"], ["-1", "1" * 17]),  # the open side bounded
+    ({"type": "number", "exclusiveMinimum": 0, "maximum": 1}, ["0.5", "1"], ["0", "1.5"]),
+    ({"type": "integer", "minimum": 10**17}, [str(10**17)], ["5"]),  # past our bound: the schema's
+    ({"type": "number", "multipleOf": 0.5}, ["1.5"], ["1.25"]),
+    # inside a oneOf branch nothing narrows: a longer integer matches the first branch alone
+    ({"oneOf": [{"type": "integer"}, {"type": "string"}]}, ["1" * 17], []),
+])
+def test_numbers_have_bounded_digits(schema, allowed, refused):
+    """Unbounded, SmolLM2 wrote `0.0000...` or `1234567890123...` until max_tokens in 3 of 60
+    JSONSchemaBench schemas; llama.cpp's converter bounds digits the same way."""
+    assert [text for text in allowed if not accepts(schema, text)] == []
+    assert [text for text in refused if accepts(schema, text)] == []
+
+
 def test_a_format_beside_a_pattern_keeps_both():
     schema = {"type": "string", "format": "byte", "pattern": "^a"}
     assert accepts(schema, '"aGk="') and not accepts(schema, '"bGk="') and not accepts(schema, '"aGk"')
