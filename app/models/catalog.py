@@ -108,6 +108,35 @@ CATALOG: dict[str, ModelSpec] = {
             license="Apache-2.0",
             hub=HubSource("ggml-org/SmolVLM-256M-Instruct-GGUF", mmproj="mmproj-SmolVLM-256M-Instruct-Q8_0.gguf"),
         ),
+        # Larger vision models, as llama.cpp's own `-hf ggml-org/...` pulls them: the file
+        # names are the repositories' (the projector of gemma-3-4b-it's is "mmproj-model-f16").
+        ModelSpec(
+            key="smolvlm-500m",
+            title="SmolVLM 500M Instruct (Q8_0)",
+            filename="SmolVLM-500M-Instruct-Q8_0.gguf",
+            sha256="",
+            parts=(),
+            license="Apache-2.0",
+            hub=HubSource("ggml-org/SmolVLM-500M-Instruct-GGUF", mmproj="mmproj-SmolVLM-500M-Instruct-Q8_0.gguf"),
+        ),
+        ModelSpec(
+            key="qwen2.5-vl-3b",
+            title="Qwen2.5-VL 3B Instruct (Q4_K_M)",
+            filename="Qwen2.5-VL-3B-Instruct-Q4_K_M.gguf",
+            sha256="",
+            parts=(),
+            license="Qwen Research License",
+            hub=HubSource("ggml-org/Qwen2.5-VL-3B-Instruct-GGUF", mmproj="mmproj-Qwen2.5-VL-3B-Instruct-Q8_0.gguf"),
+        ),
+        ModelSpec(
+            key="gemma3-4b-it",
+            title="Gemma 3 4B Instruct (Q4_K_M)",
+            filename="gemma-3-4b-it-Q4_K_M.gguf",
+            sha256="",
+            parts=(),
+            license="Gemma Terms of Use",
+            hub=HubSource("ggml-org/gemma-3-4b-it-GGUF", mmproj="mmproj-model-f16.gguf"),
+        ),
     )
 }
 DEFAULT_MODEL = "smollm2-135m"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.models.catalog import CATALOG
 from app.models.library import ModelDefaults, open_library
 from tests.support.cli import chorus, chorus_in_process
 from tests.support.model_files import SMOL, TEMPLATE, fake_gguf
@@ -41,8 +42,7 @@ def test_list_shows_the_library_and_the_catalogs_other_models(base, tmp_path, ca
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:6] == ["NAME", "SIZE", "SOURCE", "LAST", "USED", "STATE"]
     listed = rows(out.stdout)
-    assert set(listed) == {"Big-Q4_K_M-00001-of-00002.gguf", "mine.gguf", "smollm2-135m", "gemma3-270m",
-                           "smolvlm-256m"}
+    assert set(listed) == {"Big-Q4_K_M-00001-of-00002.gguf", "mine.gguf", *CATALOG}
     assert "not installed" in listed["smolvlm-256m"] and "chorus models fetch smolvlm-256m" in listed["smolvlm-256m"]
     big = listed["Big-Q4_K_M-00001-of-00002.gguf"].split()
     assert big[1:6] == ["2.0", "MB", "hub", "org/Big-GGUF", "never"] and "installed" in big
@@ -139,7 +139,7 @@ def test_rm_on_a_terminal_asks_first(base, tmp_path, capsys, monkeypatch):
     assert "forget" in forgot.stdout and forgot.stdout.endswith("was kept\n")
     assert (tmp_path / "mine.gguf").exists()
     assert set(rows(chorus_in_process(capsys, base, "models", "list").stdout)) == {
-        "Big-Q4_K_M-00001-of-00002.gguf", "smollm2-135m", "gemma3-270m", "smolvlm-256m"}
+        "Big-Q4_K_M-00001-of-00002.gguf", *CATALOG}
 
 
 @pytest.mark.model

@@ -104,3 +104,12 @@ def test_the_catalog_s_vision_model_lives_with_its_projector(tmp_path: Path) -> 
     mc.projector_path(spec, tmp_path).write_bytes(b"projector")  # type: ignore[union-attr]
     assert mc.is_installed(spec, tmp_path)
     assert mc.projector_path(mc.CATALOG[mc.DEFAULT_MODEL], tmp_path) is None
+
+
+def test_every_hub_entry_of_the_catalog_is_a_vision_model_with_a_projector_file() -> None:
+    hub = [spec for spec in mc.CATALOG.values() if spec.hub is not None]
+    assert {spec.key for spec in hub} >= {"smolvlm-256m", "smolvlm-500m", "qwen2.5-vl-3b", "gemma3-4b-it"}
+    for spec in hub:
+        assert spec.hub is not None and spec.hub.mmproj is not None and spec.sees_images, spec.key
+        assert is_projector(spec.hub.mmproj) and not is_projector(spec.filename), spec.key
+        assert spec.filename.endswith(".gguf") and spec.hub.repo_id.startswith("ggml-org/"), spec.key

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.engines.hub import RECENT_MODELS_SETTING, EngineHub
 from app.engines.protocol import EngineState, EngineStatus
-from app.models.catalog import ModelSpec, WheelPart
+from app.models.catalog import CATALOG, ModelSpec, WheelPart
 from storage import MessageStatus
 from tests.support.gui_app import SCREENSHOTS, WAIT_MS, App
 from ui.widgets.window.main_window import MainWindow
@@ -313,6 +313,13 @@ def test_picking_a_recent_model_loads_it_with_progress_in_the_picker(qtbot, data
         app.close()
 
 
+def _rows_apart(welcome) -> bool:
+    rows = [state.parentWidget() for state, _button, _bar in welcome.catalog_rows.values()]
+    tops = [row.mapTo(welcome, row.rect().topLeft()).y() for row in rows]
+    return all(row.height() >= row.layout().totalHeightForWidth(row.width()) for row in rows) and \
+        all(top + row.height() <= next_top for top, row, next_top in zip(tops, rows, tops[1:]))
+
+
 @pytest.mark.model
 def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio, theme):
     installed = data_dir / "models" / model_path.name  # as after a first start
@@ -323,9 +330,12 @@ def test_screenshot_of_the_welcome_page(qtbot, data_dir, model_path, qt_asyncio,
         w = shot.window
         w.resize(1100, 720)
         w.welcome.catalog_button.click()
-        qtbot.waitUntil(lambda: len(w.welcome.catalog_rows) == 3 and w.welcome.example_buttons[0].isEnabled())
+        qtbot.waitUntil(lambda: len(w.welcome.catalog_rows) == len(CATALOG))
+        qtbot.waitUntil(lambda: w.welcome.example_buttons[0].isEnabled())
         qtbot.waitUntil(lambda: w.model_picker.state_label.text() == "ready")
         qtbot.waitUntil(lambda: w.welcome.catalog_rows["smollm2-135m"][1].text() == "In use")
+        # the layout settled (a grab right after set_catalog drew six rows squeezed over each other)
+        qtbot.waitUntil(lambda: _rows_apart(w.welcome))
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         assert w.grab().save(str(SCREENSHOTS / f"welcome-{theme}.png"))
     finally:
