@@ -271,15 +271,6 @@ class ToolLoopMachine:
         """The calls handed out to run that have no result yet, in order."""
         return tuple(self.calls[i] for i in sorted(self._running))
 
-    @property
-    def step(self) -> Step:
-        """The first of what steps() says, without handing out a call to run: for a driver
-        that runs one call at a time (and gives back its result with ran(result))."""
-        if self.phase in (Phase.ASKING, Phase.RUNNING):
-            due = self._due()
-            return self._run_step(due[0]) if due else self._ask_step()
-        return self._turn_step()
-
     def steps(self) -> list[Step]:
         """What the driver does now: the calls to start (RunCall, each handed out once: it
         runs from now, until ran() or failed()), then the call to ask the user about
@@ -405,9 +396,8 @@ class ToolLoopMachine:
         self.asked += 1
         return out + self._enter_call()
 
-    def ran(self, result: ToolResult, call_id: str | None = None) -> list[AgentEvent]:
-        """A call's result (an error result is given to the model as such), by its id; None:
-        the first call approved that has none (a driver that runs one at a time)."""
+    def ran(self, result: ToolResult, call_id: str) -> list[AgentEvent]:
+        """A call's result (an error result is given to the model as such), by its id."""
         i = self._approved(call_id)
         if i is None:
             return []  # stopped meanwhile, or already answered: the result is not wanted
@@ -415,7 +405,7 @@ class ToolLoopMachine:
         self._running.pop(i, None)
         return self._finish_call(i, result)
 
-    def failed(self, exc: BaseException, call_id: str | None = None) -> list[AgentEvent]:
+    def failed(self, exc: BaseException, call_id: str) -> list[AgentEvent]:
         """The call raised: the model reads why, as the call's error result."""
         i = self._approved(call_id)
         since = self._running[i][1] if i is not None and i in self._running else self.clock()
@@ -425,14 +415,11 @@ class ToolLoopMachine:
         """A call's result that came before an earlier call's, held until that one's is in."""
         return next((f for f in self._held.values() if f.call.id == call_id), None)
 
-    def _approved(self, call_id: str | None) -> int | None:
+    def _approved(self, call_id: str) -> int | None:
         """The index of a call approved and without a result (running, or waiting for room)."""
         if self.phase not in (Phase.ASKING, Phase.RUNNING):
             return None
-        waiting = sorted([*self._running, *self._queued])
-        if call_id is None:
-            return waiting[0] if waiting else None
-        return next((i for i in waiting if self.calls[i].id == call_id), None)
+        return next((i for i in [*self._running, *self._queued] if self.calls[i].id == call_id), None)
 
     def _finish_call(self, i: int, result: ToolResult, denied: bool = False) -> list[AgentEvent]:
         """Call i's result: held until every call before it has its result, then given to the

@@ -28,6 +28,7 @@ from app.tools.machine import (
     Phase,
     RunCall,
     StartTurn,
+    Step,
     TextDelta,
     ToolLoopMachine,
     TurnDone,
@@ -51,11 +52,27 @@ def _round(max_rounds: int = 5, choice: str = "auto") -> ToolRound:
 
 def _write(machine: ToolLoopMachine, *pieces: str, finish: FinishReason = FinishReason.STOP) -> list:
     """One turn written as pieces, then ended."""
-    assert isinstance(machine.step, StartTurn)
+    assert isinstance(_next(machine), StartTurn)
     events = machine.begin_turn()
     for piece in pieces:
         events += machine.feed(Delta("r", text=piece, token_ids=(1,)))
     return events + machine.feed(Delta.finished_with("r", finish))
+
+
+def _next(machine: ToolLoopMachine) -> Step | None:
+    """What the driver does next: the first of steps() (a RunCall is handed out by it)."""
+    steps = machine.steps()
+    return steps[0] if steps else None
+
+
+def _first_approved(machine: ToolLoopMachine) -> ToolCall:
+    """The first approved call without a result (steps() hands out those due to run)."""
+    machine.steps()
+    return machine.running[0]
+
+
+def _ran_first(machine: ToolLoopMachine, result: ToolResult) -> list:
+    return machine.ran(result, _first_approved(machine).id)
 
 
 class Clock:
@@ -69,28 +86,28 @@ class Clock:
 def test_a_call_is_asked_about_run_and_its_result_starts_the_next_round():
     messages = [{"role": "user", "content": "2 + 3?"}]
     machine = ToolLoopMachine(_round(), messages=messages)
-    assert machine.step == StartTurn(machine.round) and machine.round.round == 0
+    assert _next(machine) == StartTurn(machine.round) and machine.round.round == 0
     events = _write(machine, '{"name": "add", ', '"arguments": {"a": 2, "b": 3}}')
     assert not any(isinstance(e, TextDelta) for e in events), "a call's text is held back, never shown"
     turn = next(e for e in events if isinstance(e, TurnDone))
     assert turn.text == "" and turn.written == ADD_CALL and [c.name for c in turn.calls] == ["add"]
     assert isinstance(events[-1], CallStarted) and events[-1].tool == ADD
-    step = machine.step
+    step = _next(machine)
     assert isinstance(step, AskApproval) and step.tool == ADD and machine.phase is Phase.ASKING
 
     assert machine.answer(Approval.ONCE) == []
-    step = machine.step
+    step = _next(machine)
     assert isinstance(step, RunCall) and step.arguments == {"a": 2, "b": 3} and step.tool == ADD
-    events = machine.ran(ToolResult("5", duration_s=0.1))
+    events = machine.ran(ToolResult("5", duration_s=0.1), step.call.id)
     assert [type(e) for e in events] == [CallFinished] and events[0].result.text == "5"
-    step = machine.step
+    step = _next(machine)
     assert isinstance(step, StartTurn) and step.round is not None and step.round.round == 1
     assert messages[1]["tool_calls"][0]["function"]["name"] == "add" and messages[1]["written"] == ADD_CALL
     assert messages[2] == {"role": "tool", "tool_call_id": turn.calls[0].id, "content": "5"}
 
     events = _write(machine, "2 + 3 ", "is 5.")
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "2 + 3 is 5."
-    assert isinstance(machine.step, Finished) and messages[-1] == {"role": "assistant", "content": "2 + 3 is 5."}
+    assert isinstance(_next(machine), Finished) and messages[-1] == {"role": "assistant", "content": "2 + 3 is 5."}
 
 
 def test_a_denied_call_goes_back_as_its_result_and_nothing_runs():
@@ -99,7 +116,7 @@ def test_a_denied_call_goes_back_as_its_result_and_nothing_runs():
     events = machine.answer(Approval.DENY)
     [finished] = [e for e in events if isinstance(e, CallFinished)]
     assert finished.denied and finished.result.text == DENIED and result_content(finished.result) == DENIED
-    assert isinstance(machine.step, StartTurn), "the model is told, and goes on"
+    assert isinstance(_next(machine), StartTurn), "the model is told, and goes on"
     assert machine.messages[-1]["content"] == DENIED
 
 
@@ -108,44 +125,44 @@ def test_a_tools_error_and_a_raising_call_are_results_the_model_reads():
     _write(machine, f"[{ADD_CALL}, {ADD_CALL}]")  # two calls in one turn
     [asked] = machine.answer(Approval.ONCE)
     assert isinstance(asked, CallStarted), "the second call is asked about while the first runs"
-    [first] = machine.ran(ToolResult("no such number", is_error=True))
+    [first] = _ran_first(machine, ToolResult("no such number", is_error=True))
     assert isinstance(first, CallFinished)
     assert machine.messages[-1]["content"] == "Error: no such number"
     machine.answer(Approval.ONCE)
-    [second] = machine.failed(RuntimeError("the server went away"))
+    [second] = machine.failed(RuntimeError("the server went away"), _first_approved(machine).id)
     assert isinstance(second, CallFinished) and second.result.is_error
     assert "the server went away" in machine.messages[-1]["content"]
-    assert isinstance(machine.step, StartTurn)
+    assert isinstance(_next(machine), StartTurn)
 
 
 def test_the_last_round_offers_no_call_so_an_answer_comes():
     machine = ToolLoopMachine(_round(max_rounds=2))
     _write(machine, ADD_CALL)
     machine.answer(Approval.ONCE)
-    machine.ran(ToolResult("5"))
+    _ran_first(machine, ToolResult("5"))
     assert machine.round.round == 1 and not machine.calling
     events = _write(machine, ADD_CALL)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == ADD_CALL, "shown as text, as it came"
     assert [e.calls for e in events if isinstance(e, TurnDone)] == [()]
-    assert isinstance(machine.step, Finished)
+    assert isinstance(_next(machine), Finished)
 
 
 def test_a_reply_cut_short_or_failed_is_no_call():
     for finish in (FinishReason.LENGTH, FinishReason.ERROR, FinishReason.CANCELLED):
         machine = ToolLoopMachine(_round())
         events = _write(machine, ADD_CALL, finish=finish)
-        assert [e.calls for e in events if isinstance(e, TurnDone)] == [()] and isinstance(machine.step, Finished)
+        assert [e.calls for e in events if isinstance(e, TurnDone)] == [()] and isinstance(_next(machine), Finished)
 
 
 def test_stop_mid_turn_says_to_cancel_and_a_late_delta_changes_nothing():
     machine = ToolLoopMachine(_round())
     machine.begin_turn()
     machine.feed(Delta("r", text='{"name": "ad'))
-    assert machine.holding and machine.step is None
+    assert machine.holding and _next(machine) is None
     stopped = machine.stop()
     assert stopped.writing and stopped.calls == ()
     assert machine.feed(Delta.finished_with("r", FinishReason.CANCELLED)) == []
-    assert isinstance(machine.step, Finished) and machine.messages == []
+    assert isinstance(_next(machine), Finished) and machine.messages == []
 
 
 def test_stop_while_a_call_runs_leaves_it_and_the_rest_without_results():
@@ -158,7 +175,7 @@ def test_stop_while_a_call_runs_leaves_it_and_the_rest_without_results():
     stopped = machine.stop()
     assert len(stopped.calls) == 2 and stopped.ran_s == (2.5, None) and not stopped.writing
     assert machine.ran(ToolResult("5"), run.call.id) == [], "a result after the stop is not wanted"
-    assert isinstance(machine.step, Finished)
+    assert isinstance(_next(machine), Finished)
 
 
 def test_close_gives_up_the_running_call_only_and_keeps_the_asked_ones_for_later():
@@ -179,9 +196,9 @@ def test_always_runs_the_tools_next_calls_without_asking():
     _write(machine, ADD_CALL)
     machine.answer(Approval.ALWAYS)
     assert memory.always_allowed(ADD)
-    machine.ran(ToolResult("5"))
+    _ran_first(machine, ToolResult("5"))
     _write(machine, ADD_CALL)
-    assert isinstance(machine.step, RunCall), "not asked again"
+    assert isinstance(_next(machine), RunCall), "not asked again"
 
 
 def test_a_required_call_is_forced_on_the_first_turn_only_and_an_unforcible_one_is_said():
@@ -200,11 +217,11 @@ def test_a_required_call_is_forced_on_the_first_turn_only_and_an_unforcible_one_
 def test_calls_asked_again_after_a_restart_resume_where_they_were():
     call = ToolCall("call_1", "add", json.dumps({"a": 1, "b": 1}))
     machine = ToolLoopMachine.resume((call,), _round())
-    assert machine.step == AskApproval(call, ADD)
+    assert _next(machine) == AskApproval(call, ADD)
     gone = ToolLoopMachine.resume((call,), None)  # the chat's tools are off now
     [finished] = gone.answer(Approval.ONCE)
     assert isinstance(finished, CallFinished) and "is not available" in finished.result.text
-    assert gone.step == StartTurn(None), "the reply goes on, offered no tools"
+    assert _next(gone) == StartTurn(None), "the reply goes on, offered no tools"
 
 
 # ----- the calls of one turn, at once -----------------------------------------------------------
@@ -270,7 +287,7 @@ def test_an_approved_call_runs_while_the_next_is_asked_and_a_denial_between_keep
     events = machine.ran(ToolResult("1"), calls[0].id)
     assert [(e.call, e.denied) for e in events] == [(calls[0], False), (calls[1], True), (calls[2], False)]
     assert [m["content"] for m in machine.messages[1:]] == ["1", DENIED, "3"]
-    assert isinstance(machine.step, StartTurn)
+    assert isinstance(_next(machine), StartTurn)
 
 
 def test_stop_while_two_calls_run_says_each_ones_time_a_held_result_and_the_calls_never_run():
@@ -290,7 +307,7 @@ def test_stop_while_two_calls_run_says_each_ones_time_a_held_result_and_the_call
     assert stopped.calls == calls and stopped.ran_s == (3.0, 2.0, None, None)
     assert [r.result.text if r else None for r in stopped.results] == [None, None, "3", None]
     assert machine.messages[-1]["role"] == "assistant", "nothing of theirs went to the model"
-    assert machine.ran(ToolResult("1"), calls[0].id) == [] and isinstance(machine.step, Finished)
+    assert machine.ran(ToolResult("1"), calls[0].id) == [] and isinstance(_next(machine), Finished)
 
 
 def test_close_leaves_the_calls_up_to_the_last_started_and_keeps_the_rest_to_be_asked_again():

@@ -34,7 +34,7 @@ def _machine(messages: list[dict] | None = None) -> ToolLoopMachine:
 
 def _by_char(machine: ToolLoopMachine, text: str) -> tuple[list[str], list]:
     """text fed one character a delta, then ended: what each feed showed, and every event."""
-    assert isinstance(machine.step, StartTurn)
+    assert machine.steps() == [StartTurn(machine.round)]
     events, shown = machine.begin_turn(), []
     for char in text:
         fed = machine.feed(Delta("r", text=char, token_ids=(1,)))
