@@ -52,14 +52,13 @@ class PooledModels:
         self._cards = cards or {}
         self._aliases = aliases or {}
 
-    @property
-    def aliases(self) -> dict[str, str]:
-        """Other name -> the served model it means (a batch's lines may use them too)."""
-        return dict(self._aliases)
+    def served_name(self, name: str) -> str:
+        """The served model a name means (itself unless it is an alias; a batch's lines may
+        use the aliases too); the pool refuses a name it does not serve."""
+        return self._aliases.get(name, name)
 
     async def open(self, body: dict) -> Target:
-        name = model_of(body) or self.default
-        name = self._aliases.get(name, name)
+        name = self.served_name(model_of(body) or self.default)
         try:
             lease = self.pool.acquire(name, keep_alive_of(body))
         except UnknownModel as exc:

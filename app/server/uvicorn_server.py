@@ -82,7 +82,7 @@ class HttpServer:
             self.batches = BatchService(engine, config, lambda: self.state.model_id)
         elif isinstance(models, PooledModels):
             self.batches = BatchService(None, config, lambda: models.default,
-                                        PoolEngines(models.pool, models.default, models.aliases))
+                                        PoolEngines(models.pool, models.default, models.served_name))
         self._sock = bind(config.host, config.port, config.backlog)
         self.host, self.port = self._sock.getsockname()[:2]
         try:

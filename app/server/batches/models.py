@@ -117,10 +117,11 @@ class _Leased:
 
 
 class PoolEngines:
-    """aliases: other names a line may give a model (as a call may: PooledModels')."""
+    """served_name: the served model a name a line gives means (aliases as a call's:
+    PooledModels.served_name)."""
 
-    def __init__(self, pool: ModelPool, default: str, aliases: dict[str, str] | None = None) -> None:
-        self.pool, self._default, self._aliases = pool, default, aliases or {}
+    def __init__(self, pool: ModelPool, default: str, served_name: Callable[[str], str] = str) -> None:
+        self.pool, self._default, self._served_name = pool, default, served_name
 
     def default(self) -> str:
         return self._default
@@ -129,7 +130,7 @@ class PoolEngines:
         return self.pool.names
 
     def resolve(self, name: str) -> str | None:
-        name = self._aliases.get(name, name)
+        name = self._served_name(name)
         return name if name in self.pool.names else None
 
     def lines(self, default: str) -> Served:
