@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from app.cli.command import add_command
@@ -56,7 +57,7 @@ def _fail(message: str) -> int:
 
 
 def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
-    from app.jobs import InputError, JobRunner, JobSpec, default_window, export, new_job, read_rows
+    from app.jobs import InputError, JobRunner, JobSpec, default_window, export, model_name, new_job, read_rows
     from app.output_schema import SchemaRefused
     from inference import Engine, ModelLoadError
 
@@ -69,6 +70,9 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             if job.kind != "template":  # an OpenAI batch: `chorus serve` runs it, with its own Work
                 return _fail(f"{args.job} is a batch of the server's (/v1/batches): `chorus serve` runs it")
             job_id = args.job
+            spec = JobSpec.from_json(job.spec)
+            if spec.model and args.model is None:
+                args.model = spec.model  # resumed on the model it ran on
         else:
             if not args.input or not (args.template or args.prompt):
                 return _fail("batch run needs INPUT and --template or --prompt (or --job to resume)")
@@ -77,8 +81,14 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             spec = JobSpec(template=template, system_prompt=args.system, sampling={"max_tokens": args.max_tokens},
                            json_schema=schema)
             spec.grammar()  # a schema the engine cannot enforce is refused now, as the server refuses it
-            job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
         model = resolve_model(args, data_dir)
+        if args.job:
+            if not spec.runs_on(str(model)):
+                return _fail(f"job {job_id} runs on {model_name(spec.model)}, not {model.name}: "
+                             "leave --model out to resume it on its own")
+        else:
+            spec = replace(spec, model=str(model))
+            job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
     except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused) as exc:

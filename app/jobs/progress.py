@@ -8,6 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from app.jobs.deletion import refusal
+from app.jobs.spec import model_name
 from storage import JobRecord
 
 RATE_WINDOW_S = 120.0  # the rate is of the finishes in the last two minutes
@@ -68,6 +69,7 @@ class JobView:
     # The window may delete it: every template job (one it runs is cancelled first, one a
     # kill left running is deleted after the confirmation says so), a server batch once ended.
     deletable: bool = True
+    model: str = ""  # the model it runs on (a file's name), "" where the job does not say
 
     @property
     def finished(self) -> int:
@@ -100,10 +102,12 @@ def job_view(job: JobRecord, counts: dict[str, int], running_here: bool, rate: J
         state = "interrupted"
     total = sum(counts.values())
     deletable = job.kind == "template" or refusal(job) is None
+    model = job.spec.get("model")  # a server batch's too: the model its lines name by default
+    model = model_name(model) if isinstance(model, str) else ""
     view = JobView(job.id, job.kind, job.source, state, counts.get("done", 0), counts.get("failed", 0), total,
-                   deletable=deletable)
+                   deletable=deletable, model=model)
     if running_here and rate is not None:
         remaining = total - view.finished
         return JobView(view.id, view.kind, view.source, "running", view.done, view.failed, total,
-                       rate.per_minute(), rate.eta_s(remaining), deletable)
+                       rate.per_minute(), rate.eta_s(remaining), deletable, model)
     return view

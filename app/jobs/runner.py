@@ -27,6 +27,7 @@ RUNNING, PAUSED, CANCELLED, COMPLETED = "running", "paused", "cancelled", "compl
 
 
 DEFAULT_WINDOW = 4  # an engine whose width this process cannot see (a server's)
+_CUT = (FinishReason.CANCELLED, FinishReason.INTERRUPTED, FinishReason.ERROR)
 
 
 def default_window(client: EngineClient, own_engine: bool = False) -> int:
@@ -48,7 +49,7 @@ class _Running:
     run: ItemRun
     started: float
     open: set[str] = field(default_factory=set)  # its requests still generating
-    cut: bool = False  # one of them was cancelled or interrupted
+    cut: bool = False  # one of them was cancelled, interrupted, or failed
 
 
 class JobRunner:
@@ -163,9 +164,11 @@ class JobRunner:
                 return
             del self._requests[delta.request_id]
             running.open.discard(delta.request_id)
-            running.cut |= delta.finish_reason in (FinishReason.CANCELLED, FinishReason.INTERRUPTED)
+            running.cut |= delta.finish_reason in _CUT
             if running.open:
                 return
+            # Stopping, an item cut short stays pending for the next runner: a failure too
+            # (the engine that restarts for another model fails what it still holds).
             stopped = running.cut and self._stop is not None
         # Written before the item leaves the window: run() never ends ahead of a result.
         if not stopped:  # else stopped on purpose: the item stays pending for the next runner

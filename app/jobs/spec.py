@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import PurePath
 
 from app.output_schema import enforced_grammar
 from inference import SPARE_PRIORITY, ChatRequest, SamplingParams
@@ -22,6 +23,13 @@ class JobSpec:
     system_prompt: str = ""
     sampling: dict = field(default_factory=dict)  # SamplingParams' fields
     json_schema: dict | None = None
+    # The model the job runs on (a GGUF file's path, or a server's model name), so that one
+    # job's answers all come from one model; "": any (a job made before this was kept).
+    model: str = ""
+
+    def runs_on(self, model: str) -> bool:
+        """Whether model is the job's: the same file name, wherever the file is."""
+        return not self.model or model_name(self.model) == model_name(model)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -53,3 +61,8 @@ class JobSpec:
             sampling = replace(sampling, grammar=grammar if grammar is not None else self.grammar())
         return ChatRequest(messages=tuple(messages), sampling=sampling, priority=SPARE_PRIORITY,
                            request_id=request_id)
+
+
+def model_name(model: str) -> str:
+    """How a job's model is named to the user: a GGUF file's name, or the server's model."""
+    return PurePath(model).name if model.lower().endswith(".gguf") else model

@@ -9,7 +9,12 @@ signal: nothing here waits on the engine or the disk on the GUI thread. The wind
 reads (the list, the failed items) and writes (a new job, retry, cancel, export) run on the
 storage thread too. When a job ends, the status bar says so. Quitting pauses the jobs
 running (their unfinished items stay pending); one cut by a kill is shown interrupted, and
-Resume runs only what is pending (the runner never redoes a finished item)."""
+Resume runs only what is pending (the runner never redoes a finished item).
+
+A job keeps the model it was made on, so that its answers all come from one model: loading
+another model (or connecting a server) pauses the jobs running before the engine changes
+(their requests go back pending, none is cut into a wrong answer), and Resume waits until
+the job's model is the window's again, saying so."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -30,11 +36,13 @@ from app.jobs import (
     JobForm,
     JobRate,
     JobRunner,
+    JobSpec,
     JobView,
     SerialJobs,
     delete_job,
     export,
     job_view,
+    model_name,
     new_job,
     owned_files,
     preview,
@@ -100,6 +108,8 @@ class JobsController:
         self.records: dict[str, JobRecord] = {}  # the jobs last listed
         self._input: tuple[str, list[ItemInput]] | None = None  # the New job dialog's rows, read
         ctx.window.menus.jobs_action.triggered.connect(lambda _checked=False: self.show())
+        # Connected directly: the hub says it is switching before its engine restarts.
+        ctx.engine_signals.switching.connect(lambda _what: self._pause_for_switch())
 
     # ----- the window ---------------------------------------------------------------------
 
@@ -154,10 +164,18 @@ class JobsController:
 
     # ----- running ------------------------------------------------------------------------
 
-    def start(self, job_id: str) -> JobRun:
-        """Runs (or resumes) the job on a thread of its own: only its pending items run."""
+    def start(self, job_id: str) -> JobRun | None:
+        """Runs (or resumes) the job on a thread of its own: only its pending items run; None
+        (the status bar says why) when the window's model is not the job's."""
         if job_id in self.runs:
             return self.runs[job_id]
+        job = self.records.get(job_id)
+        if job is not None and job.kind == "template":
+            spec = JobSpec.from_json(job.spec)
+            if not spec.runs_on(self._model()):
+                self._say(f"Job {job_id} runs on {model_name(spec.model)}: load that model to resume it "
+                          f"(the window has {model_name(self._model())})")
+                return None
         run = self.runs[job_id] = JobRun(job_id)
         post, serial, client = self.ctx.gui.post, self.serial, self.client
 
@@ -175,6 +193,23 @@ class JobsController:
         run.thread.start()
         self.refresh()
         return run
+
+    def _model(self) -> str:
+        """The model the window's jobs run on now: the main engine's file, or its server's model."""
+        hub = self.ctx.engines
+        return str(hub.local_settings.model_path) if hub.is_local else hub.model_name
+
+    def _pause_for_switch(self) -> None:
+        """The window's model is about to change: the jobs running pause first."""
+        for job_id, run in list(self.runs.items()):
+            if job_id not in self.deleting:
+                run.ask(PAUSED)
+        if self.runs:
+            n = len(self.runs)
+            self._say(f"{n} job{'s' if n > 1 else ''} paused while the model changes: a job resumes on its own model")
+
+    def _say(self, text: str) -> None:
+        self.ctx.window.statusBar().showMessage(text, STATUS_MESSAGE_MS)
 
     def _progress(self, job_id: str, counts: dict[str, int]) -> None:
         run = self.runs.get(job_id)
@@ -339,7 +374,7 @@ class JobsController:
         if self._input is None or self._input[0] != path:
             return None
         try:
-            spec = form.spec()  # the schema was checked by the preview that offered Start
+            spec = replace(form.spec(), model=self._model())  # the schema: checked by the preview
         except ValueError as bad:
             self.dialog.show_problem(str(bad)) if self.dialog is not None else None
             return None

@@ -1,6 +1,7 @@
 """Issue 37's goal: `chorus batch run` killed with SIGKILL at about 40% of its items, then
 resumed with `--job ID`, ends with every item exactly once: one row per item, all done, and
-those finished before the kill kept as they were (not run again)."""
+those finished before the kill kept as they were (not run again). The resume runs on the
+job's own model: another one is refused."""
 
 from __future__ import annotations
 
@@ -62,8 +63,17 @@ def test_a_job_killed_at_40_percent_ends_after_a_resume_with_every_item_once(mod
     before = done_rows(db)
     assert 0.4 * ITEMS <= len(before) < ITEMS
 
-    resumed = subprocess.run([*chorus, "--job", job_id, "--json", *model], capture_output=True, text=True, env=env,
-                             timeout=600)
+    # another model's file: refused before it loads, nothing run (one job, one model's answers)
+    other = tmp_path / "other.gguf"
+    other.symlink_to(model_path)
+    refused = subprocess.run([*chorus, "--job", job_id, "--model", str(other)], capture_output=True, text=True,
+                             env=env, timeout=120)
+    assert refused.returncode == 2 and f"runs on {model_path.name}, not other.gguf" in refused.stderr
+    assert done_rows(db) == before
+
+    # no --model: the job's own
+    resumed = subprocess.run([*chorus, "--job", job_id, "--json", "--ctx", "2048"], capture_output=True, text=True,
+                             env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     said = json.loads(resumed.stdout.strip().splitlines()[-1])
     assert (said["status"], said["done"], said["failed"], said["pending"]) == ("completed", ITEMS, 0, 0)

@@ -5,6 +5,8 @@ runner's thread (EngineClient.prepare), never on the engine's between its steps.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -85,3 +87,26 @@ def test_each_prompt_is_tokenized_on_the_runners_thread_and_a_refused_one_fails_
     items = jobs.items(job.id)
     assert [i.state for i in items] == ["done", "failed", "done"]
     assert items[1].error == "the prompt is longer than the context"
+
+
+def test_items_the_engine_fails_while_the_job_pauses_stay_pending(jobs):
+    """A model switch pauses the window's jobs, then restarts the engine, which fails what it
+    still holds: those items go on with the next runner, never stored as failed."""
+    client = ScriptedClient(n_seq_max=4)
+    job = new_job(jobs, [ItemInput(fields={"n": str(i)}) for i in range(6)], JobSpec(template="Say $n."))
+    runner = JobRunner(jobs, client, job.id)
+    ended: list[str] = []
+    thread = threading.Thread(target=lambda: ended.append(runner.run()))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(client.sinks) < 3 and time.monotonic() < deadline:  # the first three under way
+        thread.join(0.01)
+    first = next(iter(client.sinks))
+    client.sinks.pop(first)(Delta.finished_with(first, FinishReason.STOP, text="ok"))
+    runner.pause()
+    for request_id, sink in list(client.sinks.items()):  # the engine restarting: each an error
+        del client.sinks[request_id]
+        sink(Delta.finished_with(request_id, FinishReason.ERROR, error="the engine was stopped"))
+    thread.join(10)
+    assert ended == ["paused"]
+    assert jobs.counts(job.id) == {"pending": 5, "done": 1, "failed": 0}

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app.jobs import JobForm, JobRate, SerialJobs, duration_text, job_view, new_job, preview
+from app.jobs import JobForm, JobRate, JobSpec, SerialJobs, duration_text, job_view, model_name, new_job, preview
 from app.jobs.inputs import csv_rows
 from storage import ItemInput, ItemResult, JobRecord, JobsRepository, open_database
 
@@ -133,3 +133,11 @@ def test_retry_failed_puts_failed_items_back_to_pending(tmp_path):
         assert jobs.items(job.id)[1].error is None
     finally:
         db.close()
+
+
+def test_a_job_runs_on_its_own_model_by_file_name():
+    spec = JobSpec(template="$q", model="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert spec.runs_on("/elsewhere/SmolLM2-135M-Instruct.Q4_1.gguf") and not spec.runs_on("/models/gemma.gguf")
+    assert JobSpec(template="$q").runs_on("/models/gemma.gguf"), "a job made before models were kept runs on any"
+    assert JobSpec.from_json({"template": "$q"}).model == ""  # a stored spec without the field
+    assert model_name("/models/gemma.gguf") == "gemma.gguf" and model_name("Qwen/Qwen2.5-7B") == "Qwen/Qwen2.5-7B"

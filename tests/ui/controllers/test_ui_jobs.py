@@ -22,6 +22,7 @@ from storage import ItemResult, JobRecord, JobsRepository
 from tests.support.desk import ScriptedEngine
 from tests.support.gui_app import SCREENSHOTS, WAIT_MS
 from tests.support.window import menu_action
+from ui.widgets.jobs.jobs_window import COLUMNS
 
 PEOPLE = "name,city\nAda,London\nAlan,Wilmslow\nGrace,Arlington\nEdsger,Nuenen\nBarbara,Boston\nDonald,Milwaukee\n"
 
@@ -62,16 +63,16 @@ def fill_new_job(qtbot, jobs, window, path, template: str, max_tokens: int = 16)
     return dialog
 
 
-def row_of(window, job_id: str) -> list[str]:
-    """The job's row as shown (empty cells until the list has it)."""
+def row_of(window, job_id: str, *columns: str) -> list[str]:
+    """The job's cells in these columns as shown (empty until the list has it)."""
     ids = [v.id for v in window.views]
     if job_id not in ids:
-        return [""] * window.table.columnCount()
-    return [window.table.item(ids.index(job_id), c).text() for c in range(window.table.columnCount())]
+        return [""] * len(columns)
+    return [window.table.item(ids.index(job_id), COLUMNS.index(c)).text() for c in columns]
 
 
 def state_of(window, job_id: str) -> str:
-    return row_of(window, job_id)[2]
+    return row_of(window, job_id, "State")[0]
 
 
 def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels(desk, jobs_engine, tmp_path):
@@ -102,7 +103,7 @@ def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels
     assert window.buttons["pause"].isEnabled() and not window.buttons["resume"].isEnabled()
     jobs_engine.write(jobs_engine.requests[0], "Hello, Ada!", tokens=3)
     jobs_engine.end(jobs_engine.requests[0])
-    qtbot.waitUntil(lambda: row_of(window, job_id)[3] == "1/6")
+    qtbot.waitUntil(lambda: row_of(window, job_id, "Progress") == ["1/6"])
 
     qtbot.mouseClick(window.buttons["pause"], Qt.MouseButton.LeftButton)  # its requests go back
     qtbot.waitUntil(lambda: state_of(window, job_id) == "paused", timeout=10_000)
@@ -144,7 +145,8 @@ def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_eng
             jobs_engine.end(request_id)
     qtbot.waitUntil(lambda: state_of(window, job_id) == "completed", timeout=10_000)
     qtbot.waitUntil(lambda: f"Job {job_id} completed: 2 done, 1 failed" in desk.window.statusBar().currentMessage())
-    assert row_of(window, job_id)[:4] == [job_id, "people.csv", "completed", "3/3 · 1 failed"]
+    shown = row_of(window, job_id, "Job", "Input", "State", "Progress")
+    assert shown == [job_id, "people.csv", "completed", "3/3 · 1 failed"]
     qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
     assert [window.failed_table.item(0, c).text() for c in range(3)] == ["2", "name=Alan", "error"]
 
@@ -153,7 +155,7 @@ def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_eng
     assert jobs_engine.chats[3].messages[-1]["content"] == "Say hi to Alan."
     jobs_engine.write(jobs_engine.requests[3], "Hi Alan", tokens=2)
     jobs_engine.end(jobs_engine.requests[3])
-    qtbot.waitUntil(lambda: row_of(window, job_id)[2:4] == ["completed", "3/3"], timeout=10_000)
+    qtbot.waitUntil(lambda: row_of(window, job_id, "State", "Progress") == ["completed", "3/3"], timeout=10_000)
     qtbot.waitUntil(lambda: window.failed_table.rowCount() == 0)
 
     target = tmp_path / "greetings.csv"  # .csv: the fields as columns
@@ -199,7 +201,7 @@ def _running_with_one_done(desk, jobs_engine):
     desk.qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
     jobs_engine.write(jobs_engine.requests[0], "1")
     jobs_engine.end(jobs_engine.requests[0])
-    desk.qtbot.waitUntil(lambda: row_of(window, job.id)[3] == "1/5")
+    desk.qtbot.waitUntil(lambda: row_of(window, job.id, "Progress") == ["1/5"])
     return job, window, stored
 
 
@@ -252,7 +254,8 @@ def test_a_json_schema_in_the_new_job_form_is_checked_stored_applied_and_each_an
     jobs_engine.end(jobs_engine.requests[0])
     jobs_engine.write(jobs_engine.requests[1], '{"name": "Alan", "a', tokens=16)
     jobs_engine.end(jobs_engine.requests[1], FinishReason.LENGTH)  # cut by max tokens: not whole JSON
-    qtbot.waitUntil(lambda: row_of(window, job_id)[2:4] == ["completed", "2/2 · 1 failed"], timeout=10_000)
+    qtbot.waitUntil(lambda: row_of(window, job_id, "State", "Progress") == ["completed", "2/2 · 1 failed"],
+                    timeout=10_000)
     qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
     assert window.failed_table.item(0, 0).text() == "2"
     assert window.failed_table.item(0, 2).text().startswith("the answer is not JSON (")
@@ -325,10 +328,59 @@ def test_a_server_batch_still_running_cannot_be_deleted_from_the_window(desk, jo
     stop_jobs(desk)
 
 
+def test_a_model_switch_pauses_a_running_job_which_resumes_on_its_own_model_only(desk, jobs_engine, tmp_path,
+                                                                                  monkeypatch):
+    """Before: the job went on with the next model, and the items the engine's restart cut
+    were stored as failed; one job's answers came from two models."""
+    qtbot, jobs, hub = desk.qtbot, desk.controllers.jobs, desk.ctx.engines
+    mine = hub.local_settings.model_path
+
+    def restart(wait=True, settings=None):  # the engine process restarting on another model
+        for request_id in list(jobs_engine.sinks):  # fails what it still holds, as EngineProcess does
+            jobs_engine.end(request_id, FinishReason.ERROR)
+        restarts.append(settings.model_path)
+
+    restarts: list = []
+    monkeypatch.setattr(hub._local, "restart", restart)
+    people = tmp_path / "people.csv"
+    people.write_text(PEOPLE, encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Greet $name.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    job_id = window.views[0].id
+    qtbot.waitUntil(lambda: row_of(window, job_id, "Model", "State") == [mine.name, "running"])
+    jobs_engine.write(jobs_engine.requests[0], "Hello, Ada!", tokens=3)
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: row_of(window, job_id, "Progress") == ["1/6"])
+
+    other = tmp_path / "other.gguf"
+    desk.window.model_requested.emit(str(other))  # the model picker's choice
+    qtbot.waitUntil(lambda: hub.local_settings.model_path == other, timeout=10_000)
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "paused", timeout=10_000)
+    stored = JobsRepository(desk.repo.db)
+    assert stored.counts(job_id) == {"pending": 5, "done": 1, "failed": 0}, "nothing cut is stored as failed"
+
+    asked = len(jobs_engine.requests)
+    qtbot.mouseClick(window.buttons["resume"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: f"Job {job_id} runs on {mine.name}: load that model to resume it"
+                    in desk.window.statusBar().currentMessage())
+    assert len(jobs_engine.requests) == asked and state_of(window, job_id) == "paused"
+
+    desk.window.model_requested.emit(str(mine))  # its own model again
+    qtbot.waitUntil(lambda: hub.local_settings.model_path == mine, timeout=10_000)
+    qtbot.mouseClick(window.buttons["resume"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == asked + 4)
+    assert restarts == [other, mine]
+    stop_jobs(desk)
+
+
 def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):
     qtbot = desk.qtbot
     stored = JobsRepository(desk.repo.db)
-    spec = JobSpec(template="Write a one-line greeting for $name from $city.", sampling={"max_tokens": 64})
+    spec = JobSpec(template="Write a one-line greeting for $name from $city.", sampling={"max_tokens": 64},
+                   model=str(desk.ctx.engines.local_settings.model_path))  # the window's: it may run
     done = new_job(stored, csv_rows(PEOPLE), spec, source="people.csv")
     for item in stored.pending(done.id):
         stored.finish(item.id, ItemResult(answer="Hello!", finish_reason="stop"))
@@ -347,7 +399,7 @@ def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):
         jobs_engine.end(request_id)
         qtbot.waitUntil(lambda n=n: len(jobs_engine.requests) >= n + 5)
         qtbot.wait(120)
-    qtbot.waitUntil(lambda: row_of(window, running.id)[4].endswith("items/min"), timeout=10_000)
+    qtbot.waitUntil(lambda: row_of(window, running.id, "Rate")[0].endswith("items/min"), timeout=10_000)
     window.table.selectRow([v.id for v in window.views].index(cut.id))
     qtbot.waitUntil(lambda: window.failed_table.rowCount() == 1)
     window.table.selectRow(0)
@@ -370,7 +422,7 @@ def test_a_small_job_runs_on_the_real_model_and_is_exported(app, tmp_path):
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(window.views) and window.views[0].state == "completed", timeout=WAIT_MS)
     job_id = window.views[0].id
-    assert row_of(window, job_id)[3] == "4/4"
+    assert row_of(window, job_id, "Progress") == ["4/4"]
     target = tmp_path / "greetings.jsonl"
     qtbot.mouseClick(window.buttons["export"], Qt.MouseButton.LeftButton)
     file_dialog = next(d for d in window.findChildren(QFileDialog) if d.isVisible())

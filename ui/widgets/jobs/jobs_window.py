@@ -28,7 +28,8 @@ from app.jobs import JobView, duration_text
 from storage import ItemRecord
 from ui.widgets.common.file_dialogs import open_file_dialog
 
-COLUMNS = ("Job", "Input", "State", "Progress", "Rate", "Time left")
+COLUMNS = ("Job", "Input", "Model", "State", "Progress", "Rate", "Time left")
+PROGRESS_COLUMN = COLUMNS.index("Progress")
 EXPORT_FILTERS = "JSON Lines (*.jsonl);;CSV (*.csv)"  # chorus batch export's formats
 
 
@@ -209,7 +210,7 @@ class JobsWindow(QDialog):
 
     def _fill(self, index: int, view: JobView) -> None:
         kind = "" if view.kind == "template" else f" ({view.kind})"
-        texts = (view.id + kind, view.source, view.state, view.progress_text(), view.rate_text(),
+        texts = (view.id + kind, view.source, view.model, view.state, view.progress_text(), view.rate_text(),
                  duration_text(view.eta_s) if view.running else "")
         for column, text in enumerate(texts):
             cell = self.table.item(index, column)
@@ -218,7 +219,7 @@ class JobsWindow(QDialog):
                 self.table.setItem(index, column, cell)
             if cell.text() != text:
                 cell.setText(text)
-            if column == 3:
+            if column == PROGRESS_COLUMN:
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
     def _selection_changed(self) -> None:
