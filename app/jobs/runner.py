@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from app.jobs.spec import JobSpec
@@ -43,6 +44,30 @@ def default_window(client: EngineClient, own_engine: bool = False) -> int:
     return 2 * info.n_seq_max if own_engine else max(1, info.n_seq_max - 1)
 
 
+class JobSlots:
+    """The items in flight that jobs sharing one engine may have together: the desktop's
+    jobs and its server's batches take from one budget (the engine's sequences but one, as
+    default_window says for one job), so that two of them at once still leave the sequence
+    where the chat the user types in keeps its KV. size is asked at each take: the engine's
+    width is known once its model has loaded, and changes with the model."""
+
+    def __init__(self, size: Callable[[], int]) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self.taken = 0
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.taken >= max(1, self.size()):
+                return False
+            self.taken += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self.taken = max(0, self.taken - 1)
+
+
 @dataclass(eq=False)
 class _Running:
     item: ItemRecord
@@ -54,7 +79,9 @@ class _Running:
 
 class JobRunner:
     def __init__(self, jobs: JobsRepository, client: EngineClient, job_id: str, window: int | None = None,
-                 work: Work | None = None) -> None:
+                 work: Work | None = None, slots: JobSlots | None = None) -> None:
+        """window: items in flight (default: default_window); slots: a budget shared with
+        other runners on the same engine instead (the window is then theirs)."""
         job = jobs.get(job_id)
         if job is None:
             raise KeyError(f"no job {job_id}")
@@ -62,6 +89,7 @@ class JobRunner:
             raise ValueError(f"job {job_id} is an {job.kind} job: the server that took it runs it")
         self.jobs, self.client, self.job_id = jobs, client, job_id
         self.window = max(1, window if window is not None else default_window(client))
+        self.slots = slots if slots is not None else JobSlots(lambda: self.window)
         self.work: Work = work or TemplateWork(JobSpec.from_json(job.spec))
         self._lock = threading.Condition()
         self._requests: dict[str, tuple[_Running, int]] = {}  # request id -> its item, its index
@@ -76,13 +104,14 @@ class JobRunner:
             with self._lock:
                 if self._stop is not None or not (queue or self._items):
                     break
-                if not queue or len(self._items) >= self.window:
+                if queue and self.slots.take():
+                    item = queue.pop(0)
+                else:  # a slot another runner gives back is seen within the wait
                     self._lock.wait(0.5)
                     item = None
-                else:
-                    item = queue.pop(0)
             if item is not None:
-                self._submit(item)  # off the lock: preparing may block; deltas take the lock
+                if not self._submit(item):  # off the lock: preparing may block; deltas take the lock
+                    self.slots.give()  # it never went in flight
             elif on_progress is not None:
                 on_progress(self.jobs.counts(self.job_id))
         with self._lock:
@@ -107,24 +136,25 @@ class JobRunner:
             self._stop = stop
             self._lock.notify_all()
 
-    def _submit(self, item: ItemRecord) -> None:
+    def _submit(self, item: ItemRecord) -> bool:
+        """Whether the item went in flight (its slot is given back when it leaves)."""
         request_id = f"job-{self.job_id}-{item.seq}-{uuid.uuid4().hex[:8]}"
         try:
             run = self.work.start(item, request_id)
         except EngineError as exc:
             self._engine_down(item, exc)
-            return
+            return False
         if isinstance(run, ItemResult):
             self.jobs.finish(item.id, run)
-            return
+            return False
         try:  # rendered and tokenized here, not on the engine's thread between its steps
             chats = [chat if chat.prompt_tokens is not None else self.client.prepare(chat) for chat in run.requests]
         except RequestError as bad:  # the engine would refuse it (a prompt longer than the context)
             self.jobs.finish(item.id, ItemResult(answer=None, finish_reason=None, error=str(bad)))
-            return
+            return False
         except EngineError as exc:
             self._engine_down(item, exc)
-            return
+            return False
         running = _Running(item, run, time.monotonic())
         owner = job_owner(self.job_id)  # the job's lane in the engine's metrics
         chats = [replace(chat, owner=owner) for chat in chats]
@@ -145,6 +175,8 @@ class JobRunner:
                     self._requests.pop(chat.request_id or "", None)
                 self._items.discard(running)
             self._engine_down(item, exc)
+            return False
+        return True
 
     def _engine_down(self, item: ItemRecord, exc: EngineError) -> None:
         """The engine is down: the item stays pending, the job pauses (a later runner goes on)."""
@@ -176,3 +208,4 @@ class JobRunner:
         with self._lock:
             self._items.discard(running)
             self._lock.notify_all()
+        self.slots.give()

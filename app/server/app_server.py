@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from app.jobs import JobSlots
 from app.server.config import ServerConfig
 from app.server.uvicorn_server import HttpServer
 from inference import EngineClient
@@ -22,8 +23,11 @@ class ServerError(RuntimeError):
 
 
 class AppServer:
-    def __init__(self, engine: EngineClient, ready: Callable[[], bool] | None = None) -> None:
+    def __init__(self, engine: EngineClient, ready: Callable[[], bool] | None = None,
+                 job_slots: JobSlots | None = None) -> None:
+        """job_slots: the items in flight its batches share with the app's own jobs."""
         self.engine = engine
+        self._job_slots = job_slots
         self._ready = ready  # whether the app's model is loaded (/health); None: ask the engine
         self._server: HttpServer | None = None
 
@@ -39,7 +43,7 @@ class AppServer:
         """Listen (stopping a server already running); returns the base URL clients use."""
         self.stop()
         try:
-            server = HttpServer(self.engine, config, ready=self._ready)
+            server = HttpServer(self.engine, config, ready=self._ready, job_slots=self._job_slots)
         except OSError as exc:
             raise ServerError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
         self._server = server.start()

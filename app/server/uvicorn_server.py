@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import uvicorn
 
+from app.jobs import JobSlots
 from app.server.api import build_app
 from app.server.batches.models import PoolEngines
 from app.server.batches.service import BatchService
@@ -70,7 +71,9 @@ class HttpServer:
     several models a call picks by name, HttpServer(None, config, models=PooledModels(...))."""
 
     def __init__(self, engine: EngineClient | None, config: ServerConfig, ready: Callable[[], bool] | None = None,
-                 models: ServedModels | None = None) -> None:
+                 models: ServedModels | None = None, job_slots: JobSlots | None = None) -> None:
+        """job_slots: the items in flight the batches share with other jobs on the engine
+        (the desktop's own; default: each batch the engine's width)."""
         if ready is None:
             ready = _engine_answers(engine) if engine is not None else _always
         self.state = ServerState(engine, config, ready, models)
@@ -79,7 +82,7 @@ class HttpServer:
         # model; on several (the model pool's), each on the model its lines name.
         self.batches: BatchService | None = None
         if engine is not None:
-            self.batches = BatchService(engine, config, lambda: self.state.model_id)
+            self.batches = BatchService(engine, config, lambda: self.state.model_id, slots=job_slots)
         elif isinstance(models, PooledModels):
             self.batches = BatchService(None, config, lambda: models.default,
                                         PoolEngines(models.pool, models.default, models.served_name))

@@ -177,11 +177,11 @@ class JobsController:
                           f"(the window has {model_name(self._model())})")
                 return None
         run = self.runs[job_id] = JobRun(job_id)
-        post, serial, client = self.ctx.gui.post, self.serial, self.client
+        post, serial, client, slots = self.ctx.gui.post, self.serial, self.client, self.ctx.job_slots
 
         def body() -> None:
             try:
-                runner = JobRunner(serial, client, job_id)  # the engine's width but one in flight
+                runner = JobRunner(serial, client, job_id, slots=slots)  # with the server's batches: the width but one
                 run.attach(runner)
                 status = runner.run(on_progress=lambda counts: post(lambda: self._progress(job_id, counts)))
             except Exception as exc:  # the job stays as it was; the window says why

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 class ServerController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self.server = AppServer(ctx.engines.main, ready=self._engine_ready)
+        self.server = AppServer(ctx.engines.main, ready=self._engine_ready, job_slots=ctx.job_slots)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-server-switch")
         self._closed = False
         ctx.window.server_start_requested.connect(self.start_server)

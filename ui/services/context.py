@@ -17,6 +17,7 @@ from app.chats.defaults import ChatDefaults
 from app.conversations import ConversationSession, OpenConversations
 from app.documents import DocumentPins
 from app.engines.hub import EngineHub
+from app.jobs import JobSlots, default_window
 from app.models.library import ModelLibrary
 from inference import LoadSettings, SamplingParams
 from storage import CatalogRepository, ChatRepository
@@ -56,6 +57,9 @@ class ControllerContext:
     conversations: OpenConversations
     # Sent images' thumbnails (by sha256), shared by the chat tabs and the compare panes.
     thumbnails: ImageThumbnails
+    # The items in flight the window's jobs and its server's batches share on the main
+    # engine: its sequences but one, whatever the number of jobs (the chat's KV keeps one).
+    job_slots: JobSlots
     library: ModelLibrary | None = None  # the model library (its calls read the database: storage thread)
     pins: DocumentPins = field(default_factory=DocumentPins)  # documents' prefixes kept while chats are open
 
@@ -87,4 +91,5 @@ def build_context(window: MainWindow, repo: ChatRepository, settings: LoadSettin
         tools=AppTools(catalog, storage, gui), library=library,
         conversations=OpenConversations(repo, engines.model_label),
         thumbnails=ImageThumbnails(repo, storage, gui),
+        job_slots=JobSlots(lambda: default_window(engines.main)),
     )

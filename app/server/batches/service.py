@@ -49,7 +49,7 @@ from pathlib import Path
 
 from app.jobs import CANCELLED as RUNNER_CANCELLED
 from app.jobs import COMPLETED as RUNNER_COMPLETED
-from app.jobs import JobRunner, Work
+from app.jobs import JobRunner, JobSlots, Work
 from app.server.batches import objects as ob
 from app.server.batches.embedding_work import EmbeddingWork
 from app.server.batches.files import FileStore
@@ -79,9 +79,11 @@ class BatchError(Exception):
 
 class BatchService:
     def __init__(self, engine: EngineClient | None, config: ServerConfig, model_id: Callable[[], str],
-                 models: BatchModels | None = None) -> None:
+                 models: BatchModels | None = None, slots: JobSlots | None = None) -> None:
         """engine and model_id: one engine's server; models: a server of several (then
-        engine is None and model_id the default's name)."""
+        engine is None and model_id the default's name); slots: the items in flight shared
+        with other jobs on the engine (else a batch has the engine's width)."""
+        self.slots = slots
         self.engine = engine
         self.models = models if models is not None else OneEngine(engine, model_id)
         self.files_dir: Path | None = config.files_dir
@@ -318,7 +320,7 @@ class BatchService:
         endpoint = job.spec["endpoint"]
         work: Work = (EmbeddingWork(engine, model) if endpoint == EMBEDDINGS
                       else BatchWork(engine, endpoint, model, self.cap))
-        runner = JobRunner(self.jobs, engine, job.id, window=window, work=work)
+        runner = JobRunner(self.jobs, engine, job.id, window=window, work=work, slots=self.slots)
         with self._lock:
             current = self.jobs.get(job.id)
             if self._closing or current is None or current.spec["status"] != ob.IN_PROGRESS:

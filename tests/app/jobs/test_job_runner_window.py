@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.jobs import COMPLETED, JobRunner, JobSpec, default_window, new_job
+from app.jobs import COMPLETED, JobRunner, JobSlots, JobSpec, default_window, new_job
 from inference import ChatRequest, Delta, FinishReason, RequestError
 from storage import ItemInput, JobsRepository, open_database
 
@@ -110,3 +110,26 @@ def test_items_the_engine_fails_while_the_job_pauses_stay_pending(jobs):
     thread.join(10)
     assert ended == ["paused"]
     assert jobs.counts(job.id) == {"pending": 5, "done": 1, "failed": 0}
+
+
+def test_jobs_sharing_slots_keep_the_engine_width_but_one_together(jobs):
+    """The desktop's jobs and its server's batches on one engine: before, each took the
+    width but one, and two at once took the sequence the chat keeps its KV in."""
+    client = ScriptedClient(n_seq_max=4)
+    slots = JobSlots(lambda: default_window(client))
+    made = [new_job(jobs, [ItemInput(fields={"n": str(i)}) for i in range(12)], JobSpec(template="Say $n."))
+            for _ in range(2)]
+    runners = [JobRunner(jobs, client, job.id, slots=slots) for job in made]
+    ended: list[str] = []
+    threads = [threading.Thread(target=lambda r=r: ended.append(r.run())) for r in runners]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while len(ended) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        client.answer_all()
+    for thread in threads:
+        thread.join(10)
+    assert ended == [COMPLETED, COMPLETED]
+    assert client.most_open == 3 and slots.taken == 0
+    assert [jobs.counts(job.id)["done"] for job in made] == [12, 12]

@@ -376,6 +376,26 @@ def test_a_model_switch_pauses_a_running_job_which_resumes_on_its_own_model_only
     stop_jobs(desk)
 
 
+def test_two_jobs_at_once_share_the_engines_width_but_one(desk, jobs_engine):
+    """Before, each job took the width but one (four here, where the engine does not say its
+    width): two at once had eight items in the engine and took the chat's sequence."""
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    stored = JobsRepository(desk.repo.db)
+    spec = JobSpec(template="Say hello to $name.", model=str(desk.ctx.engines.local_settings.model_path))
+    made = [new_job(stored, csv_rows(PEOPLE), spec, source=f"{name}.csv") for name in ("first", "second")]
+    window = open_jobs(desk)
+    qtbot.waitUntil(lambda: len(window.views) == 2)
+    for job in made:
+        jobs.start(job.id)
+    qtbot.waitUntil(lambda: all(state_of(window, job.id) == "running" for job in made), timeout=10_000)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
+    jobs_engine.write(jobs_engine.requests[0], "Hello!")
+    jobs_engine.end(jobs_engine.requests[0])
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 5)  # one ended, one more: four in flight
+    assert desk.ctx.job_slots.taken == 4
+    stop_jobs(desk)
+
+
 def test_screenshot_of_the_jobs_window(desk, jobs_engine, theme):
     qtbot = desk.qtbot
     stored = JobsRepository(desk.repo.db)

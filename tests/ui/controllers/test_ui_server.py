@@ -10,6 +10,7 @@ import httpx
 import pytest
 from PySide6.QtCore import QObject, Signal
 
+from app.jobs import JobSlots
 from inference import SamplingParams
 
 openai = pytest.importorskip("openai")
@@ -122,7 +123,8 @@ def switch(qtbot, monkeypatch, tmp_path):
         monkeypatch.setattr(AppServer, name, recorded)
     engines = _StandInEngines()
     repo = SimpleNamespace(db=SimpleNamespace(path=str(tmp_path / "chorus.db")))  # where responses are kept
-    ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls(), repo=repo)
+    ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls(), repo=repo,
+                          job_slots=JobSlots(lambda: 4))
     controller = ServerController(ctx)
     controller.threads = threads
     yield controller

@@ -16,7 +16,10 @@ from contextlib import contextmanager
 
 import pytest
 
+from app.jobs import JobSlots
 from app.server.batches.work import CHAT, BatchWork
+from app.server.config import ServerConfig
+from app.server.uvicorn_server import HttpServer
 from inference import SPARE_PRIORITY
 from storage import ItemRecord
 from tests.support.cli import chorus_in_process
@@ -342,3 +345,36 @@ def test_chorus_serve_killed_mid_batch_finishes_it_after_a_restart_each_request_
     finally:
         proc.kill()
         proc.wait(30)
+
+
+class CountedSlots(JobSlots):
+    """The desktop's shared budget, remembering the most items in flight at once."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(lambda: size)
+        self.most = 0
+
+    def take(self) -> bool:
+        taken = super().take()
+        self.most = max(self.most, self.taken)
+        return taken
+
+
+def test_a_batch_of_the_desktops_server_takes_its_items_from_the_jobs_shared_slots(shared_engine, tmp_path):
+    """The window's jobs hold two of three slots: the batch runs one item at a time beside
+    them (before, it took the engine's whole width whatever the window's jobs had)."""
+    slots = CountedSlots(3)
+    assert slots.take() and slots.take()  # the window's jobs
+    config = ServerConfig(port=0, api_key=KEY, model_id="smollm2", responses_db=tmp_path / "chorus.db",
+                          files_dir=tmp_path / "files")
+    server = HttpServer(shared_engine, config, job_slots=slots).start()
+    try:
+        c = client(server)
+        lines = [request_line(f"c{i}", f"Say the number {i}.", max_tokens=4) for i in range(4)]
+        batch = c.batches.create(input_file_id=upload(c, lines).id, endpoint="/v1/chat/completions",
+                                 completion_window="24h")
+        done = until_status(c, batch.id, "completed", "failed")
+    finally:
+        server.stop()
+    assert done.status == "completed" and done.request_counts.completed == 4
+    assert slots.most == 3 and slots.taken == 2, "one item at a time, each slot given back"
