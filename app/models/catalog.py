@@ -75,8 +75,8 @@ class ModelSpec:
 
 
 def _from_hub(key: str, title: str, filename: str, license: str, repo_id: str, mmproj: str | None = None) -> ModelSpec:
-    """A catalog model the Hugging Face Hub serves: no wheel, no checksum pinned here (the
-    Hub's own is checked as it downloads)."""
+    """A catalog model the Hugging Face Hub serves (no wheel parts, no checksum pinned here),
+    with its vision projector's file where it has one."""
     return ModelSpec(key=key, title=title, filename=filename, sha256="", parts=(), license=license,
                      hub=HubSource(repo_id, mmproj=mmproj))
 
