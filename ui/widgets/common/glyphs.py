@@ -3,6 +3,8 @@ count on (DejaVu) has no paperclip, and an emoji would be a box on most Linux de
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtSvg import QSvgRenderer
@@ -20,9 +22,16 @@ PATHS = {
 
 
 def glyph_pixmap(name: str, color: QColor, size: int, ratio: float = 2.0) -> QPixmap:
+    """The glyph drawn once per name, colour and size (every chip and composer asks again:
+    ~50 SVG renders a window, 0.2 ms each); a QPixmap is shared, copied only if painted on."""
+    return _drawn(name, color.name(), size, ratio)  # #rrggbb: the SVG is drawn opaque
+
+
+@lru_cache(maxsize=256)
+def _drawn(name: str, color: str, size: int, ratio: float) -> QPixmap:
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="{{color}}" '
            f'stroke-width="2.2" stroke-linecap="round" stroke-linejoin="round">{PATHS[name]}</svg>')
-    renderer = QSvgRenderer(QByteArray(svg.replace("{color}", color.name()).encode()))
+    renderer = QSvgRenderer(QByteArray(svg.replace("{color}", color).encode()))
     pixmap = QPixmap(int(size * ratio), int(size * ratio))
     pixmap.fill(Qt.GlobalColor.transparent)
     painter = QPainter(pixmap)
