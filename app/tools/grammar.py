@@ -33,7 +33,7 @@ def call_grammar(use: ToolUse) -> str:
 
 def _grammar(schema: dict, where: str) -> str:
     try:
-        return schema_grammar(schema)
+        return schema_grammar(schema, compact=True)
     except SchemaError as exc:
         raise ToolSchemaError(where + exc.path, exc) from None
 
