@@ -110,8 +110,12 @@ class JobRunner:
                     self._lock.wait(0.5)
                     item = None
             if item is not None:
-                if not self._submit(item):  # off the lock: preparing may block; deltas take the lock
-                    self.slots.give()  # it never went in flight
+                went = False
+                try:
+                    went = self._submit(item)  # off the lock: preparing may block; deltas take the lock
+                finally:
+                    if not went:  # it never went in flight (or raised): its slot is not held
+                        self.slots.give()
             elif on_progress is not None:
                 on_progress(self.jobs.counts(self.job_id))
         with self._lock:
