@@ -5,7 +5,7 @@ interrupted, ready to resume), and for the one running, items a minute and the t
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.jobs.deletion import refusal
 from app.jobs.spec import model_name
@@ -107,7 +107,5 @@ def job_view(job: JobRecord, counts: dict[str, int], running_here: bool, rate: J
     view = JobView(job.id, job.kind, job.source, state, counts.get("done", 0), counts.get("failed", 0), total,
                    deletable=deletable, model=model)
     if running_here and rate is not None:
-        remaining = total - view.finished
-        return JobView(view.id, view.kind, view.source, "running", view.done, view.failed, total,
-                       rate.per_minute(), rate.eta_s(remaining), deletable, model)
+        return replace(view, state="running", rate=rate.per_minute(), eta_s=rate.eta_s(total - view.finished))
     return view

@@ -82,7 +82,7 @@ def lark_json(schema: Any) -> str:
     as a tool call's arguments are; SchemaError for what JSON cannot hold (a lone surrogate)."""
     if not isinstance(schema, dict):
         raise SchemaError("schema", "", f"must be an object, got {type(schema).__name__}")
-    return "%json " + _json_text({**closed(schema), "x-guidance": COMPACT_JSON})  # a tool call's arguments
+    return "%json " + _json_text({**closed(schema), "x-guidance": COMPACT_JSON})
 
 
 def closed(schema: Any) -> Any:

@@ -171,10 +171,10 @@ class JobsController:
             return self.runs[job_id]
         job = self.records.get(job_id)
         if job is not None and job.kind == "template":
-            spec = JobSpec.from_json(job.spec)
-            if not spec.runs_on(self._model()):
+            spec, current = JobSpec.from_json(job.spec), self._model()
+            if not spec.runs_on(current):
                 self._say(f"Job {job_id} runs on {model_name(spec.model)}: load that model to resume it "
-                          f"(the window has {model_name(self._model())})")
+                          f"(the window has {model_name(current)})")
                 return None
         run = self.runs[job_id] = JobRun(job_id)
         post, serial, client, slots = self.ctx.gui.post, self.serial, self.client, self.ctx.job_slots
@@ -201,11 +201,11 @@ class JobsController:
 
     def _pause_for_switch(self) -> None:
         """The window's model is about to change: the jobs running pause first."""
-        for job_id, run in list(self.runs.items()):
-            if job_id not in self.deleting:
-                run.ask(PAUSED)
-        if self.runs:
-            n = len(self.runs)
+        pausing = [run for job_id, run in self.runs.items() if job_id not in self.deleting]
+        for run in pausing:
+            run.ask(PAUSED)
+        if pausing:
+            n = len(pausing)
             self._say(f"{n} job{'s' if n > 1 else ''} paused while the model changes: a job resumes on its own model")
 
     def _say(self, text: str) -> None:
