@@ -56,6 +56,17 @@ class AppServer:
         if self._server is not None:
             self._server.rename_model(model_id)
 
+    def model_changing(self) -> None:
+        """The app is about to load another model (any thread, before the engine restarts):
+        the server's batches pause, so that none of their answers comes from the new one."""
+        if self._server is not None:
+            self._server.model_changing()
+
+    def model_settled(self, model_id: str) -> None:
+        """The app's load ended: the server serves model_id, and batches of it run again."""
+        if self._server is not None:
+            self._server.model_settled(model_id)
+
     def stop(self) -> None:
         """Stop listening and end open requests and streams."""
         if self._server is None:

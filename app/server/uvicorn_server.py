@@ -146,6 +146,17 @@ class HttpServer:
     def rename_model(self, model_id: str) -> None:
         self.state.rename(model_id)
 
+    def model_changing(self) -> None:
+        """The engine is about to load another model: batches pause until model_settled."""
+        if self.batches is not None:
+            self.batches.model_changing()
+
+    def model_settled(self, model_id: str) -> None:
+        """The load ended and the engine serves model_id (the new one, or the old one back)."""
+        self.state.rename(model_id)
+        if self.batches is not None:
+            self.batches.model_settled()
+
     def stop(self, timeout: float = STOP_WAIT_S) -> None:
         """End open calls (their engine requests cancelled, streams ended with an error
         event), close every connection, stop listening. Any thread but the server's."""

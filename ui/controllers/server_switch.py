@@ -28,6 +28,10 @@ class ServerController:
         ctx.window.server_start_requested.connect(self.start_server)
         ctx.window.server_stop_requested.connect(self.stop_server)
         ctx.engine_signals.state_changed.connect(lambda _state: self._rename())
+        # Directly, on the GUI thread: the hub says it is switching before its engine restarts,
+        # and the batches must pause before then (their next request would meet the new model).
+        ctx.engine_signals.switching.connect(lambda _what: self.server.model_changing())
+        ctx.engine_signals.load_progress.connect(self._load_progress)
 
     def _engine_ready(self) -> bool:
         """/health: the app's model is loaded (on the server's worker thread: a read)."""
@@ -36,6 +40,11 @@ class ServerController:
     def _rename(self) -> None:
         if not self._closed:  # a state change while the app closes: nothing to serve any more
             self._worker.submit(self.server.rename_model, self._model_id())
+
+    def _load_progress(self, fraction: object) -> None:
+        """None: a load ended (after the hub took the new model's name, or kept the old)."""
+        if fraction is None and not self._closed:
+            self._worker.submit(self.server.model_settled, self._model_id())
 
     def _model_id(self) -> str:
         return Path(self.ctx.engines.model_name).stem

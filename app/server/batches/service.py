@@ -59,7 +59,7 @@ from app.server.batches.output import jsonl, load_failed, split_lines
 from app.server.batches.work import EMBEDDINGS, BatchWork
 from app.server.config import ServerConfig
 from inference import EngineClient
-from storage import Database, JobRecord, JobsRepository, StorageError, open_database
+from storage import Database, JobRecord, JobsRepository, ResponsesRepository, StorageError, open_database
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class BatchService:
         self._lock = threading.Condition()
         self._runner: tuple[str, JobRunner] | None = None  # the batch running now
         self._closing = False
+        self._model_changing = False  # the one engine loads another model: no batch runs
         self._threads: list[threading.Thread] = []
         self.clock: Callable[[], float] = time.time  # the windows' clock (a test moves it on)
 
@@ -202,6 +203,28 @@ class BatchService:
             self._lock.notify_all()
         return self.get(batch_id)
 
+    def model_changing(self) -> None:
+        """The engine is about to load another model (the app's switch, told on the GUI
+        thread before the engine restarts): the running batch pauses at once (its requests in
+        flight go back to pending, redone later) and none starts until model_settled. A
+        batch's answers then all come from its own model: a request sent between the switch
+        and the server's rename would have been answered by the new one.
+
+        Without the service's lock (the GUI thread must not wait on the batch threads'
+        database work): the flag is set before the runner is read, and _run_on sets the
+        runner before it reads the flag, so one of the two sees the other."""
+        self._model_changing = True
+        running = self._runner
+        if running is not None:
+            running[1].pause()
+
+    def model_settled(self) -> None:
+        """The switch ended (loaded, or the old model back after a failed load) and the
+        server's model name says which: batches of that model run again."""
+        with self._lock:
+            self._model_changing = False
+            self._lock.notify_all()
+
     # ----- the threads ----------------------------------------------------------------------------
 
     def _batches(self) -> list[JobRecord]:
@@ -270,6 +293,8 @@ class BatchService:
                 return self.jobs.get(job.id)
             if job.spec["status"] in (ob.FINALIZING, ob.CANCELLING):
                 return job
+        if self._model_changing:
+            return None
         return next((job for job in batches
                      if job.spec["status"] == ob.IN_PROGRESS and self.models.runnable(job.spec["model"])), None)
 
@@ -318,14 +343,18 @@ class BatchService:
         info = engine.info
         window = info.n_seq_max if info is not None and info.n_seq_max > 0 else DEFAULT_WINDOW
         endpoint = job.spec["endpoint"]
+        responses = ResponsesRepository(self._db) if self._db is not None else None
         work: Work = (EmbeddingWork(engine, model) if endpoint == EMBEDDINGS
-                      else BatchWork(engine, endpoint, model, self.cap))
+                      else BatchWork(engine, endpoint, model, self.cap, responses))
         runner = JobRunner(self.jobs, engine, job.id, window=window, work=work, slots=self.slots)
         with self._lock:
             current = self.jobs.get(job.id)
             if self._closing or current is None or current.spec["status"] != ob.IN_PROGRESS:
                 return None, False  # stopping, or cancelled while its model loaded: finalized next
             self._runner = (job.id, runner)
+            if self._model_changing:  # the engine began another model meanwhile
+                self._runner = None
+                return None, False
         ran, yielded = threading.Event(), threading.Event()
         watch = threading.Thread(target=self._watch, args=(job.id, ob.expires_at(job.spec), model, ran, yielded),
                                  name="chorus-batch-window", daemon=True)

@@ -12,7 +12,6 @@ engine's prefix cache reuses their KV rather than computing them again."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import partial
 
@@ -22,14 +21,13 @@ from starlette.routing import Route
 
 from app.server.calls import generation
 from app.server.calls.intake import admitted
-from app.server.calls.parsing import Generation
 from app.server.calls.state import ServerState
 from app.server.http.errors import ApiError
 from app.server.http.routing import route
 from app.server.http.streaming import SSEResponse
-from app.server.responses.format import ResponsesReply, Settings, stored_object
-from app.server.responses.parsing import ID_PREFIX, ResponseAsk, response_ask
-from inference import ChatRequest
+from app.server.responses.call import NOT_KEPT, previous_turns, response_call
+from app.server.responses.format import ResponsesReply, stored_object
+from app.server.responses.parsing import response_ask
 
 
 def routes(state: ServerState) -> list[Route]:
@@ -47,11 +45,7 @@ async def create(state: ServerState, request: Request) -> Response:
     except BaseException:
         release()
         raise
-    conversation = history + ask.input
-    reply = ResponsesReply(ID_PREFIX + uuid.uuid4().hex, _settings(ask, state.responses.enabled), conversation)
-    system = () if ask.instructions is None else ({"role": "system", "content": ask.instructions},)
-    gen = Generation(ChatRequest(messages=system + conversation, sampling=ask.sampling), stream=ask.stream,
-                     messages_param="input")
+    gen, reply = response_call(ask, history, state.responses.enabled)
     response = await generation.run(state, target, request, gen, reply, release)
     if not (ask.store and state.responses.enabled):
         return response
@@ -87,13 +81,8 @@ async def _history(state: ServerState, previous: str | None) -> tuple[dict, ...]
     if previous is None:
         return ()
     if not state.responses.enabled:
-        raise ApiError(400, "previous_response_id: this server keeps no responses (it has no database)",
-                       param="previous_response_id")
-    record = await state.responses.get(previous)
-    if record is None:
-        raise ApiError(404, f"no stored response with id {previous!r} (deleted, or stored elsewhere)",
-                       param="previous_response_id")
-    return (*record.input, {"role": "assistant", "content": record.output_text})
+        raise ApiError(400, NOT_KEPT, param="previous_response_id")
+    return previous_turns(previous, await state.responses.get(previous))
 
 
 async def _saving(events: AsyncIterable, reply: ResponsesReply, state: ServerState) -> AsyncIterator:
@@ -104,13 +93,6 @@ async def _saving(events: AsyncIterable, reply: ResponsesReply, state: ServerSta
             record, reply.saved = reply.saved, None
             await state.responses.save(record)
         yield chunk
-
-
-def _settings(ask: ResponseAsk, can_store: bool) -> Settings:
-    """store says whether it is kept: false on a server that keeps none, whatever was asked."""
-    return Settings(instructions=ask.instructions, max_output_tokens=ask.max_output_tokens,
-                    temperature=ask.temperature, top_p=ask.top_p,
-                    previous_response_id=ask.previous_response_id, store=ask.store and can_store)
 
 
 def _id_of(request: Request) -> str:

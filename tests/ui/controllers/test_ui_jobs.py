@@ -376,6 +376,21 @@ def test_a_model_switch_pauses_a_running_job_which_resumes_on_its_own_model_only
     stop_jobs(desk)
 
 
+def test_a_model_switch_pauses_the_servers_batches_before_the_engine_restarts(desk, monkeypatch, tmp_path):
+    """The window's server is told before the engine restarts (its batches pause; their
+    next request would meet the new model) and, once the load ended, which model it serves
+    (the batches of that model go on). The server's side: test_batch_api.py's model switch."""
+    qtbot, hub, server = desk.qtbot, desk.ctx.engines, desk.controllers.server.server
+    told: list = []
+    monkeypatch.setattr(hub._local, "restart", lambda wait=True, settings=None: told.append("restart"))
+    monkeypatch.setattr(server, "model_changing", lambda: told.append("changing"))
+    monkeypatch.setattr(server, "model_settled", lambda name: told.append(("settled", name)))
+    other = tmp_path / "other.gguf"
+    desk.window.model_requested.emit(str(other))  # the model picker's choice
+    qtbot.waitUntil(lambda: ("settled", "other") in told, timeout=10_000)
+    assert told == ["changing", "restart", ("settled", "other")]
+
+
 def test_two_jobs_at_once_share_the_engines_width_but_one(desk, jobs_engine):
     """Before, each job took the width but one (four here, where the engine does not say its
     width): two at once had eight items in the engine and took the chat's sequence."""

@@ -2,7 +2,8 @@
 and `batches` over loopback, on the real model: a batch runs to completed with one
 chat.completion per custom_id (the live route's answer), a bad body fails alone, malformed
 input fails the batch at validation, cancel keeps what finished, and a server stopped
-mid-batch is taken up by the next one with every request answered exactly once."""
+mid-batch is taken up by the next one with every request answered exactly once. A
+/v1/responses batch answers as the live route and keeps its responses for live calls."""
 
 from __future__ import annotations
 
@@ -136,6 +137,56 @@ def test_embeddings_batches_answer_as_the_embeddings_route(shared_engine, tmp_pa
         assert refusal["response"]["body"]["error"]["param"] == "dimensions"
 
 
+def response_line(custom_id: str, text: str, **fields) -> dict:
+    body = {"model": "smollm2", "input": text, "max_output_tokens": 6, "temperature": 0, **fields}
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/responses", "body": body}
+
+
+def test_responses_batches_answer_as_the_live_route_and_keep_what_they_answer(shared_engine, tmp_path):
+    with batch_server(shared_engine, tmp_path) as server:
+        c = client(server)
+        first = c.responses.create(model="smollm2", input="Name a colour.", max_output_tokens=6, temperature=0)
+        lines = [response_line("new", "Say hello."),
+                 response_line("goes-on", "And another?", previous_response_id=first.id),
+                 response_line("unkept", "Say hello.", store=False),
+                 response_line("lost", "Hi", previous_response_id="resp_nothing"),
+                 response_line("tools", "Hi", tools=[{"type": "web_search"}])]
+        batch = c.batches.create(input_file_id=upload(c, lines).id, endpoint="/v1/responses",
+                                 completion_window="24h")
+        done = until_status(c, batch.id, "completed", "failed")
+        assert done.status == "completed", done.errors
+        assert (done.request_counts.completed, done.request_counts.failed) == (3, 2)
+        out = {o["custom_id"]: o["response"]["body"] for o in jsonl_of(c, done.output_file_id)}
+        assert list(out) == ["new", "goes-on", "unkept"]
+        for body in out.values():
+            assert body["object"] == "response" and body["id"].startswith("resp_") and body["model"] == "smollm2"
+            assert body["status"] in ("completed", "incomplete") and body["output"][0]["content"][0]["text"]
+        assert out["goes-on"]["previous_response_id"] == first.id
+        assert (out["new"]["store"], out["unkept"]["store"]) == (True, False)
+
+        def text(body: dict) -> str:
+            return body["output"][0]["content"][0]["text"]
+
+        live = c.responses.create(model="smollm2", input="Say hello.", max_output_tokens=6, temperature=0)
+        assert text(out["new"]) == live.output_text  # greedy: the live route's answer
+        live_on = c.responses.create(model="smollm2", input="And another?", previous_response_id=first.id,
+                                     max_output_tokens=6, temperature=0)
+        assert text(out["goes-on"]) == live_on.output_text  # the stored conversation went before it
+        assert out["goes-on"]["usage"]["input_tokens"] == live_on.usage.input_tokens
+
+        kept = c.responses.retrieve(out["new"]["id"])  # stored: a live call goes on from it
+        assert kept.output_text == text(out["new"])
+        after = c.responses.create(model="smollm2", input="Again.", previous_response_id=kept.id, max_output_tokens=4)
+        assert after.usage.input_tokens > out["new"]["usage"]["input_tokens"]
+        with pytest.raises(openai.NotFoundError):
+            c.responses.retrieve(out["unkept"]["id"])
+
+        errors = {e["custom_id"]: e["response"] for e in jsonl_of(c, done.error_file_id)}
+        assert errors["lost"]["status_code"] == 404
+        assert errors["lost"]["body"]["error"]["param"] == "previous_response_id"
+        assert errors["tools"]["status_code"] == 400 and errors["tools"]["body"]["error"]["param"] == "tools"
+
+
 def test_malformed_input_fails_the_batch_at_validation_and_loses_nothing(shared_engine, tmp_path):
     with batch_server(shared_engine, tmp_path, max_file_bytes=4096) as server:
         c = client(server)
@@ -236,6 +287,51 @@ def test_a_server_stopped_mid_batch_is_taken_up_by_the_next_exactly_once(shared_
         for o in output:  # what the first server answered is kept, not asked again
             if o["custom_id"] in before:
                 assert json.loads(before[o["custom_id"]]) == o["response"]
+
+
+def test_a_model_switch_pauses_the_batch_which_goes_on_only_on_its_own_model(shared_engine, tmp_path):
+    """The app's switch tells its server before the engine restarts. Before, a running batch
+    went on submitting to the engine through the switch: its answers came from two models."""
+    from storage import JobsRepository, open_database
+
+    lines = [request_line(f"m{i}", LONG, max_tokens=32, ignore_eos=True) for i in range(12)]
+    db = open_database(tmp_path / "chorus.db")
+    try:
+        with batch_server(shared_engine, tmp_path) as server:
+            c = client(server)
+            batch = c.batches.create(input_file_id=upload(c, lines).id, endpoint="/v1/chat/completions",
+                                     completion_window="24h")
+            wait_until(lambda: c.batches.retrieve(batch.id).request_counts.completed >= 1, "one answered", 240)
+            server.model_changing()  # as the app's switch does, before the engine restarts
+            jobs = JobsRepository(db)
+            wait_until(lambda: jobs.get(batch.id).status == "paused", "the batch paused", 60)
+            paused = jobs.counts(batch.id)
+            assert paused["pending"] > 0 and paused["done"] < 12, paused
+
+            server.model_settled("gemma-3-270m")  # the load ended on another model: the batch waits
+            assert c.models.list().data[0].id == "gemma-3-270m"
+            assert not _changes(lambda: jobs.counts(batch.id), within=2.0), "it ran on another model"
+            assert c.batches.retrieve(batch.id).status == "in_progress"
+
+            server.model_settled("smollm2")  # its own model back
+            done = until_status(c, batch.id, "completed")
+            assert (done.request_counts.completed, done.request_counts.failed) == (12, 0)
+            assert [o["custom_id"] for o in jsonl_of(c, done.output_file_id)] == [f"m{i}" for i in range(12)]
+    finally:
+        db.close()
+
+
+def _changes(read, within: float) -> bool:
+    """Whether read() gives another value within `within` seconds (a check that something
+    does not happen: the batch thread was woken by the call before, so it had its chance)."""
+    import time
+
+    first, deadline = read(), time.monotonic() + within
+    while time.monotonic() < deadline:
+        if read() != first:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_a_live_chat_takes_a_sequence_from_the_batch_at_once(make_engine, tmp_path):
