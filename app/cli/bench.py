@@ -321,6 +321,8 @@ def _register_jobs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     jbench.add_argument("--window", type=int, default=None,
                         help="the runner's items in flight (default: chorus batch run's alone, "
                              "the desktop's beside the chat)")
+    jbench.add_argument("--rounds", type=int, default=2,
+                        help="engine and job phases each, alternating (engine, job, job, engine, ...)")
     jbench.add_argument("--chat-turns", type=int, default=4, help="turns of the chat typed while the job runs")
     jbench.add_argument("--chat-every", type=float, default=5.0, help="seconds between the chat's turns")
     jbench.add_argument("--chat-max-tokens", type=int, default=32, help="of each chat turn")
@@ -331,7 +333,8 @@ def _jobs(args: argparse.Namespace, base: Path) -> int:
     from app.bench import jobs
     options = jobs.JobsBenchOptions(items=args.items, width=args.width, max_tokens=args.max_tokens,
                                     system_words=args.system_words, window=args.window, chat_turns=args.chat_turns,
-                                    chat_every_s=args.chat_every, chat_max_tokens=args.chat_max_tokens)
+                                    chat_every_s=args.chat_every, chat_max_tokens=args.chat_max_tokens,
+                                    rounds=args.rounds)
     report = jobs.run_jobs_bench(options, settings_from_args(args, resolve_model(args, base)))
     print(jobs.render(report, args.json))
     return 0

@@ -28,7 +28,14 @@ def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
     report = jobs.run_jobs_bench(options, LoadSettings(model_path=model_path))
     engine, job, beside = report["engine"], report["job"], report["job_with_chat"]
     assert engine["generated_tokens"] == 8 * 4 and engine["items_per_s"] > 0
-    for phase in (job, beside):
+    # ABBA: two runs a side, the ratio of their mean rates, one ratio a round
+    assert len(report["engine_runs"]) == len(report["job_runs"]) == report["config"]["rounds"] == 2
+    mean_rate = sum(r["items_per_s"] for r in report["job_runs"]) / 2
+    assert job["items_per_s"] == pytest.approx(mean_rate)
+    assert report["ratio"]["job_vs_engine"] == pytest.approx(mean_rate / engine["items_per_s"])
+    assert len(report["ratio"]["job_vs_engine_by_round"]) == 2
+    assert len({r["job"] for r in report["job_runs"]}) == 2  # a job of its own each time
+    for phase in (*report["job_runs"], beside):
         assert phase["status"] == "completed"
         assert phase["items"] == phase["done"] == phase["written_once"] == phase["items_with_max_tokens"] == 8
         assert phase["failed"] == phase["written_twice_or_more"] == 0
@@ -43,6 +50,7 @@ def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
                                     "chat_decode_at_least_0.95x", "job_keeps_0.5x_during_chat",
                                     "every_item_exactly_once"}
     assert report["goals"]["every_item_exactly_once"] and report["goals"]["prefix_computed_once"]
-    assert all(not math.isnan(v) for k, v in report["ratio"].items() if k != "job_during_chat_vs_alone")
+    assert all(not math.isnan(v) for k, v in report["ratio"].items()
+               if k not in ("job_during_chat_vs_alone", "job_vs_engine_by_round"))
     text = jobs.render(report, as_json=False)
     assert "8/8 done, 8 written once" in text and "goals:" in text
