@@ -55,6 +55,12 @@ class KvCacheManager:
         self._tree = PrefixTree()
         self._state = [SeqState.FREE] * n_seqs
         self._last_used = [0] * n_seqs
+        # The priority of the request an idle sequence last served: idle sequences are
+        # evicted lowest priority first, least recently used among equals. A background job
+        # finishing items every few hundred ms would otherwise evict the KV of the chat the
+        # user types in (idle for the seconds between their messages) at every admission,
+        # and each of the chat's turns computed its whole conversation again.
+        self._kept_priority = [0] * n_seqs
         self._clock = 0
         self._evictions = 0
 
@@ -152,7 +158,7 @@ class KvCacheManager:
         seq = min(idle, key=lambda s: self._last_used[s])
         if self._state.count(SeqState.FREE):
             return None  # copying into a free sequence keeps the idle tail cached too
-        victim = self._lru_idle(protect=holders)
+        victim = self._next_victim(protect=holders)
         if victim is not None and self._tree.exclusive_cells(victim) < self._tree.length(seq) - cached:
             return None  # evicting that one loses fewer cached tokens than this tail
         # Dropping this holder's tail (a finished reply the request answers anew) keeps
@@ -166,7 +172,7 @@ class KvCacheManager:
         for seq, state in enumerate(self._state):
             if state is SeqState.FREE:
                 return seq
-        victim = self._lru_idle(protect)
+        victim = self._next_victim(protect)
         if victim is None:
             return None
         self._evict_idle(victim)
@@ -185,9 +191,10 @@ class KvCacheManager:
         self._backend.seq_rm(seq, self._tree.length(seq), -1)
 
     def make_room(self, n_cells: int, protect: frozenset[int] = frozenset()) -> bool:
-        """Evict idle sequences, least recently used first, until n_cells are free."""
+        """Evict idle sequences (lowest priority, then least recently used, first) until
+        n_cells are free."""
         while self.cells_free < n_cells:
-            victim = self._lru_idle(protect)
+            victim = self._next_victim(protect)
             if victim is None:
                 return False
             self._evict_idle(victim)
@@ -204,7 +211,7 @@ class KvCacheManager:
         return self.n_cells - self._tree.cells_held_by(keep, prefix)
 
     def evict_one(self) -> bool:
-        victim = self._lru_idle(frozenset())
+        victim = self._next_victim(frozenset())
         if victim is None:
             return False
         self._evict_idle(victim)
@@ -212,10 +219,12 @@ class KvCacheManager:
 
     # ----- release -----------------------------------------------------------------
 
-    def release(self, seq: int, keep: bool = True) -> None:
-        """The request on seq ended. keep: leave its KV cached for a later turn."""
+    def release(self, seq: int, keep: bool = True, priority: int = 0) -> None:
+        """The request on seq ended. keep: leave its KV cached for a later turn; priority:
+        the request's (its cells are kept longer than those of lower ones)."""
         if keep and self._tree.length(seq) > 0:
             self._state[seq] = SeqState.IDLE
+            self._kept_priority[seq] = priority
             self._touch(seq)
         else:
             self._evict(seq)
@@ -269,9 +278,10 @@ class KvCacheManager:
             s for s, st in enumerate(self._state) if st is SeqState.IDLE and s not in protect
         ]
 
-    def _lru_idle(self, protect: frozenset[int]) -> int | None:
+    def _next_victim(self, protect: frozenset[int]) -> int | None:
+        """The idle sequence to evict next: the lowest priority's, least recently used first."""
         candidates = self._evictable(protect)
-        return min(candidates, key=lambda s: self._last_used[s]) if candidates else None
+        return min(candidates, key=lambda s: (self._kept_priority[s], self._last_used[s])) if candidates else None
 
     def _truncate(self, seq: int, length: int) -> None:
         if self._tree.length(seq) > length:
@@ -287,3 +297,4 @@ class KvCacheManager:
         self._tree.remove(seq)
         self._backend.seq_rm(seq, 0, -1)
         self._state[seq] = SeqState.FREE
+        self._kept_priority[seq] = 0

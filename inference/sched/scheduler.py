@@ -83,7 +83,7 @@ class Scheduler:
             if request.pin and status is RequestStatus.FINISHED_STOPPED:
                 self.kv.pin(request.seq)
             else:
-                self.kv.release(request.seq, keep=keep_cache)
+                self.kv.release(request.seq, keep=keep_cache, priority=request.priority)
             request.seq = None
 
     # ----- the step ----------------------------------------------------------------
@@ -342,7 +342,7 @@ class Scheduler:
         (from the cache, for those still there)."""
         self.running.remove(req)
         if req.seq is not None:  # every running request holds one
-            self.kv.release(req.seq, keep=keep_cache)
+            self.kv.release(req.seq, keep=keep_cache, priority=req.priority)
         req.seq = None
         req.num_computed = 0
         req.status = RequestStatus.WAITING

@@ -233,6 +233,30 @@ def test_seq_id_shortage_evicts_the_lru_idle_sequence() -> None:
     assert_consistent(kv, ref)
 
 
+def test_idle_sequences_of_lower_priority_are_evicted_before_older_ones_of_higher() -> None:
+    """The chat typed in (priority 10) idles between its turns while a job (priority -1)
+    finishes items: each new item evicts a job's sequence, never the chat's. Before, the
+    chat's, least recently used, went at the first admission and every turn computed the
+    whole conversation again."""
+    kv, ref = make(n_cells=200, n_seqs=3)
+    chat = admit(kv, ref, span(0, 20)).seq
+    kv.release(chat, priority=10)
+    job = admit(kv, ref, span(100, 10)).seq
+    kv.release(job, priority=-1)
+    other = admit(kv, ref, span(300, 10)).seq
+    kv.release(other, priority=1)
+    for item in range(4):  # each the most recent; the chat the oldest all along
+        seq = admit(kv, ref, span(1000 + 100 * item, 10)).seq
+        assert seq == job, "a job's item takes the job's idle sequence"
+        kv.release(seq, priority=-1)
+    assert kv.state(chat) is SeqState.IDLE and kv.seq_tokens(chat) == span(0, 20)
+    assert kv.state(other) is SeqState.IDLE
+    kv.release(admit(kv, ref, span(2000, 10)).seq, priority=-1)
+    assert kv.make_room(175)  # 160 free: the job's 10 cells first, then the tab's; the chat's kept
+    assert [kv.state(s) for s in (chat, other, job)] == [SeqState.IDLE, SeqState.FREE, SeqState.FREE]
+    assert_consistent(kv, ref)
+
+
 def test_make_room_evicts_only_what_is_needed_in_lru_order() -> None:
     kv, ref = make(n_cells=30, n_seqs=4)
     a = finished(kv, ref, span(0, 10))

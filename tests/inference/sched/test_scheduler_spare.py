@@ -135,3 +135,23 @@ def test_other_tabs_and_api_requests_still_share_the_batch_with_spare_work() -> 
     other = sim.add("other", prompt(3, 8), max_tokens=5, priority=PRIORITY_TAB)
     plan = sim.step()
     assert not plan.preempted and {c.request for c in plan.chunks} == {item, other}
+
+
+def test_a_jobs_items_churning_through_the_sequences_leave_the_idle_chats_kv_cached() -> None:
+    """The chat the user types in idles between turns while a job's items finish and new
+    ones are admitted, each needing a sequence: they evict the job's own idle sequences,
+    never the chat's. Before, the chat's (least recently used) went at the first admission
+    and its next turn computed the whole conversation again (bench-jobs: the chat's TTFT
+    beside the job 1.58x of alone on a quiet machine, growing with each turn)."""
+    sim = make_sim(n_seqs=3)
+    first = prompt(1, 40)
+    chat = sim.add("chat", first, max_tokens=4, priority=PRIORITY_VISIBLE_TAB)
+    sim.run(lambda: chat.status.finished)
+    for item in range(6):  # more items than sequences, two at a time
+        pair = [sim.add(f"item{item}{side}", prompt(10 + 2 * item + side, 12), max_tokens=3,
+                        priority=SPARE_PRIORITY) for side in (0, 1)]
+        sim.run(lambda pair=pair: all(r.status.finished for r in pair), max_steps=100)
+    turn = first + chat.output_tokens + prompt(99, 5)  # the next message, after the reply
+    again = sim.add("chat-2", turn, max_tokens=2, priority=PRIORITY_VISIBLE_TAB)
+    sim.run(lambda: again.status.finished)
+    assert again.num_cached >= len(first) + len(chat.output_tokens) - 1  # its conversation from the cache
