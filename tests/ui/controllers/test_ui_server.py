@@ -93,9 +93,11 @@ def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
 
 class _StandInEngines(QObject):
     """What ServerController uses of the engine hub (the main engine and its name) and of its
-    signals (the main engine's state)."""
+    signals (the main engine's state, a switch beginning, a load ending)."""
 
     state_changed = Signal(object)
+    switching = Signal(str)
+    load_progress = Signal(object)
     is_local = True
     model_name = "SmolLM2-135M-Instruct.Q4_1.gguf"
     main = object()  # an engine to serve (a server needs one); no request reaches it here
