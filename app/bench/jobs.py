@@ -31,13 +31,14 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.bench.workload import SENTENCES, TOPICS, common_prefix
 from app.jobs import JobRunner, JobSpec, default_window, new_job, read_rows
-from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Engine, LoadSettings, RequestStats, SamplingParams
+from inference import PRIORITY_VISIBLE_TAB, ChatRequest, Delta, Engine, LoadSettings, RequestStats, SamplingParams
 from storage import ItemResult, JobsRepository, open_database
 
 INSTRUCTIONS = ("Read the question below and answer it in one short sentence, plainly, "
@@ -81,6 +82,26 @@ class _CountingJobs(JobsRepository):
                 self.writes[item_id] = self.writes.get(item_id, 0) + 1
                 self.times.append(time.perf_counter())
         return wrote
+
+
+class _CachedTap:
+    """The engine as the job runner sees it, recording how many prompt tokens each of the
+    job's requests found cached (its last admission's, from the finishing delta's stats)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.cached: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def stream(self, chat: ChatRequest, sink: Callable[[Delta], None]) -> str:
+        def tapped(delta: Delta) -> None:
+            if delta.finished and delta.stats is not None:
+                self.cached.append(delta.stats.cached_tokens)
+            sink(delta)
+
+        return self._engine.stream(chat, tapped)
 
 
 def run_jobs_bench(options: JobsBenchOptions, settings: LoadSettings) -> dict[str, Any]:
@@ -181,6 +202,7 @@ def _engine_phase(engine: Engine, prompts: list[list[int]], sampling: SamplingPa
         raise RuntimeError(f"{len(failed)} engine requests failed: {failed[:3]}")
     generated = sum(r.stats.generated_tokens for r in results if r.stats is not None)
     return {"wall_s": wall, "items_per_s": len(prompts) / wall, "generated_tokens": generated,
+            "cached_per_request": [r.stats.cached_tokens for r in results if r.stats is not None],
             **_engine_figures(engine)}
 
 
@@ -189,12 +211,13 @@ def _job_phase(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpe
     job_id = new_job(jobs, read_rows(csv_path), spec, source=csv_path.name).id
     engine.reset_metrics()
     t0 = time.perf_counter()
-    runner = JobRunner(jobs, engine, job_id, window=options.window or default_window(engine, own_engine=True))
+    tap = _CachedTap(engine)
+    runner = JobRunner(jobs, tap, job_id, window=options.window or default_window(engine, own_engine=True))
     status = runner.run()
     wall = time.perf_counter() - t0
     return {"job": job_id, "window": runner.window, "status": status, "wall_s": wall,
             "items_per_s": options.items / wall, "job_tok_s": options.items * options.max_tokens / wall,
-            **_job_items(jobs, job_id, options), **_engine_figures(engine)}
+            "cached_per_request": tap.cached, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
 
 
 def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpec, options: JobsBenchOptions,
@@ -298,6 +321,17 @@ def distinct_prefix_tokens(prompts: list[list[int]]) -> int:
     return total
 
 
+def shared_prefix_computed(cached_per_request: list[int], shared: int) -> float:
+    """How many times the requests computed the prompts' shared prefix, counted request by
+    request from the tokens each found cached: 1.0 when the first computed it and every
+    other found it whole. What prefix_computations reads from the totals is this plus
+    whatever else a perfect cache would have kept (the questions' shared digits and topics),
+    which over 1,000 prompts adds up to half a prefix of tokens computed elsewhere."""
+    if not shared:
+        return float("nan")
+    return sum(shared - min(cached, shared) for cached in cached_per_request) / shared
+
+
 def _prefix_computations(computed: int, ideal: int, shared: int) -> float:
     """How many times a phase computed the shared prefix: once, plus what it computed beyond
     the ideal in shared prefixes (1.0: once; what it recomputed of anything counts)."""
@@ -311,6 +345,8 @@ def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prom
     ideal = distinct_prefix_tokens(prompts)
     for phase in (*batched_runs, *alone_runs, beside):
         phase["prefix_computations"] = _prefix_computations(phase["prompt_tokens_computed"], ideal, shared)
+    for phase in (*batched_runs, *alone_runs):
+        phase["shared_prefix_computed"] = shared_prefix_computed(phase.pop("cached_per_request"), shared)
     batched, alone = _mean_run(batched_runs), _mean_run(alone_runs)
     ratio: dict[str, Any] = {
         "job_vs_engine": _ratio(alone["items_per_s"], batched["items_per_s"]),
@@ -323,7 +359,7 @@ def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prom
     }
     goals = {
         "job_at_least_0.9x_engine": ratio["job_vs_engine"] >= 0.9,
-        "prefix_computed_once": all(j["prefix_computations"] < 1.5 for j in alone_runs),  # twice: 2.0
+        "prefix_computed_once": all(j["shared_prefix_computed"] < 1.5 for j in alone_runs),  # twice: 2.0
         "chat_ttft_at_most_1.2x": ratio["chat_ttft_beside_job_vs_alone"] <= 1.2,
         "chat_decode_at_least_0.95x": ratio["chat_decode_beside_job_vs_alone"] >= 0.95,
         "job_keeps_0.5x_during_chat": ratio["job_during_chat_vs_alone"] >= 0.5,
@@ -353,6 +389,8 @@ def _mean_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if values:
             mean[key] = statistics.mean(values)
     mean["prefix_computations"] = max(r["prefix_computations"] for r in runs)
+    if all("shared_prefix_computed" in r for r in runs):
+        mean["shared_prefix_computed"] = max(r["shared_prefix_computed"] for r in runs)
     for key in ("done", "written_once"):
         if key in mean:
             mean[key] = min(r[key] for r in runs)
@@ -376,9 +414,11 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"the runner's window {j['window']} alone, {w['window']} beside the chat",
         f"  engine, all at once:   {e['items_per_s']:.2f} items/s ({e['wall_s']:.1f} s; means of {c['rounds']} runs, "
         f"alternating with the job's), "
-        f"shared prefix computed {e['prefix_computations']:.2f}x",
+        f"shared prefix computed {e['shared_prefix_computed']:.2f}x (totals against a perfect cache: "
+        f"{e['prefix_computations']:.2f})",
         f"  job (chorus batch):    {j['items_per_s']:.2f} items/s ({j['wall_s']:.1f} s), "
-        f"shared prefix computed {j['prefix_computations']:.2f}x; {j['done']}/{j['items']} done, "
+        f"shared prefix computed {j['shared_prefix_computed']:.2f}x (totals: {j['prefix_computations']:.2f}); "
+        f"{j['done']}/{j['items']} done, "
         f"{j['written_once']} written once, {j['written_twice_or_more']} more than once",
         f"  chat alone:            TTFT {alone['ttft_median_s'] * 1000:.0f} ms, "
         f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['before']['turns']} turns before the "

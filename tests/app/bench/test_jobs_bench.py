@@ -9,7 +9,7 @@ import math
 import pytest
 
 from app.bench import jobs
-from app.bench.jobs import _prefix_computations, distinct_prefix_tokens
+from app.bench.jobs import _prefix_computations, distinct_prefix_tokens, shared_prefix_computed
 from inference import LoadSettings
 
 
@@ -19,6 +19,12 @@ def test_the_shared_prefix_is_counted_against_what_a_perfect_cache_computes():
     assert ideal == 4 + 1 + 1 + 1 + 2  # the shared 4, then 10 once, 7, 8, and 11 12
     assert _prefix_computations(ideal, ideal, 4) == 1.0
     assert _prefix_computations(ideal + 4, ideal, 4) == 2.0  # the shared prefix a second time
+
+
+def test_the_shared_prefix_is_counted_request_by_request_from_what_each_found_cached():
+    assert shared_prefix_computed([0, 221, 230, 221], 221) == 1.0  # the first computed it, the rest found it
+    assert shared_prefix_computed([0, 0, 221], 221) == 2.0  # two computed it whole
+    assert shared_prefix_computed([0, 200, 221], 221) == pytest.approx(1 + 21 / 221)  # 21 tokens again
 
 
 @pytest.mark.model
@@ -42,6 +48,8 @@ def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
     assert (job["window"], beside["window"]) == (2 * 4, 4 - 1)  # chorus batch run's, the desktop's
     assert job["max_batch_seqs"] <= 4 and engine["max_batch_seqs"] <= 4
     assert job["prefix_computations"] < 1.5  # the system prompt and instructions once (twice: 2.0)
+    for run in report["job_runs"] + report["engine_runs"]:  # counted request by request too
+        assert 1.0 <= run["shared_prefix_computed"] < 1.5
     assert report["config"]["shared_prefix_tokens"] > 40
     alone = report["chat_alone"]
     assert alone["before"]["turns"] == alone["after"]["turns"] == beside["chat"]["turns"] == 2
