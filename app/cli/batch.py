@@ -21,10 +21,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verbs = batch.add_subparsers(dest="batch_command")
     run = add_command(verbs, "run", run_batch, help="run (or resume, with --job) a job")
     add_model_args(run)
-    run.add_argument("input", nargs="?", help="CSV (header row) or JSONL file: one item a row")
+    run.add_argument("input", nargs="?", help="CSV (header row) or JSONL file: one item a row; a column "
+                                              "@seed, @temperature, ... sets that for its row")
     source = run.add_mutually_exclusive_group()
     source.add_argument("--template", help="file holding the prompt template ($column or ${column})")
     source.add_argument("--prompt", help="the prompt template itself")
+    run.add_argument("--seeds", type=int, metavar="N",
+                     help="instead of INPUT: the prompt N times, with seeds 1..N (and --temperature)")
+    run.add_argument("--temperature", type=float, default=None, help="the job's temperature (default: the engine's)")
     run.add_argument("--system", default="", help="system prompt")
     run.add_argument("--schema", help="JSON Schema file every answer must follow")
     run.add_argument("--max-tokens", type=int, default=256)
@@ -57,7 +61,17 @@ def _fail(message: str) -> int:
 
 
 def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
-    from app.jobs import InputError, JobRunner, JobSpec, default_window, export, model_name, new_job, read_rows
+    from app.jobs import (
+        InputError,
+        JobRunner,
+        JobSpec,
+        default_window,
+        export,
+        model_name,
+        new_job,
+        read_rows,
+        seed_rows,
+    )
     from app.output_schema import SchemaRefused
     from inference import Engine, ModelLoadError
 
@@ -74,12 +88,18 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             if spec.model and args.model is None:
                 args.model = spec.model  # resumed on the model it ran on
         else:
-            if not args.input or not (args.template or args.prompt):
-                return _fail("batch run needs INPUT and --template or --prompt (or --job to resume)")
+            if not (args.input or args.seeds is not None) or not (args.template or args.prompt):
+                return _fail("batch run needs INPUT (or --seeds N) and --template or --prompt (or --job to resume)")
+            if args.input and args.seeds is not None:
+                return _fail("batch run takes INPUT or --seeds N, not both (a column @seed gives each row its own)")
+            if args.seeds is not None and args.seeds < 1:
+                return _fail(f"--seeds must be at least 1, got {args.seeds}")
             template = Path(args.template).read_text(encoding="utf-8") if args.template else args.prompt
             schema = json.loads(Path(args.schema).read_text(encoding="utf-8")) if args.schema else None
-            spec = JobSpec(template=template, system_prompt=args.system, sampling={"max_tokens": args.max_tokens},
-                           json_schema=schema)
+            sampling: dict = {"max_tokens": args.max_tokens}
+            if args.temperature is not None:
+                sampling["temperature"] = args.temperature
+            spec = JobSpec(template=template, system_prompt=args.system, sampling=sampling, json_schema=schema)
             spec.grammar()  # a schema the engine cannot enforce is refused now, as the server refuses it
         model = resolve_model(args, data_dir)
         if args.job:
@@ -88,7 +108,9 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
                              "leave --model out to resume it on its own")
         else:
             spec = replace(spec, model=str(model))
-            job_id = new_job(jobs, read_rows(Path(args.input)), spec, source=Path(args.input).name).id
+            rows, source = ((seed_rows(args.seeds), f"{args.seeds} seeds") if args.seeds is not None
+                            else (read_rows(Path(args.input)), Path(args.input).name))
+            job_id = new_job(jobs, rows, spec, source=source).id
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
     except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused) as exc:

@@ -1,16 +1,26 @@
 """What a job asks: a prompt template filled with each row's columns, a system prompt,
-sampling and an optional JSON Schema; the chat request one item becomes."""
+sampling and an optional JSON Schema; the chat request one item becomes.
+
+A column named `@` and a sampling field (`@seed`, `@temperature`, `@top_p`, `@max_tokens`...)
+sets that field for its row's item over the job's: one prompt tried with 10 seeds is 10 rows
+of `@seed` (`seed_rows`), 4 presets are 4 rows of `@temperature` and `@top_p`. The `@` keeps
+them apart from the data's own columns (a weather table's "temperature" is a column, not a
+setting), and a template cannot name them ($-names have no `@`)."""
 
 from __future__ import annotations
 
 import string
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePath
+from typing import Any
 
 from app.output_schema import enforced_grammar
-from inference import SPARE_PRIORITY, ChatRequest, SamplingParams
+from inference import SAMPLING_FIELDS, SPARE_PRIORITY, ChatRequest, RequestError, SamplingParams
+from storage import ItemInput
 
 SCHEMA_WHERE = "json_schema"  # how a refused schema's path starts: "json_schema.properties.age uses 'not'..."
+SETTING = "@"  # a column naming a sampling field: "@seed"
+SETTABLE = {f.name: f.kind for f in SAMPLING_FIELDS}
 
 
 class ItemError(ValueError):
@@ -56,11 +66,62 @@ class JobSpec:
         first. grammar: self.grammar(), compiled once by the caller for every item."""
         messages: list[dict] = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": self.prompt(row)})
-        sampling = SamplingParams(**self.sampling)
+        sampling = row_sampling(SamplingParams(**self.sampling), row)
         if self.json_schema is not None:
             sampling = replace(sampling, grammar=grammar if grammar is not None else self.grammar())
         return ChatRequest(messages=tuple(messages), sampling=sampling, priority=SPARE_PRIORITY,
                            request_id=request_id)
+
+
+def row_sampling(sampling: SamplingParams, row: dict) -> SamplingParams:
+    """sampling with the row's @-columns over it; ItemError naming a column that is no
+    sampling field or a value out of the field's bounds."""
+    settings: dict[str, Any] = {}
+    for column, value in row.items():
+        if not column.startswith(SETTING):
+            continue
+        name = column[len(SETTING):]
+        kind = SETTABLE.get(name)
+        if kind is None:
+            raise ItemError(f"column {column}: {name!r} is not a sampling setting "
+                            f"(one of {', '.join(sorted(SETTABLE))})")
+        settings[name] = _setting(column, value, kind)
+    if not settings:
+        return sampling
+    sampling = replace(sampling, **settings)
+    try:
+        sampling.validate()
+    except RequestError as bad:
+        raise ItemError(f"this row's settings: {bad}") from None
+    return sampling
+
+
+def _setting(column: str, value: Any, kind: type) -> Any:
+    """A CSV cell (text) or a JSONL value as the field's type."""
+    if value is None or value == "":
+        raise ItemError(f"column {column} is empty")
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).strip().lower() not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            return str(value).strip().lower() in ("true", "1")
+        if kind is int:
+            number = float(value)
+            if not number.is_integer():
+                raise ValueError(value)
+            return int(number)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ItemError(f"column {column}: {value!r} is not a {kind.__name__}") from None
+
+
+def seed_rows(count: int, first: int = 1) -> list[ItemInput]:
+    """One prompt tried with count seeds: rows of @seed first, first + 1, ..."""
+    if count < 1:
+        raise ValueError(f"the number of seeds must be at least 1, got {count}")
+    return [ItemInput(fields={SETTING + "seed": first + i}) for i in range(count)]
 
 
 def model_name(model: str) -> str:
