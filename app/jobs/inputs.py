@@ -1,5 +1,6 @@
-"""An input file's rows as job items: CSV (a header row names the columns) or JSONL (one
-object a line). A broken row becomes an item already failed with its reason; the rest go on."""
+"""An input's rows as job items: CSV (a header row names the columns), JSONL (one object a
+line), or a folder (one item a file, its text attached to the prompt). A broken row becomes
+an item already failed with its reason; the rest go on."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 import json
 from pathlib import Path
 
+from app.jobs.spec import DOCUMENT
 from storage import ItemInput
 
 MAX_INPUT_BYTES = 200 * 1024 * 1024
@@ -18,6 +20,8 @@ class InputError(ValueError):
 
 
 def read_rows(path: Path) -> list[ItemInput]:
+    if path.is_dir():
+        return folder_rows(path)
     size = path.stat().st_size
     if size > MAX_INPUT_BYTES:
         raise InputError(f"{path.name}: {size} bytes, over the {MAX_INPUT_BYTES}-byte limit")
@@ -26,7 +30,17 @@ def read_rows(path: Path) -> list[ItemInput]:
         return csv_rows(text)
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return jsonl_rows(text)
-    raise InputError(f"{path.name}: not a .csv or .jsonl file")
+    raise InputError(f"{path.name}: not a .csv or .jsonl file, nor a folder")
+
+
+def folder_rows(folder: Path) -> list[ItemInput]:
+    """Every file of a folder (not its subfolders, not hidden files), by name: an item each,
+    its name the column `file`, the file itself read when the item runs and attached to its
+    prompt (a file Chorus cannot read fails its item with the reason; the others go on)."""
+    files = sorted((p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")), key=lambda p: p.name)
+    if not files:
+        raise InputError(f"{folder.name}: the folder holds no file")
+    return [ItemInput(fields={"file": p.name, DOCUMENT: str(p.resolve())}) for p in files]
 
 
 def csv_rows(text: str) -> list[ItemInput]:

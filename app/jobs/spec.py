@@ -14,12 +14,14 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
+from app.documents import system_block
 from app.output_schema import enforced_grammar
 from inference import SAMPLING_FIELDS, SPARE_PRIORITY, ChatRequest, RequestError, SamplingParams
 from storage import ItemInput
 
 SCHEMA_WHERE = "json_schema"  # how a refused schema's path starts: "json_schema.properties.age uses 'not'..."
 SETTING = "@"  # a column naming a sampling field: "@seed"
+DOCUMENT = "@document"  # a folder's item: the file whose text its prompt carries (inputs.folder_rows)
 SETTABLE = {f.name: f.kind for f in SAMPLING_FIELDS}
 
 
@@ -61,10 +63,14 @@ class JobSpec:
         enforced, in the words the server uses for response_format (app/output_schema.py)."""
         return None if self.json_schema is None else enforced_grammar(self.json_schema, SCHEMA_WHERE)
 
-    def request(self, row: dict, request_id: str, grammar: str | None = None) -> ChatRequest:
+    def request(self, row: dict, request_id: str, grammar: str | None = None,
+                document: str | None = None) -> ChatRequest:
         """The item as a chat request, at the engine's spare-capacity priority: any chat goes
-        first. grammar: self.grammar(), compiled once by the caller for every item."""
-        messages: list[dict] = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        first. grammar: self.grammar(), compiled once by the caller for every item; document:
+        the item's file as the model reads it (render_document), after the system prompt, as
+        a chat's attachment goes (so the system prompt stays a prefix every item shares)."""
+        system = system_block(self.system_prompt, document) if document is not None else self.system_prompt
+        messages: list[dict] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": self.prompt(row)})
         sampling = row_sampling(SamplingParams(**self.sampling), row)
         if self.json_schema is not None:
@@ -78,7 +84,7 @@ def row_sampling(sampling: SamplingParams, row: dict) -> SamplingParams:
     sampling field or a value out of the field's bounds."""
     settings: dict[str, Any] = {}
     for column, value in row.items():
-        if not column.startswith(SETTING):
+        if not column.startswith(SETTING) or column == DOCUMENT:
             continue
         name = column[len(SETTING):]
         kind = SETTABLE.get(name)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Protocol
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
-from app.jobs.spec import ItemError, JobSpec
+from app.documents import DocumentError, extract_document, render_document
+from app.jobs.spec import DOCUMENT, ItemError, JobSpec
 from inference import ChatRequest, Delta, FinishReason
 from storage import ItemRecord, ItemResult
 
@@ -47,9 +49,19 @@ class TemplateWork:
         try:
             if self.spec.json_schema is not None and self._grammar is None:
                 self._grammar = self.spec.grammar()
-            return TextRun(self.spec.request(item.fields, request_id, self._grammar), self._check)
-        except (ItemError, ValueError) as bad:  # SchemaRefused too: every item says why
+            document = attached(item.fields[DOCUMENT]) if DOCUMENT in item.fields else None
+            return TextRun(self.spec.request(item.fields, request_id, self._grammar, document), self._check)
+        except (ItemError, DocumentError, ValueError) as bad:  # SchemaRefused too: every item says why
             return ItemResult(answer=None, finish_reason=None, error=str(bad))
+
+
+def attached(path: str) -> str:
+    """A folder item's file as the model reads it, read when its item runs (once: a retried
+    item reads it again, from the file as it is then). DocumentError says why it cannot be."""
+    document = extract_document(Path(path))
+    if document.is_image:
+        raise DocumentError(f"{document.name}: an image; a job attaches documents, not images")
+    return render_document(document.name, document.text, document.pages)
 
 
 class AnswerCheck:

@@ -127,6 +127,33 @@ def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels
     stop_jobs(desk)
 
 
+def test_a_job_over_a_folder_attaches_each_file_to_its_items_prompt(desk, jobs_engine, tmp_path, monkeypatch):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "harbour.md").write_text("Boats came in before the storm.\n", encoding="utf-8")
+    (folder / "lamp.txt").write_text("The keeper lit the lamp at dusk.\n", encoding="utf-8")
+    window = open_jobs(desk)
+    chosen: list = []
+    monkeypatch.setattr("ui.widgets.jobs.new_job_dialog.open_folder_dialog",
+                        lambda parent, caption, picked: chosen.append(caption) or picked(str(folder)))
+    qtbot.mouseClick(window.buttons["new"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: jobs.dialog is not None and jobs.dialog.isVisible())
+    dialog = jobs.dialog
+    qtbot.mouseClick(dialog.folder_button, Qt.MouseButton.LeftButton)  # the folder chooser's answer
+    assert chosen and dialog.path_edit.text() == str(folder)
+    qtbot.keyClicks(dialog.template_edit, "Summarise $file.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
+    by_prompt = {c.messages[-1]["content"]: c.messages[0]["content"] for c in jobs_engine.chats}
+    assert set(by_prompt) == {"Summarise harbour.md.", "Summarise lamp.txt."}
+    assert '<document name="lamp.txt">' in by_prompt["Summarise lamp.txt."]
+    assert "lit the lamp at dusk" in by_prompt["Summarise lamp.txt."]
+    assert "lamp" not in by_prompt["Summarise harbour.md."]  # each item its own file
+    stop_jobs(desk)
+
+
 def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
     qtbot, jobs = desk.qtbot, desk.controllers.jobs
     people = tmp_path / "people.csv"

@@ -40,3 +40,15 @@ def open_files_dialog(parent: QWidget, caption: str, filters: str,
     dialog.filesSelected.connect(lambda paths: chosen(list(paths)) if paths else None)
     dialog.open()
     return dialog
+
+
+def open_folder_dialog(parent: QWidget, caption: str, chosen: Callable[[str], None],
+                       directory: str = "") -> QFileDialog:
+    """A window-modal dialog for an existing folder; chosen(path) when accepted."""
+    dialog = QFileDialog(parent, caption, directory)
+    dialog.finished.connect(dialog.deleteLater)
+    dialog.setFileMode(QFileDialog.FileMode.Directory)
+    dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+    dialog.fileSelected.connect(lambda path: chosen(path) if path else None)
+    dialog.open()
+    return dialog

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.jobs import JobForm, Preview
-from ui.widgets.common.file_dialogs import open_file_dialog
+from ui.widgets.common.file_dialogs import open_file_dialog, open_folder_dialog
 
 INPUT_FILTERS = "Rows (*.csv *.jsonl *.ndjson);;CSV (*.csv);;JSON Lines (*.jsonl *.ndjson)"
 SCHEMA_FILTERS = "JSON Schema (*.json);;All files (*)"
@@ -39,14 +39,19 @@ class NewJobDialog(QDialog):
         self.setWindowTitle("New job")
         self.resize(640, 640)
         self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("A CSV file (its first row names the columns) or a JSONL file")
+        self.path_edit.setPlaceholderText("A CSV file (its first row names the columns), a JSONL file, or a folder "
+                                          "(an item a file: $file)")
         self.path_edit.setAccessibleName("Input file")
         self.path_edit.editingFinished.connect(lambda: self.file_chosen.emit(self.path_edit.text().strip()))
         self.browse_button = QPushButton("Browse…")
         self.browse_button.clicked.connect(self.browse)
+        self.folder_button = QPushButton("Folder…")
+        self.folder_button.setToolTip("Every file of a folder: an item each, the file attached to its prompt")
+        self.folder_button.clicked.connect(self.browse_folder)
         path_row = QHBoxLayout()
         path_row.addWidget(self.path_edit, 1)
         path_row.addWidget(self.browse_button)
+        path_row.addWidget(self.folder_button)
         self.template_edit = QPlainTextEdit()
         self.template_edit.setPlaceholderText("Write a one-line greeting for $name from $city.")
         self.template_edit.setAccessibleName("Prompt template")
@@ -97,6 +102,9 @@ class NewJobDialog(QDialog):
 
     def browse(self) -> None:
         open_file_dialog(self, "Choose the job's input", INPUT_FILTERS, lambda path, _f: self.choose(path))
+
+    def browse_folder(self) -> None:
+        open_folder_dialog(self, "Choose a folder: an item for each file in it", self.choose)
 
     def browse_schema(self) -> None:
         open_file_dialog(self, "Choose a JSON Schema", SCHEMA_FILTERS,
