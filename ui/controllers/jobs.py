@@ -27,9 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication
 
 from app.jobs import (
     CANCELLED,
+    COMPLETED,
     PAUSED,
     DeleteRefused,
     InputError,
@@ -233,11 +235,20 @@ class JobsController:
             self.ctx.window.statusBar().showMessage(
                 f"Job {job_id} {status}: {counts['done']} done, {counts['failed']} failed, "
                 f"{counts['pending']} pending", STATUS_MESSAGE_MS)
+            if status == COMPLETED:  # the end the user waits for, perhaps in another window
+                self._alert()
 
         self.ctx.storage.run(lambda: jobs.counts(job_id), said)
         self.refresh()
         if self.window is not None and self.window.selected_id() == job_id:
             self._list_failed(job_id)
+
+    def _alert(self) -> None:
+        """A job ran to its end: the window asks for attention (the taskbar entry flashes or
+        bounces, as the desktop does it) unless it or the Jobs window is the one in front."""
+        active = QApplication.activeWindow()
+        if active is None or active not in (self.ctx.window, self.window):
+            QApplication.alert(self.ctx.window)
 
     def stop(self, job_id: str, stop: str) -> None:
         """Pause or cancel: a running job hands back its requests (they stay pending); a job

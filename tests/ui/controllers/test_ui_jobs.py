@@ -154,6 +154,36 @@ def test_a_job_over_a_folder_attaches_each_file_to_its_items_prompt(desk, jobs_e
     stop_jobs(desk)
 
 
+def test_a_job_that_runs_to_its_end_asks_for_attention_unless_the_window_is_in_front(desk, jobs_engine, tmp_path,
+                                                                                       monkeypatch):
+    """The notification when a job ends (issue 37): the desktop's own way, the taskbar entry
+    flashing (QApplication.alert), when neither the window nor its Jobs window is in front."""
+    from PySide6.QtWidgets import QApplication
+
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    alerts: list = []
+    monkeypatch.setattr(QApplication, "alert", staticmethod(lambda widget, ms=0: alerts.append(widget)))
+    elsewhere = [None]  # another application in front: Qt has no active window of ours
+    monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: elsewhere[0]))
+    people = tmp_path / "people.csv"
+    people.write_text("name\nAda\n", encoding="utf-8")
+    window = open_jobs(desk)
+    for asked, (front, expected) in enumerate(((None, [desk.window]), (window, [])), 1):
+        alerts.clear()
+        elsewhere[0] = front
+        dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
+        qtbot.waitUntil(dialog.start_button.isEnabled)
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda asked=asked: len(jobs_engine.requests) == asked)
+        request_id = jobs_engine.requests[-1]
+        jobs_engine.write(request_id, "Hi Ada", tokens=2)
+        jobs_engine.end(request_id)
+        qtbot.waitUntil(lambda: "completed: 1 done" in desk.window.statusBar().currentMessage(), timeout=10_000)
+        assert alerts == expected
+        desk.window.statusBar().clearMessage()
+    stop_jobs(desk)
+
+
 def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
     qtbot, jobs = desk.qtbot, desk.controllers.jobs
     people = tmp_path / "people.csv"
