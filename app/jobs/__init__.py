@@ -1,6 +1,7 @@
 """Background jobs (issue 37): a prompt template applied to every row of a CSV/JSONL file,
 run on the engine's spare capacity and stored item by item (storage.JobsRepository). Qt-free."""
 
+from app.jobs.as_chat import NotAChat, item_chat
 from app.jobs.deletion import DeleteRefused, delete_job, owned_files
 from app.jobs.form import JobForm, Preview, PreviewLine, preview
 from app.jobs.inputs import InputError, read_rows
@@ -12,6 +13,6 @@ from app.jobs.spec import ItemError, JobSpec, model_name, seed_rows
 from app.jobs.work import ItemRun, TemplateWork, Work, text_result
 
 __all__ = ["CANCELLED", "COMPLETED", "PAUSED", "RUNNING", "DeleteRefused", "InputError", "ItemError", "ItemRun",
-           "JobForm", "JobRate", "JobRunner", "JobSlots", "JobSpec", "JobView", "Preview", "PreviewLine", "SerialJobs",
-           "TemplateWork", "Work", "default_window", "delete_job", "duration_text", "export", "job_view", "model_name",
-           "new_job", "owned_files", "preview", "read_rows", "seed_rows", "text_result"]
+           "JobForm", "JobRate", "JobRunner", "JobSlots", "JobSpec", "JobView", "NotAChat", "Preview", "PreviewLine",
+           "SerialJobs", "TemplateWork", "Work", "default_window", "delete_job", "duration_text", "export", "item_chat",
+           "job_view", "model_name", "new_job", "owned_files", "preview", "read_rows", "seed_rows", "text_result"]

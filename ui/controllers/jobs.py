@@ -40,9 +40,11 @@ from app.jobs import (
     JobRunner,
     JobSpec,
     JobView,
+    NotAChat,
     SerialJobs,
     delete_job,
     export,
+    item_chat,
     job_view,
     model_name,
     new_job,
@@ -127,7 +129,8 @@ class JobsController:
             window.retry_requested.connect(self.retry_failed)
             window.export_requested.connect(self.export)
             window.delete_requested.connect(self.delete)
-            window.selected.connect(self._list_failed)
+            window.selected.connect(self._list_items)
+            window.open_item_requested.connect(self.open_item)
             self.timer = QTimer(window)
             self.timer.setInterval(LIST_EVERY_MS)
             self.timer.timeout.connect(lambda: self.refresh() if window.isVisible() else None)
@@ -155,14 +158,39 @@ class JobsController:
         run = self.runs.get(job.id)
         return job_view(job, counts, run is not None, run.rate if run is not None else None)
 
-    def _list_failed(self, job_id: str) -> asyncio.Task:
+    def _list_items(self, job_id: str) -> asyncio.Task:
+        """The selected job's answers and failed items (read on the storage thread)."""
         jobs = self.jobs
 
-        def failed() -> list:
-            return [item for item in jobs.items(job_id) if item.state == "failed"]
+        def listed(items: list) -> None:
+            if self.window is not None:
+                self.window.set_answers(job_id, [item for item in items if item.state == "done"])
+                self.window.set_failed(job_id, [item for item in items if item.state == "failed"])
 
-        return self.ctx.storage.run(failed, lambda items: self.window.set_failed(job_id, items)
-                                    if self.window is not None else None)
+        return self.ctx.storage.run(lambda: jobs.items(job_id), listed)
+
+    def open_item(self, job_id: str, item_id: int) -> asyncio.Task:
+        """An answered item as a chat of its own, opened in a tab (to go on from its answer)."""
+        jobs, repo = self.jobs, self.ctx.repo
+
+        def made() -> int | str:
+            job = jobs.get(job_id)
+            item = next((i for i in jobs.items(job_id) if i.id == item_id), None)
+            if job is None or item is None:
+                return f"Job {job_id} or its item is gone"
+            try:
+                return item_chat(repo, job, item)
+            except NotAChat as exc:
+                return str(exc)
+
+        def opened(outcome: int | str) -> None:
+            if isinstance(outcome, str):
+                self._say(outcome)
+                return
+            self.ctx.events.conversations_changed.emit()
+            self.ctx.window.open_requested.emit(outcome)
+
+        return self.ctx.storage.run(made, opened)
 
     # ----- running ------------------------------------------------------------------------
 
@@ -241,7 +269,7 @@ class JobsController:
         self.ctx.storage.run(lambda: jobs.counts(job_id), said)
         self.refresh()
         if self.window is not None and self.window.selected_id() == job_id:
-            self._list_failed(job_id)
+            self._list_items(job_id)
 
     def _alert(self) -> None:
         """A job ran to its end: the window asks for attention (the taskbar entry flashes or

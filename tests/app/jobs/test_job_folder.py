@@ -71,3 +71,26 @@ def test_chorus_batch_run_over_a_folder_answers_each_file_and_lists_the_one_it_c
     for name in ("a-harbour.txt", "b-lighthouse.md"):
         assert results[name]["state"] == "done" and results[name]["answer"]
         assert results[name]["prompt_tokens"] > 30  # the template alone is a dozen tokens: the file went in
+
+
+def test_a_folder_items_answer_opens_as_a_chat_with_its_file_attached_to_the_question(tmp_path, repo):
+    from app.jobs import NotAChat, item_chat
+    from storage import JobRecord
+
+    rows = read_rows(folder_of(tmp_path))
+    spec = JobSpec(template="Summarise $file.", model="/models/SmolLM2.gguf")
+    job = JobRecord(id="job_1", kind="template", status="completed", spec=spec.to_json(), source="notes")
+    done = ItemRecord(id=2, job_id="job_1", seq=1, custom_id=None, fields=rows[1].fields, state="done",
+                      answer="A keeper lights a lamp.")
+    conv_id = item_chat(repo, job, done)
+    path = repo.active_path(conv_id)
+    assert path.conversation.title == "notes · row 2" and path.conversation.model_ref == "SmolLM2.gguf"
+    question, answer = path.messages
+    assert (question.role, question.content, answer.role, answer.content) == (
+        "user", "Summarise b-lighthouse.md.", "assistant", "A keeper lights a lamp.")
+    assert [a.name for a in path.attachments[question.id]] == ["b-lighthouse.md"]
+    with pytest.raises(NotAChat, match="no answer"):
+        item_chat(repo, job, ItemRecord(id=3, job_id="job_1", seq=2, custom_id=None, fields={}, state="failed"))
+    batch = JobRecord(id="batch_1", kind="openai", status="completed", spec={}, source="in.jsonl")
+    with pytest.raises(NotAChat, match="output file"):
+        item_chat(repo, batch, done)

@@ -184,6 +184,37 @@ def test_a_job_that_runs_to_its_end_asks_for_attention_unless_the_window_is_in_f
     stop_jobs(desk)
 
 
+def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    people = tmp_path / "people.csv"
+    people.write_text("name\nAda\nAlan\n", encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
+    qtbot.keyClicks(dialog.system_edit, "Be warm.")
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
+    job_id = window.views[0].id
+    for request_id, answer in zip(jobs_engine.requests, ("Hi Ada!", "Hello Alan.")):
+        jobs_engine.write(request_id, answer, tokens=2)
+        jobs_engine.end(request_id)
+    qtbot.waitUntil(lambda: state_of(window, job_id) == "completed", timeout=10_000)
+    table = window.answers_table
+    qtbot.waitUntil(lambda: table.rowCount() == 2)
+    assert [table.item(1, c).text() for c in range(3)] == ["2", "name=Alan", "Hello Alan."]
+    assert window.item_tabs.tabText(0) == "Answers (2)"
+    table.setFocus()
+    table.setCurrentCell(1, 2)
+    qtbot.keyClick(table, Qt.Key.Key_Return)  # Enter opens the answer as a chat
+    qtbot.waitUntil(lambda: any(c.title == "people.csv · row 2" for c in desk.repo.list_conversations()))
+    conv = next(c for c in desk.repo.list_conversations() if c.title == "people.csv · row 2")
+    path = desk.repo.active_path(conv.id).messages
+    assert [(m.role, m.content) for m in path] == [("system", "Be warm."), ("user", "Say hi to Alan."),
+                                                  ("assistant", "Hello Alan.")]
+    qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None)  # open in a tab, to go on from it
+    stop_jobs(desk)
+
+
 def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
     qtbot, jobs = desk.qtbot, desk.controllers.jobs
     people = tmp_path / "people.csv"

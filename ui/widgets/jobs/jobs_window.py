@@ -1,7 +1,8 @@
 """Chat → Jobs…: the chat database's background jobs (app/jobs), one row each (job, input,
 state, done/failed/total, items a minute and time left while one runs), and for the one
 selected a progress bar, its actions (Pause, Resume, Cancel, Retry failed, Export…, Delete…,
-also the Delete key, after a confirmation) and its failed items with their errors. Not
+also the Delete key, after a confirmation), its answers (Enter or a double-click opens one as
+a chat, to go on from it) and its failed items with their errors. Not
 modal: it stays open beside the chats and follows the jobs live. It shows and asks; the
 controller (ui/controllers/jobs.py) does."""
 
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -31,6 +33,7 @@ from ui.widgets.common.file_dialogs import open_file_dialog
 COLUMNS = ("Job", "Input", "Model", "State", "Progress", "Rate", "Time left")
 PROGRESS_COLUMN = COLUMNS.index("Progress")
 EXPORT_FILTERS = "JSON Lines (*.jsonl);;CSV (*.csv)"  # chorus batch export's formats
+MAX_ANSWERS = 1000  # listed for the selected job (Export… writes them all)
 
 
 class JobsWindow(QDialog):
@@ -42,6 +45,7 @@ class JobsWindow(QDialog):
     export_requested = Signal(str, str)  # job id, path (.jsonl or .csv)
     selected = Signal(str)  # a job was selected: list its failed items
     delete_requested = Signal(str)  # confirmed: delete the job (a running one is cancelled first)
+    open_item_requested = Signal(str, int)  # job id, item id: open that answer as a chat
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -95,14 +99,24 @@ class JobsWindow(QDialog):
         failed_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
         failed_header.setStretchLastSection(True)
         self.failed_table.setColumnWidth(1, 260)
+        self.answers_table = _item_table(("Row", "Input", "Answer"), "Answers")
+        self.answers_table.setToolTip("Enter or a double-click opens the answer as a chat")
+        self.answers_table.itemActivated.connect(self._answer_activated)
+        failed_page = QWidget()
+        failed_layout = QVBoxLayout(failed_page)
+        failed_layout.setContentsMargins(0, 0, 0, 0)
+        failed_layout.addWidget(self.failed_label)
+        failed_layout.addWidget(self.failed_table)
+        self.item_tabs = QTabWidget()
+        self.item_tabs.addTab(self.answers_table, "Answers")
+        self.item_tabs.addTab(failed_page, "Failed")
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 3)
         layout.addWidget(self.empty_label)
         layout.addWidget(self.detail_label)
         layout.addWidget(self.progress)
         layout.addLayout(row)
-        layout.addWidget(self.failed_label)
-        layout.addWidget(self.failed_table, 2)
+        layout.addWidget(self.item_tabs, 2)
         self._update_buttons()
 
     # ----- what the controller shows ------------------------------------------------------
@@ -146,6 +160,31 @@ class JobsWindow(QDialog):
                 cell.setToolTip(text)
                 self.failed_table.setItem(index, column, cell)
         self.failed_label.setText(f"Failed items ({len(items)})" if items else "Failed items: none")
+        self.item_tabs.setTabText(1, f"Failed ({len(items)})" if items else "Failed")
+
+    def set_answers(self, job_id: str, items: list[ItemRecord]) -> None:
+        """The selected job's answered items, in order (the first MAX_ANSWERS)."""
+        if job_id != self.selected_id():
+            return
+        shown = items[:MAX_ANSWERS]
+        self.answers_table.setRowCount(len(shown))
+        for index, item in enumerate(shown):
+            fields = ", ".join(f"{k}={v}" for k, v in item.fields.items() if not k.startswith("@"))
+            answer = " ".join((item.answer or "").split())
+            for column, text in enumerate((str(item.seq + 1), fields, answer)):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(text[:2000])
+                if column == 0:
+                    cell.setData(Qt.ItemDataRole.UserRole, item.id)
+                self.answers_table.setItem(index, column, cell)
+        more = f" (the first {MAX_ANSWERS:,})" if len(items) > MAX_ANSWERS else ""
+        self.item_tabs.setTabText(0, f"Answers ({len(items):,}{more})" if items else "Answers")
+
+    def _answer_activated(self, cell: QTableWidgetItem) -> None:
+        chosen = self.selected_id()
+        first = self.answers_table.item(cell.row(), 0)
+        if chosen is not None and first is not None:
+            self.open_item_requested.emit(chosen, int(first.data(Qt.ItemDataRole.UserRole)))
 
     def selected_id(self) -> str | None:
         rows = self.table.selectionModel().selectedRows()
@@ -227,6 +266,9 @@ class JobsWindow(QDialog):
         self._show_detail(view)
         self.failed_table.setRowCount(0)
         self.failed_label.setText("Failed items")
+        self.answers_table.setRowCount(0)
+        self.item_tabs.setTabText(0, "Answers")
+        self.item_tabs.setTabText(1, "Failed")
         if view is not None:
             self.selected.emit(view.id)
 
@@ -261,6 +303,21 @@ class JobsWindow(QDialog):
         chosen = self.selected_id()
         if chosen is not None:
             signal.emit(chosen)
+
+
+def _item_table(columns: tuple[str, ...], name: str) -> QTableWidget:
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.setAccessibleName(name)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.verticalHeader().setVisible(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+    header.setStretchLastSection(True)
+    table.setColumnWidth(1, 260)
+    return table
 
 
 def _with_suffix(path: str, name_filter: str) -> str:
