@@ -63,6 +63,19 @@ def fill_new_job(qtbot, jobs, window, path, template: str, max_tokens: int = 16)
     return dialog
 
 
+def start_job(desk, path, rows: str, template: str, system: str = ""):
+    """A job from the New job dialog over a CSV of rows, started; the Jobs window."""
+    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    path.write_text(rows, encoding="utf-8")
+    window = open_jobs(desk)
+    dialog = fill_new_job(qtbot, jobs, window, path, template)
+    if system:
+        qtbot.keyClicks(dialog.system_edit, system)
+    qtbot.waitUntil(dialog.start_button.isEnabled)
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    return window
+
+
 def row_of(window, job_id: str, *columns: str) -> list[str]:
     """The job's cells in these columns as shown (empty until the list has it)."""
     ids = [v.id for v in window.views]
@@ -160,20 +173,16 @@ def test_a_job_that_runs_to_its_end_asks_for_attention_unless_the_window_is_in_f
     flashing (QApplication.alert), when neither the window nor its Jobs window is in front."""
     from PySide6.QtWidgets import QApplication
 
-    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    qtbot = desk.qtbot
     alerts: list = []
     monkeypatch.setattr(QApplication, "alert", staticmethod(lambda widget, ms=0: alerts.append(widget)))
     elsewhere = [None]  # another application in front: Qt has no active window of ours
     monkeypatch.setattr(QApplication, "activeWindow", staticmethod(lambda: elsewhere[0]))
-    people = tmp_path / "people.csv"
-    people.write_text("name\nAda\n", encoding="utf-8")
     window = open_jobs(desk)
     for asked, (front, expected) in enumerate(((None, [desk.window]), (window, [])), 1):
         alerts.clear()
         elsewhere[0] = front
-        dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
-        qtbot.waitUntil(dialog.start_button.isEnabled)
-        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+        start_job(desk, tmp_path / "people.csv", "name\nAda\n", "Say hi to $name.")
         qtbot.waitUntil(lambda asked=asked: len(jobs_engine.requests) == asked)
         request_id = jobs_engine.requests[-1]
         jobs_engine.write(request_id, "Hi Ada", tokens=2)
@@ -185,14 +194,8 @@ def test_a_job_that_runs_to_its_end_asks_for_attention_unless_the_window_is_in_f
 
 
 def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
-    qtbot, jobs = desk.qtbot, desk.controllers.jobs
-    people = tmp_path / "people.csv"
-    people.write_text("name\nAda\nAlan\n", encoding="utf-8")
-    window = open_jobs(desk)
-    dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
-    qtbot.keyClicks(dialog.system_edit, "Be warm.")
-    qtbot.waitUntil(dialog.start_button.isEnabled)
-    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    qtbot = desk.qtbot
+    window = start_job(desk, tmp_path / "people.csv", "name\nAda\nAlan\n", "Say hi to $name.", system="Be warm.")
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
     job_id = window.views[0].id
     for request_id, answer in zip(jobs_engine.requests, ("Hi Ada!", "Hello Alan.")):
@@ -216,13 +219,9 @@ def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
 
 
 def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
-    qtbot, jobs = desk.qtbot, desk.controllers.jobs
+    qtbot = desk.qtbot
     people = tmp_path / "people.csv"
-    people.write_text("name\nAda\nAlan\nGrace\n", encoding="utf-8")
-    window = open_jobs(desk)
-    dialog = fill_new_job(qtbot, jobs, window, people, "Say hi to $name.")
-    qtbot.waitUntil(dialog.start_button.isEnabled)
-    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    window = start_job(desk, people, "name\nAda\nAlan\nGrace\n", "Say hi to $name.")
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 3)
     job_id = jobs_engine.requests[0].split("-")[1]
     for request_id, answer in zip(jobs_engine.requests, ("Hi Ada", None, "Hi Grace")):
