@@ -114,7 +114,10 @@ def _setting(column: str, value: Any, kind: type) -> Any:
                 raise ValueError(value)
             return str(value).strip().lower() in ("true", "1")
         if kind is int:
-            number = float(value)
+            try:
+                return int(str(value).strip())  # exactly, however large (a seed)
+            except ValueError:
+                number = float(value)  # "3.0", as a spreadsheet writes it
             if not number.is_integer():
                 raise ValueError(value)
             return int(number)

@@ -40,6 +40,7 @@ def test_a_bad_setting_fails_its_item_with_the_reason():
     with pytest.raises(ItemError, match="column @temperature is empty"):
         request_of({**base, "@temperature": ""})
     assert request_of({**base, "@seed": "3.0", "@ignore_eos": "true"}).sampling.ignore_eos is True
+    assert request_of({**base, "@seed": str(2**64 - 1)}).sampling.seed == 2**64 - 1  # exactly, not via a float
 
 
 def test_seed_rows_are_one_prompt_with_seeds_one_to_n():
