@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -36,6 +37,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Waiting passively costs the tiny model ~1.5x decode time on a quiet machine and never collapses.
 # Set before any test loads libgomp; engine processes started by tests inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# A suite started in the background by a shell without job control (`nohup make test &`, a
+# script's `&`) inherits SIGINT ignored, and so would every `chorus` process it starts: the
+# tests that press Ctrl-C on one saw nothing happen and failed (two did, in a clean clone's
+# `.ci/run` started so). The tests stand for a user at a terminal in the foreground, so the
+# suite gives SIGINT Python's handler back; the processes it starts get the default with it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 
