@@ -209,12 +209,15 @@ def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
     table.setFocus()
     table.setCurrentCell(1, 2)
     qtbot.keyClick(table, Qt.Key.Key_Return)  # Enter opens the answer as a chat
-    qtbot.waitUntil(lambda: any(c.title == "people.csv · row 2" for c in desk.repo.list_conversations()))
-    conv = next(c for c in desk.repo.list_conversations() if c.title == "people.csv · row 2")
+    def chat():
+        return next((c for c in desk.repo.list_conversations() if c.title == "people.csv · row 2"), None)
+
+    # In a tab, to go on from it: the tab opens once the chat is stored whole.
+    qtbot.waitUntil(lambda: chat() is not None and desk.window.tab_for(chat().id) is not None)
+    conv = chat()
     path = desk.repo.active_path(conv.id).messages
     assert [(m.role, m.content) for m in path] == [("system", "Be warm."), ("user", "Say hi to Alan."),
                                                   ("assistant", "Hello Alan.")]
-    qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None)  # open in a tab, to go on from it
     stop_jobs(desk)
 
 
