@@ -5,10 +5,9 @@ the user can go on from that answer. One transaction for the question, one for t
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from app.documents import DocumentError, extract_document
+from app.documents import DocumentError
 from app.jobs.spec import DOCUMENT, JobSpec, model_name
+from app.jobs.work import item_document
 from storage import ChatRepository, ItemRecord, JobRecord, NewDocument
 
 
@@ -37,7 +36,6 @@ def _document(item: ItemRecord) -> tuple[NewDocument, ...]:
     if not path:
         return ()
     try:
-        document = extract_document(Path(path))
+        return (item_document(path),)
     except DocumentError:  # gone or changed since: the chat opens with the prompt alone
         return ()
-    return () if document.is_image else (document,)

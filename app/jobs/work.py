@@ -16,7 +16,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 from app.documents import DocumentError, extract_document, render_document
 from app.jobs.spec import DOCUMENT, ItemError, JobSpec
 from inference import ChatRequest, Delta, FinishReason
-from storage import ItemRecord, ItemResult
+from storage import ItemRecord, ItemResult, NewDocument
 
 
 class ItemRun(Protocol):
@@ -58,10 +58,17 @@ class TemplateWork:
 def attached(path: str) -> str:
     """A folder item's file as the model reads it, read when its item runs (once: a retried
     item reads it again, from the file as it is then). DocumentError says why it cannot be."""
+    document = item_document(path)
+    return render_document(document.name, document.text, document.pages)
+
+
+def item_document(path: str) -> NewDocument:
+    """A folder item's file as a document; DocumentError for an image (a job attaches
+    documents) or a file that cannot be read."""
     document = extract_document(Path(path))
     if document.is_image:
         raise DocumentError(f"{document.name}: an image; a job attaches documents, not images")
-    return render_document(document.name, document.text, document.pages)
+    return document
 
 
 class AnswerCheck:

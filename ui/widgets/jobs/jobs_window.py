@@ -89,17 +89,9 @@ class JobsWindow(QDialog):
         self.buttons["delete"].clicked.connect(self.ask_delete)
         self.table.installEventFilter(self)  # the Delete key on the list asks to delete its job
         self.failed_label = QLabel("Failed items")
-        self.failed_table = QTableWidget(0, 3)
-        self.failed_table.setHorizontalHeaderLabels(("Row", "Input", "Error"))
-        self.failed_table.setAccessibleName("Failed items")
-        self.failed_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.failed_table.verticalHeader().setVisible(False)
-        failed_header = self.failed_table.horizontalHeader()
-        failed_header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        failed_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        failed_header.setStretchLastSection(True)
-        self.failed_table.setColumnWidth(1, 260)
+        self.failed_table = _item_table(("Row", "Input", "Error"), "Failed items")
         self.answers_table = _item_table(("Row", "Input", "Answer"), "Answers")
+        self.answers_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.answers_table.setToolTip("Enter or a double-click opens the answer as a chat")
         self.answers_table.itemActivated.connect(self._answer_activated)
         failed_page = QWidget()
@@ -306,11 +298,11 @@ class JobsWindow(QDialog):
 
 
 def _item_table(columns: tuple[str, ...], name: str) -> QTableWidget:
+    """A read-only list of a job's items: the row number, its input (resizable), the rest."""
     table = QTableWidget(0, len(columns))
     table.setHorizontalHeaderLabels(columns)
     table.setAccessibleName(name)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.verticalHeader().setVisible(False)
     header = table.horizontalHeader()
     header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
