@@ -55,6 +55,7 @@ class ItemRecord:
     completion_tokens: int = 0
     seconds: float = 0.0
     finished_at: datetime | None = None
+    exchange: list[dict] | None = None  # an item with tools: the messages after its prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,9 @@ class ItemResult:
     completion_tokens: int = 0
     seconds: float = 0.0
     error: str | None = None
+    # An item with tools: what its loop added after the prompt (assistant turns with their
+    # tool_calls, {"role": "tool", ...} results, the final answer), OpenAI's message shape.
+    exchange: list[dict] | None = None
 
 
 class JobsRepository:
@@ -126,7 +130,8 @@ class JobsRepository:
                 update(JobItem).where(JobItem.id == item_id, JobItem.state == PENDING).values(
                     state=FAILED if result.error else DONE, answer=result.answer, error=result.error,
                     finish_reason=result.finish_reason, prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens, seconds=result.seconds, finished_at=utcnow()))
+                    completion_tokens=result.completion_tokens, seconds=result.seconds, finished_at=utcnow(),
+                    exchange_json=None if result.exchange is None else json.dumps(result.exchange)))
             return done.rowcount == 1
 
     def retry_failed(self, job_id: str) -> int:
@@ -134,7 +139,7 @@ class JobsRepository:
         with self.db.begin() as s:
             done = s.execute(
                 update(JobItem).where(JobItem.job_id == job_id, JobItem.state == FAILED).values(
-                    state=PENDING, answer=None, error=None, finish_reason=None, finished_at=None))
+                    state=PENDING, answer=None, error=None, finish_reason=None, finished_at=None, exchange_json=None))
             return done.rowcount
 
     def counts(self, job_id: str) -> dict[str, int]:
@@ -173,4 +178,5 @@ def _item(row: JobItem) -> ItemRecord:
     return ItemRecord(id=row.id, job_id=row.job_id, seq=row.seq, custom_id=row.custom_id,
                       fields=json.loads(row.input_json), state=row.state, answer=row.answer, error=row.error,
                       finish_reason=row.finish_reason, prompt_tokens=row.prompt_tokens,
-                      completion_tokens=row.completion_tokens, seconds=row.seconds, finished_at=row.finished_at)
+                      completion_tokens=row.completion_tokens, seconds=row.seconds, finished_at=row.finished_at,
+                      exchange=None if row.exchange_json is None else json.loads(row.exchange_json))

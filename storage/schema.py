@@ -238,3 +238,5 @@ class JobItem(Base):
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # An item that could call tools: its turns, calls and results (OpenAI's message shape, JSON).
+    exchange_json: Mapped[str | None] = mapped_column(Text)

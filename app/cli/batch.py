@@ -9,6 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from app.cli.chat_tool_args import add_tool_args, configured_servers, web_settings_of
 from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.paths import kv_cache_dir
@@ -36,7 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help="items in flight at once (default: twice the engine's sequences)")
     run.add_argument("--out", help="export the results here when done (.csv or .jsonl)")
     run.add_argument("--json", action="store_true", help="print the job's counts as JSON")
-    run.add_argument("--job", help="resume this job instead of creating one")
+    run.add_argument("--job", help="resume this job instead of creating one (with the tools it was made with)")
+    tools = run.add_argument_group("tools", "MCP servers and web tools every item's model may call, each call "
+                                            "run without asking (naming them approves them); kept with the job")
+    add_tool_args(tools, asks=False)
     add_command(verbs, "list", list_batches, help="list jobs")
     for verb, handler, text in (("status", batch_status, "a job's item counts"),
                                 ("cancel", cancel_batch, "cancel a job (its finished items stay)")):
@@ -65,6 +69,7 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
         InputError,
         JobRunner,
         JobSpec,
+        JobToolsError,
         default_window,
         export,
         model_name,
@@ -99,7 +104,8 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             sampling: dict = {"max_tokens": args.max_tokens}
             if args.temperature is not None:
                 sampling["temperature"] = args.temperature
-            spec = JobSpec(template=template, system_prompt=args.system, sampling=sampling, json_schema=schema)
+            spec = JobSpec(template=template, system_prompt=args.system, sampling=sampling, json_schema=schema,
+                           tools=_job_tools(args))
             spec.grammar()  # a schema the engine cannot enforce is refused now, as the server refuses it
         model = resolve_model(args, data_dir)
         if args.job:
@@ -113,13 +119,16 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
             job_id = new_job(jobs, rows, spec, source=source).id
         engine = Engine.start(settings_from_args(args, model, library_defaults(data_dir, model),
                                                  kv_cache_dir=kv_cache_dir(data_dir)))
-    except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused) as exc:
-        jobs.db.close()
+    except (InputError, ModelLoadError, OSError, json.JSONDecodeError, SchemaRefused, ValueError) as exc:
+        jobs.db.close()  # ValueError: McpConfigError too, a schema beside tools
         return _fail(str(exc))
     print(f"job {job_id}", file=sys.stderr)
     try:
         window = args.window or default_window(engine, own_engine=True)  # no chat shares this engine
-        status = JobRunner(jobs, engine, job_id, window=window).run(on_progress=_progress)
+        try:
+            status = JobRunner(jobs, engine, job_id, window=window).run(on_progress=_progress)
+        except JobToolsError as exc:
+            return _fail(f"{exc}; the job is kept: resume it with --job {job_id}")
         counts = jobs.counts(job_id)
         print("", file=sys.stderr)
         if args.out:
@@ -130,6 +139,21 @@ def run_batch(args: argparse.Namespace, data_dir: Path) -> int:
         engine.shutdown()
         jobs.db.close()
     return 0
+
+
+def _job_tools(args: argparse.Namespace) -> dict | None:
+    """The job's tools from the tool options (JobTools' JSON), None without any;
+    McpConfigError (a ValueError) for a server file or setting that cannot be."""
+    from dataclasses import asdict
+
+    from app.jobs import JobTools
+
+    servers, web = configured_servers(args), web_settings_of(args)
+    if args.tool_choice == "none" or not (servers or web):
+        return None
+    return JobTools.of(servers, web=asdict(web) if web is not None else None, choice=args.tool_choice,
+                       max_rounds=args.max_tool_rounds, timeout_s=args.tool_timeout,
+                       enabled=args.enabled_tools).to_json()
 
 
 def _progress(counts: dict) -> None:

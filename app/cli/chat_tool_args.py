@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 
 from app.tools import TOOL_CHOICES, McpConfigError, ServerConfig, read_mcp_servers_file, server_from_command
+from app.tools.web import WebSettings
 
 
-def add_tool_args(parser: argparse.ArgumentParser) -> None:
+def add_tool_args(parser: argparse._ActionsContainer, asks: bool = True) -> None:
+    """asks: the calls are approved one by one (a chat's --yes approves all); a job's are
+    approved by naming its tools."""
     parser.add_argument("--mcp", action="append", default=[], metavar='"COMMAND ARGS"',
                         help="an MCP server run over stdio (repeatable), e.g. --mcp \"uvx mcp-server-time\"")
     parser.add_argument("--mcp-config", default=None, metavar="FILE",
@@ -23,11 +26,21 @@ def add_tool_args(parser: argparse.ArgumentParser) -> None:
                         help="let fetch reach loopback, LAN and link-local addresses (refused by default)")
     parser.add_argument("--tool-choice", choices=TOOL_CHOICES, default="auto",
                         help="auto: the model may call tools; required: its first turn must; none: no tools")
-    parser.add_argument("--yes", action="store_true", help="run every tool call without asking")
+    if asks:
+        parser.add_argument("--yes", action="store_true", help="run every tool call without asking")
+    parser.add_argument("--tool", action="append", default=None, metavar="NAME", dest="enabled_tools",
+                        help="offer only this tool of the servers' (repeatable; default: all of them)")
     parser.add_argument("--tool-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="how long a tool call may take (default 60)")
     parser.add_argument("--max-tool-rounds", type=int, default=5, metavar="N",
                         help="model turns per reply at most, the last one answering in text (default 5)")
+
+
+def web_settings_of(args: argparse.Namespace) -> WebSettings | None:
+    """--tools web: fetch always, web_search once a SearXNG instance is named."""
+    if args.tools != "web":
+        return None
+    return WebSettings(searxng_url=args.searxng, allow_private=args.allow_private_addresses)
 
 
 def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from app.cli.chat_tool_args import web_settings_of
 from app.conversations import ConversationSession
 from app.tools import McpManager, ServerConfig, ServerStatus, Toolbox, ToolLoop
 from app.tools.agent import (
@@ -29,7 +30,7 @@ from app.tools.agent import (
 from app.tools.formats import format_of_engine
 from app.tools.mcp_results import McpTool
 from app.tools.types import ToolCall
-from app.tools.web import WebSettings, WebTools
+from app.tools.web import WebTools
 from inference import Delta, EngineClient, FinishReason, SamplingParams
 
 SHOWN_RESULT = 400  # characters of a result printed (the model gets it whole, up to the cap)
@@ -38,10 +39,8 @@ Saver = Callable[[Callable[[], Any], str], Any]
 
 
 def web_tools_of(args: argparse.Namespace) -> WebTools | None:
-    """--tools web: fetch always, web_search once a SearXNG instance is named."""
-    if args.tools != "web":
-        return None
-    return WebTools(WebSettings(searxng_url=args.searxng, allow_private=args.allow_private_addresses))
+    settings = web_settings_of(args)
+    return WebTools(settings) if settings is not None else None
 
 
 class TerminalTools:
@@ -49,7 +48,8 @@ class TerminalTools:
 
     def __init__(self, manager: McpManager, args: argparse.Namespace) -> None:
         self.manager = manager
-        self.toolbox = Toolbox(manager, timeout_s=args.tool_timeout, web=web_tools_of(args))
+        offered = [t for t in manager.tools() if args.enabled_tools is None or t.name in args.enabled_tools]
+        self.toolbox = Toolbox(manager, offered, timeout_s=args.tool_timeout, web=web_tools_of(args))
         self.choice, self.max_rounds = args.tool_choice, args.max_tool_rounds
         self.approve = always_allow if args.yes else ask_on_terminal
 

@@ -1,14 +1,16 @@
 """A job's answered item as a chat of its own (the Jobs window opens it in a tab): its
 system prompt, its prompt as the user's message (a folder item's file attached to it, as a
 chat attaches a document, when the file can still be read) and its answer as the reply, so
-the user can go on from that answer. One transaction for the question, one for the answer."""
+the user can go on from that answer. An item that called tools brings its exchange: each
+turn's calls and each result as the chat's own tool rounds store them, then the answer. One
+transaction for the question, one for each message after it."""
 
 from __future__ import annotations
 
 from app.documents import DocumentError
 from app.jobs.spec import DOCUMENT, JobSpec, model_name
 from app.jobs.work import item_document
-from storage import ChatRepository, ItemRecord, JobRecord, NewDocument
+from storage import ChatRepository, ItemRecord, JobRecord, NewDocument, ToolCallRecord, ToolResultRecord
 
 
 class NotAChat(ValueError):
@@ -27,7 +29,17 @@ def item_chat(repo: ChatRepository, job: JobRecord, item: ItemRecord) -> int:
     model = model_name(spec.model) if spec.model else None
     title = f"{job.source or job.id} · row {item.seq + 1}"
     conv, _question = repo.start_conversation(opening, documents=_document(item), title=title, model_ref=model)
-    repo.add_message(conv.id, "assistant", item.answer, model=model)
+    names: dict[str, str] = {}  # call id -> its tool, for the result that answers it
+    for message in item.exchange or [{"role": "assistant", "content": item.answer}]:
+        content = message.get("content") or ""
+        if message["role"] == "tool":
+            call_id = message["tool_call_id"]
+            repo.add_message(conv.id, "tool", content, tool_result=ToolResultRecord(call_id, names.get(call_id, "")))
+            continue
+        calls = tuple(ToolCallRecord(c["id"], c["function"]["name"], c["function"]["arguments"])
+                      for c in message.get("tool_calls") or ())
+        names.update((c.id, c.name) for c in calls)
+        repo.add_message(conv.id, "assistant", content, model=model, tool_calls=calls)
     return conv.id
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.jobs.spec import SCHEMA_WHERE, ItemError, JobSpec
+from app.jobs.tools import JobTools
 from app.output_schema import SchemaRefused, enforced_grammar
 from storage import ItemInput
 
@@ -23,6 +24,7 @@ class JobForm:
     max_tokens: int = 256
     system_prompt: str = ""
     schema_text: str = ""  # a JSON Schema every answer must follow; blank: free text
+    tools: JobTools | None = None  # the tools each item's model may call, every call approved
 
     def schema(self) -> dict | None:
         """The schema typed (or loaded), or None; SchemaProblem when it is not one to enforce."""
@@ -34,8 +36,10 @@ class JobForm:
         return json.loads(self.schema_text)
 
     def spec(self) -> JobSpec:
+        """SchemaProblem for a schema that cannot be enforced; ValueError for one beside tools."""
         return JobSpec(template=self.template, system_prompt=self.system_prompt,
-                       sampling={"max_tokens": self.max_tokens}, json_schema=self.schema())
+                       sampling={"max_tokens": self.max_tokens}, json_schema=self.schema(),
+                       tools=self.tools.to_json() if self.tools is not None else None)
 
 
 class SchemaProblem(ValueError):
@@ -70,6 +74,7 @@ class Preview:
     rows: int  # how many items the job would have
     problem: str | None = None  # why the job cannot start (no rows, no template, a bad schema)
     schema: dict | None = None  # the JSON Schema every answer will follow
+    tools: JobTools | None = None  # what each item's model may call
 
     @property
     def ok(self) -> bool:
@@ -84,6 +89,8 @@ class Preview:
         if self.schema is not None:
             parts.append("Answers follow this JSON Schema (each one checked against it):\n"
                          + json.dumps(self.schema, ensure_ascii=False))
+        if self.tools is not None:
+            parts.append(tools_text(self.tools))
         for line in self.lines:
             said = f"Error: {line.error}" if line.error is not None else line.prompt or ""
             parts.append(f"— row {line.seq + 1} —\n{said}")
@@ -99,7 +106,7 @@ def preview(form: JobForm, rows: list[ItemInput], count: int = PREVIEW_ROWS) -> 
         return Preview((), columns, len(rows), "Write a prompt template: $column or ${column} stands for a column.")
     try:
         spec = form.spec()
-    except SchemaProblem as bad:
+    except ValueError as bad:  # SchemaProblem, or a schema beside tools
         return Preview((), columns, len(rows), str(bad))
     lines = []
     for seq, row in enumerate(rows[:count]):
@@ -110,4 +117,12 @@ def preview(form: JobForm, rows: list[ItemInput], count: int = PREVIEW_ROWS) -> 
             lines.append(PreviewLine(seq, spec.prompt(row.fields)))
         except ItemError as bad:
             lines.append(PreviewLine(seq, None, str(bad)))
-    return Preview(tuple(lines), columns, len(rows), schema=spec.json_schema)
+    return Preview(tuple(lines), columns, len(rows), schema=spec.json_schema, tools=form.tools)
+
+
+def tools_text(tools: JobTools) -> str:
+    offered = [server.name for server in tools.servers()] + (["web tools (fetch, web_search)"] if tools.web else [])
+    only = f" (only {', '.join(tools.enabled)})" if tools.enabled is not None else ""
+    must = "Each item's first turn must call one of" if tools.choice == "required" else "Each item may call"
+    return (f"{must}: {', '.join(offered)}{only}; up to {tools.max_rounds} turns an item. "
+            "Every call runs without asking: choosing the tools approves them.")

@@ -21,9 +21,12 @@ def new_job(jobs: JobsRepository, rows: list[ItemInput], spec: JobSpec, source: 
 
 
 def result_row(item: ItemRecord) -> dict:
-    return {"seq": item.seq, "fields": item.fields, "state": item.state, "answer": item.answer,
-            "finish_reason": item.finish_reason, "prompt_tokens": item.prompt_tokens,
-            "completion_tokens": item.completion_tokens, "seconds": round(item.seconds, 3), "error": item.error}
+    """An item's fields and result; an item that could call tools adds its exchange (the
+    turns, calls and results after its prompt, OpenAI's message shape)."""
+    row = {"seq": item.seq, "fields": item.fields, "state": item.state, "answer": item.answer,
+           "finish_reason": item.finish_reason, "prompt_tokens": item.prompt_tokens,
+           "completion_tokens": item.completion_tokens, "seconds": round(item.seconds, 3), "error": item.error}
+    return row if item.exchange is None else row | {"exchange": item.exchange}
 
 
 def export(jobs: JobsRepository, job_id: str, path: Path) -> int:
@@ -32,10 +35,13 @@ def export(jobs: JobsRepository, job_id: str, path: Path) -> int:
     with path.open("w", encoding="utf-8", newline="") as out:
         if path.suffix.lower() == ".csv":
             fields = list(dict.fromkeys(k for item in items for k in item.fields))
-            writer = csv.DictWriter(out, fieldnames=[*fields, *RESULT_COLUMNS], extrasaction="ignore")
+            exchange = ["exchange"] if any(item.exchange is not None for item in items) else []
+            writer = csv.DictWriter(out, fieldnames=[*fields, *RESULT_COLUMNS, *exchange], extrasaction="ignore")
             writer.writeheader()
             for item in items:
                 row = result_row(item)
+                if "exchange" in row:
+                    row["exchange"] = _cell(row["exchange"])
                 writer.writerow({**{k: _cell(v) for k, v in item.fields.items()}, **row})
         else:
             for item in items:

@@ -14,10 +14,13 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from app.jobs.spec import JobSpec
+from app.jobs.tool_run import ItemEngine, ToolRun
+from app.jobs.tools import started
 from app.jobs.work import ItemRun, TemplateWork, Work
 from inference import Delta, EngineClient, EngineError, FinishReason, RequestError, job_owner
 from storage import ItemRecord, ItemResult, JobsRepository
@@ -94,15 +97,35 @@ class JobRunner:
         self._lock = threading.Condition()
         self._requests: dict[str, tuple[_Running, int]] = {}  # request id -> its item, its index
         self._items: set[_Running] = set()  # in flight: submitted, result not yet written
+        self._loops: set[ItemEngine] = set()  # the items with tools in flight, each on a thread of its own
         self._stop: str | None = None  # PAUSED or CANCELLED once asked
 
     def run(self, on_progress=None) -> str:
-        """Runs until every item has a result or the job is paused or cancelled; the job's status."""
+        """Runs until every item has a result or the job is paused or cancelled; the job's
+        status. JobToolsError (nothing run) when the job's tools do not start."""
+        with self._tools_started():
+            return self._run(on_progress)
+
+    @contextmanager
+    def _tools_started(self) -> Iterator[None]:
+        """A template job with tools: its MCP servers running for the length of the run."""
+        work = self.work
+        if not isinstance(work, TemplateWork) or work.tools is None or work.toolbox is not None:
+            yield
+            return
+        with started(work.tools) as toolbox:
+            work.toolbox = toolbox
+            try:
+                yield
+            finally:
+                work.toolbox = None
+
+    def _run(self, on_progress) -> str:
         self.jobs.set_status(self.job_id, RUNNING)
         queue = self.jobs.pending(self.job_id)
         while True:
             with self._lock:
-                if self._stop is not None or not (queue or self._items):
+                if self._stop is not None or not (queue or self._items or self._loops):
                     break
                 if queue and self.slots.take():
                     item = queue.pop(0)
@@ -119,11 +142,13 @@ class JobRunner:
             elif on_progress is not None:
                 on_progress(self.jobs.counts(self.job_id))
         with self._lock:
-            open_requests = list(self._requests)
+            open_requests, loops = list(self._requests), list(self._loops)
         for request_id in open_requests:
             self.client.cancel(request_id)
+        for loop in loops:
+            loop.stop()
         with self._lock:
-            while self._items:  # their cancelled deltas leave them pending
+            while self._items or self._loops:  # their cancelled deltas leave them pending
                 self._lock.wait(0.5)
         status = self._stop or COMPLETED
         self.jobs.set_status(self.job_id, status)
@@ -151,6 +176,9 @@ class JobRunner:
         if isinstance(run, ItemResult):
             self.jobs.finish(item.id, run)
             return False
+        if isinstance(run, ToolRun):
+            self._start_loop(item, run, request_id)
+            return True
         try:  # rendered and tokenized here, not on the engine's thread between its steps
             chats = [chat if chat.prompt_tokens is not None else self.client.prepare(chat) for chat in run.requests]
         except RequestError as bad:  # the engine would refuse it (a prompt longer than the context)
@@ -181,6 +209,36 @@ class JobRunner:
             self._engine_down(item, exc)
             return False
         return True
+
+    def _start_loop(self, item: ItemRecord, run: ToolRun, request_id: str) -> None:
+        """An item with tools: its loop blocks (turns, calls), so it runs on a thread of its own."""
+        engine = ItemEngine(self.client, job_owner(self.job_id), request_id)
+        with self._lock:
+            self._loops.add(engine)
+        threading.Thread(target=self._loop_body, args=(item, run, engine), daemon=True,
+                         name=f"chorus-job-{self.job_id}-{item.seq}").start()
+
+    def _loop_body(self, item: ItemRecord, run: ToolRun, engine: ItemEngine) -> None:
+        started = time.monotonic()
+        result: ItemResult | None = None
+        try:
+            result = run.run(engine, lambda: time.monotonic() - started)
+        except RequestError as bad:  # a turn the engine would refuse (longer than the context)
+            result = ItemResult(answer=None, finish_reason=None, error=str(bad))
+        except EngineError as exc:
+            if not engine.stopped:
+                self._engine_down(item, exc)
+        except Exception as exc:  # a fault of the loop's fails its item, not the job
+            log.exception("job %s: item %d's tool loop failed", self.job_id, item.seq)
+            result = ItemResult(answer=None, finish_reason=None, error=f"the tool loop failed: {exc}")
+        with self._lock:
+            stopped = self._stop is not None and (result is None or engine.cut)
+        if result is not None and not stopped:  # else it stays pending for the next runner
+            self.jobs.finish(item.id, result)
+        with self._lock:
+            self._loops.discard(engine)
+            self._lock.notify_all()
+        self.slots.give()
 
     def _engine_down(self, item: ItemRecord, exc: EngineError) -> None:
         """The engine is down: the item stays pending, the job pauses (a later runner goes on)."""

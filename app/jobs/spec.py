@@ -38,6 +38,13 @@ class JobSpec:
     # The model the job runs on (a GGUF file's path, or a server's model name), so that one
     # job's answers all come from one model; "": any (a job made before this was kept).
     model: str = ""
+    # The tools its model may call (app/jobs/tools.JobTools' JSON), None: none.
+    tools: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.tools is not None and self.json_schema is not None:
+            # The schema's grammar would hold every turn, the calls' too; a job does one or the other.
+            raise ValueError("a job's answers follow a JSON Schema or come after tool calls, not both")
 
     def runs_on(self, model: str) -> bool:
         """Whether model is the job's: the same file name, wherever the file is."""

@@ -9,14 +9,20 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
 from app.documents import DocumentError, extract_document, render_document
+from app.jobs.results import text_result
 from app.jobs.spec import DOCUMENT, ItemError, JobSpec
-from inference import ChatRequest, Delta, FinishReason
+from app.jobs.tool_run import ToolRun
+from app.jobs.tools import JobTools
+from inference import ChatRequest, Delta
 from storage import ItemRecord, ItemResult, NewDocument
+
+if TYPE_CHECKING:
+    from app.tools import Toolbox
 
 
 class ItemRun(Protocol):
@@ -33,24 +39,32 @@ class ItemRun(Protocol):
 
 
 class Work(Protocol):
-    def start(self, item: ItemRecord, request_id: str) -> ItemRun | ItemResult:
-        """The item's run, or its result already (it cannot run: the reason is its error).
-        Called off the runner's lock: it may block (tokenize, prepare)."""
+    def start(self, item: ItemRecord, request_id: str) -> ItemRun | ToolRun | ItemResult:
+        """The item's run (a ToolRun: a tool loop the runner drives on a thread of its own),
+        or its result already (it cannot run: the reason is its error). Called off the
+        runner's lock: it may block (tokenize, prepare)."""
         ...
 
 
 class TemplateWork:
     def __init__(self, spec: JobSpec) -> None:
         self.spec = spec
+        self.tools = JobTools.from_json(spec.tools) if spec.tools is not None else None
+        self.toolbox: Toolbox | None = None  # the job's tools, running (JobRunner starts them)
         self._grammar: str | None = None  # the json_schema's, compiled once for every item
         self._check: AnswerCheck | None = AnswerCheck(spec.json_schema) if spec.json_schema is not None else None
 
-    def start(self, item: ItemRecord, request_id: str) -> ItemRun | ItemResult:
+    def start(self, item: ItemRecord, request_id: str) -> ItemRun | ToolRun | ItemResult:
         try:
             if self.spec.json_schema is not None and self._grammar is None:
                 self._grammar = self.spec.grammar()
             document = attached(item.fields[DOCUMENT]) if DOCUMENT in item.fields else None
-            return TextRun(self.spec.request(item.fields, request_id, self._grammar, document), self._check)
+            chat = self.spec.request(item.fields, request_id, self._grammar, document)
+            if self.tools is not None:
+                if self.toolbox is None:
+                    return ItemResult(answer=None, finish_reason=None, error="the job's tools are not running")
+                return ToolRun(chat, self.toolbox, self.tools)
+            return TextRun(chat, self._check)
         except (ItemError, DocumentError, ValueError) as bad:  # SchemaRefused too: every item says why
             return ItemResult(answer=None, finish_reason=None, error=str(bad))
 
@@ -112,13 +126,3 @@ class TextRun:
             if problem is not None:  # failed, its answer kept to be read (and retried)
                 return replace(result, error=problem)
         return result
-
-
-def text_result(delta: Delta, text: str, seconds: float) -> ItemResult:
-    stats = delta.stats
-    reason = delta.finish_reason.value if delta.finish_reason else None
-    failed = delta.finish_reason in (FinishReason.ERROR, FinishReason.CANCELLED, FinishReason.INTERRUPTED)
-    return ItemResult(answer=None if failed else text, finish_reason=reason,
-                      prompt_tokens=stats.prompt_tokens if stats else 0,
-                      completion_tokens=stats.generated_tokens if stats else 0, seconds=seconds,
-                      error=(delta.error or reason) if failed else None)

@@ -77,6 +77,7 @@ NEW_IN_0006 = {("add_table", "responses")}
 NEW_IN_0008 = {("add_column", "messages", "tool_json")}
 NEW_IN_0009 = {("add_table", "jobs"), ("add_table", "job_items"), ("add_index", "ix_job_items_job_state")}
 NEW_IN_0011 = {("add_column", "documents", "data")}  # 0010 changed a trigger only
+NEW_IN_0012 = {("add_column", "job_items", "exchange_json")}
 
 
 def test_schema_comparison_sees_a_difference(tmp_path):
@@ -99,15 +100,19 @@ def test_the_tool_column_is_new_in_0008(tmp_path):
 
 
 def test_the_jobs_tables_are_new_in_0009(tmp_path):
-    assert diff_at(tmp_path, "0008") == NEW_IN_0009 | NEW_IN_0011
+    assert diff_at(tmp_path, "0008") == NEW_IN_0009 | NEW_IN_0011  # job_items made with exchange_json
 
 
 def test_an_images_bytes_are_new_in_0011(tmp_path):
-    assert diff_at(tmp_path, "0010") == NEW_IN_0011
+    assert diff_at(tmp_path, "0010") == NEW_IN_0011 | NEW_IN_0012
+
+
+def test_a_job_items_exchange_is_new_in_0012(tmp_path):
+    assert diff_at(tmp_path, "0011") == NEW_IN_0012
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0011"
+    assert head_revision() == "0012"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------

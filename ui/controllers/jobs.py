@@ -350,6 +350,9 @@ class JobsController:
             dialog.schema_file_chosen.connect(self._read_schema)
             dialog.start_requested.connect(self._create)
             dialog.finished.connect(self._dialog_closed)
+            tools = self.ctx.tools
+            web = {"searxng_url": tools.searxng_url, "allow_private": tools.allow_private}
+            dialog.offer_tools(tools.configs(), web, tools.settings.max_rounds, tools.settings.timeout_s)
         self.dialog.show()
         self.dialog.raise_()
         return self.dialog

@@ -1,19 +1,24 @@
 """Jobs → New job…: an input file (CSV with a header row, or JSONL), a prompt template
 ($column), a system prompt, the max tokens of each answer and an optional JSON Schema every
-answer must follow (typed, or loaded from a file); the first three rows' prompts are
+answer must follow (typed, or loaded from a file), the tools each item's model may call (the
+window's MCP servers and the web tools, each call run without asking: choosing them approves
+them; kept with the job); the first three rows' prompts are
 previewed (or their errors, or why the schema cannot be enforced) before Start is offered.
 The controller reads the files and renders the preview (app/jobs/form.py); the dialog only
 shows them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
     QSpinBox,
@@ -21,11 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.jobs import JobForm, Preview
+from app.jobs import JobForm, JobTools, Preview
+from app.tools import ServerConfig
 from ui.widgets.common.file_dialogs import open_file_dialog, open_folder_dialog
 
 INPUT_FILTERS = "Rows (*.csv *.jsonl *.ndjson);;CSV (*.csv);;JSON Lines (*.jsonl *.ndjson)"
 SCHEMA_FILTERS = "JSON Schema (*.json);;All files (*)"
+WEB_TOOLS = "Web tools (fetch, web_search)"
 
 
 class NewJobDialog(QDialog):
@@ -79,6 +86,19 @@ class NewJobDialog(QDialog):
         schema_row = QHBoxLayout()
         schema_row.addWidget(self.schema_edit, 1)
         schema_row.addWidget(self.schema_button)
+        self.tools_list = QListWidget()
+        self.tools_list.setAccessibleName("Tools")
+        self.tools_list.setToolTip("Checked: each item's model may call this server's tools, without asking")
+        self.tools_list.setMaximumHeight(72)
+        self.tools_list.itemChanged.connect(lambda _i: self.form_changed.emit())
+        self.tools_required = QCheckBox("Each item's first turn must call a tool")
+        self.tools_required.toggled.connect(lambda _on: self.form_changed.emit())
+        tools_box = QVBoxLayout()
+        tools_box.addWidget(self.tools_list)
+        tools_box.addWidget(self.tools_required)
+        self._servers: dict[str, ServerConfig] = {}
+        self._web: dict | None = None
+        self._tool_limits: dict = {}
         self.preview_box = QPlainTextEdit()
         self.preview_box.setReadOnly(True)
         self.preview_box.setAccessibleName("Preview")
@@ -89,6 +109,7 @@ class NewJobDialog(QDialog):
         form.addRow("System prompt", self.system_edit)
         form.addRow("Max tokens", self.max_tokens)
         form.addRow("JSON Schema", schema_row)
+        form.addRow("Tools", tools_box)
         form.addRow("Preview", self.preview_box)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.start_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -118,9 +139,32 @@ class NewJobDialog(QDialog):
         self.path_edit.setText(path)
         self.file_chosen.emit(path)
 
+    def offer_tools(self, servers: tuple[ServerConfig, ...], web: dict, max_rounds: int, timeout_s: float) -> None:
+        """The window's MCP servers and its web tools' settings, each a line to check (none
+        checked: the job calls no tool); max_rounds, timeout_s: the window's tool settings."""
+        self._servers, self._web = {s.name: s for s in servers}, web
+        self._tool_limits = {"max_rounds": max_rounds, "timeout_s": timeout_s}
+        self.tools_list.blockSignals(True)
+        self.tools_list.clear()
+        for name in [*self._servers, WEB_TOOLS]:
+            line = QListWidgetItem(name, self.tools_list)
+            line.setFlags(line.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            line.setCheckState(Qt.CheckState.Unchecked)
+        self.tools_list.blockSignals(False)
+
+    def chosen_tools(self) -> JobTools | None:
+        checked = [self.tools_list.item(i).text() for i in range(self.tools_list.count())
+                   if self.tools_list.item(i).checkState() == Qt.CheckState.Checked]
+        servers = [self._servers[name] for name in checked if name in self._servers]
+        web = self._web if WEB_TOOLS in checked else None
+        if not servers and web is None:
+            return None
+        choice = "required" if self.tools_required.isChecked() else "auto"
+        return JobTools.of(servers, web=web, choice=choice, **self._tool_limits)
+
     def form(self) -> JobForm:
         return JobForm(self.template_edit.toPlainText(), self.max_tokens.value(), self.system_edit.text().strip(),
-                       self.schema_edit.toPlainText())
+                       self.schema_edit.toPlainText(), self.chosen_tools())
 
     def show_preview(self, shown: Preview) -> None:
         self.preview_box.setPlainText(shown.text())
