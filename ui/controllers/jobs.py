@@ -64,6 +64,9 @@ log = logging.getLogger(__name__)
 
 STATUS_MESSAGE_MS = 10_000
 STOP_WAIT_S = 10.0  # at quit: how long a running job may take to hand back its requests
+# The selected running job's answers and failures are listed again as they come, at most
+# this often (a listing reads all its items).
+LIVE_LIST_S = 1.0
 LIST_EVERY_MS = 2000  # while the window is open, the list is read again (jobs run by the CLI or the server)
 
 
@@ -111,6 +114,7 @@ class JobsController:
         self.deleting: set[str] = set()  # running jobs cancelled to be deleted once their runner stops
         self.records: dict[str, JobRecord] = {}  # the jobs last listed
         self._input: tuple[str, list[ItemInput]] | None = None  # the New job dialog's rows, read
+        self._live: dict[str, tuple[int, float]] = {}  # job -> (its items finished, when) at its last listing
         ctx.window.menus.jobs_action.triggered.connect(lambda _checked=False: self.show())
         # Connected directly: the hub says it is switching before its engine restarts.
         ctx.engine_signals.switching.connect(lambda _what: self._pause_for_switch())
@@ -250,9 +254,22 @@ class JobsController:
         job = self.records.get(job_id)
         if self.window is not None and job is not None:
             self.window.update_job(self._view(job, counts))
+            if self.window.selected_id() == job_id:
+                self._list_live(job_id, counts)
+
+    def _list_live(self, job_id: str, counts: dict[str, int]) -> None:
+        """The selected running job's answers and failed items as they come: listed again
+        once more of its items finished, at most every LIVE_LIST_S."""
+        finished, now = counts.get("done", 0) + counts.get("failed", 0), time.monotonic()
+        last = self._live.get(job_id)
+        if last is not None and (last[0] == finished or now - last[1] < LIVE_LIST_S):
+            return
+        self._live[job_id] = (finished, now)
+        self._list_items(job_id)
 
     def _ended(self, job_id: str, status: str) -> None:
         self.runs.pop(job_id, None)
+        self._live.pop(job_id, None)
         if job_id in self.deleting:  # its runner has stopped writing: now it can go
             self.deleting.discard(job_id)
             self.delete(job_id)

@@ -221,6 +221,32 @@ def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
     stop_jobs(desk)
 
 
+def test_the_answers_come_in_while_the_job_runs_and_the_one_the_user_is_on_stays_current(desk, jobs_engine, tmp_path):
+    qtbot = desk.qtbot
+    window = start_job(desk, tmp_path / "people.csv", "name\nAda\nAlan\nGrace\n", "Say hi to $name.")
+    qtbot.waitUntil(lambda: len(jobs_engine.requests) == 3)
+    job_id = window.views[0].id
+    table = window.answers_table
+    ada, alan, grace = jobs_engine.requests
+    jobs_engine.write(alan, "Hello Alan.", tokens=2)
+    jobs_engine.end(alan)
+    qtbot.waitUntil(lambda: table.rowCount() == 1, timeout=10_000)  # listed while the job runs
+    assert state_of(window, job_id) == "running" and table.item(0, 2).text() == "Hello Alan."
+    table.setFocus()
+    table.setCurrentCell(0, 2)
+    jobs_engine.write(ada, "Hi Ada!", tokens=2)
+    jobs_engine.end(ada)
+    qtbot.waitUntil(lambda: table.rowCount() == 2, timeout=10_000)
+    assert [table.item(r, 2).text() for r in range(2)] == ["Hi Ada!", "Hello Alan."]
+    assert table.currentRow() == 1  # still on Alan's answer, moved down by Ada's
+    qtbot.keyClick(table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: any(c.title == "people.csv · row 2" for c in desk.repo.list_conversations()))
+    jobs_engine.write(grace, "Hey Grace.", tokens=2)
+    jobs_engine.end(grace)
+    qtbot.waitUntil(lambda: table.rowCount() == 3 and state_of(window, job_id) == "completed", timeout=10_000)
+    stop_jobs(desk)
+
+
 def test_failed_items_are_listed_retried_and_the_results_exported(desk, jobs_engine, tmp_path):
     qtbot = desk.qtbot
     people = tmp_path / "people.csv"

@@ -155,9 +155,14 @@ class JobsWindow(QDialog):
         self.item_tabs.setTabText(1, f"Failed ({len(items)})" if items else "Failed")
 
     def set_answers(self, job_id: str, items: list[ItemRecord]) -> None:
-        """The selected job's answered items, in order (the first MAX_ANSWERS)."""
+        """The selected job's answered items, in order (the first MAX_ANSWERS); listed again
+        while it runs, the answer the user is on stays current (found by its item, wherever
+        the answers that came meanwhile moved it)."""
         if job_id != self.selected_id():
             return
+        table = self.answers_table
+        current = table.item(table.currentRow(), 0) if table.currentRow() >= 0 else None
+        on_item, on_column = (current.data(Qt.ItemDataRole.UserRole), table.currentColumn()) if current else (None, 0)
         shown = items[:MAX_ANSWERS]
         self.answers_table.setRowCount(len(shown))
         for index, item in enumerate(shown):
@@ -171,6 +176,9 @@ class JobsWindow(QDialog):
                 self.answers_table.setItem(index, column, cell)
         more = f" (the first {MAX_ANSWERS:,})" if len(items) > MAX_ANSWERS else ""
         self.item_tabs.setTabText(0, f"Answers ({len(items):,}{more})" if items else "Answers")
+        row = next((i for i, item in enumerate(shown) if item.id == on_item), None)
+        if row is not None:
+            table.setCurrentCell(row, on_column)
 
     def _answer_activated(self, cell: QTableWidgetItem) -> None:
         chosen = self.selected_id()
