@@ -31,6 +31,7 @@ RUNNING, PAUSED, CANCELLED, COMPLETED = "running", "paused", "cancelled", "compl
 
 
 DEFAULT_WINDOW = 4  # an engine whose width this process cannot see (a server's)
+LOOP_STOP_WAIT_S = 3.0  # a pause or cancel waits this long at most for an item's tool loop
 _CUT = (FinishReason.CANCELLED, FinishReason.INTERRUPTED, FinishReason.ERROR)
 
 
@@ -147,8 +148,12 @@ class JobRunner:
             self.client.cancel(request_id)
         for loop in loops:
             loop.stop()
+        # Their cancelled deltas leave them pending. A loop waiting on a tool call is not
+        # waited for past LOOP_STOP_WAIT_S: once stopped it starts no turn and writes nothing
+        # (its call ends when the job's servers stop, as the run ends).
+        deadline = time.monotonic() + LOOP_STOP_WAIT_S
         with self._lock:
-            while self._items or self._loops:  # their cancelled deltas leave them pending
+            while self._items or (self._loops and time.monotonic() < deadline):
                 self._lock.wait(0.5)
         status = self._stop or COMPLETED
         self.jobs.set_status(self.job_id, status)

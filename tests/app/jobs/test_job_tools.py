@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from app.jobs import COMPLETED, PAUSED, JobRunner, JobSpec, JobTools, JobToolsError, export, new_job
 from app.tools import StdioServer
-from inference import SPARE_PRIORITY, ChatRequest, job_owner
+from inference import SPARE_PRIORITY, ChatRequest, Delta, FinishReason, job_owner
 from storage import ItemInput, JobsRepository, open_database
 from tests.support.cli import chorus, chorus_in_process
 
@@ -164,3 +165,48 @@ def test_chorus_batch_run_with_an_mcp_server_stores_each_items_call(model_path, 
         arguments = json.loads(call["arguments"])
         assert call["name"] == "add" and line["exchange"][1]["content"] == str(arguments["a"] + arguments["b"])
         assert line["answer"] == line["exchange"][-1]["content"]
+
+
+class CallingEngine:
+    """A stand-in model that answers every turn with one call (the generic format's JSON),
+    at once; it counts the turns it was sent."""
+
+    info = None
+
+    def __init__(self, call: str) -> None:
+        self.call, self.turns = call, 0
+        self.sent = threading.Event()
+
+    def prepare(self, chat):
+        return chat
+
+    def stream(self, chat, sink) -> str:
+        self.turns += 1
+        sink(Delta(chat.request_id, text=self.call, token_ids=(1, 2, 3)))
+        sink(Delta.finished_with(chat.request_id, FinishReason.STOP))
+        self.sent.set()
+        return chat.request_id
+
+    def cancel(self, request_id) -> None:
+        pass
+
+
+def test_a_pause_while_an_items_tool_call_hangs_returns_soon_and_leaves_the_item_pending(jobs):
+    hanging = JobTools.of([StdioServer("test", sys.executable, (str(TEST_SERVER), "stdio"))], choice="required",
+                          enabled=["slow"], timeout_s=60)
+    job = new_job(jobs, rows()[:1], JobSpec(template="Wait $a seconds.", tools=hanging.to_json()))
+    engine = CallingEngine('{"name": "slow", "arguments": {"seconds": 30}}')
+    runner = JobRunner(jobs, engine, job.id, window=1)
+
+    def pause_once_the_call_runs() -> None:
+        engine.sent.wait(30)
+        time.sleep(0.5)  # the call is on the server by now (a pause before it would be no hang)
+        runner.pause()
+
+    threading.Thread(target=pause_once_the_call_runs, daemon=True).start()
+    began = time.monotonic()
+    assert runner.run() == PAUSED
+    assert time.monotonic() - began < 20  # not the call's 30 s, nor its 60 s timeout
+    assert engine.turns == 1 and jobs.counts(job.id) == {"pending": 1, "done": 0, "failed": 0}
+    time.sleep(1.0)  # the loop's thread ends after the run: it starts no turn and writes nothing
+    assert engine.turns == 1 and jobs.counts(job.id)["pending"] == 1
