@@ -117,6 +117,9 @@ class ItemEngine:
 
 
 class ToolRun:
+    """An item with tools, for the runner to drive on a thread of its own: its first request
+    (the template's prompt and sampling), the job's running toolbox and its tool settings."""
+
     def __init__(self, chat: ChatRequest, toolbox: Toolbox, tools: JobTools) -> None:
         self.chat, self.toolbox, self.tools = chat, toolbox, tools
 
