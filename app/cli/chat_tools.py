@@ -29,6 +29,7 @@ from app.tools.agent import (
 )
 from app.tools.formats import format_of_engine
 from app.tools.mcp_results import McpTool
+from app.tools.toolbox import tools_named
 from app.tools.types import ToolCall
 from app.tools.web import WebTools
 from inference import Delta, EngineClient, FinishReason, SamplingParams
@@ -48,8 +49,8 @@ class TerminalTools:
 
     def __init__(self, manager: McpManager, args: argparse.Namespace) -> None:
         self.manager = manager
-        offered = [t for t in manager.tools() if args.enabled_tools is None or t.name in args.enabled_tools]
-        self.toolbox = Toolbox(manager, offered, timeout_s=args.tool_timeout, web=web_tools_of(args))
+        self.toolbox = Toolbox(manager, tools_named(manager, args.enabled_tools), timeout_s=args.tool_timeout,
+                               web=web_tools_of(args))
         self.choice, self.max_rounds = args.tool_choice, args.max_tool_rounds
         self.approve = always_allow if args.yes else ask_on_terminal
 

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from app.jobs.results import CUT
 from app.jobs.spec import JobSpec
 from app.jobs.tool_run import ItemEngine, ToolRun
 from app.jobs.tools import started
 from app.jobs.work import ItemRun, TemplateWork, Work
-from inference import Delta, EngineClient, EngineError, FinishReason, RequestError, job_owner
+from inference import Delta, EngineClient, EngineError, RequestError, job_owner
 from storage import ItemRecord, ItemResult, JobsRepository
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,6 @@ RUNNING, PAUSED, CANCELLED, COMPLETED = "running", "paused", "cancelled", "compl
 
 DEFAULT_WINDOW = 4  # an engine whose width this process cannot see (a server's)
 LOOP_STOP_WAIT_S = 3.0  # a pause or cancel waits this long at most for an item's tool loop
-_CUT = (FinishReason.CANCELLED, FinishReason.INTERRUPTED, FinishReason.ERROR)
 
 
 def default_window(client: EngineClient, own_engine: bool = False) -> int:
@@ -224,10 +224,10 @@ class JobRunner:
                          name=f"chorus-job-{self.job_id}-{item.seq}").start()
 
     def _loop_body(self, item: ItemRecord, run: ToolRun, engine: ItemEngine) -> None:
-        started = time.monotonic()
+        began = time.monotonic()
         result: ItemResult | None = None
         try:
-            result = run.run(engine, lambda: time.monotonic() - started)
+            result = run.run(engine, lambda: time.monotonic() - began)
         except RequestError as bad:  # a turn the engine would refuse (longer than the context)
             result = ItemResult(answer=None, finish_reason=None, error=str(bad))
         except EngineError as exc:
@@ -263,7 +263,7 @@ class JobRunner:
                 return
             del self._requests[delta.request_id]
             running.open.discard(delta.request_id)
-            running.cut |= delta.finish_reason in _CUT
+            running.cut |= delta.finish_reason in CUT
             if running.open:
                 return
             # Stopping, an item cut short stays pending for the next runner: a failure too

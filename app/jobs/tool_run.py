@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from app.jobs.results import text_result
+from app.jobs.results import CUT, text_result
 from app.jobs.tools import JobTools
 from inference import (
     SPARE_PRIORITY,
@@ -21,7 +21,6 @@ from inference import (
     Delta,
     EngineClient,
     EngineError,
-    FinishReason,
     MetricsSnapshot,
     ModelInfo,
     Owner,
@@ -30,9 +29,6 @@ from storage import ItemResult
 
 if TYPE_CHECKING:
     from app.tools import Toolbox
-
-CUT = (FinishReason.CANCELLED, FinishReason.INTERRUPTED, FinishReason.ERROR)
-
 
 class ItemEngine:
     """The engine as one item's loop sees it: every request tagged with the job's owner (its

@@ -60,6 +60,7 @@ def started(tools: JobTools) -> Iterator[Any]:
     """The job's toolbox (app.tools.Toolbox), its servers running until the block ends;
     JobToolsError naming each server that failed to start."""
     from app.tools import McpManager, ServerStatus, Toolbox  # the MCP SDK, only for a job that calls tools
+    from app.tools.toolbox import tools_named
     from app.tools.web import WebSettings, WebTools
 
     manager = McpManager()
@@ -69,7 +70,6 @@ def started(tools: JobTools) -> Iterator[Any]:
         if failed:
             raise JobToolsError("the job's tools did not start (" + "; ".join(failed) + ")")
         web = WebTools(WebSettings(**tools.web)) if tools.web is not None else None
-        offered = [t for t in manager.tools() if tools.enabled is None or t.name in tools.enabled]
-        yield Toolbox(manager, offered, timeout_s=tools.timeout_s, web=web)
+        yield Toolbox(manager, tools_named(manager, tools.enabled), timeout_s=tools.timeout_s, web=web)
     finally:
         manager.shutdown()

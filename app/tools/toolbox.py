@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from app.tools.mcp_results import McpTool, ToolResult
 from app.tools.mcp_servers import DEFAULT_CALL_TIMEOUT_S, McpManager
@@ -14,6 +14,11 @@ from app.tools.types import Tool
 from app.tools.web import BUILT_IN, WebTools
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tools_named(manager: McpManager, names: Collection[str] | None) -> tuple[McpTool, ...]:
+    """The ready servers' tools whose own names are among names (None: every one)."""
+    return tuple(t for t in manager.tools() if names is None or t.name in names)
 
 
 class Toolbox:

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -368,8 +368,8 @@ class JobsController:
             dialog.start_requested.connect(self._create)
             dialog.finished.connect(self._dialog_closed)
             tools = self.ctx.tools
-            web = {"searxng_url": tools.searxng_url, "allow_private": tools.allow_private}
-            dialog.offer_tools(tools.configs(), web, tools.settings.max_rounds, tools.settings.timeout_s)
+            dialog.offer_tools(tools.configs(), asdict(tools.web_settings()), tools.settings.max_rounds,
+                               tools.settings.timeout_s)
         self.dialog.show()
         self.dialog.raise_()
         return self.dialog

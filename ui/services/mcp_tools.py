@@ -29,7 +29,7 @@ from app.tools.rounds import ToolRound
 
 if TYPE_CHECKING:
     from app.tools import McpManager, McpTool, ServerState, ToolResult
-    from app.tools.web import WebTools
+    from app.tools.web import WebSettings, WebTools
     from storage import CatalogRepository
     from ui.services.threads import GuiCalls, StorageThread
 
@@ -183,10 +183,15 @@ class AppTools(QObject):
         self._save(WEB_TOOLS_SETTING, {"searxng_url": self.searxng_url, "allow_private": allow_private})
         self.changed.emit()
 
-    def _web(self) -> WebTools:
-        from app.tools.web import WebSettings, WebTools
+    def web_settings(self) -> WebSettings:
+        from app.tools.web import WebSettings
 
-        return WebTools(WebSettings(searxng_url=self.searxng_url, allow_private=self.allow_private))
+        return WebSettings(searxng_url=self.searxng_url, allow_private=self.allow_private)
+
+    def _web(self) -> WebTools:
+        from app.tools.web import WebTools
+
+        return WebTools(self.web_settings())
 
     def set_settings(self, settings: ToolSettings) -> None:
         self.settings = settings
