@@ -7,12 +7,13 @@ In one run on one engine of `width` sequences, each phase on an empty KV cache:
 - job: the same N rows as a CSV, run by the real job runner (app/jobs, what `chorus batch
   run` uses) into a real SQLite file: items/s, every item written exactly once, and how many
   times the shared prefix (system prompt, template header, instructions) was computed;
-- chat alone: a few turns of one conversation at the focused tab's priority, one after
-  another on the idle engine, before the other phases and after them: each turn's TTFT and
-  decode rate;
-- job + chat: the same job again, with the same turns sent every few seconds while it runs:
-  the turns' TTFT and decode rate against the chat alone, and the job's items/s over the time
-  the turns ran against its rate alone.
+- job + chat: the same job again, and two conversations at the focused tab's priority whose
+  turns alternate with each other (ABBA): one typed while the job runs (a turn every few
+  seconds, the job filling the engine between them), the other alone, with the job paused
+  and its idle KV dropped. Each side's TTFT and decode rate, and the job's generated tokens
+  per second over the periods it shared with the chat against its rate alone. Interleaved,
+  the two sides meet the same machine: measured apart, minutes away from each other, a chat
+  alone decoded 48 tok/s before the job phases and 61 after them in one run.
 
 The engine and job phases alternate over `rounds` (ABBA: engine, job, then job, engine, ...),
 and job / engine is the ratio of their mean rates: a machine whose speed drifts through the
@@ -60,7 +61,7 @@ class JobsBenchOptions:
     # The runner's items in flight; None: its defaults, as `chorus batch run` alone (the engine
     # is the job's) and as the desktop beside the chat (the engine is shared)
     window: int | None = None
-    chat_turns: int = 4
+    chat_turns: int = 8  # each side's: beside the job, and alone
     chat_every_s: float = 5.0
     chat_max_tokens: int = 32
     rounds: int = 2  # engine and job phases each, alternating: ABBA...
@@ -117,7 +118,7 @@ def run_jobs_bench(options: JobsBenchOptions, settings: LoadSettings) -> dict[st
 def sized_settings(options: JobsBenchOptions, settings: LoadSettings) -> LoadSettings:
     """Room for the shared prefix once and every sequence's own tokens, with the reserve."""
     need = 4 * options.system_words + (options.width + 1) * (96 + 64 + max(options.max_tokens, options.chat_max_tokens))
-    need += 64 * options.chat_turns + 512
+    need += 2 * 64 * options.chat_turns + 512  # the two conversations
     n_ctx = max(4096, 256 * ((need + 255) // 256))
     return replace(settings, n_ctx=n_ctx, n_seq_max=options.width, n_batch=max(512, options.width))
 
@@ -139,8 +140,6 @@ def _run(engine: Engine, options: JobsBenchOptions, settings: LoadSettings, fold
     try:
         jobs = _CountingJobs(db)
         _warm_up(engine, options)
-        chat_alone = _chat_turns(engine, options, spaced=False)
-        _clear(engine)
         batched: list[dict[str, Any]] = []
         alone: list[dict[str, Any]] = []
         for round_ in range(max(1, options.rounds)):
@@ -150,20 +149,10 @@ def _run(engine: Engine, options: JobsBenchOptions, settings: LoadSettings, fold
                 else:
                     alone.append(_job_phase(engine, jobs, csv_path, spec, options, prompts))
                 _clear(engine)
-        beside = _job_with_chat(engine, jobs, csv_path, spec, options, prompts)
-        _clear(engine)
-        chat_after = _chat_turns(engine, options, spaced=False)  # a machine whose speed drifts shows
+        beside = _job_with_chat(engine, jobs, csv_path, spec, options)
     finally:
         db.close()
-    return _report(options, settings, system, prompts, batched, alone, _both(chat_alone, chat_after), beside)
-
-
-def _both(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The chat alone, before the job phases and after them: each turn's figures, and the
-    means of the two runs' medians (what the chat beside the job is set against)."""
-    return {"turns": before["turns"] + after["turns"], "before": before, "after": after,
-            "ttft_median_s": (before["ttft_median_s"] + after["ttft_median_s"]) / 2,
-            "decode_median_tok_s": (before["decode_median_tok_s"] + after["decode_median_tok_s"]) / 2}
+    return _report(options, settings, system, prompts, batched, alone, beside.pop("chat_alone"), beside)
 
 
 def _system_prompt(words: int) -> str:
@@ -220,68 +209,95 @@ def _job_phase(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpe
             "cached_per_request": tap.cached, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
 
 
-def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpec, options: JobsBenchOptions,
-                   prompts: list[list[int]]) -> dict[str, Any]:
-    """The job on a thread; once it has written a few items, the chat's turns every
-    chat_every_s from this thread; then the job runs to its end."""
+def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: JobSpec,
+                   options: JobsBenchOptions) -> dict[str, Any]:
+    """The job, and the chat's turns in pairs: one beside the running job, one alone with
+    the job paused, the pair's order alternating; then the job runs to its end. Stops
+    pairing early if the job ends first (job_outlasted_chat: False)."""
     job_id = new_job(jobs, read_rows(csv_path), spec, source=csv_path.name).id
     engine.reset_metrics()
-    outcome: dict[str, Any] = {}
-    runner = JobRunner(jobs, engine, job_id, window=options.window or default_window(engine))
-    started = len(jobs.times)
-
-    def run() -> None:
-        try:
-            outcome["status"] = runner.run()
-        except Exception as exc:  # reported after the chat, not lost in a thread
-            outcome["error"] = repr(exc)
-
+    window = options.window or default_window(engine)
+    beside_chat, alone_chat = _Conversation("one"), _Conversation("two")
+    beside: list[RequestStats] = []
+    alone: list[RequestStats] = []
+    shared_s = job_tokens = 0.0
     t0 = time.perf_counter()
-    thread = threading.Thread(target=run, name="bench-job")
+    outlasted = True
+    for pair in range(options.chat_turns):
+        for side in (("beside", "alone") if pair % 2 == 0 else ("alone", "beside")):
+            if side == "alone":
+                engine.call(lambda core: core.kv.drop_idle_below(0))  # the job's idle items: a chat alone's KV
+                alone.append(alone_chat.turn(engine, options))
+                continue
+            period = _turn_beside_job(engine, jobs, job_id, window, beside_chat, options)
+            if period is None:
+                outlasted = False
+                break
+            stats, seconds, tokens = period
+            beside.append(stats)
+            shared_s += seconds
+            job_tokens += tokens
+        if not outlasted:
+            break
+    runner = JobRunner(jobs, engine, job_id, window=window)
+    status = runner.run()
+    wall = time.perf_counter() - t0
+    return {"job": job_id, "window": runner.window, "status": status, "wall_s": wall,
+            "chat": _turn_figures(beside), "chat_alone": _turn_figures(alone),
+            "chat_window_s": shared_s, "job_tokens_during_chat": job_tokens,
+            "job_tok_s_during_chat": job_tokens / shared_s if shared_s else float("nan"),
+            "job_outlasted_chat": outlasted, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
+
+
+def _turn_beside_job(engine: Engine, jobs: _CountingJobs, job_id: str, window: int, chat: _Conversation,
+                     options: JobsBenchOptions) -> tuple[RequestStats, float, float] | None:
+    """The job resumed on a thread until it has written a window's worth of items (it fills
+    the engine), then one chat turn and the rest of its typing period; the job paused after.
+    The turn's stats, the period's seconds and the job's generated tokens in it; None when
+    the job ended before the turn could start."""
+    runner = JobRunner(jobs, engine, job_id, window=window)
+    thread = threading.Thread(target=runner.run, name="bench-job")
+    written = len(jobs.times)
     thread.start()
     deadline = time.monotonic() + 600
-    while len(jobs.times) - started < min(options.width, options.items) and thread.is_alive():
+    while len(jobs.times) - written < min(window, options.width) and thread.is_alive():
         if time.monotonic() > deadline:
             raise RuntimeError("the job wrote no results in 10 minutes")
         time.sleep(0.05)
-    chat_from, generated_from = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
-    turns = _chat_turns(engine, options, spaced=True)
-    chat_to, generated_to = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
-    during_chat = sum(1 for t in jobs.times[started:] if chat_from <= t <= chat_to)
-    # The job's tokens meanwhile (all the engine generated but the chat's): items finish in
-    # waves of the window, too coarse to count over a few periods of typing.
-    job_tokens = generated_to - generated_from - turns["generated_tokens"]
-    job_ran_past_chat = thread.is_alive()
+    if not thread.is_alive():
+        return None
+    began, generated = time.perf_counter(), engine.metrics(fresh=True).generated_tokens
+    stats = chat.turn(engine, options)
+    time.sleep(max(0.0, options.chat_every_s - (time.perf_counter() - began)))
+    seconds = time.perf_counter() - began
+    job_tokens = engine.metrics(fresh=True).generated_tokens - generated - stats.generated_tokens
+    runner.pause()
     thread.join()
-    wall = time.perf_counter() - t0
-    if "error" in outcome:
-        raise RuntimeError(f"the job failed: {outcome['error']}")
-    return {"job": job_id, "window": runner.window, "status": outcome["status"], "wall_s": wall,
-            "items_per_s": options.items / wall,
-            "chat": turns, "chat_window_s": chat_to - chat_from, "items_during_chat": during_chat,
-            "job_tokens_during_chat": job_tokens, "job_tok_s_during_chat": job_tokens / (chat_to - chat_from),
-            "job_outlasted_chat": job_ran_past_chat, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
+    return stats, seconds, job_tokens
 
 
-def _chat_turns(engine: Engine, options: JobsBenchOptions, spaced: bool) -> dict[str, Any]:
-    """One conversation at the focused tab's priority, a turn at a time (its history holds a
-    fixed answer for each earlier turn); spaced: a turn starts chat_every_s after the last one
-    started, as a user types the next message while the job runs, and the last one's period
-    is waited out too."""
-    sampling = SamplingParams.greedy(options.chat_max_tokens, ignore_eos=True)
-    messages: list[dict] = []
-    stats: list[RequestStats] = []
-    for turn in range(options.chat_turns):
-        began = time.perf_counter()
-        messages.append({"role": "user", "content": CHAT_QUESTIONS[turn % len(CHAT_QUESTIONS)]})
-        result = engine.submit(ChatRequest(messages=tuple(messages), sampling=sampling,
+class _Conversation:
+    """A chat at the focused tab's priority whose history holds a fixed answer for each
+    earlier turn, so two conversations (named apart in their system prompts) ask the same
+    questions with prompts of the same length, each with its own history cached."""
+
+    def __init__(self, name: str) -> None:
+        self.messages: list[dict] = [{"role": "system", "content": f"This is conversation {name}."}]
+        self.turns = 0
+
+    def turn(self, engine: Engine, options: JobsBenchOptions) -> RequestStats:
+        self.messages.append({"role": "user", "content": CHAT_QUESTIONS[self.turns % len(CHAT_QUESTIONS)]})
+        self.turns += 1
+        result = engine.submit(ChatRequest(messages=tuple(self.messages),
+                                           sampling=SamplingParams.greedy(options.chat_max_tokens, ignore_eos=True),
                                            priority=PRIORITY_VISIBLE_TAB)).result(timeout=600)
         if result.error or result.stats is None:
             raise RuntimeError(f"a chat turn failed: {result.error}")
-        stats.append(result.stats)
-        messages.append({"role": "assistant", "content": CHAT_ANSWER})
-        if spaced:  # the last turn too: the chat's time is whole periods of typing
-            time.sleep(max(0.0, options.chat_every_s - (time.perf_counter() - began)))
+        self.messages.append({"role": "assistant", "content": CHAT_ANSWER})
+        return result.stats
+
+
+def _turn_figures(stats: list[RequestStats]) -> dict[str, Any]:
     ttfts = [s.ttft_s for s in stats if s.ttft_s is not None]
     decodes = [s.decode_tok_s for s in stats if s.decode_tok_s is not None]
     return {"turns": len(stats), "generated_tokens": sum(s.generated_tokens for s in stats), "ttft_s": ttfts,
@@ -343,7 +359,7 @@ def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prom
             beside: dict[str, Any]) -> dict[str, Any]:
     shared = common_prefix(prompts)
     ideal = distinct_prefix_tokens(prompts)
-    for phase in (*batched_runs, *alone_runs, beside):
+    for phase in (*batched_runs, *alone_runs):
         phase["prefix_computations"] = _prefix_computations(phase["prompt_tokens_computed"], ideal, shared)
     for phase in (*batched_runs, *alone_runs):
         phase["shared_prefix_computed"] = shared_prefix_computed(phase.pop("cached_per_request"), shared)
@@ -421,11 +437,11 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"{j['done']}/{j['items']} done, "
         f"{j['written_once']} written once, {j['written_twice_or_more']} more than once",
         f"  chat alone:            TTFT {alone['ttft_median_s'] * 1000:.0f} ms, "
-        f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['before']['turns']} turns before the "
-        f"job and after it, averaged)",
+        f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['turns']} turns, each paired with one "
+        f"beside the job, the job paused and its idle KV dropped)",
         f"  chat beside the job:   TTFT {beside['ttft_median_s'] * 1000:.0f} ms, "
-        f"decode {beside['decode_median_tok_s']:.1f} tok/s; the job meanwhile {w['job_tok_s_during_chat']:.1f} tok/s "
-        f"against {j['job_tok_s']:.1f} alone, over {w['chat_window_s']:.1f} s "
+        f"decode {beside['decode_median_tok_s']:.1f} tok/s ({beside['turns']} turns); the job meanwhile "
+        f"{w['job_tok_s_during_chat']:.1f} tok/s against {j['job_tok_s']:.1f} alone, over {w['chat_window_s']:.1f} s "
         f"({w['done']}/{w['items']} done in {w['wall_s']:.1f} s)",
         f"  job / engine {r['job_vs_engine']:.3f} (by round: "
         f"{', '.join(f'{x:.3f}' for x in r['job_vs_engine_by_round'])}); "
@@ -433,4 +449,6 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"chat decode beside / alone {r['chat_decode_beside_job_vs_alone']:.3f}; "
         f"job during chat / alone {r['job_during_chat_vs_alone']:.3f}",
         "  goals: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in report["goals"].items()),
+        *([] if w["job_outlasted_chat"] else
+          ["  the job ended before the chat's turns did: give it more items for the chat's figures"]),
     ])

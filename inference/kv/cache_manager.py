@@ -262,6 +262,14 @@ class KvCacheManager:
         """Forget whatever a failed load left in seq."""
         self._evict(seq)
 
+    def drop_idle_below(self, priority: int) -> int:
+        """Evict the idle sequences last used by requests below priority (a job's items,
+        below 0); how many."""
+        victims = [s for s in self._evictable(frozenset()) if self._kept_priority[s] < priority]
+        for seq in victims:
+            self._evict(seq)
+        return len(victims)
+
     def clear(self) -> None:
         for seq in range(self.n_seqs):
             if self._state[seq] is not SeqState.FREE:

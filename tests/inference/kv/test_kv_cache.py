@@ -257,6 +257,24 @@ def test_idle_sequences_of_lower_priority_are_evicted_before_older_ones_of_highe
     assert_consistent(kv, ref)
 
 
+def test_idle_sequences_below_a_priority_are_dropped_and_the_rest_kept() -> None:
+    """bench-jobs' chat alone: the job's idle items dropped, the chat's own history and a
+    pinned prefix kept, a running request untouched."""
+    kv, ref = make(n_cells=200, n_seqs=4)
+    chat = admit(kv, ref, span(0, 20)).seq
+    kv.release(chat, priority=10)
+    job = admit(kv, ref, span(100, 10)).seq
+    kv.release(job, priority=-1)
+    pinned = admit(kv, ref, span(300, 10)).seq
+    kv.pin(pinned)
+    running = admit(kv, ref, span(500, 10)).seq
+    assert kv.drop_idle_below(0) == 1
+    assert [kv.state(s) for s in (chat, job, pinned, running)] == [
+        SeqState.IDLE, SeqState.FREE, SeqState.PINNED, SeqState.ACTIVE]
+    assert kv.cells_used == 40 and kv.drop_idle_below(0) == 0
+    assert_consistent(kv, ref)
+
+
 def test_make_room_evicts_only_what_is_needed_in_lru_order() -> None:
     kv, ref = make(n_cells=30, n_seqs=4)
     a = finished(kv, ref, span(0, 10))
