@@ -79,6 +79,7 @@ class _Running:
     started: float
     open: set[str] = field(default_factory=set)  # its requests still generating
     cut: bool = False  # one of them was cancelled, interrupted, or failed
+    ended: float = 0.0  # when its last request ended
 
 
 class JobRunner:
@@ -99,6 +100,12 @@ class JobRunner:
         self._requests: dict[str, tuple[_Running, int]] = {}  # request id -> its item, its index
         self._items: set[_Running] = set()  # in flight: submitted, result not yet written
         self._loops: set[ItemEngine] = set()  # the items with tools in flight, each on a thread of its own
+        # Items whose requests have all ended, each with whether it was stopped on purpose:
+        # their results are written on the runner's thread (_write_ended), not on the one
+        # that delivers deltas (the engine's own, in process; the one reading the engine
+        # process's pipe in the desktop), which a SQLite commit would hold up: the next
+        # step, and the focused chat's tokens behind it.
+        self._ended: list[tuple[_Running, bool]] = []
         self._stop: str | None = None  # PAUSED or CANCELLED once asked
 
     def run(self, on_progress=None) -> str:
@@ -125,13 +132,15 @@ class JobRunner:
         self.jobs.set_status(self.job_id, RUNNING)
         queue = self.jobs.pending(self.job_id)
         while True:
+            self._write_ended()
             with self._lock:
                 if self._stop is not None or not (queue or self._items or self._loops):
                     break
                 if queue and self.slots.take():
                     item = queue.pop(0)
                 else:  # a slot another runner gives back is seen within the wait
-                    self._lock.wait(0.5)
+                    if not self._ended:
+                        self._lock.wait(0.5)
                     item = None
             if item is not None:
                 went = False
@@ -152,9 +161,13 @@ class JobRunner:
         # waited for past LOOP_STOP_WAIT_S: once stopped it starts no turn and writes nothing
         # (its call ends when the job's servers stop, as the run ends).
         deadline = time.monotonic() + LOOP_STOP_WAIT_S
-        with self._lock:
-            while self._items or (self._loops and time.monotonic() < deadline):
-                self._lock.wait(0.5)
+        while True:
+            self._write_ended()
+            with self._lock:
+                if not (self._items or (self._loops and time.monotonic() < deadline)):
+                    break
+                if not self._ended:
+                    self._lock.wait(0.5)
         status = self._stop or COMPLETED
         self.jobs.set_status(self.job_id, status)
         return status
@@ -268,11 +281,18 @@ class JobRunner:
                 return
             # Stopping, an item cut short stays pending for the next runner: a failure too
             # (the engine that restarts for another model fails what it still holds).
-            stopped = running.cut and self._stop is not None
-        # Written before the item leaves the window: run() never ends ahead of a result.
-        if not stopped:  # else stopped on purpose: the item stays pending for the next runner
-            self.jobs.finish(running.item.id, running.run.result(time.monotonic() - running.started))
-        with self._lock:
-            self._items.discard(running)
+            running.ended = time.monotonic()
+            self._ended.append((running, running.cut and self._stop is not None))
             self._lock.notify_all()
-        self.slots.give()
+
+    def _write_ended(self) -> None:
+        """The results of the items that ended, written; each leaves the window after its
+        write, so run() never ends ahead of a result."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+        for running, stopped in ended:
+            if not stopped:  # else stopped on purpose: the item stays pending for the next runner
+                self.jobs.finish(running.item.id, running.run.result(running.ended - running.started))
+            with self._lock:
+                self._items.discard(running)
+            self.slots.give()

@@ -37,6 +37,26 @@ def test_a_small_job_answers_every_item_once(jobs, shared_engine):
     assert jobs.get(job.id).status == COMPLETED
 
 
+def test_results_are_written_on_the_runners_thread_not_the_one_delivering_deltas(jobs, shared_engine):
+    """Deltas come on the engine's thread: a SQLite commit there held up its next step (and
+    a focused chat's tokens) each time an item ended; 8 items ending in one step held it 8
+    commits long. Each write's thread recorded; each item's time still counts to its end."""
+    job = new_job(jobs, rows(6), SPEC)
+    threads: list[str] = []
+    original = jobs.finish
+
+    def recording_finish(item_id, result):
+        threads.append(threading.current_thread().name)
+        return original(item_id, result)
+
+    jobs.finish = recording_finish  # type: ignore[method-assign]
+    runner_thread = threading.current_thread().name
+    assert JobRunner(jobs, shared_engine, job.id, window=3).run() == COMPLETED
+    assert threads == [runner_thread] * 6
+    items = jobs.items(job.id)
+    assert [i.state for i in items] == ["done"] * 6 and all(0 < i.seconds < 60 for i in items)
+
+
 @pytest.mark.parametrize("stop", [PAUSED, CANCELLED])
 def test_a_stopped_job_is_finished_by_a_new_runner_exactly_once(jobs, shared_engine, stop):
     job = new_job(jobs, rows(8), SPEC)
