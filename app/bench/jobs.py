@@ -7,13 +7,15 @@ In one run on one engine of `width` sequences, each phase on an empty KV cache:
 - job: the same N rows as a CSV, run by the real job runner (app/jobs, what `chorus batch
   run` uses) into a real SQLite file: items/s, every item written exactly once, and how many
   times the shared prefix (system prompt, template header, instructions) was computed;
-- job + chat: the same job again, and two conversations at the focused tab's priority whose
-  turns alternate with each other (ABBA): one typed while the job runs (a turn every few
-  seconds, the job filling the engine between them), the other alone, with the job paused
-  and its idle KV dropped. Each side's TTFT and decode rate, and the job's generated tokens
-  per second over the periods it shared with the chat against its rate alone. Interleaved,
-  the two sides meet the same machine: measured apart, minutes away from each other, a chat
-  alone decoded 48 tok/s before the job phases and 61 after them in one run.
+- job + chat: the same job again, and a conversation at the focused tab's priority whose
+  turns come in pairs, in turn order ABBA: one turn typed while the job runs (a turn every
+  few seconds, the job filling the engine between them), one alone, with the job paused and
+  its idle KV dropped. Each pair's TTFT and decode ratios (beside / alone; the medians are the
+  figures), and the job's generated tokens per second over the periods it shared with the
+  chat against its rate alone. Paired, the two sides meet the same machine: measured apart,
+  minutes away from each other, a chat alone decoded 48 tok/s before the job phases and 61
+  after them in one run. One conversation, as one user types: the job's window leaves one
+  idle sequence for the chat's KV, and a second conversation lost its own to the job.
 
 The engine and job phases alternate over `rounds` (ABBA: engine, job, then job, engine, ...),
 and job / engine is the ratio of their mean rates: a machine whose speed drifts through the
@@ -118,7 +120,7 @@ def run_jobs_bench(options: JobsBenchOptions, settings: LoadSettings) -> dict[st
 def sized_settings(options: JobsBenchOptions, settings: LoadSettings) -> LoadSettings:
     """Room for the shared prefix once and every sequence's own tokens, with the reserve."""
     need = 4 * options.system_words + (options.width + 1) * (96 + 64 + max(options.max_tokens, options.chat_max_tokens))
-    need += 2 * 64 * options.chat_turns + 512  # the two conversations
+    need += 2 * 64 * options.chat_turns + 512  # both sides' turns, in one conversation
     n_ctx = max(4096, 256 * ((need + 255) // 256))
     return replace(settings, n_ctx=n_ctx, n_seq_max=options.width, n_batch=max(512, options.width))
 
@@ -217,33 +219,35 @@ def _job_with_chat(engine: Engine, jobs: _CountingJobs, csv_path: Path, spec: Jo
     job_id = new_job(jobs, read_rows(csv_path), spec, source=csv_path.name).id
     engine.reset_metrics()
     window = options.window or default_window(engine)
-    beside_chat, alone_chat = _Conversation("one"), _Conversation("two")
+    chat = _Conversation()
     beside: list[RequestStats] = []
     alone: list[RequestStats] = []
     shared_s = job_tokens = 0.0
     t0 = time.perf_counter()
     outlasted = True
     for pair in range(options.chat_turns):
+        turns: dict[str, RequestStats] = {}
         for side in (("beside", "alone") if pair % 2 == 0 else ("alone", "beside")):
             if side == "alone":
                 engine.call(lambda core: core.kv.drop_idle_below(0))  # the job's idle items: a chat alone's KV
-                alone.append(alone_chat.turn(engine, options))
+                turns[side] = chat.turn(engine, options)
                 continue
-            period = _turn_beside_job(engine, jobs, job_id, window, beside_chat, options)
+            period = _turn_beside_job(engine, jobs, job_id, window, chat, options)
             if period is None:
                 outlasted = False
                 break
-            stats, seconds, tokens = period
-            beside.append(stats)
+            turns[side], seconds, tokens = period
             shared_s += seconds
             job_tokens += tokens
         if not outlasted:
             break
+        beside.append(turns["beside"])
+        alone.append(turns["alone"])
     runner = JobRunner(jobs, engine, job_id, window=window)
     status = runner.run()
     wall = time.perf_counter() - t0
     return {"job": job_id, "window": runner.window, "status": status, "wall_s": wall,
-            "chat": _turn_figures(beside), "chat_alone": _turn_figures(alone),
+            "chat": _turn_figures(beside), "chat_alone": _turn_figures(alone), "pairs": _pair_ratios(beside, alone),
             "chat_window_s": shared_s, "job_tokens_during_chat": job_tokens,
             "job_tok_s_during_chat": job_tokens / shared_s if shared_s else float("nan"),
             "job_outlasted_chat": outlasted, **_job_items(jobs, job_id, options), **_engine_figures(engine)}
@@ -278,11 +282,10 @@ def _turn_beside_job(engine: Engine, jobs: _CountingJobs, job_id: str, window: i
 
 class _Conversation:
     """A chat at the focused tab's priority whose history holds a fixed answer for each
-    earlier turn, so two conversations (named apart in their system prompts) ask the same
-    questions with prompts of the same length, each with its own history cached."""
+    earlier turn: its prompts are the same whichever side each turn ran on."""
 
-    def __init__(self, name: str) -> None:
-        self.messages: list[dict] = [{"role": "system", "content": f"This is conversation {name}."}]
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
         self.turns = 0
 
     def turn(self, engine: Engine, options: JobsBenchOptions) -> RequestStats:
@@ -295,6 +298,15 @@ class _Conversation:
             raise RuntimeError(f"a chat turn failed: {result.error}")
         self.messages.append({"role": "assistant", "content": CHAT_ANSWER})
         return result.stats
+
+
+def _pair_ratios(beside: list[RequestStats], alone: list[RequestStats]) -> dict[str, Any]:
+    """Each pair's beside / alone: TTFT and decode rate, and their medians."""
+    ttft = [b.ttft_s / a.ttft_s for b, a in zip(beside, alone) if b.ttft_s and a.ttft_s]
+    decode = [b.decode_tok_s / a.decode_tok_s for b, a in zip(beside, alone) if b.decode_tok_s and a.decode_tok_s]
+    return {"ttft": ttft, "decode": decode,
+            "ttft_median": statistics.median(ttft) if ttft else float("nan"),
+            "decode_median": statistics.median(decode) if decode else float("nan")}
 
 
 def _turn_figures(stats: list[RequestStats]) -> dict[str, Any]:
@@ -368,9 +380,8 @@ def _report(options: JobsBenchOptions, settings: LoadSettings, system: str, prom
         "job_vs_engine": _ratio(alone["items_per_s"], batched["items_per_s"]),
         "job_vs_engine_by_round": [_ratio(j["items_per_s"], e["items_per_s"])
                                    for e, j in zip(batched_runs, alone_runs)],
-        "chat_ttft_beside_job_vs_alone": _ratio(beside["chat"]["ttft_median_s"], chat_alone["ttft_median_s"]),
-        "chat_decode_beside_job_vs_alone": _ratio(beside["chat"]["decode_median_tok_s"],
-                                                  chat_alone["decode_median_tok_s"]),
+        "chat_ttft_beside_job_vs_alone": beside["pairs"]["ttft_median"],  # the pairs' medians
+        "chat_decode_beside_job_vs_alone": beside["pairs"]["decode_median"],
         "job_during_chat_vs_alone": _ratio(beside["job_tok_s_during_chat"], alone["job_tok_s"]),
     }
     goals = {
@@ -438,7 +449,7 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         f"{j['written_once']} written once, {j['written_twice_or_more']} more than once",
         f"  chat alone:            TTFT {alone['ttft_median_s'] * 1000:.0f} ms, "
         f"decode {alone['decode_median_tok_s']:.1f} tok/s (medians of {alone['turns']} turns, each paired with one "
-        f"beside the job, the job paused and its idle KV dropped)",
+        f"beside the job, the job paused and its idle KV dropped; the ratios below are the pairs' medians)",
         f"  chat beside the job:   TTFT {beside['ttft_median_s'] * 1000:.0f} ms, "
         f"decode {beside['decode_median_tok_s']:.1f} tok/s ({beside['turns']} turns); the job meanwhile "
         f"{w['job_tok_s_during_chat']:.1f} tok/s against {j['job_tok_s']:.1f} alone, over {w['chat_window_s']:.1f} s "

@@ -324,7 +324,7 @@ def _register_jobs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     jbench.add_argument("--rounds", type=int, default=2,
                         help="engine and job phases each, alternating (engine, job, job, engine, ...)")
     jbench.add_argument("--chat-turns", type=int, default=8,
-                        help="turns of each conversation: one typed while the job runs, one alone (paired)")
+                        help="pairs of the chat's turns: one typed while the job runs, one alone")
     jbench.add_argument("--chat-every", type=float, default=5.0, help="seconds between the chat's turns")
     jbench.add_argument("--chat-max-tokens", type=int, default=32, help="of each chat turn")
     jbench.add_argument("--json", action="store_true", help="print one JSON object")

@@ -51,11 +51,14 @@ def test_the_jobs_bench_runs_every_phase_on_the_real_model(model_path):
     for run in report["job_runs"] + report["engine_runs"]:  # counted request by request too
         assert 1.0 <= run["shared_prefix_computed"] < 1.5
     assert report["config"]["shared_prefix_tokens"] > 40
-    # Two turns a side, paired: each beside turn's period shared with the running job
+    # Two pairs of turns of one conversation: each beside turn's period shared with the running job
     alone = report["chat_alone"]
     assert beside["job_outlasted_chat"] and alone["turns"] == beside["chat"]["turns"] == 2
     assert all(t > 0 for t in beside["chat"]["ttft_s"] + alone["ttft_s"])
     assert beside["chat_window_s"] >= 2 * 0.3 and beside["job_tokens_during_chat"] > 0
+    pairs = beside["pairs"]  # each pair's beside / alone; the goals read their medians
+    assert len(pairs["ttft"]) == len(pairs["decode"]) == 2
+    assert report["ratio"]["chat_decode_beside_job_vs_alone"] == pytest.approx(sum(pairs["decode"]) / 2)
     assert set(report["goals"]) == {"job_at_least_0.9x_engine", "prefix_computed_once", "chat_ttft_at_most_1.2x",
                                     "chat_decode_at_least_0.95x", "job_keeps_0.5x_during_chat",
                                     "every_item_exactly_once"}
