@@ -1,9 +1,9 @@
 """A JobsRepository whose every call runs on one executor (the desktop's storage thread),
 for a JobRunner on a thread of its own: the window's writes and the job's never contend for
 SQLite. Reads wait for their answer (on the runner's thread, never the GUI's); an item's
-result is queued and not waited for, so the engine's reader thread that delivers the last
-delta never waits on the disk. The executor runs calls in order: the job's final status is
-written after every result queued before it."""
+result is queued and not waited for (the runner goes on to its next item while the storage
+thread writes it). The executor runs calls in order: the job's final status is written after
+every result queued before it."""
 
 from __future__ import annotations
 
