@@ -208,10 +208,13 @@ def test_logprobs_of_each_token_with_alternatives(fresh):
 
 
 def test_response_format_json_object_gives_json(server):
+    """Room for a long object: the shared engine's cache holds what earlier tests left, and a
+    greedy answer computed on a reused prefix may differ from one computed fresh (in CI one
+    ran past 120 tokens after a new test earlier in the run had changed what was cached)."""
     out = client(server).chat.completions.create(
-        **ask("Describe a cat as JSON with a name and an age.", max_tokens=120),
+        **ask("Describe a cat as JSON with a name and an age.", max_tokens=400),
         response_format={"type": "json_object"})
-    assert out.choices[0].finish_reason == "stop"
+    assert out.choices[0].finish_reason == "stop", out.choices[0].message.content
     assert isinstance(json.loads(out.choices[0].message.content), dict)
 
 

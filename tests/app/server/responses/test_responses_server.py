@@ -75,21 +75,23 @@ def test_message_items_with_instructions_and_parts_are_one_chat(server):
 
 
 def test_the_sdk_stream_gives_the_events_in_order_and_the_same_response(server):
+    """The stream's own text against its final response, not against the plain call's: the
+    stream's prompt is found cached from it, and a greedy answer on a reused prefix may tip
+    at any word (in CI: "I'm here" against "I'sure to"). Room for the model to end its
+    greeting either way."""
     c = client(server)
-    plain = create(c, "Say hello.", max_output_tokens=64)
+    plain = create(c, "Say hello.", max_output_tokens=200)
     assert plain.status == "completed"  # the model ends its greeting itself
-    with c.responses.stream(model="smollm2", input="Say hello.", max_output_tokens=64, temperature=0) as stream:
+    with c.responses.stream(model="smollm2", input="Say hello.", max_output_tokens=200, temperature=0) as stream:
         events = list(stream)
         final = stream.get_final_response()
     kinds = [e.type for e in events]
     assert [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]] == [*STREAM_ORDER, "response.completed"]
     assert [e.sequence_number for e in events] == list(range(len(events)))
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-    assert deltas == final.output_text
-    # The same words as the plain call up to where a reused prefix's rounding may tip a greedy choice.
-    assert deltas.split()[:3] == plain.output_text.split()[:3]
-    assert final.id == events[0].response.id and 0 < final.usage.output_tokens <= 64
-    assert final.usage.input_tokens == plain.usage.input_tokens
+    assert deltas == final.output_text and deltas
+    assert final.id == events[0].response.id and 0 < final.usage.output_tokens <= 200
+    assert final.usage.input_tokens == plain.usage.input_tokens  # the same prompt
 
 
 def test_a_stream_cut_at_max_output_tokens_ends_with_response_incomplete(server):
