@@ -285,12 +285,11 @@ class _Conversation:
     earlier turn: its prompts are the same whichever side each turn ran on."""
 
     def __init__(self) -> None:
-        self.messages: list[dict] = []
-        self.turns = 0
+        self.messages: list[dict] = []  # a question and its answer a turn
 
     def turn(self, engine: Engine, options: JobsBenchOptions) -> RequestStats:
-        self.messages.append({"role": "user", "content": CHAT_QUESTIONS[self.turns % len(CHAT_QUESTIONS)]})
-        self.turns += 1
+        asked = len(self.messages) // 2
+        self.messages.append({"role": "user", "content": CHAT_QUESTIONS[asked % len(CHAT_QUESTIONS)]})
         result = engine.submit(ChatRequest(messages=tuple(self.messages),
                                            sampling=SamplingParams.greedy(options.chat_max_tokens, ignore_eos=True),
                                            priority=PRIORITY_VISIBLE_TAB)).result(timeout=600)
