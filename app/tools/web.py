@@ -43,9 +43,12 @@ class WebError(Exception):
     """A one-line reason a fetch or search was refused or failed."""
 
 
+# The URL a forced call may write: an http(s) scheme, then no whitespace, as long as browsers
+# take. Left free, SmolLM2 once wrote "https:\r\n" and a made-up host until max_tokens.
+URL_PARAMETER = {"type": "string", "description": "an http:// or https:// URL",
+                 "pattern": r"^https?://[^\s]+$", "maxLength": 2048}
 FETCH_SPEC = Tool(FETCH, "Fetch a web page (http or https) and return it as Markdown.",
-                  {"type": "object", "required": ["url"],
-                   "properties": {"url": {"type": "string", "description": "an http:// or https:// URL"}}})
+                  {"type": "object", "required": ["url"], "properties": {"url": URL_PARAMETER}})
 SEARCH_SPEC = Tool(WEB_SEARCH, "Search the web; returns the top results as title, URL and snippet.",
                    {"type": "object", "properties": {"query": {"type": "string", "description": "What to search for"}},
                     "required": ["query"]})

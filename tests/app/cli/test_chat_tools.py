@@ -100,7 +100,7 @@ def test_tools_web_offers_fetch_and_runs_it_on_the_stand_in(data_dir):
 
     with stand_in_web() as base:
         out = chorus(data_dir, "chat", "--tools", "web", "--allow-private-addresses", "--tool-choice", "required",
-                     "--yes", "--max-tool-rounds", "2", "--max-tokens", "60", "--temperature", "0",
+                     "--yes", "--max-tool-rounds", "2", "--max-tokens", "100", "--temperature", "0",
                      stdin=f"What is the heading of the page at {base}/page ?\n/quit\n")
     assert out.returncode == 0, out.stderr
     assert "[tool] fetch(" in out.stdout or "[tool] web_search(" in out.stdout

@@ -9,7 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.tools import ToolUse
+from app.tools.formats import GENERIC
 from app.tools.web import FETCH, WEB_SEARCH, WebError, WebSettings, WebTools, check_url, fetch_markdown, web_search
+from tests.support.grammar_match import grammar_takes
 from tests.support.web_stand_in import stand_in_web
 
 
@@ -96,3 +99,13 @@ def test_a_toolbox_offers_and_runs_the_web_tools_beside_mcp(base: str) -> None:
         box = Toolbox(manager, (), web=WebTools(LOCAL, (FETCH,)))
         assert box and [t.name for t in box.specs()] == [FETCH]
         assert "# Hello web" in box.call(FETCH, {"url": f"{base}/page"}).text
+
+
+def test_a_forced_fetch_writes_an_http_url_with_no_whitespace_in_it() -> None:
+    """SmolLM2 once wrote `https:\\r\\n` and a made-up host in a forced call until max_tokens
+    (a CI run): the URL parameter's pattern now holds the grammar to a URL."""
+    use = ToolUse(WebTools(WebSettings()).specs(), "required", None, parallel=False)
+    grammar = GENERIC.grammar(use)
+    assert grammar_takes(grammar, '{"name": "fetch", "arguments": {"url": "http://127.0.0.1:41023/page"}}')
+    for url in ("https:\\r\\nexample.heroku.com/page", "ftp://example.com/a", "https://a b"):
+        assert not grammar_takes(grammar, f'{{"name": "fetch", "arguments": {{"url": "{url}"}}}}'), url
