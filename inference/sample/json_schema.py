@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import llguidance as lg
 
 from inference.errors import SchemaError
+from inference.sample.property_names import property_names_condition
 
 if TYPE_CHECKING:
     from llguidance._lib import JsonCompileOptions  # in the stubs alone
@@ -104,6 +105,7 @@ def closed(schema: Any) -> Any:
       llguidance can then see the branches exclude each other;
     * `dependencies` (draft 4-7) and `dependentRequired` given as lists, and a `not` of
       `required` alone, become the same condition written with `anyOf`;
+    * `propertyNames` becomes the one pattern every name must match (property_names.py);
     * a number or integer has at most MAX_DIGITS digits before its point and a number at
       most MAX_FRACTION_DIGITS after it (no exponent), as llama.cpp's converter writes them:
       unbounded, a small model writes `0.000000...` or `123456789012...` until max_tokens.
@@ -134,6 +136,7 @@ def _rewritten(schema: Any, close: bool, kept_open: frozenset[str], top: bool) -
         required = out.get("required")
         if not isinstance(required, list) or set(required) <= set(fields):  # else it could not be met
             out["additionalProperties"] = False
+    _property_names_as_patterns(out)
     _format(out)
     if close:
         _bounded_numbers(out)
@@ -406,6 +409,15 @@ def _dependencies_as_any_of(node: dict) -> None:
                                    {"required": [name, *(n for n in names if n != name)]}]})
 
 
+def _property_names_as_patterns(node: dict) -> None:
+    condition = property_names_condition(node)
+    if condition is None:
+        return
+    del node["propertyNames"]
+    if condition:
+        _also(node, condition)
+
+
 def _not_required_as_any_of(node: dict) -> None:
     """{"not": {"required": ["a", "b"]}}: an object without a, or without b."""
     negated = node.get("not")
@@ -432,12 +444,16 @@ def _json_text(value: Any) -> str:
     return text
 
 
+PROPERTY_NAMES_REFUSED = ("is enforced where it is one pattern every name matches (a pattern, a length range or "
+                          "a list of names) on an object without patternProperties")
+
+
 def _check(grammar: str, schema: Any) -> None:
     error = lg.LLMatcher.validate_grammar(grammar, None, limits=LIMITS)
     if not error:
         return
     keyword, path = _culprit(error, schema)
-    raise SchemaError(keyword, path, _reason(error))
+    raise SchemaError(keyword, path, PROPERTY_NAMES_REFUSED if keyword == "propertyNames" else _reason(error))
 
 
 _UNIMPLEMENTED = re.compile(r'Unimplemented keys: \["([^"]+)"')

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import llguidance as lg
 
-# Extra fields given as a schema (additionalProperties), every value bounded, the keys free:
-# checked on the grammar (tests/inference/sample) and through the server with a model.
+# Extra fields given as a schema (additionalProperties), every value and name bounded (a free
+# name once ran a sampled answer to max_tokens): checked on the grammar (tests/inference/sample)
+# and through the server with a model.
 EXTRA_FIELDS = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 20}}, "required": ["a"],
                 "additionalProperties": {"type": ["array", "null"], "maxItems": 3,
                                          "items": {"type": "integer", "minimum": 0, "maximum": 999}},
-                "maxProperties": 3}
+                "propertyNames": {"maxLength": 8}, "maxProperties": 3}
 
 
 class _Bytes:

@@ -45,6 +45,9 @@ def test_what_strict_mode_documents_is_enforced(schema):
     ({"$ref": "https://example.com/s.json"}, "$ref", ""),
     ({"anyOf": [{"type": "string"}, {"type": "decimal"}]}, "type", ".anyOf[1]"),
     ({"enum": ["\ud800"]}, "schema", ""),  # a lone surrogate: not JSON
+    # names held to two patterns at once, or beside patternProperties: llguidance takes one pattern a name
+    ({"type": "object", "propertyNames": {"pattern": "^a", "maxLength": 3}}, "propertyNames", ""),
+    ({"type": "object", "patternProperties": {"^x": {}}, "propertyNames": {"maxLength": 3}}, "propertyNames", ""),
 ])
 def test_what_no_grammar_can_enforce_is_refused_by_name(schema, keyword, path):
     with pytest.raises(SchemaError) as caught:
@@ -142,21 +145,35 @@ AREA = {"type": "object", "properties": {"base": {"type": "number"}, "height": {
     ({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}},
       "dependencies": {"base": ["triangle"], "radius": ["circle"]}},
      ["{}"], ['{"base": 1}', '{"radius": 1}']),
+    # propertyNames as one pattern every name matches (JSONSchemaBench's maps): a pattern, a length, a list
+    ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "additionalProperties": {"type": "integer"}},
+     ['{"ab": 1}', "{}"], ['{"Ab": 1}', '{"ab": "x"}']),
+    ({"type": "object", "propertyNames": {"minLength": 2, "maxLength": 3}, "additionalProperties": {"type": "null"}},
+     ['{"ab": null}', '{"abc": null}'], ['{"a": null}', '{"abcd": null}', '{"ab": 1}']),
+    ({"type": "object", "propertyNames": {"enum": ["a-b", "c.d", "x y"]}, "additionalProperties": {"type": "integer"}},
+     ['{"a-b": 1, "c.d": 2, "x y": 3}'], ['{"cxd": 1}', '{"a": 1}']),
+    # ... beside declared properties: a declared name it refuses cannot be there, the others keep their schemas
+    ({"type": "object", "properties": {"id": {"type": "integer"}, "Bad": {"type": "integer"}},
+      "propertyNames": {"pattern": "^[a-z]+$"}}, ['{"id": 1}'], ['{"Bad": 1}', '{"zz": 1}']),
+    ({"type": ["object", "null"], "properties": {"a": {"type": "integer"}}, "propertyNames": {"maxLength": 3},
+      "additionalProperties": {"type": "string"}},
+     ["null", '{"a": 1}', '{"a": 1, "bb": "s"}'], ['{"a": "s"}', '{"bb": 1}', '{"bbbb": "s"}']),
+    ({"type": "object", "propertyNames": False}, ["{}"], ['{"a": 1}']),
 ])
 def test_keywords_written_another_way_are_enforced(schema, allowed, refused):
-    """Each was a 400 before (llguidance has no `dependencies`, `dependentRequired` or `not`,
-    and could not see that such oneOf branches exclude each other); now the same condition."""
+    """Each was a 400 before (llguidance has no `dependencies`, `dependentRequired`, `not` or
+    `propertyNames`, and could not see that such oneOf branches exclude each other); now the
+    same condition."""
     assert [text for text in allowed if not accepts(schema, text)] == []
     assert [text for text in refused if accepts(schema, text)] == []
 
 
 def test_additional_properties_given_as_a_schema_hold_every_field_not_listed():
     """Once let through unenforced (the model wrote an object where only an array or null may
-    go); checked here on the grammar itself, as a sampled model answer may run to its limit
-    inside a free-length key."""
+    go); checked here on the grammar itself, exactly, where a sampled model answer is not."""
     allowed = ['{"a": "x", "b": [1, 2]}', '{"a": "x", "b": null}', '{"a": "x"}']
     refused = ['{"a": "x", "b": {}}', '{"a": "x", "b": "s"}', '{"a": "x", "b": [1000]}',
-               '{"a": "x", "b": [1], "c": null, "d": null}']
+               '{"a": "x", "b": [1], "c": null, "d": null}', '{"a": "x", "abcdefghi": null}']
     assert [text for text in allowed if not accepts(EXTRA_FIELDS, text)] == []
     assert [text for text in refused if accepts(EXTRA_FIELDS, text)] == []
 
