@@ -296,7 +296,10 @@ def test_an_image_is_seen_through_the_engine_process(model_path, tmp_path):
 
     projector = write_tiny_projector(tmp_path / "tiny-mmproj.gguf")
     deltas, on_delta = collect()
-    client = EngineProcess(LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4, mmproj=projector))
+    # reproducible: the two replies may or may not share a step (timing), and the tiny
+    # projector's random rows leave near-ties a batch's shape could tip
+    client = EngineProcess(LoadSettings(model_path=model_path, n_ctx=2048, n_seq_max=4, mmproj=projector,
+                                        reproducible=True))
     client.start()
     try:
         streamed = client.stream(ask(RED, n=8), on_delta)

@@ -11,17 +11,20 @@ import pytest
 
 from app.tools import Tool, ToolUse
 from app.tools.formats import GENERIC, NATIVE
-from inference import ChatRequest, SamplingParams
+from inference import ChatRequest, FinishReason, SamplingParams
 
 jsonschema = pytest.importorskip("jsonschema")
 pytestmark = pytest.mark.model
 
+# Values bounded (maxLength), as a free string is a place a greedy small model may stutter
+# until max_tokens, and a call cut short parses to nothing.
 WEATHER = Tool("get_weather", "The weather in a city now",
-               {"type": "object", "properties": {"city": {"type": "string"},
+               {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30},
                                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
                 "required": ["city", "unit"]})
 TIME = Tool("get_time", "The time in a timezone",
-            {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]})
+            {"type": "object", "properties": {"timezone": {"type": "string", "maxLength": 30}},
+             "required": ["timezone"]})
 FORMATS = [GENERIC, *NATIVE]
 
 
@@ -54,4 +57,5 @@ def _written(engine, grammar: str, question: str) -> str:
     chat = ChatRequest(messages=({"role": "user", "content": question},), sampling=sampling)
     result = engine.submit(chat).result(120)
     assert result.error is None, result.error
+    assert result.finish_reason is FinishReason.STOP, f"cut short: {result.text!r}"
     return result.text

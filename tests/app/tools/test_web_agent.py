@@ -33,11 +33,15 @@ def test_a_forced_fetch_runs_on_the_stand_in_and_its_page_reaches_the_next_turn(
         url = f"{base}/page"
         messages = [{"role": "user", "content": f"What is the heading of the page at {url} ?"}]
         approved = []
-        loop = ToolLoop(engine, toolbox, messages, SamplingParams(max_tokens=60, temperature=0.0),
+        # 160 tokens: the stand-in's port changes the prompt every run, and with it the URL the
+        # model writes (the URL's pattern bounds its shape, not its length)
+        loop = ToolLoop(engine, toolbox, messages, SamplingParams(max_tokens=160, temperature=0.0),
                         choice="required", max_rounds=2,
                         approve=lambda call, tool: approved.append(tool) or Approval.ONCE)
         events = list(loop.run())
 
+    forced = [e for e in events if isinstance(e, TurnDone)][0]
+    assert forced.calls, f"the forced turn ended {forced.last.finish_reason}: {forced.written or forced.text!r}"
     [first, *_] = [e for e in events if isinstance(e, CallFinished)]
     assert first.call.name == FETCH and first.tool.server == BUILT_IN and approved[0].server == BUILT_IN
     # The model wrote the URL (the grammar forces the shape, not the value): when it copied

@@ -598,20 +598,22 @@ def start_counting_job(app, tmp_path, items: int):
 
 @pytest.mark.model
 def test_a_chat_sent_while_a_job_runs_goes_first(app, tmp_path):
-    """The job's items run at spare priority: a chat sent meanwhile is answered while the job
-    still has items to run."""
+    """The job's items run at spare priority: a chat sent meanwhile is being written while the
+    job still has items to run (judged when the reply starts: the job's spare rows go on
+    beside the chat, so by the reply's end the job may well have finished)."""
     qtbot = app.qtbot
-    window = start_counting_job(app, tmp_path, 16)
+    window = start_counting_job(app, tmp_path, 24)
     qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running and window.views[0].finished >= 1,
                     timeout=WAIT_MS)
     tab = app.new_tab()
     app.send(tab, "Name three colours.")
-    app.wait_done(tab)
-    assert app.last(tab).status == "complete"
+    app.wait_streaming(tab)
     shown = window.views[0]
     assert shown.finished < shown.total, "the chat waited for the job"
+    app.wait_done(tab)
+    assert app.last(tab).status == "complete"
     qtbot.waitUntil(lambda: window.views[0].state == "completed", timeout=WAIT_MS)
-    assert window.views[0].progress_text() == "16/16"
+    assert window.views[0].progress_text() == "24/24"
 
 
 @pytest.mark.model

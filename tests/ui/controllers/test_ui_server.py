@@ -19,7 +19,8 @@ openai = pytest.importorskip("openai")
 @pytest.mark.model
 def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert not app.window.menus.serve_action.isChecked() and not app.controllers.server.server.running
-    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
+    # the tab's reply long enough for the HTTP request to join its steps however fast the machine
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=300, ignore_eos=True)
     started = app.controllers.server.start_server("127.0.0.1", 0, "sekrit")
     app.qtbot.waitUntil(started.done, timeout=10_000)
     url = started.result()
@@ -47,7 +48,8 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     assert [m.id for m in client.models.list().data] == ["SmolLM2-135M-Instruct.Q4_1"]
     health = httpx.get(url.removesuffix("/v1") + "/health", headers={"Authorization": "Bearer sekrit"}, timeout=10)
     assert health.status_code == 200 and health.json() == {"status": "ok"}  # the app's model is loaded
-    plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
+    plain = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+                                           temperature=0, extra_body={"ignore_eos": True})
     assert plain.choices[0].message.content and plain.usage.completion_tokens == 5
     # issue 25: the app's server keeps responses too (it stored none: previous_response_id was a 400)
     first = client.responses.create(model="x", input="Name a colour.", max_output_tokens=4)

@@ -91,7 +91,8 @@ def test_a_message_queued_while_a_reply_is_written_is_sent_when_it_ends(app):
     shown as queued above the box; the reply's end sends it."""
     from PySide6.QtCore import Qt
 
-    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=24, ignore_eos=True)
+    # a long first reply: still being written when the keys land, however fast the machine
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=200, ignore_eos=True)
     tab = app.new_tab()
     app.send(tab, "Name a colour.")
     app.qtbot.waitUntil(lambda: app.controllers.streams.stream_for(tab.conversation_id) is not None)
@@ -100,6 +101,7 @@ def test_a_message_queued_while_a_reply_is_written_is_sent_when_it_ends(app):
     stream = app.controllers.streams.stream_for(tab.conversation_id)
     app.qtbot.keyClick(tab.composer, Qt.Key.Key_Return)
     queued_while_writing = stream is not None and stream is app.controllers.streams.stream_for(tab.conversation_id)
+    app.ctx.sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=8, ignore_eos=True)
     assert tab.composer_box.queue_bar.isVisible() and tab.composer.toPlainText() == "And a fruit."
     app.qtbot.waitUntil(lambda: [(m.role, m.content) for m in app.repo.active_path(tab.conversation_id).messages][2:3]
                         == [("user", "And a fruit.")], timeout=240_000)  # a busy machine is slow

@@ -99,8 +99,8 @@ def test_n_choices_use_seed_plus_index(sampled):
     assert many.usage.prompt_tokens == c.chat.completions.create(**kw).usage.prompt_tokens  # counted once
 
 
-def test_n_choices_stream_with_their_index(server):
-    stream = client(server).chat.completions.create(**ask("Hi", max_tokens=4, ignore_eos=True), n=2, stream=True)
+def test_n_choices_stream_with_their_index(fresh):
+    stream = client(fresh).chat.completions.create(**ask("Hi", max_tokens=4, ignore_eos=True), n=2, stream=True)
     texts, finishes = {0: "", 1: ""}, {}
     for chunk in stream:
         for choice in chunk.choices:
@@ -111,8 +111,8 @@ def test_n_choices_stream_with_their_index(server):
     assert texts[0] == texts[1] != ""  # greedy: the same reply twice
 
 
-def test_a_stop_string_ends_the_reply_before_it(server):
-    c = client(server)
+def test_a_stop_string_ends_the_reply_before_it(fresh):
+    c = client(fresh)
     full = c.chat.completions.create(**ask("Count from 1 to 20.", max_tokens=40)).choices[0].message.content
     cut = full.split()[len(full.split()) // 2]
     out = c.chat.completions.create(**ask("Count from 1 to 20.", max_tokens=40), stop=["zzz", cut])
@@ -154,9 +154,9 @@ def test_openai_s_penalties_change_what_a_greedy_reply_repeats(server, penalty):
     assert len(set(penalised)) > len(set(plain)), (plain, penalised)
 
 
-def test_completions_take_a_raw_prompt_of_token_ids(server, shared_engine):
+def test_completions_take_a_raw_prompt_of_token_ids(fresh, shared_engine):
     tokens = shared_engine.inputs.chat_tokens([{"role": "user", "content": "Name a fruit."}])
-    c = client(server)
+    c = client(fresh)
     out = c.completions.create(model="m", prompt=tokens, max_tokens=6, temperature=0)
     chat = c.chat.completions.create(**ask("Name a fruit.", max_tokens=6))
     assert out.object == "text_completion" and out.choices[0].text == chat.choices[0].message.content
@@ -218,8 +218,8 @@ def test_response_format_json_object_gives_json(server):
     assert isinstance(json.loads(out.choices[0].message.content), dict)
 
 
-def test_completions_take_a_text_prompt_with_its_markup(server, shared_engine):
-    c = client(server)
+def test_completions_take_a_text_prompt_with_its_markup(fresh, shared_engine):
+    c = client(fresh)
     prompt = "<|im_start|>user\nName a fruit.<|im_end|>\n<|im_start|>assistant\n"
     out = c.completions.create(model="m", prompt=prompt, max_tokens=6, temperature=0, logprobs=2)
     # The caller wrote the whole prompt: its markup is parsed into control tokens.

@@ -77,13 +77,14 @@ EVERYDAY = {  # what OpenAI's strict mode documents, which the old GBNF converte
     "age": {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}, "required": ["age"]},
     "price": {"type": "object", "properties": {"price": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}},
               "required": ["price"]},
-    "contact": {"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+    "contact": {"type": "object", "properties": {"email": {"type": "string", "format": "email", "maxLength": 40},
                                                  "when": {"type": "string", "format": "date"}},
                 "required": ["email", "when"]},
     "tags": {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 10},
                                                        "minItems": 1, "maxItems": 3}}, "required": ["tags"]},
+    # bounded, values and names: a tiny model may write digits or a key for ever
     "map of integers": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 999},
-                        "maxProperties": 3},  # bounded: a tiny model may write digits for ever
+                        "propertyNames": {"maxLength": 16}, "maxProperties": 3},
     "nullable list": {"type": "object", "required": ["items"],
                       "properties": {"items": {"type": ["array", "null"], "items": {"type": "integer"},
                                                "maxItems": 4}}},
