@@ -191,6 +191,23 @@ def _no_ambiguous_shortcuts():
 
 
 @pytest.fixture(autouse=True)
+def _garbage_collected_on_the_gui_thread(request):
+    """As in the app (ui/services/gui_thread_gc.py): during a test on Qt, Python's collector
+    runs on the GUI thread only. A collection on the storage thread once freed a Qt object
+    there and deadlocked with the window connecting a signal (a clean-clone run hung in
+    test_ui_split.py); the test's young leftovers are collected here at its end."""
+    if "qapp" not in request.fixturenames:
+        yield
+        return
+    from ui.services.gui_thread_gc import GuiThreadCollector
+
+    request.getfixturevalue("qapp")  # its timer needs the application's event loop
+    collector = GuiThreadCollector()
+    yield
+    collector.stop(generation=1)  # the test's young leftovers; a full pass per test cost minutes
+
+
+@pytest.fixture(autouse=True)
 def _no_running_loop_outside_qt(request):
     """qt_asyncio's loop stays marked as this thread's running loop for the session (qasync
     sets it so, as Qt's loop runs under pytest-qt): a later test that is not on Qt, and

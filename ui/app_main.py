@@ -39,11 +39,13 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
     from inference import SamplingParams
     from ui.controllers.root import Controllers
     from ui.icon import app_icon
+    from ui.services.gui_thread_gc import GuiThreadCollector
     from ui.theme import apply_theme
     from ui.widgets.window.about_dialog import AboutDialog
     from ui.widgets.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    collector = GuiThreadCollector(app)  # Qt's objects freed on their thread (a collection elsewhere deadlocked)
     app.setApplicationName("Chorus")
     app.setDesktopFileName("chorus")  # matches packaging/linux/chorus.desktop (Wayland app id)
     app.setWindowIcon(app_icon())
@@ -82,6 +84,7 @@ def run_app(args: argparse.Namespace, model: Path, data_dir: Path, fetch_first: 
             loop.run_until_complete(closing.wait())
     controllers.shutdown()
     db.close()
+    collector.stop()
     return status
 
 

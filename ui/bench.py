@@ -30,10 +30,12 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
     from app.perf.heap import freeze_startup_heap
     from inference import LoadSettings, SamplingParams
     from ui.controllers.root import Controllers
+    from ui.services.gui_thread_gc import GuiThreadCollector
     from ui.theme import apply_theme
     from ui.widgets.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
+    collector = GuiThreadCollector(app)  # as ui/app_main.py does
     apply_theme(app, "light")
     import qasync
 
@@ -113,6 +115,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
         controllers.shutdown()
         db.close()
         window.close()
+    collector.stop()
     stalls = sorted(max(0.0, g - PROBE_MS / 1000) * 1000 for g in gaps[1:])
     worked = sorted(b * 1000 for b in busy[1:])
     result = {
