@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import llguidance as lg
 
 from inference.errors import SchemaError
+from inference.sample.annotations import ANNOTATIONS, is_annotation
 from inference.sample.property_names import property_names_condition
 
 if TYPE_CHECKING:
@@ -261,8 +262,6 @@ _KINDS = {
     **dict.fromkeys(("pattern", "format", "minLength", "maxLength"), "string"),
     **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"), "number"),
 }
-_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
-                          "writeOnly", "$id", "id"))
 
 
 def _typed_branches(node: dict) -> None:
@@ -374,7 +373,7 @@ def _only_kind(branch: Any) -> str | None:
     for key in branch:
         if key in _KINDS:
             kinds.add(_KINDS[key])
-        elif key not in _ANNOTATIONS and not key.startswith("x-"):
+        elif not is_annotation(key):
             return None  # type, enum, const, $ref, a combinator...: not only one kind's
     return kinds.pop() if len(kinds) == 1 else None
 
@@ -421,7 +420,7 @@ def _property_names_as_patterns(node: dict) -> None:
 def _not_required_as_any_of(node: dict) -> None:
     """{"not": {"required": ["a", "b"]}}: an object without a, or without b."""
     negated = node.get("not")
-    if not isinstance(negated, dict) or set(negated) - _ANNOTATIONS != {"required"}:
+    if not isinstance(negated, dict) or set(negated) - ANNOTATIONS != {"required"}:
         return
     names = negated["required"]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):

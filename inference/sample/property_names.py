@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment", "deprecated", "$id"))
+from inference.sample.annotations import is_annotation
+
 # Characters a Rust regex (llguidance's) reads as syntax outside a class.
 _SYNTAX = frozenset("\\.^$|?*+()[]{}")
 
@@ -39,7 +40,7 @@ def name_pattern(names: Any) -> str | None:
     propertyNames schema allows; None where it says more than one pattern can hold."""
     if not isinstance(names, dict):
         return None
-    said = {k: v for k, v in names.items() if k not in _ANNOTATIONS and not k.startswith("x-")}
+    said = {k: v for k, v in names.items() if not is_annotation(k)}
     if said.get("type", "string") != "string":
         return None
     said.pop("type", None)
