@@ -84,6 +84,13 @@ def row_of(window, job_id: str, *columns: str) -> list[str]:
     return [window.table.item(ids.index(job_id), COLUMNS.index(c)).text() for c in columns]
 
 
+def listed_job_id(qtbot, window) -> str:
+    """The started job's id once the Jobs window lists it (its first items may reach the
+    engine before the list is read back from storage)."""
+    qtbot.waitUntil(lambda: bool(window.views))
+    return window.views[0].id
+
+
 def state_of(window, job_id: str) -> str:
     return row_of(window, job_id, "State")[0]
 
@@ -111,7 +118,7 @@ def test_a_job_from_the_dialog_runs_at_spare_priority_pauses_resumes_and_cancels
     assert all(chat.priority == SPARE_PRIORITY for chat in jobs_engine.chats)
     assert jobs_engine.chats[0].messages[-1]["content"] == "Greet Ada from London."
     assert jobs_engine.chats[0].sampling.max_tokens == 16
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     qtbot.waitUntil(lambda: state_of(window, job_id) == "running")
     assert window.buttons["pause"].isEnabled() and not window.buttons["resume"].isEnabled()
     jobs_engine.write(jobs_engine.requests[0], "Hello, Ada!", tokens=3)
@@ -197,7 +204,7 @@ def test_an_answer_opens_as_a_chat_to_go_on_from(desk, jobs_engine, tmp_path):
     qtbot = desk.qtbot
     window = start_job(desk, tmp_path / "people.csv", "name\nAda\nAlan\n", "Say hi to $name.", system="Be warm.")
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 2)
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     for request_id, answer in zip(jobs_engine.requests, ("Hi Ada!", "Hello Alan.")):
         jobs_engine.write(request_id, answer, tokens=2)
         jobs_engine.end(request_id)
@@ -225,7 +232,7 @@ def test_the_answers_come_in_while_the_job_runs_and_the_one_the_user_is_on_stays
     qtbot = desk.qtbot
     window = start_job(desk, tmp_path / "people.csv", "name\nAda\nAlan\nGrace\n", "Say hi to $name.")
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 3)
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     table = window.answers_table
     ada, alan, grace = jobs_engine.requests
     jobs_engine.write(alan, "Hello Alan.", tokens=2)
@@ -465,7 +472,7 @@ def test_a_model_switch_pauses_a_running_job_which_resumes_on_its_own_model_only
     qtbot.waitUntil(dialog.start_button.isEnabled)
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(jobs_engine.requests) == 4)
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     qtbot.waitUntil(lambda: row_of(window, job_id, "Model", "State") == [mine.name, "running"])
     jobs_engine.write(jobs_engine.requests[0], "Hello, Ada!", tokens=3)
     jobs_engine.end(jobs_engine.requests[0])
@@ -572,7 +579,7 @@ def test_a_small_job_runs_on_the_real_model_and_is_exported(app, tmp_path):
     qtbot.waitUntil(dialog.start_button.isEnabled)
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(window.views) and window.views[0].state == "completed", timeout=WAIT_MS)
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     assert row_of(window, job_id, "Progress") == ["4/4"]
     target = tmp_path / "greetings.jsonl"
     qtbot.mouseClick(window.buttons["export"], Qt.MouseButton.LeftButton)
@@ -625,7 +632,7 @@ def test_the_performance_panel_shows_the_chat_and_the_job_as_lanes(app, tmp_path
     panel.show()
     window = start_counting_job(app, tmp_path, 24)
     qtbot.waitUntil(lambda: bool(window.views) and window.views[0].running, timeout=WAIT_MS)
-    job_id = window.views[0].id
+    job_id = listed_job_id(qtbot, window)
     qtbot.waitUntil(lambda: any(row[:2] == ("job", job_id) and row[3] != "0" for row in panel.lanes.rows()),
                     timeout=WAIT_MS)
     tab = app.new_tab()
