@@ -21,12 +21,12 @@ chat: setup-terminal
 test: setup-tests
 	.venv/bin/python -m pytest || { status=$$?; .venv/bin/python -m tests.support.crash_log; exit $$status; }
 
-# The tests that need no model (~2,090), spread over the cores by pytest-xdist (`-n auto`,
-# its default `--dist load`: worksteal and loadfile measured no better): 4.6-5.6 min on the
-# 2-core VM beside other helpers' work (load 5-9), 2026-12-06 17:13-17:28; 3.2 min with
-# nothing else running earlier that day (docs/testing.md#how-long).
+# The tests that need no model (~2,160), two pytest-xdist workers a core: much of this suite
+# waits (MCP servers and `chorus` processes starting, timeouts running out), and a second
+# worker per core computes meanwhile. docs/testing.md#how-long has its times.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test-fast: setup-tests
-	.venv/bin/python -m pytest -m "not model" -n auto
+	.venv/bin/python -m pytest -m "not model" -n $(TEST_WORKERS)
 
 # Style and likely bugs (ruff), the dependency rule (import-linter's contracts in
 # pyproject.toml), types (mypy, on the packages listed there). All three always run.

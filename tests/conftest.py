@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -88,6 +89,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unmarked:
         listed = "\n  ".join(unmarked)
         raise pytest.UsageError(f"tests that load a model must be marked @pytest.mark.model:\n  {listed}")
+
+
+MODEL_ONLY_MODULE = re.compile(r"^pytestmark = pytest\.mark\.model\b", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With model tests left out (`-m "not model"`, the fast suite), a test module whose every
+    test is one (`pytestmark = pytest.mark.model`) is not even imported: every xdist worker
+    collects every module, and these import the heaviest clients (the anthropic, openai and
+    MCP SDKs), a few seconds of each worker's start for tests that would all be deselected."""
+    if config.option.markexpr.strip() != "not model" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return True if MODEL_ONLY_MODULE.search(collection_path.read_text(encoding="utf-8")) else None
 
 
 @pytest.fixture(scope="session")

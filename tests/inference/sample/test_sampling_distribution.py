@@ -248,7 +248,7 @@ def test_numpy_draws_follow_every_stage_with_a_history(case: str, sampling_path)
     p = target(logits, params, history=HISTORY, eog=[0])
     assert p[0] == 0 or not params.ignore_eos
     assert np.abs(p - target(logits, params)).sum() / 2 > 0.05  # the history really counts
-    n = 20_000
+    n = 12_000  # the bound (~0.04) far below what the history moves (0.3-0.6)
     counts = numpy_draws(logits, params, n, history=HISTORY, eog=[0])
     assert counts[p == 0].sum() == 0
     assert np.abs(counts / n - p).sum() / 2 < bound(p, n)
@@ -388,7 +388,7 @@ def test_verifying_a_draft_keeps_each_rows_distribution(sampling_path) -> None:
 
     rows = np.stack([peaked(), np.roll(peaked(), 3), np.roll(peaked(), 7)])
     draft = [1, 4]  # likely in their rows, not certain: both outcomes happen
-    n = 30_000
+    n = 12_000  # each row's bound still well inside what a wrong acceptance rule moves
     first = np.zeros(V, dtype=np.int64)
     second = np.zeros(V, dtype=np.int64)
     for seed in range(n):
