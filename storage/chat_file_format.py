@@ -31,7 +31,7 @@ from storage.errors import ImportRejected
 from storage.errors import require_import as _require
 from storage.import_writer import STATS, SettingsRemap, parse_time, write_import
 from storage.records import ROLES, MessageStatus, NewDocument
-from storage.schema import Comparison, Conversation, Message, Preset
+from storage.schema import CHAT_ORIGIN, Comparison, Conversation, Message, Preset
 from storage.tool_use import tool_json_of_file
 
 FORMAT = "chorus-chats"
@@ -48,7 +48,8 @@ T = TypeVar("T")
 
 def export_json(db: Database, conversation_ids: list[int] | None = None) -> dict:
     with db.begin() as s:
-        query = select(Conversation).where(Conversation.deleted_at.is_(None)).order_by(Conversation.id)
+        query = select(Conversation).where(Conversation.deleted_at.is_(None), Conversation.origin == CHAT_ORIGIN) \
+            .order_by(Conversation.id)
         if conversation_ids is not None:
             query = query.where(Conversation.id.in_(conversation_ids))
         convs = list(s.scalars(query))

@@ -30,7 +30,7 @@ from storage.records import (
     ToolCallRecord,
     ToolResultRecord,
 )
-from storage.schema import Conversation, Message, utcnow
+from storage.schema import CHAT_ORIGIN, Conversation, Message, utcnow
 from storage.tool_use import tool_from_json, tool_to_json
 
 
@@ -206,8 +206,9 @@ class ChatRepository:
         include_unused: bool = True,
     ) -> list[ConversationRecord]:
         """standalone_only leaves out the panes of comparisons (listed as comparisons);
-        include_unused=False the chats nothing was sent in (storage/unused_chats.py)."""
-        query = select(Conversation)
+        include_unused=False the chats nothing was sent in (storage/unused_chats.py). The
+        server's stored Responses (origin "api", storage/responses.py) are never listed."""
+        query = select(Conversation).where(Conversation.origin == CHAT_ORIGIN)
         if not include_unused:
             query = query.where(~unused_chats.unused())
         if standalone_only:

@@ -1,26 +1,37 @@
-"""The server's stored Responses (the responses table, revision 0006): kept by id so that a
-request continues an earlier one (previous_response_id), read back and deleted.
+"""The server's stored Responses as conversations (revision 0013): a response is a branch of
+one, kept so that a request continues it by id (previous_response_id), read back and deleted.
 
-What a response means (its input as chat messages, the API's object) is the server's
-business (app/server/responses/); here it is a row of plain values."""
+A response without a previous one opens a conversation of origin "api" (kept out of the
+window's lists, search and export); its input turns are messages, its reply a message marked
+with the response's id. A response that continues another adds its turns and reply under
+that reply: two requests continuing the same response are two branches of one tree, as a
+regenerated answer is in a chat. Each save is one transaction.
+
+What a turn means (its roles, its parts) is the server's business; here a turn is a plain
+dict {role, content}, content a string or a list of parts kept as given."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from storage.database import Database
-from storage.schema import StoredResponse
+from storage.errors import NotFoundError
+from storage.schema import API_ORIGIN, Conversation, Message, utcnow
 
 
 @dataclass(frozen=True, slots=True)
 class ResponseRecord:
     id: str
     model: str
-    input: list[dict]  # the conversation the reply answered, chat messages [{role, content}]
+    input: list[dict]  # this request's own turns as chat messages [{role, content}]
     output_text: str
-    status: str
+    status: str  # "completed" | "incomplete" (cut at its max_output_tokens)
     usage: dict
     previous_response_id: str | None = None
     created_at: datetime | None = None  # the response's own moment; None: when saved
@@ -30,34 +41,143 @@ class ResponsesRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def save(self, record: ResponseRecord) -> ResponseRecord:
+    def save(self, record: ResponseRecord, title: str = "") -> ResponseRecord:
+        """Its turns and reply, under the reply it continues or in a new conversation titled
+        title. NotFoundError when the response it continues is gone (deleted meanwhile)."""
         with self.db.begin() as s:
-            row = StoredResponse(id=record.id, model=record.model, input_json=json.dumps(record.input),
-                                 output_text=record.output_text, status=record.status,
-                                 usage_json=json.dumps(record.usage),
-                                 previous_response_id=record.previous_response_id)
-            if record.created_at is not None:
-                row.created_at = record.created_at
-            s.add(row)
-            s.flush()
-            return _record(row)
+            parent = None
+            if record.previous_response_id is not None:
+                parent = _reply_row(s, record.previous_response_id)
+                if parent is None:
+                    raise NotFoundError(f"no stored response {record.previous_response_id!r} to continue")
+                conv = s.get_one(Conversation, parent.conversation_id)
+            else:
+                now = utcnow()
+                conv = Conversation(title=title, origin=API_ORIGIN, model_ref=record.model, pinned=False,
+                                    archived=False, created_at=now, updated_at=now, sampling_json="{}")
+                s.add(conv)
+                s.flush()
+            moment = record.created_at or utcnow()
+            parent_id = parent.id if parent is not None else None
+            for turn in record.input:
+                parent_id = _add(s, _turn_row(conv.id, parent_id, turn, moment))
+            reply = Message(conversation_id=conv.id, parent_id=parent_id, role="assistant",
+                            content=record.output_text, status="complete", model=record.model,
+                            prompt_tokens=record.usage.get("input_tokens"),
+                            completion_tokens=record.usage.get("output_tokens"),
+                            response_id=record.id, created_at=moment, updated_at=moment,
+                            api_json=json.dumps({"status": record.status, "usage": record.usage,
+                                                 "previous_response_id": record.previous_response_id,
+                                                 "turns": len(record.input)}))
+            conv.active_message_id = _add(s, reply)
+            conv.updated_at = utcnow()
+            return _record(reply, _path(s, reply)[-1 - len(record.input):-1])
 
     def get(self, response_id: str) -> ResponseRecord | None:
         with self.db.begin() as s:
-            row = s.get(StoredResponse, response_id)
-            return _record(row) if row is not None else None
+            reply = _reply_row(s, response_id)
+            if reply is None:
+                return None
+            path = _path(s, reply)
+            return _record(reply, path[len(path) - 1 - int(_api(reply).get("turns", 0)):-1])
+
+    def conversation(self, response_id: str) -> list[dict] | None:
+        """Every turn of the branch the response ends, its reply last: what a request that
+        continues it puts before its own input. None when there is no such response."""
+        with self.db.begin() as s:
+            reply = _reply_row(s, response_id)
+            return None if reply is None else [_turn(row) for row in _path(s, reply)]
 
     def delete(self, response_id: str) -> bool:
-        """False when there was no such response."""
+        """False when there was no such response. A response nothing continues goes with its
+        own turns (and with the responses above it that were deleted while this one continued
+        them; and with its conversation, once empty); one that others continue only loses its
+        id: their turns stay readable, as OpenAI keeps them."""
         with self.db.begin() as s:
-            row = s.get(StoredResponse, response_id)
-            if row is None:
+            reply = _reply_row(s, response_id)
+            if reply is None:
                 return False
-            s.delete(row)
+            reply.response_id = None
+            conv = s.get_one(Conversation, reply.conversation_id)
+            row: Message | None = reply
+            while row is not None and row.response_id is None and not _has_children(s, row.id):
+                row = _delete_with_own_turns(s, row)
+            if not _has_rows(s, conv.id):
+                s.delete(conv)
+            elif row is not None:
+                conv.active_message_id = row.id
             return True
 
 
-def _record(row: StoredResponse) -> ResponseRecord:
-    return ResponseRecord(id=row.id, model=row.model, input=json.loads(row.input_json), output_text=row.output_text,
-                          status=row.status, usage=json.loads(row.usage_json),
-                          previous_response_id=row.previous_response_id, created_at=row.created_at)
+def _delete_with_own_turns(s: Session, reply: Message) -> Message | None:
+    """Deletes a reply and the turns its request added; returns the message above them."""
+    path = _path(s, reply)
+    own = int(_api(reply).get("turns", 0))
+    for row in reversed(path[len(path) - 1 - own:]):  # children first, one by one (the search index's triggers)
+        s.delete(row)
+        s.flush()
+    above = path[len(path) - 2 - own] if len(path) > own + 1 else None
+    return above if above is not None and above.role == "assistant" and above.api_json else None
+
+
+def _reply_row(s: Session, response_id: str) -> Message | None:
+    return s.scalars(select(Message).where(Message.response_id == response_id)).first()
+
+
+def _path(s: Session, leaf: Message) -> list[Message]:
+    """The branch from the conversation's first message down to leaf, root first."""
+    path = [leaf]
+    while path[-1].parent_id is not None:
+        path.append(s.get_one(Message, path[-1].parent_id))
+    return path[::-1]
+
+
+def _has_children(s: Session, message_id: int) -> bool:
+    return s.scalars(select(Message.id).where(Message.parent_id == message_id).limit(1)).first() is not None
+
+
+def _has_rows(s: Session, conversation_id: int) -> bool:
+    return s.scalars(select(Message.id).where(Message.conversation_id == conversation_id).limit(1)).first() \
+        is not None
+
+
+def _add(s: Session, row: Message) -> int:
+    s.add(row)
+    s.flush()
+    return row.id
+
+
+def _turn_row(conversation_id: int, parent_id: int | None, turn: dict, moment: datetime) -> Message:
+    """A turn as a message: its text in content (what search and a chat's view read), its
+    parts as given in api_json when it has more than text (an image)."""
+    content = turn.get("content", "")
+    api = None if isinstance(content, str) else json.dumps({"content": content})
+    return Message(conversation_id=conversation_id, parent_id=parent_id, role=str(turn["role"]),
+                   content=turn_text(content), status="complete", api_json=api, created_at=moment,
+                   updated_at=moment)
+
+
+def turn_text(content: object) -> str:
+    """A turn's text: the string, or its text parts' joined."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
+
+
+def _turn(row: Message) -> dict:
+    content = _api(row).get("content", row.content)
+    return {"role": row.role, "content": content}
+
+
+def _api(row: Message) -> dict[str, Any]:
+    return json.loads(row.api_json) if row.api_json else {}
+
+
+def _record(reply: Message, own: list[Message]) -> ResponseRecord:
+    api = _api(reply)
+    created = reply.created_at
+    return ResponseRecord(id=str(reply.response_id), model=reply.model or "", input=[_turn(row) for row in own],
+                          output_text=reply.content, status=str(api.get("status", "completed")),
+                          usage=dict(api.get("usage", {})), previous_response_id=api.get("previous_response_id"),
+                          created_at=created.replace(tzinfo=created.tzinfo or timezone.utc))

@@ -68,6 +68,10 @@ class Comparison(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+CHAT_ORIGIN = "chat"  # a conversation of the window or the terminal
+API_ORIGIN = "api"  # one of the server's stored Responses (storage/responses.py)
+
+
 class Conversation(Base):
     __tablename__ = "conversations"
 
@@ -90,6 +94,9 @@ class Conversation(Base):
     # and a cycle of constraints makes SQLite migrations needlessly hard.
     active_message_id: Mapped[int | None] = mapped_column(Integer)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Who wrote it (0013): "chat", the window's or the terminal's; "api", the server's stored
+    # Responses, kept out of the lists, search and export (a batch stores thousands).
+    origin: Mapped[str] = mapped_column(String(16), default=CHAT_ORIGIN, server_default=CHAT_ORIGIN)
 
     messages: Mapped[list[Message]] = relationship(
         back_populates="conversation", cascade="all, delete-orphan", passive_deletes=True
@@ -100,7 +107,8 @@ class Message(Base):
     """One node of a conversation's tree: regenerate and edit add siblings."""
 
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_conversation_parent", "conversation_id", "parent_id"),)
+    __table_args__ = (Index("ix_messages_conversation_parent", "conversation_id", "parent_id"),
+                      Index("ix_messages_response_id", "response_id", unique=True))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     conversation_id: Mapped[int] = mapped_column(
@@ -126,6 +134,11 @@ class Message(Base):
     sources_json: Mapped[str | None] = mapped_column(Text)
     # Tool use (0008): an assistant turn's calls {"calls": [...]}, a tool message's {"result": {...}}.
     tool_json: Mapped[str | None] = mapped_column(Text)
+    # A stored Response's reply (0013): its id ("resp_..."), by which a request continues it.
+    response_id: Mapped[str | None] = mapped_column(String(64))
+    # What an API said of the row beyond the columns (0013): a turn's content parts (images),
+    # a stored Response's status, usage and how many of the turns above were its own input.
+    api_json: Mapped[str | None] = mapped_column(Text)
 
     conversation: Mapped[Conversation] = relationship(back_populates="messages")
 
@@ -182,25 +195,6 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value_json: Mapped[str] = mapped_column(Text)
-
-
-class StoredResponse(Base):
-    """A reply of the server's Responses API (POST /v1/responses with store), kept so that a
-    later request continues it by id (previous_response_id) without resending it."""
-
-    __tablename__ = "responses"
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "resp_..."
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    model: Mapped[str] = mapped_column(Text)
-    # The conversation the reply answered, as chat messages [{role, content}]: what came
-    # before it (a previous response's) and the request's input; instructions are not kept.
-    input_json: Mapped[str] = mapped_column(Text)
-    output_text: Mapped[str] = mapped_column(Text)
-    # No foreign key: deleting a response leaves the ones that continued it readable.
-    previous_response_id: Mapped[str | None] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # "completed" | "incomplete" (cut at its max)
-    usage_json: Mapped[str] = mapped_column(Text, default="{}")
 
 
 class Job(Base):

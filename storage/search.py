@@ -23,7 +23,7 @@ _MESSAGES_SQL = text(
     FROM messages_fts
     JOIN messages m ON m.id = messages_fts.rowid
     JOIN conversations c ON c.id = m.conversation_id
-    WHERE messages_fts MATCH :query AND c.deleted_at IS NULL
+    WHERE messages_fts MATCH :query AND c.deleted_at IS NULL AND c.origin = 'chat'
     ORDER BY messages_fts.rank
     LIMIT :limit OFFSET :offset
     """
@@ -36,7 +36,7 @@ _TITLES_SQL = text(
            conversations_fts.rank AS rank
     FROM conversations_fts
     JOIN conversations c ON c.id = conversations_fts.rowid
-    WHERE conversations_fts MATCH :query AND c.deleted_at IS NULL
+    WHERE conversations_fts MATCH :query AND c.deleted_at IS NULL AND c.origin = 'chat'
     ORDER BY conversations_fts.rank
     LIMIT :limit
     """
@@ -54,7 +54,7 @@ _DOCUMENTS_SQL = text(
     JOIN message_attachments a ON a.sha256 = ch.sha256
     JOIN messages m ON m.id = a.message_id
     JOIN conversations c ON c.id = m.conversation_id
-    WHERE document_chunks_fts MATCH :query AND c.deleted_at IS NULL
+    WHERE document_chunks_fts MATCH :query AND c.deleted_at IS NULL AND c.origin = 'chat'
     ORDER BY document_chunks_fts.rank, a.message_id, a.position
     """
 )

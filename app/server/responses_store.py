@@ -3,16 +3,12 @@ opened at first use in a worker thread (opening migrates, which may take a momen
 not hold the loop), closed when the server stops. A server given no database keeps none:
 store is then a no-op and previous_response_id a 400.
 
-Here, beside the assembly, and not in responses/: the server's state owns it (opened with
-the server, closed when it stops), and every family sits above the state.
+A stored response is a branch of a conversation, written through the conversations room
+(app/conversations/stored_responses.py) as the window's and the terminal's turns are: its
+input the turns, its reply a message marked with its id, under the reply it continues.
 
-Not through app/conversations' ConversationSession, though a stored Response is a turn of a
-conversation: what is stored is one row of plain values in a table of its own (responses,
-revision 0006: its id, the whole input as chat messages, the output's text, usage), not a
-conversation's message tree, and no reply row streams into it (it is written once, after the
-reply ended, best effort). Its writes are a session's only once a Response is a branch (its
-input the messages, previous_response_id the reply it goes on from): a new revision and a
-migration of the rows kept, and GET rebuilding the input from the branch."""
+Here, beside the assembly, and not in responses/: the server's state owns it (opened with
+the server, closed when it stops), and every family sits above the state."""
 
 from __future__ import annotations
 
@@ -24,8 +20,16 @@ from typing import TypeVar
 
 import anyio
 
+from app.conversations.stored_responses import save_response
 from app.server.http.errors import ApiError
-from storage import Database, ResponseRecord, ResponsesRepository, StorageError, open_database
+from storage import (
+    Database,
+    NotFoundError,
+    ResponseRecord,
+    ResponsesRepository,
+    StorageError,
+    open_database,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,12 +51,18 @@ class ResponseStore:
         if not self.enabled:
             return
         try:
-            await self._run(lambda repo: repo.save(record))
+            await self._run(lambda repo: save_response(repo, record))
         except ApiError as exc:
             log.warning("response %s not stored: %s", record.id, exc.message)
+        except NotFoundError as exc:  # the response it continues was deleted meanwhile
+            log.warning("response %s not stored: %s", record.id, exc)
 
     async def get(self, response_id: str) -> ResponseRecord | None:
         return await self._run(lambda repo: repo.get(response_id)) if self.enabled else None
+
+    async def conversation(self, response_id: str) -> list[dict] | None:
+        """The turns of the branch the response ends, its reply last; None: no such response."""
+        return await self._run(lambda repo: repo.conversation(response_id)) if self.enabled else None
 
     async def delete(self, response_id: str) -> bool:
         return await self._run(lambda repo: repo.delete(response_id)) if self.enabled else False

@@ -73,46 +73,52 @@ NEW_IN_0007 = {
     ("add_index", "ix_message_attachments_message_id"), ("add_index", "ix_message_attachments_sha256"),
     ("add_column", "messages", "sources_json"),
 }
-NEW_IN_0006 = {("add_table", "responses")}
 NEW_IN_0008 = {("add_column", "messages", "tool_json")}
 NEW_IN_0009 = {("add_table", "jobs"), ("add_table", "job_items"), ("add_index", "ix_job_items_job_state")}
 NEW_IN_0011 = {("add_column", "documents", "data")}  # 0010 changed a trigger only
 NEW_IN_0012 = {("add_column", "job_items", "exchange_json")}
+# 0013: stored Responses become conversations (the responses table goes).
+NEW_IN_0013 = {("add_column", "conversations", "origin"), ("add_column", "messages", "response_id"),
+               ("add_column", "messages", "api_json"), ("add_index", "ix_messages_response_id")}
+GONE_IN_0013 = {("remove_table", "responses")}
 
 
 def test_schema_comparison_sees_a_difference(tmp_path):
     """The agreement check is not vacuous: a database some revisions behind differs."""
-    assert diff_at(tmp_path, "0004") - NEW_IN_0009 - NEW_IN_0008 - NEW_IN_0007 - NEW_IN_0006 == {
+    assert diff_at(tmp_path, "0004") - NEW_IN_0013 - NEW_IN_0009 - NEW_IN_0008 - NEW_IN_0007 == {
         ("add_column", "model_profiles", "source"), ("add_column", "model_profiles", "hub_repo"),
         ("add_column", "model_profiles", "last_used_at"), ("add_index", "ix_model_profiles_path")}
 
 
-def test_the_responses_table_is_new_in_0006(tmp_path):
-    assert diff_at(tmp_path, "0005") == NEW_IN_0006 | NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009
+def test_the_responses_table_is_new_in_0006_and_gone_in_0013(tmp_path):
+    assert diff_at(tmp_path, "0005") == NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009 | NEW_IN_0013
+    assert diff_at(tmp_path, "0012") == NEW_IN_0013 | GONE_IN_0013
 
 
 def test_the_documents_tables_are_new_in_0007(tmp_path):
-    assert diff_at(tmp_path, "0006") == NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009  # documents made with data
+    # documents made with data, so 0011's column is no difference
+    assert diff_at(tmp_path, "0006") == NEW_IN_0007 | NEW_IN_0008 | NEW_IN_0009 | NEW_IN_0013 | GONE_IN_0013
 
 
 def test_the_tool_column_is_new_in_0008(tmp_path):
-    assert diff_at(tmp_path, "0007") == NEW_IN_0008 | NEW_IN_0009 | NEW_IN_0011
+    assert diff_at(tmp_path, "0007") == NEW_IN_0008 | NEW_IN_0009 | NEW_IN_0011 | NEW_IN_0013 | GONE_IN_0013
 
 
 def test_the_jobs_tables_are_new_in_0009(tmp_path):
-    assert diff_at(tmp_path, "0008") == NEW_IN_0009 | NEW_IN_0011  # job_items made with exchange_json
+    # job_items made with exchange_json, so 0012's column is no difference
+    assert diff_at(tmp_path, "0008") == NEW_IN_0009 | NEW_IN_0011 | NEW_IN_0013 | GONE_IN_0013
 
 
 def test_an_images_bytes_are_new_in_0011(tmp_path):
-    assert diff_at(tmp_path, "0010") == NEW_IN_0011 | NEW_IN_0012
+    assert diff_at(tmp_path, "0010") == NEW_IN_0011 | NEW_IN_0012 | NEW_IN_0013 | GONE_IN_0013
 
 
 def test_a_job_items_exchange_is_new_in_0012(tmp_path):
-    assert diff_at(tmp_path, "0011") == NEW_IN_0012
+    assert diff_at(tmp_path, "0011") == NEW_IN_0012 | NEW_IN_0013 | GONE_IN_0013
 
 
 def test_head_is_the_newest_revision():
-    assert head_revision() == "0012"
+    assert head_revision() == "0013"
 
 
 # ----- upgrading an old database ------------------------------------------------------------------
@@ -442,5 +448,78 @@ def test_a_0006_database_takes_documents_and_gives_them_back(tmp_path):
                          f"VALUES (1, 'user', 'storks', 'complete', '{T2}', '{T2}')")
             found = conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'storks'")
             assert found.fetchone() == (1,)
+    finally:
+        db.close()
+
+
+# ----- 0013: stored Responses become conversations ------------------------------------------------
+
+IMAGE_TURN = {"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                          {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}
+
+
+def make_0012_database_with_responses(path) -> None:
+    """Four stored responses as 0006-0012 kept them (each row its whole conversation): a
+    chain a <- b, a branch c continuing a too, and d on its own with an image."""
+    import json
+
+    db = Database(path)
+    db.upgrade("0012")
+    db.close()
+    hi = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi, I am Ada."}]
+    after_a = [*hi, {"role": "assistant", "content": "Hello Ada."}]
+    rows = [("resp_a", T0, hi, "Hello Ada.", None, "completed"),
+            ("resp_b", T1, [*after_a, {"role": "user", "content": "My name?"}], "Ada", "resp_a", "incomplete"),
+            ("resp_c", T2, [*after_a, {"role": "user", "content": "Weather?"}], "Sunny.", "resp_a", "completed"),
+            ("resp_d", T2, [IMAGE_TURN], "A dot.", None, "completed")]
+    conn = sqlite3.connect(path)
+    try:
+        conn.executemany(
+            "INSERT INTO responses (id, created_at, model, input_json, output_text, previous_response_id, status, "
+            "usage_json) VALUES (?, ?, 'tiny', ?, ?, ?, ?, ?)",
+            [(rid, t, json.dumps(turns), out, prev, status, json.dumps({"input_tokens": 9, "output_tokens": 2}))
+             for rid, t, turns, out, prev, status in rows])
+        conn.execute(f"INSERT INTO conversations (id, title, created_at, updated_at, sampling_json, pinned, archived) "
+                     f"VALUES (1, 'A chat', '{T0}', '{T0}', '{{}}', 0, 0)")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_a_0012_databases_responses_become_branches_and_come_back(tmp_path):
+    from storage import ResponsesRepository
+
+    path = tmp_path / "chats.db"
+    make_0012_database_with_responses(path)
+    db = open_database(path)
+    try:
+        repo = ResponsesRepository(db)
+        b = repo.get("resp_b")
+        assert b is not None and (b.input, b.output_text, b.status, b.previous_response_id) == (
+            [{"role": "user", "content": "My name?"}], "Ada", "incomplete", "resp_a")
+        assert b.usage == {"input_tokens": 9, "output_tokens": 2}
+        assert repo.conversation("resp_c") == [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi, I am Ada."},
+            {"role": "assistant", "content": "Hello Ada."}, {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "Sunny."}]
+        assert repo.conversation("resp_d") == [IMAGE_TURN, {"role": "assistant", "content": "A dot."}]
+        with sqlite3.connect(path) as conn:  # a, b and c in one tree (b and c branches under a's reply), d alone
+            assert conn.execute("SELECT origin, count(*) FROM conversations GROUP BY origin").fetchall() == [
+                ("api", 2), ("chat", 1)]
+            assert conn.execute("SELECT count(*) FROM messages").fetchone() == (9,)
+        assert [c.title for c in ChatRepository(db).list_conversations()] == ["A chat"]
+
+        alembic_downgrade(db, "0012")
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT id, previous_response_id, status, output_text FROM responses "
+                                "ORDER BY id").fetchall() == [
+                ("resp_a", None, "completed", "Hello Ada."), ("resp_b", "resp_a", "incomplete", "Ada"),
+                ("resp_c", "resp_a", "completed", "Sunny."), ("resp_d", None, "completed", "A dot.")]
+            import json
+            (whole_b,) = conn.execute("SELECT input_json FROM responses WHERE id = 'resp_b'").fetchone()
+            assert json.loads(whole_b)[-2:] == [{"role": "assistant", "content": "Hello Ada."},
+                                                {"role": "user", "content": "My name?"}]
+            assert conn.execute("SELECT count(*) FROM conversations").fetchone() == (1,)
+            assert "origin" not in columns(path, "conversations") and "response_id" not in columns(path, "messages")
     finally:
         db.close()

@@ -1,47 +1,110 @@
-"""The server's stored Responses (storage/responses.py): saved, read back as saved, deleted."""
+"""The server's stored Responses as conversations (storage/responses.py): a response opens an
+"api" conversation or adds a branch under the reply it continues; read back as saved,
+deleted, and never listed, searched or exported with the user's chats."""
 
 from __future__ import annotations
 
-from storage import ResponseRecord, ResponsesRepository, open_database
+import sqlite3
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import pytest
+
+from storage import ChatRepository, NotFoundError, ResponseRecord, ResponsesRepository, open_database, search
+from storage.chat_file_format import export_json
+
+USAGE = {"input_tokens": 3, "output_tokens": 2}
 
 
-def record(rid: str, previous: str | None = None) -> ResponseRecord:
-    return ResponseRecord(id=rid, model="m", input=[{"role": "user", "content": "hi \u00e9"}], output_text="Hello!",
-                          status="incomplete", usage={"input_tokens": 3, "output_tokens": 2},
-                          previous_response_id=previous)
+def record(rid: str, text: str = "hi \u00e9", previous: str | None = None, output: str = "Hello!") -> ResponseRecord:
+    return ResponseRecord(id=rid, model="m", input=[{"role": "user", "content": text}], output_text=output,
+                          status="incomplete", usage=USAGE, previous_response_id=previous)
 
 
-def test_a_response_reads_back_as_saved_and_is_deleted_once(tmp_path):
-    db = open_database(tmp_path / "chorus.db")
-    try:
-        repo = ResponsesRepository(db)
-        repo.save(record("resp_a"))
+@pytest.fixture
+def db(tmp_path):
+    database = open_database(tmp_path / "chorus.db")
+    yield database
+    database.close()
+
+
+def rows(db) -> tuple[int, int]:
+    with sqlite3.connect(db.path) as conn:
+        return (conn.execute("SELECT count(*) FROM messages").fetchone()[0],
+                conn.execute("SELECT count(*) FROM conversations").fetchone()[0])
+
+
+def test_a_response_reads_back_as_saved_and_one_that_continues_it_as_its_own_turns(db):
+    repo = ResponsesRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    repo.save(record("resp_b", "And you?", previous="resp_a", output="Fine."))
+    got = repo.get("resp_b")
+    assert got is not None and got.created_at is not None
+    assert (got.input, got.output_text, got.status, got.usage, got.previous_response_id) == (
+        [{"role": "user", "content": "And you?"}], "Fine.", "incomplete", USAGE, "resp_a")
+    assert repo.conversation("resp_b") == [
+        {"role": "user", "content": "hi \u00e9"}, {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "And you?"}, {"role": "assistant", "content": "Fine."}]
+    assert repo.get("resp_zz") is None and repo.conversation("resp_zz") is None
+
+
+def test_two_responses_continuing_one_are_two_branches_of_its_conversation(db):
+    repo = ResponsesRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    repo.save(record("resp_b", "Left?", previous="resp_a"))
+    repo.save(record("resp_c", "Right?", previous="resp_a"))
+    assert rows(db) == (6, 1)
+    assert [t["content"] for t in repo.conversation("resp_c") or []] == ["hi \u00e9", "Hello!", "Right?", "Hello!"]
+
+
+def test_a_turn_with_an_image_keeps_its_parts_and_its_conversation_is_not_listed_found_or_exported(db):
+    turn = {"role": "user", "content": [{"type": "text", "text": "What heron is this?"},
+                                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}
+    repo = ResponsesRepository(db)
+    repo.save(replace(record("resp_i"), input=[turn]), title="What heron")
+    assert repo.conversation("resp_i") == [turn, {"role": "assistant", "content": "Hello!"}]
+    chats = ChatRepository(db)
+    chats.add_message(chats.create_conversation("Birds").id, "user", "a heron at the lake")
+    assert [c.title for c in chats.list_conversations()] == ["Birds"]  # the API's conversations are not listed
+    assert {hit.conversation_title for hit in search(db, "heron")} == {"Birds"}  # nor found
+    assert [c["title"] for c in export_json(db)["conversations"]] == ["Birds"]  # nor exported
+
+
+def test_a_response_nothing_continues_is_deleted_with_its_turns_and_its_empty_conversation(db):
+    repo = ResponsesRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    repo.save(record("resp_b", previous="resp_a"))
+    assert repo.delete("resp_b") is True and rows(db) == (2, 1)
+    assert repo.delete("resp_b") is False
+    assert repo.get("resp_a") is not None
+    assert repo.delete("resp_a") is True and rows(db) == (0, 0)
+
+
+def test_a_response_others_continue_loses_its_id_only_and_goes_with_the_last_of_them(db):
+    repo = ResponsesRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    repo.save(record("resp_b", previous="resp_a"))
+    repo.save(record("resp_c", previous="resp_a"))
+    assert repo.delete("resp_a") is True
+    assert repo.get("resp_a") is None and repo.conversation("resp_a") is None
+    assert repo.get("resp_b") is not None and len(repo.conversation("resp_b") or []) == 4  # still readable
+    assert repo.delete("resp_b") is True and rows(db) == (4, 1)
+    assert repo.delete("resp_c") is True and rows(db) == (0, 0)  # a's turns went with the last
+
+
+def test_continuing_a_response_deleted_meanwhile_is_not_found_and_writes_nothing(db):
+    repo = ResponsesRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    repo.delete("resp_a")
+    with pytest.raises(NotFoundError):
         repo.save(record("resp_b", previous="resp_a"))
-        got = repo.get("resp_b")
-        assert got is not None and got.created_at is not None
-        assert (got.input, got.output_text, got.status, got.usage, got.previous_response_id) == (
-            [{"role": "user", "content": "hi \u00e9"}], "Hello!", "incomplete",
-            {"input_tokens": 3, "output_tokens": 2}, "resp_a")
-        assert repo.delete("resp_a") is True
-        assert repo.delete("resp_a") is False
-        assert repo.get("resp_a") is None
-        assert repo.get("resp_b") is not None  # what continued it stays readable
-    finally:
-        db.close()
+    assert rows(db) == (0, 0)
 
 
-def test_a_response_keeps_the_moment_it_was_answered_with(tmp_path):
+def test_a_response_keeps_the_moment_it_was_answered_with(db):
     """Once the save's own time: a reply that took 3 s under load read back 3 s late."""
-    from dataclasses import replace
-    from datetime import datetime, timezone
-
-    db = open_database(tmp_path / "chorus.db")
-    try:
-        repo = ResponsesRepository(db)
-        answered = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-        repo.save(replace(record("resp_t"), created_at=answered))
-        got = repo.get("resp_t")
-        assert got is not None and got.created_at is not None
-        assert got.created_at.replace(tzinfo=got.created_at.tzinfo or timezone.utc) == answered
-    finally:
-        db.close()
+    repo = ResponsesRepository(db)
+    answered = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    repo.save(replace(record("resp_t"), created_at=answered), title="t")
+    got = repo.get("resp_t")
+    assert got is not None and got.created_at == answered

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from app.conversations.stored_responses import save_response
 from app.jobs import ItemRun
 from app.server.calls.parsing import Generation
 from app.server.calls.reply import Call, ChoiceTally, Reply
@@ -29,7 +30,7 @@ from app.server.responses.call import NOT_KEPT, previous_turns, response_call
 from app.server.responses.format import ResponsesReply
 from app.server.responses.parsing import response_ask
 from inference import SPARE_PRIORITY, ChatRequest, Delta, EngineClient, FinishReason, RequestError
-from storage import ItemRecord, ItemResult, ResponseRecord, ResponsesRepository, StorageError
+from storage import ItemRecord, ItemResult, ResponsesRepository, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +82,10 @@ class BatchWork:
         keep = self.responses is not None and ask.store
         return gen, reply, (lambda: self._keep(reply)) if keep else None
 
-    def _stored(self, response_id: str) -> ResponseRecord | None:
+    def _stored(self, response_id: str) -> list[dict] | None:
         assert self.responses is not None
         try:
-            return self.responses.get(response_id)
+            return self.responses.conversation(response_id)
         except StorageError as exc:
             raise ApiError(503, f"the stored responses cannot be used: {exc}") from None
 
@@ -93,8 +94,8 @@ class BatchWork:
         if reply.saved is None or self.responses is None:
             return
         try:
-            self.responses.save(reply.saved)
-        except StorageError as exc:
+            save_response(self.responses, reply.saved)
+        except StorageError as exc:  # NotFoundError too: the response it continues was deleted meanwhile
             log.warning("response %s not stored: %s", reply.id, exc)
 
     def _prepared(self, gen: Generation) -> ChatRequest:

@@ -12,24 +12,23 @@ from app.server.http.errors import ApiError
 from app.server.responses.format import ResponsesReply, Settings
 from app.server.responses.parsing import ID_PREFIX, ResponseAsk
 from inference import ChatRequest
-from storage import ResponseRecord
 
 NOT_KEPT = "previous_response_id: this server keeps no responses (it has no database)"
 
 
-def previous_turns(previous_id: str, record: ResponseRecord | None) -> tuple[dict, ...]:
-    """The stored conversation a request continues, its reply last."""
-    if record is None:
+def previous_turns(previous_id: str, turns: list[dict] | None) -> tuple[dict, ...]:
+    """The stored conversation a request continues, its reply last (None: not stored)."""
+    if turns is None:
         raise ApiError(404, f"no stored response with id {previous_id!r} (deleted, or stored elsewhere)",
                        param="previous_response_id")
-    return (*record.input, {"role": "assistant", "content": record.output_text})
+    return tuple(turns)
 
 
 def response_call(ask: ResponseAsk, history: tuple[dict, ...], can_store: bool) -> tuple[Generation, ResponsesReply]:
     """history: previous_turns of the response it continues, () for none; can_store: whether
     this server keeps responses (store is false in the answer where it does not)."""
     conversation = history + ask.input
-    reply = ResponsesReply(ID_PREFIX + uuid.uuid4().hex, _settings(ask, can_store), conversation)
+    reply = ResponsesReply(ID_PREFIX + uuid.uuid4().hex, _settings(ask, can_store), ask.input)
     system = () if ask.instructions is None else ({"role": "system", "content": ask.instructions},)
     gen = Generation(ChatRequest(messages=system + conversation, sampling=ask.sampling), stream=ask.stream,
                      messages_param="input")

@@ -96,11 +96,11 @@ class ResponsesReply:
     """One call's writer (it counts the stream's sequence numbers). Once the reply ended,
     `saved` holds what to store for a later previous_response_id; the route writes it."""
 
-    def __init__(self, response_id: str, settings: Settings, conversation: tuple[dict, ...]) -> None:
+    def __init__(self, response_id: str, settings: Settings, own_input: tuple[dict, ...]) -> None:
         self.id = response_id
         self.created_at = int(time.time())
         self.settings = settings
-        self.conversation = conversation  # the turns the reply answered, without instructions
+        self.own_input = own_input  # this request's turns (a previous response's are stored with it)
         self.saved: ResponseRecord | None = None
         self._sequence = 0
 
@@ -139,7 +139,7 @@ class ResponsesReply:
         status = _status(tally)
         used = usage(call.prompt_tokens, tally.completion_tokens, tally.cached_tokens or 0)
         if status in ("completed", "incomplete"):
-            self.saved = ResponseRecord(id=self.id, model=call.model, input=list(self.conversation),
+            self.saved = ResponseRecord(id=self.id, model=call.model, input=list(self.own_input),
                                         output_text=tally.text, status=status, usage=used,
                                         previous_response_id=self.settings.previous_response_id,
                                         # the moment the client was told, not the end of the reply

@@ -82,7 +82,7 @@ async def _history(state: ServerState, previous: str | None) -> tuple[dict, ...]
         return ()
     if not state.responses.enabled:
         raise ApiError(400, NOT_KEPT, param="previous_response_id")
-    return previous_turns(previous, await state.responses.get(previous))
+    return previous_turns(previous, await state.responses.conversation(previous))
 
 
 async def _saving(events: AsyncIterable, reply: ResponsesReply, state: ServerState) -> AsyncIterator:

@@ -152,6 +152,34 @@ def test_previous_response_id_continues_the_conversation_from_the_cache(fresh):
     assert third.usage.input_tokens > second.usage.input_tokens + second.usage.output_tokens
 
 
+def test_responses_are_a_conversation_in_the_chat_database_branching_where_two_continue_one(fresh, tmp_path):
+    """Stored through the conversations room: the first response opens a conversation of the
+    chat database (kept out of the window's list), the ones continuing it are its branches."""
+    from storage import ChatRepository, ResponsesRepository, open_database
+
+    srv, _ = fresh
+    c = client(srv)
+    first = create(c, "My name is Ada.", max_output_tokens=4)
+    left = create(c, "What is my name?", max_output_tokens=4, previous_response_id=first.id)
+    right = create(c, "Where am I?", max_output_tokens=4, previous_response_id=first.id)
+    db = open_database(tmp_path / "chorus.db")
+    try:
+        with db.begin() as s:
+            from sqlalchemy import text
+
+            assert s.execute(text("SELECT origin, title FROM conversations")).all() == [("api", "My name is Ada.")]
+            replies = s.execute(text("SELECT response_id, id FROM messages WHERE role = 'assistant' "
+                                     "ORDER BY id")).all()
+            users = dict(s.execute(text("SELECT content, parent_id FROM messages WHERE role = 'user'")).all())
+        assert [r[0] for r in replies] == [first.id, left.id, right.id]
+        assert users["What is my name?"] == users["Where am I?"] == replies[0][1]  # both under the first reply
+        assert ChatRepository(db).list_conversations() == []
+        assert [t["content"] for t in ResponsesRepository(db).conversation(right.id) or []] == [
+            "My name is Ada.", first.output_text, "Where am I?", right.output_text]
+    finally:
+        db.close()
+
+
 def test_a_streamed_response_is_stored_before_it_completes(server):
     """A client that continues on response.completed finds the response stored."""
     c = client(server)
