@@ -24,7 +24,6 @@ from app.conversations.stored_responses import save_response
 from app.server.http.errors import ApiError
 from storage import (
     Database,
-    NotFoundError,
     ResponseRecord,
     ResponsesRepository,
     StorageError,
@@ -52,10 +51,8 @@ class ResponseStore:
             return
         try:
             await self._run(lambda repo: save_response(repo, record))
-        except ApiError as exc:
+        except ApiError as exc:  # the response it continues deleted meanwhile (NotFoundError) too
             log.warning("response %s not stored: %s", record.id, exc.message)
-        except NotFoundError as exc:  # the response it continues was deleted meanwhile
-            log.warning("response %s not stored: %s", record.id, exc)
 
     async def get(self, response_id: str) -> ResponseRecord | None:
         return await self._run(lambda repo: repo.get(response_id)) if self.enabled else None
