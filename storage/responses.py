@@ -71,15 +71,14 @@ class ResponsesRepository:
                                                  "turns": len(record.input)}))
             conv.active_message_id = _add(s, reply)
             conv.updated_at = utcnow()
-            return _record(reply, _path(s, reply)[-1 - len(record.input):-1])
+            return _record(reply, _own_turns(_path(s, reply)))
 
     def get(self, response_id: str) -> ResponseRecord | None:
         with self.db.begin() as s:
             reply = _reply_row(s, response_id)
             if reply is None:
                 return None
-            path = _path(s, reply)
-            return _record(reply, path[len(path) - 1 - int(_api(reply).get("turns", 0)):-1])
+            return _record(reply, _own_turns(_path(s, reply)))
 
     def conversation(self, response_id: str) -> list[dict] | None:
         """Every turn of the branch the response ends, its reply last: what a request that
@@ -112,12 +111,19 @@ class ResponsesRepository:
 def _delete_with_own_turns(s: Session, reply: Message) -> Message | None:
     """Deletes a reply and the turns its request added; returns the message above them."""
     path = _path(s, reply)
-    own = int(_api(reply).get("turns", 0))
-    for row in reversed(path[len(path) - 1 - own:]):  # children first, one by one (the search index's triggers)
+    own = _own_turns(path)
+    for row in reversed([*own, reply]):  # children first, one by one (the search index's triggers)
         s.delete(row)
         s.flush()
-    above = path[len(path) - 2 - own] if len(path) > own + 1 else None
-    return above if above is not None and above.role == "assistant" and above.api_json else None
+    above = path[len(path) - 2 - len(own)] if len(path) > len(own) + 1 else None
+    # a reply of a response (its id cleared by an earlier delete), not a turn a client gave
+    return above if above is not None and "turns" in _api(above) else None
+
+
+def _own_turns(path: list[Message]) -> list[Message]:
+    """The turns the request of the reply ending path added (its api_json counts them)."""
+    own = int(_api(path[-1]).get("turns", 0))
+    return path[len(path) - 1 - own:-1]
 
 
 def _reply_row(s: Session, response_id: str) -> Message | None:
