@@ -38,14 +38,17 @@ from storage.records import (
 )
 from storage.repository import ChatRepository
 from storage.responses import ResponseRecord, ResponsesRepository, turn_text
+from storage.schema import API_ORIGIN, CHAT_ORIGIN
 from storage.search import matching_messages, search
 from storage.unused_chats import discard_unused
 
 __all__ = [
     "ActivePath",
+    "API_ORIGIN",
     "AttachmentRecord",
     "BranchPosition",
     "CatalogRepository",
+    "CHAT_ORIGIN",
     "ChatRepository",
     "ChunkHit",
     "ChunkSpan",

@@ -34,6 +34,7 @@ class ConversationRecord:
     deleted: bool
     # The title is a stand-in the generated title may replace (see schema.Conversation).
     title_provisional: bool = False
+    origin: str = "chat"  # or "api": a stored Response's (schema.CHAT_ORIGIN, API_ORIGIN)
 
 
 @dataclass(frozen=True, slots=True)

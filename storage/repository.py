@@ -100,6 +100,7 @@ def conversation_record(c: Conversation) -> ConversationRecord:
         active_message_id=c.active_message_id,
         deleted=c.deleted_at is not None,
         title_provisional=bool(c.title_provisional),
+        origin=c.origin,
     )
 
 
@@ -203,12 +204,15 @@ class ChatRepository:
 
     def list_conversations(
         self, include_archived: bool = False, include_deleted: bool = False, standalone_only: bool = False,
-        include_unused: bool = True,
+        include_unused: bool = True, origin: str | None = CHAT_ORIGIN, limit: int | None = None,
     ) -> list[ConversationRecord]:
         """standalone_only leaves out the panes of comparisons (listed as comparisons);
-        include_unused=False the chats nothing was sent in (storage/unused_chats.py). The
-        server's stored Responses (origin "api", storage/responses.py) are never listed."""
-        query = select(Conversation).where(Conversation.origin == CHAT_ORIGIN)
+        include_unused=False the chats nothing was sent in (storage/unused_chats.py). origin:
+        the chats (default), the server's stored Responses (API_ORIGIN, storage/responses.py:
+        a batch stores thousands, hence limit) or None for both. Pinned first, newest first."""
+        query = select(Conversation)
+        if origin is not None:
+            query = query.where(Conversation.origin == origin)
         if not include_unused:
             query = query.where(~unused_chats.unused())
         if standalone_only:
@@ -217,9 +221,16 @@ class ChatRepository:
             query = query.where(Conversation.archived.is_(False))
         if not include_deleted:
             query = query.where(Conversation.deleted_at.is_(None))
-        query = query.order_by(Conversation.pinned.desc(), Conversation.updated_at.desc())
+        query = query.order_by(Conversation.pinned.desc(), Conversation.updated_at.desc()).limit(limit)
         with self.db.begin() as s:
             return [conversation_record(c) for c in s.scalars(query)]
+
+    def count_conversations(self, origin: str = CHAT_ORIGIN) -> int:
+        """Those of an origin not deleted: how many a limited list leaves out."""
+        query = select(func.count()).select_from(Conversation).where(Conversation.origin == origin,
+                                                                      Conversation.deleted_at.is_(None))
+        with self.db.begin() as s:
+            return int(s.scalar(query) or 0)
 
     def update_conversation(self, conversation_id: int, **fields) -> ConversationRecord:
         """Change title, model_ref, preset_id, sampling (dict), pinned or archived."""

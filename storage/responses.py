@@ -1,8 +1,8 @@
 """The server's stored Responses as conversations (revision 0013): a response is a branch of
 one, kept so that a request continues it by id (previous_response_id), read back and deleted.
 
-A response without a previous one opens a conversation of origin "api" (kept out of the
-window's lists, search and export); its input turns are messages, its reply a message marked
+A response without a previous one opens a conversation of origin "api" (listed apart in
+the window's sidebar, kept out of its search and of export); its input turns are messages, its reply a message marked
 with the response's id. A response that continues another adds its turns and reply under
 that reply: two requests continuing the same response are two branches of one tree, as a
 regenerated answer is in a chat. Each save is one transaction.
@@ -127,7 +127,11 @@ def _own_turns(path: list[Message]) -> list[Message]:
 
 
 def _reply_row(s: Session, response_id: str) -> Message | None:
-    return s.scalars(select(Message).where(Message.response_id == response_id)).first()
+    """None too when the user deleted its conversation in the window (a soft delete: an
+    undo brings the response back, the purge a day later ends it)."""
+    query = select(Message).join(Conversation, Conversation.id == Message.conversation_id) \
+        .where(Message.response_id == response_id, Conversation.deleted_at.is_(None))
+    return s.scalars(query).first()
 
 
 def _path(s: Session, leaf: Message) -> list[Message]:

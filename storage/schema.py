@@ -95,7 +95,7 @@ class Conversation(Base):
     active_message_id: Mapped[int | None] = mapped_column(Integer)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Who wrote it (0013): "chat", the window's or the terminal's; "api", the server's stored
-    # Responses, kept out of the lists, search and export (a batch stores thousands).
+    # Responses, listed apart (the sidebar's "From the API") and kept out of search and export.
     origin: Mapped[str] = mapped_column(String(16), default=CHAT_ORIGIN, server_default=CHAT_ORIGIN)
 
     messages: Mapped[list[Message]] = relationship(

@@ -1,6 +1,6 @@
 """The server's stored Responses as conversations (storage/responses.py): a response opens an
 "api" conversation or adds a branch under the reply it continues; read back as saved,
-deleted, and never listed, searched or exported with the user's chats."""
+deleted, listed apart from the user's chats and never searched or exported with them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from storage import ChatRepository, NotFoundError, ResponseRecord, ResponsesRepository, open_database, search
+from storage import (
+    API_ORIGIN,
+    ChatRepository,
+    NotFoundError,
+    ResponseRecord,
+    ResponsesRepository,
+    open_database,
+    search,
+)
 from storage.chat_file_format import export_json
 
 USAGE = {"input_tokens": 3, "output_tokens": 2}
@@ -65,7 +73,7 @@ def test_a_turn_with_an_image_keeps_its_parts_and_its_conversation_is_not_listed
     assert repo.conversation("resp_i") == [turn, {"role": "assistant", "content": "Hello!"}]
     chats = ChatRepository(db)
     chats.add_message(chats.create_conversation("Birds").id, "user", "a heron at the lake")
-    assert [c.title for c in chats.list_conversations()] == ["Birds"]  # the API's conversations are not listed
+    assert [c.title for c in chats.list_conversations()] == ["Birds"]  # the API's conversations are listed apart
     assert {hit.conversation_title for hit in search(db, "heron")} == {"Birds"}  # nor found
     assert [c["title"] for c in export_json(db)["conversations"]] == ["Birds"]  # nor exported
 
@@ -108,3 +116,30 @@ def test_a_response_keeps_the_moment_it_was_answered_with(db):
     repo.save(replace(record("resp_t"), created_at=answered), title="t")
     got = repo.get("resp_t")
     assert got is not None and got.created_at == answered
+
+
+def test_the_api_conversations_are_listed_apart_newest_first_and_counted(db):
+    repo, chats = ResponsesRepository(db), ChatRepository(db)
+    for n in range(3):
+        repo.save(record(f"resp_{n}", f"question {n}"), title=f"question {n}")
+    repo.save(record("resp_more", previous="resp_0"))  # continuing the first makes it the newest
+    listed = chats.list_conversations(origin=API_ORIGIN, limit=2)
+    assert [c.title for c in listed] == ["question 0", "question 2"]
+    assert {c.origin for c in listed} == {API_ORIGIN}
+    assert chats.count_conversations(API_ORIGIN) == 3 and chats.count_conversations() == 0
+    assert len(chats.list_conversations(origin=None)) == 3
+
+
+def test_a_conversation_deleted_in_the_window_hides_its_responses_until_restored(db):
+    """The sidebar's delete is a soft one: the API must not go on serving (or continuing)
+    what the user deleted; an undo brings it back."""
+    repo, chats = ResponsesRepository(db), ChatRepository(db)
+    repo.save(record("resp_a"), title="hi")
+    conv = chats.list_conversations(origin=API_ORIGIN)[0]
+    chats.delete(conv.id)
+    assert repo.get("resp_a") is None and repo.conversation("resp_a") is None
+    with pytest.raises(NotFoundError):
+        repo.save(record("resp_b", previous="resp_a"))
+    assert repo.delete("resp_a") is False
+    chats.restore(conv.id)
+    assert repo.get("resp_a") is not None and rows(db) == (2, 1)
