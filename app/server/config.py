@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,9 @@ class ServerConfig:
     # The chat database that keeps /v1/responses' stored responses (previous_response_id);
     # None: none are kept.
     responses_db: Path | None = None
+    # Told (on a worker thread) after each response is stored, by a call or a batch: the
+    # window serving its own database lists the API's conversations, and redraws them.
+    on_response_stored: Callable[[], None] | None = None
     # Where the Files API keeps its files (batch inputs, outputs); None: no Files and Batch API
     # (its routes answer 404). Batches are kept in responses_db's database.
     files_dir: Path | None = None

@@ -35,8 +35,10 @@ T = TypeVar("T")
 
 
 class ResponseStore:
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, stored: Callable[[], None] | None = None) -> None:
+        """stored: told after each save (ServerConfig.on_response_stored)."""
         self.path = path
+        self._stored = stored
         self._db: Database | None = None
         self._lock = threading.Lock()  # two first requests at once open it once
 
@@ -53,6 +55,9 @@ class ResponseStore:
             await self._run(lambda repo: save_response(repo, record))
         except ApiError as exc:  # the response it continues deleted meanwhile (NotFoundError) too
             log.warning("response %s not stored: %s", record.id, exc.message)
+            return
+        if self._stored is not None:
+            self._stored()
 
     async def get(self, response_id: str) -> ResponseRecord | None:
         return await self._run(lambda repo: repo.get(response_id)) if self.enabled else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from app.engines.sources import source_of
-from storage import discard_unused, matching_messages, search
+from storage import API_ORIGIN, ConversationRecord, discard_unused, matching_messages, search
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
 from ui.widgets.window.conversation_list import ConversationItem
@@ -14,6 +14,9 @@ from ui.widgets.window.conversation_list import ConversationItem
 # Chat folders: a conversation id -> its folder's name, kept in the settings table (a folder
 # is a name the sidebar groups under, nothing more, so it needs no table of its own).
 FOLDERS_SETTING = "chat_folders"
+# The API's conversations listed at most (newest first): a batch may store thousands, and
+# the sidebar is a list of what a user reads, not an archive browser.
+API_LISTED = 100
 
 
 class ConversationsController:
@@ -38,23 +41,33 @@ class ConversationsController:
     # ----- the sidebar ------------------------------------------------------------------
 
     def refresh(self) -> asyncio.Task:
-        """Every chat and comparison, pinned first, newest first; or the search's hits."""
+        """Every chat and comparison, pinned first, newest first, then the conversations the
+        server's clients had (stored Responses); or the search's hits."""
         if self.query.strip():
             return self._show_hits(self.query)
         repo, catalog = self.ctx.repo, self.ctx.catalog
 
         def items():
             folders = self._folders()
-            chats = [(c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at,
-                                                     folder=folders.get(c.id, "")))
-                     for c in repo.list_conversations(standalone_only=True, include_unused=False)]
+
+            def item(c: ConversationRecord, from_api: bool = False) -> tuple:
+                return c.updated_at, ConversationItem(c.id, c.title, c.pinned, updated_at=c.updated_at,
+                                                      folder=folders.get(c.id, ""), from_api=from_api)
+
+            chats = [item(c) for c in repo.list_conversations(standalone_only=True, include_unused=False)]
+            api = [item(c, from_api=True) for c in repo.list_conversations(origin=API_ORIGIN, limit=API_LISTED)]
+            api_total = repo.count_conversations(API_ORIGIN) if len(api) == API_LISTED else len(api)
             comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True,
                                                            updated_at=c.updated_at or c.created_at))
                            for c in catalog.list_comparisons()]
-            newest = [item for _, item in sorted(chats + comparisons, key=lambda pair: pair[0], reverse=True)]
-            return sorted(newest, key=_sidebar_place)  # stable: newest first within each place
+            newest = [item for _, item in sorted(chats + api + comparisons, key=lambda pair: pair[0], reverse=True)]
+            return sorted(newest, key=_sidebar_place), api_total  # stable: newest first within each place
 
-        return self.ctx.storage.run(items, self.ctx.window.set_conversations)
+        def show(found: tuple[list[ConversationItem], int]) -> None:
+            listed, api_total = found
+            self.ctx.window.set_conversations(listed, api_total=api_total)
+
+        return self.ctx.storage.run(items, show)
 
     def _folders(self) -> dict[int, str]:
         """Read on the storage thread."""
@@ -214,7 +227,10 @@ class ConversationsController:
 
 
 def _sidebar_place(item: ConversationItem) -> tuple[int, str]:
-    """Pinned chats first, then each folder by its name, then the rest."""
+    """Pinned chats first, then each folder by its name, then the rest by date, then the
+    API's conversations (each of which a pin or a folder brings up like any chat)."""
     if item.pinned:
         return 0, ""
-    return (1, item.folder.lower()) if item.folder else (2, "")
+    if item.folder:
+        return 1, item.folder.lower()
+    return (3, "") if item.from_api else (2, "")

@@ -12,11 +12,17 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
+
 from app.server.app_server import AppServer, ServerError
 from app.server.config import ServerConfig
 from ui.services.context import ControllerContext
 
 log = logging.getLogger(__name__)
+
+# The sidebar is redrawn at most this often while clients store responses (a batch may store
+# hundreds a minute; one redraw each would keep the storage thread busy listing).
+API_REDRAW_MS = 1000
 
 
 class ServerController:
@@ -25,6 +31,8 @@ class ServerController:
         self.server = AppServer(ctx.engines.main, ready=self._engine_ready, job_slots=ctx.job_slots)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chorus-server-switch")
         self._closed = False
+        self._redraw = QTimer(ctx.window, singleShot=True, interval=API_REDRAW_MS)
+        self._redraw.timeout.connect(ctx.events.conversations_changed.emit)
         ctx.window.server_start_requested.connect(self.start_server)
         ctx.window.server_stop_requested.connect(self.stop_server)
         ctx.engine_signals.state_changed.connect(lambda _state: self._rename())
@@ -57,8 +65,10 @@ class ServerController:
             window.show_error("Cannot serve", "Serving needs a local model (this window uses a remote server).")
             window.set_server_url(None)
             return None
-        # Responses (store, previous_response_id) kept in the window's own chat database.
-        config = ServerConfig(host, port, api_key or None, self._model_id(), responses_db=Path(self.ctx.repo.db.path))
+        # Responses (store, previous_response_id) kept in the window's own chat database,
+        # listed in the sidebar as they come.
+        config = ServerConfig(host, port, api_key or None, self._model_id(), responses_db=Path(self.ctx.repo.db.path),
+                              on_response_stored=lambda: self.ctx.gui.post(self._response_stored))
         return self._worker.submit(self._start, config)
 
     def _start(self, config: ServerConfig) -> str | None:
@@ -72,6 +82,11 @@ class ServerController:
             return None
         self.ctx.gui.post(lambda: self.ctx.window.set_server_url(url))
         return url
+
+    def _response_stored(self) -> None:
+        """A client's response was stored: the sidebar lists it within API_REDRAW_MS."""
+        if not self._redraw.isActive():
+            self._redraw.start()
 
     def _failed(self, message: str) -> None:
         self.ctx.window.show_error("Cannot serve", message)

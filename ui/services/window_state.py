@@ -67,7 +67,7 @@ class WindowState:
         discard_unused(repo.db, keep=[int(draft[0]) for draft in (saved or {}).get("drafts", [])])
         if not saved:
             return None
-        alive = {CHAT: {c.id for c in repo.list_conversations(include_archived=True)},
+        alive = {CHAT: {c.id for c in repo.list_conversations(include_archived=True, origin=None)},
                  COMPARISON: {c.id for c in catalog.list_comparisons()}}
         saved["open"] = [(kind, ident) for kind, ident in _open_tabs(saved) if ident in alive.get(kind, ())]
         return saved

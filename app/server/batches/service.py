@@ -88,6 +88,7 @@ class BatchService:
         self.models = models if models is not None else OneEngine(engine, model_id)
         self.files_dir: Path | None = config.files_dir
         self.db_path: Path | None = config.responses_db
+        self.on_response_stored = config.on_response_stored
         self.cap = config.max_tokens_cap
         self.max_file_bytes = config.max_file_bytes
         self.model_id = model_id
@@ -345,7 +346,7 @@ class BatchService:
         endpoint = job.spec["endpoint"]
         responses = ResponsesRepository(self._db) if self._db is not None else None
         work: Work = (EmbeddingWork(engine, model) if endpoint == EMBEDDINGS
-                      else BatchWork(engine, endpoint, model, self.cap, responses))
+                      else BatchWork(engine, endpoint, model, self.cap, responses, self.on_response_stored))
         runner = JobRunner(self.jobs, engine, job.id, window=window, work=work, slots=self.slots)
         with self._lock:
             current = self.jobs.get(job.id)

@@ -42,10 +42,11 @@ Asked = tuple[Generation, Reply, Callable[[], None] | None]  # the call, its wri
 
 class BatchWork:
     def __init__(self, engine: EngineClient, endpoint: str, model_id: str, cap: int | None,
-                 responses: ResponsesRepository | None = None) -> None:
+                 responses: ResponsesRepository | None = None, stored: Callable[[], None] | None = None) -> None:
         """responses: the server's stored responses (a /v1/responses batch reads and keeps
-        them there; None: the server keeps none)."""
+        them there; None: the server keeps none); stored: told after each one kept."""
         self.engine, self.model_id, self.cap, self.responses = engine, model_id, cap, responses
+        self._told_stored = stored
         self.ask: Callable[[dict], Asked]
         if endpoint == CHAT:
             info = engine.info
@@ -97,6 +98,9 @@ class BatchWork:
             save_response(self.responses, reply.saved)
         except StorageError as exc:  # NotFoundError too: the response it continues was deleted meanwhile
             log.warning("response %s not stored: %s", reply.id, exc)
+            return
+        if self._told_stored is not None:
+            self._told_stored()
 
     def _prepared(self, gen: Generation) -> ChatRequest:
         chat = gen.chat

@@ -32,7 +32,7 @@ class ServerState:
         self.stopping = False
         self.generating = 0  # calls holding a concurrency slot
         self._calls: set[Choices] = set()
-        self.responses = ResponseStore(config.responses_db)  # /v1/responses with store
+        self.responses = ResponseStore(config.responses_db, config.on_response_stored)  # /v1/responses with store
 
     @property
     def model_id(self) -> str:

@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.jobs import JobSlots
 from inference import SamplingParams
+from ui.widgets.window.conversation_list import API_GROUP, FOLDED_MARK
 
 openai = pytest.importorskip("openai")
 
@@ -57,6 +58,10 @@ def test_the_server_is_off_by_default_and_shares_the_tabs_batch(app):
     second = client.responses.create(model="x", input="And another?", previous_response_id=first.id,
                                      max_output_tokens=4)
     assert second.previous_response_id == first.id and second.usage.input_tokens > first.usage.input_tokens
+    # the window lists the client's conversation (one: the second continued the first), unasked
+    api_group = FOLDED_MARK + f"{API_GROUP} (1)"
+    app.qtbot.waitUntil(lambda: api_group in app.window.conversation_list.headers(), timeout=10_000)
+    assert "Name a colour." in app.window.conversation_list.titles()
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
     stopped = app.controllers.server.stop_server()

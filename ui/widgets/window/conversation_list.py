@@ -1,6 +1,7 @@
 """The sidebar's list of chats and comparisons: pinned first, then the chat folders (each
 under its own header, which a click folds and unfolds), then by date under headers (Today,
-Yesterday, Last 7 days, Older); search hits with their snippet; what a chat is doing
+Yesterday, Last 7 days, Older), then the conversations clients had with the server's
+Responses API (a group folded at first: a batch may add thousands); search hits with their snippet; what a chat is doing
 (writing and its rate, an unread reply); a context menu to open, rename, pin, move to a
 folder and delete, and a click to open."""
 
@@ -24,6 +25,10 @@ COMPARISON_ROLE = Qt.ItemDataRole.UserRole + 3
 PINNED_GROUP = "Pinned"
 FOLDER_ROLE = Qt.ItemDataRole.UserRole + 4  # on a folder's header: its name
 OPEN_MARK, FOLDED_MARK = "▾ ", "▸ "  # a folder's header, unfolded or folded
+API_GROUP = "From the API"
+# The API group's key among the folded groups: no folder name (a user's folder may be
+# called "From the API" too) can be this.
+API_GROUP_KEY = "\x00api"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +41,14 @@ class ConversationItem:
     updated_at: datetime | None = None  # the date group; search hits have none (they are ranked)
     snippet: tuple[tuple[str, bool], ...] = ()  # a search hit's (text, matched) runs
     folder: str = ""  # the chat folder it is filed in ("": none)
+    from_api: bool = False  # a conversation a client had with the server (a stored Response)
+
+    @property
+    def group_key(self) -> str:
+        """The foldable group it is listed in: its folder's name, the API's key, or ""."""
+        if self.pinned:
+            return ""
+        return self.folder or (API_GROUP_KEY if self.from_api else "")
 
 
 def date_group(when: datetime, now: datetime) -> str:
@@ -80,7 +93,8 @@ class ConversationList(QListWidget):
         # The rows by (is a comparison, id): the 2 Hz activity updates look them up without a scan.
         self._rows: dict[tuple[bool, int], QListWidgetItem] = {}
         self._query = ""  # the search the rows are hits of ("": the chats by date)
-        self.folded: set[str] = set()  # the folders whose chats are hidden, kept over refills
+        # The groups whose chats are hidden (folders by name, the API's by its key), kept over refills.
+        self.folded: set[str] = {API_GROUP_KEY}
         self.folders: list[str] = []  # the folders listed, for the context menu
         self.empty_label = QLabel(self.viewport())
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -88,9 +102,11 @@ class ConversationList(QListWidget):
         self.empty_label.setEnabled(False)  # the palette's disabled text: a note, not content
         self.empty_label.hide()
 
-    def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None) -> None:
-        """Rows in the order given; under date headers unless they are search hits. The row
-        selected and the scroll position stay over a refill (a rename or a pin refills it)."""
+    def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None,
+                  api_total: int = 0) -> None:
+        """Rows in the order given; under group headers unless they are search hits. The row
+        selected and the scroll position stay over a refill (a rename or a pin refills it).
+        api_total: how many API conversations there are, when fewer are listed."""
         current, scrolled = self._current_key(), self.verticalScrollBar().value()
         self.clear()
         self._rows = {}
@@ -100,19 +116,36 @@ class ConversationList(QListWidget):
         self.folders = sorted({item.folder for item in items if item.folder}, key=str.lower)
         for item in items:
             if item.updated_at is not None and not query:
-                name = PINNED_GROUP if item.pinned else item.folder or date_group(item.updated_at, now)
+                name = self._group_name(item, now)
                 if name != group:
-                    self.addItem(_header(name) if name != item.folder or item.pinned else self._folder_header(name))
+                    self.addItem(self._folder_header(item.group_key, self._group_label(item, items, api_total))
+                                 if item.group_key else _header(name))
                     group = name
             row = self._rows[(item.comparison, item.id)] = self._row(item)
             self.addItem(row)
-            row.setHidden(not query and not item.pinned and item.folder in self.folded)
+            row.setHidden(not query and bool(item.group_key) and item.group_key in self.folded)
         self.empty_label.setText(f"No chats match “{query.strip()}”" if query.strip() else NO_CHATS_YET)
         self.empty_label.setVisible(not items)
         self._place_empty_label()
         if current in self._rows:
             self.setCurrentItem(self._rows[current])
         self.verticalScrollBar().setValue(scrolled)
+
+    @staticmethod
+    def _group_name(item: ConversationItem, now: datetime) -> str:
+        if item.pinned:
+            return PINNED_GROUP
+        if item.group_key:  # marked: a folder called "Today" is not the date's group
+            return "\x01" + item.group_key
+        assert item.updated_at is not None
+        return date_group(item.updated_at, now)
+
+    @staticmethod
+    def _group_label(item: ConversationItem, items: list[ConversationItem], api_total: int) -> str:
+        if item.group_key != API_GROUP_KEY:
+            return item.folder
+        listed = sum(1 for other in items if other.group_key == API_GROUP_KEY)
+        return f"{API_GROUP} ({listed})" if api_total <= listed else f"{API_GROUP} (newest {listed} of {api_total:,})"
 
     def _current_key(self) -> tuple[bool, int] | None:
         item = self.currentItem()
@@ -170,22 +203,24 @@ class ConversationList(QListWidget):
     def _place_empty_label(self) -> None:
         self.empty_label.setGeometry(self.viewport().rect().adjusted(12, 12, -12, -12))
 
-    def _folder_header(self, name: str) -> QListWidgetItem:
-        row = _header((FOLDED_MARK if name in self.folded else OPEN_MARK) + name)
-        row.setData(FOLDER_ROLE, name)
+    def _folder_header(self, key: str, label: str) -> QListWidgetItem:
+        """A foldable group's header: a folder's (key its name) or the API's."""
+        row = _header((FOLDED_MARK if key in self.folded else OPEN_MARK) + label)
+        row.setData(FOLDER_ROLE, key)
+        row.setData(TITLE_ROLE, label)
         row.setFlags(Qt.ItemFlag.ItemIsEnabled)  # clicked to fold, never selected
         return row
 
     def toggle_folder(self, header: QListWidgetItem) -> None:
-        """Folds the folder's chats away, or shows them again."""
-        name = header.data(FOLDER_ROLE)
-        self.folded ^= {name}
-        header.setText((FOLDED_MARK if name in self.folded else OPEN_MARK) + name)
+        """Folds the group's chats away, or shows them again."""
+        key = header.data(FOLDER_ROLE)
+        self.folded ^= {key}
+        header.setText((FOLDED_MARK if key in self.folded else OPEN_MARK) + header.data(TITLE_ROLE))
         for index in range(self.row(header) + 1, self.count()):
             row = self.item(index)
             if row.data(HEADER_ROLE):
                 break
-            row.setHidden(name in self.folded)
+            row.setHidden(key in self.folded)
 
     def select(self, ident: int | None, comparison: bool = False) -> None:
         """Marks the row of the chat in front (none: no row); opens nothing."""

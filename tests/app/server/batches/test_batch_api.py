@@ -145,7 +145,8 @@ def response_line(custom_id: str, text: str, **fields) -> dict:
 
 
 def test_responses_batches_answer_as_the_live_route_and_keep_what_they_answer(shared_engine, tmp_path):
-    with batch_server(shared_engine, tmp_path) as server:
+    told: list[int] = []  # each stored response is told (the window lists them as they come)
+    with batch_server(shared_engine, tmp_path, on_response_stored=lambda: told.append(1)) as server:
         c = client(server)
         first = c.responses.create(model="smollm2", input="Name a colour.", max_output_tokens=6, temperature=0)
         lines = [response_line("new", "Say hello."),
@@ -165,6 +166,7 @@ def test_responses_batches_answer_as_the_live_route_and_keep_what_they_answer(sh
             assert body["status"] in ("completed", "incomplete") and body["output"][0]["content"][0]["text"]
         assert out["goes-on"]["previous_response_id"] == first.id
         assert (out["new"]["store"], out["unkept"]["store"]) == (True, False)
+        wait_until(lambda: len(told) == 3)  # the live one and the batch's two kept
 
         def text(body: dict) -> str:
             return body["output"][0]["content"][0]["text"]
@@ -183,6 +185,7 @@ def test_responses_batches_answer_as_the_live_route_and_keep_what_they_answer(sh
         assert after.usage.input_tokens > out["new"]["usage"]["input_tokens"]
         with pytest.raises(openai.NotFoundError):
             c.responses.retrieve(out["unkept"]["id"])
+        assert len(told) == 6
 
         errors = {e["custom_id"]: e["response"] for e in jsonl_of(c, done.error_file_id)}
         assert errors["lost"]["status_code"] == 404
