@@ -5,7 +5,9 @@ JSONSchemaBench's data/ holds them: `guidance-ai/jsonschemabench`, not part of t
 repository) is asked for, one schema a request: the schema in the prompt, greedy, at most
 max_tokens, output constrained by the schema's grammar. A schema is *covered* when its
 grammar is accepted and the output validates (jsonschema, formats checked). Per set: covered,
-refused, ran out of tokens, invalid. Also each grammar's check and compile time (p50/p95) and
+closed (valid, but ended by max_tokens: Chorus steers a JSON reply to close in the last
+tokens of its budget; counted in the coverage, and said apart), refused, ran out of tokens
+(cut, not valid), invalid. Also each grammar's check and compile time (p50/p95) and
 the decode rate of the constrained requests against the same prompts without a grammar. With
 `peer`, the same requests to a llama.cpp `llama-server` (its own converter) in the same run.
 """
@@ -36,7 +38,8 @@ from inference import (
 )
 
 SYSTEM = "You answer with one JSON value and nothing else."
-OUTCOMES = ("covered", "refused", "out_of_tokens", "invalid", "error")
+OUTCOMES = ("covered", "closed", "refused", "out_of_tokens", "invalid", "error")
+VALID = ("covered", "closed")
 MAX_SCHEMA_CHARS = 16_000  # longer ones would not fit a prompt beside the answer
 
 # An outcome, and for any but covered what explains it: the refusal, or the answer and why
@@ -182,10 +185,15 @@ def _ask(engine: Engine, case: Case, sampling: SamplingParams) -> Completion:
 
 def _outcome(result: Completion, schema: dict, validator: Validator) -> Outcome:
     if result.finish_reason is FinishReason.LENGTH:
-        return "out_of_tokens", result.text[-200:]
+        return _ended_by_length(result.text, schema, validator)
     if result.error is not None:
         return "error", str(result.error)
     return _judged(result.text, schema, validator)
+
+
+def _ended_by_length(text: str, schema: dict, validator: Validator) -> Outcome:
+    """A reply max_tokens ended: closed when it is valid all the same, else out of tokens."""
+    return ("closed", None) if _judged(text, schema, validator)[0] == "covered" else ("out_of_tokens", text[-200:])
 
 
 def _judged(text: str, schema: dict, validator: Validator) -> Outcome:
@@ -214,7 +222,7 @@ def _run_peer(base: str, cases: list[Case], options: SchemaBenchOptions,
             return "error", f"{reply.status_code}: {reply.text[:500]}"
         choice = reply.json()["choices"][0]
         if choice.get("finish_reason") == "length":
-            return "out_of_tokens", (choice["message"].get("content") or "")[-200:]
+            return _ended_by_length(choice["message"].get("content") or "", case.schema, validator)
         return _judged(choice["message"].get("content") or "", case.schema, validator)
 
     with client, ThreadPoolExecutor(options.concurrency) as pool:
@@ -230,7 +238,7 @@ def _by_set(cases: list[Case], outcomes: list[Outcome]) -> dict[str, dict[str, A
     total = {k: sum(row[k] for row in table.values()) for k in (*OUTCOMES, "schemas")}
     table["all"] = total
     for row in table.values():
-        row["coverage"] = row["covered"] / row["schemas"] if row["schemas"] else 0.0
+        row["coverage"] = sum(row[k] for k in VALID) / row["schemas"] if row["schemas"] else 0.0
     return table
 
 
@@ -269,7 +277,8 @@ def render(report: dict[str, Any], as_json: bool) -> str:
         return json.dumps(report, indent=2)
     c = report["config"]
     lines = [f"{c['schemas']} schemas ({c['per_set']} a set, seed {c['seed']}), greedy, max_tokens {c['max_tokens']}, "
-             f"{c['model']}: coverage (covered / refused / out of tokens / invalid / error)"]
+             f"{c['model']}: coverage (covered / closed at max_tokens / refused / out of tokens / invalid / "
+             "error)"]
     for set_name, row in report["chorus"].items():
         line = f"  {set_name:16} chorus {_row(row)}"
         if "peer" in report:
@@ -283,5 +292,4 @@ def render(report: dict[str, Any], as_json: bool) -> str:
 
 
 def _row(row: dict[str, Any]) -> str:
-    return (f"{row['coverage']:.2f} ({row['covered']}/{row['refused']}/{row['out_of_tokens']}/{row['invalid']}/"
-            f"{row['error']})")
+    return f"{row['coverage']:.2f} ({'/'.join(str(row[k]) for k in OUTCOMES)})"

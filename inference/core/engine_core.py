@@ -220,6 +220,10 @@ class EngineCore:
         self.scheduler.commit(plan, output.kept_drafts)
         if self.proposer is not None:
             self.proposer.verified(plan, output.kept_drafts)
+        for i in output.steered or ():
+            out = self._outputs.get(plan.chunks[i].request.request_id)
+            if out is not None:
+                out.steered = True
         deltas, sampled = self._emit(plan, output.tokens, output.logprobs, output.kept_drafts)
         if output.errors:
             deltas += self._fail_grammars(plan, output.errors)

@@ -29,6 +29,8 @@ class RequestOutput:
     n_ctx: int
     submitted_s: float = field(default_factory=time.perf_counter)
     dropped: tuple[int, int] = (0, 0)  # the chat's messages its prompt left out (overflow)
+    # Its JSON grammar was steered to close before max_tokens: its end is the budget's.
+    steered: bool = False
     first_token_s: float | None = None
     last_token_s: float | None = None
     itls: list[float] = field(default_factory=list)
@@ -59,7 +61,7 @@ class RequestOutput:
         """The token's new text, whether it ends the request and why, whether it was kept."""
         req = self.request
         if is_eog and not req.sampling.ignore_eos:
-            return self.flush(), FinishReason.STOP, False
+            return self.flush(), FinishReason.LENGTH if self.steered else FinishReason.STOP, False
         req.append_token(token)
         text = self.detok.feed(piece)
         if self.stops.active:

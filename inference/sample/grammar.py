@@ -6,7 +6,8 @@ Compiling a grammar with the model's tokenizer costs up to a few hundred millise
 large one; GrammarCompiler does it on the calling thread (the engine's preparer, never the
 engine thread when the request was prepared) and keeps the compiled matcher, which each
 request then copies. A mask costs ~0.01-0.3 ms a row on SmolLM2's 49k vocabulary;
-llguidance's fuel limits bound the worst step.
+llguidance's fuel limits bound the worst step. In the last tokens of a JSON reply's budget
+the mask is narrowed to the tokens that close it soonest (json_closing.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import llguidance as lg
 import numpy as np
 
 from inference.errors import RequestError
+from inference.sample.json_closing import OUTSIDE, ClosingTable, closing_from, is_json_grammar
 from inference.sample.json_schema import LIMITS
 
 # Compiled grammars kept for reuse (a job's items, an API client's repeated schema).
@@ -34,6 +36,7 @@ class GrammarCompiler:
         self._vocab = vocab
         self._eog = list(eog_tokens)
         self._tokenizer: lg.LLTokenizer | None = None
+        self._closing: ClosingTable | None = None  # each token's step toward a JSON's end
         self._compiled: OrderedDict[str, lg.LLMatcher] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # grammars compiled so far (the rest came from the cache)
@@ -43,7 +46,9 @@ class GrammarCompiler:
         with self._lock:
             if self._tokenizer is None:
                 # Every end-of-generation token ends a grammar's output, not only EOS.
-                self._tokenizer = _llguidance_tokenizer(self._vocab, self._eog)
+                pieces = _pieces(self._vocab)
+                self._tokenizer = _llguidance_tokenizer(self._vocab, pieces, self._eog)
+                self._closing = ClosingTable(pieces, self._eog)
             return self._tokenizer
 
     def compile(self, grammar: str) -> lg.LLMatcher:
@@ -63,17 +68,28 @@ class GrammarCompiler:
                 self._compiled.popitem(last=False)
         return matcher
 
-    def start(self, grammar: str) -> GrammarState:
-        """A request's own matcher, at the grammar's start."""
-        return GrammarState(self.compile(grammar).deep_copy(), self._eog)
+    def start(self, grammar: str, max_tokens: int = -1) -> GrammarState:
+        """A request's own matcher, at the grammar's start; a JSON one steered to close in
+        the last tokens of max_tokens (closing_from)."""
+        matcher = self.compile(grammar).deep_copy()
+        close_from = closing_from(max_tokens) if is_json_grammar(grammar) else None
+        return GrammarState(matcher, self._eog, self._closing if close_from is not None else None, close_from)
 
 
 class GrammarState:
     """One request's place in its grammar."""
 
-    def __init__(self, matcher: lg.LLMatcher, eog_tokens: list[int]) -> None:
+    def __init__(self, matcher: lg.LLMatcher, eog_tokens: list[int], closing: ClosingTable | None = None,
+                 close_from: int | None = None) -> None:
+        """closing and close_from: from the close_from-th token on, only the allowed tokens
+        that bring the JSON nearest its end are allowed (json_closing.py)."""
         self._matcher = matcher
         self._eog = eog_tokens
+        self._closing = closing
+        self._close_from = close_from
+        self._lexical = OUTSIDE  # where the reply's text is: outside a string, inside one...
+        self.accepted = 0  # tokens consumed: the reply's length so far
+        self.steered = False  # the closing reserve narrowed a choice: the budget shortened the reply
         self.error: str | None = None  # set once the grammar failed mid-reply (a limit hit)
 
     def fill(self, mask: np.ndarray) -> None:
@@ -81,6 +97,10 @@ class GrammarState:
         failed (a step over llguidance's limits) allows only ending: the request then ends
         with its error."""
         self._matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.nbytes)
+        closing = self._closing
+        if closing is not None and self._close_from is not None and self.accepted >= self._close_from \
+                and closing.narrow(mask, self._lexical):
+            self.steered = True
         if self._matcher.is_error() or self.error is not None:
             self.error = self.error or f"the grammar failed: {_first_line(self._matcher.get_error())}"
             mask[:] = 0
@@ -88,6 +108,9 @@ class GrammarState:
                 mask[token >> 5] |= np.int32(np.uint32(1 << (token & 31)).view(np.int32))
 
     def accept(self, token: int) -> None:
+        self.accepted += 1
+        if self._closing is not None and token < self._closing.n_vocab:
+            self._lexical = int(self._closing.after[self._lexical, token])
         if not self._matcher.consume_token(token) and self.error is None:
             self.error = f"the grammar refused the sampled token {token}: {_first_line(self._matcher.get_error())}"
 
@@ -103,11 +126,10 @@ def apply_mask(logits: np.ndarray, mask: np.ndarray) -> None:
     logits[allowed == 0] = -np.inf
 
 
-def _llguidance_tokenizer(vocab: ll.llama_vocab_p, eog_tokens: list[int]) -> lg.LLTokenizer:
-    """llguidance's view of a llama.cpp vocabulary: each token's bytes, control tokens (and
-    user-defined ones that look like them) marked with a leading 0xff, as
-    llguidance.llamacpp.lltokenizer_from_vocab does without its deprecated per-token call
-    (a warning for each of the 49k-262k tokens)."""
+def _pieces(vocab: ll.llama_vocab_p) -> list[bytes]:
+    """Each token's bytes, control tokens (and user-defined ones that look like them) marked
+    with a leading 0xff, as llguidance.llamacpp.lltokenizer_from_vocab does without its
+    deprecated per-token call (a warning for each of the 49k-262k tokens)."""
     buffer = ctypes.create_string_buffer(_PIECE_BYTES)
     pieces: list[bytes] = []
     for token in range(ll.llama_vocab_n_tokens(vocab)):
@@ -120,6 +142,11 @@ def _llguidance_tokenizer(vocab: ll.llama_vocab_p, eog_tokens: list[int]) -> lg.
                 attr & ll.LLAMA_TOKEN_ATTR_USER_DEFINED and piece.startswith(b"<") and piece.endswith(b">")):
             piece = b"\xff" + piece
         pieces.append(piece)
+    return pieces
+
+
+def _llguidance_tokenizer(vocab: ll.llama_vocab_p, pieces: list[bytes], eog_tokens: list[int]) -> lg.LLTokenizer:
+    """llguidance's view of a llama.cpp vocabulary (its tokens' pieces: _pieces)."""
     tokenize = ctypes.cast(ll.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
     return lg.LLTokenizer.from_llamacpp(  # type: ignore[attr-defined]  # not in llguidance's stubs
         tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize,

@@ -56,7 +56,7 @@ class SamplerSet:
         if params.grammar is not None:
             if self.grammars is None:
                 raise RequestError("this engine has no vocabulary to enforce a grammar with")
-            self._grammar_states[request_id] = self.grammars.start(params.grammar)
+            self._grammar_states[request_id] = self.grammars.start(params.grammar, params.max_tokens)
         if not params.needs_chain:
             sampler = RequestSampler(params, self._eog_array)
             sampler.accept_prompt(prompt)

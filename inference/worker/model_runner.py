@@ -42,6 +42,9 @@ class StepOutput:
     kept_drafts: list[int] | None = None
     # Plan chunk index -> why its request must end now (its grammar failed mid-reply).
     errors: dict[int, str] | None = None
+    # Plan chunk indexes of the requests whose JSON grammar was steered to close within their
+    # max_tokens (inference/sample/grammar.py): they end as cut by it, though complete.
+    steered: list[int] | None = None
 
     @property
     def ok(self) -> bool:

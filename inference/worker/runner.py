@@ -276,8 +276,10 @@ class LlamaRunner:
             sampled_token, k = tokens[i], plan.chunks[i].request.sampling.logprobs
             if sampled_token is not None and k is not None:
                 logprobs[i] = sampled_logprobs(row_logits, sampled_token, k)
+        grammars = prepared.grammars if prepared is not None else []
         return StepOutput(code, tokens, logprobs, decoded - started, time.perf_counter() - decoded, kept,
-                          self._grammar_errors(plan, wanted) if prepared is not None and prepared.grammars else None)
+                          self._grammar_errors(plan, wanted) if grammars else None,
+                          [wanted[i] for i, state in grammars if state.steered] or None)
 
     def _grammar_errors(self, plan: StepPlan, wanted: list[int]) -> dict[int, str] | None:
         failed = self._samplers.grammar_errors([plan.chunks[i].request.request_id for i in wanted])
