@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Final
 
-from sqlalchemy import ColumnElement, and_, delete, func, literal, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from storage import attachments, unused_chats
+from storage.branches import branch_cte
 from storage.database import Database
 from storage.errors import NotFoundError, StorageError
 from storage.records import (
@@ -54,14 +55,7 @@ _Leaf = aliased(Message)  # a message asked whether any other message replies to
 
 def _path_query(leaf: int):
     """The branch from the root down to leaf, root first (one recursive query)."""
-    path = (
-        select(Message.id, Message.parent_id, literal(0).label("depth"))
-        .where(Message.id == leaf)
-        .cte("path", recursive=True)
-    )
-    path = path.union_all(
-        select(Message.id, Message.parent_id, path.c.depth + 1).join(path, Message.id == path.c.parent_id)
-    )
+    path = branch_cte(leaf)
     return select(*_RECORD_COLUMNS).join(path, Message.id == path.c.id).order_by(path.c.depth.desc())
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from storage.branches import branch_messages
 from storage.database import Database
 from storage.errors import NotFoundError
 from storage.schema import API_ORIGIN, Conversation, Message, utcnow
@@ -136,10 +137,7 @@ def _reply_row(s: Session, response_id: str) -> Message | None:
 
 def _path(s: Session, leaf: Message) -> list[Message]:
     """The branch from the conversation's first message down to leaf, root first."""
-    path = [leaf]
-    while path[-1].parent_id is not None:
-        path.append(s.get_one(Message, path[-1].parent_id))
-    return path[::-1]
+    return list(s.scalars(branch_messages(leaf.id)))
 
 
 def _has_children(s: Session, message_id: int) -> bool:
