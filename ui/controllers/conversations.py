@@ -56,16 +56,16 @@ class ConversationsController:
 
             chats = [item(c) for c in repo.list_conversations(standalone_only=True, include_unused=False)]
             api = [item(c, from_api=True) for c in repo.list_conversations(origin=API_ORIGIN, limit=API_LISTED)]
-            api_total = repo.count_conversations(API_ORIGIN) if len(api) == API_LISTED else len(api)
+            api_unlisted = repo.count_conversations(API_ORIGIN) - len(api) if len(api) == API_LISTED else 0
             comparisons = [(c.updated_at, ConversationItem(c.id, c.title, comparison=True,
                                                            updated_at=c.updated_at or c.created_at))
                            for c in catalog.list_comparisons()]
             newest = [item for _, item in sorted(chats + api + comparisons, key=lambda pair: pair[0], reverse=True)]
-            return sorted(newest, key=_sidebar_place), api_total  # stable: newest first within each place
+            return sorted(newest, key=_sidebar_place), api_unlisted  # stable: newest first within each place
 
         def show(found: tuple[list[ConversationItem], int]) -> None:
-            listed, api_total = found
-            self.ctx.window.set_conversations(listed, api_total=api_total)
+            listed, api_unlisted = found
+            self.ctx.window.set_conversations(listed, api_unlisted=api_unlisted)
 
         return self.ctx.storage.run(items, show)
 

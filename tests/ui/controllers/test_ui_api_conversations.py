@@ -14,7 +14,7 @@ from storage import ResponseRecord, ResponsesRepository
 from tests.support.desk import Desk
 from tests.support.gui_app import SCREENSHOTS
 from ui.controllers import conversations
-from ui.widgets.window.conversation_list import API_GROUP, FOLDED_MARK, OPEN_MARK
+from ui.widgets.window.conversation_list import API_GROUP, FOLDED_MARK, OPEN_MARK, PINNED_GROUP
 
 USAGE = {"input_tokens": 3, "output_tokens": 2}
 
@@ -52,8 +52,11 @@ def test_the_api_s_conversations_are_a_folded_group_below_the_chats_that_opens_a
     _click(desk, _header(desk, folded))
     qtbot.waitUntil(lambda: not any(row.isHidden() for row in api_rows))
     assert _header(desk, OPEN_MARK + f"{API_GROUP} (2)") is not None
+    bird = next(row for row in api_rows if row.text() == "Name a bird.")
+    desk.controllers.conversations.set_pinned(int(bird.data(Qt.ItemDataRole.UserRole)), True)  # pinned: on top
+    qtbot.waitUntil(lambda: sidebar.headers() == [PINNED_GROUP, "Today", OPEN_MARK + f"{API_GROUP} (1)"])
 
-    colours = next(row for row in api_rows if row.text() == "Name a colour.")
+    colours = next(row for row in sidebar.rows() if row.text() == "Name a colour.")  # the list was refilled
     _click(desk, colours)
     qtbot.waitUntil(lambda: desk.window.current_tab() is not None
                     and [v.text for v in desk.window.current_tab().model.views()]

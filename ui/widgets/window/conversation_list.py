@@ -1,8 +1,8 @@
 """The sidebar's list of chats and comparisons: pinned first, then the chat folders (each
 under its own header, which a click folds and unfolds), then by date under headers (Today,
 Yesterday, Last 7 days, Older), then the conversations clients had with the server's
-Responses API (a group folded at first: a batch may add thousands); search hits with their snippet; what a chat is doing
-(writing and its rate, an unread reply); a context menu to open, rename, pin, move to a
+Responses API (a group folded at first: a batch may add thousands); search hits with their
+snippet; what a chat is doing (writing and its rate, an unread reply); a context menu to open, rename, pin, move to a
 folder and delete, and a click to open."""
 
 from __future__ import annotations
@@ -103,10 +103,10 @@ class ConversationList(QListWidget):
         self.empty_label.hide()
 
     def set_items(self, items: list[ConversationItem], query: str = "", now: datetime | None = None,
-                  api_total: int = 0) -> None:
+                  api_unlisted: int = 0) -> None:
         """Rows in the order given; under group headers unless they are search hits. The row
         selected and the scroll position stay over a refill (a rename or a pin refills it).
-        api_total: how many API conversations there are, when fewer are listed."""
+        api_unlisted: the older API conversations left out of the list."""
         current, scrolled = self._current_key(), self.verticalScrollBar().value()
         self.clear()
         self._rows = {}
@@ -118,7 +118,7 @@ class ConversationList(QListWidget):
             if item.updated_at is not None and not query:
                 name = self._group_name(item, now)
                 if name != group:
-                    self.addItem(self._folder_header(item.group_key, self._group_label(item, items, api_total))
+                    self.addItem(self._folder_header(item.group_key, self._group_label(item, items, api_unlisted))
                                  if item.group_key else _header(name))
                     group = name
             row = self._rows[(item.comparison, item.id)] = self._row(item)
@@ -141,11 +141,13 @@ class ConversationList(QListWidget):
         return date_group(item.updated_at, now)
 
     @staticmethod
-    def _group_label(item: ConversationItem, items: list[ConversationItem], api_total: int) -> str:
+    def _group_label(item: ConversationItem, items: list[ConversationItem], api_unlisted: int) -> str:
         if item.group_key != API_GROUP_KEY:
             return item.folder
         listed = sum(1 for other in items if other.group_key == API_GROUP_KEY)
-        return f"{API_GROUP} ({listed})" if api_total <= listed else f"{API_GROUP} (newest {listed} of {api_total:,})"
+        if api_unlisted:
+            return f"{API_GROUP} (newest {listed} of {listed + api_unlisted:,})"
+        return f"{API_GROUP} ({listed})"
 
     def _current_key(self) -> tuple[bool, int] | None:
         item = self.currentItem()

@@ -190,10 +190,10 @@ class MainWindow(QMainWindow):
 
     # ----- conversations ---------------------------------------------------------------
 
-    def set_conversations(self, items: list[ConversationItem], query: str = "", api_total: int = 0) -> None:
+    def set_conversations(self, items: list[ConversationItem], query: str = "", api_unlisted: int = 0) -> None:
         """The sidebar's rows; with the search's query, its hits (or a note that none match).
-        api_total: how many conversations the API has when fewer are listed."""
-        self.conversation_list.set_items(items, query, api_total=api_total)
+        api_unlisted: the older API conversations left out."""
+        self.conversation_list.set_items(items, query, api_unlisted=api_unlisted)
         self._sidebar_follows_front()  # a chat just opened has its row only now
 
     def _sidebar_follows_front(self) -> None:
