@@ -110,6 +110,10 @@ class _StandInEngines(QObject):
     main = object()  # an engine to serve (a server needs one); no request reaches it here
 
 
+class _StandInEvents(QObject):
+    conversations_changed = Signal()  # a stored response redraws the sidebar
+
+
 @pytest.fixture
 def switch(qtbot, monkeypatch, tmp_path):
     """The controller on a real window, with the blocking start and stop recording the
@@ -133,7 +137,7 @@ def switch(qtbot, monkeypatch, tmp_path):
     engines = _StandInEngines()
     repo = SimpleNamespace(db=SimpleNamespace(path=str(tmp_path / "chorus.db")))  # where responses are kept
     ctx = SimpleNamespace(window=window, engines=engines, engine_signals=engines, gui=GuiCalls(), repo=repo,
-                          job_slots=JobSlots(lambda: 4))
+                          job_slots=JobSlots(lambda: 4), events=_StandInEvents())
     controller = ServerController(ctx)
     controller.threads = threads
     yield controller
