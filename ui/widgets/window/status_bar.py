@@ -63,7 +63,9 @@ class WindowStatusBar(QStatusBar):
         self.undo_label.setText(f"Deleted “{title or 'New chat'}”")
         self.undo_label.show()
         self.undo_button.show()
-        QTimer.singleShot(UNDO_MS, lambda: self.hide_undo(ident))
+        # With the bar as the timer's context: a window closed meanwhile drops the call (it
+        # hid a deleted label, an error in whatever ran next: a clean-clone run's next test).
+        QTimer.singleShot(UNDO_MS, self, lambda: self.hide_undo(ident))
 
     def _undo_clicked(self) -> None:
         if self._undo is not None:
