@@ -21,7 +21,8 @@ import llguidance as lg
 import numpy as np
 
 from inference.errors import RequestError
-from inference.sample.json_closing import OUTSIDE, ClosingTable, closing_from, is_json_grammar
+from inference.sample.bitmask import allow_only
+from inference.sample.json_closing import OUTSIDE, ClosingReserve, ClosingTable, closing_from, is_json_grammar
 from inference.sample.json_schema import LIMITS
 
 # Compiled grammars kept for reuse (a job's items, an API client's repeated schema).
@@ -72,21 +73,20 @@ class GrammarCompiler:
         """A request's own matcher, at the grammar's start; a JSON one steered to close in
         the last tokens of max_tokens (closing_from)."""
         matcher = self.compile(grammar).deep_copy()
-        close_from = closing_from(max_tokens) if is_json_grammar(grammar) else None
-        return GrammarState(matcher, self._eog, self._closing if close_from is not None else None, close_from)
+        start = closing_from(max_tokens) if is_json_grammar(grammar) else None
+        reserve = ClosingReserve(self._closing, start) if self._closing is not None and start is not None else None
+        return GrammarState(matcher, self._eog, reserve)
 
 
 class GrammarState:
     """One request's place in its grammar."""
 
-    def __init__(self, matcher: lg.LLMatcher, eog_tokens: list[int], closing: ClosingTable | None = None,
-                 close_from: int | None = None) -> None:
-        """closing and close_from: from the close_from-th token on, only the allowed tokens
-        that bring the JSON nearest its end are allowed (json_closing.py)."""
+    def __init__(self, matcher: lg.LLMatcher, eog_tokens: list[int], reserve: ClosingReserve | None = None) -> None:
+        """reserve: from its start-th token on, only the allowed tokens that bring the JSON
+        nearest its end are allowed (json_closing.py)."""
         self._matcher = matcher
         self._eog = eog_tokens
-        self._closing = closing
-        self._close_from = close_from
+        self._reserve = reserve
         self._lexical = OUTSIDE  # where the reply's text is: outside a string, inside one...
         self.accepted = 0  # tokens consumed: the reply's length so far
         self.steered = False  # the closing reserve narrowed a choice: the budget shortened the reply
@@ -97,33 +97,19 @@ class GrammarState:
         failed (a step over llguidance's limits) allows only ending: the request then ends
         with its error."""
         self._matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.nbytes)
-        closing = self._closing
-        if closing is not None and self._close_from is not None and self.accepted >= self._close_from \
-                and closing.narrow(mask, self._lexical):
+        reserve = self._reserve
+        if reserve is not None and self.accepted >= reserve.start and reserve.table.narrow(mask, self._lexical):
             self.steered = True
         if self._matcher.is_error() or self.error is not None:
             self.error = self.error or f"the grammar failed: {_first_line(self._matcher.get_error())}"
-            mask[:] = 0
-            for token in self._eog:
-                mask[token >> 5] |= np.int32(np.uint32(1 << (token & 31)).view(np.int32))
+            allow_only(mask, self._eog)
 
     def accept(self, token: int) -> None:
         self.accepted += 1
-        if self._closing is not None and token < self._closing.n_vocab:
-            self._lexical = int(self._closing.after[self._lexical, token])
+        if self._reserve is not None and token < self._reserve.table.n_vocab:
+            self._lexical = int(self._reserve.table.after[self._lexical, token])
         if not self._matcher.consume_token(token) and self.error is None:
             self.error = f"the grammar refused the sampled token {token}: {_first_line(self._matcher.get_error())}"
-
-
-def new_masks(rows: int, n_vocab: int) -> np.ndarray:
-    """A bitmask of rows x n_vocab bits (int32 words), every token allowed."""
-    return np.full((rows, (n_vocab + 31) // 32), -1, dtype=np.int32)
-
-
-def apply_mask(logits: np.ndarray, mask: np.ndarray) -> None:
-    """Tokens the mask forbids get -inf in logits (one row, in place)."""
-    allowed = np.unpackbits(mask.view(np.uint8), bitorder="little", count=logits.size)
-    logits[allowed == 0] = -np.inf
 
 
 def _pieces(vocab: ll.llama_vocab_p) -> list[bytes]:

@@ -20,8 +20,11 @@ whitespace last.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
+
+from inference.sample.bitmask import allow_only, allowed_tokens
 
 CLOSING_TOKENS = 64
 CLOSING_SHARE = 4
@@ -99,15 +102,19 @@ class ClosingTable:
     def narrow(self, mask: np.ndarray, state: int) -> bool:
         """Keeps in mask (a bitmask row of allowed tokens) only the allowed tokens of the
         best rank from state; False when that changed nothing (all ranked alike)."""
-        allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little", count=self.n_vocab))
+        allowed = allowed_tokens(mask, self.n_vocab)
         if allowed.size == 0:
             return False
         ranks = self.rank[state, allowed]
         best = ranks.min()
         if ranks.max() == best:
             return False
-        chosen = allowed[ranks == best]
-        words = mask.view(np.uint32)
-        words[:] = 0
-        np.bitwise_or.at(words, chosen >> 5, np.left_shift(np.uint32(1), (chosen & 31).astype(np.uint32)))
+        allow_only(mask, allowed[ranks == best])
         return True
+
+
+class ClosingReserve(NamedTuple):
+    """One reply's reserve: from its start-th generated token on, the table narrows its mask."""
+
+    table: ClosingTable
+    start: int

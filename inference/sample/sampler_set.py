@@ -19,7 +19,8 @@ import numpy as np
 
 from inference.errors import RequestError
 from inference.params import SamplingParams
-from inference.sample.grammar import GrammarCompiler, GrammarState, apply_mask, new_masks
+from inference.sample.bitmask import apply_mask, new_masks
+from inference.sample.grammar import GrammarCompiler, GrammarState
 from inference.sample.llama_chain import SamplerChain
 from inference.sample.logits import LogitsView
 from inference.sample.rows import PreparedRows, RequestSampler, RowPreparer, sample_prepared, verify_draft

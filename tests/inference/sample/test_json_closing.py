@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from inference import FinishReason, SamplingParams, schema_grammar
-from inference.sample.grammar import new_masks
+from inference.sample.bitmask import allow_only, allowed_tokens, new_masks
 from inference.sample.grammars import JSON_OBJECT
 from inference.sample.json_closing import (
     ENDS_REPLY,
@@ -57,14 +57,12 @@ def test_a_token_s_effect_is_read_from_its_bytes_and_the_state_it_starts_in(piec
 
 def _mask(allowed: list[int]) -> np.ndarray:
     mask = new_masks(1, len(PIECES))[0]
-    mask[:] = 0
-    for token in allowed:
-        mask.view(np.uint32)[token >> 5] |= np.uint32(1 << (token & 31))
+    allow_only(mask, allowed)
     return mask
 
 
 def _allowed(mask: np.ndarray) -> list[int]:
-    return [int(t) for t in np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little", count=len(PIECES)))]
+    return allowed_tokens(mask, len(PIECES)).tolist()
 
 
 def test_the_nearest_to_the_end_of_what_the_grammar_allows_is_kept():
