@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from inference.sched.step_cost import StepCost
@@ -173,42 +174,72 @@ def planned_drafts(rates: list[float], available: list[int], n_tokens: int, cost
 
 class RateGuard:
     """What speculation really did, per number of decoding requests: the tokens per second
-    of the last WINDOW decode steps with drafts against those of steps without (a moving
-    average). Where the drafts' rate falls below the plain one (the cost model was wrong,
-    the copies stopped), drafting pauses there for HOLD_STEPS steps, then is tried again.
-    The planner's arithmetic decides how many drafts pay; this checks that they did. Probe
-    steps, which try a step size to learn its cost, are not counted: they are bets made on
-    purpose, and a few early misses must not stop a copy that pays from then on."""
+    of the last WINDOW decode steps with drafts against those of steps without. Where the
+    drafts' rate falls below the plain one (the cost model was wrong, the copies stopped),
+    drafting pauses there for HOLD_STEPS steps, then is tried again. The planner's
+    arithmetic decides how many drafts pay; this checks that they did. Probe steps, which
+    try a step size to learn its cost, are not counted: they are bets made on purpose, and a
+    few early misses must not stop a copy that pays from then on.
+
+    Both rates must be measured under the same neighbours: on a shared machine a step's
+    time moves with the other programs' load (this project's 2-core VM beside two busy
+    processes: rounds of the same bench 2.2x apart), and a copy that drafts for hundreds of
+    steps would otherwise be judged against plain steps from before it, a quieter or busier
+    minute ago. So drafts count as far ahead only against the plain steps of the last
+    RECENT steps (by CLOSE_CALL times their rate), and a close call is judged only against
+    plain steps run within the drafted window's span. Where there are too few of either
+    (one; MIN_CONTROLS), the next step is a control, run without drafts: a copy far ahead
+    pays about one step in RECENT for it, a close call two in a window."""
 
     WINDOW = 12
+    PLAIN_WINDOW = 6
+    MIN_CONTROLS = 2
+    CLOSE_CALL = 1.25
+    RECENT = 48
     HOLD_STEPS = 500
-    WEIGHT = 0.1
 
     def __init__(self) -> None:
-        self._plain: dict[int, list[float]] = {}  # n -> [tokens, seconds, steps], moving averages
-        self._drafted: dict[int, deque[tuple[int, float]]] = {}  # n -> the last WINDOW steps
+        # n -> the last steps as (step number, tokens, seconds), without and with drafts
+        self._plain: dict[int, deque[tuple[int, int, float]]] = {}
+        self._drafted: dict[int, deque[tuple[int, int, float]]] = {}
+        self._control_due: set[int] = set()
         self._paused_until: dict[int, int] = {}
         self._step = 0
 
     def allows(self, n_decoding: int) -> bool:
-        return self._step >= self._paused_until.get(n_decoding, 0)
+        """Whether this step may draft: not paused, and no control step due."""
+        return self._step >= self._paused_until.get(n_decoding, 0) and n_decoding not in self._control_due
 
     def record(self, n_decoding: int, drafted: bool, tokens: int, seconds: float) -> None:
         self._step += 1
+        sample = (self._step, tokens, seconds)
         if not drafted:
-            stats = self._plain.setdefault(n_decoding, [float(tokens), seconds, 0.0])
-            stats[0] += self.WEIGHT * (tokens - stats[0])
-            stats[1] += self.WEIGHT * (seconds - stats[1])
-            stats[2] += 1
+            self._plain.setdefault(n_decoding, deque(maxlen=self.PLAIN_WINDOW)).append(sample)
+            self._control_due.discard(n_decoding)
             return
         window = self._drafted.setdefault(n_decoding, deque(maxlen=self.WINDOW))
-        window.append((tokens, seconds))
-        plain = self._plain.get(n_decoding)
-        if plain is None or plain[2] < self.WINDOW // 2 or len(window) < self.WINDOW:
+        window.append(sample)
+        if len(window) < self.WINDOW:
             return
-        if sum(t for t, _ in window) / sum(s for _, s in window) < plain[0] / plain[1]:
+        plain = self._plain.get(n_decoding, ())
+        drafted_rate = _rate(window)
+        recent = [s for s in plain if s[0] > self._step - self.RECENT]
+        if recent and drafted_rate >= self.CLOSE_CALL * _rate(recent):
+            return  # far ahead: no likely swing of the load since could turn that
+        controls = [s for s in plain if s[0] >= window[0][0]]
+        if len(controls) < self.MIN_CONTROLS:
+            self._control_due.add(n_decoding)
+        elif drafted_rate < _rate(controls):
             self._paused_until[n_decoding] = self._step + self.HOLD_STEPS
             window.clear()
+
+
+def _rate(steps: Iterable[tuple[int, int, float]]) -> float:
+    """Tokens per second over these (step number, tokens, seconds)."""
+    tokens = seconds = 0.0
+    for _, t, s in steps:
+        tokens, seconds = tokens + t, seconds + s
+    return tokens / max(1e-9, seconds)
 
 
 class DraftPlanner:

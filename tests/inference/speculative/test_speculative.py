@@ -317,6 +317,54 @@ def test_the_guard_pauses_drafting_where_it_made_steps_slower_and_tries_again_la
     assert guard.allows(8)  # tried again after the pause
 
 
+def _lone_chat(guard, steps: int, plain_s: float, drafted: tuple[int, float]) -> list[bool]:
+    """A lone chat's steps honouring the guard: a plain step makes 1 token in plain_s, a
+    drafted one drafted[0] tokens in drafted[1]; which steps drafted."""
+    ran = []
+    for _ in range(steps):
+        draft = guard.allows(1)
+        guard.record(1, draft, *(drafted if draft else (1, plain_s)))
+        ran.append(draft)
+    return ran
+
+
+def test_the_guard_judges_drafts_against_plain_steps_run_under_the_same_load() -> None:
+    """The other programs' load doubles as a copy starts: its drafts (50 tok/s) beat the
+    plain step as it is now (42 tok/s) though not as it was (83): drafting goes on, with a
+    few control steps. The guard once compared with the plain steps from before the copy
+    and paused it for the rest of the reply (lookup under two `yes`: 1.04-1.60 tokens a step
+    where a quiet machine made 1.7-1.85)."""
+    from inference.speculative.planner import RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.PLAIN_WINDOW):
+        guard.record(1, False, tokens=1, seconds=0.012)  # quiet
+    ran = _lone_chat(guard, 300, 0.024, (3, 0.060))  # busy from here on
+    assert not any(not (a or b) for a, b in zip(ran, ran[1:]))  # single controls, never a pause
+    assert sum(ran) >= 300 * RateGuard.WINDOW / (RateGuard.WINDOW + RateGuard.MIN_CONTROLS) - 2
+
+
+def test_the_guard_pauses_drafts_that_stopped_paying_when_the_load_fell() -> None:
+    """The load falls as a copy starts: its drafts (67 tok/s) beat the plain steps of the
+    busy minute before (42) but not the plain step now (83). Control steps find it out and
+    drafting pauses; the guard once kept the busy minute's rate and drafted on at a loss."""
+    from inference.speculative.planner import RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.PLAIN_WINDOW):
+        guard.record(1, False, tokens=1, seconds=0.024)  # busy
+    ran = _lone_chat(guard, 200, 0.012, (3, 0.045))  # quiet from here on
+    assert not any(ran[RateGuard.RECENT + 2 * RateGuard.WINDOW:])  # paused, soon after the old rate aged
+
+
+def test_a_copy_far_ahead_pays_little_for_the_guard_s_controls() -> None:
+    from inference.speculative.planner import RateGuard
+
+    guard = RateGuard()
+    ran = _lone_chat(guard, 480, 0.012, (6, 0.036))  # drafts at twice the plain rate
+    assert len(ran) - sum(ran) <= 480 // RateGuard.RECENT + RateGuard.MIN_CONTROLS
+
+
 def test_the_guard_judges_the_latest_drafted_steps_and_not_the_probes() -> None:
     """A copy whose first drafts were poor (probes of small sizes, early misses) and that
     pays from then on keeps drafting; the planner's probe steps are left out of the count."""
