@@ -94,6 +94,7 @@ class SearchHit:
     rank: float
     # The words were found in this attached document (message_id: the message attaching it).
     document_name: str | None = None
+    origin: str = "chat"  # the conversation's: "chat", or "api" (a stored Response's)
 
     @property
     def snippet_text(self) -> str:

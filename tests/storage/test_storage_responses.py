@@ -13,6 +13,7 @@ from sqlalchemy import event
 
 from storage import (
     API_ORIGIN,
+    CHAT_ORIGIN,
     ChatRepository,
     NotFoundError,
     ResponseRecord,
@@ -129,6 +130,20 @@ def test_the_api_conversations_are_listed_apart_newest_first_and_counted(db):
     assert {c.origin for c in listed} == {API_ORIGIN}
     assert chats.count_conversations(API_ORIGIN) == 3 and chats.count_conversations() == 0
     assert len(chats.list_conversations(origin=None)) == 3
+
+
+def test_the_api_conversations_are_searched_only_when_asked_for_and_say_so(db):
+    """The sidebar searches both kinds (and marks the API's hits); export and the other
+    callers keep to the chats, as before."""
+    repo, chats = ResponsesRepository(db), ChatRepository(db)
+    repo.save(record("resp_a", "where do herons nest?", output="In colonies, herons nest high."), title="herons")
+    chat = chats.create_conversation("birds")
+    chats.add_message(chat.id, "user", "Do herons migrate?")
+    assert {h.origin for h in search(db, "herons")} == {CHAT_ORIGIN}
+    both = search(db, "herons", origin=None)
+    assert {(h.origin, h.message_id is None) for h in both} == {
+        (CHAT_ORIGIN, False), (API_ORIGIN, False), (API_ORIGIN, True)}  # the API's title matched too
+    assert {h.origin for h in search(db, "colonies", origin=API_ORIGIN)} == {API_ORIGIN}
 
 
 def test_a_conversation_deleted_in_the_window_hides_its_responses_until_restored(db):

@@ -9,7 +9,7 @@ from app.engines.sources import source_of
 from storage import API_ORIGIN, ConversationRecord, discard_unused, matching_messages, search
 from ui.services.context import ControllerContext
 from ui.services.conversation_actions import ConversationActions
-from ui.widgets.window.conversation_list import ConversationItem
+from ui.widgets.window.conversation_list import API_GROUP, ConversationItem
 
 # Chat folders: a conversation id -> its folder's name, kept in the settings table (a folder
 # is a name the sidebar groups under, nothing more, so it needs no table of its own).
@@ -92,14 +92,16 @@ class ConversationsController:
 
         def hits():
             seen, items = set(), []
-            for hit in search(db, text, limit=50):
+            for hit in search(db, text, limit=50, origin=None):
                 if hit.conversation_id not in seen:
                     seen.add(hit.conversation_id)
-                    # Words found in an attached document: the hit says which.
+                    # Words found in an attached document, a conversation of the API's: the hit says so.
                     where = ((f"in {hit.document_name}: ", False),) if hit.document_name else ()
-                    snippet = (*where, *hit.snippet)
+                    source = ((f"{API_GROUP}: ", False),) if hit.origin == API_ORIGIN else ()
+                    snippet = (*source, *where, *hit.snippet)
                     items.append(ConversationItem(hit.conversation_id, hit.conversation_title,
-                                                  subtitle="".join(t for t, _ in snippet), snippet=snippet))
+                                                  subtitle="".join(t for t, _ in snippet), snippet=snippet,
+                                                  from_api=hit.origin == API_ORIGIN))
             return items
 
         def show(items) -> None:

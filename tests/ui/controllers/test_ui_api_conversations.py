@@ -105,6 +105,29 @@ def test_an_api_conversation_open_at_quit_is_open_again_after_a_restart(desk, qt
         again.close()
 
 
+def test_the_search_box_finds_the_api_s_conversations_too_and_says_where_they_are_from(desk, qtbot):
+    """The search once kept to the chats: a conversation in the folded API group could only
+    be found by scrolling it."""
+    chat = desk.repo.create_conversation(title="Birds")
+    desk.repo.add_message(chat.id, "user", "Do herons migrate?")
+    _store(desk, "resp_a", "Where do herons nest?", "In colonies, high in trees.")
+    desk.controllers.conversations.refresh()
+    sidebar = desk.window.conversation_list
+    qtbot.waitUntil(lambda: len(sidebar.titles()) == 2)
+    qtbot.keyClicks(desk.window.search_box, "colonies")
+    qtbot.waitUntil(lambda: sidebar.titles() == ["Where do herons nest?"])
+    hit = sidebar.rows()[0]
+    assert hit.toolTip().startswith(f"{API_GROUP}: ") and not hit.isHidden()  # a hit is never folded away
+    _click(desk, hit)
+    qtbot.waitUntil(lambda: desk.window.current_tab() is not None
+                    and [v.text for v in desk.window.current_tab().model.views()]
+                    == ["Where do herons nest?", "In colonies, high in trees."])
+    desk.window.search_box.clear()
+    qtbot.keyClicks(desk.window.search_box, "herons")
+    qtbot.waitUntil(lambda: sorted(sidebar.titles()) == ["Birds", "Where do herons nest?"])
+    assert not sidebar.row_for(chat.id).toolTip().startswith(API_GROUP)
+
+
 def test_screenshot_of_the_api_group_with_one_open(desk, qtbot, theme):
     desk.window.resize(1000, 560)
     chat = desk.repo.create_conversation(title="Pancakes")
