@@ -8,11 +8,17 @@ that reply: two requests continuing the same response are two branches of one tr
 regenerated answer is in a chat. Each save is one transaction.
 
 What a turn means (its roles, its parts) is the server's business; here a turn is a plain
-dict {role, content}, content a string or a list of parts kept as given."""
+dict {role, content}, content a string or a list of parts kept as given, but for an image:
+the caller stores it as a document (`images`, its bytes once, attached to the turn's
+message, which the window shows and sends as any chat's image) and the part names it,
+{"type": "image_url", "image_url": {"document": SHA256}}; read back, the part is a data:
+URL again."""
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -20,10 +26,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from storage import attachments
 from storage.branches import branch_messages
 from storage.database import Database
-from storage.errors import NotFoundError
-from storage.schema import API_ORIGIN, Conversation, Message, utcnow
+from storage.errors import NotFoundError, StorageError
+from storage.records import NewDocument
+from storage.schema import API_ORIGIN, Conversation, Document, Message, utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +50,12 @@ class ResponsesRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def save(self, record: ResponseRecord, title: str = "") -> ResponseRecord:
+    def save(self, record: ResponseRecord, title: str = "", images: Sequence[NewDocument] = ()) -> ResponseRecord:
         """Its turns and reply, under the reply it continues or in a new conversation titled
-        title. NotFoundError when the response it continues is gone (deleted meanwhile)."""
+        title; images: the documents its turns' image parts name. NotFoundError when the
+        response it continues is gone (deleted meanwhile)."""
+        by_sha = {doc.sha256: doc for doc in images}
+        attachments.check_documents(images)
         with self.db.begin() as s:
             parent = None
             if record.previous_response_id is not None:
@@ -60,8 +71,10 @@ class ResponsesRepository:
                 s.flush()
             moment = record.created_at or utcnow()
             parent_id = parent.id if parent is not None else None
+            attachments.insert_documents(s, images)
             for turn in record.input:
                 parent_id = _add(s, _turn_row(conv.id, parent_id, turn, moment))
+                attachments.attach(s, parent_id, [(sha, by_sha[sha].name) for sha in _named_images(turn, by_sha)])
             reply = Message(conversation_id=conv.id, parent_id=parent_id, role="assistant",
                             content=record.output_text, status="complete", model=record.model,
                             prompt_tokens=record.usage.get("input_tokens"),
@@ -72,21 +85,21 @@ class ResponsesRepository:
                                                  "turns": len(record.input)}))
             conv.active_message_id = _add(s, reply)
             conv.updated_at = utcnow()
-            return _record(reply, _own_turns(_path(s, reply)))
+            return _record(s, reply, _own_turns(_path(s, reply)))
 
     def get(self, response_id: str) -> ResponseRecord | None:
         with self.db.begin() as s:
             reply = _reply_row(s, response_id)
             if reply is None:
                 return None
-            return _record(reply, _own_turns(_path(s, reply)))
+            return _record(s, reply, _own_turns(_path(s, reply)))
 
     def conversation(self, response_id: str) -> list[dict] | None:
         """Every turn of the branch the response ends, its reply last: what a request that
         continues it puts before its own input. None when there is no such response."""
         with self.db.begin() as s:
             reply = _reply_row(s, response_id)
-            return None if reply is None else [_turn(row) for row in _path(s, reply)]
+            return None if reply is None else [_turn(s, row) for row in _path(s, reply)]
 
     def delete(self, response_id: str) -> bool:
         """False when there was no such response. A response nothing continues goes with its
@@ -113,9 +126,11 @@ def _delete_with_own_turns(s: Session, reply: Message) -> Message | None:
     """Deletes a reply and the turns its request added; returns the message above them."""
     path = _path(s, reply)
     own = _own_turns(path)
+    named = attachments.detach(s, [row.id for row in own])
     for row in reversed([*own, reply]):  # children first, one by one (the search index's triggers)
         s.delete(row)
         s.flush()
+    attachments.drop_unreferenced(s, named)  # an image another message attaches stays
     above = path[len(path) - 2 - len(own)] if len(path) > len(own) + 1 else None
     # a reply of a response (its id cleared by an earlier delete), not a turn a client gave
     return above if above is not None and "turns" in _api(above) else None
@@ -173,19 +188,48 @@ def turn_text(content: object) -> str:
     return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
 
 
-def _turn(row: Message) -> dict:
+def _named_images(turn: dict, by_sha: dict[str, NewDocument]) -> list[str]:
+    """The sha256s of the documents a turn's image parts name, in order; StorageError for
+    one not given."""
+    content = turn.get("content")
+    named = [_document_of(part) for part in content] if isinstance(content, list) else []
+    for sha in named:
+        if sha is not None and sha not in by_sha:
+            raise StorageError(f"a turn names the image {sha}, which was not given; nothing was stored")
+    return [sha for sha in named if sha is not None]
+
+
+def _document_of(part: object) -> str | None:
+    """The sha256 an image part names ({"image_url": {"document": SHA256}}), or None."""
+    image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+    sha = image.get("document") if isinstance(image, dict) else None
+    return sha if isinstance(sha, str) else None
+
+
+def _turn(s: Session, row: Message) -> dict:
     content = _api(row).get("content", row.content)
+    if isinstance(content, list) and any(_document_of(part) for part in content):
+        content = [_data_url_part(s, part) for part in content]
     return {"role": row.role, "content": content}
+
+
+def _data_url_part(s: Session, part: dict) -> dict:
+    """An image part that names a document as the part given: a data: URL of its bytes."""
+    sha = _document_of(part)
+    doc = s.get(Document, sha) if sha is not None else None
+    if doc is None or doc.data is None:
+        return part
+    return {**part, "image_url": {"url": f"data:{doc.mime};base64,{base64.b64encode(doc.data).decode('ascii')}"}}
 
 
 def _api(row: Message) -> dict[str, Any]:
     return json.loads(row.api_json) if row.api_json else {}
 
 
-def _record(reply: Message, own: list[Message]) -> ResponseRecord:
+def _record(s: Session, reply: Message, own: list[Message]) -> ResponseRecord:
     api = _api(reply)
     created = reply.created_at
-    return ResponseRecord(id=str(reply.response_id), model=reply.model or "", input=[_turn(row) for row in own],
+    return ResponseRecord(id=str(reply.response_id), model=reply.model or "", input=[_turn(s, row) for row in own],
                           output_text=reply.content, status=str(api.get("status", "completed")),
                           usage=dict(api.get("usage", {})), previous_response_id=api.get("previous_response_id"),
                           created_at=created.replace(tzinfo=created.tzinfo or timezone.utc))

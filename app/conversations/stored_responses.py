@@ -5,16 +5,54 @@ first message too: the conversation's title. The server calls these on a worker 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
+
 from app.chats.titles import stand_in_title
-from storage import ResponseRecord, ResponsesRepository, turn_text
+from app.conversations.image_files import MEDIA_TYPES, ImageError, image_document
+from storage import NewDocument, ResponseRecord, ResponsesRepository, turn_text
 
 UNTITLED = "API response"  # a response whose input has no user text (only images, say)
+SUFFIXES = {media: suffix for suffix, media in reversed(MEDIA_TYPES.items())}  # image/jpeg: .jpg
 
 
 def save_response(repo: ResponsesRepository, record: ResponseRecord) -> ResponseRecord:
     """Its turns and reply (one transaction), a new conversation titled by its first user
-    text unless it continues another response. NotFoundError: that one is gone."""
-    return repo.save(record, title=response_title(record))
+    text unless it continues another response; its images stored as a chat's are (shown in
+    the window, sent again when the user goes on there). NotFoundError: that one is gone."""
+    stored, images = with_stored_images(record)
+    return repo.save(stored, title=response_title(record), images=images)
+
+
+def with_stored_images(record: ResponseRecord) -> tuple[ResponseRecord, list[NewDocument]]:
+    """The record with each image given as a data: URL naming its document instead (storage
+    keeps its bytes once, as a chat's attached image), and those documents. An image that
+    does not decode stays as given (the engine refused it before any reply)."""
+    images: list[NewDocument] = []
+    turns = []
+    for turn in record.input:
+        content = turn.get("content")
+        if isinstance(content, list):
+            turn = {**turn, "content": [_stored_part(part, images) for part in content]}
+        turns.append(turn)
+    return dataclasses.replace(record, input=turns), images
+
+
+def _stored_part(part: object, images: list[NewDocument]) -> object:
+    if not (isinstance(part, dict) and part.get("type") == "image_url" and isinstance(part.get("image_url"), dict)):
+        return part
+    url = part["image_url"].get("url")
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        return part
+    media = url[len("data:"):].split(";", 1)[0].lower()
+    try:
+        data = base64.b64decode(url.split(",", 1)[1], validate=True)
+        doc = image_document(f"image {len(images) + 1}{SUFFIXES.get(media, '.png')}", data)
+    except (binascii.Error, ImageError):
+        return part
+    images.append(doc)
+    return {**part, "image_url": {"document": doc.sha256}}
 
 
 def response_title(record: ResponseRecord) -> str:

@@ -128,6 +128,29 @@ def test_the_search_box_finds_the_api_s_conversations_too_and_says_where_they_ar
     assert not sidebar.row_for(chat.id).toolTip().startswith(API_GROUP)
 
 
+def test_an_image_a_client_sent_shows_on_its_turn_as_a_chat_s_image_does(desk, qtbot):
+    """It was its turn's text only: the parts were kept for the API, not for the window."""
+    import base64
+
+    from tests.inference.core.test_engine_images import RED
+
+    url = f"data:image/png;base64,{base64.b64encode(RED).decode()}"
+    turn = {"role": "user", "content": [{"type": "text", "text": "What colour is this?"},
+                                        {"type": "image_url", "image_url": {"url": url}}]}
+    save_response(ResponsesRepository(desk.repo.db), ResponseRecord(
+        id="resp_i", model="m", input=[turn], output_text="Red.", status="completed", usage=USAGE))
+    desk.controllers.conversations.refresh()
+    sidebar = desk.window.conversation_list
+    qtbot.waitUntil(lambda: len(sidebar.rows()) == 1)
+    desk.controllers.conversations.open_conversation(int(sidebar.rows()[0].data(Qt.ItemDataRole.UserRole)))
+    qtbot.waitUntil(lambda: desk.window.current_tab() is not None and desk.window.current_tab().model.rowCount() == 2)
+    tab = desk.window.current_tab()
+    qtbot.waitUntil(lambda: bool(tab.view.chip_boxes(0)))
+    (chip, _box), = tab.view.chip_boxes(0)
+    assert chip.is_image and chip.text.startswith("image 1.png · PNG image · ")
+    qtbot.waitUntil(lambda: desk.ctx.thumbnails.get(chip.target.sha256) is not None)
+
+
 def test_screenshot_of_the_api_group_with_one_open(desk, qtbot, theme):
     desk.window.resize(1000, 560)
     chat = desk.repo.create_conversation(title="Pancakes")
