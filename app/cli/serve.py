@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--cors-origin", action="append", type=_origin, default=[], metavar="ORIGIN",
                        help="let web pages from ORIGIN (scheme://host[:port], or * for any) call the API; "
                             "repeatable (default: none)")
+    serve.add_argument("--image-host", action="append", type=_host, default=[], metavar="HOST[:PORT]",
+                       help="fetch the images a request names by http(s) URL when they are on HOST (any port, or "
+                            "that PORT); repeatable (default: none; requests send images as data: URLs)")
     serve.add_argument("--models", default=None, metavar="all|NAME,NAME",
                        help="serve several installed models (names from `chorus models list`, or all), each loaded "
                             "when a request names it; --model then names the default (default: --model alone)")
@@ -66,6 +69,14 @@ def _non_negative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
+
+
+def _host(text: str) -> str:
+    host = text.strip().lower()
+    name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    if not name or "/" in host or (port and not port.isdigit()):
+        raise argparse.ArgumentTypeError(f"must be a host name or address, with :PORT or not (no scheme), got {text!r}")
+    return host
 
 
 def _origin(text: str) -> str:
@@ -113,6 +124,7 @@ def run_serve(args: argparse.Namespace, base: Path) -> int:
     model = resolve_model(args, base)
     config = ServerConfig(args.host, args.port, key, model.stem, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
+                          image_hosts=tuple(args.image_host),
                           responses_db=base / DEFAULT_FILENAME, files_dir=files_dir(base))
     try:
         from inference import Engine  # llama.cpp loads for this command alone, not at the CLI's start
@@ -152,6 +164,7 @@ def _serve_models(args: argparse.Namespace, base: Path, key: str | None) -> int:
         return 2
     config = ServerConfig(args.host, args.port, key, served.models.default, max_concurrent=args.max_concurrent,
                           max_tokens_cap=args.max_tokens_cap or None, cors_origins=tuple(args.cors_origin),
+                          image_hosts=tuple(args.image_host),
                           responses_db=base / DEFAULT_FILENAME, files_dir=files_dir(base))
     try:
         try:

@@ -37,6 +37,10 @@ class ServerConfig:
     # Origins whose web pages may call the API (CORS); none by default, so a page on another
     # site cannot read answers from a server on the user's loopback. "*": any origin.
     cors_origins: tuple[str, ...] = ()
+    # Hosts ("host" or "host:port") whose http(s) image URLs a call may name: the server
+    # fetches them (calls/remote_images.py); none by default, so a client cannot make the
+    # server reach into the network it sits in.
+    image_hosts: tuple[str, ...] = ()
     # The chat database that keeps /v1/responses' stored responses (previous_response_id);
     # None: none are kept.
     responses_db: Path | None = None

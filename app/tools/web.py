@@ -33,6 +33,7 @@ BUILT_IN = "chorus"  # the "server" the built-in tools show under on their cards
 class WebSettings:
     searxng_url: str = ""  # e.g. http://localhost:8888; empty: no web_search
     allow_private: bool = False  # loopback, LAN and link-local addresses
+    hosts: tuple[str, ...] = ()  # only these ("host", or "host:port"), every hop; empty: any
     max_bytes: int = 2_000_000
     timeout_s: float = 20.0
     max_redirects: int = 5
@@ -115,6 +116,8 @@ def fetch_bytes(url: str, settings: WebSettings) -> tuple[bytes, str, str]:
     with httpx.Client(follow_redirects=False, timeout=settings.timeout_s, trust_env=False) as client:
         for _ in range(settings.max_redirects + 1):
             check_url(url, settings.allow_private)
+            if settings.hosts and not on_hosts(url, settings.hosts):
+                raise WebError(f"{url} is not on a host allowed ({', '.join(settings.hosts)})")
             try:
                 with client.stream("GET", url) as response:
                     if response.is_redirect and "location" in response.headers:
@@ -142,6 +145,16 @@ def _read_capped(response: httpx.Response, settings: WebSettings, deadline: floa
             raise WebError(f"the page took longer than {settings.timeout_s:g} s")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def on_hosts(url: str, hosts: tuple[str, ...]) -> bool:
+    """Whether url's host is one of hosts ("host": any port; "host:port": that port)."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return False
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    names = (parts.hostname.lower(), f"{parts.hostname.lower()}:{port}")
+    return any(host.lower() in names for host in hosts)
 
 
 def check_url(url: str, allow_private: bool) -> None:

@@ -1,5 +1,6 @@
 """What every generation route does before its API's own part: refuse while stopping, take
-a concurrency slot (429 beyond it), read the body under the server's limits, open the model
+a concurrency slot (429 beyond it), read the body under the server's limits (fetching the
+images it names by URL from the hosts the server was told to fetch from), open the model
 it names (state.models: the one place a call finds its engine, for every API family), parse
 it, then run the call (generation.py) with the API's Reply writing the answer."""
 
@@ -15,6 +16,7 @@ from starlette.responses import Response
 
 from app.server.calls import generation
 from app.server.calls.parsing import Generation
+from app.server.calls.remote_images import fetch_remote_images, may_name_remote_images
 from app.server.calls.reply import Reply
 from app.server.calls.served import Target
 from app.server.calls.state import ServerState
@@ -89,6 +91,8 @@ async def parsed(state: ServerState, request: Request, build: Build[T] | OnEngin
     on_loop = len(raw) < LOOP_PARSE_BYTES and not any(key in raw for key in GRAMMAR_KEYS)
     body = parse_json_object(raw) if len(raw) < LOOP_PARSE_BYTES else \
         await anyio.to_thread.run_sync(parse_json_object, raw)
+    if config.image_hosts and may_name_remote_images(raw):
+        await anyio.to_thread.run_sync(fetch_remote_images, body, config.image_hosts)
     target = await state.models.open(body)
     try:
         make: Build[T] = await anyio.to_thread.run_sync(build.make, target.engine) if isinstance(build, OnEngine) \

@@ -51,3 +51,27 @@ def test_a_model_without_a_projector_answers_400(shared_engine):
     with serving(shared_engine) as server:
         with pytest.raises(openai.BadRequestError, match="without a vision projector"):
             client(server).chat.completions.create(**looking_at(data_url(RED)))
+
+
+def test_an_image_url_of_an_allowed_host_is_fetched_and_seen_as_its_bytes(make_engine, projector):
+    """`chorus serve --image-host HOST`: the server fetches the image (a real server on
+    loopback here); the same bytes sent as data are the same image, encoded once."""
+    from http.server import ThreadingHTTPServer
+
+    from tests.app.server.calls.test_remote_images import _Images
+    from tests.support.net import serving_on_a_thread
+
+    engine = make_engine(n_ctx=2048, n_seq_max=4, reproducible=True, mmproj=projector)
+    with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Images)) as images:
+        host = f"127.0.0.1:{images.server_address[1]}"
+        with serving(engine, image_hosts=(host,)) as server:
+            api = client(server)
+            fetched = api.chat.completions.create(**looking_at(f"http://{host}/red.png"))
+            sent = api.chat.completions.create(**looking_at(data_url(RED)))
+            assert fetched.usage.prompt_tokens == sent.usage.prompt_tokens
+            assert fetched.choices[0].message.content == sent.choices[0].message.content
+            assert engine.metrics(fresh=True).images_encoded == 1
+            with pytest.raises(openai.BadRequestError, match="--image-host"):
+                api.chat.completions.create(**looking_at("http://example.com/red.png"))
+            with pytest.raises(openai.BadRequestError, match="did not answer an image"):
+                api.chat.completions.create(**looking_at(f"http://{host}/text"))

@@ -1,0 +1,109 @@
+"""Images a client names by an http(s) URL, fetched by the server from the hosts its operator
+allowed (`chorus serve --image-host HOST`), before the body is parsed: each becomes the data:
+URL (or Anthropic's base64 source) the parsers take, so every API family, its limits and its
+400s stay as they are. A URL of a host not allowed is left as sent, and the parser refuses it
+(this server fetches nothing unless told).
+
+The three shapes: OpenAI chat's {"image_url": {"url": U}}, the Responses API's
+{"type": "input_image", "image_url": U}, Anthropic's {"type": "image", "source": {"type":
+"url", "url": U}}. Each hop of a fetch (redirects followed by hand) must stay on an allowed
+host; the body is cut off past the engine's image size and the fetch past a time; what comes
+back must be an image by its content type or its first bytes. A failure is a 400 naming the
+field, in the API's own error shape. Runs in a worker thread (it blocks on the network)."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from app.server.calls.images import IMAGE_TYPES
+from app.server.calls.parsing import bad
+from app.server.http.errors import ApiError
+from app.tools.web import WebError, WebSettings, fetch_bytes, on_hosts
+from inference import MAX_IMAGE_BYTES, MAX_IMAGES
+
+FETCH_TIMEOUT_S = 20.0
+MAX_REDIRECTS = 3
+# An image's first bytes, for a server that says application/octet-stream.
+MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
+         (b"BM", "image/bmp"))
+
+
+@dataclass
+class _Ref:
+    """Where one remote image is named: the dict holding it, its key, the field's path."""
+
+    holder: dict
+    key: str
+    url: str
+    where: str
+    anthropic: bool = False  # a source dict, replaced whole by a base64 one
+
+
+def may_name_remote_images(raw: bytes) -> bool:
+    """A cheap look at the body before walking it: no URL, nothing to fetch."""
+    return b"http://" in raw or b"https://" in raw
+
+
+def fetch_remote_images(body: dict, hosts: tuple[str, ...]) -> None:
+    """Replaces, in body, each image URL of an allowed host by the image's bytes; ApiError
+    (400) naming the field whose image could not be fetched."""
+    refs = [ref for ref in _refs(body, ()) if on_hosts(ref.url, hosts)]
+    if len(refs) > MAX_IMAGES:  # not fetched at all: the parser names the count's field too
+        raise ApiError(400, f"the request names {len(refs)} remote images; a request may show at most {MAX_IMAGES}")
+    settings = WebSettings(allow_private=True, hosts=hosts, max_bytes=MAX_IMAGE_BYTES, timeout_s=FETCH_TIMEOUT_S,
+                           max_redirects=MAX_REDIRECTS)
+    for ref in refs:
+        media, data = _fetch(ref, settings)
+        encoded = base64.b64encode(data).decode("ascii")
+        if ref.anthropic:
+            ref.holder[ref.key] = {"type": "base64", "media_type": media, "data": encoded}
+        else:
+            ref.holder[ref.key] = f"data:{media};base64,{encoded}"
+
+
+def _fetch(ref: _Ref, settings: WebSettings) -> tuple[str, bytes]:
+    try:
+        data, content_type, _final = fetch_bytes(ref.url, settings)
+    except WebError as exc:
+        raise bad(ref.where, f"could not be fetched: {exc}") from None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media not in IMAGE_TYPES:
+        media = next((kind for magic, kind in MAGIC if data.startswith(magic)), "")
+        if not media and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            media = "image/webp"
+    if not media:
+        raise bad(ref.where, f"did not answer an image: {ref.url} sent {content_type or 'no content type'}")
+    return media, data
+
+
+def _refs(node: Any, path: tuple[str | int, ...]) -> list[_Ref]:
+    """Every remote image URL in the body, with its field's path as its API's parser names
+    it (OpenAI's messages[0].content[1], Anthropic's messages.0.content.1)."""
+    found: list[_Ref] = []
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            found += _refs(item, (*path, i))
+    elif isinstance(node, dict):
+        image = node.get("image_url")
+        if isinstance(image, dict) and _remote(image.get("url")):
+            found.append(_Ref(image, "url", image["url"], _bracketed((*path, "image_url", "url"))))
+        elif _remote(image):
+            found.append(_Ref(node, "image_url", image, _bracketed((*path, "image_url"))))
+        source = node.get("source")
+        if node.get("type") == "image" and isinstance(source, dict) and source.get("type") == "url" \
+                and _remote(source.get("url")):
+            found.append(_Ref(node, "source", source["url"], ".".join(map(str, (*path, "source"))), anthropic=True))
+        for key, value in node.items():
+            if isinstance(value, (list, dict)) and key not in ("image_url", "source"):
+                found += _refs(value, (*path, key))
+    return found
+
+
+def _bracketed(path: tuple[str | int, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+
+
+def _remote(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
