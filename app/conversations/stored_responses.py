@@ -26,9 +26,9 @@ def save_response(repo: ResponsesRepository, record: ResponseRecord) -> Response
 
 
 def with_stored_images(record: ResponseRecord) -> tuple[ResponseRecord, list[NewDocument]]:
-    """The record with each image given as a data: URL naming its document instead (storage
-    keeps its bytes once, as a chat's attached image), and those documents. An image that
-    does not decode stays as given (the engine refused it before any reply)."""
+    """The record with each image sent as a data: URL naming its document instead of holding
+    its bytes (storage keeps them once, as a chat's attached image's), and those documents.
+    An image that does not decode stays as sent (the engine refused it before any reply)."""
     images: list[NewDocument] = []
     turns = []
     for turn in record.input:
