@@ -90,6 +90,7 @@ class BatchService:
         self.db_path: Path | None = config.responses_db
         self.on_response_stored = config.on_response_stored
         self.cap = config.max_tokens_cap
+        self.image_hosts = config.image_hosts
         self.max_file_bytes = config.max_file_bytes
         self.model_id = model_id
         self.files: FileStore | None = None
@@ -346,7 +347,8 @@ class BatchService:
         endpoint = job.spec["endpoint"]
         responses = ResponsesRepository(self._db) if self._db is not None else None
         work: Work = (EmbeddingWork(engine, model) if endpoint == EMBEDDINGS
-                      else BatchWork(engine, endpoint, model, self.cap, responses, self.on_response_stored))
+                      else BatchWork(engine, endpoint, model, self.cap, responses, self.on_response_stored,
+                                     self.image_hosts))
         runner = JobRunner(self.jobs, engine, job.id, window=window, work=work, slots=self.slots)
         with self._lock:
             current = self.jobs.get(job.id)

@@ -12,6 +12,7 @@ it again under a new id when the item is redone (the output file names only the 
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from dataclasses import replace
 from app.conversations.stored_responses import save_response
 from app.jobs import ItemRun
 from app.server.calls.parsing import Generation
+from app.server.calls.remote_images import fetch_remote_images, names_images_of
 from app.server.calls.reply import Call, ChoiceTally, Reply
 from app.server.http.errors import ApiError
 from app.server.openai import reply as openai_reply
@@ -42,11 +44,15 @@ Asked = tuple[Generation, Reply, Callable[[], None] | None]  # the call, its wri
 
 class BatchWork:
     def __init__(self, engine: EngineClient, endpoint: str, model_id: str, cap: int | None,
-                 responses: ResponsesRepository | None = None, stored: Callable[[], None] | None = None) -> None:
+                 responses: ResponsesRepository | None = None, stored: Callable[[], None] | None = None,
+                 image_hosts: tuple[str, ...] = ()) -> None:
         """responses: the server's stored responses (a /v1/responses batch reads and keeps
-        them there; None: the server keeps none); stored: told after each one kept."""
+        them there; None: the server keeps none); stored: told after each one kept;
+        image_hosts: those whose images a request may name by URL (fetched as the live
+        routes fetch them)."""
         self.engine, self.model_id, self.cap, self.responses = engine, model_id, cap, responses
         self._told_stored = stored
+        self.image_hosts = image_hosts
         self.ask: Callable[[dict], Asked]
         if endpoint == CHAT:
             info = engine.info
@@ -62,7 +68,7 @@ class BatchWork:
     def start(self, item: ItemRecord, request_id: str) -> ItemRun | ItemResult:
         """EngineError (the engine is down) passes: the runner pauses, the item stays pending."""
         try:
-            gen, reply, answered = self.ask(item.fields)
+            gen, reply, answered = self.ask(self._with_images(item.fields))
             chat = self._prepared(gen)
         except ApiError as exc:
             return refused(exc, request_id)
@@ -71,6 +77,15 @@ class BatchWork:
         chats = [replace(gen.choice(i), request_id=f"{request_id}-{i}") for i in range(gen.n)]
         call = Call(request_id, self.model_id, gen, [ChoiceTally() for _ in chats])
         return BatchRun(call, chats, reply, answered)
+
+    def _with_images(self, body: dict) -> dict:
+        """The body with the images it names by URL fetched (a copy: the item's fields stay
+        as the batch's file gave them), on the runner's thread, as a live call's are."""
+        if not self.image_hosts or not names_images_of(body, self.image_hosts):
+            return body
+        body = copy.deepcopy(body)
+        fetch_remote_images(body, self.image_hosts)
+        return body
 
     def _response(self, body: dict) -> Asked:
         ask = response_ask(body, self.cap)

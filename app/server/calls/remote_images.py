@@ -46,6 +46,11 @@ def may_name_remote_images(raw: bytes) -> bool:
     return b"http://" in raw or b"https://" in raw
 
 
+def names_images_of(body: dict, hosts: tuple[str, ...]) -> bool:
+    """Whether the body names an image by a URL of one of hosts."""
+    return any(on_hosts(ref.url, hosts) for ref in _refs(body, ()))
+
+
 def fetch_remote_images(body: dict, hosts: tuple[str, ...]) -> None:
     """Replaces, in body, each image URL of an allowed host by the image's bytes; ApiError
     (400) naming the field whose image could not be fetched."""

@@ -75,3 +75,31 @@ def test_an_image_url_of_an_allowed_host_is_fetched_and_seen_as_its_bytes(make_e
                 api.chat.completions.create(**looking_at("http://example.com/red.png"))
             with pytest.raises(openai.BadRequestError, match="did not answer an image"):
                 api.chat.completions.create(**looking_at(f"http://{host}/text"))
+
+
+def test_a_batch_fetches_the_images_its_requests_name_by_url(make_engine, projector, tmp_path):
+    """As the live route: the same image, and a fetch that fails is that request's 400."""
+    from http.server import ThreadingHTTPServer
+
+    from tests.app.server.batches.test_batch_api import jsonl_of, until_status, upload
+    from tests.app.server.calls.test_remote_images import _Images
+    from tests.support.net import serving_on_a_thread
+
+    engine = make_engine(n_ctx=2048, n_seq_max=4, reproducible=True, mmproj=projector)
+    with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Images)) as images:
+        host = f"127.0.0.1:{images.server_address[1]}"
+        with serving(engine, image_hosts=(host,), responses_db=tmp_path / "chorus.db",
+                     files_dir=tmp_path / "files") as server:
+            api = client(server)
+            lines = [{"custom_id": name, "method": "POST", "url": "/v1/chat/completions", "body": looking_at(url)}
+                     for name, url in (("red", f"http://{host}/red.png"), ("text", f"http://{host}/text"))]
+            batch = api.batches.create(input_file_id=upload(api, lines).id, endpoint="/v1/chat/completions",
+                                       completion_window="24h")
+            done = until_status(api, batch.id, "completed", "failed")
+            (red,) = jsonl_of(api, done.output_file_id)
+            live = api.chat.completions.create(**looking_at(data_url(RED)))
+            assert red["response"]["body"]["usage"]["prompt_tokens"] == live.usage.prompt_tokens
+            (text,) = jsonl_of(api, done.error_file_id)
+            error = text["response"]["body"]["error"]
+            assert text["response"]["status_code"] == 400 and error["param"] == "messages[0].content[1].image_url.url"
+            assert "did not answer an image" in error["message"]
