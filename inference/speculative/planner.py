@@ -189,13 +189,20 @@ class RateGuard:
     RECENT steps (by CLOSE_CALL times their rate), and a close call is judged only against
     plain steps run within the drafted window's span. Where there are too few of either
     (one; MIN_CONTROLS), the next step is a control, run without drafts: a copy far ahead
-    pays about one step in RECENT for it, a close call two in a window."""
+    pays about one step in RECENT for it, a close call three in a window.
+
+    A pause that was wrong costs the whole gain for its length, and under a busy machine's
+    noise a verdict is sometimes wrong (a lone chat's lookup beside two `yes`: two rounds in
+    six paused for the rest of their reply): the first pause is short (FIRST_HOLD steps),
+    each one that follows a losing retry twice as long, up to HOLD_STEPS; a window that pays
+    starts the count again."""
 
     WINDOW = 12
     PLAIN_WINDOW = 6
-    MIN_CONTROLS = 2
+    MIN_CONTROLS = 3
     CLOSE_CALL = 1.25
     RECENT = 48
+    FIRST_HOLD = 64
     HOLD_STEPS = 500
 
     def __init__(self) -> None:
@@ -204,6 +211,7 @@ class RateGuard:
         self._drafted: dict[int, deque[tuple[int, int, float]]] = {}
         self._control_due: set[int] = set()
         self._paused_until: dict[int, int] = {}
+        self._hold: dict[int, int] = {}  # n -> the next pause's length
         self._step = 0
 
     def allows(self, n_decoding: int) -> bool:
@@ -225,13 +233,18 @@ class RateGuard:
         drafted_rate = _rate(window)
         recent = [s for s in plain if s[0] > self._step - self.RECENT]
         if recent and drafted_rate >= self.CLOSE_CALL * _rate(recent):
+            self._hold.pop(n_decoding, None)
             return  # far ahead: no likely swing of the load since could turn that
         controls = [s for s in plain if s[0] >= window[0][0]]
         if len(controls) < self.MIN_CONTROLS:
             self._control_due.add(n_decoding)
         elif drafted_rate < _rate(controls):
-            self._paused_until[n_decoding] = self._step + self.HOLD_STEPS
+            hold = self._hold.get(n_decoding, self.FIRST_HOLD)
+            self._paused_until[n_decoding] = self._step + hold
+            self._hold[n_decoding] = min(2 * hold, self.HOLD_STEPS)
             window.clear()
+        else:
+            self._hold.pop(n_decoding, None)
 
 
 def _rate(steps: Iterable[tuple[int, int, float]]) -> float:

@@ -353,8 +353,28 @@ def test_the_guard_pauses_drafts_that_stopped_paying_when_the_load_fell() -> Non
     guard = RateGuard()
     for _ in range(RateGuard.PLAIN_WINDOW):
         guard.record(1, False, tokens=1, seconds=0.024)  # busy
-    ran = _lone_chat(guard, 200, 0.012, (3, 0.045))  # quiet from here on
-    assert not any(ran[RateGuard.RECENT + 2 * RateGuard.WINDOW:])  # paused, soon after the old rate aged
+    ran = _lone_chat(guard, 600, 0.012, (3, 0.045))  # quiet from here on
+    first_pause = RateGuard.RECENT + RateGuard.WINDOW  # soon after the old rate aged
+    assert not any(ran[first_pause:first_pause + RateGuard.FIRST_HOLD - RateGuard.WINDOW])
+    # Tried again after each pause, each pause twice as long as the one before.
+    pattern = "".join("D" if drafted else "." for drafted in ran[first_pause:])
+    pauses = [len(run) for run in pattern.split("D") if len(run) > RateGuard.WINDOW]
+    assert len(pauses) >= 3 and all(b > 1.8 * a for a, b in zip(pauses, pauses[1:-1]))
+    assert sum(ran[first_pause:]) < 0.15 * len(ran[first_pause:])
+
+
+def test_a_wrong_pause_costs_a_short_hold_only() -> None:
+    """A verdict made on noise (drafts that lost one window under a busy machine's stalls)
+    pauses FIRST_HOLD steps, not the rest of the reply; drafts that pay again clear it."""
+    from inference.speculative.planner import RateGuard
+
+    guard = RateGuard()
+    for _ in range(RateGuard.PLAIN_WINDOW):
+        guard.record(1, False, tokens=1, seconds=0.012)
+    stalled = _lone_chat(guard, 20, 0.012, (3, 0.120))  # a window of stalled drafted steps
+    assert not stalled[-1]
+    ran = _lone_chat(guard, RateGuard.FIRST_HOLD + 40, 0.012, (3, 0.020))  # then drafts pay (150 tok/s)
+    assert not any(ran[:RateGuard.FIRST_HOLD - 20]) and all(ran[-20:])
 
 
 def test_a_copy_far_ahead_pays_little_for_the_guard_s_controls() -> None:
