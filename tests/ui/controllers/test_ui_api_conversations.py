@@ -152,11 +152,21 @@ def test_an_image_a_client_sent_shows_on_its_turn_as_a_chat_s_image_does(desk, q
 
 
 def test_screenshot_of_the_api_group_with_one_open(desk, qtbot, theme):
+    """The group unfolded, a conversation open whose first turn showed an image; then the
+    search box finding it among the chats."""
+    import base64
+
+    from tests.inference.core.test_engine_images import BLUE
+
     desk.window.resize(1000, 560)
     chat = desk.repo.create_conversation(title="Pancakes")
     desk.repo.add_message(chat.id, "user", "How thick should pancakes be?")
-    _store(desk, "resp_a", "Summarize: the heron waits at the lake's edge at dawn.",
-           "A heron waits by the lake at dawn.")
+    url = f"data:image/png;base64,{base64.b64encode(BLUE).decode()}"
+    turn = {"role": "user", "content": [{"type": "text", "text": "Summarize: the heron waits at the lake's edge."},
+                                        {"type": "image_url", "image_url": {"url": url}}]}
+    save_response(ResponsesRepository(desk.repo.db), ResponseRecord(
+        id="resp_a", model="m", input=[turn], output_text="A heron waits by a blue lake.", status="completed",
+        usage=USAGE))
     _store(desk, "resp_b", "Now in five words.", "Heron waits, lake, dawn.", previous="resp_a")
     _store(desk, "resp_c", "Classify the sentiment: I love this phone.", "positive")
     desk.controllers.conversations.refresh()
@@ -169,6 +179,14 @@ def test_screenshot_of_the_api_group_with_one_open(desk, qtbot, theme):
     _click(desk, heron)
     qtbot.waitUntil(lambda: desk.window.current_tab() is not None
                     and len(desk.window.current_tab().model.views()) == 4)
+    tab = desk.window.current_tab()
+    qtbot.waitUntil(lambda: bool(tab.view.chip_boxes(0)))
+    (chip, _box), = tab.view.chip_boxes(0)
+    qtbot.waitUntil(lambda: desk.ctx.thumbnails.get(chip.target.sha256) is not None)
     assert sidebar.visualItemRect(heron).intersects(sidebar.viewport().rect())  # on screen, not scrolled away
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    qtbot.wait(100)  # the thumbnail's repaint
     assert desk.window.grab().save(str(SCREENSHOTS / f"api-conversations-{theme}.png"))
+    qtbot.keyClicks(desk.window.search_box, "heron")
+    qtbot.waitUntil(lambda: len(sidebar.rows()) == 1 and sidebar.rows()[0].text().startswith("Summarize"))
+    assert desk.window.grab().save(str(SCREENSHOTS / f"api-search-{theme}.png"))
