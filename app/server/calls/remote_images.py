@@ -83,27 +83,33 @@ def _fetch(ref: _Ref, settings: WebSettings) -> tuple[str, bytes]:
     return media, data
 
 
-def _refs(node: Any, path: tuple[str | int, ...]) -> list[_Ref]:
+def _refs(body: Any, path: tuple[str | int, ...]) -> list[_Ref]:
     """Every remote image URL in the body, with its field's path as its API's parser names
-    it (OpenAI's messages[0].content[1], Anthropic's messages.0.content.1)."""
+    it (OpenAI's messages[0].content[1], Anthropic's messages.0.content.1). A walk with a
+    stack, not recursion: a body nested as deep as the JSON parser takes must not overflow."""
     found: list[_Ref] = []
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            found += _refs(item, (*path, i))
-    elif isinstance(node, dict):
-        image = node.get("image_url")
-        if isinstance(image, dict) and _remote(image.get("url")):
-            found.append(_Ref(image, "url", image["url"], _bracketed((*path, "image_url", "url"))))
-        elif _remote(image):
-            found.append(_Ref(node, "image_url", image, _bracketed((*path, "image_url"))))
-        source = node.get("source")
-        if node.get("type") == "image" and isinstance(source, dict) and source.get("type") == "url" \
-                and _remote(source.get("url")):
-            found.append(_Ref(node, "source", source["url"], ".".join(map(str, (*path, "source"))), anthropic=True))
-        for key, value in node.items():
-            if isinstance(value, (list, dict)) and key not in ("image_url", "source"):
-                found += _refs(value, (*path, key))
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, path)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, (*at, i)) for i, item in reversed(list(enumerate(node))))
+        elif isinstance(node, dict):
+            found += _named_here(node, at)
+            stack.extend((value, (*at, key)) for key, value in reversed(node.items())
+                         if isinstance(value, (list, dict)) and key not in ("image_url", "source"))
     return found
+
+
+def _named_here(node: dict, at: tuple[str | int, ...]) -> list[_Ref]:
+    image, source = node.get("image_url"), node.get("source")
+    if isinstance(image, dict) and _remote(image.get("url")):
+        return [_Ref(image, "url", image["url"], _bracketed((*at, "image_url", "url")))]
+    if _remote(image):
+        return [_Ref(node, "image_url", image, _bracketed((*at, "image_url")))]
+    if node.get("type") == "image" and isinstance(source, dict) and source.get("type") == "url" \
+            and _remote(source.get("url")):
+        return [_Ref(node, "source", source["url"], ".".join(map(str, (*at, "source"))), anthropic=True)]
+    return []
 
 
 def _bracketed(path: tuple[str | int, ...]) -> str:

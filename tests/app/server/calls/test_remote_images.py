@@ -109,6 +109,18 @@ def test_an_anthropic_field_is_named_its_own_way(hosts):
     assert caught.value.param == "messages.0.content.0.source"
 
 
+def test_a_body_nested_past_python_s_recursion_limit_is_walked(hosts):
+    base, allowed = hosts
+    body = chat(f"{base}/red.png")
+    deep: list = []
+    body["extra"] = deep
+    for _ in range(5000):
+        deep.append([])
+        deep = deep[0]
+    fetch_remote_images(body, allowed)
+    assert body["messages"] == chat(red_url())["messages"]
+
+
 @pytest.mark.parametrize("text, host", [("example.com", "example.com"), ("127.0.0.1:8000", "127.0.0.1:8000"),
                                         ("Images.Example.com", "images.example.com")])
 def test_the_serve_option_takes_a_host_with_or_without_a_port(text, host):
