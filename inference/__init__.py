@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from inference.sample.grammars import JSON_OBJECT
     from inference.sample.json_schema import gbnf_grammar, lark_grammar, lark_json, lark_literal, schema_grammar
     from inference.tokenizer.chat_template import template_problem, template_supports_tools
-    from inference.tokenizer.content_parts import MAX_IMAGES
+    from inference.tokenizer.content_parts import MAX_IMAGES, image_bytes
     from inference.tokenizer.input_processor import InputProcessor
     from inference.worker import backend
     from inference.worker.embedding_worker import EmbeddingWorker
@@ -101,6 +101,7 @@ _LAZY = {
     "lark_literal": "inference.sample.json_schema",
     "template_problem": "inference.tokenizer.chat_template",
     "MAX_IMAGES": "inference.tokenizer.content_parts",  # the most images one request may show
+    "image_bytes": "inference.tokenizer.content_parts",  # an image_url part's data: URL, decoded as the engine does
     "template_supports_tools": "inference.tokenizer.chat_template",
     "load_input_processor": "inference.worker.vocab_loader",
     "EmbeddingWorker": "inference.worker.embedding_worker",
@@ -175,6 +176,7 @@ __all__ = [
     "backend",
     "chat_owner",
     "decode_image",
+    "image_bytes",
     "schema_grammar",
     "lark_grammar",
     "gbnf_grammar",

@@ -5,12 +5,11 @@ first message too: the conversation's title. The server calls these on a worker 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 
 from app.chats.titles import stand_in_title
 from app.conversations.image_files import MEDIA_TYPES, ImageError, image_document
+from inference import RequestError, image_bytes
 from storage import NewDocument, ResponseRecord, ResponsesRepository, turn_text
 
 UNTITLED = "API response"  # a response whose input has no user text (only images, say)
@@ -42,14 +41,10 @@ def with_stored_images(record: ResponseRecord) -> tuple[ResponseRecord, list[New
 def _stored_part(part: object, images: list[NewDocument]) -> object:
     if not (isinstance(part, dict) and part.get("type") == "image_url" and isinstance(part.get("image_url"), dict)):
         return part
-    url = part["image_url"].get("url")
-    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-        return part
-    media = url[len("data:"):].split(";", 1)[0].lower()
-    try:
-        data = base64.b64decode(url.split(",", 1)[1], validate=True)
-        doc = image_document(f"image {len(images) + 1}{SUFFIXES.get(media, '.png')}", data)
-    except (binascii.Error, ImageError):
+    media = str(part["image_url"].get("url", "")).partition(";")[0].removeprefix("data:").lower()
+    try:  # the engine's own reading of the part's data: URL
+        doc = image_document(f"image {len(images) + 1}{SUFFIXES.get(media, '.png')}", image_bytes(part))
+    except (RequestError, ImageError):
         return part
     images.append(doc)
     return {**part, "image_url": {"document": doc.sha256}}
