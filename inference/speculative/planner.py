@@ -176,7 +176,7 @@ class RateGuard:
     """What speculation really did, per number of decoding requests: the tokens per second
     of the last WINDOW decode steps with drafts against those of steps without. Where the
     drafts' rate falls below the plain one (the cost model was wrong, the copies stopped),
-    drafting pauses there for HOLD_STEPS steps, then is tried again. The planner's
+    drafting pauses there for a while (below), then is tried again. The planner's
     arithmetic decides how many drafts pay; this checks that they did. Probe steps, which
     try a step size to learn its cost, are not counted: they are bets made on purpose, and a
     few early misses must not stop a copy that pays from then on.
