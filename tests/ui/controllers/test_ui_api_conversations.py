@@ -7,10 +7,13 @@ room), the server's own listing of them is tested on the real model in test_ui_s
 
 from __future__ import annotations
 
+import base64
+
 from PySide6.QtCore import Qt
 
 from app.conversations.stored_responses import save_response
 from storage import ResponseRecord, ResponsesRepository
+from tests.inference.core.test_engine_images import BLUE, RED
 from tests.support.desk import Desk
 from tests.support.gui_app import SCREENSHOTS
 from ui.controllers import conversations
@@ -19,8 +22,14 @@ from ui.widgets.window.conversation_list import API_GROUP, FOLDED_MARK, OPEN_MAR
 USAGE = {"input_tokens": 3, "output_tokens": 2}
 
 
-def _store(desk: Desk, rid: str, question: str, answer: str, previous: str | None = None) -> None:
-    record = ResponseRecord(id=rid, model="m", input=[{"role": "user", "content": question}], output_text=answer,
+def _store(desk: Desk, rid: str, question: str, answer: str, previous: str | None = None,
+           image: bytes | None = None) -> None:
+    """A response stored as the server stores it; image: a PNG the question showed (data: URL)."""
+    content: str | list = question
+    if image is not None:
+        url = f"data:image/png;base64,{base64.b64encode(image).decode()}"
+        content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": url}}]
+    record = ResponseRecord(id=rid, model="m", input=[{"role": "user", "content": content}], output_text=answer,
                             status="completed", usage=USAGE, previous_response_id=previous)
     save_response(ResponsesRepository(desk.repo.db), record)
 
@@ -130,15 +139,7 @@ def test_the_search_box_finds_the_api_s_conversations_too_and_says_where_they_ar
 
 def test_an_image_a_client_sent_shows_on_its_turn_as_a_chat_s_image_does(desk, qtbot):
     """It was its turn's text only: the parts were kept for the API, not for the window."""
-    import base64
-
-    from tests.inference.core.test_engine_images import RED
-
-    url = f"data:image/png;base64,{base64.b64encode(RED).decode()}"
-    turn = {"role": "user", "content": [{"type": "text", "text": "What colour is this?"},
-                                        {"type": "image_url", "image_url": {"url": url}}]}
-    save_response(ResponsesRepository(desk.repo.db), ResponseRecord(
-        id="resp_i", model="m", input=[turn], output_text="Red.", status="completed", usage=USAGE))
+    _store(desk, "resp_i", "What colour is this?", "Red.", image=RED)
     desk.controllers.conversations.refresh()
     sidebar = desk.window.conversation_list
     qtbot.waitUntil(lambda: len(sidebar.rows()) == 1)
@@ -154,19 +155,11 @@ def test_an_image_a_client_sent_shows_on_its_turn_as_a_chat_s_image_does(desk, q
 def test_screenshot_of_the_api_group_with_one_open(desk, qtbot, theme):
     """The group unfolded, a conversation open whose first turn showed an image; then the
     search box finding it among the chats."""
-    import base64
-
-    from tests.inference.core.test_engine_images import BLUE
-
     desk.window.resize(1000, 560)
     chat = desk.repo.create_conversation(title="Pancakes")
     desk.repo.add_message(chat.id, "user", "How thick should pancakes be?")
-    url = f"data:image/png;base64,{base64.b64encode(BLUE).decode()}"
-    turn = {"role": "user", "content": [{"type": "text", "text": "Summarize: the heron waits at the lake's edge."},
-                                        {"type": "image_url", "image_url": {"url": url}}]}
-    save_response(ResponsesRepository(desk.repo.db), ResponseRecord(
-        id="resp_a", model="m", input=[turn], output_text="A heron waits by a blue lake.", status="completed",
-        usage=USAGE))
+    _store(desk, "resp_a", "Summarize: the heron waits at the lake's edge.", "A heron waits by a blue lake.",
+           image=BLUE)
     _store(desk, "resp_b", "Now in five words.", "Heron waits, lake, dawn.", previous="resp_a")
     _store(desk, "resp_c", "Classify the sentiment: I love this phone.", "positive")
     desk.controllers.conversations.refresh()
