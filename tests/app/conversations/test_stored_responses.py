@@ -14,13 +14,9 @@ from app.conversations.stored_responses import save_response, with_stored_images
 from inference import SamplingParams
 from storage import ChatRepository, DocumentRepository, ResponseRecord, ResponsesRepository, StorageError
 from tests.app.conversations.test_prompt import WordTokens
-from tests.inference.core.test_engine_images import BLUE, RED
+from tests.inference.core.test_engine_images import BLUE, RED, data_url
 
 USAGE = {"input_tokens": 3, "output_tokens": 2}
-
-
-def data_url(data: bytes) -> str:
-    return f"data:image/png;base64,{base64.b64encode(data).decode()}"
 
 
 def asking(rid: str, image: bytes, previous: str | None = None) -> ResponseRecord:

@@ -7,13 +7,11 @@ room), the server's own listing of them is tested on the real model in test_ui_s
 
 from __future__ import annotations
 
-import base64
-
 from PySide6.QtCore import Qt
 
 from app.conversations.stored_responses import save_response
 from storage import ResponseRecord, ResponsesRepository
-from tests.inference.core.test_engine_images import BLUE, RED
+from tests.inference.core.test_engine_images import BLUE, RED, data_url
 from tests.support.desk import Desk
 from tests.support.gui_app import SCREENSHOTS
 from ui.controllers import conversations
@@ -27,8 +25,7 @@ def _store(desk: Desk, rid: str, question: str, answer: str, previous: str | Non
     """A response stored as the server stores it; image: a PNG the question showed (data: URL)."""
     content: str | list = question
     if image is not None:
-        url = f"data:image/png;base64,{base64.b64encode(image).decode()}"
-        content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": url}}]
+        content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": data_url(image)}}]
     record = ResponseRecord(id=rid, model="m", input=[{"role": "user", "content": content}], output_text=answer,
                             status="completed", usage=USAGE, previous_response_id=previous)
     save_response(ResponsesRepository(desk.repo.db), record)

@@ -13,7 +13,7 @@ from app.cli.serve import _host
 from app.server.calls import remote_images
 from app.server.calls.remote_images import fetch_remote_images
 from app.server.http.errors import ApiError
-from tests.inference.core.test_engine_images import RED
+from tests.inference.core.test_engine_images import RED, data_url
 from tests.support.net import serving_on_a_thread
 
 
@@ -55,18 +55,14 @@ def chat(url: str) -> dict:
                                                       {"type": "image_url", "image_url": {"url": url}}]}]}
 
 
-def red_url() -> str:
-    return f"data:image/png;base64,{base64.b64encode(RED).decode()}"
-
-
 def test_each_api_s_image_url_becomes_the_image_s_bytes(hosts):
     base, allowed = hosts
     body = chat(f"{base}/red.png")
     fetch_remote_images(body, allowed)
-    assert body == chat(red_url())
+    assert body == chat(data_url(RED))
     responses = {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": f"{base}/red.bin"}]}]}
     fetch_remote_images(responses, allowed)  # an octet-stream told apart by its first bytes
-    assert responses["input"][0]["content"][0]["image_url"] == red_url()
+    assert responses["input"][0]["content"][0]["image_url"] == data_url(RED)
     anthropic = {"messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "url", "url": f"{base}/red.png"}}]}]}
     fetch_remote_images(anthropic, allowed)
@@ -118,7 +114,7 @@ def test_a_body_nested_past_python_s_recursion_limit_is_walked(hosts):
         deep.append([])
         deep = deep[0]
     fetch_remote_images(body, allowed)
-    assert body["messages"] == chat(red_url())["messages"]
+    assert body["messages"] == chat(data_url(RED))["messages"]
 
 
 @pytest.mark.parametrize("text, host", [("example.com", "example.com"), ("127.0.0.1:8000", "127.0.0.1:8000"),
