@@ -255,18 +255,31 @@ def image_slot_row(token: int) -> tuple[int, int]:
     return v // IMAGE_SLOT_SPAN, v % IMAGE_SLOT_SPAN
 
 
+# In ImageEmbedding.layout: the place of the image's next embedding row (text tokens are >= 0).
+IMAGE_ROW = -1
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ImageEmbedding:
     """One image encoded by the model's projector: its embedding rows (n_tokens x n_embd,
     float32), computed once per image bytes and projector (sha256) and shared by every
-    request that shows it. before/after: text tokens the projector's format puts around it
-    (none for LLaVA's)."""
+    request that shows it.
+
+    layout: the image's part of a prompt in order, text tokens the projector's format puts
+    around and between its pieces (SmolVLM's overview and tiles, Gemma 3's start and end of
+    image) and IMAGE_ROW for each row; () is the rows alone (LLaVA's).
+    bidirectional: the rows of each piece attend to each other both ways (Gemma 3): a piece
+    is decoded whole in one llama_decode with causal attention off, never split."""
 
     sha256: str
     slot: int
     embd: np.ndarray
-    before: tuple[int, ...] = ()
-    after: tuple[int, ...] = ()
+    layout: tuple[int, ...] = ()
+    bidirectional: bool = False
+
+    def __post_init__(self) -> None:
+        if self.layout and self.layout.count(IMAGE_ROW) != self.n_tokens:
+            raise ValueError("an image's layout must place each of its rows once")
 
     @property
     def n_tokens(self) -> int:
@@ -274,8 +287,11 @@ class ImageEmbedding:
 
     @property
     def token_ids(self) -> list[int]:
-        """The image's part of a prompt: its text around it and a placeholder per row."""
-        return [*self.before, *(image_token(self.slot, i) for i in range(self.n_tokens)), *self.after]
+        """The image's part of a prompt: its text and a placeholder per row."""
+        if not self.layout:
+            return [image_token(self.slot, i) for i in range(self.n_tokens)]
+        rows = iter(range(self.n_tokens))
+        return [image_token(self.slot, next(rows)) if t == IMAGE_ROW else t for t in self.layout]
 
 
 SPECULATIVE_MODES = ("off", "lookup", "draft")

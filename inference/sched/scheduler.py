@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from inference.kv.cache_manager import KvCacheManager
 from inference.kv.prefix_tree import common_prefix_len
-from inference.params import PRIORITY_VISIBLE_TAB, is_spare
+from inference.params import PRIORITY_VISIBLE_TAB, image_slot_row, is_spare
 from inference.request import Request, RequestStatus
 from inference.sched.plan import Drafts, ScheduledChunk, StepPlan
 from inference.sched.step_budget import StepBudget
@@ -127,17 +127,17 @@ class Scheduler:
                 plan.admitted.append(req)
                 n = min(req.num_uncomputed, left)
                 if n > 0:  # zero when a prefill-only request is wholly cached
-                    plan.chunks.append(chunk := self._prefill_chunk(req, n))
-                    n = chunk.n_tokens
+                    n = self._prefill_len(req, n)
+                    plan.chunks.append(self._prefill_chunk(req, n))
                 outstanding += req.num_uncomputed + self._reserve_for(req)
             else:
-                n = min(req.num_uncomputed, left)
+                n = self._prefill_len(req, min(req.num_uncomputed, left))
                 if not self.kv.make_room(committed + n):
-                    n = self.kv.cells_free - committed
-                    if n <= 0:
+                    room = self.kv.cells_free - committed
+                    n = self._prefill_len(req, room) if room > 0 else 0
+                    if n <= 0 or n > room:  # no room, or not for a whole bidirectional piece
                         break
-                plan.chunks.append(chunk := self._prefill_chunk(req, n))
-                n = chunk.n_tokens
+                plan.chunks.append(self._prefill_chunk(req, n))
             committed += n
             left -= n
         if decoding:  # what the propose stage may fill with draft tokens
@@ -199,11 +199,21 @@ class Scheduler:
 
         return key
 
+    def _prefill_len(self, req: Request, n: int) -> int:
+        """How many of the next prompt tokens go in this step's chunk, given n: fewer where a
+        run of text or of one image's rows ends (llama.cpp decodes embeddings apart from
+        tokens); more where n would split a bidirectional image piece (Gemma 3's rows attend
+        to each other both ways: the piece is decoded whole or not at all), which then takes
+        the step over its budget, as libmtmd's own helper decodes such an image at once."""
+        start, first = req.num_computed, req.tokens[req.num_computed]
+        if not req.images or first >= 0:
+            return _same_kind_run(req.tokens, start, n) if req.images else n
+        run = _same_kind_run(req.tokens, start, req.num_uncomputed)  # at most the image's rows
+        image = req.images.get(image_slot_row(first)[0])
+        return run if image is not None and image.bidirectional else min(run, n)
+
     def _prefill_chunk(self, req: Request, n: int) -> ScheduledChunk:
-        """The next n prompt tokens, or fewer: a chunk is all text or all one image's rows
-        (llama.cpp decodes embeddings apart from tokens), so it stops where one ends."""
-        if req.images:
-            n = _same_kind_run(req.tokens, req.num_computed, n)
+        """The next n prompt tokens (n from _prefill_len)."""
         end = req.num_computed + n
         wants_logits = end == len(req.tokens) and req.wants_output
         return ScheduledChunk(req, req.num_computed, n, wants_logits)

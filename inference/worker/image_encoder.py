@@ -34,7 +34,7 @@ import llama_cpp.mtmd_cpp as mtmd
 import numpy as np
 
 from inference.errors import ModelLoadError, RequestError
-from inference.params import IMAGE_SLOT_SPAN, MAX_IMAGE_SLOTS, ImageEmbedding
+from inference.params import IMAGE_ROW, IMAGE_SLOT_SPAN, MAX_IMAGE_SLOTS, ImageEmbedding
 from inference.worker import backend
 from inference.worker.image_file import decode_image
 
@@ -48,7 +48,8 @@ _IMAGE_CHUNK = 1  # MTMD_INPUT_CHUNK_TYPE_IMAGE
 
 class ImageEncoder:
     def __init__(self, mmproj: Path, model: ll.llama_model_p, n_embd: int, n_threads: int,
-                 use_gpu: bool, cache_bytes: int = CACHE_BYTES, folder: Path | None = None) -> None:
+                 use_gpu: bool, cache_bytes: int = CACHE_BYTES, folder: Path | None = None,
+                 max_whole_rows: int = IMAGE_SLOT_SPAN - 1) -> None:
         if not Path(mmproj).is_file():
             raise ModelLoadError(f"the vision projector {mmproj} does not exist")
         backend.route_mtmd_logs()
@@ -68,6 +69,8 @@ class ImageEncoder:
         self._ctx = ctx
         self.path = Path(mmproj)
         self.n_embd = n_embd
+        # A bidirectional piece (Gemma 3) is decoded in one ubatch: the context's n_ubatch.
+        self._max_whole_rows = max_whole_rows
         self._marker = mtmd.mtmd_default_marker()
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, ImageEmbedding] = OrderedDict()
@@ -172,15 +175,16 @@ class ImageEncoder:
         path = self.folder / f"{sha}.npz"
         try:
             with np.load(path, allow_pickle=False) as stored:
-                rows, before, after = stored["embd"], stored["before"], stored["after"]
+                rows, layout, bidirectional = stored["embd"], stored["layout"], stored["bidirectional"]
+            if rows.ndim != 2 or rows.shape[1] != self.n_embd or rows.dtype != np.float32:
+                return None
+            embedding = ImageEmbedding(sha, self._slots[sha], rows, tuple(int(t) for t in layout),
+                                       bool(bidirectional))
         except (OSError, ValueError, KeyError):
-            return None  # absent, evicted or damaged: encoded again
-        if rows.ndim != 2 or rows.shape[1] != self.n_embd or rows.dtype != np.float32:
-            return None
+            return None  # absent, evicted, damaged or of an older format: encoded again
         os.utime(path)  # recently used: the folder's limit removes others first
         self.images_loaded += 1
-        return ImageEmbedding(sha, self._slots[sha], rows, tuple(int(t) for t in before),
-                              tuple(int(t) for t in after))
+        return embedding
 
     def _store(self, embedding: ImageEmbedding) -> None:
         if self.folder is None:
@@ -188,8 +192,8 @@ class ImageEncoder:
         path = self.folder / f"{embedding.sha256}.npz"
         tmp = path.with_suffix(".tmp.npz")
         try:
-            np.savez(tmp, embd=embedding.embd, before=np.array(embedding.before, dtype=np.int32),
-                     after=np.array(embedding.after, dtype=np.int32))
+            np.savez(tmp, embd=embedding.embd, layout=np.array(embedding.layout, dtype=np.int32),
+                     bidirectional=np.array(embedding.bidirectional))
             os.replace(tmp, path)
             stored = sorted(self.folder.glob("*.npz"), key=lambda p: p.stat().st_mtime)
             total = sum(p.stat().st_size for p in stored)
@@ -220,36 +224,56 @@ class ImageEncoder:
             code = mtmd.mtmd_tokenize(self._ctx, chunks, ctypes.byref(text), bitmaps, 1)
             if code != 0:
                 raise RequestError(f"the vision projector could not take the image (mtmd_tokenize: {code})")
-            before: list[int] = []
-            after: list[int] = []
-            rows: np.ndarray | None = None
+            layout: list[int] = []
+            pieces: list[np.ndarray] = []
+            bidirectional = False
             for i in range(mtmd.mtmd_input_chunks_size(chunks)):
                 chunk = mtmd.mtmd_input_chunks_get(chunks, i)
                 kind = mtmd.mtmd_input_chunk_get_type(chunk)
                 if kind == _TEXT_CHUNK:
-                    (before if rows is None else after).extend(_chunk_tokens(chunk))
-                elif kind == _IMAGE_CHUNK and rows is None:
-                    rows = self._encode_chunk(chunk)
+                    layout += self._marker_tokens(chunk)
+                elif kind == _IMAGE_CHUNK:
+                    bidirectional |= self._check_piece(chunk)
+                    pieces.append(self._encode_piece(chunk))
+                    layout += [IMAGE_ROW] * len(pieces[-1])
                 else:
-                    raise RequestError("this vision projector splits an image in several parts, not supported yet")
-            if rows is None:
+                    raise RequestError("the vision projector made audio of an image")
+            if not pieces:
                 raise RequestError("the vision projector made nothing of the image")
-            return ImageEmbedding(sha, self._slot(sha), rows, tuple(before), tuple(after))
+            rows = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+            if len(rows) >= IMAGE_SLOT_SPAN:
+                raise RequestError(f"the image takes {len(rows)} tokens; at most {IMAGE_SLOT_SPAN - 1} are taken")
+            self.images_encoded += 1
+            plain = len(pieces) == 1 and layout == [IMAGE_ROW] * len(rows)
+            return ImageEmbedding(sha, self._slot(sha), rows, () if plain else tuple(layout), bidirectional)
         finally:
             mtmd.mtmd_input_chunks_free(chunks)
             mtmd.mtmd_bitmap_free(bitmap)
 
-    def _encode_chunk(self, chunk: mtmd.mtmd_input_chunk_p) -> np.ndarray:
-        if mtmd.mtmd_decode_use_mrope(self._ctx) or mtmd.mtmd_decode_use_non_causal(self._ctx, chunk):
-            # M-RoPE (Qwen-VL) positions and non-causal image attention (Gemma 3) need their
-            # own decode; only projectors whose rows decode like tokens are taken so far.
-            raise RequestError("this vision projector's images need M-RoPE or non-causal decoding, "
-                               "not supported yet")
+    def _marker_tokens(self, chunk: mtmd.mtmd_input_chunk_p) -> list[int]:
+        """The text the projector's format puts around or between an image's pieces."""
+        tokens = _chunk_tokens(chunk)
+        if any(t < 0 for t in tokens):  # libmtmd's LLAMA_TOKEN_NULL for a marker not found
+            raise RequestError(f"the vision projector {self.path.name} marks images with tokens this "
+                               "model's vocabulary lacks: it was made for another model")
+        return tokens
+
+    def _check_piece(self, chunk: mtmd.mtmd_input_chunk_p) -> bool:
+        """Whether the piece is bidirectional; refuses what the engine cannot decode."""
         n = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-        if n >= IMAGE_SLOT_SPAN:
-            raise RequestError(f"the image takes {n} tokens; at most {IMAGE_SLOT_SPAN - 1} are taken")
-        if n != mtmd.mtmd_input_chunk_get_n_pos(chunk):
-            raise RequestError("this vision projector's images take other positions than rows, not supported yet")
+        if mtmd.mtmd_decode_use_mrope(self._ctx) or n != mtmd.mtmd_input_chunk_get_n_pos(chunk):
+            # Qwen-VL's M-RoPE gives an image's rows 2-D positions, fewer than its rows; the
+            # engine's prompts hold one position per token.
+            raise RequestError("this vision projector's images take M-RoPE positions (Qwen-VL), "
+                               "not supported yet")
+        bidirectional = bool(mtmd.mtmd_decode_use_non_causal(self._ctx, chunk))
+        if bidirectional and n > self._max_whole_rows:
+            raise RequestError(f"the image takes {n} tokens decoded at once, more than the engine's "
+                               f"batch of {self._max_whole_rows}: load the model with a larger n_ubatch")
+        return bidirectional
+
+    def _encode_piece(self, chunk: mtmd.mtmd_input_chunk_p) -> np.ndarray:
+        n = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
         started = time.perf_counter()
         code = mtmd.mtmd_encode_chunk(self._ctx, chunk)
         if code != 0:
@@ -257,7 +281,6 @@ class ImageEncoder:
         out = mtmd.mtmd_get_output_embd(self._ctx)
         rows = np.ctypeslib.as_array(out, shape=(n * self.n_embd,)).reshape(n, self.n_embd).copy()
         self.encode_s += time.perf_counter() - started
-        self.images_encoded += 1
         return rows
 
 

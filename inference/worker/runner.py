@@ -67,7 +67,8 @@ class LlamaRunner:
                       if settings.mmproj and settings.kv_cache_dir is not None and settings.kv_disk_cache_mb > 0
                       else None)
             self.images = (ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
-                                        use_gpu=self._n_gpu_layers > 0, folder=folder) if settings.mmproj else None)
+                                        use_gpu=self._n_gpu_layers > 0, folder=folder,
+                                        max_whole_rows=settings.n_ubatch) if settings.mmproj else None)
         except Exception:
             if self.draft_model is not None:
                 self.draft_model.close()
@@ -234,9 +235,15 @@ class LlamaRunner:
         if self._embd_batch is None:
             self._embd_batch = EmbeddingBatch(self.n_batch, self.n_embd)
         self._embd_batch.fill(chunk.seq, chunk.start, image.embd[first : first + len(ids)])
-        code = ll.llama_decode(self._ctx, self._embd_batch.batch)
-        if code == DECODE_OK:
-            ll.llama_synchronize(self._ctx)
+        if image.bidirectional:  # a whole piece (the scheduler never splits one): as libmtmd's helper does
+            ll.llama_set_causal_attn(self._ctx, False)
+        try:
+            code = ll.llama_decode(self._ctx, self._embd_batch.batch)
+            if code == DECODE_OK:
+                ll.llama_synchronize(self._ctx)
+        finally:
+            if image.bidirectional:
+                ll.llama_set_causal_attn(self._ctx, True)
         return code
 
     def _forget_images(self, plan: StepPlan, done: list[int]) -> None:

@@ -56,3 +56,31 @@ def test_draft_tokens_stop_before_an_image_id() -> None:
     sim.sched.place_drafts(plan, Drafts({decode: (5, 6, image_token(1, 0), 7)}))
     assert plan.chunks[decode].draft == (5, 6) and plan.n_draft == 2
     assert req.is_decoding
+
+
+def bidirectional(slot: int, rows: int) -> ImageEmbedding:
+    return ImageEmbedding(f"sha{slot}", slot, np.zeros((rows, 8), dtype=np.float32), bidirectional=True)
+
+
+def image_chunks(sim, req, n_tokens: int) -> list[int]:
+    """The sizes of req's image chunks, stepping until its prompt is in."""
+    sizes = []
+    while req.num_computed < n_tokens:
+        chunk = next(c for c in sim.step().chunks if c.request is req)
+        if kinds(chunk) == {"image"}:
+            sizes.append(chunk.n_tokens)
+    return sizes
+
+
+def test_a_bidirectional_image_goes_whole_past_a_small_budget_a_causal_one_is_cut() -> None:
+    """Beside a decoding chat a step has 16 prompt tokens to give (64 // 4): a causal
+    image's 40 rows go 16 at a time, a bidirectional image's (Gemma 3) all 40 in one step,
+    since its rows must see each other in one decode."""
+    for pic, expected in ((image(1, 40), [16, 16, 8]), (bidirectional(2, 40), [40])):
+        sim = make_sim(n_batch=64)
+        sim.add("reader", prompt(9, 4), max_tokens=200)
+        sim.step()
+        tokens = prompt(1, 3) + pic.token_ids + prompt(2, 3)
+        req = sim.add("asker", tokens, max_tokens=1, images=(pic,))
+        assert image_chunks(sim, req, len(tokens)) == expected
+
