@@ -30,6 +30,7 @@ from inference.sched.step_budget import StepBudget
 from inference.sched.step_cost import StepCost
 from inference.speculative.planner import DraftPlanner
 from inference.speculative.proposer import Proposer
+from inference.tokenizer.content_parts import RefusedImages
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.model_runner import ModelRunner, StepOutput
 
@@ -74,7 +75,9 @@ class EngineCore:
         # The vision projector, when the runner loaded one (LlamaRunner.images): images in
         # prompts are encoded by it, on whichever thread prepares them.
         self.images = getattr(runner, "images", None)
-        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template, self.images)
+        refused = getattr(runner, "images_refused", None)
+        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template,
+                                               RefusedImages(refused) if refused else self.images)
         self._outputs: dict[str, RequestOutput] = {}
         # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).
         self.disk: DiskPromptCache | None = None

@@ -46,6 +46,11 @@ _TEXT_CHUNK = 0  # MTMD_INPUT_CHUNK_TYPE_TEXT
 _IMAGE_CHUNK = 1  # MTMD_INPUT_CHUNK_TYPE_IMAGE
 
 
+class UnusableProjector(ModelLoadError):
+    """A projector llama.cpp loads whose images the engine cannot decode: the model is used
+    for text alone (LlamaRunner), every image refused with this reason."""
+
+
 class ImageEncoder:
     def __init__(self, mmproj: Path, model: ll.llama_model_p, n_embd: int, n_threads: int,
                  use_gpu: bool, cache_bytes: int = CACHE_BYTES, folder: Path | None = None,
@@ -66,6 +71,12 @@ class ImageEncoder:
         if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
             raise ModelLoadError(f"{Path(mmproj).name} is a projector without vision (audio only)")
+        if mtmd.mtmd_decode_use_mrope(ctx):
+            # The text model's M-RoPE (Qwen-VL) gives an image's rows 2-D positions, fewer
+            # than its rows; the engine's prompts hold one position per token.
+            mtmd.mtmd_free(ctx)
+            raise UnusableProjector("this model cannot see images: it gives an image's rows M-RoPE positions "
+                                    "(Qwen-VL's), which Chorus does not support yet; it is loaded for text alone")
         self._ctx = ctx
         self.path = Path(mmproj)
         self.n_embd = n_embd
@@ -261,11 +272,8 @@ class ImageEncoder:
     def _check_piece(self, chunk: mtmd.mtmd_input_chunk_p) -> bool:
         """Whether the piece is bidirectional; refuses what the engine cannot decode."""
         n = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-        if mtmd.mtmd_decode_use_mrope(self._ctx) or n != mtmd.mtmd_input_chunk_get_n_pos(chunk):
-            # Qwen-VL's M-RoPE gives an image's rows 2-D positions, fewer than its rows; the
-            # engine's prompts hold one position per token.
-            raise RequestError("this vision projector's images take M-RoPE positions (Qwen-VL), "
-                               "not supported yet")
+        if n != mtmd.mtmd_input_chunk_get_n_pos(chunk):  # M-RoPE's, refused at load; any other
+            raise RequestError("this vision projector's images take fewer positions than rows, not supported yet")
         bidirectional = bool(mtmd.mtmd_decode_use_non_causal(self._ctx, chunk))
         if bidirectional and n > self._max_whole_rows:
             raise RequestError(f"the image takes {n} tokens decoded at once, more than the engine's "

@@ -29,7 +29,7 @@ from inference.tokenizer.vocab import LlamaVocab, SpecialToken
 from inference.worker import backend
 from inference.worker.batch import BatchItem, EmbeddingBatch, TokenBatch
 from inference.worker.draft_runner import LlamaDraftModel
-from inference.worker.image_encoder import ImageEncoder
+from inference.worker.image_encoder import ImageEncoder, UnusableProjector
 from inference.worker.loading import ProgressCallback, create_context, gpu_layers, load_model
 from inference.worker.model_runner import DECODE_OK, StepOutput
 
@@ -66,9 +66,7 @@ class LlamaRunner:
             folder = (settings.kv_cache_dir / "images" / self._mmproj_key
                       if settings.mmproj and settings.kv_cache_dir is not None and settings.kv_disk_cache_mb > 0
                       else None)
-            self.images = (ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
-                                        use_gpu=self._n_gpu_layers > 0, folder=folder,
-                                        max_whole_rows=settings.n_ubatch) if settings.mmproj else None)
+            self.images, self.images_refused = self._image_encoder(settings, folder)
         except Exception:
             if self.draft_model is not None:
                 self.draft_model.close()
@@ -104,9 +102,23 @@ class LlamaRunner:
             gpu_offload_supported=bool(ll.llama_supports_gpu_offload()),
             backend=backend.backend_info(),
             mmproj=self.images.path if self.images is not None else None,
+            images_refused=self.images_refused,
         )
 
     # ----- load --------------------------------------------------------------------
+
+    def _image_encoder(self, settings: LoadSettings, folder: Path | None) -> tuple[ImageEncoder | None, str | None]:
+        """The vision projector's encoder, or None: with why, for a projector whose images
+        the engine cannot decode (the model still loads, for text)."""
+        if not settings.mmproj:
+            return None, None
+        try:
+            return ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
+                                use_gpu=self._n_gpu_layers > 0, folder=folder,
+                                max_whole_rows=settings.n_ubatch), None
+        except UnusableProjector as exc:
+            log.warning("%s", exc)
+            return None, str(exc)
 
     def _model_desc(self) -> str:
         buf = ctypes.create_string_buffer(256)

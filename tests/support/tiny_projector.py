@@ -9,7 +9,7 @@ embeddings, encoded by libmtmd and decoded by llama.cpp as a real vision model's
 - "mlp" (LLaVA) for SmolLM2-135M: a 32x32 image in 4x4 patches, 64 image tokens, the rows
   alone in the prompt.
 - "idefics3" (SmolVLM, whose text model is SmolLM2) for the SmolVLM stand-in
-  (tests/support/smolvlm_standin.py): an image resized to 64 pixels on its longer side and cut
+  (tests/support/standin_models.py): an image resized to 64 pixels on its longer side and cut
   in 32x32 tiles, each tile and an overview 16 tokens (pixel shuffle by 2), between
   SmolVLM's markers: `<fake_token_around_image><global-img>`, `<row_1_col_1>`...
 - "gemma3" for Gemma 3 270M (n_embd 640): one 32x32 piece pooled to 16 tokens between

@@ -1,6 +1,6 @@
 """The vision formats beyond LLaVA's, on real models with the tests' tiny projectors
 (tests/support/tiny_projector.py): SmolVLM's tiles (an overview and a tile grid between
-marker tokens, read with SmolLM2 given SmolVLM's added tokens: tests/support/smolvlm_standin.py)
+marker tokens, read with SmolLM2 given SmolVLM's added tokens: tests/support/standin_models.py)
 and Gemma 3's bidirectional image (its rows attend to each other both ways, decoded whole with
 causal attention off), on Gemma 3 270M.
 
@@ -21,7 +21,7 @@ from inference.core.engine import Engine
 from inference.params import LoadSettings
 from tests.inference.core.test_engine_images import RED, ask, data_url, png
 from tests.support.mtmd_reference import reference_logprobs
-from tests.support.smolvlm_standin import write_smolvlm_standin
+from tests.support.standin_models import write_qwen2vl_standin, write_smolvlm_standin
 from tests.support.tiny_projector import GEMMA_TEXT_EMBD, PIECE_TOKENS, tiles, write_tiny_projector
 
 pytestmark = pytest.mark.model
@@ -154,3 +154,19 @@ def test_a_tiled_image_comes_back_from_disk_after_a_restart(smolvlm, tmp_path):
         m = engine.metrics(fresh=True)
     assert (m.images_encoded, m.images_loaded) == (0, 1)
     assert after.token_ids == before.token_ids and np.array_equal(after.embd, before.embd)
+
+
+def test_a_model_with_m_rope_loads_for_text_and_refuses_images_saying_why(model_path, smolvlm, tmp_path):
+    """Qwen-VL's text model (a stand-in: SmolLM2 as llama.cpp's "qwen2vl") gives an image's
+    rows M-RoPE positions, which the engine does not support yet: the model loads all the
+    same, says it sees no images (the window then says so where an image is attached) and
+    refuses one with the reason. It failed every image at encode before, the model claiming
+    to see them."""
+    _, projector = smolvlm
+    model = write_qwen2vl_standin(model_path, tmp_path / "qwen2vl-standin.gguf")
+    with Engine.start(LoadSettings(model_path=model, n_ctx=1024, n_seq_max=2, mmproj=projector)) as engine:
+        assert engine.info.mmproj is None and not engine.info.sees_images
+        assert "M-RoPE" in (engine.info.images_refused or "")
+        done = engine.submit(ask(RED)).result(120)
+        assert done.finish_reason is FinishReason.ERROR and "M-RoPE" in (done.error or "")
+        assert engine.submit(ask(None, n=2)).result(120).error is None
