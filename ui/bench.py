@@ -101,7 +101,7 @@ def run_ui_bench(args: argparse.Namespace, model: Path) -> int:
                 panel = window.perf_panel
                 timed("panel_open", panel.show, lambda: panel.isVisible() and panel.charts_ready())
             if args.serve:
-                timed("server_start", lambda: window.server_start_requested.emit("127.0.0.1", 0, ""),
+                timed("server_start", lambda: window.server_start_requested.emit("127.0.0.1", 0, "", ()),
                       lambda: window.status.server_label.text().startswith("API: "))
                 timed("server_stop", window.server_stop_requested.emit,
                       lambda: not controllers.server.server.running)

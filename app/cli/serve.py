@@ -14,7 +14,7 @@ from app.cli.engine_args import add_model_args, library_defaults, resolve_model,
 from app.cli.serve_models import ServeModelsError, memory_size, one_model_options, served_set
 from app.engines.model_pool import DEFAULT_KEEP_ALIVE_S
 from app.paths import files_dir, kv_cache_dir
-from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig
+from app.server.config import DEFAULT_MAX_TOKENS_CAP, ServerConfig, image_host
 from app.server.uvicorn_server import HttpServer
 from inference import ModelLoadError
 from storage import DEFAULT_FILENAME
@@ -72,11 +72,10 @@ def _non_negative_float(text: str) -> float:
 
 
 def _host(text: str) -> str:
-    host = text.strip().lower()
-    name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
-    if not name or "/" in host or (port and not port.isdigit()):
-        raise argparse.ArgumentTypeError(f"must be a host name or address, with :PORT or not (no scheme), got {text!r}")
-    return host
+    try:
+        return image_host(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _origin(text: str) -> str:

@@ -55,3 +55,18 @@ class ServerConfig:
     def __repr__(self) -> str:  # keeps the key out of logs and tracebacks
         key = "***" if self.api_key else None
         return f"ServerConfig({self.host}:{self.port}, model_id={self.model_id!r}, api_key={key})"
+
+
+def image_host(text: str) -> str:
+    """One of ServerConfig.image_hosts as a person writes it: a host name or address, with
+    :PORT or not, no scheme. Raises ValueError saying what is wrong."""
+    host = text.strip().lower()
+    name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    if not name or "/" in host or (port and not port.isdigit()):
+        raise ValueError(f"must be a host name or address, with :PORT or not (no scheme), got {text!r}")
+    return host
+
+
+def image_hosts(text: str) -> tuple[str, ...]:
+    """Image hosts written on one line, separated by commas or spaces ("" for none)."""
+    return tuple(image_host(part) for part in text.replace(",", " ").split())

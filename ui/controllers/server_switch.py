@@ -57,7 +57,8 @@ class ServerController:
     def _model_id(self) -> str:
         return Path(self.ctx.engines.model_name).stem
 
-    def start_server(self, host: str, port: int, api_key: str = "") -> Future[str | None] | None:
+    def start_server(self, host: str, port: int, api_key: str = "",
+                     image_hosts: tuple[str, ...] = ()) -> Future[str | None] | None:
         """Starts listening off the GUI thread; the window shows the address once it listens,
         or the error. Returns the start's future (None when serving is not possible)."""
         window = self.ctx.window
@@ -68,7 +69,8 @@ class ServerController:
         # Responses (store, previous_response_id) kept in the window's own chat database,
         # listed in the sidebar as they come.
         config = ServerConfig(host, port, api_key or None, self._model_id(), responses_db=Path(self.ctx.repo.db.path),
-                              on_response_stored=lambda: self.ctx.gui.post(self._response_stored))
+                              on_response_stored=lambda: self.ctx.gui.post(self._response_stored),
+                              image_hosts=image_hosts)
         return self._worker.submit(self._start, config)
 
     def _start(self, config: ServerConfig) -> str | None:

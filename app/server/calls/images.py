@@ -16,7 +16,8 @@ from app.server.calls.parsing import bad, shown
 from inference import MAX_IMAGES
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
-NO_FETCH = "this server fetches no remote images (start it with --image-host HOST to fetch those of HOST)"
+NO_FETCH = ("this server fetches no remote images from that host (allow HOST with `chorus serve --image-host HOST`, "
+            "or under Images by URL in the window's File → Serve over HTTP)")
 
 
 def data_url_part(url: Any, where: str) -> dict:

@@ -93,9 +93,32 @@ def test_the_server_dialog_listens_on_loopback_unless_told(qtbot):
     dialog = ServerDialog(port=9000)
     qtbot.addWidget(dialog)
     dialog.key.setText(" k ")
-    assert dialog.values() == ("127.0.0.1", 9000, "k")
+    assert dialog.values() == ("127.0.0.1", 9000, "k", ())
     dialog.network.setChecked(True)
     assert dialog.values()[0] == "0.0.0.0"
+
+
+def test_the_server_dialog_takes_image_hosts_and_stays_open_on_a_wrong_one(qtbot):
+    """As `chorus serve --image-host`: hosts typed in the dialog, a URL instead of a host
+    refused where it was typed (Start did nothing), the dialog still open to mend it."""
+    from PySide6.QtCore import Qt
+
+    from ui.widgets.settings.server_dialog import ServerDialog
+
+    dialog = ServerDialog(port=9000)
+    qtbot.addWidget(dialog)
+    started = []
+    dialog.accepted.connect(lambda: started.append(dialog.values()))
+    dialog.show()
+    qtbot.waitUntil(dialog.isVisible)
+    qtbot.keyClicks(dialog.image_hosts, "http://images.example/")
+    qtbot.keyClick(dialog.image_hosts, Qt.Key.Key_Return)  # the dialog's Start
+    assert not started and dialog.isVisible() and dialog.problem.isVisible()
+    assert "no scheme" in dialog.problem.text()
+    dialog.image_hosts.selectAll()
+    qtbot.keyClicks(dialog.image_hosts, "Images.Example, 127.0.0.1:8000")
+    qtbot.keyClick(dialog.image_hosts, Qt.Key.Key_Return)
+    assert started == [("127.0.0.1", 9000, "", ("images.example", "127.0.0.1:8000"))]
 
 
 class _StandInEngines(QObject):
@@ -146,7 +169,7 @@ def switch(qtbot, monkeypatch, tmp_path):
 
 def test_the_server_starts_and_stops_off_the_gui_thread(switch, qtbot):
     window = switch.ctx.window
-    window.server_start_requested.emit("127.0.0.1", 0, "")  # what the dialog's OK does
+    window.server_start_requested.emit("127.0.0.1", 0, "", ())  # what the dialog's OK does
     qtbot.waitUntil(lambda: not window.status.server_label.isHidden(), timeout=10_000)
     assert window.status.server_label.text().startswith("API: http://127.0.0.1:")
     assert window.menus.serve_action.isChecked()
@@ -183,3 +206,21 @@ def test_switching_off_during_a_start_ends_off(switch, qtbot):
     qtbot.wait(50)  # the posted outcomes of both
     assert window.status.server_label.isHidden() and not window.menus.serve_action.isChecked()
     assert not switch.server.running
+
+
+def test_the_window_s_server_fetches_images_from_the_hosts_it_was_given(switch, qtbot):
+    """The dialog's image hosts reach the server: an image URL on an allowed host is fetched
+    (here a 404, so the answer is the fetch's 400, before any engine). Before, the window's
+    server fetched from no host (the request reached the engine's parse and was refused)."""
+    from http.server import ThreadingHTTPServer
+
+    from tests.app.server.calls.test_remote_images import _Images, chat
+    from tests.support.net import serving_on_a_thread
+
+    with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", 0), _Images)) as images:
+        allowed = f"127.0.0.1:{images.server_address[1]}"
+        switch.ctx.window.server_start_requested.emit("127.0.0.1", 0, "", (allowed,))
+        qtbot.waitUntil(lambda: not switch.ctx.window.status.server_label.isHidden(), timeout=10_000)
+        url = switch.ctx.window.status.server_label.text().removeprefix("API: ")
+        fetched = httpx.post(f"{url}/chat/completions", json=chat(f"http://{allowed}/missing.png"), timeout=30)
+    assert fetched.status_code == 400 and "answered HTTP 404" in fetched.text

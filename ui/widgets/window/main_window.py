@@ -56,7 +56,7 @@ class MainWindow(QMainWindow):
     new_comparison_requested = Signal()
     leaderboard_requested = Signal()  # Chat → Blind leaderboard…
     prompt_library_requested = Signal()  # Chat → Prompt library…
-    server_start_requested = Signal(str, int, str)  # host, port, API key ("" for none)
+    server_start_requested = Signal(str, int, str, tuple)  # host, port, API key ("" for none), image hosts
     server_stop_requested = Signal()
     open_comparison_requested = Signal(int)
     comparison_closed = Signal(int)
