@@ -151,8 +151,6 @@ class ModelInfo:
     chat_template: str | None = None
     # The vision projector loaded with the model (LoadSettings.mmproj): the model sees images.
     mmproj: Path | None = None
-    # Why a projector given was not loaded (images it cannot decode yet): then mmproj is None.
-    images_refused: str | None = None
 
     @property
     def sees_images(self) -> bool:

@@ -269,17 +269,33 @@ class ImageEmbedding:
     around and between its pieces (SmolVLM's overview and tiles, Gemma 3's start and end of
     image) and IMAGE_ROW for each row; () is the rows alone (LLaVA's).
     bidirectional: the rows of each piece attend to each other both ways (Gemma 3): a piece
-    is decoded whole in one llama_decode with causal attention off, never split."""
+    is decoded whole in one llama_decode with causal attention off, never split.
+    mrope: for a model with M-RoPE (Qwen-VL), each row's (t, y, x) offsets from its piece's
+    first position (n_tokens x 3, int32), and spans the positions each piece spans, by its
+    first row (inference/positions.py); such pieces are decoded whole too."""
 
     sha256: str
     slot: int
     embd: np.ndarray
     layout: tuple[int, ...] = ()
     bidirectional: bool = False
+    mrope: np.ndarray | None = None
+    spans: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.layout and self.layout.count(IMAGE_ROW) != self.n_tokens:
             raise ValueError("an image's layout must place each of its rows once")
+        if self.mrope is not None and self.mrope.shape != (self.n_tokens, 3):
+            raise ValueError("an image's M-RoPE offsets must be three a row")
+
+    @property
+    def whole(self) -> bool:
+        """Each piece is decoded in one step, never cut across steps."""
+        return self.bidirectional or self.mrope is not None
+
+    def span(self, first_row: int) -> int | None:
+        """The positions the piece starting at first_row spans (None: as many as its rows)."""
+        return next((n for row, n in self.spans if row == first_row), None)
 
     @property
     def n_tokens(self) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from inference.owner import Owner
 from inference.params import ImageEmbedding, SamplingParams
+from inference.positions import Shifts, position, position_shifts
 
 
 class RequestStatus(enum.Enum):
@@ -48,9 +49,24 @@ class Request:
     # The images whose placeholder ids are in tokens, by slot (the worker decodes their rows).
     images: dict[int, ImageEmbedding] = field(default_factory=dict)
     owner: Owner = Owner()  # its lane in the metrics (ChatRequest.owner)
+    # Where its indices are ahead of their positions (M-RoPE images); None until first asked.
+    _shifts: Shifts | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.num_prompt = len(self.tokens)
+
+    def position(self, index: int) -> int:
+        """The position of tokens[index] in its sequence: the index itself, less what the
+        M-RoPE images before it span fewer than their rows (inference/positions.py)."""
+        if not self.images:
+            return index
+        if self._shifts is None:  # the prompt's pieces: what is generated after them is text
+            self._shifts = position_shifts(self.tokens[: self.num_prompt], self._span)
+        return position(self._shifts, index)
+
+    def _span(self, slot: int, first_row: int) -> int | None:
+        image = self.images.get(slot)
+        return image.span(first_row) if image is not None else None
 
     @property
     def output_tokens(self) -> list[int]:

@@ -30,7 +30,6 @@ from inference.sched.step_budget import StepBudget
 from inference.sched.step_cost import StepCost
 from inference.speculative.planner import DraftPlanner
 from inference.speculative.proposer import Proposer
-from inference.tokenizer.content_parts import RefusedImages
 from inference.tokenizer.input_processor import InputProcessor
 from inference.worker.model_runner import ModelRunner, StepOutput
 
@@ -57,7 +56,13 @@ class EngineCore:
         self.runner = runner
         self.settings = settings
         self.clock = clock  # every time stamp and step duration: tests run on a fake one
-        self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner)
+        # The vision projector, when the runner loaded one (LlamaRunner.images): images in
+        # prompts are encoded by it, on whichever thread prepares them.
+        self.images = getattr(runner, "images", None)
+        # Cut at positions, not indices, where M-RoPE images span fewer than their rows.
+        mrope = self.images is not None and self.images.mrope
+        self.kv = KvCacheManager(runner.n_ctx, settings.n_seq_max, backend=runner,
+                                 position_of=getattr(runner, "position_of", None) if mrope else None)
         # What a step costs, learned from every step: the budget bounds prompt steps by it,
         # the draft planner weighs drafts by it.
         self.cost = StepCost()
@@ -72,12 +77,7 @@ class EngineCore:
         self.lanes = LaneMeter()  # the metrics' per-owner figures, taken per snapshot
         # The one input processor of this model: the engine thread's requests and the other
         # threads' (Engine.prepare) are rendered, tokenized and checked by the same object.
-        # The vision projector, when the runner loaded one (LlamaRunner.images): images in
-        # prompts are encoded by it, on whichever thread prepares them.
-        self.images = getattr(runner, "images", None)
-        refused = getattr(runner, "images_refused", None)
-        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template,
-                                               RefusedImages(refused) if refused else self.images)
+        self.inputs = InputProcessor.for_vocab(runner, runner.n_ctx, settings.chat_template, self.images)
         self._outputs: dict[str, RequestOutput] = {}
         # The disk prompt cache; store given: runner is a SeqStateBackend too (LlamaRunner).
         self.disk: DiskPromptCache | None = None

@@ -8,6 +8,7 @@ How cells are shared and which idle sequence is evicted stays in here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,11 @@ class KvBackend(Protocol):
     def seq_rm(self, seq: int, p0: int, p1: int) -> None: ...
 
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None: ...
+
+
+# The position of tokens[index] in a sequence holding tokens (LlamaRunner.position_of): the
+# index itself, but where M-RoPE images span fewer positions than rows (inference/positions.py).
+PositionOf = Callable[[list[int], int], int]
 
 
 class SeqState(enum.Enum):
@@ -48,10 +54,11 @@ class KvStats:
 
 
 class KvCacheManager:
-    def __init__(self, n_cells: int, n_seqs: int, backend: KvBackend) -> None:
+    def __init__(self, n_cells: int, n_seqs: int, backend: KvBackend, position_of: PositionOf | None = None) -> None:
         self.n_cells = n_cells
         self.n_seqs = n_seqs
         self._backend = backend
+        self._position_of = position_of  # the manager counts tokens; llama.cpp cuts at positions (None: the same)
         self._tree = PrefixTree()
         self._state = [SeqState.FREE] * n_seqs
         self._last_used = [0] * n_seqs
@@ -128,7 +135,7 @@ class KvCacheManager:
                 return None
             if cached:
                 source = self._tree.fork(tokens, cached, seq)
-                self._backend.seq_cp(source, seq, 0, cached)
+                self._backend.seq_cp(source, seq, 0, self._position_of(tokens, cached) if self._position_of else cached)
         self._state[seq] = SeqState.ACTIVE
         self._touch(seq)
         if not self.make_room(extra_cells):
@@ -188,7 +195,7 @@ class KvCacheManager:
     def drop_uncommitted(self, seq: int) -> None:
         """Cells llama.cpp holds for seq past what was appended (draft tokens the worker
         did not keep) are freed: the sequence is again exactly what the tree says."""
-        self._backend.seq_rm(seq, self._tree.length(seq), -1)
+        self._backend.seq_rm(seq, self._position(seq, self._tree.length(seq)), -1)
 
     def make_room(self, n_cells: int, protect: frozenset[int] = frozenset()) -> bool:
         """Evict idle sequences (lowest priority, then least recently used, first) until
@@ -293,8 +300,12 @@ class KvCacheManager:
 
     def _truncate(self, seq: int, length: int) -> None:
         if self._tree.length(seq) > length:
+            cut = self._position(seq, length)  # before the tree forgets the tokens
             self._tree.truncate(seq, length)
-            self._backend.seq_rm(seq, length, -1)
+            self._backend.seq_rm(seq, cut, -1)
+
+    def _position(self, seq: int, length: int) -> int:
+        return self._position_of(self.seq_tokens(seq), length) if self._position_of else length
 
     def _evict_idle(self, seq: int) -> None:
         self._evictions += 1

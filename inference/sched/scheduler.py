@@ -202,15 +202,16 @@ class Scheduler:
     def _prefill_len(self, req: Request, n: int) -> int:
         """How many of the next prompt tokens go in this step's chunk, given n: fewer where a
         run of text or of one image's rows ends (llama.cpp decodes embeddings apart from
-        tokens); more where n would split a bidirectional image piece (Gemma 3's rows attend
-        to each other both ways: the piece is decoded whole or not at all), which then takes
-        the step over its budget, as libmtmd's own helper decodes such an image at once."""
+        tokens); more where n would split an image piece that must go whole (Gemma 3's rows
+        attend to each other both ways; Qwen-VL's share one position, which the cache cannot
+        cut between), which then takes the step over its budget, as libmtmd's own helper
+        decodes such an image at once."""
         start, first = req.num_computed, req.tokens[req.num_computed]
         if not req.images or first >= 0:
             return _same_kind_run(req.tokens, start, n) if req.images else n
         run = _same_kind_run(req.tokens, start, req.num_uncomputed)  # at most the image's rows
         image = req.images.get(image_slot_row(first)[0])
-        return run if image is not None and image.bidirectional else min(run, n)
+        return run if image is not None and image.whole else min(run, n)
 
     def _prefill_chunk(self, req: Request, n: int) -> ScheduledChunk:
         """The next n prompt tokens (n from _prefill_len)."""

@@ -26,17 +26,6 @@ class ImageSource(Protocol):
         ...
 
 
-class RefusedImages:
-    """The ImageSource of a model whose projector the engine could not use: every image is
-    refused with the reason (ModelInfo.images_refused)."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def embed(self, data: bytes) -> ImageEmbedding:
-        raise RequestError(self.reason)
-
-
 def has_parts(messages: list[dict]) -> bool:
     return any(isinstance(m, dict) and isinstance(m.get("content"), list) for m in messages)
 

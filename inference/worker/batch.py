@@ -80,9 +80,13 @@ class TokenBatch:
 class EmbeddingBatch:
     """A llama_batch of embedding rows (an image's), one sequence per fill: llama.cpp's
     batch carries token ids or embeddings, never both, so an image's rows go in a
-    llama_decode of their own. No logits: an image never ends a prompt."""
+    llama_decode of their own. No logits: an image never ends a prompt.
 
-    def __init__(self, capacity: int, n_embd: int) -> None:
+    A model with M-RoPE (Qwen-VL) reads four positions a row, section-major (all rows' t,
+    then y, x and an unused fourth): llama_batch_init allocates one, so this batch holds
+    its own array of four and gives llama.cpp's back before freeing."""
+
+    def __init__(self, capacity: int, n_embd: int, mrope: bool = False) -> None:
         self.capacity = capacity
         self.n_embd = n_embd
         self._batch: ll.llama_batch | None = ll.llama_batch_init(capacity, n_embd, 1)
@@ -90,6 +94,12 @@ class EmbeddingBatch:
         for i in range(capacity):
             b.n_seq_id[i] = 1
             b.logits[i] = 0
+        # The address, not the field: a ctypes pointer read from a struct shares its memory.
+        self._allocated_pos = ctypes.cast(b.pos, ctypes.c_void_p).value
+        self._mrope_pos: np.ndarray | None = None
+        if mrope:
+            self._mrope_pos = np.zeros(4 * capacity, dtype=np.int32)  # llama_pos is int32
+            b.pos = self._mrope_pos.ctypes.data_as(ctypes.POINTER(ll.llama_pos))
 
     @property
     def batch(self) -> ll.llama_batch:
@@ -97,19 +107,30 @@ class EmbeddingBatch:
             raise RuntimeError("the llama_batch was freed")
         return self._batch
 
-    def fill(self, seq: int, start: int, rows: np.ndarray) -> None:
+    def fill(self, seq: int, start: int, rows: np.ndarray, mrope: np.ndarray | None = None) -> None:
+        """rows at positions start, start + 1...; with M-RoPE at mrope's (n x 3: t, y, x)."""
         n = rows.shape[0]
         if n > self.capacity or rows.shape[1] != self.n_embd:
             raise ValueError(f"{n} embedding rows of {rows.shape[1]} exceed the batch's {self.capacity}x{self.n_embd}")
+        if (mrope is None) != (self._mrope_pos is None):
+            raise ValueError("a model's image rows take M-RoPE positions or plain ones, not both")
         b = self.batch
         src = np.ascontiguousarray(rows, dtype=np.float32)
         ctypes.memmove(b.embd, src.ctypes.data, src.nbytes)
+        if self._mrope_pos is not None and mrope is not None:
+            sections = self._mrope_pos[: 4 * n].reshape(4, n)
+            sections[:3] = mrope.T
+            sections[3] = 0
+        else:
+            for i in range(n):
+                b.pos[i] = start + i  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
         for i in range(n):
-            b.pos[i] = start + i  # type: ignore[call-overload]  # typed 2-D upstream; llama.h: llama_pos *
             b.seq_id[i][0] = seq
         b.n_tokens = n
 
     def free(self) -> None:
         if self._batch is not None:
+            # llama_batch_free frees what it allocated, not this batch's own array
+            self._batch.pos = ctypes.cast(self._allocated_pos or 0, ctypes.POINTER(ll.llama_pos))  # type: ignore[assignment]  # typed 2-D upstream
             ll.llama_batch_free(self._batch)
             self._batch = None

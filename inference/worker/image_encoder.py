@@ -46,11 +46,6 @@ _TEXT_CHUNK = 0  # MTMD_INPUT_CHUNK_TYPE_TEXT
 _IMAGE_CHUNK = 1  # MTMD_INPUT_CHUNK_TYPE_IMAGE
 
 
-class UnusableProjector(ModelLoadError):
-    """A projector llama.cpp loads whose images the engine cannot decode: the model is used
-    for text alone (LlamaRunner), every image refused with this reason."""
-
-
 class ImageEncoder:
     def __init__(self, mmproj: Path, model: ll.llama_model_p, n_embd: int, n_threads: int,
                  use_gpu: bool, cache_bytes: int = CACHE_BYTES, folder: Path | None = None,
@@ -71,13 +66,12 @@ class ImageEncoder:
         if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
             raise ModelLoadError(f"{Path(mmproj).name} is a projector without vision (audio only)")
-        if mtmd.mtmd_decode_use_mrope(ctx):
-            # The text model's M-RoPE (Qwen-VL) gives an image's rows 2-D positions, fewer
-            # than its rows; the engine's prompts hold one position per token.
-            mtmd.mtmd_free(ctx)
-            raise UnusableProjector("this model cannot see images: it gives an image's rows M-RoPE positions "
-                                    "(Qwen-VL's), which Chorus does not support yet; it is loaded for text alone")
         self._ctx = ctx
+        # The text model's M-RoPE (Qwen-VL): an image's rows take 2-D positions, fewer than rows.
+        self.mrope = bool(mtmd.mtmd_decode_use_mrope(ctx))
+        # The positions each M-RoPE piece spans, by slot and first row, of every image seen
+        # since load (never evicted: a few numbers an image), for the cuts of sequences.
+        self._spans: dict[int, dict[int, int]] = {}
         self.path = Path(mmproj)
         self.n_embd = n_embd
         # A bidirectional piece (Gemma 3) is decoded in one ubatch: the context's n_ubatch.
@@ -187,10 +181,12 @@ class ImageEncoder:
         try:
             with np.load(path, allow_pickle=False) as stored:
                 rows, layout, bidirectional = stored["embd"], stored["layout"], stored["bidirectional"]
+                mrope, spans = stored["mrope"], stored["spans"]
             if rows.ndim != 2 or rows.shape[1] != self.n_embd or rows.dtype != np.float32:
                 return None
             embedding = ImageEmbedding(sha, self._slots[sha], rows, tuple(int(t) for t in layout),
-                                       bool(bidirectional))
+                                       bool(bidirectional), mrope.astype(np.int32) if len(mrope) else None,
+                                       tuple((int(row), int(n)) for row, n in spans))
         except (OSError, ValueError, KeyError):
             return None  # absent, evicted, damaged or of an older format: encoded again
         os.utime(path)  # recently used: the folder's limit removes others first
@@ -204,7 +200,9 @@ class ImageEncoder:
         tmp = path.with_suffix(".tmp.npz")
         try:
             np.savez(tmp, embd=embedding.embd, layout=np.array(embedding.layout, dtype=np.int32),
-                     bidirectional=np.array(embedding.bidirectional))
+                     bidirectional=np.array(embedding.bidirectional),
+                     mrope=embedding.mrope if embedding.mrope is not None else np.zeros((0, 3), dtype=np.int32),
+                     spans=np.array(embedding.spans, dtype=np.int64).reshape(-1, 2))
             os.replace(tmp, path)
             stored = sorted(self.folder.glob("*.npz"), key=lambda p: p.stat().st_mtime)
             total = sum(p.stat().st_size for p in stored)
@@ -216,7 +214,14 @@ class ImageEncoder:
         except OSError as exc:  # a full disk costs the speed-up only
             log.warning("could not keep an image's rows on disk: %s", exc)
 
+    def span(self, slot: int, first_row: int) -> int | None:
+        """The positions a piece of an image seen since load spans (inference/positions.py);
+        None: as many as its rows."""
+        return self._spans.get(slot, {}).get(first_row)
+
     def _keep(self, embedding: ImageEmbedding) -> None:
+        if embedding.spans:
+            self._spans[embedding.slot] = dict(embedding.spans)
         self._cache[embedding.sha256] = embedding
         self._held += embedding.embd.nbytes
         while self._held > self._cache_bytes and len(self._cache) > 1:
@@ -237,6 +242,8 @@ class ImageEncoder:
                 raise RequestError(f"the vision projector could not take the image (mtmd_tokenize: {code})")
             layout: list[int] = []
             pieces: list[np.ndarray] = []
+            offsets: list[np.ndarray] = []  # M-RoPE's, a piece's rows from its first position
+            spans: list[tuple[int, int]] = []
             bidirectional = False
             for i in range(mtmd.mtmd_input_chunks_size(chunks)):
                 chunk = mtmd.mtmd_input_chunks_get(chunks, i)
@@ -245,6 +252,9 @@ class ImageEncoder:
                     layout += self._marker_tokens(chunk)
                 elif kind == _IMAGE_CHUNK:
                     bidirectional |= self._check_piece(chunk)
+                    if self.mrope:
+                        offsets.append(_mrope_offsets(chunk))
+                        spans.append((sum(map(len, pieces)), mtmd.mtmd_input_chunk_get_n_pos(chunk)))
                     pieces.append(self._encode_piece(chunk))
                     layout += [IMAGE_ROW] * len(pieces[-1])
                 else:
@@ -256,7 +266,8 @@ class ImageEncoder:
                 raise RequestError(f"the image takes {len(rows)} tokens; at most {IMAGE_SLOT_SPAN - 1} are taken")
             self.images_encoded += 1
             plain = len(pieces) == 1 and layout == [IMAGE_ROW] * len(rows)
-            return ImageEmbedding(sha, self._slot(sha), rows, () if plain else tuple(layout), bidirectional)
+            return ImageEmbedding(sha, self._slot(sha), rows, () if plain else tuple(layout), bidirectional,
+                                  np.concatenate(offsets) if offsets else None, tuple(spans))
         finally:
             mtmd.mtmd_input_chunks_free(chunks)
             mtmd.mtmd_bitmap_free(bitmap)
@@ -272,8 +283,8 @@ class ImageEncoder:
     def _check_piece(self, chunk: mtmd.mtmd_input_chunk_p) -> bool:
         """Whether the piece is bidirectional; refuses what the engine cannot decode."""
         n = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-        if n != mtmd.mtmd_input_chunk_get_n_pos(chunk):  # M-RoPE's, refused at load; any other
-            raise RequestError("this vision projector's images take fewer positions than rows, not supported yet")
+        if not self.mrope and n != mtmd.mtmd_input_chunk_get_n_pos(chunk):
+            raise RequestError("this vision projector's images take other positions than rows, not supported yet")
         bidirectional = bool(mtmd.mtmd_decode_use_non_causal(self._ctx, chunk))
         if bidirectional and n > self._max_whole_rows:
             raise RequestError(f"the image takes {n} tokens decoded at once, more than the engine's "
@@ -290,6 +301,17 @@ class ImageEncoder:
         rows = np.ctypeslib.as_array(out, shape=(n * self.n_embd,)).reshape(n, self.n_embd).copy()
         self.encode_s += time.perf_counter() - started
         return rows
+
+
+def _mrope_offsets(chunk: mtmd.mtmd_input_chunk_p) -> np.ndarray:
+    """A piece's rows' (t, y, x) M-RoPE positions less its first position, as libmtmd places them."""
+    image = mtmd.mtmd_input_chunk_get_tokens_image(chunk)
+    n = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
+    out = np.empty((n, 3), dtype=np.int32)
+    for i in range(n):
+        pos = mtmd.mtmd_image_tokens_get_decoder_pos(image, 0, i)
+        out[i] = (pos.t, pos.y, pos.x)
+    return out
 
 
 def _chunk_tokens(chunk: mtmd.mtmd_input_chunk_p) -> list[int]:

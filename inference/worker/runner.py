@@ -21,6 +21,7 @@ from inference.gguf.reader import check_gguf_file
 from inference.kv.disk_store import model_key
 from inference.outputs import ModelInfo
 from inference.params import LoadSettings, SamplingParams, image_slot_row
+from inference.positions import position, position_shifts
 from inference.sample.grammar import GrammarCompiler
 from inference.sample.logits import LogitsView
 from inference.sample.logprobs import SampledLogprobs, sampled_logprobs
@@ -29,7 +30,7 @@ from inference.tokenizer.vocab import LlamaVocab, SpecialToken
 from inference.worker import backend
 from inference.worker.batch import BatchItem, EmbeddingBatch, TokenBatch
 from inference.worker.draft_runner import LlamaDraftModel
-from inference.worker.image_encoder import ImageEncoder, UnusableProjector
+from inference.worker.image_encoder import ImageEncoder
 from inference.worker.loading import ProgressCallback, create_context, gpu_layers, load_model
 from inference.worker.model_runner import DECODE_OK, StepOutput
 
@@ -60,13 +61,15 @@ class LlamaRunner:
             ll.llama_free(self._ctx)
             ll.llama_model_free(self._model)
             raise
-        self.n_embd = ll.llama_model_n_embd(self._model)
+        # An image row's width: the model's input embedding, wider than n_embd where the
+        # projector feeds deeper layers too (Qwen3-VL's deepstack), as libmtmd's helper reads it.
+        self.n_embd = ll.llama_model_n_embd_inp(self._model)
         try:  # the vision projector: images in prompts become embedding rows
             self._mmproj_key = model_key(Path(settings.mmproj), "projector").hex()[:32] if settings.mmproj else ""
             folder = (settings.kv_cache_dir / "images" / self._mmproj_key
                       if settings.mmproj and settings.kv_cache_dir is not None and settings.kv_disk_cache_mb > 0
                       else None)
-            self.images, self.images_refused = self._image_encoder(settings, folder)
+            self.images = self._image_encoder(settings, folder)
         except Exception:
             if self.draft_model is not None:
                 self.draft_model.close()
@@ -102,23 +105,16 @@ class LlamaRunner:
             gpu_offload_supported=bool(ll.llama_supports_gpu_offload()),
             backend=backend.backend_info(),
             mmproj=self.images.path if self.images is not None else None,
-            images_refused=self.images_refused,
         )
 
     # ----- load --------------------------------------------------------------------
 
-    def _image_encoder(self, settings: LoadSettings, folder: Path | None) -> tuple[ImageEncoder | None, str | None]:
-        """The vision projector's encoder, or None: with why, for a projector whose images
-        the engine cannot decode (the model still loads, for text)."""
+    def _image_encoder(self, settings: LoadSettings, folder: Path | None) -> ImageEncoder | None:
+        """The vision projector's encoder, when the model is loaded with one."""
         if not settings.mmproj:
-            return None, None
-        try:
-            return ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
-                                use_gpu=self._n_gpu_layers > 0, folder=folder,
-                                max_whole_rows=settings.n_ubatch), None
-        except UnusableProjector as exc:
-            log.warning("%s", exc)
-            return None, str(exc)
+            return None
+        return ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
+                            use_gpu=self._n_gpu_layers > 0, folder=folder, max_whole_rows=settings.n_ubatch)
 
     def _model_desc(self) -> str:
         buf = ctypes.create_string_buffer(256)
@@ -245,23 +241,41 @@ class LlamaRunner:
         if image is None or image_slot_row(ids[-1]) != (slot, first + len(ids) - 1):
             raise RuntimeError(f"request {req.request_id} has image tokens without their image")
         if self._embd_batch is None:
-            self._embd_batch = EmbeddingBatch(self.n_batch, self.n_embd)
-        self._embd_batch.fill(chunk.seq, chunk.start, image.embd[first : first + len(ids)])
-        if image.bidirectional:  # a whole piece (the scheduler never splits one): as libmtmd's helper does
+            self._embd_batch = EmbeddingBatch(self.n_batch, self.n_embd, mrope=image.mrope is not None)
+        p0 = req.position(chunk.start)
+        rows = image.embd[first : first + len(ids)]
+        # M-RoPE's rows at their piece's first position plus each row's (t, y, x) offsets
+        # (the chunk is a whole piece: the scheduler never cuts one that has them).
+        mrope = image.mrope[first : first + len(ids)] + p0 if image.mrope is not None else None
+        if image.bidirectional:  # a whole piece in one ubatch (the encoder checked): as libmtmd's helper does
             ll.llama_set_causal_attn(self._ctx, False)
         try:
-            code = ll.llama_decode(self._ctx, self._embd_batch.batch)
-            if code == DECODE_OK:
+            # A whole M-RoPE piece may be wider than the batch: in slices, all in this step.
+            for s in range(0, len(rows), self._embd_batch.capacity):
+                part = slice(s, s + self._embd_batch.capacity)
+                self._embd_batch.fill(chunk.seq, p0 + s, rows[part], mrope[part] if mrope is not None else None)
+                code = ll.llama_decode(self._ctx, self._embd_batch.batch)
+                if code != DECODE_OK:  # none of the piece stays: the step is planned again
+                    self.seq_rm(chunk.seq, p0, req.position(chunk.start + chunk.n_tokens))
+                    return code
                 ll.llama_synchronize(self._ctx)
         finally:
             if image.bidirectional:
                 ll.llama_set_causal_attn(self._ctx, True)
-        return code
+        return DECODE_OK
 
     def _forget_images(self, plan: StepPlan, done: list[int]) -> None:
         for i in done:
             chunk = plan.chunks[i]
-            self.seq_rm(chunk.seq, chunk.start, chunk.start + chunk.n_tokens)
+            req = chunk.request
+            self.seq_rm(chunk.seq, req.position(chunk.start), req.position(chunk.start + chunk.n_tokens))
+
+    def position_of(self, tokens: list[int], index: int) -> int:
+        """The position of tokens[index] in a sequence holding tokens (the KV cache manager's
+        cuts): the index, unless M-RoPE images before it span fewer positions than rows."""
+        if self.images is None or not self.images.mrope:
+            return index
+        return position(position_shifts(tokens[:index], self.images.span), index)
 
     def _execute_tokens(self, plan: StepPlan) -> StepOutput:
         rows = self._batch.fill([_batch_item(chunk) for chunk in plan.chunks])
@@ -375,4 +389,4 @@ class LlamaRunner:
 
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
-    return BatchItem(chunk.seq, chunk.start, chunk.tokens, chunk.n_logits)
+    return BatchItem(chunk.seq, chunk.request.position(chunk.start), chunk.tokens, chunk.n_logits)

@@ -5,7 +5,8 @@ and its helper (`mtmd_helper_eval_chunk_single`, what llama.cpp's server and mtm
 encodes a piece and decodes it into a sequence: Gemma 3's whole with causal attention off,
 at the positions after the text before it. Here a prompt the engine prepared (its tokens,
 with the image's part in it) is read that way on a fresh context of its own, the text runs
-as tokens and each image piece through the helper; the last position's log-probabilities
+as tokens and each image piece through the helper, every run at the positions libmtmd gives
+(after a Qwen-VL piece, its n_pos on from its start); the last position's log-probabilities
 are what the engine's first sampled token must see. The runs are decoded one at a time, as
 the engine's steps take them: llama.cpp's results move by a few hundredths when a sequence's
 tokens are cut into other batches (Gemma 3 270M: 0.07 for its top log-probability).
@@ -49,19 +50,20 @@ def reference_logprobs(settings: LoadSettings, tokens: list[int], image_ids: lis
         if marker_text != [t for t in image_ids if t >= 0]:
             raise AssertionError("the engine's markers around the image are not libmtmd's")
         _find(tokens, image_ids)
-        n_past = 0
+        n_past = 0  # the next position: after an M-RoPE piece, less than the tokens so far
         for run in _runs(tokens):
             if run[0] >= 0:
-                _decode_tokens(ctx, run)
-            else:
-                piece = pieces.pop(0)
-                if mtmd.mtmd_input_chunk_get_n_tokens(piece) != len(run):
-                    raise AssertionError("libmtmd cuts the image otherwise than the engine's prompt shows it")
-                new_n_past = ll.llama_pos(0)
-                if mtmd.mtmd_helper_eval_chunk_single(mctx, ctx, piece, n_past, 0, settings.n_batch, False,
-                                                      ctypes.byref(new_n_past)) != 0:
-                    raise RuntimeError("mtmd_helper_eval_chunk_single failed")
-            n_past += len(run)
+                _decode_tokens(ctx, run, n_past)
+                n_past += len(run)
+                continue
+            piece = pieces.pop(0)
+            if mtmd.mtmd_input_chunk_get_n_tokens(piece) != len(run):
+                raise AssertionError("libmtmd cuts the image otherwise than the engine's prompt shows it")
+            new_n_past = ll.llama_pos(0)
+            if mtmd.mtmd_helper_eval_chunk_single(mctx, ctx, piece, n_past, 0, settings.n_batch, False,
+                                                  ctypes.byref(new_n_past)) != 0:
+                raise RuntimeError("mtmd_helper_eval_chunk_single failed")
+            n_past = int(new_n_past.value)
         n_vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(model))
         logits = np.ctypeslib.as_array(ll.llama_get_logits_ith(ctx, -1), shape=(n_vocab,)).astype(np.float64)
         shifted = logits - logits.max()
@@ -94,11 +96,18 @@ def _find(tokens: list[int], part: list[int]) -> int:
     raise ValueError("the image's part is not in the prompt")
 
 
-def _decode_tokens(ctx: ll.llama_context_p, tokens: list[int]) -> None:
-    """Tokens after the sequence's cells; the last one's logits kept (llama_batch_get_one's)."""
-    array = (ll.llama_token * len(tokens))(*tokens)
-    if ll.llama_decode(ctx, ll.llama_batch_get_one(array, len(tokens))) != 0:
-        raise RuntimeError("llama_decode failed")
+def _decode_tokens(ctx: ll.llama_context_p, tokens: list[int], first_pos: int) -> None:
+    """Tokens at positions first_pos, first_pos + 1...; the last one's logits kept."""
+    batch = ll.llama_batch_init(len(tokens), 0, 1)
+    try:
+        for i, token in enumerate(tokens):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, first_pos + i, 1
+            batch.seq_id[i][0], batch.logits[i] = 0, i == len(tokens) - 1
+        batch.n_tokens = len(tokens)
+        if ll.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+    finally:
+        ll.llama_batch_free(batch)
 
 
 def _tokenized(mctx: mtmd.mtmd_context_p, image: bytes) -> tuple[mtmd.mtmd_bitmap_p, mtmd.mtmd_input_chunks_p]:

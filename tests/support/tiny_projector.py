@@ -14,8 +14,12 @@ embeddings, encoded by libmtmd and decoded by llama.cpp as a real vision model's
   SmolVLM's markers: `<fake_token_around_image><global-img>`, `<row_1_col_1>`...
 - "gemma3" for Gemma 3 270M (n_embd 640): one 32x32 piece pooled to 16 tokens between
   `<start_of_image>` and `<end_of_image>`, whose rows attend to each other both ways.
+- "qwen2vl" (Qwen2-VL's merger) for the Qwen2-VL stand-in (SmolLM2 as llama.cpp's "qwen2vl",
+  tests/support/standin_models.py): the image at about its own size in multiples of 8
+  pixels, a token for each 8x8 (2x2 patches merged), its rows at M-RoPE's 2-D positions
+  between `<|vision_start|>` and `<|vision_end|>` (plain text in SmolLM2's vocabulary).
 
-    python -m tests.support.tiny_projector OUT.gguf [--kind mlp|idefics3|gemma3] [--seed N]
+    python -m tests.support.tiny_projector OUT.gguf [--kind mlp|idefics3|gemma3|qwen2vl] [--seed N]
 
 The ViT, as clip.cpp's loader reads it: 4x4 patches, blocks of attention and a GELU FFN
 (LLaVA's graph runs all but the last block). numpy shapes are (out, in); GGUF stores them
@@ -38,7 +42,7 @@ GEMMA_TEXT_EMBD = 640  # Gemma 3 270M's
 MERGE = 2  # idefics3's pixel shuffle and gemma3's pooling: 2x2 patches a token
 PIECE_TOKENS = IMAGE_TOKENS // MERGE**2  # idefics3's tokens per tile and overview; gemma3's per image
 LONGEST_EDGE = 64  # idefics3: the longer side the image is resized to before its tiles
-KINDS = ("mlp", "idefics3", "gemma3")
+KINDS = ("mlp", "idefics3", "gemma3", "qwen2vl")
 _EMBD = 64
 _HEADS = 4
 _FFN = 96  # not _EMBD: clip.cpp swaps up/down of old LLaVA files whose ffn_down is n_embd wide
@@ -71,7 +75,7 @@ def write_tiny_projector(path: Path, seed: int = 0, text_embd: int = TEXT_EMBD, 
     writer.add_name(f"chorus tiny {kind} projector (tests)")
     writer.add_bool("clip.has_vision_encoder", True)
     writer.add_bool("clip.has_llava_projector", kind == "mlp")
-    writer.add_string("clip.projector_type", kind)
+    writer.add_string("clip.projector_type", "qwen2vl_merger" if kind == "qwen2vl" else kind)
     writer.add_bool("clip.use_gelu", True)
     writer.add_uint32("clip.vision.image_size", IMAGE_SIZE)
     writer.add_uint32("clip.vision.patch_size", PATCH_SIZE)
@@ -83,12 +87,12 @@ def write_tiny_projector(path: Path, seed: int = 0, text_embd: int = TEXT_EMBD, 
     writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
     writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
-    if kind != "mlp":
+    if kind in ("idefics3", "gemma3"):
         writer.add_uint32("clip.vision.projector.scale_factor", MERGE)
     if kind == "idefics3":
         writer.add_uint32("clip.vision.preproc_image_size", LONGEST_EDGE)
 
-    _add_vit(writer, weight, pre_ln=kind == "mlp")
+    _add_vit(writer, weight, pre_ln=kind == "mlp", learned_positions=kind != "qwen2vl")
     # Small outputs, about the size of the text model's token embeddings, so that the
     # image's positions do not swamp the text's.
     if kind == "mlp":
@@ -98,9 +102,15 @@ def write_tiny_projector(path: Path, seed: int = 0, text_embd: int = TEXT_EMBD, 
         writer.add_tensor("mm.2.bias", np.zeros(text_embd, dtype=np.float32))
     elif kind == "idefics3":
         writer.add_tensor("mm.model.fc.weight", weight(text_embd, _EMBD * MERGE**2, scale=0.01))
-    else:  # gemma3: RMS norm, then a projection clip.cpp applies transposed: ggml [text, vit]
+    elif kind == "gemma3":  # RMS norm, then a projection clip.cpp applies transposed: ggml [text, vit]
         writer.add_tensor("mm.soft_emb_norm.weight", np.ones(_EMBD, dtype=np.float32))
         writer.add_tensor("mm.input_projection.weight", weight(_EMBD, text_embd, scale=0.01))
+    else:  # qwen2vl: a second patch kernel (a video's next frame; a still image uses both), the merger
+        writer.add_tensor("v.patch_embd.weight.1", weight(_EMBD, 3, PATCH_SIZE, PATCH_SIZE))
+        writer.add_tensor("mm.0.weight", weight(_MM_HIDDEN, _EMBD * MERGE**2))
+        writer.add_tensor("mm.0.bias", np.zeros(_MM_HIDDEN, dtype=np.float32))
+        writer.add_tensor("mm.2.weight", weight(text_embd, _MM_HIDDEN, scale=0.01))
+        writer.add_tensor("mm.2.bias", np.zeros(text_embd, dtype=np.float32))
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -109,14 +119,15 @@ def write_tiny_projector(path: Path, seed: int = 0, text_embd: int = TEXT_EMBD, 
     return path
 
 
-def _add_vit(writer: Any, weight: Any, pre_ln: bool) -> None:
-    """The vision tower: patch and position embeddings, _BLOCKS blocks; a LayerNorm before
-    them (LLaVA's CLIP) or after (SigLIP's)."""
+def _add_vit(writer: Any, weight: Any, pre_ln: bool, learned_positions: bool = True) -> None:
+    """The vision tower: patch and position embeddings (Qwen2-VL's has none: RoPE), _BLOCKS
+    blocks; a LayerNorm before them (LLaVA's CLIP) or after (SigLIP's)."""
     ones = np.ones(_EMBD, dtype=np.float32)
     zeros = np.zeros(_EMBD, dtype=np.float32)
     # ggml's conv kernel is [KW, KH, C_in, C_out]: numpy (C_out, C_in, KH, KW).
     writer.add_tensor("v.patch_embd.weight", weight(_EMBD, 3, PATCH_SIZE, PATCH_SIZE))
-    writer.add_tensor("v.position_embd.weight", weight(IMAGE_TOKENS, _EMBD, scale=0.02))
+    if learned_positions:
+        writer.add_tensor("v.position_embd.weight", weight(IMAGE_TOKENS, _EMBD, scale=0.02))
     norm = "v.pre_ln" if pre_ln else "v.post_ln"
     writer.add_tensor(f"{norm}.weight", ones)
     writer.add_tensor(f"{norm}.bias", zeros)

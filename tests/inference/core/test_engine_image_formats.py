@@ -142,31 +142,57 @@ def test_a_projector_whose_markers_the_model_lacks_is_refused(start, model_path,
     assert "vocabulary lacks" in (done.error or "") and "another model" in (done.error or "")
 
 
-def test_a_tiled_image_comes_back_from_disk_after_a_restart(smolvlm, tmp_path):
-    model, projector = smolvlm
+@pytest.mark.parametrize("kind", ["smolvlm", "qwen2vl"])
+def test_an_image_and_its_prompt_come_back_from_disk_after_a_restart(kind, request, tmp_path):
+    """Tiles and M-RoPE positions kept with the rows: after a restart the image is read
+    from the projector's folder as it was, and the same question continues from the disk
+    prompt cache's cells (at their positions) to the same reply."""
+    model, projector = request.getfixturevalue(kind)
     settings = LoadSettings(model_path=model, n_ctx=2048, n_seq_max=2, reproducible=True,
                             kv_cache_dir=tmp_path, mmproj=projector)
+    chat = image_then("Tell me about the lighthouse keeper who collected the names of ships. " * 4, WIDE, n=8)
     with Engine.start(settings) as engine:
-        [before] = engine.prepare(ask(WIDE)).images
-        engine.submit(ask(WIDE, n=2)).result(120)
+        [before] = engine.prepare(chat).images
+        first = engine.submit(chat).result(120)
     with Engine.start(settings) as engine:
-        [after] = engine.prepare(ask(WIDE)).images
+        [after] = engine.prepare(chat).images
+        again = engine.submit(chat).result(120)
         m = engine.metrics(fresh=True)
     assert (m.images_encoded, m.images_loaded) == (0, 1)
     assert after.token_ids == before.token_ids and np.array_equal(after.embd, before.embd)
+    assert after.spans == before.spans and (after.mrope is None) == (before.mrope is None)
+    assert again.stats and again.stats.cached_tokens > after.n_tokens and again.token_ids == first.token_ids
 
 
-def test_a_model_with_m_rope_loads_for_text_and_refuses_images_saying_why(model_path, smolvlm, tmp_path):
-    """Qwen-VL's text model (a stand-in: SmolLM2 as llama.cpp's "qwen2vl") gives an image's
-    rows M-RoPE positions, which the engine does not support yet: the model loads all the
-    same, says it sees no images (the window then says so where an image is attached) and
-    refuses one with the reason. It failed every image at encode before, the model claiming
-    to see them."""
-    _, projector = smolvlm
-    model = write_qwen2vl_standin(model_path, tmp_path / "qwen2vl-standin.gguf")
-    with Engine.start(LoadSettings(model_path=model, n_ctx=1024, n_seq_max=2, mmproj=projector)) as engine:
-        assert engine.info.mmproj is None and not engine.info.sees_images
-        assert "M-RoPE" in (engine.info.images_refused or "")
-        done = engine.submit(ask(RED)).result(120)
-        assert done.finish_reason is FinishReason.ERROR and "M-RoPE" in (done.error or "")
-        assert engine.submit(ask(None, n=2)).result(120).error is None
+@pytest.fixture(scope="module")
+def qwen2vl(model_path, tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("qwen2vl")
+    return (write_qwen2vl_standin(model_path, folder / "qwen2vl-standin.gguf"),
+            write_tiny_projector(folder / "mmproj-qwen2vl.gguf", kind="qwen2vl"))
+
+
+def test_a_qwen_vl_image_takes_m_rope_positions(start, qwen2vl):
+    """Qwen-VL's M-RoPE (the text model a stand-in: SmolLM2 as llama.cpp's "qwen2vl"): a
+    40x30 image is 5x4 tokens at 2-D positions spanning 5, the text after it 15 positions
+    before its index. The engine's prompt reads as llama.cpp's (each row's t, y, x, the
+    text after it at its position); every image was refused at encode before."""
+    model, projector = qwen2vl
+    engine, settings = start(model_path=model, mmproj=projector)
+    [embedding] = engine.prepare(ask(RED)).images
+    assert embedding.n_tokens == 20 and embedding.spans == ((0, 5),) and embedding.whole
+    assert embedding.mrope is not None and embedding.mrope[6].tolist() == [0, 1, 1]  # row 1, column 1
+    assert_reads_as_llama_cpp(engine, settings, RED)
+
+
+def test_a_second_question_about_a_qwen_vl_image_continues_from_its_cells(start, qwen2vl):
+    """The image's cells are a prefix like any other under M-RoPE: a second question
+    computes only its own text, at the positions after the image, and replies as a fresh
+    engine reading the whole prompt does."""
+    model, projector = qwen2vl
+    engine, _ = start(model_path=model, mmproj=projector)
+    engine.submit(image_then("What is in this picture?", WIDE)).result(120)
+    again = engine.submit(image_then("And the colours?", WIDE, n=12)).result(120)
+    assert again.error is None and again.stats and again.stats.image_tokens_cached == again.stats.image_tokens > 0
+    fresh_engine, _ = start(model_path=model, mmproj=projector)
+    fresh = fresh_engine.submit(image_then("And the colours?", WIDE, n=12)).result(120)
+    assert fresh.stats and fresh.stats.cached_tokens == 0 and fresh.token_ids == again.token_ids
