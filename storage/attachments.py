@@ -185,4 +185,4 @@ def sources_to_json(sources: Sequence[SourceRecord]) -> str | None:
 
 
 def sources_from_json(raw: str | None) -> tuple[SourceRecord, ...]:
-    return tuple(SourceRecord(**fields) for fields in json.loads(raw)) if raw else ()
+    return tuple(SourceRecord(**fields) for fields in json.loads(raw)) if raw else ()  # where: "" before it

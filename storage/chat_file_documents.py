@@ -21,7 +21,8 @@ from storage.errors import require_import as _require
 from storage.records import ChunkSpan, NewDocument, SourceRecord
 from storage.schema import Document, DocumentChunk, Message, MessageAttachment
 
-_SOURCE_FIELDS = ("label", "sha256", "name", "chunk_index", "page", "cited")
+_SOURCE_FIELDS = ("label", "sha256", "name", "chunk_index", "page", "cited", "where")
+_SOURCE_DEFAULTS = {"cited": False, "where": ""}
 
 
 # ----- export --------------------------------------------------------------------------
@@ -124,19 +125,20 @@ def validate_message_documents(m: dict, documents: Collection[str], where: str) 
     _require(isinstance(sources, list), f"{where}: sources must be a list")
     for k, source in enumerate(sources):
         _require(_is_source(source), f"{where}, source {k + 1} must be an object with a label, a sha256, "
-                                     "a name, a chunk_index, a page (or null) and cited (true or false)")
+                                     "a name, a chunk_index, a page (or null), cited (true or false) "
+                                     "and where (text, or none)")
 
 
 def _is_source(source: Any) -> bool:
     return (isinstance(source, dict) and _is_count(source.get("label")) and isinstance(source.get("sha256"), str)
             and SHA256.fullmatch(source["sha256"]) is not None and isinstance(source.get("name"), str)
             and _is_count(source.get("chunk_index")) and (source.get("page") is None or _is_count(source["page"]))
-            and isinstance(source.get("cited", False), bool))
+            and isinstance(source.get("cited", False), bool) and isinstance(source.get("where", ""), str))
 
 
 def source_records(m: dict) -> list[SourceRecord]:
     """A checked message's sources, only the fields Chorus knows."""
-    return [SourceRecord(*(source.get(key, False if key == "cited" else None) for key in _SOURCE_FIELDS))
+    return [SourceRecord(*(source.get(key, _SOURCE_DEFAULTS.get(key)) for key in _SOURCE_FIELDS))
             for source in m.get("sources", [])]
 
 

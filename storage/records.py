@@ -224,7 +224,10 @@ class SourceRecord:
     name: str
     chunk_index: int
     page: int | None
-    cited: bool  # the reply names [label] in its text
+    cited: bool  # the reply names [label] in its text, or quotes the excerpt
+    # Where in the document, in a reader's words: its headings' path ("Install › Linux"), a
+    # workbook's sheet and rows ("Sales, rows 12–40"); "" for none (and rows stored before it).
+    where: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from storage.records import (
     MessageRecord,
     MessageStatus,
     NewDocument,
+    SourceRecord,
     ToolCallRecord,
     ToolResultRecord,
 )
@@ -418,13 +419,18 @@ class ChatRepository:
         content: str,
         status: MessageStatus = MessageStatus.COMPLETE,
         error_text: str | None = None,
+        sources: Sequence[SourceRecord] | None = None,
         **stats,
     ) -> MessageRecord:
-        """Final text, status and stats (prompt_tokens, completion_tokens, ttft_s, tokens_per_s)."""
+        """Final text, status and stats (prompt_tokens, completion_tokens, ttft_s, tokens_per_s);
+        sources: the excerpts it was shown as the text left them (which it cites), replacing
+        those stored with its prompt (None: those stay)."""
         with self.db.begin() as s:
             msg = s.get(Message, message_id)
             if msg is None:
                 raise NotFoundError(f"message {message_id} does not exist")
+            if sources is not None:
+                msg.sources_json = attachments.sources_to_json(sources)
             msg.content = content
             msg.status = MessageStatus(status).value
             msg.error_text = error_text

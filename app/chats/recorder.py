@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from app.chats.reply_text import ReplyText
 from app.engines.finish import message_status
 from inference import Delta, FinishReason
-from storage import ChatRepository, DatabaseBusy, DiskFull, MessageStatus, retry_locked
+from storage import ChatRepository, DatabaseBusy, DiskFull, MessageStatus, SourceRecord, retry_locked
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,14 @@ class ReplyRecorder:
         tokens: int = 0,
         finish_retry_s: float = FINISH_RETRY_S,
         reply: ReplyText | None = None,
+        cite: Callable[[str], Sequence[SourceRecord]] | None = None,
     ) -> None:
         """text, tokens: what the message already holds when a reply is continued.
         reply: the reply's text shared with whoever shows it, who appends each delta's text
         to it before handing the delta here (it then holds that text already); None: the
-        recorder keeps its own, starting from text, and appends each delta's text itself."""
+        recorder keeps its own, starting from text, and appends each delta's text itself.
+        cite: the reply's sources given its final text (which excerpts it cites: with_cited),
+        stored with it at the end; None: its sources stay as they are."""
         if reply is not None and text:
             raise ValueError("a shared reply text starts with the message's text itself")
         self.repo = repo
@@ -55,6 +58,7 @@ class ReplyRecorder:
         self._tokens = tokens
         self._saved_at = clock()
         self._saved_end = self.reply.end  # what the message holds in storage already
+        self.cite = cite
         self.finished = False
         # The end's fields while they are not stored (a full disk): save_end_again tries them.
         self._unsaved_end: dict | None = None
@@ -121,6 +125,7 @@ class ReplyRecorder:
         DiskFull leaves them in memory for save_end_again."""
         self._unsaved_end = fields
         text = self.text
-        retry_locked(lambda: self.repo.finish_reply(self.message_id, text, **fields), "save the reply",
-                     budget_s=self.finish_retry_s)
+        sources = self.cite(text) if self.cite is not None else None
+        retry_locked(lambda: self.repo.finish_reply(self.message_id, text, sources=sources, **fields),
+                     "save the reply", budget_s=self.finish_retry_s)
         self._unsaved_end = None

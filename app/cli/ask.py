@@ -18,7 +18,7 @@ from app.cli.command import add_command
 from app.cli.engine_args import add_model_args, library_defaults, resolve_model, settings_from_args
 from app.cli.images import NO_PROJECTOR, ImageError, read_images, split_files
 from app.conversations import ConversationSession, PromptBuilder, reply_request
-from app.documents import DocumentError, DocumentPrompt, EngineTokens, extract_document, with_cited
+from app.documents import DocumentError, DocumentPrompt, EngineTokens, extract_document
 from app.paths import kv_cache_dir
 from inference import PRIORITY_VISIBLE_TAB, EngineClient, ModelLoadError, RequestError, RequestHandle, SamplingParams
 
@@ -113,7 +113,7 @@ def _ask_all(engine: Engine, repo: ChatRepository, model: str, documents: list[N
             a.image_tokens = sum(1 for t in chat.prompt_tokens or () if t < 0)
         a.handle = RequestHandle.open(engine, chat)
     for a in asked:
-        recorder = ReplyRecorder(repo, a.reply_id)
+        recorder = ReplyRecorder(repo, a.reply_id, cite=a.prompt.cited_sources if a.prompt.sources else None)
         assert a.handle is not None
         for delta in a.handle:
             recorder.on_delta(delta)
@@ -159,7 +159,8 @@ def _print(asked: list[Asked], pin_computed: int, images: tuple[int, int], as_js
         for c in _citations(a):
             mark = "*" if c["cited"] else " "
             page = f", page {c['page']}" if c["page"] else ""
-            print(f"  {mark}[{c['label']}] {c['document']}{page}")
+            where = f", {c['where']}" if c["where"] else ""
+            print(f"  {mark}[{c['label']}] {c['document']}{page}{where}")
         print(f"  (chat {a.conversation_id})\n")
     computed = pin_computed + sum(a.computed for a in asked)
     how = "excerpts retrieved" if any(a.prompt.retrieval for a in asked) else "whole"
@@ -170,5 +171,6 @@ def _print(asked: list[Asked], pin_computed: int, images: tuple[int, int], as_js
 
 
 def _citations(a: Asked) -> list[dict]:
-    return [{"label": s.label, "document": s.name, "page": s.page, "chunk": s.chunk_index, "cited": s.cited}
-            for s in with_cited(a.prompt.sources, a.answer)]
+    return [{"label": s.label, "document": s.name, "page": s.page, "where": s.where, "chunk": s.chunk_index,
+             "cited": s.cited, "text": text}
+            for s, text in zip(a.prompt.cited_sources(a.answer), a.prompt.excerpt_texts)]

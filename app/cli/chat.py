@@ -296,11 +296,11 @@ def _stream_reply(engine: EngineClient, conv: Conversation, user_id: int, sampli
     started = _until_saved(lambda: session.reply_after(user_id), "your message's reply")
     if started is None:
         return None
-    recorder = ReplyRecorder(conv.repo, started.reply.id)
     prompts = conv.prompts(partial(_counter, engine))  # it stores the excerpts it used as the reply's sources
     prompt = _until_saved(lambda: prompts.prompt(started.path, started.reply, sampling), "the reply's sources")
     if prompt is None:
         return None
+    recorder = ReplyRecorder(conv.repo, started.reply.id, cite=prompt.cited_sources if prompt.sources else None)
     chat = reply_request(prompt, sampling, priority=PRIORITY_VISIBLE_TAB)
     handle = RequestHandle.open(engine, chat)
     sys.stdout.write("bot> ")

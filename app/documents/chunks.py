@@ -30,14 +30,22 @@ _BLANK = re.compile(r"(?:\s|<!--.*?-->)*", re.DOTALL)
 @dataclass(frozen=True, slots=True)
 class _Heading:
     start: int
-    title: str
+    path: str  # its title after those of the headings it is under: "Install › Linux"
+
+
+PATH_SEPARATOR = " › "
+# A Markdown table's line, and the line under its header row ("| --- | :-: |").
+_TABLE_LINE = re.compile(r"^ {0,3}\|", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^ {0,3}\|(?:\s*:?-+:?\s*\|)+\s*$", re.MULTILINE)
 
 
 def split_chunks(text: str, page_starts: Sequence[int] = (), target_chars: int = 1200, *,
-                 markdown_headings: bool = True) -> tuple[ChunkSpan, ...]:
+                 markdown_headings: bool = True, table_rows: bool = False) -> tuple[ChunkSpan, ...]:
     """Chunks of text. page_starts: the offset where each page begins (the first 0), or none
     for a format without pages. markdown_headings: "# Title" lines are headings (Markdown),
-    not comments (code, YAML)."""
+    not comments (code, YAML). A chunk's heading is where it is in words a reader follows:
+    the path of headings above it, and with table_rows (a workbook: a heading per sheet, its
+    table under it, the first line row 1) the sheet's rows it holds: "Sales, rows 12–40"."""
     if target_chars < 1:
         raise ValueError(f"target_chars must be at least 1, not {target_chars}")
     _check_page_starts(page_starts, len(text))
@@ -52,8 +60,10 @@ def split_chunks(text: str, page_starts: Sequence[int] = (), target_chars: int =
     for start, end in _absorb_blank(text, spans):
         # A chunk's page and heading are those of its first words, not of the blank before them.
         content = _content_start(text, start, end)
-        chunks.append(ChunkSpan(start, end, _page_at(page_starts, content),
-                                _heading_at(headings, heading_starts, content)))
+        where = _heading_at(headings, heading_starts, content)
+        if table_rows:
+            where = _with_rows(text, where, _section_start(heading_starts, content), content, end)
+        chunks.append(ChunkSpan(start, end, _page_at(page_starts, content), where))
     return tuple(chunks)
 
 
@@ -69,12 +79,16 @@ def _check_page_starts(page_starts: Sequence[int], length: int) -> None:
 def _headings(text: str) -> list[_Heading]:
     found: list[_Heading] = []
     fence: str | None = None
+    above: list[tuple[int, str]] = []  # (level, title) of the headings the next one may be under
     for match in _HEADING_OR_FENCE.finditer(text):
         marker = match.group("fence")
         if marker is not None:
             fence = None if fence == marker else (fence or marker)
         elif fence is None:
-            found.append(_Heading(match.start(), (match.group("title") or "").strip()))
+            level = len(match.group(0).lstrip(" ")) - len(match.group(0).lstrip(" ").lstrip("#"))
+            above = [(lvl, title) for lvl, title in above if lvl < level]
+            above.append((level, (match.group("title") or "").strip()))
+            found.append(_Heading(match.start(), PATH_SEPARATOR.join(title for _, title in above if title)))
     return found
 
 
@@ -83,13 +97,19 @@ def _pack(text: str, start: int, end: int, paragraph_starts: list[int], target: 
     while end - start > target:
         limit = start + target
         last_fitting = bisect_right(paragraph_starts, limit) - 1
-        if last_fitting >= 0 and paragraph_starts[last_fitting] > start:
+        if last_fitting >= 0 and paragraph_starts[last_fitting] > start \
+                and not _only_a_heading(text, start, paragraph_starts[last_fitting]):
             cut = paragraph_starts[last_fitting]
-        else:
+        else:  # a heading stays with the words under it: a chunk of a title alone says nothing
             cut = _cut_inside_paragraph(text, start, limit)
         yield start, cut
         start = cut
     yield start, end
+
+
+def _only_a_heading(text: str, start: int, end: int) -> bool:
+    match = _HEADING_OR_FENCE.match(text, start)
+    return match is not None and match.group("fence") is None and not text[match.end():end].strip()
 
 
 def _cut_inside_paragraph(text: str, start: int, limit: int) -> int:
@@ -136,4 +156,25 @@ def _page_at(page_starts: Sequence[int], offset: int) -> int | None:
 
 def _heading_at(headings: list[_Heading], heading_starts: list[int], offset: int) -> str:
     index = bisect_right(heading_starts, offset) - 1
-    return headings[index].title if index >= 0 else ""
+    return headings[index].path if index >= 0 else ""
+
+
+def _section_start(heading_starts: list[int], offset: int) -> int:
+    index = bisect_right(heading_starts, offset) - 1
+    return heading_starts[index] if index >= 0 else 0
+
+
+def _with_rows(text: str, where: str, section: int, start: int, end: int) -> str:
+    """where, and the table rows text[start:end] holds, counted from its section's start
+    (the header row is row 1, as a spreadsheet numbers it; the rule under it no row)."""
+    before = _table_rows(text, section, start)
+    held = _table_rows(text, start, end)
+    if not held:
+        return where
+    first, last = before + 1, before + held
+    rows = f"row {first}" if first == last else f"rows {first}–{last}"
+    return f"{where}, {rows}" if where else rows
+
+
+def _table_rows(text: str, start: int, end: int) -> int:
+    return len(_TABLE_LINE.findall(text, start, end)) - len(_TABLE_RULE.findall(text, start, end))

@@ -49,7 +49,8 @@ def extract_document(path: Path, cancel: threading.Event | None = None,
     raise_if_cancelled(cancel, name)
     if not converted.text.strip():
         raise DocumentError(_no_text_message(name, format_))
-    chunks = split_chunks(converted.text, converted.page_starts, markdown_headings=format_.markdown_headings)
+    chunks = split_chunks(converted.text, converted.page_starts, markdown_headings=format_.markdown_headings,
+                          table_rows=format_.table_rows)
     raise_if_cancelled(cancel, name)
     report(1.0)
     return NewDocument(

@@ -24,6 +24,9 @@ class Format:
     # Whether "# Title" lines are headings to split chunks at (Markdown and what markitdown
     # writes), not comments (Python, shell, YAML, TOML...).
     markdown_headings: bool
+    # A workbook (markitdown writes a heading per sheet and its table): a chunk's place says
+    # which of the sheet's rows it holds.
+    table_rows: bool = False
 
 
 _PLAIN = Format("a text file", "text/plain", Reader.TEXT, markdown_headings=False)
@@ -53,7 +56,7 @@ FORMATS: dict[str, Format] = {
                     "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                     Reader.PPTX, markdown_headings=True),
     ".xlsx": Format("an Excel workbook", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                    Reader.XLSX, markdown_headings=True),
+                    Reader.XLSX, markdown_headings=True, table_rows=True),
     ".html": Format("an HTML page", "text/html", Reader.HTML, markdown_headings=True),
     ".htm": Format("an HTML page", "text/html", Reader.HTML, markdown_headings=True),
 }

@@ -43,12 +43,17 @@ class DocumentPrompt:
     documents: tuple[DocumentUse, ...] = ()
     # The system message holding the whole documents: the prefix to pin while the chat is open.
     pinned_block: str | None = None
-    # Retrieval was used: these excerpts, labelled as in the prompt.
+    # Retrieval was used: these excerpts, labelled as in the prompt, and their texts (in order).
     sources: tuple[SourceRecord, ...] = ()
+    excerpt_texts: tuple[str, ...] = ()
     document_tokens: int = 0  # tokens of document text in this prompt (whole or excerpts)
     # Whole documents: the system message's tokens before them (its prompt and intro), so a
     # reply's cached prompt tokens say how much of the documents was found cached.
     documents_start: int = 0
+
+    def cited_sources(self, reply: str) -> tuple[SourceRecord, ...]:
+        """The sources as the reply left them: cited where it names or quotes them."""
+        return with_cited(self.sources, reply, self.excerpt_texts)
 
     def documents_cached(self, cached_tokens: int) -> int:
         """Of the documents' tokens, those a reply found in the cache (the prompt's first
@@ -137,17 +142,21 @@ def _retrieved(turns: tuple[dict, ...], documents: Sequence[DocumentRecord], cou
     sources = tuple(_source(e) for e in excerpts)
     block = render_excerpts(excerpts)
     spent = counter.count(block) if excerpts else 0
+    texts = tuple(e.text for e in excerpts)
     if question_at is None or not excerpts:
-        return DocumentPrompt(messages=turns, documents=uses, sources=sources, document_tokens=spent)
+        return DocumentPrompt(messages=turns, documents=uses, sources=sources, excerpt_texts=texts,
+                              document_tokens=spent)
     asked = turns[question_at]
     with_excerpts = {**asked, "content": f"{block}\n\n{question}"}
     messages = (*turns[:question_at], with_excerpts, *turns[question_at + 1:])
-    return DocumentPrompt(messages=messages, documents=uses, sources=sources, document_tokens=spent)
+    return DocumentPrompt(messages=messages, documents=uses, sources=sources, excerpt_texts=texts,
+                          document_tokens=spent)
 
 
 def _source(excerpt: Excerpt) -> SourceRecord:
     return SourceRecord(label=excerpt.label, sha256=excerpt.sha256, name=excerpt.name,
-                        chunk_index=excerpt.chunk_index, page=excerpt.chunk.page, cited=False)
+                        chunk_index=excerpt.chunk_index, page=excerpt.chunk.page, cited=False,
+                        where=excerpt.chunk.heading)
 
 
 def _split_system(turns: tuple[dict, ...]) -> tuple[str, tuple[dict, ...]]:
@@ -164,10 +173,24 @@ def _attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
-def with_cited(sources: Sequence[SourceRecord], reply: str) -> tuple[SourceRecord, ...]:
-    """The sources with cited set where the reply names their label ("[2]", "[1, 3]")."""
+# A reply quotes an excerpt when this many of its words in a row are the excerpt's (case and
+# punctuation aside): a name or a common phrase is shorter, a sentence taken from it longer.
+QUOTE_WORDS = 6
+_WORD = re.compile(r"\w+")
+
+
+def with_cited(sources: Sequence[SourceRecord], reply: str, texts: Sequence[str] = ()) -> tuple[SourceRecord, ...]:
+    """The sources with cited set where the reply names their label ("[2]", "[1, 3]") or
+    quotes their excerpt (texts: the excerpts' texts, in the sources' order)."""
     named = cited_labels(reply)
-    return tuple(replace(s, cited=s.label in named) for s in sources)
+    quoted = _word_runs(reply)
+    return tuple(replace(s, cited=s.label in named or (i < len(texts) and bool(_word_runs(texts[i]) & quoted)))
+                 for i, s in enumerate(sources))
+
+
+def _word_runs(text: str) -> set[tuple[str, ...]]:
+    words = [w.casefold() for w in _WORD.findall(text)]
+    return {tuple(words[i:i + QUOTE_WORDS]) for i in range(len(words) - QUOTE_WORDS + 1)}
 
 
 def cited_labels(reply: str) -> set[int]:

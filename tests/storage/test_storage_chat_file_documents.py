@@ -31,7 +31,7 @@ def build_chat(db, repo) -> tuple[int, SourceRecord]:
     conv = repo.create_conversation("Baking")
     repo.add_message(conv.id, "user", "How long?", documents=[recipe, new_document(MAP, "map.txt")])
     answer = repo.add_message(conv.id, "assistant", "Twenty minutes [1].")
-    source = SourceRecord(1, recipe.sha256, "cake.pdf", 2, 3, True)
+    source = SourceRecord(1, recipe.sha256, "cake.pdf", 2, 3, True, where="Fold in the flour slowly")
     DocumentRepository(db).set_sources(answer.id, [source])
     repo.add_message(conv.id, "user", "And again?", documents=[new_document(RECIPE, "cake copy.pdf", paged=True)])
     other = repo.create_conversation("Other")
@@ -59,7 +59,7 @@ def test_export_writes_each_used_document_once(db, repo):
     first, answer, again = data["conversations"][0]["messages"]
     assert [a["name"] for a in first["attachments"]] == ["cake.pdf", "map.txt"]
     assert answer["sources"] == [{"label": 1, "sha256": source.sha256, "name": "cake.pdf", "chunk_index": 2,
-                                  "page": 3, "cited": True}]
+                                  "page": 3, "cited": True, "where": "Fold in the flour slowly"}]
     assert "attachments" not in answer and "sources" not in first  # only when present
     assert again["attachments"] == [{"sha256": recipe["sha256"], "name": "cake copy.pdf"}]
 

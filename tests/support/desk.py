@@ -40,7 +40,7 @@ class Desk(Window):
 
     def stream(self, conversation_id: int) -> Stream:
         self._requests += 1
-        recorder = SimpleNamespace(on_delta=lambda delta: None)  # nothing saved
+        recorder = SimpleNamespace(on_delta=lambda delta: None, cite=None)  # nothing saved, no excerpts
         stream = Stream(f"r{self._requests}", conversation_id, message_id=self._requests, recorder=recorder)
         self.streams.add(stream)
         return stream

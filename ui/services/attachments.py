@@ -166,6 +166,7 @@ class DocumentViewer:
     def show_source(self, parent: QWidget, source: SourceRecord) -> DocumentTextDialog:
         """The excerpt [label] the reply was shown: the chunk's span of the document's text."""
         page = f" · page {source.page}" if source.page else ""
+        page += f" · {source.where}" if source.where else ""
         dialog = self._open(parent, f"[{source.label}] {source.name}")
 
         def excerpt(doc: DocumentRecord) -> tuple[str, str]:

@@ -201,7 +201,8 @@ class ConversationActions:
         engine = self.ctx.engines.engine_for(path.conversation)
         text, tokens = (reply.content, reply.completion_tokens or 0) if continued else ("", 0)
         shared = ReplyText(text)  # drawn by the presenter, saved by the recorder
-        recorder = ReplyRecorder(self.ctx.repo, reply.id, tokens=tokens, reply=shared)
+        recorder = ReplyRecorder(self.ctx.repo, reply.id, tokens=tokens, reply=shared,
+                                 cite=prompt.cited_sources if prompt.sources else None)
         priority = PRIORITY_VISIBLE_TAB if self.ctx.window.is_showing(view) else PRIORITY_TAB
         self.ctx.streams.add(Stream(request_id, view.conversation_id, reply.id, recorder, engine,
                                     reply=shared, base_tokens=tokens, priority=priority, loop=loop))

@@ -274,7 +274,9 @@ class StreamPresenter(QObject):
             stats = delta.stats
             meta = _meta(stats.ttft_s, stats.decode_tok_s, stats.generated_tokens,
                          stream.reasoning.reasoning_tokens) if stats else ""
-            self._draw(tab, stream, status=ui_status(delta.finish_reason), meta=meta or (delta.error or ""))
+            # the excerpts it cites stand out as the stored reply's will (the recorder's cite)
+            cited = {"sources": stream.recorder.cite(stream.reply.text())} if stream.recorder.cite else {}
+            self._draw(tab, stream, status=ui_status(delta.finish_reason), meta=meta or (delta.error or ""), **cited)
             tab.set_busy(False)
             tab.set_state(done_text(delta._replace(stats=None)))  # its numbers are on its header
             tab.set_result(result_text(delta))

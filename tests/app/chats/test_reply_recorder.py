@@ -255,3 +255,21 @@ def test_the_end_of_a_reply_on_a_full_disk_stays_in_memory_until_saved_again(rep
     assert rec.save_end_again() and not rec.end_unsaved
     saved = repo.get_message(reply.id)
     assert saved.content == LONG_PIECE and saved.status is MessageStatus.COMPLETE
+
+
+def test_the_end_stores_which_excerpts_the_reply_cites(repo, clock, reply):
+    """The excerpts are stored with the prompt, none cited; the reply's end stores them as its
+    text left them (the window showed every citation plain before, even one named [2])."""
+    from dataclasses import replace
+
+    from storage import DocumentRepository, SourceRecord
+
+    shown = (SourceRecord(1, "a" * 64, "manual.md", 0, None, False, where="Setup"),
+             SourceRecord(2, "a" * 64, "manual.md", 3, None, False, where="Warranty"))
+    DocumentRepository(repo.db).set_sources(reply.id, shown)
+    rec = ReplyRecorder(repo, reply.id, clock=clock,
+                        cite=lambda text: tuple(replace(s, cited=f"[{s.label}]" in text) for s in shown))
+    rec.on_delta(piece("Two years [2]."))
+    assert [s.cited for s in stored(repo, reply).sources] == [False, False]  # not before the end
+    rec.on_delta(Delta("r1", finish_reason=FinishReason.STOP, stats=stats()))
+    assert [(s.cited, s.where) for s in stored(repo, reply).sources] == [(False, "Setup"), (True, "Warranty")]

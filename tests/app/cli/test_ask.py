@@ -74,6 +74,21 @@ def test_ask_about_a_document_longer_than_the_context_retrieves_excerpts_with_ci
     citations = report["answers"][0]["citations"]
     assert citations and all(c["document"] == "manual.md" for c in citations)
     assert report["prompt_tokens_computed"] < 1024
+    # each says where its excerpt is, in the document's headings, and carries its text
+    warranty = next(c for c in citations if c["where"] == "Warranty")
+    assert "The warranty lasts two years" in warranty["text"]
+    assert all(c["text"] and c["where"].startswith(("Part ", "Warranty")) for c in citations)
+    # cited: named by its label, or quoted (six of its words in a row); the answer decides which
+    answer = report["answers"][0]["answer"]
+    for c in citations:
+        assert c["cited"] == (f"[{c['label']}]" in answer or quotes(answer, c["text"], 6)), c
+
+
+def quotes(answer: str, excerpt: str, n: int) -> bool:
+    """Whether n words of answer in a row are n words in a row of excerpt (case and punctuation aside)."""
+    words = re.findall(r"\w+", answer.casefold())
+    text = " " + " ".join(re.findall(r"\w+", excerpt.casefold())) + " "
+    return any(f" {' '.join(words[i:i + n])} " in text for i in range(len(words) - n + 1))
 
 
 def test_ask_about_an_empty_file_is_one_line_and_stores_nothing(tmp_path, capsys):

@@ -37,7 +37,7 @@ def test_every_heading_starts_a_chunk_and_names_the_chunks_below_it():
     chunks = split_chunks(text, target_chars=1000)
     assert texts(text, chunks) == ["Preface words.\n\n", "# Intro\n\nHello there.\n\n",
                                    "## Details\n\nMore.\n\nEven more."]
-    assert [c.heading for c in chunks] == ["", "Intro", "Details"]
+    assert [c.heading for c in chunks] == ["", "Intro", "Intro › Details"]
 
 
 def test_a_long_section_keeps_its_heading_on_every_chunk():
@@ -149,3 +149,30 @@ def test_page_starts_out_of_order_or_off_the_text_are_refused():
         split_chunks("abc", [0, 10])
     with pytest.raises(ValueError, match="target_chars"):
         split_chunks("abc", target_chars=0)
+
+
+def test_a_chunk_s_heading_is_the_path_of_the_headings_above_it():
+    text = "# Guide\nintro\n\n## Install\nx\n\n### Linux\napt\n\n## Use\nrun\n\n# Appendix\nmore\n"
+    assert [c.heading for c in split_chunks(text)] == [
+        "Guide", "Guide › Install", "Guide › Install › Linux", "Guide › Use", "Appendix"]
+
+
+def test_table_rows_counts_a_sheet_s_rows_from_its_header_as_row_1():
+    text = ("## Sales\n| Region | Q1 |\n| --- | --- |\n| R0 | 0 |\n| R1 | 1 |\n| R2 | 2 |\n\n"
+            "## Costs\n| Item | Cost |\n| :-- | --: |\n| rent | 100 |")
+    assert [c.heading for c in split_chunks(text, table_rows=True)] == ["Sales, rows 1–4", "Costs, rows 1–2"]
+    # cut small: each chunk its own rows, the rule under the header no row (a chunk of it alone: the sheet)
+    assert [c.heading for c in split_chunks(text, target_chars=25, table_rows=True)] == [
+        "Sales, row 1", "Sales, row 2", "Sales, rows 3–4", "Costs, row 1", "Costs", "Costs, row 2"]
+    assert [c.heading for c in split_chunks(text)] == ["Sales", "Costs"]  # a Markdown file's tables: no rows
+
+
+def test_a_heading_is_never_a_chunk_alone_before_a_long_paragraph():
+    """A section whose one paragraph is longer than a chunk: its heading goes with the
+    paragraph's first words (a chunk of a title alone was retrieved for a question naming
+    it and said nothing)."""
+    text = "# Warranty\n\n" + "The warranty lasts two years from the date of purchase. " * 12
+    chunks = split_chunks(text, target_chars=300)
+    first = text[chunks[0].start:chunks[0].end]
+    assert first.startswith("# Warranty\n\nThe warranty lasts") and len(chunks) > 1
+    assert all(len(text[c.start:c.end].strip()) > len("# Warranty") for c in chunks)

@@ -28,7 +28,7 @@ def test_a_markdown_file_is_kept_verbatim_and_chunked_under_its_headings(tmp_pat
     assert (document.name, document.mime, document.pages) == ("guide.md", "text/markdown", None)
     assert document.size_bytes == len(text.encode())
     assert document.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert [c.heading for c in document.chunks] == ["Guide", "Install"]
+    assert [c.heading for c in document.chunks] == ["Guide", "Guide › Install"]  # the path of headings
     assert_chunks_cover(document.text, document.chunks)
 
 

@@ -150,6 +150,25 @@ def test_the_reply_cites_excerpts_by_their_labels(reply, labels):
     assert {s.label for s in with_cited(sources, reply) if s.cited} == labels
 
 
+def test_a_reply_that_quotes_an_excerpt_cites_it_without_its_label(repo, db):
+    """Small models rarely write "[2]": a reply that repeats six words of an excerpt in a row
+    (case and punctuation aside) cites it; one that shares a few words with each does not."""
+    doc = document("manual.md", manual())
+    path, before, turns = stored(repo, [doc], "How long does the warranty last, and how fast is the fan?")
+    prompt = chat_prompt(turns, path, before, DocumentRepository(db), WordTokens(), 500, 256)
+    assert prompt.retrieval and len(prompt.excerpt_texts) == len(prompt.sources) >= 2
+    labels = {where: {s.label for s in prompt.sources if s.where == where} for where in ("Warranty", "Cooling")}
+    assert all(labels.values())  # each excerpt says where it is: both sections were retrieved
+    quoting = "Good news: THE WARRANTY lasts two years, from the date of purchase!"
+    holding = {s.label for s, text in zip(prompt.sources, prompt.excerpt_texts) if "lasts two years" in text}
+    assert holding and holding <= labels["Warranty"]  # (not its bare heading's chunk)
+    assert {s.label for s in prompt.cited_sources(quoting) if s.cited} == holding
+    near = "The warranty is long and the fan is fast."  # words of both, no run of six
+    assert not any(s.cited for s in prompt.cited_sources(near))
+    cooling = min(labels["Cooling"])
+    assert {s.label for s in prompt.cited_sources(f"{quoting} [{cooling}]") if s.cited} == holding | {cooling}
+
+
 def test_the_cached_share_of_the_documents_follows_the_cached_prompt_tokens(repo, db):
     doc = document("manual.md", manual())
     path, before, turns = stored(repo, [doc], "q", system="Be brief.")

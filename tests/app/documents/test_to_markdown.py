@@ -25,8 +25,8 @@ def test_a_word_document_becomes_markdown_chunked_under_its_headings(tmp_path):
     assert document.mime == "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
     assert_chunks_cover(document.text, document.chunks)
     headings = [c.heading for c in document.chunks]
-    assert headings[0] == "Annual report" and headings[-1] == "Results"
-    assert headings.count("Methods") >= 2  # the long section took more than one chunk
+    assert headings[0] == "Annual report" and headings[-1] == "Annual report › Results"  # the path of headings
+    assert headings.count("Annual report › Methods") >= 2  # the long section took more than one chunk
 
 
 def test_a_presentation_numbers_its_slides_as_pages(tmp_path):
@@ -46,8 +46,22 @@ def test_a_workbook_gives_a_table_under_each_sheet_name(tmp_path):
     })
     document = extract_document(path)
     assert "| apple | cheap |" in document.text and "| pear | dear |" in document.text
-    assert [c.heading for c in document.chunks] == ["Prices", "Counts"]
+    # where each chunk is as the workbook's reader sees it: the sheet, and its rows (the
+    # header row 1, as the spreadsheet numbers it)
+    assert [c.heading for c in document.chunks] == ["Prices, rows 1–3", "Counts, rows 1–2"]
     assert "| apple | 12 |" in document.text[document.chunks[1].start:]
+
+
+def test_a_long_sheet_s_chunks_say_which_rows_each_holds(tmp_path):
+    rows = [["item", "note"], *([f"item {i}", "a note long enough to fill the chunks quickly " * 2] for i in range(60))]
+    document = extract_document(make_xlsx(tmp_path / "long.xlsx", {"Stock": rows}))
+    places = [c.heading for c in document.chunks]
+    assert len(places) > 3 and places[0].startswith("Stock, rows 1–") and places[-1].endswith("–61")
+    for chunk, place in zip(document.chunks, places):  # each names the rows it holds
+        first, last = (int(n) for n in place.removeprefix("Stock, rows ").split("–"))
+        text = document.text[chunk.start:chunk.end]
+        assert f"| item {max(first - 2, 0)} |" in text or first == 1
+        assert f"| item {last - 2} |" in text
 
 
 def test_an_html_page_loses_its_scripts_and_keeps_its_headings(tmp_path):
@@ -57,7 +71,7 @@ def test_an_html_page_loses_its_scripts_and_keeps_its_headings(tmp_path):
                     "<h2>Sub</h2><p>More words</p></body></html>")
     document = extract_document(path)
     assert document.text == "# Main\n\nHello **world**\n\n## Sub\n\nMore words"
-    assert [c.heading for c in document.chunks] == ["Main", "Sub"]
+    assert [c.heading for c in document.chunks] == ["Main", "Main › Sub"]
     assert document.mime == "text/html"
 
 

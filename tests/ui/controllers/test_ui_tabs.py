@@ -268,7 +268,7 @@ def test_a_finished_reply_is_recorded_with_the_wait_the_user_had(desk, qtbot):
     conv = desk.repo.create_conversation(title="Stats")
     desk.window.open_tab(conv.id, "Stats")
     saved = []
-    stream = Stream("r-stats", conv.id, message_id=1, recorder=SimpleNamespace(on_delta=saved.append))
+    stream = Stream("r-stats", conv.id, message_id=1, recorder=SimpleNamespace(on_delta=saved.append, cite=None))
     stream.base_tokens = 5  # a continued reply: 5 tokens were there before
     desk.streams.add(stream)
     desk.token(stream)

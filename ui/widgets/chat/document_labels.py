@@ -26,6 +26,8 @@ def image_details(mime: str, size_bytes: int) -> str:
 
 
 def source_label(source: SourceRecord) -> str:
-    """A citation as the reply's chip shows it: "[1] report.pdf p.3"."""
+    """A citation as the reply's chip shows it: "[1] report.pdf p.3", "[2] guide.md · Install ›
+    Linux", "[3] book.xlsx · Sales, rows 12–40"."""
     page = f" p.{source.page}" if source.page else ""
-    return f"[{source.label}] {source.name}{page}"
+    where = f" · {source.where}" if source.where else ""
+    return f"[{source.label}] {source.name}{page}{where}"
