@@ -272,9 +272,9 @@ def test_screenshot_of_attachments_in_a_chat(desk, engine, qtbot, tmp_path, them
                                   "Revenue grew **12%** in the first quarter [2], and costs fell 3% in the second [3].",
                                   parent_id=question.id)
     DocumentRepository(desk.db).set_sources(reply.id, (
-        SourceRecord(1, report.sha256, report.name, 0, 1, False),
-        SourceRecord(2, report.sha256, report.name, 1, 2, True),
-        SourceRecord(3, report.sha256, report.name, 2, 3, True)))
+        SourceRecord(1, report.sha256, report.name, 0, 1, False, where="Summary"),
+        SourceRecord(2, report.sha256, report.name, 1, 2, True, where="Results › Revenue"),
+        SourceRecord(3, report.sha256, report.name, 2, 3, True, where="Results › Costs")))
     desk.controllers.conversations.refresh()
     desk.controllers.conversations.open_conversation(conv.id)
     qtbot.waitUntil(lambda: desk.window.tab_for(conv.id) is not None)
