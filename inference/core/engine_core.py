@@ -263,11 +263,14 @@ class EngineCore:
         sampled = 0
         now = self.clock()  # every token of a step arrives at the same moment
         outputs = self._outputs
-        for i, (chunk, token) in enumerate(zip(plan.chunks, tokens)):
+        chunks = plan.chunks
+        for i, (chunk, token) in enumerate(zip(chunks, tokens)):
             out = outputs.get(chunk.request.request_id)
             if out is None:
                 continue
             if token is None:
+                if i + 1 < len(chunks) and chunks[i + 1].request is chunk.request:
+                    continue  # a prompt's run before more of it in this step: one delta, at its last
                 deltas.append(self._progress_or_done(out))
                 continue
             if kept_drafts is not None and chunk.draft:
@@ -373,8 +376,8 @@ class EngineCore:
     def _fail_plan(self, plan: StepPlan, message: str) -> list[Delta]:
         log.error("%s; failing %d request(s)", message, len(plan.chunks))
         deltas = []
-        for chunk in plan.chunks:
-            out = self._outputs.get(chunk.request.request_id)
+        for request in {id(chunk.request): chunk.request for chunk in plan.chunks}.values():
+            out = self._outputs.get(request.request_id)
             if out is not None:
                 deltas.append(self._finish(out, FinishReason.ERROR, "", message, keep_cache=False))
         return deltas
@@ -414,7 +417,8 @@ class EngineCore:
         self.cost.observe(n_tokens, duration, prompt=n_prefill > 0)  # the target's step alone
         step_s = duration + plan.draft_s
         n_decode = n_decoding + kept_drafts  # a kept draft token is a decoded one
-        self.metrics.record_step(step_s, n_prefill, n_decode, len(plan.chunks), sampled)
+        n_seqs = len({id(chunk.request) for chunk in plan.chunks})  # a prompt may have several chunks
+        self.metrics.record_step(step_s, n_prefill, n_decode, n_seqs, sampled)
         self.metrics.record_kv(self.kv.cells_used)
         queued = len(self.scheduler.waiting) + sum(1 for r in self.scheduler.running if not r.is_decoding)
         self.budget.observe(step_s, n_decode, n_prefill, queued)

@@ -138,6 +138,9 @@ class Scheduler:
                     if n <= 0 or n > room:  # no room, or not for a whole bidirectional piece
                         break
                 plan.chunks.append(self._prefill_chunk(req, n))
+            more = self._next_runs(req, req.num_computed + n, left - n, committed + n) if n > 0 else []
+            plan.chunks += more
+            n += sum(c.n_tokens for c in more)
             committed += n
             left -= n
         if decoding:  # what the propose stage may fill with draft tokens
@@ -199,25 +202,41 @@ class Scheduler:
 
         return key
 
-    def _prefill_len(self, req: Request, n: int) -> int:
-        """How many of the next prompt tokens go in this step's chunk, given n: fewer where a
-        run of text or of one image's rows ends (llama.cpp decodes embeddings apart from
-        tokens); more where n would split an image piece that must go whole (Gemma 3's rows
-        attend to each other both ways; Qwen-VL's share one position, which the cache cannot
-        cut between), which then takes the step over its budget, as libmtmd's own helper
-        decodes such an image at once."""
-        start, first = req.num_computed, req.tokens[req.num_computed]
+    def _prefill_len(self, req: Request, n: int, start: int | None = None) -> int:
+        """How many prompt tokens from start (the request's next) go in one chunk, given n:
+        fewer where a run of text or of one image's rows ends (llama.cpp decodes embeddings
+        apart from tokens); more where n would split an image piece that must go whole
+        (Gemma 3's rows attend to each other both ways; Qwen-VL's share one position, which
+        the cache cannot cut between), which then takes the step over its budget, as
+        libmtmd's own helper decodes such an image at once."""
+        start = req.num_computed if start is None else start
+        first = req.tokens[start]
         if not req.images or first >= 0:
             return _same_kind_run(req.tokens, start, n) if req.images else n
-        run = _same_kind_run(req.tokens, start, req.num_uncomputed)  # at most the image's rows
+        run = _same_kind_run(req.tokens, start, len(req.tokens) - start)  # at most the image's rows
         image = req.images.get(image_slot_row(first)[0])
         return run if image is not None and image.whole else min(run, n)
 
-    def _prefill_chunk(self, req: Request, n: int) -> ScheduledChunk:
-        """The next n prompt tokens (n from _prefill_len)."""
-        end = req.num_computed + n
-        wants_logits = end == len(req.tokens) and req.wants_output
-        return ScheduledChunk(req, req.num_computed, n, wants_logits)
+    def _prefill_chunk(self, req: Request, n: int, start: int | None = None) -> ScheduledChunk:
+        """n prompt tokens from start (the request's next; n from _prefill_len)."""
+        start = req.num_computed if start is None else start
+        wants_logits = start + n == len(req.tokens) and req.wants_output
+        return ScheduledChunk(req, start, n, wants_logits)
+
+    def _next_runs(self, req: Request, start: int, left: int, committed: int) -> list[ScheduledChunk]:
+        """A prompt with images goes on in the same step after its first chunk: each further
+        run of text or of an image's piece its own chunk, in order (the worker decodes a
+        request's chunks one after the other), while the step's budget and the cache's room
+        hold whole runs, so a tiled image (SmolVLM: 17 pieces with text between them) is not
+        one step a run and the question after an image waits for no further step."""
+        chunks: list[ScheduledChunk] = []
+        while req.images and left > 0 and start < len(req.tokens):
+            n = self._prefill_len(req, min(left, len(req.tokens) - start), start)
+            if n > left or not self.kv.make_room(committed + n):
+                break  # a whole piece past what is left waits for a step of its own
+            chunks.append(self._prefill_chunk(req, n, start))
+            start, left, committed = start + n, left - n, committed + n
+        return chunks
 
     def _admit(self, req: Request, now: float, outstanding: int) -> bool:
         alloc = self.kv.allocate(

@@ -198,27 +198,31 @@ class LlamaRunner:
         from its own batch row with its request's sampler (which accepts the token); a
         chunk with draft tokens is verified row by row (SamplerSet.verify).
 
-        A chunk of an image's rows (the scheduler never mixes them with text in a chunk)
-        is decoded first, in a llama_decode of its own; then the rest of the step."""
-        images = [i for i, c in enumerate(plan.chunks) if c.n_tokens and c.request.tokens[c.start] < 0]
-        if not images:
+        Chunks that must go first go first, each in a llama_decode of its own: a request's
+        chunks before its last one in the step (a prompt's runs around its images, in order)
+        and image chunks (llama.cpp's batch takes token ids or embeddings, never both; the
+        scheduler never mixes them in a chunk). Then the rest of the step, together."""
+        first = _decoded_first(plan)
+        if not first:
             return self._execute_tokens(plan)
         started = time.perf_counter()
         done: list[int] = []
-        for i in images:
-            code = self._decode_image(plan.chunks[i])
+        for i in first:
+            chunk = plan.chunks[i]
+            code = self._decode_image(chunk) if chunk.request.tokens[chunk.start] < 0 else self._decode_alone(chunk)
             if code != DECODE_OK:
-                self._forget_images(plan, done)
+                self._forget(plan, done)
                 return StepOutput.failed(code)
             done.append(i)
-        image_s = time.perf_counter() - started
-        rest = [i for i in range(len(plan.chunks)) if i not in images]
+        first_s = time.perf_counter() - started
+        early = set(first)
+        rest = [i for i in range(len(plan.chunks)) if i not in early]
         n = len(plan.chunks)
         if not rest:
-            return StepOutput(DECODE_OK, [None] * n, [None] * n, image_s)
+            return StepOutput(DECODE_OK, [None] * n, [None] * n, first_s)
         out = self._execute_tokens(replace(plan, chunks=[plan.chunks[i] for i in rest]))
         if not out.ok:
-            self._forget_images(plan, done)  # the step is planned again: its image rows too
+            self._forget(plan, done)  # the step is planned again: these chunks too
             return out
         tokens: list[int | None] = [None] * n
         logprobs: list[SampledLogprobs | None] = [None] * n
@@ -230,7 +234,16 @@ class LlamaRunner:
             if kept is not None and out.kept_drafts is not None:
                 kept[i] = out.kept_drafts[j]
         errors = {rest[j]: e for j, e in out.errors.items()} if out.errors else None
-        return StepOutput(DECODE_OK, tokens, logprobs, out.decode_s + image_s, out.sample_s, kept, errors)
+        return StepOutput(DECODE_OK, tokens, logprobs, out.decode_s + first_s, out.sample_s, kept, errors)
+
+    def _decode_alone(self, chunk: ScheduledChunk) -> int:
+        """A prompt chunk of text that must be in the cache before the request's next chunk
+        of the step (no logits: the prompt goes on after it)."""
+        self._batch.fill([_batch_item(chunk)])
+        code = ll.llama_decode(self._ctx, self._batch.batch)
+        if code == DECODE_OK:
+            ll.llama_synchronize(self._ctx)
+        return code
 
     def _decode_image(self, chunk: ScheduledChunk) -> int:
         """An image chunk's embedding rows into its sequence at its positions."""
@@ -264,7 +277,8 @@ class LlamaRunner:
                 ll.llama_set_causal_attn(self._ctx, True)
         return DECODE_OK
 
-    def _forget_images(self, plan: StepPlan, done: list[int]) -> None:
+    def _forget(self, plan: StepPlan, done: list[int]) -> None:
+        """The cells of chunks decoded first, in a step that failed after them."""
         for i in done:
             chunk = plan.chunks[i]
             req = chunk.request
@@ -386,6 +400,14 @@ class LlamaRunner:
             ll.llama_memory_seq_rm(self._mem, seq, -1, -1)
             return False
         return True
+
+
+def _decoded_first(plan: StepPlan) -> list[int]:
+    """The chunks decoded before the step's batch, in order: each that another chunk of its
+    request follows in the step, and each image chunk."""
+    last = {id(chunk.request): i for i, chunk in enumerate(plan.chunks)}
+    return [i for i, chunk in enumerate(plan.chunks)
+            if last[id(chunk.request)] != i or (chunk.n_tokens and chunk.request.tokens[chunk.start] < 0)]
 
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
