@@ -383,6 +383,10 @@ class LoadSettings:
     # A vision projector (mmproj GGUF) for this model: images in requests are encoded by it
     # (inference/worker/image_encoder.py). None: requests with images are refused.
     mmproj: Path | None = None
+    # The most tokens one image may take: a projector that reads images at their own size
+    # (Qwen-VL's: up to thousands of tokens) reads a larger one smaller, so it leaves the
+    # chat room (llama-server's --image-max-tokens). None: the projector's own limit.
+    image_max_tokens: int | None = None
 
     def threads(self) -> int:
         return self.n_threads or physical_cores()
@@ -408,6 +412,8 @@ class LoadSettings:
         if self.speculative == "draft" and self.mmproj is not None:
             # the draft model would read the image's placeholder ids as its tokens
             raise ValueError("a vision projector (mmproj) does not go with a draft model yet; use lookup")
+        if self.image_max_tokens is not None and self.image_max_tokens < 1:
+            raise ValueError(f"image_max_tokens must be at least 1, got {self.image_max_tokens}")
         if not 1 <= self.draft_max <= 64:
             raise ValueError(f"draft_max must be in 1..64, got {self.draft_max}")
         if self.kv_type not in KV_TYPES:

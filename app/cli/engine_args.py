@@ -44,6 +44,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                         "with the model's vocabulary")
     p.add_argument("--mmproj", default=None, metavar="FILE",
                    help="a vision projector (mmproj GGUF) for the model: chats may then show it images")
+    p.add_argument("--image-max-tokens", type=int, default=None, metavar="N",
+                   help="the most tokens one image may take: a projector that reads images at their own size "
+                        "(Qwen-VL's) reads a larger one smaller (default: the projector's own limit)")
 
 
 def resolve_model(args: argparse.Namespace, base: Path) -> Path:
@@ -86,6 +89,8 @@ def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
         values["kv_type"] = args.kv_type
     if getattr(args, "mmproj", None):
         values["mmproj"] = Path(args.mmproj).expanduser().resolve()
+    if getattr(args, "image_max_tokens", None) is not None:
+        values["image_max_tokens"] = args.image_max_tokens
     if getattr(args, "flash_attn", None) is not None:
         values["flash_attn"] = {"on": True, "off": False, "auto": None}[args.flash_attn]
     return values

@@ -49,7 +49,7 @@ _IMAGE_CHUNK = 1  # MTMD_INPUT_CHUNK_TYPE_IMAGE
 class ImageEncoder:
     def __init__(self, mmproj: Path, model: ll.llama_model_p, n_embd: int, n_threads: int,
                  use_gpu: bool, cache_bytes: int = CACHE_BYTES, folder: Path | None = None,
-                 max_whole_rows: int = IMAGE_SLOT_SPAN - 1) -> None:
+                 max_whole_rows: int = IMAGE_SLOT_SPAN - 1, max_tokens: int | None = None) -> None:
         if not Path(mmproj).is_file():
             raise ModelLoadError(f"the vision projector {mmproj} does not exist")
         backend.route_mtmd_logs()
@@ -58,6 +58,8 @@ class ImageEncoder:
         params.print_timings = False
         params.n_threads = max(1, n_threads)
         params.warmup = False
+        if max_tokens is not None:  # read larger images smaller (projectors of dynamic size)
+            params.image_max_tokens = max_tokens
         ctx = mtmd.mtmd_init_from_file(str(mmproj).encode(), model, params)
         if not ctx:
             raise ModelLoadError(

@@ -66,6 +66,9 @@ class LlamaRunner:
         self.n_embd = ll.llama_model_n_embd_inp(self._model)
         try:  # the vision projector: images in prompts become embedding rows
             self._mmproj_key = model_key(Path(settings.mmproj), "projector").hex()[:32] if settings.mmproj else ""
+            if self._mmproj_key and settings.image_max_tokens is not None:
+                # other rows for the same image: kept (and prompts showing them) apart
+                self._mmproj_key += f"-max{settings.image_max_tokens}"
             folder = (settings.kv_cache_dir / "images" / self._mmproj_key
                       if settings.mmproj and settings.kv_cache_dir is not None and settings.kv_disk_cache_mb > 0
                       else None)
@@ -114,7 +117,8 @@ class LlamaRunner:
         if not settings.mmproj:
             return None
         return ImageEncoder(settings.mmproj, self._model, self.n_embd, settings.threads_batch(),
-                            use_gpu=self._n_gpu_layers > 0, folder=folder, max_whole_rows=settings.n_ubatch)
+                            use_gpu=self._n_gpu_layers > 0, folder=folder, max_whole_rows=settings.n_ubatch,
+                            max_tokens=settings.image_max_tokens)
 
     def _model_desc(self) -> str:
         buf = ctypes.create_string_buffer(256)

@@ -39,6 +39,8 @@ def reference_logprobs(settings: LoadSettings, tokens: list[int], image_ids: lis
     mparams = mtmd.mtmd_context_params_default()
     mparams.use_gpu, mparams.print_timings, mparams.warmup = False, False, False
     mparams.n_threads = settings.threads_batch()
+    if settings.image_max_tokens is not None:  # as llama-server's --image-max-tokens
+        mparams.image_max_tokens = settings.image_max_tokens
     mctx = mtmd.mtmd_init_from_file(str(settings.mmproj).encode(), model, mparams)
     bitmap, chunks = _tokenized(mctx, image)
     try:

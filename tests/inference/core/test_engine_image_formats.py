@@ -18,6 +18,7 @@ import pytest
 
 from inference import ChatRequest, FinishReason, SamplingParams
 from inference.core.engine import Engine
+from inference.errors import RequestError
 from inference.params import LoadSettings
 from tests.inference.core.test_engine_images import RED, ask, data_url, png
 from tests.support.mtmd_reference import reference_logprobs
@@ -196,3 +197,19 @@ def test_a_second_question_about_a_qwen_vl_image_continues_from_its_cells(start,
     fresh_engine, _ = start(model_path=model, mmproj=projector)
     fresh = fresh_engine.submit(image_then("And the colours?", WIDE, n=12)).result(120)
     assert fresh.stats and fresh.stats.cached_tokens == 0 and fresh.token_ids == again.token_ids
+
+
+def test_an_image_max_tokens_reads_a_large_image_smaller(start, qwen2vl):
+    """Qwen-VL reads an image at about its own size, up to the projector's limit: a 640x480
+    one is some 4,000 tokens with the tiny projector, more than a 2,048-token context holds
+    (a screenshot with a real one fills a chat's context so). With image_max_tokens
+    (`--image-max-tokens`, llama-server's option) it is read smaller and fits."""
+    model, projector = qwen2vl
+    big = png((30, 160, 60), (640, 480))
+    engine, _ = start(model_path=model, mmproj=projector)
+    with pytest.raises(RequestError, match="context holds 2048"):
+        engine.prepare(ask(big))
+    capped_engine, settings = start(model_path=model, mmproj=projector, image_max_tokens=100)
+    [capped] = capped_engine.prepare(ask(big)).images
+    assert 0 < capped.n_tokens <= 100
+    assert_reads_as_llama_cpp(capped_engine, settings, big)  # still read as llama.cpp reads it
