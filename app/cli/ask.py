@@ -37,6 +37,7 @@ class Asked:
     answer: str = ""
     computed: int = 0  # prompt tokens this request computed (not found cached)
     image_tokens: int = 0  # the prompt's tokens that are images' rows
+    error: str | None = None  # why the engine ended it (a prompt longer than the context...)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,7 +89,7 @@ def run_ask(args: argparse.Namespace, data_dir: Path) -> int:
         engine.shutdown()
         db.close()
     _print(asked, pin_computed, counts, args.json)
-    return 0
+    return 1 if any(a.error for a in asked) else 0
 
 
 def _ask_all(engine: Engine, repo: ChatRepository, model: str, documents: list[NewDocument],
@@ -119,6 +120,7 @@ def _ask_all(engine: Engine, repo: ChatRepository, model: str, documents: list[N
             recorder.on_delta(delta)
             if delta.finished:
                 a.computed = _computed(delta.stats)
+                a.error = delta.error
         a.answer = recorder.text
     return asked, pin_computed
 
@@ -143,8 +145,8 @@ def _print(asked: list[Asked], pin_computed: int, images: tuple[int, int], as_js
     first = asked[0].prompt
     if as_json:
         out = {
-            "answers": [{"question": a.question, "answer": a.answer, "conversation_id": a.conversation_id,
-                         "citations": _citations(a)} for a in asked],
+            "answers": [{"question": a.question, "answer": a.answer, "error": a.error,
+                         "conversation_id": a.conversation_id, "citations": _citations(a)} for a in asked],
             "document_tokens": sum(d.tokens for d in first.documents),
             "prompt_tokens_computed": pin_computed + sum(a.computed for a in asked),
             "image_tokens": asked[0].image_tokens,  # in each question's prompt: the same images
@@ -155,7 +157,7 @@ def _print(asked: list[Asked], pin_computed: int, images: tuple[int, int], as_js
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return
     for a in asked:
-        print(f"Q: {a.question}\nA: {a.answer.strip()}")
+        print(f"Q: {a.question}\nA: {a.answer.strip()}" + (f"\n  (not answered: {a.error})" if a.error else ""))
         for c in _citations(a):
             mark = "*" if c["cited"] else " "
             page = f", page {c['page']}" if c["page"] else ""

@@ -124,3 +124,29 @@ def test_a_bad_image_is_one_line_and_stores_nothing(tmp_path, capsys, data, word
     assert out.returncode == 2
     assert out.stderr.startswith(f"chorus: {bad}: ") and words in out.stderr and out.stderr.count("\n") == 1
     assert first_user_messages(tmp_path) == []
+
+
+@pytest.mark.model
+def test_image_max_tokens_reads_a_large_image_smaller(data_dir, tmp_path, model_path):
+    """`--image-max-tokens` reaches the projector: a Qwen-VL-style one (the tests' stand-in,
+    tests/support/standin_models.py) reads a 640x480 image in some 4,000 tokens, more than
+    the 2,048 of --ctx; capped at 100, the question is answered."""
+    import io
+
+    from PIL import Image
+
+    from tests.support.standin_models import write_qwen2vl_standin
+
+    model = write_qwen2vl_standin(model_path, tmp_path / "qwen2vl-standin.gguf")
+    projector = write_tiny_projector(tmp_path / "mmproj-qwen2vl.gguf", kind="qwen2vl")
+    out_png = io.BytesIO()
+    Image.new("RGB", (640, 480), (30, 160, 60)).save(out_png, "PNG")
+    big = picture(tmp_path, "big.png", out_png.getvalue())
+    ask = ["ask", str(big), "-q", "What is it?", "--model", str(model), "--mmproj", str(projector),
+           "--ctx", "2048", "--max-tokens", "2", "--json"]
+    refused = chorus(data_dir, *ask)
+    assert refused.returncode == 1  # said, not an empty answer and 0 as before
+    assert "context holds 2048" in json.loads(refused.stdout)["answers"][0]["error"]
+    out = chorus(data_dir, *ask, "--image-max-tokens", "100")
+    assert out.returncode == 0, out.stderr
+    assert 0 < json.loads(out.stdout)["image_tokens"] <= 100
