@@ -16,7 +16,7 @@ from storage import ChunkSpan
 # An ATX heading (CommonMark: up to 3 spaces, 1-6 #, a space, the title, optional closing #s)
 # or a code fence, whose lines hold no headings ("# comment" in a Python block).
 _HEADING_OR_FENCE = re.compile(
-    r"^ {0,3}(?:(?P<fence>```|~~~)|#{1,6}[ \t]+(?P<title>[^\n]*?\S)?(?:[ \t]+#+)?[ \t\r]*$)",
+    r"^ {0,3}(?:(?P<fence>```|~~~)|(?P<level>#{1,6})[ \t]+(?P<title>[^\n]*?\S)?(?:[ \t]+#+)?[ \t\r]*$)",
     re.MULTILINE,
 )
 # A blank line (or more) between paragraphs; the next paragraph starts where it ends.
@@ -60,9 +60,10 @@ def split_chunks(text: str, page_starts: Sequence[int] = (), target_chars: int =
     for start, end in _absorb_blank(text, spans):
         # A chunk's page and heading are those of its first words, not of the blank before them.
         content = _content_start(text, start, end)
-        where = _heading_at(headings, heading_starts, content)
+        heading = _heading_at(headings, heading_starts, content)
+        where = heading.path if heading is not None else ""
         if table_rows:
-            where = _with_rows(text, where, _section_start(heading_starts, content), content, end)
+            where = _with_rows(text, where, heading.start if heading is not None else 0, content, end)
         chunks.append(ChunkSpan(start, end, _page_at(page_starts, content), where))
     return tuple(chunks)
 
@@ -85,7 +86,7 @@ def _headings(text: str) -> list[_Heading]:
         if marker is not None:
             fence = None if fence == marker else (fence or marker)
         elif fence is None:
-            level = len(match.group(0).lstrip(" ")) - len(match.group(0).lstrip(" ").lstrip("#"))
+            level = len(match.group("level"))
             above = [(lvl, title) for lvl, title in above if lvl < level]
             above.append((level, (match.group("title") or "").strip()))
             found.append(_Heading(match.start(), PATH_SEPARATOR.join(title for _, title in above if title)))
@@ -154,14 +155,10 @@ def _page_at(page_starts: Sequence[int], offset: int) -> int | None:
     return bisect_right(page_starts, offset) if page_starts else None
 
 
-def _heading_at(headings: list[_Heading], heading_starts: list[int], offset: int) -> str:
+def _heading_at(headings: list[_Heading], heading_starts: list[int], offset: int) -> _Heading | None:
+    """The last heading at or before offset (None before the first)."""
     index = bisect_right(heading_starts, offset) - 1
-    return headings[index].path if index >= 0 else ""
-
-
-def _section_start(heading_starts: list[int], offset: int) -> int:
-    index = bisect_right(heading_starts, offset) - 1
-    return heading_starts[index] if index >= 0 else 0
+    return headings[index] if index >= 0 else None
 
 
 def _with_rows(text: str, where: str, section: int, start: int, end: int) -> str:

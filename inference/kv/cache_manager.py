@@ -135,7 +135,7 @@ class KvCacheManager:
                 return None
             if cached:
                 source = self._tree.fork(tokens, cached, seq)
-                self._backend.seq_cp(source, seq, 0, self._position_of(tokens, cached) if self._position_of else cached)
+                self._backend.seq_cp(source, seq, 0, self._position_in(tokens, cached))
         self._state[seq] = SeqState.ACTIVE
         self._touch(seq)
         if not self.make_room(extra_cells):
@@ -305,7 +305,10 @@ class KvCacheManager:
             self._backend.seq_rm(seq, cut, -1)
 
     def _position(self, seq: int, length: int) -> int:
-        return self._position_of(self.seq_tokens(seq), length) if self._position_of else length
+        return self._position_in(self.seq_tokens(seq), length) if self._position_of else length
+
+    def _position_in(self, tokens: list[int], length: int) -> int:
+        return self._position_of(tokens, length) if self._position_of else length
 
     def _evict_idle(self, seq: int) -> None:
         self._evictions += 1

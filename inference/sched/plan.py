@@ -28,6 +28,11 @@ class ScheduledChunk(NamedTuple):
         return own + list(self.draft) if self.draft else own
 
     @property
+    def holds_image(self) -> bool:
+        """Its tokens are an image's rows (a chunk is all text or all one piece's rows)."""
+        return self.n_tokens > 0 and self.request.tokens[self.start] < 0
+
+    @property
     def n_fed(self) -> int:
         """Tokens this chunk puts in the batch."""
         return self.n_tokens + len(self.draft)

@@ -213,7 +213,7 @@ class LlamaRunner:
         done: list[int] = []
         for i in first:
             chunk = plan.chunks[i]
-            code = self._decode_image(chunk) if chunk.request.tokens[chunk.start] < 0 else self._decode_alone(chunk)
+            code = self._decode_image(chunk) if chunk.holds_image else self._decode_alone(chunk)
             if code != DECODE_OK:
                 self._forget(plan, done)
                 return StepOutput.failed(code)
@@ -410,8 +410,7 @@ def _decoded_first(plan: StepPlan) -> list[int]:
     """The chunks decoded before the step's batch, in order: each that another chunk of its
     request follows in the step, and each image chunk."""
     last = {id(chunk.request): i for i, chunk in enumerate(plan.chunks)}
-    return [i for i, chunk in enumerate(plan.chunks)
-            if last[id(chunk.request)] != i or (chunk.n_tokens and chunk.request.tokens[chunk.start] < 0)]
+    return [i for i, chunk in enumerate(plan.chunks) if last[id(chunk.request)] != i or chunk.holds_image]
 
 
 def _batch_item(chunk: ScheduledChunk) -> BatchItem:
